@@ -1,0 +1,127 @@
+//! The one trait every transport implements.
+//!
+//! The shape follows fio's `ioengine_ops` (setup, queue, getevents, cleanup) split in two:
+//!
+//! * a [`Target`] is what a URI names once it has been opened: it knows its size and the
+//!   parameters negotiated with it (an NBD export's flags, an iSCSI session's burst lengths), and
+//!   it opens queues;
+//! * a [`Queue`] is one worker's private channel to the target (an io_uring, an NBD connection,
+//!   an iSCSI session). The scheduler hands it batches of [`Io`]s with [`Queue::submit`] and
+//!   collects [`Completion`]s with [`Queue::reap`], in any order.
+//!
+//! Data lives in an [`Arena`](crate::Arena) that the scheduler allocates once per queue and passes
+//! at open time; an `Io` names a region of it by offset. That lets io_uring register the arena as
+//! a fixed buffer, lets network engines read payloads straight into it, and keeps the per-I/O
+//! path free of allocation. The scheduler never has two I/Os in flight on overlapping read
+//! regions of the arena.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::Arena;
+use crate::error::EngineError;
+
+/// What an I/O does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Read,
+    Write,
+    /// Make earlier writes durable (NBD FLUSH, SCSI SYNCHRONIZE CACHE, fsync).
+    Flush,
+    /// Discard a range (NBD TRIM, SCSI UNMAP). Engines without it report `Unsupported`.
+    Trim,
+}
+
+/// One I/O request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Io {
+    /// The scheduler's slot number, unique among the I/Os in flight on one queue; it comes back
+    /// in the [`Completion`]. Always `< depth`.
+    pub tag: u32,
+    pub op: Op,
+    /// Byte offset on the target.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Offset of the data in the queue's arena (source for writes, destination for reads).
+    pub buf: usize,
+}
+
+/// The outcome of one I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub tag: u32,
+    /// 0 on success, otherwise a negative errno-like code (engines map protocol errors to
+    /// errno: NBD_EIO → -EIO, SCSI MEDIUM ERROR → -EIO, ...).
+    pub result: i32,
+}
+
+/// Parameters for opening one queue.
+#[derive(Clone)]
+pub struct QueueConfig {
+    /// Worker index (0-based), for engines that label connections.
+    pub worker: usize,
+    /// Most I/Os the scheduler will keep in flight on this queue.
+    pub depth: u32,
+    /// Largest single transfer the scheduler will ask for.
+    pub max_len: u32,
+    /// Data buffers; the queue keeps the `Arc` for as long as it may touch them.
+    pub arena: Arc<Arena>,
+    /// How long `reap` may wait without any completion before it fails with
+    /// [`EngineError::Timeout`]: a dead or silent peer ends the run, never hangs it.
+    pub io_timeout: Duration,
+}
+
+/// Facts about an opened target that the run reports.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TargetInfo {
+    /// The URI as the user wrote it.
+    pub uri: String,
+    /// Engine family: "null", "mem", "io_uring", "sync", "nbd", "iscsi".
+    pub engine: String,
+    /// Usable size in bytes.
+    pub size: u64,
+    /// Logical block size: offsets and lengths must be multiples of it (1 when any will do).
+    pub block_size: u32,
+    /// Largest transfer in one request, when the target limits it.
+    pub max_transfer: Option<u32>,
+    pub read_only: bool,
+    /// Engine-specific facts: open flags, negotiated protocol parameters, device transport.
+    pub params: BTreeMap<String, serde_json::Value>,
+}
+
+/// An opened target: a factory for per-worker queues.
+pub trait Target: Send + Sync {
+    fn info(&self) -> &TargetInfo;
+
+    /// Opens one queue (connection, ring, session). Called once per worker before the run starts;
+    /// the time it takes is not part of the measurement.
+    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError>;
+}
+
+/// One worker's channel to a target.
+pub trait Queue: Send {
+    /// Hands over a batch of I/Os. Engines may start them at once or when `reap` is next called
+    /// (one system call for the whole batch). The scheduler never exceeds the configured depth.
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError>;
+
+    /// Appends completed I/Os to `out`, waiting until at least `min` have completed since the
+    /// last call (or fewer when fewer are in flight). Completions may arrive in any order.
+    /// Fails with [`EngineError::Timeout`] when nothing completes within the I/O timeout.
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError>;
+
+    /// Per-queue facts worth reporting (e.g. which completion path ran), merged into the
+    /// result's engine parameters after the run.
+    fn stats(&self) -> BTreeMap<String, serde_json::Value> {
+        BTreeMap::new()
+    }
+
+    /// Ends the queue cleanly (NBD DISC, iSCSI logout) after all I/O has been reaped.
+    fn close(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
+}

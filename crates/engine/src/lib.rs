@@ -1,0 +1,21 @@
+//! sanbench's engine: the workload model, the one [`Engine`](engine) trait every transport
+//! implements, the scheduler that drives it, and the local engines.
+//!
+//! * [`spec`]: Iometer-style access specifications ([`Workload`], [`Segment`]), from flags or TOML.
+//! * [`engine`]: [`Target`] and [`Queue`], the plugin boundary (fio's `ioengine_ops`).
+//! * [`gen`]: the per-I/O generator (offsets, sizes, directions), integer-only.
+//! * local engines: [`null`], [`mem`], and files and block devices via io_uring or threads.
+
+pub mod arena;
+pub mod engine;
+pub mod error;
+pub mod gen;
+pub mod mem;
+pub mod null;
+pub mod spec;
+pub mod units;
+
+pub use arena::Arena;
+pub use engine::{Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
+pub use error::EngineError;
+pub use spec::{Segment, Workload};

@@ -1,0 +1,145 @@
+//! `mem:SIZE`: an in-process RAM disk. Reads and writes are real copies to and from memory, so
+//! the figures include memory bandwidth; pages are allocated by the kernel as first touched.
+//!
+//! The disk is one anonymous mapping shared by all workers' queues. Concurrent I/Os to
+//! overlapping ranges race exactly as they would on a real disk without ordering: the bytes may
+//! mix, but memory stays valid (the copies are of plain bytes).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::arena::Arena;
+use crate::engine::{Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
+use crate::error::EngineError;
+
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a plain anonymous mapping; racing byte copies are the documented semantics.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: mapped in `MemTarget::new` with this length.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+pub struct MemTarget {
+    info: TargetInfo,
+    map: Arc<Mapping>,
+}
+
+impl MemTarget {
+    pub fn new(uri: &str, size: u64) -> Result<MemTarget, EngineError> {
+        if size == 0 {
+            return Err(EngineError::Invalid(format!("{uri}: size must be above 0")));
+        }
+        let len = usize::try_from(size)
+            .map_err(|_| EngineError::Invalid(format!("{uri}: size too large")))?;
+        // SAFETY: anonymous private mapping, no fd; MAP_NORESERVE so a large sparse disk only
+        // costs what is touched.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(EngineError::sys(
+                format!("{uri}: cannot map {size} bytes"),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        let mut params = BTreeMap::new();
+        params.insert(
+            "backing".into(),
+            "anonymous memory, allocated as touched".into(),
+        );
+        Ok(MemTarget {
+            info: TargetInfo {
+                uri: uri.to_string(),
+                engine: "mem".into(),
+                size,
+                block_size: 1,
+                max_transfer: None,
+                read_only: false,
+                params,
+            },
+            map: Arc::new(Mapping {
+                ptr: ptr.cast(),
+                len,
+            }),
+        })
+    }
+}
+
+impl Target for MemTarget {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        Ok(Box::new(MemQueue {
+            map: self.map.clone(),
+            arena: cfg.arena.clone(),
+            done: Vec::with_capacity(cfg.depth as usize),
+        }))
+    }
+}
+
+struct MemQueue {
+    map: Arc<Mapping>,
+    arena: Arc<Arena>,
+    done: Vec<Completion>,
+}
+
+impl Queue for MemQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        for io in ios {
+            let len = io.len as usize;
+            let result = match usize::try_from(io.offset) {
+                Ok(off) if off.checked_add(len).is_some_and(|e| e <= self.map.len) => {
+                    // SAFETY: the range is inside the mapping (checked above) and inside the
+                    // arena (Arena::slice checks); the scheduler owns the arena region for this
+                    // I/O exclusively until its completion is reaped.
+                    unsafe {
+                        let disk = self.map.ptr.add(off);
+                        match io.op {
+                            Op::Read => {
+                                let dst = self.arena.slice_mut(io.buf, len);
+                                std::ptr::copy_nonoverlapping(disk, dst.as_mut_ptr(), len);
+                            }
+                            Op::Write => {
+                                let src = self.arena.slice(io.buf, len);
+                                std::ptr::copy_nonoverlapping(src.as_ptr(), disk, len);
+                            }
+                            Op::Flush => {}
+                            Op::Trim => std::ptr::write_bytes(disk, 0, len),
+                        }
+                    }
+                    0
+                }
+                _ => -libc::EINVAL,
+            };
+            self.done.push(Completion {
+                tag: io.tag,
+                result,
+            });
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        out.append(&mut self.done);
+        Ok(())
+    }
+}

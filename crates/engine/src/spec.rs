@@ -1,0 +1,425 @@
+//! Iometer-style access specifications.
+//!
+//! A [`Workload`] is what one run does to every target: weighted [`Segment`]s (transfer sizes,
+//! read %, random %), the queue depth per target per worker, the number of workers, ramp-up and
+//! measured time. It comes from command-line flags (one segment) or from a TOML file:
+//!
+//! ```toml
+//! # The Network Computing 2003 "custom" mix: three weighted segments.
+//! name = "nwc-custom"
+//! qd = 8          # outstanding I/Os per target per worker
+//! workers = 1
+//! ramp = "5s"
+//! time = "2m"
+//! # size = "1G"   # span of each target to use (default: all of it)
+//! # align = "4k"  # offset alignment (default: each I/O's own size)
+//!
+//! [[segment]]
+//! weight = 33     # share of I/Os, relative to the other segments
+//! bs = "512"
+//! read = 100      # percent of I/Os that read
+//! random = 0      # percent of I/Os at random offsets; the rest continue sequentially
+//!
+//! [[segment]]
+//! weight = 34
+//! bs = "2k"
+//! read = 67
+//! random = 100
+//!
+//! [[segment]]
+//! weight = 33
+//! read_bs = "64k" # separate read and write sizes, as the IBM XIV study uses
+//! write_bs = "64k"
+//! read = 100
+//! random = 0
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{format_size, parse_duration, parse_size};
+
+/// Largest transfer one I/O may ask for.
+pub const MAX_BS: u64 = 64 << 20;
+
+/// One weighted access pattern.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    pub weight: u32,
+    pub read_bs: u64,
+    pub write_bs: u64,
+    /// Percent of I/Os that read (0..=100).
+    pub read_pct: f64,
+    /// Percent of I/Os at random offsets (0..=100).
+    pub random_pct: f64,
+    /// Offset alignment for random I/O; `None` = the I/O's own size.
+    pub align: Option<u64>,
+}
+
+impl Segment {
+    pub fn max_bs(&self) -> u64 {
+        match (self.read_pct > 0.0, self.read_pct < 100.0) {
+            (true, true) => self.read_bs.max(self.write_bs),
+            (true, false) => self.read_bs,
+            _ => self.write_bs,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let bs = if self.read_bs == self.write_bs || self.read_pct == 100.0 {
+            format_size(self.read_bs)
+        } else if self.read_pct == 0.0 {
+            format_size(self.write_bs)
+        } else {
+            format!(
+                "{}r/{}w",
+                format_size(self.read_bs),
+                format_size(self.write_bs)
+            )
+        };
+        format!(
+            "{bs} {}% read {}% random",
+            fmt_pct(self.read_pct),
+            fmt_pct(self.random_pct)
+        )
+    }
+}
+
+fn fmt_pct(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p}")
+    }
+}
+
+/// An access specification plus its load and timing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub name: Option<String>,
+    pub segments: Vec<Segment>,
+    /// Outstanding I/Os per target per worker.
+    pub qd: u32,
+    pub workers: u32,
+    #[serde(with = "secs")]
+    pub ramp: Duration,
+    #[serde(with = "secs")]
+    pub time: Duration,
+    /// Bytes of each target to use, from offset 0; `None` = the whole target.
+    pub span: Option<u64>,
+}
+
+mod secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Workload {
+    pub fn max_bs(&self) -> u64 {
+        self.segments.iter().map(Segment::max_bs).max().unwrap_or(0)
+    }
+
+    pub fn has_writes(&self) -> bool {
+        self.segments.iter().any(|s| s.read_pct < 100.0)
+    }
+
+    pub fn has_reads(&self) -> bool {
+        self.segments.iter().any(|s| s.read_pct > 0.0)
+    }
+
+    pub fn describe(&self) -> String {
+        let total: u64 = self.segments.iter().map(|s| s.weight as u64).sum();
+        let segs: Vec<String> = if self.segments.len() == 1 {
+            vec![self.segments[0].describe()]
+        } else {
+            self.segments
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{:.0}% {}",
+                        100.0 * s.weight as f64 / total.max(1) as f64,
+                        s.describe()
+                    )
+                })
+                .collect()
+        };
+        format!(
+            "{}, QD {} x {} worker{}",
+            segs.join(" + "),
+            self.qd,
+            self.workers,
+            if self.workers == 1 { "" } else { "s" }
+        )
+    }
+
+    /// Checks internal consistency; the message names the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.segments.is_empty() {
+            return Err("the access specification has no segments".into());
+        }
+        if self.qd == 0 || self.qd > 65_536 {
+            return Err(format!(
+                "queue depth {} is out of range (1..=65536)",
+                self.qd
+            ));
+        }
+        if self.workers == 0 || self.workers > 4096 {
+            return Err(format!(
+                "worker count {} is out of range (1..=4096)",
+                self.workers
+            ));
+        }
+        if self.time.is_zero() {
+            return Err("the measured time must be longer than zero".into());
+        }
+        if self.segments.iter().all(|s| s.weight == 0) {
+            return Err("every segment has weight 0".into());
+        }
+        for (i, s) in self.segments.iter().enumerate() {
+            let n = i + 1;
+            for (what, p) in [("read", s.read_pct), ("random", s.random_pct)] {
+                if !(0.0..=100.0).contains(&p) || p.is_nan() {
+                    return Err(format!("segment {n}: {what} {p}% is not between 0 and 100"));
+                }
+            }
+            for (what, bs, used) in [
+                ("read size", s.read_bs, s.read_pct > 0.0),
+                ("write size", s.write_bs, s.read_pct < 100.0),
+            ] {
+                if used && (bs == 0 || bs > MAX_BS) {
+                    return Err(format!(
+                        "segment {n}: {what} {bs} is out of range (1 B..=64 MiB)"
+                    ));
+                }
+            }
+            if let Some(a) = s.align {
+                if a == 0 {
+                    return Err(format!("segment {n}: alignment must be at least 1 byte"));
+                }
+            }
+        }
+        if let Some(span) = self.span {
+            if span < self.max_bs() {
+                return Err(format!(
+                    "size {} is smaller than the largest transfer {}",
+                    format_size(span),
+                    format_size(self.max_bs())
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses the TOML form documented at the top of this module.
+    pub fn from_toml(text: &str) -> Result<Workload, String> {
+        let f: WorkloadFile = toml::from_str(text).map_err(|e| {
+            let msg = e.message().to_string();
+            match e.span() {
+                Some(sp) => {
+                    let line = text[..sp.start.min(text.len())].lines().count().max(1);
+                    format!("line {line}: {msg}")
+                }
+                None => msg,
+            }
+        })?;
+        let w = f.into_workload(&Defaults::default())?;
+        w.validate()?;
+        Ok(w)
+    }
+}
+
+/// Values a workload file falls back to when it does not set them.
+#[derive(Clone, Debug)]
+pub struct Defaults {
+    pub qd: u32,
+    pub workers: u32,
+    pub ramp: Duration,
+    pub time: Duration,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            qd: 1,
+            workers: 1,
+            ramp: Duration::ZERO,
+            time: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The TOML shape of a workload, with human units. Suites reuse it for each of their workloads.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadFile {
+    pub name: Option<String>,
+    pub qd: Option<u32>,
+    pub workers: Option<u32>,
+    pub ramp: Option<String>,
+    pub time: Option<String>,
+    pub size: Option<String>,
+    pub align: Option<String>,
+    #[serde(default, rename = "segment")]
+    pub segments: Vec<SegmentFile>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentFile {
+    pub weight: Option<u32>,
+    pub bs: Option<String>,
+    pub read_bs: Option<String>,
+    pub write_bs: Option<String>,
+    pub read: Option<f64>,
+    pub random: Option<f64>,
+    pub align: Option<String>,
+}
+
+impl SegmentFile {
+    pub fn into_segment(self, n: usize, default_align: Option<u64>) -> Result<Segment, String> {
+        let size = |field: &str, v: &Option<String>| -> Result<Option<u64>, String> {
+            v.as_deref()
+                .map(|s| parse_size(s).map_err(|e| format!("segment {n}: {field}: {e}")))
+                .transpose()
+        };
+        let bs = size("bs", &self.bs)?;
+        let read_bs = size("read_bs", &self.read_bs)?.or(bs);
+        let write_bs = size("write_bs", &self.write_bs)?.or(bs);
+        let (read_bs, write_bs) = match (read_bs, write_bs) {
+            (Some(r), Some(w)) => (r, w),
+            (Some(r), None) => (r, r),
+            (None, Some(w)) => (w, w),
+            (None, None) => {
+                return Err(format!(
+                    "segment {n}: give a transfer size (bs, or read_bs and write_bs)"
+                ))
+            }
+        };
+        Ok(Segment {
+            weight: self.weight.unwrap_or(1),
+            read_bs,
+            write_bs,
+            read_pct: self.read.unwrap_or(100.0),
+            random_pct: self.random.unwrap_or(0.0),
+            align: size("align", &self.align)?.or(default_align),
+        })
+    }
+}
+
+impl WorkloadFile {
+    pub fn into_workload(self, d: &Defaults) -> Result<Workload, String> {
+        let dur = |field: &str, v: &Option<String>, dflt: Duration| -> Result<Duration, String> {
+            match v {
+                Some(s) => parse_duration(s).map_err(|e| format!("{field}: {e}")),
+                None => Ok(dflt),
+            }
+        };
+        let align = self
+            .align
+            .as_deref()
+            .map(|s| parse_size(s).map_err(|e| format!("align: {e}")))
+            .transpose()?;
+        let segments = self
+            .segments
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| s.into_segment(i + 1, align))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Workload {
+            name: self.name,
+            segments,
+            qd: self.qd.unwrap_or(d.qd),
+            workers: self.workers.unwrap_or(d.workers),
+            ramp: dur("ramp", &self.ramp, d.ramp)?,
+            time: dur("time", &self.time, d.time)?,
+            span: self
+                .size
+                .as_deref()
+                .map(|s| parse_size(s).map_err(|e| format!("size: {e}")))
+                .transpose()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NWC: &str = r#"
+name = "nwc-custom"
+qd = 8
+ramp = "5s"
+time = "2m"
+[[segment]]
+weight = 33
+bs = "512"
+read = 100
+random = 0
+[[segment]]
+weight = 34
+bs = "2k"
+read = 67
+random = 100
+[[segment]]
+weight = 33
+read_bs = "64k"
+write_bs = "64k"
+read = 100
+"#;
+
+    #[test]
+    fn parses_nwc_custom() {
+        let w = Workload::from_toml(NWC).unwrap();
+        assert_eq!(w.segments.len(), 3);
+        assert_eq!(w.qd, 8);
+        assert_eq!(w.workers, 1);
+        assert_eq!(w.ramp, Duration::from_secs(5));
+        assert_eq!(w.time, Duration::from_secs(120));
+        assert_eq!(w.segments[0].read_bs, 512);
+        assert_eq!(w.segments[1].read_pct, 67.0);
+        assert_eq!(w.segments[1].random_pct, 100.0);
+        assert_eq!(w.segments[2].read_bs, 65536);
+        assert_eq!(w.max_bs(), 65536);
+        assert!(w.has_writes());
+    }
+
+    #[test]
+    fn rejects_bad_input_with_a_clear_message() {
+        let cases = [
+            ("qd = 0\n[[segment]]\nbs = \"4k\"", "queue depth"),
+            ("[[segment]]\nbs = \"4q\"", "unknown unit"),
+            ("[[segment]]\nread = 50", "transfer size"),
+            ("[[segment]]\nbs = \"4k\"\nread = 150", "between 0 and 100"),
+            ("[[segment]]\nbs = \"4k\"\nbogus = 1", "unknown field"),
+            ("qd = 4", "no segments"),
+            (
+                "time = \"0s\"\n[[segment]]\nbs = \"4k\"",
+                "longer than zero",
+            ),
+            ("size = \"1k\"\n[[segment]]\nbs = \"4k\"", "smaller than"),
+            ("[[segment]]\nweight = 0\nbs = \"4k\"", "weight 0"),
+            ("qd = \"x\"", "line 1"),
+        ];
+        for (text, want) in cases {
+            let err = Workload::from_toml(text).unwrap_err();
+            assert!(err.contains(want), "{text:?}: got {err:?}, want {want:?}");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+    }
+
+    #[test]
+    fn describe_reads_like_iometer() {
+        let w = Workload::from_toml(NWC).unwrap();
+        let d = w.describe();
+        assert!(d.starts_with("33% 512B 100% read 0% random + 34% 2KiB 67% read 100% random"));
+        assert!(d.ends_with("QD 8 x 1 worker"));
+    }
+}

@@ -1,0 +1,44 @@
+//! Statistics for sanbench, kept pure: no clocks, no I/O, no threads.
+//!
+//! Everything here takes numbers and returns numbers so that it can be tested exactly. The
+//! definitions follow `shared/MEASURE.md`: latency percentiles come from a log-linear histogram
+//! with three significant digits (< 0.1 % relative error), the Little's-law check compares
+//! `IOPS × mean latency` with the number of I/Os kept outstanding, steady state follows the SNIA
+//! PTS criteria, and repeated runs are summarised as mean ± a Student-t 95 % confidence interval.
+
+mod histogram;
+mod repeat;
+mod steady;
+
+pub use histogram::{LatencyHistogram, LatencySummary};
+pub use repeat::{mean_ci95, ratio_outside_noise, MeanCi};
+pub use steady::{steady_state, SteadyState};
+
+/// The Little's-law check of `shared/MEASURE.md`: `|IOPS × mean_latency − N| / N`.
+///
+/// With `outstanding` I/Os kept in flight, a generator that does not queue internally satisfies
+/// `IOPS × mean latency ≈ outstanding`. Above 0.10 the generator itself is queueing (or the
+/// engine completes I/Os in batches). Returns `None` when it cannot be computed.
+pub fn littles_law_deviation(outstanding: u64, iops: f64, mean_latency_s: f64) -> Option<f64> {
+    if outstanding == 0 || !iops.is_finite() || !mean_latency_s.is_finite() || iops <= 0.0 {
+        return None;
+    }
+    let n = outstanding as f64;
+    Some(((iops * mean_latency_s) - n).abs() / n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn littles_law_exact() {
+        // 32 outstanding, 100k IOPS, 320 µs mean latency: exactly balanced.
+        assert!(littles_law_deviation(32, 100_000.0, 320e-6).unwrap() < 1e-12);
+        // Latency 10 % higher than the law predicts.
+        let d = littles_law_deviation(32, 100_000.0, 352e-6).unwrap();
+        assert!((d - 0.10).abs() < 1e-9);
+        assert!(littles_law_deviation(0, 1.0, 1.0).is_none());
+        assert!(littles_law_deviation(4, 0.0, 1.0).is_none());
+    }
+}
