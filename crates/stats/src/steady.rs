@@ -24,7 +24,7 @@ pub fn steady_state(samples: &[f64], window: usize) -> Option<SteadyState> {
     let w = &samples[samples.len() - window..];
     let n = w.len() as f64;
     let mean = w.iter().sum::<f64>() / n;
-    if !(mean > 0.0) {
+    if mean.is_nan() || mean <= 0.0 {
         return None;
     }
     let max = w.iter().cloned().fold(f64::MIN, f64::max);
