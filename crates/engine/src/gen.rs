@@ -114,7 +114,7 @@ impl Generator {
     }
 
     #[inline]
-    pub fn next(&mut self) -> Planned {
+    pub fn plan(&mut self) -> Planned {
         let r = self.rng.next_u64();
         let pick = r & 0xffff_ffff;
         let idx = if self.segs.len() == 1 {
@@ -192,7 +192,7 @@ mod tests {
             // random ones in between.
             let mut seq_end = 0;
             for _ in 0..n {
-                let p = g.next();
+                let p = g.plan();
                 if p.op == Op::Read {
                     reads += 1;
                 }
@@ -222,7 +222,7 @@ mod tests {
         let mut g = Generator::new(&w, 1 << 30, 512, 0, 1);
         let mut counts = [0u32; 3];
         for _ in 0..100_000 {
-            match g.next().len {
+            match g.plan().len {
                 512 => counts[0] += 1,
                 2048 => counts[1] += 1,
                 65536 => counts[2] += 1,
@@ -239,7 +239,7 @@ mod tests {
     fn sequential_is_sequential_and_wraps() {
         let w = wl(vec![seg(4096, 100.0, 0.0)], 1);
         let mut g = Generator::new(&w, 40960, 512, 0, 3);
-        let offs: Vec<u64> = (0..25).map(|_| g.next().offset).collect();
+        let offs: Vec<u64> = (0..25).map(|_| g.plan().offset).collect();
         for (i, o) in offs.iter().enumerate() {
             assert_eq!(*o, (i as u64 % 10) * 4096);
         }
@@ -249,7 +249,7 @@ mod tests {
     fn workers_start_apart() {
         let w = wl(vec![seg(4096, 100.0, 0.0)], 4);
         let starts: Vec<u64> = (0..4)
-            .map(|k| Generator::new(&w, 1 << 20, 4096, k, 3).next().offset)
+            .map(|k| Generator::new(&w, 1 << 20, 4096, k, 3).plan().offset)
             .collect();
         assert_eq!(starts, vec![0, 1 << 18, 2 << 18, 3 << 18]);
     }
@@ -268,7 +268,7 @@ mod tests {
             let w = wl(vec![s.clone()], 1);
             let mut g = Generator::new(&w, span, 512, 0, seed);
             for _ in 0..2000 {
-                let p = g.next();
+                let p = g.plan();
                 prop_assert!(p.offset + p.len as u64 <= span);
                 prop_assert_eq!(p.offset % 512, 0);
                 let expect_len = if p.op == Op::Read { bs } else { bs * 2 };

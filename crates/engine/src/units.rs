@@ -96,7 +96,7 @@ pub fn format_size(b: u64) -> String {
         (1 << 10, "KiB"),
     ];
     for (m, u) in UNITS {
-        if b >= m && b % m == 0 {
+        if b >= m && b.is_multiple_of(m) {
             return format!("{}{}", b / m, u);
         }
     }
