@@ -1,1 +1,50 @@
-fn main() {}
+//! `sanbench`: the one binary. Argument parsing, output and exit codes live here; everything
+//! else is in the library crates. Exit codes: 0 ok, 1 the run failed, 2 bad usage or input
+//! (always with one clear line on stderr).
+
+mod args;
+mod error;
+mod output;
+mod progress;
+mod run_cmd;
+mod signals;
+mod targets;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let code = match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
+                _ => 2,
+            };
+            if code == 0 {
+                let _ = e.print();
+            } else {
+                // clap's first line names the problem; keep the usage hint short.
+                let msg = e.to_string();
+                let first = msg.lines().next().unwrap_or("bad arguments");
+                eprintln!("{first}");
+                eprintln!("(see 'sanbench --help')");
+            }
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => run_cmd::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sanbench: {}", e.message());
+            ExitCode::from(e.code())
+        }
+    }
+}

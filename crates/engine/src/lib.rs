@@ -9,13 +9,21 @@
 pub mod arena;
 pub mod engine;
 pub mod error;
+pub mod file;
 pub mod gen;
 pub mod mem;
 pub mod null;
 pub mod spec;
 pub mod units;
+pub mod uri;
 
 pub use arena::Arena;
 pub use engine::{Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
 pub use error::EngineError;
 pub use spec::{Segment, Workload};
+pub mod result;
+pub mod run;
+pub mod safety;
+pub mod sync;
+pub mod uring;
+pub use run::{run, NoObserver, Observer, Progress, RunError, RunOutput, RunPlan, TargetRun};

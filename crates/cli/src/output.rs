@@ -1,0 +1,125 @@
+//! The summary table printed after a run.
+
+use std::fmt::Write;
+
+use sanbench_engine::result::{RunDoc, TargetResult};
+
+/// 1234567 → "1.23M", 12345 → "12.3k".
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn lat(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn row(out: &mut String, name: &str, r: &TargetResult) {
+    let l = &r.latency_us;
+    let ll = r
+        .littles_law
+        .deviation
+        .map(|d| format!("{:.0}%", d * 100.0))
+        .unwrap_or_else(|| "-".into());
+    let _ = writeln!(
+        out,
+        "{name:<28} {:>9} {:>9.1} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
+        si(r.iops),
+        r.mb_per_s,
+        r.mib_per_s,
+        lat(l.mean),
+        lat(l.p50),
+        lat(l.p99),
+        lat(l.p999),
+        lat(l.max),
+        ll
+    );
+}
+
+pub fn summary(doc: &RunDoc) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "sanbench {}: {} | {:.1} s measured{}",
+        doc.sanbench_version,
+        doc.spec_description,
+        doc.seconds,
+        if doc.stopped_early {
+            " (stopped early)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:<28} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
+        "target", "IOPS", "MB/s", "MiB/s", "mean", "p50", "p99", "p99.9", "max µs", "Little"
+    );
+    for r in &doc.results {
+        let name = if r.target.len() > 28 {
+            format!("…{}", &r.target[r.target.len() - 27..])
+        } else {
+            r.target.clone()
+        };
+        row(&mut out, &name, r);
+        for (dir, d) in [("  read", &r.read), ("  write", &r.write)] {
+            if d.ios > 0 && d.ios != r.ios {
+                let l = &d.latency_us;
+                let _ = writeln!(
+                    out,
+                    "{dir:<28} {:>9} {:>9.1} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>9}",
+                    si(d.iops),
+                    d.mb_per_s,
+                    d.mib_per_s,
+                    lat(l.mean),
+                    lat(l.p50),
+                    lat(l.p99),
+                    lat(l.p999),
+                    lat(l.max)
+                );
+            }
+        }
+    }
+    if let Some(all) = &doc.all {
+        row(&mut out, "all", all);
+    }
+    if let Some(p) = &doc.process_cpu {
+        let _ = writeln!(
+            out,
+            "sanbench process: {:.2} s user + {:.2} s system CPU, {:.2} CPU-µs per I/O; peak RSS {:.1} MiB",
+            p.user_s,
+            p.system_s,
+            p.cpu_us_per_io,
+            doc.peak_rss_bytes as f64 / (1u64 << 20) as f64
+        );
+    }
+    let _ = writeln!(
+        out,
+        "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs; Little = |IOPS × mean latency − outstanding| / outstanding"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn si_units() {
+        assert_eq!(si(1_234_567.0), "1.23M");
+        assert_eq!(si(12_345.0), "12.3k");
+        assert_eq!(si(999.0), "999");
+    }
+}

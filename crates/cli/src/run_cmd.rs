@@ -1,0 +1,236 @@
+//! `sanbench run`: build the workload from flags or a spec file, open the targets, run, report.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use anyhow::Context;
+use sanbench_engine::file::{EngineKind, FileOptions};
+use sanbench_engine::result::{aggregate, rfc3339, target_result, ProcessCpu, RunDoc, SCHEMA};
+use sanbench_engine::spec::{Defaults, SegmentFile, WorkloadFile};
+use sanbench_engine::units::{parse_duration, parse_size};
+use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
+
+use crate::args::RunArgs;
+use crate::error::{usage, CliError};
+use crate::progress::ProgressLine;
+
+/// Builds the workload: a spec file, or one segment from flags; load and timing flags override.
+pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
+    let seg_flags = a.bs.is_some()
+        || a.read_bs.is_some()
+        || a.write_bs.is_some()
+        || a.read.is_some()
+        || a.random.is_some()
+        || a.align.is_some();
+    let mut file = match &a.spec {
+        Some(path) => {
+            if seg_flags {
+                return Err(usage(
+                    "--bs, --read-bs, --write-bs, --read, --random and --align describe one \
+                     segment; put them in the --spec file instead",
+                ));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            toml::from_str::<WorkloadFile>(&text).map_err(|e| {
+                usage(format!(
+                    "{}: {}",
+                    path.display(),
+                    e.message().replace('\n', " ")
+                ))
+            })?
+        }
+        None => WorkloadFile {
+            segments: vec![SegmentFile {
+                weight: Some(1),
+                bs: Some(a.bs.clone().unwrap_or_else(|| "4k".into())),
+                read_bs: a.read_bs.clone(),
+                write_bs: a.write_bs.clone(),
+                read: Some(a.read.unwrap_or(100.0)),
+                random: Some(a.random.unwrap_or(100.0)),
+                align: a.align.clone(),
+            }],
+            ..WorkloadFile::default()
+        },
+    };
+    if a.qd.is_some() {
+        file.qd = a.qd;
+    }
+    if a.workers.is_some() {
+        file.workers = a.workers;
+    }
+    if a.ramp.is_some() {
+        file.ramp = a.ramp.clone();
+    }
+    if a.time.is_some() {
+        file.time = a.time.clone();
+    }
+    if a.size.is_some() {
+        file.size = a.size.clone();
+    }
+    let w = file.into_workload(&Defaults::default()).map_err(usage)?;
+    w.validate().map_err(usage)?;
+    Ok(w)
+}
+
+/// Records the process's own CPU time at the window's edges, and draws progress.
+struct RunObserver<'a> {
+    progress: &'a ProgressLine,
+    at_start: Mutex<Option<(f64, f64)>>,
+    at_end: Mutex<Option<(f64, f64)>>,
+}
+
+fn self_cpu() -> (f64, f64) {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+pub fn peak_rss_bytes() -> u64 {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru.ru_maxrss.max(0) as u64 * 1024
+}
+
+impl Observer for RunObserver<'_> {
+    fn window_started(&self) {
+        *self.at_start.lock().unwrap_or_else(|p| p.into_inner()) = Some(self_cpu());
+    }
+    fn window_ended(&self) {
+        *self.at_end.lock().unwrap_or_else(|p| p.into_inner()) = Some(self_cpu());
+    }
+    fn progress(&self, p: &Progress) {
+        self.progress.draw(p);
+    }
+}
+
+pub fn build_doc(w: &Workload, out: &RunOutput, cpu: Option<((f64, f64), (f64, f64))>) -> RunDoc {
+    let secs = out.window.as_secs_f64();
+    let results: Vec<_> = out
+        .targets
+        .iter()
+        .map(|t| target_result(t, secs, true))
+        .collect();
+    let total_ios: u64 = results.iter().map(|r| r.ios).sum();
+    let all = (out.targets.len() > 1).then(|| target_result(&aggregate(out), secs, false));
+    let process_cpu = cpu.map(|((u0, s0), (u1, s1))| {
+        let (user_s, system_s) = (u1 - u0, s1 - s0);
+        let cpu_s = user_s + system_s;
+        ProcessCpu {
+            user_s,
+            system_s,
+            ios_per_cpu_s: if cpu_s > 0.0 {
+                total_ios as f64 / cpu_s
+            } else {
+                0.0
+            },
+            cpu_us_per_io: if total_ios > 0 {
+                cpu_s * 1e6 / total_ios as f64
+            } else {
+                0.0
+            },
+        }
+    });
+    RunDoc {
+        schema: SCHEMA.into(),
+        sanbench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: rfc3339(out.started_at),
+        command: std::env::args().collect(),
+        spec: w.clone(),
+        spec_description: w.describe(),
+        seconds: secs,
+        stopped_early: out.stopped_early,
+        results,
+        all,
+        peak_rss_bytes: peak_rss_bytes(),
+        process_cpu,
+        manifest: None,
+    }
+}
+
+pub fn write_json(doc: &RunDoc, path: &std::path::Path) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(doc).context("serializing the result")?;
+    if path.as_os_str() == "-" {
+        let mut o = std::io::stdout().lock();
+        o.write_all(text.as_bytes())
+            .and_then(|_| o.write_all(b"\n"))
+            .context("writing the result to stdout")?;
+    } else {
+        // Write beside and rename, so a crash never leaves half a document.
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text.as_bytes())
+            .and_then(|_| std::fs::rename(&tmp, path))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+pub fn run(a: RunArgs) -> Result<(), CliError> {
+    let w = workload_from_args(&a)?;
+    let engine: EngineKind = a.engine.parse().map_err(usage)?;
+    let io_timeout =
+        parse_duration(&a.io_timeout).map_err(|e| usage(format!("--io-timeout: {e}")))?;
+    let size = a
+        .size
+        .as_deref()
+        .map(parse_size)
+        .transpose()
+        .map_err(|e| usage(format!("--size: {e}")))?;
+    let opts = FileOptions {
+        size,
+        engine,
+        direct: if a.direct {
+            Some(true)
+        } else if a.buffered {
+            Some(false)
+        } else {
+            None
+        },
+        force: a.force,
+        writes: w.has_writes(),
+    };
+    let targets = crate::targets::open_targets(&a.targets, &opts)?;
+    let stop = crate::signals::stop_flag();
+    let plan = RunPlan {
+        workload: w.clone(),
+        targets,
+        io_timeout,
+        seed: a.seed,
+        stop,
+    };
+    let progress = ProgressLine::new(a.quiet);
+    let obs = RunObserver {
+        progress: &progress,
+        at_start: Mutex::new(None),
+        at_end: Mutex::new(None),
+    };
+    let out = sanbench_engine::run(&plan, &obs);
+    progress.clear();
+    let out = out?;
+    let cpu = match (
+        *obs.at_start.lock().unwrap_or_else(|p| p.into_inner()),
+        *obs.at_end.lock().unwrap_or_else(|p| p.into_inner()),
+    ) {
+        (Some(s), Some(e)) => Some((s, e)),
+        _ => None,
+    };
+    let doc = build_doc(&w, &out, cpu);
+    if let Some(path) = &a.json {
+        write_json(&doc, path)?;
+    }
+    let to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    if !a.quiet {
+        let s = crate::output::summary(&doc);
+        if to_stdout {
+            eprint!("{s}");
+        } else {
+            print!("{s}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,253 @@
+//! Files and block devices: opening, creating, sizing, and choosing the engine that drives them.
+//!
+//! * A path that does not exist is created at `--size` and filled with random data, so that
+//!   reads hit real blocks rather than holes (fio lays files out the same way).
+//! * Block devices are opened with O_DIRECT unless `--buffered`; regular files use the page cache
+//!   unless `--direct`, as fio does.
+//! * Before any write to a block device, [`crate::safety`] refuses devices that are mounted or
+//!   hold a filesystem or partition table, unless forced.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::engine::{Queue, QueueConfig, Target, TargetInfo};
+use crate::error::EngineError;
+
+/// Which engine drives a file or block device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum EngineKind {
+    /// io_uring where the kernel offers it, the thread engine otherwise.
+    #[default]
+    Auto,
+    Uring,
+    Sync,
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(EngineKind::Auto),
+            "io_uring" | "uring" => Ok(EngineKind::Uring),
+            "sync" | "psync" => Ok(EngineKind::Sync),
+            _ => Err(format!("unknown engine '{s}' (use auto, io_uring or sync)")),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct FileOptions {
+    /// Size to create a missing file at (and to extend a shorter one to).
+    pub size: Option<u64>,
+    pub engine: EngineKind,
+    /// `Some(true)` = O_DIRECT, `Some(false)` = page cache, `None` = the default for the kind.
+    pub direct: Option<bool>,
+    /// Write even to a device that holds data.
+    pub force: bool,
+    /// Whether the workload writes (decides the open mode and the safety check).
+    pub writes: bool,
+}
+
+/// An opened file or block device, shared by all queues.
+pub struct FileTarget {
+    info: TargetInfo,
+    file: Arc<File>,
+    kind: EngineKind,
+}
+
+fn blk_size64(f: &File) -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `size`, which lives across the call.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(size)
+}
+
+fn blk_ssz(f: &File) -> std::io::Result<u32> {
+    use std::os::fd::AsRawFd;
+    let mut ssz: libc::c_int = 0;
+    const BLKSSZGET: libc::c_ulong = 0x1268;
+    // SAFETY: the ioctl writes one int into `ssz`, which lives across the call.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut ssz as *mut libc::c_int) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(ssz.max(512) as u32)
+}
+
+/// Writes random data to `path` from `from` up to `to` bytes.
+fn lay_out(path: &Path, from: u64, to: u64) -> Result<(), EngineError> {
+    let open_err = |source| EngineError::Open {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(false)
+        .write(true)
+        .truncate(false)
+        .open(path)
+        .map_err(open_err)?;
+    use std::io::{Seek, SeekFrom};
+    f.seek(SeekFrom::Start(from)).map_err(open_err)?;
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut pos = from;
+    let mut seed = from ^ 0x5eed;
+    while pos < to {
+        let n = ((to - pos) as usize).min(chunk.len());
+        seed = seed.wrapping_add(1);
+        crate::arena::fill_random(&mut chunk[..n], seed);
+        f.write_all(&chunk[..n]).map_err(|source| EngineError::Io {
+            op: "lay out",
+            offset: pos,
+            source,
+        })?;
+        pos += n as u64;
+    }
+    f.sync_all().map_err(open_err)?;
+    Ok(())
+}
+
+impl FileTarget {
+    pub fn open(uri: &str, path: &Path, opts: &FileOptions) -> Result<FileTarget, EngineError> {
+        let shown = path.display().to_string();
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(EngineError::Open {
+                    path: shown,
+                    source,
+                })
+            }
+        };
+        let is_block = meta
+            .as_ref()
+            .is_some_and(|m| m.file_type().is_block_device());
+        let mut laid_out = false;
+        match &meta {
+            None => {
+                let size = opts.size.ok_or_else(|| {
+                    EngineError::Invalid(format!(
+                        "{shown} does not exist; give --size to create it"
+                    ))
+                })?;
+                lay_out(path, 0, size)?;
+                laid_out = true;
+            }
+            Some(m) if m.is_file() => {
+                if let Some(size) = opts.size {
+                    if m.len() < size {
+                        lay_out(path, m.len(), size)?;
+                        laid_out = true;
+                    }
+                }
+            }
+            Some(m) if m.file_type().is_block_device() => {}
+            Some(_) => {
+                return Err(EngineError::Invalid(format!(
+                    "{shown} is neither a regular file nor a block device"
+                )))
+            }
+        }
+        if is_block && opts.writes && !opts.force {
+            crate::safety::check_writable(path)?;
+        }
+        let direct = opts.direct.unwrap_or(is_block);
+        let mut oo = OpenOptions::new();
+        oo.read(true).write(opts.writes);
+        if direct {
+            oo.custom_flags(libc::O_DIRECT);
+        }
+        let file = oo.open(path).map_err(|source| {
+            if direct && source.raw_os_error() == Some(libc::EINVAL) {
+                EngineError::Invalid(format!(
+                    "{shown}: the filesystem does not support O_DIRECT; use --buffered"
+                ))
+            } else {
+                EngineError::Open {
+                    path: shown.clone(),
+                    source,
+                }
+            }
+        })?;
+        let (size, block_size) = if is_block {
+            let sys = |c: &str, e| EngineError::sys(format!("{shown}: {c}"), e);
+            (
+                blk_size64(&file).map_err(|e| sys("BLKGETSIZE64", e))?,
+                if direct {
+                    blk_ssz(&file).map_err(|e| sys("BLKSSZGET", e))?
+                } else {
+                    1
+                },
+            )
+        } else {
+            let len = file
+                .metadata()
+                .map_err(|e| EngineError::sys(format!("{shown}: stat"), e))?
+                .len();
+            (len, if direct { 512 } else { 1 })
+        };
+        let kind = match opts.engine {
+            EngineKind::Auto if crate::uring::available() => EngineKind::Uring,
+            EngineKind::Auto => EngineKind::Sync,
+            EngineKind::Uring if !crate::uring::available() => {
+                return Err(EngineError::Invalid(
+                    "io_uring is not available on this kernel; use --engine sync".into(),
+                ))
+            }
+            k => k,
+        };
+        let mut params = BTreeMap::new();
+        params.insert("path".into(), shown.clone().into());
+        params.insert(
+            "kind".into(),
+            if is_block { "block device" } else { "file" }.into(),
+        );
+        params.insert("direct".into(), direct.into());
+        params.insert("laid_out".into(), laid_out.into());
+        Ok(FileTarget {
+            info: TargetInfo {
+                uri: uri.to_string(),
+                engine: match kind {
+                    EngineKind::Uring => "io_uring",
+                    _ => "sync",
+                }
+                .into(),
+                size,
+                block_size,
+                max_transfer: None,
+                read_only: !opts.writes,
+                params,
+            },
+            file: Arc::new(file),
+            kind,
+        })
+    }
+}
+
+impl Target for FileTarget {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        match self.kind {
+            EngineKind::Uring => crate::uring::UringQueue::open(self.file.clone(), cfg)
+                .map(|q| Box::new(q) as Box<dyn Queue>),
+            _ => Ok(Box::new(crate::sync::SyncQueue::open(
+                self.file.clone(),
+                cfg,
+            ))),
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! The JSON document a run produces (`"schema": "sanbench.run/1"`), and its construction from a
+//! [`RunOutput`]. Field names are public interface: extend, never rename.
+
+use serde::{Deserialize, Serialize};
+
+use sanbench_stats::{littles_law_deviation, LatencyHistogram};
+
+use crate::engine::TargetInfo;
+use crate::run::{DirStats, RunOutput, Second, TargetRun};
+use crate::spec::Workload;
+
+pub const SCHEMA: &str = "sanbench.run/1";
+
+/// Latency figures in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUs {
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
+    pub stdev: f64,
+}
+
+impl LatencyUs {
+    pub fn from_hist(h: &LatencyHistogram) -> LatencyUs {
+        let s = h.summary();
+        let us = |ns: u64| ns as f64 / 1000.0;
+        LatencyUs {
+            mean: s.mean / 1000.0,
+            min: us(s.min),
+            p50: us(s.p50),
+            p90: us(s.p90),
+            p99: us(s.p99),
+            p999: us(s.p999),
+            p9999: us(s.p9999),
+            max: us(s.max),
+            stdev: s.stdev / 1000.0,
+        }
+    }
+}
+
+/// One direction (reads or writes) of one result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirResult {
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    /// Decimal megabytes (10^6 B) per second.
+    pub mb_per_s: f64,
+    /// Binary mebibytes (2^20 B) per second.
+    pub mib_per_s: f64,
+    pub latency_us: LatencyUs,
+}
+
+/// One second of the measured window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the window started (the sample covers `[t, t+1)`).
+    pub t: u32,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub lat_mean_us: f64,
+}
+
+/// The Little's-law check of shared/MEASURE.md.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LittlesLaw {
+    /// I/Os kept in flight (workers × queue depth).
+    pub outstanding: u64,
+    /// IOPS × mean latency: the concurrency the measurements imply.
+    pub implied: f64,
+    /// |implied − outstanding| / outstanding; above 0.10 the generator or engine is queueing.
+    pub deviation: Option<f64>,
+}
+
+/// Efficiency figures of the studies; `None` where no measurement supports them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    pub iops_per_cpu_pct: Option<f64>,
+    pub mb_per_s_per_cpu_pct: Option<f64>,
+    pub cpu_us_per_io: Option<f64>,
+    pub core_pct_per_1000_iops: Option<f64>,
+    pub iops_per_watt: Option<f64>,
+    pub mb_per_s_per_watt: Option<f64>,
+}
+
+/// One target's result (or the aggregate over all targets).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetResult {
+    pub target: String,
+    pub engine: String,
+    pub seconds: f64,
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub mib_per_s: f64,
+    pub read: DirResult,
+    pub write: DirResult,
+    /// Reads and writes together.
+    pub latency_us: LatencyUs,
+    /// Share of I/Os per 1 ms bucket, 0..24 ms then ">= 24 ms" (the Demartek study's table).
+    pub latency_ms_buckets: Vec<f64>,
+    /// Non-empty histogram buckets as [highest ns of bucket, count], reads and writes together,
+    /// so a report can recompute any percentile.
+    pub histogram_ns: Vec<(u64, u64)>,
+    pub littles_law: LittlesLaw,
+    pub timeseries: Vec<Sample>,
+    /// Target facts and negotiated parameters (absent for the aggregate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<TargetInfo>,
+    /// Per-queue engine facts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<serde_json::Value>,
+    /// Host CPU over the window (filled by the monitors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<serde_json::Value>,
+    #[serde(default)]
+    pub efficiency: Efficiency,
+}
+
+/// The whole document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunDoc {
+    pub schema: String,
+    pub sanbench_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub command: Vec<String>,
+    pub spec: Workload,
+    pub spec_description: String,
+    /// Measured window in seconds (shorter than `spec.time` when stopped early).
+    pub seconds: f64,
+    pub stopped_early: bool,
+    pub results: Vec<TargetResult>,
+    /// All targets together (present when there is more than one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<TargetResult>,
+    /// Peak resident memory of the sanbench process, bytes.
+    pub peak_rss_bytes: u64,
+    /// CPU time of the sanbench process over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_cpu: Option<ProcessCpu>,
+    /// The environment manifest (filled by the monitors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// I/Os completed in the window per CPU-second of the sanbench process.
+    pub ios_per_cpu_s: f64,
+    /// CPU-µs of the sanbench process per I/O.
+    pub cpu_us_per_io: f64,
+}
+
+fn dir_result(d: &DirStats, secs: f64) -> DirResult {
+    let per_s = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+    DirResult {
+        ios: d.ios,
+        bytes: d.bytes,
+        iops: per_s(d.ios as f64),
+        mb_per_s: per_s(d.bytes as f64) / 1e6,
+        mib_per_s: per_s(d.bytes as f64) / (1u64 << 20) as f64,
+        latency_us: LatencyUs::from_hist(&d.hist),
+    }
+}
+
+fn samples(series: &[Second]) -> Vec<Sample> {
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let ios = s.read_ios + s.write_ios;
+            Sample {
+                t: i as u32,
+                iops: ios as f64,
+                mb_per_s: (s.read_bytes + s.write_bytes) as f64 / 1e6,
+                read_iops: s.read_ios as f64,
+                write_iops: s.write_ios as f64,
+                lat_mean_us: if ios > 0 {
+                    s.lat_sum_ns as f64 / ios as f64 / 1000.0
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
+}
+
+/// Builds the result of one target (or, with `info = None`, of an aggregate).
+pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult {
+    let mut both = t.read.hist.clone();
+    both.merge(&t.write.hist);
+    let ios = t.read.ios + t.write.ios;
+    let bytes = t.read.bytes + t.write.bytes;
+    let iops = if secs > 0.0 { ios as f64 / secs } else { 0.0 };
+    let mean_s = both.mean_ns() / 1e9;
+    TargetResult {
+        target: t.info.uri.clone(),
+        engine: t.info.engine.clone(),
+        seconds: secs,
+        ios,
+        bytes,
+        iops,
+        mb_per_s: if secs > 0.0 {
+            bytes as f64 / secs / 1e6
+        } else {
+            0.0
+        },
+        mib_per_s: if secs > 0.0 {
+            bytes as f64 / secs / (1u64 << 20) as f64
+        } else {
+            0.0
+        },
+        read: dir_result(&t.read, secs),
+        write: dir_result(&t.write, secs),
+        latency_us: LatencyUs::from_hist(&both),
+        latency_ms_buckets: both.ms_buckets(24),
+        histogram_ns: both.buckets(),
+        littles_law: LittlesLaw {
+            outstanding: t.outstanding,
+            implied: iops * mean_s,
+            deviation: littles_law_deviation(t.outstanding, iops, mean_s),
+        },
+        timeseries: samples(&t.series),
+        info: with_info.then(|| t.info.clone()),
+        queues: t
+            .queue_stats
+            .iter()
+            .filter(|m| !m.is_empty())
+            .map(|m| serde_json::to_value(m).unwrap_or_default())
+            .collect(),
+        cpu: None,
+        net: None,
+        power: None,
+        efficiency: Efficiency::default(),
+    }
+}
+
+/// Merges every target of a run into one aggregate `TargetRun` (named `all`).
+pub fn aggregate(out: &RunOutput) -> TargetRun {
+    let mut all = TargetRun {
+        info: TargetInfo {
+            uri: "all".into(),
+            engine: "all".into(),
+            ..TargetInfo::default()
+        },
+        read: DirStats::default(),
+        write: DirStats::default(),
+        series: Vec::new(),
+        outstanding: 0,
+        queue_stats: Vec::new(),
+    };
+    for t in &out.targets {
+        all.read.ios += t.read.ios;
+        all.read.bytes += t.read.bytes;
+        all.read.hist.merge(&t.read.hist);
+        all.write.ios += t.write.ios;
+        all.write.bytes += t.write.bytes;
+        all.write.hist.merge(&t.write.hist);
+        all.outstanding += t.outstanding;
+        if all.series.len() < t.series.len() {
+            all.series.resize(t.series.len(), Second::default());
+        }
+        for (a, b) in all.series.iter_mut().zip(&t.series) {
+            a.read_ios += b.read_ios;
+            a.write_ios += b.write_ios;
+            a.read_bytes += b.read_bytes;
+            a.write_bytes += b.write_bytes;
+            a.lat_sum_ns += b.lat_sum_ns;
+        }
+    }
+    all
+}
+
+/// Formats a UNIX time as RFC 3339 UTC (civil-from-days, no time-zone database needed).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_338_863_250);
+        assert_eq!(rfc3339(t), "2026-11-22T09:14:23.250Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    }
+}
