@@ -494,10 +494,14 @@ fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         ctx.seed ^ ((ctx.target_idx as u64) << 48),
     );
     let mut s = StreamState::new(depth, w.time);
-    let result = s.drive(&mut *queue, &mut gen, &ctx, t0, &lay);
-    let drained = s.drain(&mut *queue);
-    let closed = queue.close();
-    if let Err(e) = result.and(drained).and(closed) {
+    let result = s
+        .drive(&mut *queue, &mut gen, &ctx, t0, &lay)
+        .and_then(|_| s.drain(&mut *queue))
+        .and_then(|_| queue.close());
+    if let Err(e) = result {
+        // I/O may still be in flight on a failed queue and waiting for it could take another
+        // timeout: keep its buffers alive for the rest of the process instead.
+        std::mem::forget(arena);
         fail(e);
         return None;
     }

@@ -1,0 +1,170 @@
+//! `sanbench run` from the outside: the JSON document, exit codes and one-line errors.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn sanbench() -> Command {
+    Command::cargo_bin("sanbench").unwrap()
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let out = sanbench()
+        .args(["run", "--json", "-", "--quiet"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one valid JSON document")
+}
+
+#[test]
+fn null_run_writes_the_documented_fields() {
+    let doc = run_json(&["null:", "--qd", "32", "--time", "1", "--bs", "4k"]);
+    assert_eq!(doc["schema"], "sanbench.run/1");
+    let r = &doc["results"][0];
+    assert_eq!(r["target"], "null:");
+    for f in ["seconds", "iops", "mb_per_s", "mib_per_s"] {
+        assert!(r[f].as_f64().unwrap() > 0.0, "{f}");
+    }
+    for f in ["mean", "p50", "p90", "p99", "p999", "p9999", "max"] {
+        assert!(r["latency_us"][f].is_number(), "latency_us.{f}");
+    }
+    assert!(r["read"]["ios"].as_u64().unwrap() > 100_000);
+    assert_eq!(r["write"]["ios"], 0);
+    assert_eq!(r["timeseries"].as_array().unwrap().len(), 1);
+    assert_eq!(r["littles_law"]["outstanding"], 32);
+    assert_eq!(r["latency_ms_buckets"].as_array().unwrap().len(), 25);
+    assert!(doc["peak_rss_bytes"].as_u64().unwrap() > 0);
+    assert!(doc["process_cpu"]["cpu_us_per_io"].as_f64().unwrap() > 0.0);
+    let mbps = r["mb_per_s"].as_f64().unwrap();
+    let iops = r["iops"].as_f64().unwrap();
+    assert!((mbps - iops * 4096.0 / 1e6).abs() / mbps < 1e-9, "MB/s is decimal");
+}
+
+#[test]
+fn mixed_sizes_and_several_targets() {
+    let doc = run_json(&[
+        "mem:32M",
+        "mem:16M",
+        "--read-bs",
+        "4k",
+        "--write-bs",
+        "16k",
+        "--read",
+        "50",
+        "--random",
+        "0",
+        "--qd",
+        "4",
+        "--workers",
+        "2",
+        "--time",
+        "1",
+    ]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        let rb = r["read"]["bytes"].as_u64().unwrap();
+        let ri = r["read"]["ios"].as_u64().unwrap();
+        let wb = r["write"]["bytes"].as_u64().unwrap();
+        let wi = r["write"]["ios"].as_u64().unwrap();
+        assert_eq!(rb, ri * 4096);
+        assert_eq!(wb, wi * 16384);
+        // Mixed workloads keep both streams in a proportion near the spec.
+        let share = ri as f64 / (ri + wi) as f64;
+        assert!((share - 0.5).abs() < 0.05, "{share}");
+    }
+    let all = &doc["all"];
+    let sum: u64 = results.iter().map(|r| r["ios"].as_u64().unwrap()).sum();
+    assert_eq!(all["ios"].as_u64().unwrap(), sum);
+    assert_eq!(all["littles_law"]["outstanding"], 16);
+}
+
+#[test]
+fn spec_file_drives_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("nwc.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "nwc-custom"
+qd = 4
+time = "1s"
+[[segment]]
+weight = 33
+bs = "512"
+read = 100
+[[segment]]
+weight = 34
+bs = "2k"
+read = 67
+random = 100
+[[segment]]
+weight = 33
+bs = "64k"
+read = 100
+"#,
+    )
+    .unwrap();
+    let doc = run_json(&["mem:64M", "--spec", spec.to_str().unwrap()]);
+    assert_eq!(doc["spec"]["name"], "nwc-custom");
+    assert_eq!(doc["spec"]["segments"].as_array().unwrap().len(), 3);
+    assert_eq!(doc["spec"]["qd"], 4);
+    let r = &doc["results"][0];
+    assert!(r["write"]["ios"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn file_target_is_created_at_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.img");
+    let p = path.to_str().unwrap();
+    let doc = run_json(&[p, "--size", "4M", "--time", "1", "--read", "70"]);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 << 20);
+    assert_eq!(doc["results"][0]["info"]["params"]["laid_out"], true);
+    let engine = doc["results"][0]["engine"].as_str().unwrap();
+    assert!(engine == "io_uring" || engine == "sync");
+}
+
+fn expect_usage_error(args: &[&str], needle: &str) {
+    let out = sanbench().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(
+        err.trim_end().lines().count() <= 2,
+        "{args:?}: one clear line, got {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    expect_usage_error(&["run", "mem:1G", "--bs", "4q"], "unknown unit");
+    expect_usage_error(&["run", "mem:1G", "--qd", "0"], "queue depth");
+    expect_usage_error(&["run", "mem:1G", "--read", "120"], "between 0 and 100");
+    expect_usage_error(&["run", "mem:1G", "--time", "soon"], "duration");
+    expect_usage_error(&["run", "mem:", "--time", "1"], "give a size");
+    expect_usage_error(&["run", "bogus:thing"], "not understood");
+    expect_usage_error(&["run", "/nonexistent/dir/x"], "--size");
+    expect_usage_error(&["run", "mem:1M", "--bs", "4M"], "smaller than the largest");
+    expect_usage_error(&["run", "mem:1G", "--engine", "warp"], "unknown engine");
+    expect_usage_error(&["run", "mem:1G", "--spec", "/nonexistent.toml"], "cannot read");
+    expect_usage_error(&["run"], "required");
+    expect_usage_error(&["run", "mem:1G", "--frobnicate"], "frobnicate");
+}
+
+#[test]
+fn spec_file_errors_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("bad.toml");
+    std::fs::write(&spec, "qd = 4\n[[segment]]\nbs = \"4k\"\nreed = 50\n").unwrap();
+    expect_usage_error(
+        &["run", "mem:1G", "--spec", spec.to_str().unwrap()],
+        "reed",
+    );
+}

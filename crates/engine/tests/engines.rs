@@ -1,0 +1,288 @@
+//! Every local engine moves real data: what is written reads back identical, at many offsets,
+//! with several I/Os in flight. And the scheduler ends a run on a dead target or a failed I/O.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sanbench_engine::arena::fill_random;
+use sanbench_engine::file::{EngineKind, FileOptions, FileTarget};
+use sanbench_engine::mem::MemTarget;
+use sanbench_engine::spec::{Segment, Workload};
+use sanbench_engine::{
+    run, Arena, Completion, EngineError, Io, NoObserver, Op, Queue, QueueConfig, RunPlan, Target,
+    TargetInfo,
+};
+
+const BS: usize = 8192;
+const DEPTH: u32 = 16;
+
+fn qcfg(arena: Arc<Arena>) -> QueueConfig {
+    QueueConfig {
+        worker: 0,
+        depth: DEPTH,
+        max_len: BS as u32,
+        arena,
+        io_timeout: Duration::from_secs(10),
+    }
+}
+
+fn reap_all(q: &mut dyn Queue, n: usize) -> Vec<Completion> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        q.reap(1, &mut out).expect("reap");
+    }
+    out
+}
+
+/// Writes DEPTH distinct random blocks at scattered offsets in one batch, reads them back in
+/// another, and compares byte for byte.
+fn write_read_back(t: &dyn Target) {
+    let arena = Arc::new(Arena::new(2 * DEPTH as usize * BS));
+    let src_len = DEPTH as usize * BS;
+    // SAFETY: no I/O in flight yet.
+    fill_random(unsafe { arena.slice_mut(0, src_len) }, 11);
+    let mut q = t.open_queue(&qcfg(arena.clone())).expect("open queue");
+    let offsets: Vec<u64> = (0..DEPTH as u64).map(|i| (i * 37 % 61) * BS as u64 * 3).collect();
+    let writes: Vec<Io> = (0..DEPTH)
+        .map(|i| Io {
+            tag: i,
+            op: Op::Write,
+            offset: offsets[i as usize],
+            len: BS as u32,
+            buf: i as usize * BS,
+        })
+        .collect();
+    q.submit(&writes).unwrap();
+    let done = reap_all(&mut *q, DEPTH as usize);
+    assert!(done.iter().all(|c| c.result == 0), "{done:?}");
+    let reads: Vec<Io> = (0..DEPTH)
+        .map(|i| Io {
+            tag: i,
+            op: Op::Read,
+            offset: offsets[i as usize],
+            len: BS as u32,
+            buf: src_len + i as usize * BS,
+        })
+        .collect();
+    q.submit(&reads).unwrap();
+    let done = reap_all(&mut *q, DEPTH as usize);
+    assert!(done.iter().all(|c| c.result == 0), "{done:?}");
+    for i in 0..DEPTH as usize {
+        // SAFETY: all I/O has completed.
+        let (w, r) = unsafe { (arena.slice(i * BS, BS), arena.slice(src_len + i * BS, BS)) };
+        assert!(w == r, "block {i} at offset {} differs", offsets[i]);
+    }
+    q.close().unwrap();
+}
+
+#[test]
+fn mem_reads_back_what_it_wrote() {
+    let t = MemTarget::new("mem:64M", 64 << 20).unwrap();
+    write_read_back(&t);
+}
+
+fn file_target(engine: EngineKind, direct: Option<bool>) -> (tempfile::TempDir, FileTarget) {
+    // /var/tmp is disk-backed (O_DIRECT works); /dev/shm is tmpfs (it does not).
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let path = dir.path().join("target.img");
+    let opts = FileOptions {
+        size: Some(8 << 20),
+        engine,
+        direct,
+        force: false,
+        writes: true,
+    };
+    let t = FileTarget::open("file", &path, &opts).unwrap();
+    assert_eq!(t.info().size, 8 << 20);
+    (dir, t)
+}
+
+#[test]
+fn io_uring_file_reads_back_what_it_wrote() {
+    let (_d, t) = file_target(EngineKind::Uring, None);
+    assert_eq!(t.info().engine, "io_uring");
+    write_read_back(&t);
+}
+
+#[test]
+fn io_uring_direct_file_reads_back_what_it_wrote() {
+    let (_d, t) = file_target(EngineKind::Uring, Some(true));
+    write_read_back(&t);
+}
+
+#[test]
+fn sync_file_reads_back_what_it_wrote() {
+    let (_d, t) = file_target(EngineKind::Sync, None);
+    assert_eq!(t.info().engine, "sync");
+    write_read_back(&t);
+}
+
+#[test]
+fn missing_file_without_size_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = FileTarget::open("x", &dir.path().join("nope"), &FileOptions::default())
+        .err()
+        .unwrap();
+    assert!(err.is_usage());
+    assert!(err.to_string().contains("--size"), "{err}");
+}
+
+fn workload(read_pct: f64, secs: f64) -> Workload {
+    Workload {
+        name: None,
+        segments: vec![Segment {
+            weight: 1,
+            read_bs: 4096,
+            write_bs: 4096,
+            read_pct,
+            random_pct: 100.0,
+            align: None,
+        }],
+        qd: 4,
+        workers: 2,
+        ramp: Duration::ZERO,
+        time: Duration::from_secs_f64(secs),
+        span: None,
+    }
+}
+
+/// A target whose queues accept I/O and never complete it, or fail every I/O.
+struct Broken {
+    info: TargetInfo,
+    fail: bool,
+}
+
+struct BrokenQueue {
+    fail: bool,
+    pending: Vec<Completion>,
+    timeout: Duration,
+}
+
+impl Target for Broken {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        Ok(Box::new(BrokenQueue {
+            fail: self.fail,
+            pending: Vec::new(),
+            timeout: cfg.io_timeout,
+        }))
+    }
+}
+
+impl Queue for BrokenQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        if self.fail {
+            self.pending.extend(ios.iter().map(|io| Completion {
+                tag: io.tag,
+                result: -libc_eio(),
+            }));
+        }
+        Ok(())
+    }
+    fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        if self.pending.is_empty() {
+            std::thread::sleep(self.timeout);
+            return Err(EngineError::Timeout {
+                peer: "broken".into(),
+                secs: self.timeout.as_secs_f64(),
+            });
+        }
+        out.append(&mut self.pending);
+        Ok(())
+    }
+}
+
+fn libc_eio() -> i32 {
+    5
+}
+
+fn broken(fail: bool) -> Arc<dyn Target> {
+    Arc::new(Broken {
+        info: TargetInfo {
+            uri: "broken:".into(),
+            engine: "test".into(),
+            size: 1 << 30,
+            block_size: 512,
+            max_transfer: None,
+            read_only: false,
+            params: BTreeMap::new(),
+        },
+        fail,
+    })
+}
+
+fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan {
+    RunPlan {
+        workload: workload(70.0, secs),
+        targets,
+        io_timeout: timeout,
+        seed: 1,
+        stop: Arc::new(AtomicBool::new(false)),
+    }
+}
+
+#[test]
+fn a_silent_target_ends_the_run_with_a_timeout() {
+    let t0 = Instant::now();
+    let err = run(&plan(vec![broken(false)], 30.0, Duration::from_millis(300)), &NoObserver)
+        .err()
+        .expect("the run must fail");
+    assert!(matches!(err.error, EngineError::Timeout { .. }), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "no hang");
+    assert!(!err.is_usage());
+}
+
+#[test]
+fn a_failed_io_ends_the_run_naming_the_offset() {
+    let err = run(&plan(vec![broken(true)], 30.0, Duration::from_secs(5)), &NoObserver)
+        .err()
+        .expect("the run must fail");
+    match &err.error {
+        EngineError::Io { op, source, .. } => {
+            assert!(*op == "read" || *op == "write");
+            assert_eq!(source.raw_os_error(), Some(5));
+        }
+        e => panic!("unexpected {e}"),
+    }
+    assert!(err.to_string().contains("offset"), "{err}");
+}
+
+#[test]
+fn a_run_over_two_targets_reports_each_and_excludes_ramp() {
+    let a: Arc<dyn Target> = Arc::new(MemTarget::new("mem:a", 16 << 20).unwrap());
+    let b: Arc<dyn Target> = Arc::new(MemTarget::new("mem:b", 16 << 20).unwrap());
+    let mut p = plan(vec![a, b], 1.0, Duration::from_secs(5));
+    p.workload.ramp = Duration::from_millis(500);
+    let out = run(&p, &NoObserver).unwrap();
+    assert_eq!(out.targets.len(), 2);
+    assert!((out.window.as_secs_f64() - 1.0).abs() < 1e-9);
+    for t in &out.targets {
+        assert!(t.read.ios > 1000 && t.write.ios > 100, "{t:?}");
+        assert_eq!(t.outstanding, 8);
+        assert_eq!(t.series.len(), 1);
+        let per_s = t.series[0].read_ios + t.series[0].write_ios;
+        assert_eq!(per_s, t.read.ios + t.write.ios, "the series covers the window");
+        let share = t.read.ios as f64 / (t.read.ios + t.write.ios) as f64;
+        assert!((share - 0.70).abs() < 0.02, "{share}");
+    }
+}
+
+#[test]
+fn the_stop_flag_ends_the_run_early() {
+    let a: Arc<dyn Target> = Arc::new(MemTarget::new("mem:a", 16 << 20).unwrap());
+    let p = plan(vec![a], 60.0, Duration::from_secs(5));
+    let stop = p.stop.clone();
+    let t0 = Instant::now();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let out = run(&p, &NoObserver).unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(out.stopped_early);
+    assert!(out.window < Duration::from_secs(2));
+}

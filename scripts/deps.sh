@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sanbench's tests and benchmarks drive as reference peers.
+# Idempotent: does nothing when everything is present. Needs root (CI runs as root).
+set -euo pipefail
+pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
+      iperf3 ethtool iproute2 chromium sqlite3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "sanbench tests need these Debian packages: ${missing[*]} (run as root to install them)" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

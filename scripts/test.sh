@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit tests, and interop tests against real peers
+# (fio, nbdkit, qemu-nbd, libnbd tools, tgtd, libiscsi's iscsi-test-cu). Interop tests need
+# root for loop devices and network namespaces, as on CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace -- --test-threads="${SANBENCH_TEST_THREADS:-2}"
