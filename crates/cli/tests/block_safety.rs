@@ -47,7 +47,9 @@ impl Drop for Loop {
 
 fn write_run(dev: &str, force: bool) -> std::process::Output {
     let mut c = Command::cargo_bin("sanbench").unwrap();
-    c.args(["run", dev, "--read", "0", "--bs", "4k", "--time", "300ms", "--quiet"]);
+    c.args([
+        "run", dev, "--read", "0", "--bs", "4k", "--time", "300ms", "--quiet",
+    ]);
     if force {
         c.arg("--force");
     }
@@ -82,7 +84,11 @@ fn refuses_a_filesystem_unless_forced() {
         .assert()
         .success();
     let out = write_run(&l.dev, true);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -111,10 +117,16 @@ fn writes_to_a_blank_device_with_o_direct() {
     let l = Loop::new(|_| {});
     let out = Command::cargo_bin("sanbench")
         .unwrap()
-        .args(["run", &l.dev, "--read", "50", "--time", "500ms", "--quiet", "--json", "-"])
+        .args([
+            "run", &l.dev, "--read", "50", "--time", "500ms", "--quiet", "--json", "-",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let info = &doc["results"][0]["info"];
     assert_eq!(info["params"]["kind"], "block device");

@@ -42,7 +42,10 @@ fn null_run_writes_the_documented_fields() {
     assert!(doc["process_cpu"]["cpu_us_per_io"].as_f64().unwrap() > 0.0);
     let mbps = r["mb_per_s"].as_f64().unwrap();
     let iops = r["iops"].as_f64().unwrap();
-    assert!((mbps - iops * 4096.0 / 1e6).abs() / mbps < 1e-9, "MB/s is decimal");
+    assert!(
+        (mbps - iops * 4096.0 / 1e6).abs() / mbps < 1e-9,
+        "MB/s is decimal"
+    );
 }
 
 #[test]
@@ -153,7 +156,10 @@ fn bad_input_exits_2_with_one_line() {
     expect_usage_error(&["run", "/nonexistent/dir/x"], "--size");
     expect_usage_error(&["run", "mem:1M", "--bs", "4M"], "smaller than the largest");
     expect_usage_error(&["run", "mem:1G", "--engine", "warp"], "unknown engine");
-    expect_usage_error(&["run", "mem:1G", "--spec", "/nonexistent.toml"], "cannot read");
+    expect_usage_error(
+        &["run", "mem:1G", "--spec", "/nonexistent.toml"],
+        "cannot read",
+    );
     expect_usage_error(&["run"], "required");
     expect_usage_error(&["run", "mem:1G", "--frobnicate"], "frobnicate");
 }
@@ -163,8 +169,5 @@ fn spec_file_errors_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("bad.toml");
     std::fs::write(&spec, "qd = 4\n[[segment]]\nbs = \"4k\"\nreed = 50\n").unwrap();
-    expect_usage_error(
-        &["run", "mem:1G", "--spec", spec.to_str().unwrap()],
-        "reed",
-    );
+    expect_usage_error(&["run", "mem:1G", "--spec", spec.to_str().unwrap()], "reed");
 }

@@ -24,6 +24,7 @@ pub use spec::{Segment, Workload};
 pub mod result;
 pub mod run;
 pub mod safety;
+pub mod suite;
 pub mod sync;
 pub mod uring;
 pub use run::{run, NoObserver, Observer, Progress, RunError, RunOutput, RunPlan, TargetRun};

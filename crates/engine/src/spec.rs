@@ -224,7 +224,7 @@ impl Workload {
             let msg = e.message().to_string();
             match e.span() {
                 Some(sp) => {
-                    let line = text[..sp.start.min(text.len())].lines().count().max(1);
+                    let line = text[..sp.start.min(text.len())].matches('\n').count() + 1;
                     format!("line {line}: {msg}")
                 }
                 None => msg,

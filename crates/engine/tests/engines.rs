@@ -44,7 +44,9 @@ fn write_read_back(t: &dyn Target) {
     // SAFETY: no I/O in flight yet.
     fill_random(unsafe { arena.slice_mut(0, src_len) }, 11);
     let mut q = t.open_queue(&qcfg(arena.clone())).expect("open queue");
-    let offsets: Vec<u64> = (0..DEPTH as u64).map(|i| (i * 37 % 61) * BS as u64 * 3).collect();
+    let offsets: Vec<u64> = (0..DEPTH as u64)
+        .map(|i| (i * 37 % 61) * BS as u64 * 3)
+        .collect();
     let writes: Vec<Io> = (0..DEPTH)
         .map(|i| Io {
             tag: i,
@@ -228,9 +230,12 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
 #[test]
 fn a_silent_target_ends_the_run_with_a_timeout() {
     let t0 = Instant::now();
-    let err = run(&plan(vec![broken(false)], 30.0, Duration::from_millis(300)), &NoObserver)
-        .err()
-        .expect("the run must fail");
+    let err = run(
+        &plan(vec![broken(false)], 30.0, Duration::from_millis(300)),
+        &NoObserver,
+    )
+    .err()
+    .expect("the run must fail");
     assert!(matches!(err.error, EngineError::Timeout { .. }), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(5), "no hang");
     assert!(!err.is_usage());
@@ -238,9 +243,12 @@ fn a_silent_target_ends_the_run_with_a_timeout() {
 
 #[test]
 fn a_failed_io_ends_the_run_naming_the_offset() {
-    let err = run(&plan(vec![broken(true)], 30.0, Duration::from_secs(5)), &NoObserver)
-        .err()
-        .expect("the run must fail");
+    let err = run(
+        &plan(vec![broken(true)], 30.0, Duration::from_secs(5)),
+        &NoObserver,
+    )
+    .err()
+    .expect("the run must fail");
     match &err.error {
         EngineError::Io { op, source, .. } => {
             assert!(*op == "read" || *op == "write");
@@ -265,7 +273,11 @@ fn a_run_over_two_targets_reports_each_and_excludes_ramp() {
         assert_eq!(t.outstanding, 8);
         assert_eq!(t.series.len(), 1);
         let per_s = t.series[0].read_ios + t.series[0].write_ios;
-        assert_eq!(per_s, t.read.ios + t.write.ios, "the series covers the window");
+        assert_eq!(
+            per_s,
+            t.read.ios + t.write.ios,
+            "the series covers the window"
+        );
         let share = t.read.ios as f64 / (t.read.ios + t.write.ios) as f64;
         assert!((share - 0.70).abs() < 0.02, "{share}");
     }

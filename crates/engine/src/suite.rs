@@ -1,0 +1,331 @@
+//! Suites: named lists of workloads, as the studies in shared/seeds ran them. Built-in suites
+//! are TOML files compiled into the binary (`crates/engine/suites/`); user suites use the same
+//! schema:
+//!
+//! ```toml
+//! name = "my-suite"
+//! description = "what it compares"
+//! ramp = "5s"        # defaults for every workload below
+//! time = "30s"
+//! qd = 12
+//!
+//! [[workload]]
+//! id = "database-4k"          # stable id (used by `diff` and the store)
+//! title = "Database, 4 KiB 67/33 random"
+//! group = "database"          # findings average within and across groups
+//! segment = [{ bs = "4k", read = 67, random = 100 }]
+//!
+//! [[sweep]]                   # one workload per value (cartesian product of the lists)
+//! id = "scaling"
+//! title = "Random read, 4 KiB"
+//! group = "scaling"
+//! qd = [1, 2, 4, 8, 16, 32]   # queue-depth sweep
+//! bs = ["4k", "8k"]           # transfer-size sweep (fills segments that give no size)
+//! targets = [1, 2]            # 1 vs N instances of each target at once (LUNs per port,
+//!                             # connections to one target)
+//! segment = [{ read = 100, random = 100 }]
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{Defaults, SegmentFile, Workload, WorkloadFile};
+use crate::units::{format_size, parse_duration, parse_size};
+
+const BUILTIN: &[(&str, &str)] = &[
+    ("quick", include_str!("../suites/quick.toml")),
+    ("thirdio-2008", include_str!("../suites/thirdio-2008.toml")),
+    ("ibm-xiv-2014", include_str!("../suites/ibm-xiv-2014.toml")),
+    (
+        "demartek-lsi-2011",
+        include_str!("../suites/demartek-lsi-2011.toml"),
+    ),
+    ("nwc-2003", include_str!("../suites/nwc-2003.toml")),
+    (
+        "qlogic-fcoe-2010",
+        include_str!("../suites/qlogic-fcoe-2010.toml"),
+    ),
+    (
+        "snia-pts-iops",
+        include_str!("../suites/snia-pts-iops.toml"),
+    ),
+];
+
+/// One workload of an expanded suite.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SuiteWorkload {
+    pub id: String,
+    pub title: String,
+    pub group: String,
+    pub workload: Workload,
+    /// Run this many instances of each target at once (None: one).
+    pub targets_at_once: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Suite {
+    pub name: String,
+    pub description: String,
+    pub source: Option<String>,
+    pub workloads: Vec<SuiteWorkload>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    source: Option<String>,
+    ramp: Option<String>,
+    time: Option<String>,
+    qd: Option<u32>,
+    workers: Option<u32>,
+    size: Option<String>,
+    align: Option<String>,
+    #[serde(default)]
+    workload: Vec<WorkloadDef>,
+    #[serde(default)]
+    sweep: Vec<SweepDef>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadDef {
+    id: String,
+    title: Option<String>,
+    group: Option<String>,
+    qd: Option<u32>,
+    workers: Option<u32>,
+    ramp: Option<String>,
+    time: Option<String>,
+    size: Option<String>,
+    align: Option<String>,
+    targets: Option<u32>,
+    segment: Vec<SegmentFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SweepDef {
+    id: String,
+    title: Option<String>,
+    group: Option<String>,
+    qd: Option<Vec<u32>>,
+    bs: Option<Vec<String>>,
+    targets: Option<Vec<u32>>,
+    workers: Option<Vec<u32>>,
+    ramp: Option<String>,
+    time: Option<String>,
+    size: Option<String>,
+    align: Option<String>,
+    segment: Vec<SegmentFile>,
+}
+
+/// Names of the built-in suites, in listing order.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+/// Loads a built-in suite by name, or a user suite from a TOML file path.
+pub fn load(name_or_path: &str) -> Result<Suite, String> {
+    if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        return parse(text).map_err(|e| format!("built-in suite {name_or_path}: {e}"));
+    }
+    let path = std::path::Path::new(name_or_path);
+    if path.extension().is_some_and(|e| e == "toml") || path.exists() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read suite {name_or_path}: {e}"))?;
+        return parse(&text).map_err(|e| format!("{name_or_path}: {e}"));
+    }
+    Err(format!(
+        "no suite named '{name_or_path}' (built-in: {}; or give a .toml file)",
+        builtin_names().join(", ")
+    ))
+}
+
+struct Base<'a> {
+    f: &'a SuiteFile,
+}
+
+impl Base<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn workload(
+        &self,
+        name: &str,
+        qd: Option<u32>,
+        workers: Option<u32>,
+        ramp: &Option<String>,
+        time: &Option<String>,
+        size: &Option<String>,
+        align: &Option<String>,
+        segments: Vec<SegmentFile>,
+    ) -> Result<Workload, String> {
+        let wf = WorkloadFile {
+            name: Some(name.to_string()),
+            qd: qd.or(self.f.qd),
+            workers: workers.or(self.f.workers),
+            ramp: ramp.clone().or_else(|| self.f.ramp.clone()),
+            time: time.clone().or_else(|| self.f.time.clone()),
+            size: size.clone().or_else(|| self.f.size.clone()),
+            align: align.clone().or_else(|| self.f.align.clone()),
+            segments,
+        };
+        let w = wf
+            .into_workload(&Defaults::default())
+            .map_err(|e| format!("workload {name}: {e}"))?;
+        w.validate().map_err(|e| format!("workload {name}: {e}"))?;
+        Ok(w)
+    }
+}
+
+/// Parses and expands a suite.
+pub fn parse(text: &str) -> Result<Suite, String> {
+    let f: SuiteFile = toml::from_str(text).map_err(|e| {
+        let msg = e.message().to_string();
+        match e.span() {
+            Some(sp) => format!(
+                "line {}: {msg}",
+                text[..sp.start.min(text.len())].matches('\n').count() + 1
+            ),
+            None => msg,
+        }
+    })?;
+    let base = Base { f: &f };
+    let mut workloads = Vec::new();
+    for d in &f.workload {
+        let w = base.workload(
+            &d.id,
+            d.qd,
+            d.workers,
+            &d.ramp,
+            &d.time,
+            &d.size,
+            &d.align,
+            d.segment.clone(),
+        )?;
+        workloads.push(SuiteWorkload {
+            id: d.id.clone(),
+            title: d.title.clone().unwrap_or_else(|| d.id.clone()),
+            group: d.group.clone().unwrap_or_else(|| "default".into()),
+            workload: w,
+            targets_at_once: d.targets,
+        });
+    }
+    for s in &f.sweep {
+        let some = |v: &Option<Vec<u32>>| -> Vec<Option<u32>> {
+            match v {
+                Some(list) => list.iter().map(|x| Some(*x)).collect(),
+                None => vec![None],
+            }
+        };
+        let bss: Vec<Option<String>> = match &s.bs {
+            Some(list) => list.iter().map(|b| Some(b.clone())).collect(),
+            None => vec![None],
+        };
+        for bs in &bss {
+            for qd in some(&s.qd) {
+                for workers in some(&s.workers) {
+                    for targets in some(&s.targets) {
+                        let mut id = s.id.clone();
+                        let mut title = s.title.clone().unwrap_or_else(|| s.id.clone());
+                        let mut segs = s.segment.clone();
+                        if let Some(b) = bs {
+                            let pretty = format_size(
+                                parse_size(b).map_err(|e| format!("sweep {}: bs: {e}", s.id))?,
+                            );
+                            id.push_str(&format!("-{}", pretty.to_lowercase()));
+                            title.push_str(&format!(", {pretty}"));
+                            for seg in &mut segs {
+                                if seg.bs.is_none()
+                                    && seg.read_bs.is_none()
+                                    && seg.write_bs.is_none()
+                                {
+                                    seg.bs = Some(b.clone());
+                                }
+                            }
+                        }
+                        if let Some(q) = qd {
+                            id.push_str(&format!("-qd{q}"));
+                            title.push_str(&format!(", QD {q}"));
+                        }
+                        if let Some(n) = workers {
+                            id.push_str(&format!("-w{n}"));
+                            title.push_str(&format!(
+                                ", {n} worker{}",
+                                if n == 1 { "" } else { "s" }
+                            ));
+                        }
+                        if let Some(n) = targets {
+                            id.push_str(&format!("-x{n}"));
+                            title.push_str(&format!(
+                                ", {n} target{} at once",
+                                if n == 1 { "" } else { "s" }
+                            ));
+                        }
+                        let w = base.workload(
+                            &id, qd, workers, &s.ramp, &s.time, &s.size, &s.align, segs,
+                        )?;
+                        workloads.push(SuiteWorkload {
+                            id,
+                            title,
+                            group: s.group.clone().unwrap_or_else(|| "default".into()),
+                            workload: w,
+                            targets_at_once: targets,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if workloads.is_empty() {
+        return Err("the suite has no workloads".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for w in &workloads {
+        if !seen.insert(w.id.clone()) {
+            return Err(format!("workload id '{}' appears twice", w.id));
+        }
+        if w.targets_at_once == Some(0) {
+            return Err(format!("workload {}: targets must be at least 1", w.id));
+        }
+    }
+    Ok(Suite {
+        name: f.name.clone(),
+        description: f.description.clone(),
+        source: f.source.clone(),
+        workloads,
+    })
+}
+
+impl Suite {
+    /// Replaces every workload's measured time and/or ramp (`--time`, `--ramp` for a quick look).
+    pub fn scale(&mut self, time: Option<Duration>, ramp: Option<Duration>) {
+        for w in &mut self.workloads {
+            if let Some(t) = time {
+                w.workload.time = t;
+            }
+            if let Some(r) = ramp {
+                w.workload.ramp = r;
+            }
+        }
+    }
+
+    /// Planned duration of one pass over `targets` targets (ramp + time per cell).
+    pub fn duration(&self, targets: usize) -> Duration {
+        self.workloads
+            .iter()
+            .map(|w| (w.workload.ramp + w.workload.time) * targets as u32)
+            .sum()
+    }
+}
+
+/// Parses `--time`-style overrides, for callers that take strings.
+pub fn parse_override(s: Option<&str>) -> Result<Option<Duration>, String> {
+    s.map(parse_duration).transpose()
+}
+
+#[cfg(test)]
+#[path = "suite_tests.rs"]
+mod tests;

@@ -1,0 +1,183 @@
+//! Each built-in suite expands to the workloads its study describes (shared/SUITES.md).
+
+use super::*;
+
+fn ids(s: &Suite) -> Vec<&str> {
+    s.workloads.iter().map(|w| w.id.as_str()).collect()
+}
+
+fn get<'a>(s: &'a Suite, id: &str) -> &'a SuiteWorkload {
+    s.workloads
+        .iter()
+        .find(|w| w.id == id)
+        .unwrap_or_else(|| panic!("{id} missing from {:?}", ids(s)))
+}
+
+#[test]
+fn every_builtin_parses() {
+    for n in builtin_names() {
+        let s = load(n).unwrap();
+        assert_eq!(s.name, n);
+        assert!(!s.description.is_empty());
+    }
+}
+
+#[test]
+fn thirdio_matches_the_study() {
+    let s = load("thirdio-2008").unwrap();
+    assert_eq!(s.workloads.len(), 12);
+    for w in &s.workloads {
+        assert_eq!(w.workload.qd, 12, "{}", w.id);
+        assert!(matches!(w.targets_at_once, Some(4) | Some(8)));
+    }
+    let d = get(&s, "duplex-1m-x4");
+    assert_eq!(d.workload.segments[0].read_bs, 1 << 20);
+    assert_eq!(d.workload.segments[0].read_pct, 50.0);
+    assert_eq!(d.workload.segments[0].random_pct, 0.0);
+    assert_eq!(d.group, "bandwidth");
+    let db = get(&s, "database-8k-x8");
+    assert_eq!(db.workload.segments[0].read_bs, 8192);
+    assert_eq!(db.workload.segments[0].read_pct, 67.0);
+    assert_eq!(db.workload.segments[0].random_pct, 100.0);
+    assert_eq!(db.group, "database");
+    assert!(ids(&s).contains(&"rand-read-1m-x4"));
+}
+
+#[test]
+fn ibm_xiv_has_eleven_mixed_size_patterns() {
+    let s = load("ibm-xiv-2014").unwrap();
+    let pairs: Vec<(u64, u64)> = s
+        .workloads
+        .iter()
+        .map(|w| {
+            (
+                w.workload.segments[0].read_bs >> 10,
+                w.workload.segments[0].write_bs >> 10,
+            )
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            (4, 4),
+            (4, 8),
+            (4, 16),
+            (8, 16),
+            (16, 32),
+            (32, 64),
+            (32, 128),
+            (64, 128),
+            (256, 512),
+            (512, 1024),
+            (1024, 1024)
+        ]
+    );
+    for w in &s.workloads {
+        assert_eq!(w.workload.segments[0].read_pct, 50.0);
+        assert_eq!(w.workload.segments[0].random_pct, 0.0);
+    }
+}
+
+#[test]
+fn demartek_is_24_tests_at_qd1() {
+    let s = load("demartek-lsi-2011").unwrap();
+    assert_eq!(s.workloads.len(), 24);
+    assert!(s.workloads.iter().all(|w| w.workload.qd == 1));
+    let sizes: std::collections::BTreeSet<u64> = s
+        .workloads
+        .iter()
+        .map(|w| w.workload.segments[0].read_bs >> 10)
+        .collect();
+    assert_eq!(
+        sizes.into_iter().collect::<Vec<_>>(),
+        vec![4, 8, 16, 32, 64, 128]
+    );
+    let w = get(&s, "seq-write-64kib");
+    assert_eq!(w.workload.segments[0].read_pct, 0.0);
+    assert_eq!(w.workload.segments[0].random_pct, 0.0);
+}
+
+#[test]
+fn nwc_has_the_custom_mix_and_one_vs_two_targets() {
+    let s = load("nwc-2003").unwrap();
+    let c = get(&s, "nwc-custom");
+    let segs = &c.workload.segments;
+    assert_eq!(segs.len(), 3);
+    assert_eq!(
+        (segs[0].weight, segs[0].read_bs, segs[0].random_pct),
+        (33, 512, 0.0)
+    );
+    assert_eq!(
+        (
+            segs[1].weight,
+            segs[1].read_bs,
+            segs[1].read_pct,
+            segs[1].random_pct
+        ),
+        (34, 2048, 67.0, 100.0)
+    );
+    assert_eq!((segs[2].weight, segs[2].read_bs), (33, 65536));
+    assert_eq!(c.workload.ramp, Duration::from_secs(5));
+    assert_eq!(c.workload.time, Duration::from_secs(120));
+    assert_eq!(get(&s, "read-64k-targets-x1").targets_at_once, Some(1));
+    assert_eq!(get(&s, "read-64k-targets-x2").targets_at_once, Some(2));
+    assert_eq!(get(&s, "max-io-rate-512").workload.segments[0].read_bs, 512);
+    assert_eq!(get(&s, "database-2k").workload.segments[0].read_pct, 67.0);
+}
+
+#[test]
+fn qlogic_sweeps_sizes_and_queue_depth() {
+    let s = load("qlogic-fcoe-2010").unwrap();
+    let qds: Vec<u32> = s
+        .workloads
+        .iter()
+        .filter(|w| w.group == "scaling")
+        .map(|w| w.workload.qd)
+        .collect();
+    assert_eq!(qds, vec![1, 2, 4, 8, 16, 32]);
+    assert_eq!(get(&s, "seq-read-512b").workload.segments[0].read_bs, 512);
+    assert_eq!(
+        get(&s, "seq-read-1mib").workload.segments[0].read_bs,
+        1 << 20
+    );
+}
+
+#[test]
+fn snia_matrix_is_56_random_tests() {
+    let s = load("snia-pts-iops").unwrap();
+    assert_eq!(s.workloads.len(), 56);
+    assert!(s
+        .workloads
+        .iter()
+        .all(|w| w.workload.segments[0].random_pct == 100.0));
+    assert_eq!(get(&s, "rw65-4kib").workload.segments[0].read_pct, 65.0);
+}
+
+#[test]
+fn quick_fits_in_a_minute_on_three_targets() {
+    let s = load("quick").unwrap();
+    assert!(
+        s.duration(3) <= Duration::from_secs(60),
+        "{:?}",
+        s.duration(3)
+    );
+}
+
+#[test]
+fn scaling_and_user_suite_errors() {
+    let mut s = load("nwc-2003").unwrap();
+    s.scale(Some(Duration::from_secs(2)), Some(Duration::ZERO));
+    assert!(s
+        .workloads
+        .iter()
+        .all(|w| w.workload.time == Duration::from_secs(2)));
+    assert!(load("no-such-suite").unwrap_err().contains("built-in"));
+    let e = parse("name = \"x\"\n[[workload]]\nid = \"a\"\nsegment = [{ bs = \"4k\" }]\n[[workload]]\nid = \"a\"\nsegment = [{ bs = \"4k\" }]\n").unwrap_err();
+    assert!(e.contains("twice"), "{e}");
+    let e =
+        parse("name = \"x\"\n[[workload]]\nid = \"a\"\nsegment = [{ bs = \"4k\", read = 101 }]\n")
+            .unwrap_err();
+    assert!(e.contains("workload a"), "{e}");
+    let e = parse("name = \"x\"\nbogus = 1\n").unwrap_err();
+    assert!(e.contains("line 2"), "{e}");
+}
