@@ -71,10 +71,10 @@ fn write_read_back(t: &dyn Target) {
     q.submit(&reads).unwrap();
     let done = reap_all(&mut *q, DEPTH as usize);
     assert!(done.iter().all(|c| c.result == 0), "{done:?}");
-    for i in 0..DEPTH as usize {
+    for (i, off) in offsets.iter().enumerate() {
         // SAFETY: all I/O has completed.
         let (w, r) = unsafe { (arena.slice(i * BS, BS), arena.slice(src_len + i * BS, BS)) };
-        assert!(w == r, "block {i} at offset {} differs", offsets[i]);
+        assert!(w == r, "block {i} at offset {off} differs");
     }
     q.close().unwrap();
 }
@@ -126,7 +126,7 @@ fn missing_file_without_size_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = FileTarget::open("x", &dir.path().join("nope"), &FileOptions::default())
         .err()
-        .unwrap();
+        .expect("a missing file without --size must fail");
     assert!(err.is_usage());
     assert!(err.to_string().contains("--size"), "{err}");
 }
@@ -234,8 +234,7 @@ fn a_silent_target_ends_the_run_with_a_timeout() {
         &plan(vec![broken(false)], 30.0, Duration::from_millis(300)),
         &NoObserver,
     )
-    .err()
-    .expect("the run must fail");
+    .expect_err("the run must fail");
     assert!(matches!(err.error, EngineError::Timeout { .. }), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(5), "no hang");
     assert!(!err.is_usage());
@@ -247,8 +246,7 @@ fn a_failed_io_ends_the_run_naming_the_offset() {
         &plan(vec![broken(true)], 30.0, Duration::from_secs(5)),
         &NoObserver,
     )
-    .err()
-    .expect("the run must fail");
+    .expect_err("the run must fail");
     match &err.error {
         EngineError::Io { op, source, .. } => {
             assert!(*op == "read" || *op == "write");
