@@ -20,6 +20,33 @@ pub struct Cli {
 pub enum Command {
     /// Drive I/O to one or more targets with an Iometer-style access specification.
     Run(RunArgs),
+    /// List or show the built-in suites (workload matrices of the studies).
+    Suite {
+        #[command(subcommand)]
+        command: SuiteCommand,
+    },
+    /// Run a suite's workloads on every target, interleaved, and write the comparison report.
+    Compare(CompareArgs),
+}
+
+/// How targets are opened and driven; shared by `run` and `compare`.
+#[derive(Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// Engine for files and block devices: auto (io_uring if available), io_uring, sync.
+    #[arg(long, default_value = "auto", value_name = "ENGINE")]
+    pub engine: String,
+    /// Use the page cache (default for files; block devices default to O_DIRECT).
+    #[arg(long, conflicts_with = "direct")]
+    pub buffered: bool,
+    /// Bypass the page cache with O_DIRECT (default for block devices).
+    #[arg(long)]
+    pub direct: bool,
+    /// Write even to a block device that is mounted or holds a filesystem or partition table.
+    #[arg(long)]
+    pub force: bool,
+    /// Fail the run when no I/O completes for this long (dead or silent target).
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub io_timeout: String,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -75,21 +102,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
 
-    /// Engine for files and block devices: auto (io_uring if available), io_uring, sync.
-    #[arg(long, default_value = "auto", value_name = "ENGINE")]
-    pub engine: String,
-    /// Use the page cache (default for files; block devices default to O_DIRECT).
-    #[arg(long, conflicts_with = "direct")]
-    pub buffered: bool,
-    /// Bypass the page cache with O_DIRECT (default for block devices).
-    #[arg(long)]
-    pub direct: bool,
-    /// Write even to a block device that is mounted or holds a filesystem or partition table.
-    #[arg(long)]
-    pub force: bool,
-    /// Fail the run when no I/O completes for this long (dead or silent target).
-    #[arg(long, default_value = "30s", value_name = "DURATION")]
-    pub io_timeout: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
     #[arg(long, default_value_t = 0x5a4b_3c2d)]
     pub seed: u64,
@@ -98,6 +112,58 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No summary table or progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SuiteCommand {
+    /// The built-in suites.
+    List,
+    /// A suite's workloads (a built-in name or a TOML file).
+    Show { name: String },
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Targets are [NAME=]TARGET: NAME labels the target in tables, charts and findings."
+)]
+pub struct CompareArgs {
+    /// Targets to compare, each as [NAME=]TARGET.
+    #[arg(required = true, value_name = "[NAME=]TARGET")]
+    pub targets: Vec<String>,
+    /// Suite to run: a built-in name (see 'sanbench suite list') or a TOML file.
+    #[arg(long, default_value = "quick")]
+    pub suite: String,
+    /// Repetitions of the whole matrix (mean and 95 % confidence interval from these).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: u32,
+    /// Directory for report.html, report.md, results.json, results.csv.
+    #[arg(long, default_value = "sanbench-report", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Results database (SQLite; default under the user's data directory).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the results database.
+    #[arg(long)]
+    pub no_store: bool,
+    /// Replace every workload's measured time (a quick look at a long suite).
+    #[arg(long, value_name = "DURATION")]
+    pub time: Option<String>,
+    /// Replace every workload's ramp-up.
+    #[arg(long, value_name = "DURATION")]
+    pub ramp: Option<String>,
+    /// Idle baseline measured before each target's first workload.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub baseline: String,
+    /// Size to create missing file targets at.
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[arg(long, default_value_t = 0x5a4b_3c2d)]
+    pub seed: u64,
+    /// Only the findings and the report's location.
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -3,11 +3,13 @@
 //! (always with one clear line on stderr).
 
 mod args;
+mod compare;
 mod error;
 mod output;
 mod progress;
 mod run_cmd;
 mod signals;
+mod suite_cmd;
 mod targets;
 
 use std::process::ExitCode;
@@ -39,6 +41,8 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(a),
+        Command::Suite { command } => suite_cmd::run(command),
+        Command::Compare(a) => compare::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use sanbench_engine::result::{RunDoc, TargetResult};
+use sanbench_store::Comparison;
 
 /// 1234567 → "1.23M", 12345 → "12.3k".
 pub fn si(v: f64) -> String {
@@ -109,6 +110,41 @@ pub fn summary(doc: &RunDoc) -> String {
         out,
         "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs; Little = |IOPS × mean latency − outstanding| / outstanding"
     );
+    out
+}
+
+/// Workloads down, targets across: mean IOPS, MB/s and mean latency over repetitions.
+pub fn compare_table(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{} — {}", c.suite, c.suite_description);
+    let mut head = format!("{:<30}", "workload");
+    for t in &c.targets {
+        let n: String = t.name.chars().take(26).collect();
+        let _ = write!(head, " | {n:^26}");
+    }
+    let _ = writeln!(out, "{head}");
+    let mut sub = format!("{:<30}", "");
+    for _ in &c.targets {
+        let _ = write!(sub, " | {:>8} {:>8} {:>8}", "IOPS", "MB/s", "mean µs");
+    }
+    let _ = writeln!(out, "{sub}");
+    for w in &c.workloads {
+        let id: String = w.id.chars().take(30).collect();
+        let mut line = format!("{id:<30}");
+        for t in &c.targets {
+            let cells: Vec<&TargetResult> = c.cells_of(&w.id, &t.name).map(|x| &x.result).collect();
+            if cells.is_empty() {
+                let _ = write!(line, " | {:^26}", "-");
+                continue;
+            }
+            let n = cells.len() as f64;
+            let iops = cells.iter().map(|r| r.iops).sum::<f64>() / n;
+            let mbps = cells.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
+            let lat = cells.iter().map(|r| r.latency_us.mean).sum::<f64>() / n;
+            let _ = write!(line, " | {:>8} {:>8.1} {:>8.1}", si(iops), mbps, lat);
+        }
+        let _ = writeln!(out, "{line}");
+    }
     out
 }
 

@@ -10,7 +10,7 @@ use sanbench_engine::spec::{Defaults, SegmentFile, WorkloadFile};
 use sanbench_engine::units::{parse_duration, parse_size};
 use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 
-use crate::args::RunArgs;
+use crate::args::{EngineArgs, RunArgs};
 use crate::error::{usage, CliError};
 use crate::progress::ProgressLine;
 
@@ -170,46 +170,40 @@ pub fn write_json(doc: &RunDoc, path: &std::path::Path) -> Result<(), CliError> 
     Ok(())
 }
 
-pub fn run(a: RunArgs) -> Result<(), CliError> {
-    let w = workload_from_args(&a)?;
-    let engine: EngineKind = a.engine.parse().map_err(usage)?;
-    let io_timeout =
-        parse_duration(&a.io_timeout).map_err(|e| usage(format!("--io-timeout: {e}")))?;
-    let size = a
-        .size
-        .as_deref()
-        .map(parse_size)
-        .transpose()
-        .map_err(|e| usage(format!("--size: {e}")))?;
-    let opts = FileOptions {
+/// File-target options from the engine flags.
+pub fn file_options(
+    e: &EngineArgs,
+    size: Option<u64>,
+    writes: bool,
+) -> Result<FileOptions, CliError> {
+    let engine: EngineKind = e.engine.parse().map_err(usage)?;
+    Ok(FileOptions {
         size,
         engine,
-        direct: if a.direct {
+        direct: if e.direct {
             Some(true)
-        } else if a.buffered {
+        } else if e.buffered {
             Some(false)
         } else {
             None
         },
-        force: a.force,
-        writes: w.has_writes(),
-    };
-    let targets = crate::targets::open_targets(&a.targets, &opts)?;
-    let stop = crate::signals::stop_flag();
-    let plan = RunPlan {
-        workload: w.clone(),
-        targets,
-        io_timeout,
-        seed: a.seed,
-        stop,
-    };
-    let progress = ProgressLine::new(a.quiet);
+        force: e.force,
+        writes,
+    })
+}
+
+pub fn io_timeout(e: &EngineArgs) -> Result<std::time::Duration, CliError> {
+    parse_duration(&e.io_timeout).map_err(|e| usage(format!("--io-timeout: {e}")))
+}
+
+/// Runs a plan with the progress line and the process-CPU observer, and builds its document.
+pub fn execute(plan: &RunPlan, progress: &ProgressLine) -> Result<RunDoc, CliError> {
     let obs = RunObserver {
-        progress: &progress,
+        progress,
         at_start: Mutex::new(None),
         at_end: Mutex::new(None),
     };
-    let out = sanbench_engine::run(&plan, &obs);
+    let out = sanbench_engine::run(plan, &obs);
     progress.clear();
     let out = out?;
     let cpu = match (
@@ -219,7 +213,29 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         (Some(s), Some(e)) => Some((s, e)),
         _ => None,
     };
-    let doc = build_doc(&w, &out, cpu);
+    Ok(build_doc(&plan.workload, &out, cpu))
+}
+
+pub fn run(a: RunArgs) -> Result<(), CliError> {
+    let w = workload_from_args(&a)?;
+    let size = a
+        .size
+        .as_deref()
+        .map(parse_size)
+        .transpose()
+        .map_err(|e| usage(format!("--size: {e}")))?;
+    let opts = file_options(&a.engine, size, w.has_writes())?;
+    let io_timeout = io_timeout(&a.engine)?;
+    let targets = crate::targets::open_targets(&a.targets, &opts)?;
+    let plan = RunPlan {
+        workload: w.clone(),
+        targets,
+        io_timeout,
+        seed: a.seed,
+        stop: crate::signals::stop_flag(),
+    };
+    let progress = ProgressLine::new(a.quiet);
+    let doc = execute(&plan, &progress)?;
     if let Some(path) = &a.json {
         write_json(&doc, path)?;
     }

@@ -29,6 +29,20 @@ impl Drop for Mapping {
     }
 }
 
+/// MemAvailable from /proc/meminfo, in bytes (0 when unreadable: then nothing is populated).
+fn mem_available() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map(|kib| kib * 1024)
+        .unwrap_or(0)
+}
+
 pub struct MemTarget {
     info: TargetInfo,
     map: Arc<Mapping>,
@@ -41,14 +55,21 @@ impl MemTarget {
         }
         let len = usize::try_from(size)
             .map_err(|_| EngineError::Invalid(format!("{uri}: size too large")))?;
-        // SAFETY: anonymous private mapping, no fd; MAP_NORESERVE so a large sparse disk only
-        // costs what is touched.
+        // A RAM disk that fits comfortably is populated up front, so that first-touch page
+        // faults do not show up as write latency; a larger one stays sparse (MAP_NORESERVE)
+        // and costs only what is touched.
+        let populate = size <= mem_available() / 2;
+        let flags = libc::MAP_PRIVATE
+            | libc::MAP_ANONYMOUS
+            | libc::MAP_NORESERVE
+            | if populate { libc::MAP_POPULATE } else { 0 };
+        // SAFETY: anonymous private mapping, no fd.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                flags,
                 -1,
                 0,
             )

@@ -1,0 +1,299 @@
+//! `sanbench compare`: every workload of a suite on every target, interleaved so that drift
+//! falls on all targets alike, repeated for confidence intervals, recorded cell by cell.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use sanbench_engine::result::{rfc3339, TargetResult};
+use sanbench_engine::suite::{self, Suite, SuiteWorkload};
+use sanbench_engine::units::{parse_duration, parse_size};
+use sanbench_engine::RunPlan;
+use sanbench_stats::steady_state;
+use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+
+use crate::args::CompareArgs;
+use crate::error::{usage, CliError};
+use crate::progress::ProgressLine;
+use crate::run_cmd::{execute, file_options, io_timeout};
+
+/// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
+pub fn split_named(s: &str) -> (String, String) {
+    if let Some((name, uri)) = s.split_once('=') {
+        if !name.is_empty() && !name.contains([':', '/']) && !uri.is_empty() {
+            return (name.to_string(), uri.to_string());
+        }
+    }
+    (s.to_string(), s.to_string())
+}
+
+/// The order cells run in: repetition by repetition, workload by workload, and within a
+/// workload the targets rotated by one each time, so that no target always runs first (or
+/// right after another's writes).
+pub fn interleaved_order(
+    workloads: usize,
+    targets: usize,
+    repeat: u32,
+) -> Vec<(u32, usize, usize)> {
+    let mut v = Vec::with_capacity(workloads * targets * repeat as usize);
+    let mut k = 0usize;
+    for r in 0..repeat {
+        for w in 0..workloads {
+            for i in 0..targets {
+                v.push((r, w, (i + k) % targets.max(1)));
+            }
+            k += 1;
+        }
+    }
+    v
+}
+
+pub struct Prepared {
+    pub suite: Suite,
+    pub targets: Vec<(String, String)>,
+}
+
+pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
+    let mut suite = suite::load(&a.suite).map_err(usage)?;
+    let time = a
+        .time
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|e| usage(format!("--time: {e}")))?;
+    let ramp = a
+        .ramp
+        .as_deref()
+        .map(parse_duration)
+        .transpose()
+        .map_err(|e| usage(format!("--ramp: {e}")))?;
+    if time.is_some_and(|t| t.is_zero()) {
+        return Err(usage("--time must be longer than zero"));
+    }
+    suite.scale(time, ramp);
+    if a.repeat == 0 {
+        return Err(usage("--repeat must be at least 1"));
+    }
+    let targets: Vec<(String, String)> = a.targets.iter().map(|t| split_named(t)).collect();
+    let mut names = std::collections::HashSet::new();
+    for (n, _) in &targets {
+        if !names.insert(n.clone()) {
+            return Err(usage(format!(
+                "two targets are named '{n}'; name them NAME=TARGET"
+            )));
+        }
+    }
+    Ok(Prepared { suite, targets })
+}
+
+fn run_cell(
+    a: &CompareArgs,
+    w: &SuiteWorkload,
+    uri: &str,
+    name: &str,
+    size: Option<u64>,
+    progress: &ProgressLine,
+) -> Result<TargetResult, CliError> {
+    let n = w.targets_at_once.unwrap_or(1) as usize;
+    let opts = file_options(&a.engine, size, w.workload.has_writes())?;
+    let uris = vec![uri.to_string(); n];
+    let targets = crate::targets::open_targets(&uris, &opts)?;
+    let plan = RunPlan {
+        workload: w.workload.clone(),
+        targets,
+        io_timeout: io_timeout(&a.engine)?,
+        seed: a.seed,
+        stop: crate::signals::stop_flag(),
+    };
+    let doc = execute(&plan, progress)?;
+    let mut r = if n == 1 {
+        doc.results.into_iter().next().context("no result")?
+    } else {
+        doc.all.context("no aggregate result")?
+    };
+    r.target = name.to_string();
+    if r.engine == "all" {
+        r.engine = format!("{} x{n}", plan.targets[0].info().engine);
+        r.info = Some(plan.targets[0].info().clone());
+    }
+    Ok(r)
+}
+
+pub fn run(a: CompareArgs) -> Result<(), CliError> {
+    let p = prepare(&a)?;
+    let size = a
+        .size
+        .as_deref()
+        .map(parse_size)
+        .transpose()
+        .map_err(|e| usage(format!("--size: {e}")))?;
+    let _baseline = parse_duration(&a.baseline).map_err(|e| usage(format!("--baseline: {e}")))?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| usage(format!("cannot create {}: {e}", a.out.display())))?;
+    let stop = crate::signals::stop_flag();
+    let mut cmp = Comparison {
+        schema: COMPARE_SCHEMA.into(),
+        sanbench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: rfc3339(std::time::SystemTime::now()),
+        command: std::env::args().collect(),
+        suite: p.suite.name.clone(),
+        suite_description: p.suite.description.clone(),
+        repeat: a.repeat,
+        targets: p
+            .targets
+            .iter()
+            .map(|(n, u)| TargetEntry {
+                name: n.clone(),
+                uri: u.clone(),
+                ..TargetEntry::default()
+            })
+            .collect(),
+        workloads: p
+            .suite
+            .workloads
+            .iter()
+            .map(|w| WorkloadEntry {
+                id: w.id.clone(),
+                title: w.title.clone(),
+                group: w.group.clone(),
+                spec: w.workload.clone(),
+                targets_at_once: w.targets_at_once,
+            })
+            .collect(),
+        cells: Vec::new(),
+        manifest: serde_json::Value::Null,
+        incomplete: false,
+    };
+    let order = interleaved_order(p.suite.workloads.len(), p.targets.len(), a.repeat);
+    let per_cell: Vec<Duration> = p
+        .suite
+        .workloads
+        .iter()
+        .map(|w| w.workload.ramp + w.workload.time)
+        .collect();
+    let mut left: Duration = order.iter().map(|(_, w, _)| per_cell[*w]).sum();
+    let progress = ProgressLine::new(a.quiet);
+    let mut failure = None;
+    for (i, (rep, wi, ti)) in order.iter().enumerate() {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let w = &p.suite.workloads[*wi];
+        let (name, uri) = &p.targets[*ti];
+        if !a.quiet {
+            eprintln!(
+                "[{}/{}] {} on {name}{} ({} left)",
+                i + 1,
+                order.len(),
+                w.id,
+                if a.repeat > 1 {
+                    format!(", repetition {}/{}", rep + 1, a.repeat)
+                } else {
+                    String::new()
+                },
+                fmt_dur(left)
+            );
+        }
+        match run_cell(&a, w, uri, name, size, &progress) {
+            Ok(r) => {
+                if cmp.targets[*ti].manifest.is_null() {
+                    if let Some(info) = &r.info {
+                        cmp.targets[*ti].manifest = serde_json::to_value(info).unwrap_or_default();
+                    }
+                }
+                let iops: Vec<f64> = r.timeseries.iter().map(|s| s.iops).collect();
+                if !a.quiet {
+                    eprintln!(
+                        "    {:>10} IOPS {:>9.1} MB/s  mean {:.1} µs  p99 {:.1} µs",
+                        crate::output::si(r.iops),
+                        r.mb_per_s,
+                        r.latency_us.mean,
+                        r.latency_us.p99
+                    );
+                }
+                cmp.cells.push(Cell {
+                    workload: w.id.clone(),
+                    target: name.clone(),
+                    repeat: *rep,
+                    steady: steady_state(&iops, 5),
+                    result: r,
+                });
+                write_results(&cmp, &a.out)?;
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        left = left.saturating_sub(per_cell[*wi]);
+    }
+    cmp.incomplete = cmp.cells.len() < order.len();
+    write_results(&cmp, &a.out)?;
+    if !a.quiet {
+        print!("{}", crate::output::compare_table(&cmp));
+    }
+    println!("results: {}", a.out.join("results.json").display());
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(())
+}
+
+fn fmt_dur(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn write_results(cmp: &Comparison, dir: &Path) -> Result<(), CliError> {
+    let path = dir.join("results.json");
+    let tmp = dir.join("results.json.tmp");
+    let text = serde_json::to_string_pretty(cmp).context("serializing results")?;
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(split_named("fast=mem:1G"), ("fast".into(), "mem:1G".into()));
+        assert_eq!(split_named("mem:1G"), ("mem:1G".into(), "mem:1G".into()));
+        let u = "nbd+unix:///x?socket=/tmp/s";
+        assert_eq!(split_named(u), (u.into(), u.into()));
+        assert_eq!(
+            split_named("/dev/sdb"),
+            ("/dev/sdb".into(), "/dev/sdb".into())
+        );
+    }
+
+    #[test]
+    fn order_is_interleaved_and_complete() {
+        let o = interleaved_order(3, 3, 2);
+        assert_eq!(o.len(), 18);
+        // Every target runs every workload in every repetition exactly once.
+        for r in 0..2 {
+            for w in 0..3 {
+                let mut ts: Vec<usize> = o
+                    .iter()
+                    .filter(|(rr, ww, _)| *rr == r && *ww == w)
+                    .map(|x| x.2)
+                    .collect();
+                ts.sort();
+                assert_eq!(ts, vec![0, 1, 2]);
+            }
+        }
+        // The first target of each workload rotates.
+        let firsts: Vec<usize> = o.chunks(3).map(|c| c[0].2).collect();
+        assert_eq!(firsts, vec![0, 1, 2, 0, 1, 2]);
+    }
+}
