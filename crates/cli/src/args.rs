@@ -27,6 +27,9 @@ pub enum Command {
     },
     /// Run a suite's workloads on every target, interleaved, and write the comparison report.
     Compare(CompareArgs),
+    /// Start sanbench's own targets on loopback, compare them with the quick suite, write the
+    /// report (the README's main job).
+    Demo(DemoArgs),
 }
 
 /// How targets are opened and driven; shared by `run` and `compare`.
@@ -164,6 +167,35 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 0x5a4b_3c2d)]
     pub seed: u64,
     /// Only the findings and the report's location.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Directory for the report.
+    #[arg(long, default_value = "sanbench-demo", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Suite to run.
+    #[arg(long, default_value = "quick")]
+    pub suite: String,
+    /// Size of each built-in target.
+    #[arg(long, default_value = "1G", value_name = "SIZE")]
+    pub size: String,
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: u32,
+    /// Replace every workload's measured time.
+    #[arg(long, value_name = "DURATION")]
+    pub time: Option<String>,
+    /// Replace every workload's ramp-up.
+    #[arg(long, value_name = "DURATION")]
+    pub ramp: Option<String>,
+    /// Results database (SQLite; default under the user's data directory).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the results database.
+    #[arg(long)]
+    pub no_store: bool,
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -4,10 +4,12 @@
 
 mod args;
 mod compare;
+mod demo;
 mod error;
 mod output;
 mod progress;
 mod run_cmd;
+mod servers;
 mod signals;
 mod suite_cmd;
 mod targets;
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a),
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => compare::run(a),
+        Command::Demo(a) => demo::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,64 @@
+//! `sanbench demo`: the README's main job. Starts sanbench's own targets on loopback, runs the
+//! `quick` suite across them, writes the report and prints the findings. Everything it starts
+//! (server threads, a tmpfs file) is stopped and removed when it ends, also on Ctrl-C.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::args::{CompareArgs, DemoArgs, EngineArgs};
+use crate::error::CliError;
+
+/// What the demo started; dropping it stops and removes everything.
+#[derive(Default)]
+struct Started {
+    shutdown: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    files: Vec<PathBuf>,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        for f in &self.files {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+pub fn run(a: DemoArgs) -> Result<(), CliError> {
+    let mut started = Started::default();
+    let mut targets = vec![format!("RAM (in-process)=mem:{}", a.size)];
+    let shm = PathBuf::from(format!("/dev/shm/sanbench-demo-{}.img", std::process::id()));
+    started.files.push(shm.clone());
+    targets.push(format!("tmpfs file (io_uring)={}", shm.display()));
+    crate::servers::start_demo_servers(&a, &mut targets, &started.shutdown, &mut started.threads)?;
+    let args = CompareArgs {
+        targets,
+        suite: a.suite.clone(),
+        repeat: a.repeat,
+        out: a.out.clone(),
+        db: a.db.clone(),
+        no_store: a.no_store,
+        time: a.time.clone(),
+        ramp: a.ramp.clone(),
+        baseline: "1s".into(),
+        size: Some(a.size.clone()),
+        engine: EngineArgs {
+            engine: "auto".into(),
+            buffered: false,
+            direct: false,
+            force: false,
+            io_timeout: "30s".into(),
+        },
+        seed: 0x5a4b_3c2d,
+        quiet: a.quiet,
+    };
+    let r = crate::compare::run(args);
+    drop(started);
+    r
+}
