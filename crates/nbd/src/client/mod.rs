@@ -1,0 +1,2 @@
+pub fn open() {}
+pub struct ClientOptions;
