@@ -448,7 +448,7 @@ impl<'a> Conn<'a> {
         let past_end = r
             .offset
             .checked_add(r.len.into())
-            .map_or(true, |end| end > self.sh.size);
+            .is_none_or(|end| end > self.sh.size);
         if past_end {
             return if matches!(r.cmd, cmd::WRITE | cmd::WRITE_ZEROES) {
                 errno::ENOSPC
@@ -457,7 +457,7 @@ impl<'a> Conn<'a> {
             };
         }
         let align = u64::from(cfg.min_block.max(1));
-        if r.offset % align != 0 || u64::from(r.len) % align != 0 {
+        if !r.offset.is_multiple_of(align) || !u64::from(r.len).is_multiple_of(align) {
             return errno::EINVAL;
         }
         0
