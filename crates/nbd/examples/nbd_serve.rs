@@ -9,7 +9,9 @@ use sanbench_nbd::{Server, ServerConfig};
 fn main() {
     let mut args = std::env::args().skip(1);
     let listen = args.next().unwrap_or_else(|| "127.0.0.1:10809".into());
-    let size: u64 = args.next().map_or(1 << 30, |s| s.parse().expect("size in bytes"));
+    let size: u64 = args
+        .next()
+        .map_or(1 << 30, |s| s.parse().expect("size in bytes"));
     let mut cfg = ServerConfig::ram(listen.parse().expect("HOST:PORT"), size);
     cfg.file = args.next().map(Into::into);
     let server = Server::bind(cfg).unwrap_or_else(|e| {
