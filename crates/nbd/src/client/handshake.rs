@@ -1,0 +1,214 @@
+//! The client side of fixed newstyle negotiation, over a blocking socket with timeouts.
+
+use std::io::{self, Read, Write};
+
+use sanbench_engine::EngineError;
+
+use super::{ClientOptions, Sock};
+use crate::wire::handshake::{
+    cflags, hflags, info, opt, rep, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
+    OptionReply, ReplyBody,
+};
+use crate::wire::{DecodeResult, Parsed};
+
+/// What the handshake settled.
+#[derive(Clone, Debug)]
+pub(crate) struct Negotiated {
+    pub size: u64,
+    pub flags: u16,
+    pub structured: bool,
+    /// (minimum, preferred, maximum payload) when the server sent `NBD_INFO_BLOCK_SIZE`.
+    pub block_sizes: Option<(u32, u32, u32)>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// False when the server did not know `NBD_OPT_GO`.
+    pub used_go: bool,
+}
+
+struct Conv<'a> {
+    sock: &'a mut Sock,
+    peer: &'a str,
+    buf: Vec<u8>,
+}
+
+impl Conv<'_> {
+    fn err(&self, e: io::Error, doing: &str) -> EngineError {
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => EngineError::Timeout {
+                peer: self.peer.into(),
+                secs: 0.0,
+            },
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe => EngineError::Disconnected {
+                peer: self.peer.into(),
+                reason: format!("{doing}: {e}"),
+            },
+            _ => EngineError::Io {
+                op: "NBD handshake",
+                offset: 0,
+                source: e,
+            },
+        }
+    }
+
+    fn protocol(&self, reason: impl Into<String>) -> EngineError {
+        EngineError::Protocol {
+            peer: self.peer.into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> Result<(), EngineError> {
+        self.sock
+            .write_all(bytes)
+            .map_err(|e| self.err(e, "sending handshake"))
+    }
+
+    /// Reads until `decode` yields a message, and removes it from the buffer.
+    fn recv<T>(&mut self, decode: impl Fn(&[u8]) -> DecodeResult<T>) -> Result<T, EngineError> {
+        loop {
+            match decode(&self.buf) {
+                Ok(Parsed::Done { value, len }) => {
+                    self.buf.drain(..len);
+                    return Ok(value);
+                }
+                Ok(Parsed::Incomplete { needed }) => {
+                    let have = self.buf.len();
+                    self.buf.resize(needed, 0);
+                    let r = self.sock.read(&mut self.buf[have..]);
+                    match r {
+                        Ok(0) => {
+                            self.buf.truncate(have);
+                            return Err(self.err(
+                                io::ErrorKind::UnexpectedEof.into(),
+                                "server closed the connection during the handshake",
+                            ));
+                        }
+                        Ok(n) => self.buf.truncate(have + n),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => self.buf.truncate(have),
+                        Err(e) => return Err(self.err(e, "reading handshake")),
+                    }
+                }
+                Err(e) => return Err(self.protocol(e.to_string())),
+            }
+        }
+    }
+
+    fn option(&mut self, o: &ClientOption) -> Result<(), EngineError> {
+        let mut b = Vec::new();
+        o.encode(&mut b);
+        self.send(&b)
+    }
+
+    fn reply(&mut self, option: u32) -> Result<ReplyBody, EngineError> {
+        let r = self.recv(OptionReply::decode)?;
+        if r.option != option {
+            return Err(self.protocol(format!(
+                "reply to option {} while waiting for option {option}",
+                r.option
+            )));
+        }
+        Ok(r.body)
+    }
+}
+
+/// Negotiates `export`; returns what was agreed and any bytes read past the handshake.
+pub(crate) fn negotiate(
+    sock: &mut Sock,
+    export: &str,
+    opts: &ClientOptions,
+    peer: &str,
+) -> Result<(Negotiated, Vec<u8>), EngineError> {
+    let mut c = Conv {
+        sock,
+        peer,
+        buf: Vec::with_capacity(4096),
+    };
+    let timeout = opts.connect_timeout.as_secs_f64();
+    let fix_timeout = |e: EngineError| match e {
+        EngineError::Timeout { peer, .. } => EngineError::Timeout {
+            peer,
+            secs: timeout,
+        },
+        e => e,
+    };
+    let g = c.recv(Greeting::decode).map_err(fix_timeout)?;
+    if g.flags & hflags::FIXED_NEWSTYLE == 0 {
+        return Err(c.protocol("server does not speak fixed newstyle negotiation"));
+    }
+    let no_zeroes = g.flags & hflags::NO_ZEROES != 0;
+    let mut cf = cflags::FIXED_NEWSTYLE;
+    if no_zeroes {
+        cf |= cflags::NO_ZEROES;
+    }
+    c.send(&cf.to_be_bytes())?;
+
+    let mut structured = false;
+    if opts.structured_replies {
+        c.option(&ClientOption::StructuredReply)?;
+        structured = matches!(
+            c.reply(opt::STRUCTURED_REPLY).map_err(fix_timeout)?,
+            ReplyBody::Ack
+        );
+    }
+
+    let go = GoRequest {
+        name: export.into(),
+        requests: vec![info::BLOCK_SIZE, info::NAME, info::DESCRIPTION],
+    };
+    c.option(&ClientOption::Go(go))?;
+    let mut n = Negotiated {
+        size: 0,
+        flags: 0,
+        structured,
+        block_sizes: None,
+        name: None,
+        description: None,
+        used_go: true,
+    };
+    let mut have_export = false;
+    loop {
+        match c.reply(opt::GO).map_err(fix_timeout)? {
+            ReplyBody::Ack => break,
+            ReplyBody::Info(Info::Export { size, flags }) => {
+                (n.size, n.flags, have_export) = (size, flags, true)
+            }
+            ReplyBody::Info(Info::BlockSize {
+                min,
+                preferred,
+                max_payload,
+            }) => n.block_sizes = Some((min, preferred, max_payload)),
+            ReplyBody::Info(Info::Name(s)) => n.name = Some(s),
+            ReplyBody::Info(Info::Description(s)) => n.description = Some(s),
+            ReplyBody::Info(Info::Other { .. }) | ReplyBody::Other { .. } => {}
+            ReplyBody::Error { code, .. } if code == rep::ERR_UNSUP => {
+                // Old server: NBD_OPT_EXPORT_NAME cannot report errors, but it is all there is.
+                c.option(&ClientOption::ExportName(export.into()))?;
+                let r = c
+                    .recv(|b| ExportNameReply::decode(b, no_zeroes))
+                    .map_err(fix_timeout)?;
+                (n.size, n.flags, have_export, n.used_go) = (r.size, r.flags, true, false);
+                break;
+            }
+            ReplyBody::Error { code, message } => {
+                let what = match code {
+                    rep::ERR_UNKNOWN => "no such export",
+                    rep::ERR_TLS_REQD => "the server requires TLS",
+                    rep::ERR_POLICY => "refused by server policy",
+                    rep::ERR_BLOCK_SIZE_REQD => "block size negotiation required",
+                    _ => "option refused",
+                };
+                return Err(EngineError::Connect {
+                    addr: peer.into(),
+                    reason: format!("export {export:?}: {what} ({code:#x}) {message}"),
+                });
+            }
+            ReplyBody::Server { .. } => return Err(c.protocol("NBD_REP_SERVER in reply to GO")),
+        }
+    }
+    if !have_export {
+        return Err(c.protocol("server accepted GO without NBD_INFO_EXPORT"));
+    }
+    Ok((n, c.buf))
+}

@@ -1,0 +1,260 @@
+//! An NBD server: one export, RAM-backed (sparse, allocated as written) or file-backed,
+//! a thread per connection.
+//!
+//! ```no_run
+//! # use std::sync::{Arc, atomic::AtomicBool};
+//! use sanbench_nbd::{Server, ServerConfig};
+//! let cfg = ServerConfig::ram("127.0.0.1:0".parse().unwrap(), 1 << 30);
+//! let server = Server::bind(cfg).unwrap();
+//! println!("nbd://{}", server.local_addr());
+//! server.run(Arc::new(AtomicBool::new(false))).unwrap();
+//! ```
+//!
+//! Advertised: fixed newstyle, `NO_ZEROES`, `NBD_OPT_INFO`/`GO` (export, name, description and
+//! block size info), `NBD_OPT_LIST`, structured replies, and the transmission flags
+//! `SEND_FLUSH`, `SEND_FUA`, `SEND_TRIM`, `SEND_WRITE_ZEROES`, `CAN_MULTI_CONN` (all
+//! connections share one store with no cache), `SEND_DF` with structured replies (a READ is
+//! always answered in one chunk).
+
+mod conn;
+mod store;
+
+use std::fs::OpenOptions;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::io::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub use store::{CHUNK, SLOT_BYTES};
+
+use crate::error::NbdError;
+use crate::wire::MAX_PAYLOAD;
+use conn::{Conn, End};
+use store::{SparseRam, Store};
+
+/// How often blocked threads look at the shutdown flag.
+const POLL: Duration = Duration::from_millis(100);
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// Export size in bytes; with `file`, 0 means the file's size (a larger size extends it).
+    pub size: u64,
+    /// Export name; clients asking for "" get this export too.
+    pub export: String,
+    pub description: String,
+    pub read_only: bool,
+    /// Back the export with this file (pread/pwrite) instead of RAM.
+    pub file: Option<PathBuf>,
+    /// Advertised minimum block size: requests not aligned to it get `NBD_EINVAL`.
+    pub min_block: u32,
+    pub preferred_block: u32,
+    /// Largest READ/WRITE accepted; a longer WRITE disconnects the client.
+    pub max_payload: u32,
+}
+
+impl ServerConfig {
+    /// A RAM export of `size` bytes named "" with default block sizes.
+    pub fn ram(listen: SocketAddr, size: u64) -> ServerConfig {
+        ServerConfig {
+            listen,
+            size,
+            export: String::new(),
+            description: "sanbench RAM disk".into(),
+            read_only: false,
+            file: None,
+            min_block: 1,
+            preferred_block: 4096,
+            max_payload: MAX_PAYLOAD,
+        }
+    }
+
+    fn validate(&self) -> Result<(), NbdError> {
+        let bad = |s: &str| Err(NbdError::Config(s.into()));
+        if !self.min_block.is_power_of_two() || self.min_block > 65536 {
+            return bad("minimum block size must be a power of two up to 65536");
+        }
+        if !self.preferred_block.is_power_of_two() || self.preferred_block < self.min_block.max(512)
+        {
+            return bad(
+                "preferred block size must be a power of two of at least 512 and the minimum",
+            );
+        }
+        if self.max_payload < self.preferred_block || self.max_payload > MAX_PAYLOAD {
+            return bad("maximum payload must be between the preferred block size and 32 MiB");
+        }
+        if self.export.len() > crate::wire::MAX_NAME_LEN
+            || self.description.len() > crate::wire::MAX_NAME_LEN
+        {
+            return bad("export name and description are limited to 4096 bytes");
+        }
+        Ok(())
+    }
+}
+
+/// State every connection thread shares.
+pub(crate) struct Shared {
+    cfg: ServerConfig,
+    size: u64,
+    store: Store,
+}
+
+/// Counters a caller can watch while the server runs.
+pub struct ServerStats {
+    pub connections: AtomicU64,
+    /// Connections ended by a protocol or I/O error (hostile or broken clients).
+    pub failed: AtomicU64,
+    shared: Arc<Shared>,
+}
+
+impl ServerStats {
+    /// Bytes of RAM holding export data (chunks written and not trimmed); None for a file.
+    pub fn allocated_bytes(&self) -> Option<u64> {
+        self.shared.store.allocated_bytes()
+    }
+}
+
+/// A bound, not yet running server.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stats: Arc<ServerStats>,
+}
+
+impl Server {
+    /// Binds the listening socket and prepares the store (port 0 picks a free port; see
+    /// [`Server::local_addr`]).
+    pub fn bind(cfg: ServerConfig) -> Result<Server, NbdError> {
+        cfg.validate()?;
+        let (store, size) = match &cfg.file {
+            None => {
+                if cfg.size == 0 {
+                    return Err(NbdError::Config("export size must be above 0".into()));
+                }
+                (Store::Ram(SparseRam::new(cfg.size)), cfg.size)
+            }
+            Some(path) => {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(!cfg.read_only)
+                    .open(path)
+                    .map_err(|e| NbdError::io(format!("open {}", path.display()), e))?;
+                let len = f
+                    .metadata()
+                    .map_err(|e| NbdError::io(format!("stat {}", path.display()), e))?
+                    .len();
+                if cfg.size > len {
+                    f.set_len(cfg.size)
+                        .map_err(|e| NbdError::io(format!("extend {}", path.display()), e))?;
+                }
+                let size = if cfg.size == 0 { len } else { cfg.size };
+                (Store::File(f), size)
+            }
+        };
+        let listener = TcpListener::bind(cfg.listen)
+            .map_err(|e| NbdError::io(format!("listen on {}", cfg.listen), e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| NbdError::io("set listener nonblocking", e))?;
+        let shared = Arc::new(Shared { cfg, size, store });
+        let stats = Arc::new(ServerStats {
+            connections: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            shared: shared.clone(),
+        });
+        Ok(Server {
+            listener,
+            shared,
+            stats,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or(self.shared.cfg.listen)
+    }
+
+    pub fn stats(&self) -> Arc<ServerStats> {
+        self.stats.clone()
+    }
+
+    /// The export's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.shared.size
+    }
+
+    /// Serves until `shutdown` becomes true, then waits for every connection thread.
+    pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), NbdError> {
+        let Server {
+            listener,
+            shared,
+            stats,
+        } = self;
+        let mut threads: Vec<JoinHandle<()>> = Vec::new();
+        while !shutdown.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((sock, peer)) => {
+                    threads.retain(|t| !t.is_finished());
+                    stats.connections.fetch_add(1, Ordering::Relaxed);
+                    let (sh, st, stop) = (shared.clone(), stats.clone(), shutdown.clone());
+                    let t = std::thread::Builder::new()
+                        .name(format!("nbd {peer}"))
+                        .spawn(move || {
+                            if let Err(e) = connection(sock, &sh, &stop, peer) {
+                                st.failed.fetch_add(1, Ordering::Relaxed);
+                                if std::env::var_os("SANBENCH_NBD_DEBUG").is_some() {
+                                    eprintln!("nbd server: {e}");
+                                }
+                            }
+                        })
+                        .map_err(|e| NbdError::io("spawn connection thread", e))?;
+                    threads.push(t);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    wait_readable(&listener);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // Per-connection accept failures (ECONNABORTED, EMFILE) must not stop the server.
+                Err(_) => std::thread::sleep(POLL),
+            }
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+        Ok(())
+    }
+}
+
+/// Runs a server until `shutdown` flips.
+pub fn serve(cfg: ServerConfig, shutdown: Arc<AtomicBool>) -> Result<(), NbdError> {
+    Server::bind(cfg)?.run(shutdown)
+}
+
+fn connection(
+    sock: TcpStream,
+    sh: &Shared,
+    shutdown: &AtomicBool,
+    peer: SocketAddr,
+) -> Result<(), NbdError> {
+    let setup = |e| NbdError::io(format!("set up connection from {peer}"), e);
+    sock.set_nonblocking(false).map_err(setup)?;
+    sock.set_nodelay(true).map_err(setup)?;
+    sock.set_read_timeout(Some(POLL)).map_err(setup)?;
+    match Conn::new(sock, sh, shutdown, peer.to_string()).run() {
+        Ok(()) | Err(End::Clean) => Ok(()),
+        Err(End::Fail(e)) => Err(e),
+    }
+}
+
+/// Waits until the listener has a connection or [`POLL`] passes.
+fn wait_readable(l: &TcpListener) {
+    let mut pfd = libc::pollfd {
+        fd: l.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut pfd, 1, POLL.as_millis() as libc::c_int) };
+}
