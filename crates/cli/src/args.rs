@@ -27,6 +27,11 @@ pub enum Command {
     },
     /// Run a suite's workloads on every target, interleaved, and write the comparison report.
     Compare(CompareArgs),
+    /// Serve a RAM-disk (or file) target: nbd or iscsi.
+    Serve {
+        #[command(subcommand)]
+        command: ServeCommand,
+    },
     /// Start sanbench's own targets on loopback, compare them with the quick suite, write the
     /// report (the README's main job).
     Demo(DemoArgs),
@@ -198,4 +203,27 @@ pub struct DemoArgs {
     pub no_store: bool,
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ServeCommand {
+    /// An NBD server (fixed newstyle, structured replies, multi-conn), RAM-backed by default.
+    Nbd(ServeNbdArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeNbdArgs {
+    /// Export size (RAM is allocated as written, so a large export costs only what is written).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    #[arg(long, default_value = "127.0.0.1:10809", value_name = "ADDR")]
+    pub listen: String,
+    /// Export name (clients asking for "" get it too).
+    #[arg(long, default_value = "", value_name = "NAME")]
+    pub export: String,
+    #[arg(long)]
+    pub read_only: bool,
+    /// Serve this file instead of RAM (created or extended to --size).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
 }

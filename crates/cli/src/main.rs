@@ -9,6 +9,7 @@ mod error;
 mod output;
 mod progress;
 mod run_cmd;
+mod serve_cmd;
 mod servers;
 mod signals;
 mod suite_cmd;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => compare::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Serve { command } => serve_cmd::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,19 +1,38 @@
 //! sanbench's built-in servers, for `serve` and `demo`.
 
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::args::DemoArgs;
-use crate::error::CliError;
+use crate::error::{usage, CliError};
+use anyhow::Context;
+use sanbench_engine::units::parse_size;
 
 /// Starts the built-in network targets on loopback ports chosen by the kernel and adds their
-/// URIs (named) to `targets`. Until the NBD and iSCSI servers land, there are none.
+/// URIs (named) to `targets`.
 pub fn start_demo_servers(
-    _a: &DemoArgs,
-    _targets: &mut Vec<String>,
-    _shutdown: &Arc<AtomicBool>,
-    _threads: &mut Vec<JoinHandle<()>>,
+    a: &DemoArgs,
+    targets: &mut Vec<String>,
+    shutdown: &Arc<AtomicBool>,
+    threads: &mut Vec<JoinHandle<()>>,
 ) -> Result<(), CliError> {
+    let size = parse_size(&a.size).map_err(|e| usage(format!("--size: {e}")))?;
+    let loopback: SocketAddr = "127.0.0.1:0".parse().expect("loopback address");
+    let nbd = sanbench_nbd::Server::bind(sanbench_nbd::ServerConfig::ram(loopback, size))
+        .context("starting the NBD server")?;
+    targets.push(format!("NBD (loopback)=nbd://{}", nbd.local_addr()));
+    let stop = shutdown.clone();
+    threads.push(
+        std::thread::Builder::new()
+            .name("demo-nbd".into())
+            .spawn(move || {
+                if let Err(e) = nbd.run(stop) {
+                    eprintln!("sanbench demo: NBD server: {e}");
+                }
+            })
+            .context("spawning the NBD server")?,
+    );
     Ok(())
 }

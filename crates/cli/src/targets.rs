@@ -14,6 +14,9 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
     for s in list {
         let t = parse_target(s).map_err(usage)?;
         let target = match &t {
+            TargetUri::Network { scheme, uri } if scheme == "nbd" || scheme == "nbd+unix" => {
+                sanbench_nbd::open(uri, &sanbench_nbd::ClientOptions::default())?.into()
+            }
             TargetUri::Network { scheme, .. } => {
                 return Err(usage(format!(
                     "{s}: the {scheme} engine is not built into this sanbench yet"

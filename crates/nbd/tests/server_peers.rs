@@ -98,6 +98,7 @@ fn fio_randrw_verify() {
             "--verify=crc32c",
             "--do_verify=1",
             "--verify_fatal=1",
+            "--verify_state_save=0",
             "--output-format=json",
         ])
         .output()

@@ -1,0 +1,56 @@
+//! `sanbench serve nbd|iscsi`: the built-in RAM-disk targets, in the foreground until Ctrl-C or
+//! SIGTERM, then a clean exit.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use sanbench_engine::units::{format_size, parse_size};
+
+use crate::args::{ServeCommand, ServeNbdArgs};
+use crate::error::{usage, CliError};
+
+pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
+    match cmd {
+        ServeCommand::Nbd(a) => nbd(a),
+    }
+}
+
+fn listen_addr(s: &str) -> Result<SocketAddr, CliError> {
+    s.parse().map_err(|_| {
+        usage(format!(
+            "--listen: '{s}' is not an address like 127.0.0.1:10809"
+        ))
+    })
+}
+
+fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
+    let size = match (&a.size, &a.file) {
+        (Some(s), _) => parse_size(s).map_err(|e| usage(format!("--size: {e}")))?,
+        (None, Some(_)) => 0,
+        (None, None) => return Err(usage("give --size (or --file to serve a file)")),
+    };
+    if size == 0 && a.file.is_none() {
+        return Err(usage("--size must be above 0"));
+    }
+    let mut cfg = sanbench_nbd::ServerConfig::ram(listen_addr(&a.listen)?, size);
+    cfg.export = a.export.clone();
+    cfg.read_only = a.read_only;
+    cfg.file = a.file.clone();
+    let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
+    let addr = server.local_addr();
+    let backing = match &a.file {
+        Some(p) => format!("file {}", p.display()),
+        None => "RAM, allocated as written".into(),
+    };
+    println!(
+        "sanbench nbd server: nbd://{addr}/{} ({}, {}{}); Ctrl-C to stop",
+        a.export,
+        format_size(server.size()),
+        backing,
+        if a.read_only { ", read-only" } else { "" }
+    );
+    let stop = crate::signals::stop_flag();
+    server.run(stop).context("nbd server")?;
+    eprintln!("sanbench nbd server: stopped");
+    Ok(())
+}
