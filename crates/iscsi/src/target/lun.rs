@@ -1,0 +1,395 @@
+//! One logical unit: its store, persistent reservations, and the SCSI command set (SBC-4 /
+//! SPC-5 subset). [`Lun::execute`] is pure with respect to the transport: it takes a decoded
+//! CDB and the Data-Out bytes and says what to answer.
+
+use std::sync::Mutex;
+
+use super::pr::{Access, PrError, PrState};
+use super::store::{Backing, CHUNK};
+use crate::scsi::cdb::{Cdb, CdbLen};
+use crate::scsi::sense::Sense;
+
+pub const BLOCK: u64 = 512;
+/// Largest transfer we accept in one command (VPD B0 MAXIMUM TRANSFER LENGTH, in blocks).
+pub const MAX_XFER_BLOCKS: u32 = 32 * 1024;
+const MAX_WS_BLOCKS: u64 = 1 << 22;
+const MAX_UNMAP_BLOCKS: u32 = 1 << 22;
+const CAW_STRIPES: usize = 64;
+
+/// What a command produced.
+pub enum Outcome {
+    Good,
+    /// Data-In assembled in memory (already cut to the allocation length).
+    Data(Vec<u8>),
+    /// Data-In straight from the store: `len` bytes at byte offset `off`.
+    Read {
+        off: u64,
+        len: usize,
+    },
+    Check(Sense),
+    Conflict,
+}
+
+pub struct Lun {
+    pub id: u16,
+    pub store: Backing,
+    pub blocks: u64,
+    pr: Mutex<PrState>,
+    caw: Vec<Mutex<()>>,
+    pub serial: String,
+}
+
+fn cut(mut v: Vec<u8>, alloc: usize) -> Outcome {
+    v.truncate(alloc);
+    Outcome::Data(v)
+}
+
+impl Lun {
+    pub fn new(id: u16, store: Backing, size: u64) -> Lun {
+        Lun {
+            id,
+            store,
+            blocks: size / BLOCK,
+            pr: Mutex::new(PrState::default()),
+            caw: (0..CAW_STRIPES).map(|_| Mutex::new(())).collect(),
+            serial: format!("SANB{id:04}"),
+        }
+    }
+
+    /// Bytes of Data-Out the command wants (the rest of the EDTL is residual).
+    pub fn data_out_len(cdb: &Cdb) -> usize {
+        match *cdb {
+            Cdb::Write { blocks, .. } => blocks as usize * BLOCK as usize,
+            Cdb::WriteSame {
+                ndob: false,
+                blocks: _,
+                ..
+            } => BLOCK as usize,
+            Cdb::CompareAndWrite { blocks, .. } => 2 * blocks as usize * BLOCK as usize,
+            Cdb::Verify {
+                bytchk: 1, blocks, ..
+            } => blocks as usize * BLOCK as usize,
+            Cdb::Verify { bytchk: 3, .. } => BLOCK as usize,
+            Cdb::Unmap { param_len, .. } => param_len as usize,
+            Cdb::PersistentReserveOut { param_len, .. } => param_len as usize,
+            _ => 0,
+        }
+    }
+
+    fn range(&self, lba: u64, blocks: u64) -> Result<(), Sense> {
+        match lba.checked_add(blocks) {
+            Some(end) if end <= self.blocks => Ok(()),
+            _ => Err(Sense::LBA_OUT_OF_RANGE),
+        }
+    }
+
+    fn access(cdb: &Cdb) -> Access {
+        match cdb {
+            Cdb::Read { .. }
+            | Cdb::Verify { .. }
+            | Cdb::ModeSense { .. }
+            | Cdb::GetLbaStatus { .. } => Access::Read,
+            Cdb::Write { .. }
+            | Cdb::WriteSame { .. }
+            | Cdb::Unmap { .. }
+            | Cdb::CompareAndWrite { .. }
+            | Cdb::SynchronizeCache { .. } => Access::Write,
+            _ => Access::None,
+        }
+    }
+
+    /// Executes one command for I_T nexus `nexus`.
+    pub fn execute(&self, cdb: &Cdb, data: &[u8], nexus: &str) -> Outcome {
+        let acc = Self::access(cdb);
+        if acc != Access::None {
+            let pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
+            if !pr.allowed(nexus, acc) {
+                return Outcome::Conflict;
+            }
+        }
+        match self.run(cdb, data, nexus) {
+            Ok(o) => o,
+            Err(s) => Outcome::Check(s),
+        }
+    }
+
+    fn run(&self, cdb: &Cdb, data: &[u8], nexus: &str) -> Result<Outcome, Sense> {
+        let io = |_e: std::io::Error| Sense::WRITE_ERROR;
+        let field = |byte: u16| Sense::INVALID_FIELD_IN_CDB.with_field(true, byte, None);
+        Ok(match *cdb {
+            Cdb::TestUnitReady | Cdb::StartStopUnit { .. } => Outcome::Good,
+            Cdb::Inquiry {
+                evpd,
+                page,
+                alloc_len,
+            } => cut(
+                super::inquiry::inquiry(self, evpd, page)?,
+                alloc_len as usize,
+            ),
+            Cdb::ModeSense { .. } => super::inquiry::mode_sense(self, cdb)?,
+            Cdb::RequestSense { desc, alloc_len } => {
+                let s = Sense::NO_SENSE;
+                cut(
+                    if desc {
+                        s.descriptor()
+                    } else {
+                        s.fixed().to_vec()
+                    },
+                    alloc_len as usize,
+                )
+            }
+            Cdb::ReadCapacity10 => {
+                let last = (self.blocks - 1).min(0xffff_ffff) as u32;
+                let mut v = last.to_be_bytes().to_vec();
+                v.extend_from_slice(&(BLOCK as u32).to_be_bytes());
+                Outcome::Data(v)
+            }
+            Cdb::ReadCapacity16 { alloc_len } => {
+                let mut v = vec![0u8; 32];
+                v[0..8].copy_from_slice(&(self.blocks - 1).to_be_bytes());
+                v[8..12].copy_from_slice(&(BLOCK as u32).to_be_bytes());
+                v[14] = 0x80 | 0x40; // LBPME, LBPRZ: thin provisioned, unmapped reads zero
+                cut(v, alloc_len as usize)
+            }
+            Cdb::GetLbaStatus { lba, alloc_len } => {
+                if lba >= self.blocks {
+                    return Err(Sense::LBA_OUT_OF_RANGE);
+                }
+                let size = self.blocks * BLOCK;
+                let mut v = vec![0u8; 8];
+                let mut pos = lba * BLOCK;
+                while pos < size
+                    && v.len() + 16 <= (alloc_len as usize).max(24)
+                    && v.len() < 8 + 16 * 64
+                {
+                    let (mapped, end) = self.store.mapping_at(pos, size);
+                    let end = end.min(size).max(pos + BLOCK);
+                    v.extend_from_slice(&(pos / BLOCK).to_be_bytes());
+                    v.extend_from_slice(
+                        &(((end - pos) / BLOCK).min(u32::MAX as u64) as u32).to_be_bytes(),
+                    );
+                    v.extend_from_slice(&[if mapped { 0 } else { 1 }, 0, 0, 0]);
+                    pos = end;
+                }
+                let n = (v.len() - 4) as u32;
+                v[0..4].copy_from_slice(&n.to_be_bytes());
+                cut(v, alloc_len as usize)
+            }
+            Cdb::Read {
+                len,
+                lba,
+                blocks,
+                protect,
+                ..
+            } => {
+                if protect != 0 {
+                    return Err(field(1));
+                }
+                self.range(lba, blocks as u64)?;
+                if blocks > MAX_XFER_BLOCKS && len != CdbLen::L6 {
+                    return Err(field(if len == CdbLen::L10 { 7 } else { 6 }));
+                }
+                Outcome::Read {
+                    off: lba * BLOCK,
+                    len: blocks as usize * BLOCK as usize,
+                }
+            }
+            Cdb::Write {
+                lba,
+                blocks,
+                protect,
+                ..
+            } => {
+                if protect != 0 {
+                    return Err(field(1));
+                }
+                self.range(lba, blocks as u64)?;
+                let n = (blocks as usize * BLOCK as usize).min(data.len()) & !(BLOCK as usize - 1);
+                self.store.write(lba * BLOCK, &data[..n]).map_err(io)?;
+                Outcome::Good
+            }
+            Cdb::Verify {
+                lba,
+                blocks,
+                protect,
+                bytchk,
+                ..
+            } => {
+                if protect != 0 {
+                    return Err(field(1));
+                }
+                if bytchk == 2 {
+                    return Err(field(1));
+                }
+                self.range(lba, blocks as u64)?;
+                if bytchk != 0 && blocks > 0 {
+                    let mut cur = vec![0u8; blocks as usize * BLOCK as usize];
+                    self.store
+                        .read(lba * BLOCK, &mut cur)
+                        .map_err(|_| Sense::READ_ERROR)?;
+                    let want: Box<dyn Fn(usize) -> u8> = if bytchk == 1 {
+                        Box::new(|i| data.get(i).copied().unwrap_or(0))
+                    } else {
+                        Box::new(|i| data.get(i % BLOCK as usize).copied().unwrap_or(0))
+                    };
+                    if let Some(i) = (0..cur.len()).find(|&i| cur[i] != want(i)) {
+                        return Err(Sense::MISCOMPARE_VERIFY.with_info(i as u64));
+                    }
+                }
+                Outcome::Good
+            }
+            Cdb::SynchronizeCache { lba, blocks, .. } => {
+                self.range(lba, blocks as u64)?;
+                self.store.sync().map_err(io)?;
+                Outcome::Good
+            }
+            Cdb::WriteSame {
+                sixteen,
+                lba,
+                blocks,
+                protect,
+                anchor,
+                unmap,
+                ndob,
+            } => {
+                if protect != 0 {
+                    return Err(field(1));
+                }
+                if anchor {
+                    return Err(field(1));
+                }
+                self.range(lba, blocks as u64)?;
+                let blocks = if blocks == 0 {
+                    self.blocks - lba
+                } else {
+                    blocks as u64
+                };
+                if blocks > MAX_WS_BLOCKS {
+                    return Err(field(if sixteen { 10 } else { 7 }));
+                }
+                let pattern: &[u8] = if ndob {
+                    &[0u8; BLOCK as usize]
+                } else {
+                    data.get(..BLOCK as usize)
+                        .ok_or(Sense::PARAM_LIST_LENGTH_ERROR)?
+                };
+                if unmap && pattern.iter().all(|&b| b == 0) {
+                    self.store.unmap(lba * BLOCK, blocks * BLOCK).map_err(io)?;
+                } else {
+                    let per = (CHUNK as u64 / BLOCK).min(blocks) as usize;
+                    let buf: Vec<u8> = pattern
+                        .iter()
+                        .copied()
+                        .cycle()
+                        .take(per * BLOCK as usize)
+                        .collect();
+                    let mut done = 0u64;
+                    while done < blocks {
+                        let n = (blocks - done).min(per as u64) as usize;
+                        self.store
+                            .write((lba + done) * BLOCK, &buf[..n * BLOCK as usize])
+                            .map_err(io)?;
+                        done += n as u64;
+                    }
+                }
+                Outcome::Good
+            }
+            Cdb::Unmap { anchor, .. } => {
+                if anchor {
+                    return Err(field(1));
+                }
+                if data.is_empty() {
+                    return Ok(Outcome::Good);
+                }
+                if data.len() < 8 {
+                    return Err(Sense::PARAM_LIST_LENGTH_ERROR);
+                }
+                let dlen = u16::from_be_bytes([data[2], data[3]]) as usize;
+                let descs = &data[8..(8 + dlen).min(data.len())];
+                let mut ranges = Vec::new();
+                for d in descs.chunks_exact(16) {
+                    let lba = u64::from_be_bytes(d[0..8].try_into().unwrap_or([0; 8]));
+                    let n = u32::from_be_bytes(d[8..12].try_into().unwrap_or([0; 4]));
+                    if n > MAX_UNMAP_BLOCKS {
+                        return Err(Sense::INVALID_FIELD_IN_PARAM);
+                    }
+                    self.range(lba, n as u64)?;
+                    ranges.push((lba, n as u64));
+                }
+                for (lba, n) in ranges {
+                    self.store.unmap(lba * BLOCK, n * BLOCK).map_err(io)?;
+                }
+                Outcome::Good
+            }
+            Cdb::CompareAndWrite {
+                lba,
+                blocks,
+                protect,
+                ..
+            } => {
+                if protect != 0 {
+                    return Err(field(1));
+                }
+                self.range(lba, blocks as u64)?;
+                if blocks == 0 {
+                    return Ok(Outcome::Good);
+                }
+                let n = blocks as usize * BLOCK as usize;
+                if data.len() < 2 * n {
+                    return Err(Sense::PARAM_LIST_LENGTH_ERROR);
+                }
+                let _guards = self.lock_stripes(lba, blocks as u64);
+                let mut cur = vec![0u8; n];
+                self.store
+                    .read(lba * BLOCK, &mut cur)
+                    .map_err(|_| Sense::READ_ERROR)?;
+                if let Some(i) = (0..n).find(|&i| cur[i] != data[i]) {
+                    return Err(Sense::MISCOMPARE_VERIFY.with_info(i as u64));
+                }
+                self.store.write(lba * BLOCK, &data[n..2 * n]).map_err(io)?;
+                Outcome::Good
+            }
+            Cdb::ReportLuns { .. } => unreachable_report_luns(),
+            Cdb::PersistentReserveIn { action, alloc_len } => {
+                let pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
+                match pr.read(action) {
+                    Ok(v) => cut(v, alloc_len as usize),
+                    Err(PrError::Conflict) => Outcome::Conflict,
+                    Err(PrError::Check(s)) => return Err(s),
+                }
+            }
+            Cdb::PersistentReserveOut {
+                action,
+                scope,
+                rtype,
+                ..
+            } => {
+                let mut pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
+                match pr.out(nexus, action, scope, rtype, data) {
+                    Ok(()) => Outcome::Good,
+                    Err(PrError::Conflict) => Outcome::Conflict,
+                    Err(PrError::Check(s)) => return Err(s),
+                }
+            }
+        })
+    }
+
+    /// COMPARE AND WRITE atomicity: lock every stripe the range touches, in index order.
+    fn lock_stripes(&self, lba: u64, blocks: u64) -> Vec<std::sync::MutexGuard<'_, ()>> {
+        let first = lba * BLOCK / CHUNK as u64;
+        let last = ((lba + blocks) * BLOCK - 1) / CHUNK as u64;
+        let mut idx: Vec<usize> = (first..=last)
+            .map(|c| (c % CAW_STRIPES as u64) as usize)
+            .collect();
+        idx.sort_unstable();
+        idx.dedup();
+        idx.into_iter()
+            .map(|i| self.caw[i].lock().unwrap_or_else(|e| e.into_inner()))
+            .collect()
+    }
+}
+
+/// REPORT LUNS is answered by the session (it knows all LUNs), never by a LUN.
+fn unreachable_report_luns() -> Outcome {
+    Outcome::Check(Sense::INVALID_OPCODE)
+}

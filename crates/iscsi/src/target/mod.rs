@@ -1,0 +1,183 @@
+//! The iSCSI target: listens on a loopback (or any) address, one thread per connection,
+//! RAM-backed LUNs allocated as written (or one file), discovery and normal sessions.
+//!
+//! LUN numbering: LUNs are 0..`luns`-1; there is no separate controller LUN, so the
+//! compliance URL is `iscsi://HOST:PORT/IQN/0`.
+
+mod conn;
+mod inquiry;
+mod lun;
+mod pr;
+pub mod store;
+
+use std::fs::OpenOptions;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::wire::login::TargetLoginConfig;
+use lun::Lun;
+use store::{Backing, SparseRam};
+
+/// Errors of starting or running the target.
+#[derive(Debug, Error)]
+pub enum TargetError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open backing file {path}: {source}")]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("accept failed: {0}")]
+    Accept(#[source] std::io::Error),
+}
+
+/// What to serve.
+#[derive(Debug, Clone)]
+pub struct TargetConfig {
+    pub listen: SocketAddr,
+    pub iqn: String,
+    /// Number of LUNs (numbered from 0).
+    pub luns: u32,
+    /// Size of each LUN in bytes (rounded down to 512-byte blocks).
+    pub lun_size: u64,
+    /// (user, secret): require CHAP from initiators.
+    pub chap: Option<(String, String)>,
+    /// Back LUN 0 with this file instead of RAM (other LUNs stay in RAM).
+    pub file: Option<PathBuf>,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        TargetConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 3260)),
+            iqn: "iqn.2026-11.io.sanbench:ram".into(),
+            luns: 1,
+            lun_size: 1 << 30,
+            chap: None,
+            file: None,
+        }
+    }
+}
+
+pub(crate) struct Shared {
+    pub cfg: TargetConfig,
+    pub luns: Vec<Lun>,
+    pub login: TargetLoginConfig,
+    pub next_tsih: AtomicU16,
+    pub portal: String,
+}
+
+/// A bound, not yet running target.
+pub struct Target {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Target {
+    pub fn bind(cfg: TargetConfig) -> Result<Target, TargetError> {
+        if cfg.luns == 0 || cfg.luns > 16383 {
+            return Err(TargetError::Config(format!(
+                "luns must be 1..=16383, not {}",
+                cfg.luns
+            )));
+        }
+        if cfg.lun_size < lun::BLOCK {
+            return Err(TargetError::Config(
+                "lun_size must be at least 512 bytes".into(),
+            ));
+        }
+        let mut luns = Vec::new();
+        for i in 0..cfg.luns {
+            let (backing, size) = match (&cfg.file, i) {
+                (Some(p), 0) => {
+                    let f = OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(false)
+                        .open(p)
+                        .map_err(|source| TargetError::File {
+                            path: p.clone(),
+                            source,
+                        })?;
+                    let len = f
+                        .metadata()
+                        .map_err(|source| TargetError::File {
+                            path: p.clone(),
+                            source,
+                        })?
+                        .len();
+                    let size = if len >= lun::BLOCK { len } else { cfg.lun_size };
+                    (Backing::File(f), size)
+                }
+                _ => (Backing::Ram(SparseRam::new(cfg.lun_size)), cfg.lun_size),
+            };
+            luns.push(Lun::new(i as u16, backing, size - size % lun::BLOCK));
+        }
+        let listener = TcpListener::bind(cfg.listen).map_err(|source| TargetError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+        let local = listener.local_addr().map_err(|source| TargetError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+        let login = TargetLoginConfig {
+            target_names: vec![cfg.iqn.clone()],
+            chap: cfg.chap.clone(),
+            ..TargetLoginConfig::default()
+        };
+        let shared = Arc::new(Shared {
+            portal: format!("{}:{},1", local.ip(), local.port()),
+            cfg,
+            luns,
+            login,
+            next_tsih: AtomicU16::new(1),
+        });
+        Ok(Target { listener, shared })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or(self.shared.cfg.listen)
+    }
+
+    /// Serves until `shutdown` becomes true, then waits for connection threads to end.
+    pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), TargetError> {
+        self.listener
+            .set_nonblocking(true)
+            .map_err(TargetError::Accept)?;
+        let mut threads = Vec::new();
+        while !shutdown.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((s, _)) => {
+                    let sh = self.shared.clone();
+                    let stop = shutdown.clone();
+                    threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
+                    threads.push(std::thread::spawn(move || conn::serve(s, sh, stop)));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(TargetError::Accept(e)),
+            }
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+        Ok(())
+    }
+}

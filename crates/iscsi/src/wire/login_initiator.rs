@@ -1,0 +1,355 @@
+//! Initiator side of login (RFC 7143 §6.3): drives security (optional CHAP) and operational
+//! stages and returns the negotiated [`SessionParams`].
+//!
+//! ```text
+//! let mut l = InitiatorLogin::new(cfg);
+//! let (req, data) = l.start();            // send it
+//! loop { match l.on_response(&resp, &resp_data)? {
+//!     InitiatorStep::Send(req, data) => /* send, read next response */,
+//!     InitiatorStep::Done(outcome) => break } }
+//! ```
+
+use super::chap::{self, ChapAlgorithm};
+use super::keys::{self, SessionParams};
+use super::login::{LoginOutcome, SessionType};
+use super::pdu_ctl::{LoginRequest, LoginResponse, Stage};
+use super::text::{self, Pair};
+use super::WireError;
+
+/// What the initiator asks for.
+#[derive(Debug, Clone)]
+pub struct InitiatorLoginConfig {
+    pub initiator_name: String,
+    /// `None` logs in a discovery session.
+    pub target_name: Option<String>,
+    pub isid: u64,
+    pub chap: Option<(String, String)>,
+    pub header_digest: bool,
+    pub data_digest: bool,
+    pub max_recv_data_segment_length: u32,
+    pub max_burst_length: u32,
+    pub first_burst_length: u32,
+    pub immediate_data: bool,
+    pub initial_r2t: bool,
+    pub cmd_sn: u32,
+    pub itt: u32,
+}
+
+impl Default for InitiatorLoginConfig {
+    fn default() -> Self {
+        InitiatorLoginConfig {
+            initiator_name: "iqn.2026-11.io.sanbench:initiator".into(),
+            target_name: None,
+            isid: 0x8000_0000_0001,
+            chap: None,
+            header_digest: false,
+            data_digest: false,
+            max_recv_data_segment_length: 262_144,
+            max_burst_length: 1_048_576,
+            first_burst_length: 262_144,
+            immediate_data: true,
+            initial_r2t: false,
+            cmd_sn: 1,
+            itt: 0,
+        }
+    }
+}
+
+/// What to do after a response.
+#[derive(Debug, Clone)]
+pub enum InitiatorStep {
+    Send(LoginRequest, Vec<u8>),
+    Done(LoginOutcome),
+}
+
+/// Initiator-side login state.
+pub struct InitiatorLogin {
+    cfg: InitiatorLoginConfig,
+    stage: Stage,
+    offered: Vec<Pair>,
+    params: SessionParams,
+    exp_stat_sn: u32,
+    chap_sent: bool,
+}
+
+fn digest_offer(on: bool) -> &'static str {
+    if on {
+        "CRC32C,None"
+    } else {
+        "None"
+    }
+}
+
+impl InitiatorLogin {
+    pub fn new(cfg: InitiatorLoginConfig) -> InitiatorLogin {
+        let params = SessionParams {
+            our_max_recv_data_segment_length: cfg.max_recv_data_segment_length,
+            ..SessionParams::default()
+        };
+        InitiatorLogin {
+            cfg,
+            stage: Stage::Security,
+            offered: Vec::new(),
+            params,
+            exp_stat_sn: 0,
+            chap_sent: false,
+        }
+    }
+
+    fn request(&self, transit: bool, nsg: Stage) -> LoginRequest {
+        LoginRequest {
+            transit,
+            cont: false,
+            csg: self.stage,
+            nsg: if transit { nsg } else { self.stage },
+            version_max: 0,
+            version_min: 0,
+            isid: self.cfg.isid,
+            tsih: 0,
+            itt: self.cfg.itt,
+            cid: 0,
+            cmd_sn: self.cfg.cmd_sn,
+            exp_stat_sn: self.exp_stat_sn,
+        }
+    }
+
+    fn operational_offer(&self) -> Vec<Pair> {
+        let c = &self.cfg;
+        let yn = |b: bool| if b { "Yes" } else { "No" };
+        let mut v = vec![
+            Pair::new("HeaderDigest", digest_offer(c.header_digest)),
+            Pair::new("DataDigest", digest_offer(c.data_digest)),
+            Pair::new(
+                "MaxRecvDataSegmentLength",
+                c.max_recv_data_segment_length.to_string(),
+            ),
+            Pair::new("DefaultTime2Wait", "0"),
+            Pair::new("DefaultTime2Retain", "0"),
+            Pair::new("ErrorRecoveryLevel", "0"),
+        ];
+        if c.target_name.is_some() {
+            v.extend([
+                Pair::new("InitialR2T", yn(c.initial_r2t)),
+                Pair::new("ImmediateData", yn(c.immediate_data)),
+                Pair::new("MaxBurstLength", c.max_burst_length.to_string()),
+                Pair::new("FirstBurstLength", c.first_burst_length.to_string()),
+                Pair::new("MaxConnections", "1"),
+                Pair::new("MaxOutstandingR2T", "1"),
+                Pair::new("DataPDUInOrder", "Yes"),
+                Pair::new("DataSequenceInOrder", "Yes"),
+            ]);
+        }
+        v
+    }
+
+    /// The first Login Request.
+    pub fn start(&mut self) -> (LoginRequest, Vec<u8>) {
+        let mut pairs = vec![Pair::new("InitiatorName", self.cfg.initiator_name.clone())];
+        match &self.cfg.target_name {
+            Some(t) => {
+                pairs.push(Pair::new("TargetName", t.clone()));
+                pairs.push(Pair::new("SessionType", "Normal"));
+            }
+            None => pairs.push(Pair::new("SessionType", "Discovery")),
+        }
+        let auth = if self.cfg.chap.is_some() {
+            "CHAP,None"
+        } else {
+            "None"
+        };
+        pairs.push(Pair::new("AuthMethod", auth));
+        // Without CHAP ask to move on at once; with CHAP stay until authenticated.
+        let req = self.request(self.cfg.chap.is_none(), Stage::Operational);
+        (req, text::encode_vec(&pairs))
+    }
+
+    /// Processes a Login Response.
+    pub fn on_response(
+        &mut self,
+        resp: &LoginResponse,
+        data: &[u8],
+    ) -> Result<InitiatorStep, WireError> {
+        if resp.status_class != 0 {
+            return Err(WireError::Login(format!(
+                "target refused login: status class {} detail {}",
+                resp.status_class, resp.status_detail
+            )));
+        }
+        self.exp_stat_sn = resp.stat_sn.wrapping_add(1);
+        let pairs = text::decode(data)?;
+        for p in &pairs {
+            if let Some(o) = self.offered.iter().find(|o| o.key == p.key) {
+                if let Some(def) = keys::key_def(&p.key) {
+                    if p.value != "Irrelevant" && p.value != "NotUnderstood" {
+                        let v = if def.rule == keys::Rule::Declarative {
+                            p.value.clone()
+                        } else {
+                            keys::accept(def, &o.value, &p.value)?
+                        };
+                        self.params.apply(&p.key, &v)?;
+                    }
+                }
+            }
+            if p.key == "MaxRecvDataSegmentLength" {
+                let def = keys::key_def(&p.key).ok_or_else(|| WireError::Login("no key".into()))?;
+                self.params.peer_max_recv_data_segment_length =
+                    keys::parse_num(def, &p.value)? as u32;
+            }
+        }
+        if resp.transit {
+            if resp.nsg == Stage::FullFeature {
+                self.params.finish();
+                return Ok(InitiatorStep::Done(LoginOutcome {
+                    session_type: if self.cfg.target_name.is_some() {
+                        SessionType::Normal
+                    } else {
+                        SessionType::Discovery
+                    },
+                    initiator_name: self.cfg.initiator_name.clone(),
+                    target_name: self.cfg.target_name.clone(),
+                    isid: self.cfg.isid,
+                    tsih: resp.tsih,
+                    cid: 0,
+                    params: self.params.clone(),
+                    next_stat_sn: self.exp_stat_sn,
+                    exp_cmd_sn: self.cfg.cmd_sn,
+                }));
+            }
+            self.stage = resp.nsg;
+            self.offered = self.operational_offer();
+            let req = self.request(true, Stage::FullFeature);
+            return Ok(InitiatorStep::Send(req, text::encode_vec(&self.offered)));
+        }
+        match self.stage {
+            Stage::Security => self.chap_step(&pairs),
+            _ => Ok(InitiatorStep::Send(
+                self.request(true, Stage::FullFeature),
+                Vec::new(),
+            )),
+        }
+    }
+
+    fn chap_step(&mut self, pairs: &[Pair]) -> Result<InitiatorStep, WireError> {
+        let Some((user, secret)) = self.cfg.chap.clone() else {
+            return Err(WireError::Login(
+                "target wants authentication; no CHAP secret configured".into(),
+            ));
+        };
+        if text::get(pairs, "AuthMethod") == Some("CHAP") && !self.chap_sent {
+            self.chap_sent = true;
+            let data = text::encode_vec(&[Pair::new("CHAP_A", "7,5")]);
+            return Ok(InitiatorStep::Send(
+                self.request(false, Stage::Security),
+                data,
+            ));
+        }
+        let (Some(a), Some(i), Some(c)) = (
+            text::get(pairs, "CHAP_A"),
+            text::get(pairs, "CHAP_I"),
+            text::get(pairs, "CHAP_C"),
+        ) else {
+            return Err(WireError::Login(
+                "CHAP: expected CHAP_A, CHAP_I and CHAP_C".into(),
+            ));
+        };
+        let alg = ChapAlgorithm::from_code(a)
+            .ok_or_else(|| WireError::Login(format!("CHAP_A={a} unsupported")))?;
+        let id: u8 = i
+            .parse()
+            .map_err(|_| WireError::Login(format!("CHAP_I={i} invalid")))?;
+        let challenge = chap::decode_binary("CHAP_C", c)?;
+        let r = chap::response(alg, id, secret.as_bytes(), &challenge);
+        let data = text::encode_vec(&[
+            Pair::new("CHAP_N", user),
+            Pair::new("CHAP_R", chap::encode_hex(&r)),
+        ]);
+        Ok(InitiatorStep::Send(
+            self.request(true, Stage::Operational),
+            data,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::login::{TargetLogin, TargetLoginConfig};
+
+    fn run(
+        icfg: InitiatorLoginConfig,
+        tcfg: TargetLoginConfig,
+    ) -> Result<(LoginOutcome, LoginOutcome), String> {
+        let mut i = InitiatorLogin::new(icfg);
+        let mut t = TargetLogin::new(tcfg, 7, 100);
+        let mut rnd = |b: &mut [u8]| b.iter_mut().enumerate().for_each(|(n, x)| *x = n as u8);
+        let (mut req, mut data) = i.start();
+        for _ in 0..10 {
+            let r = t.on_request(&req, &data, &mut rnd);
+            let tout = r.outcome.clone();
+            match i
+                .on_response(&r.header, &r.data)
+                .map_err(|e| e.to_string())?
+            {
+                InitiatorStep::Send(q, d) => (req, data) = (q, d),
+                InitiatorStep::Done(o) => return Ok((o, tout.ok_or("target not done")?)),
+            }
+        }
+        Err("login did not finish".into())
+    }
+
+    fn tcfg() -> TargetLoginConfig {
+        TargetLoginConfig {
+            target_names: vec!["iqn.t".into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn plain_login() {
+        let ic = InitiatorLoginConfig {
+            target_name: Some("iqn.t".into()),
+            header_digest: true,
+            ..Default::default()
+        };
+        let (i, t) = run(ic, tcfg()).unwrap();
+        assert_eq!(i.tsih, 7);
+        assert!(i.params.header_digest && t.params.header_digest);
+        assert!(!i.params.initial_r2t && i.params.immediate_data);
+        assert_eq!(i.params.peer_max_recv_data_segment_length, 262_144);
+        assert_eq!(t.params.peer_max_recv_data_segment_length, 262_144);
+        assert_eq!(i.next_stat_sn, t.next_stat_sn);
+    }
+
+    #[test]
+    fn chap_login() {
+        let chap = Some(("user".to_string(), "secretsecret".to_string()));
+        let ic = InitiatorLoginConfig {
+            target_name: Some("iqn.t".into()),
+            chap: chap.clone(),
+            ..Default::default()
+        };
+        let tc = TargetLoginConfig {
+            chap: chap.clone(),
+            ..tcfg()
+        };
+        assert!(run(ic.clone(), tc.clone()).is_ok());
+        let bad = InitiatorLoginConfig {
+            chap: Some(("user".into(), "wrong".into())),
+            ..ic.clone()
+        };
+        assert!(run(bad, tc.clone()).is_err());
+        let none = InitiatorLoginConfig { chap: None, ..ic };
+        assert!(run(none, tc).is_err());
+    }
+
+    #[test]
+    fn unknown_target_and_discovery() {
+        let ic = InitiatorLoginConfig {
+            target_name: Some("iqn.nope".into()),
+            ..Default::default()
+        };
+        assert!(run(ic, tcfg()).is_err());
+        let (i, _) = run(InitiatorLoginConfig::default(), tcfg()).unwrap();
+        assert_eq!(i.session_type, SessionType::Discovery);
+    }
+}
