@@ -376,11 +376,13 @@ impl Monitor {
     /// result for the report. Call before any I/O starts.
     pub fn baseline(&mut self) -> Result<Baseline> {
         let c = &mut self.core;
-        let a = c.now();
-        let s0 = c.stat.snapshot()?;
+        // Power is read just before the start and just after the end so that its samples
+        // bracket the baseline interval even for slow sources.
         if let Some(p) = c.power.as_mut() {
             p.sample();
         }
+        let a = c.now();
+        let s0 = c.stat.snapshot()?;
         let end = Instant::now() + self.cfg.baseline;
         loop {
             let left = end.saturating_duration_since(Instant::now());
@@ -394,6 +396,9 @@ impl Monitor {
         }
         let s1 = c.stat.snapshot()?;
         let b = c.now();
+        if let Some(p) = c.power.as_mut() {
+            p.sample();
+        }
         let busy = usage(&s0, &s1, c.clk_tck).total.busy_pct;
         c.baseline = Some((a, b, busy));
         let idle_w = c.power.as_ref().and_then(|p| p.avg_between(a, b).ok());

@@ -126,6 +126,12 @@ impl WattsUpSource {
         }
     }
 
+    /// How long the meter may stay silent before reads fail (default 5 s; it sends every 1 s).
+    pub fn with_silence(mut self, d: Duration) -> Self {
+        self.silence = d;
+        self
+    }
+
     /// Reads whatever arrived and keeps the newest data record.
     fn drain(&mut self) -> Result<()> {
         loop {
