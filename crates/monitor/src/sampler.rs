@@ -424,7 +424,7 @@ impl Monitor {
         });
         let s2 = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
-            .name("sanbench-monitor".into())
+            .name("sanbench-mon".into())
             .spawn(move || run(&s2, interval))
             .map_err(|e| crate::MonitorError::sys("spawn monitor thread", e))?;
         Ok(MonitorHandle {
