@@ -138,7 +138,10 @@ struct Core {
     have_prev: bool,
     tracker: ProcessTracker,
     net: NetReader,
-    power: Option<PowerSampler>,
+    /// Its own lock: a slow source (a command taking a second) must not hold up the window
+    /// bounds, which only need the CPU state.
+    power: Arc<Mutex<Option<PowerSampler>>>,
+    power_fast: bool,
     power_note: Option<String>,
     series: Vec<SeriesPoint>,
     baseline: Option<(f64, f64, f64)>,
@@ -154,8 +157,9 @@ impl Core {
         self.origin.elapsed().as_secs_f64()
     }
 
-    /// One background sample: CPU busy since the last tick, process tracking, power.
-    fn tick(&mut self) {
+    /// One background sample of the CPU side: busy since the last tick, process tracking.
+    /// Returns `(t, busy %)` for the series.
+    fn tick_cpu(&mut self) -> Option<(f64, f64)> {
         let t = self.now();
         let busy = match self.stat.read(&mut self.scratch) {
             Ok(()) => {
@@ -178,10 +182,20 @@ impl Core {
         if self.end.is_none() {
             self.tracker.sample();
         }
-        let watts = self.power.as_mut().and_then(|p| p.sample());
-        if let Some(busy_pct) = busy {
+        busy.map(|b| (t, b))
+    }
+
+    /// A full tick on one thread (before the background thread exists).
+    fn tick(&mut self) {
+        let cpu = self.tick_cpu();
+        let watts = sample_power(&self.power);
+        self.push_point(cpu, watts);
+    }
+
+    fn push_point(&mut self, cpu: Option<(f64, f64)>, watts: Option<f64>) {
+        if let Some((t_s, busy_pct)) = cpu {
             self.series.push(SeriesPoint {
-                t_s: t,
+                t_s,
                 busy_pct,
                 watts,
             });
@@ -195,8 +209,8 @@ impl Core {
     }
 
     fn bound(&mut self) -> Bound {
-        if let Some(p) = self.power.as_mut().filter(|p| p.fast()) {
-            p.sample();
+        if self.power_fast {
+            sample_power(&self.power);
         }
         let stat = self.stat.snapshot().map_err(|e| self.note(e.note())).ok();
         let net = self.net.snapshot().map_err(|e| self.note(e.note())).ok();
@@ -231,7 +245,8 @@ impl Core {
     fn report(&mut self) -> MonitorReport {
         self.window_end();
         // A slow power source was not read at the end bound: one more reading covers it.
-        if let Some(p) = self.power.as_mut() {
+        let mut power = lock(&self.power);
+        if let Some(p) = power.as_mut() {
             let end_t = self.end.as_ref().map_or(0.0, |b| b.t);
             if !matches!(p.last_t(), Some(t) if t >= end_t) {
                 p.sample();
@@ -278,7 +293,7 @@ impl Core {
             },
         };
 
-        let power = match &self.power {
+        let power = match power.as_ref() {
             Some(p) => {
                 let idle = self.baseline.map(|(a, b, _)| (a, b));
                 let mut r = p.report(s.t, e.t, idle);
@@ -335,6 +350,7 @@ impl Monitor {
             Err(e) if e.is_usage() => return Err(e),
             Err(e) => (None, Some(e.note())),
         };
+        let power_fast = power.as_ref().is_some_and(|p| p.fast());
         let watch = cfg.watch.iter().map(|w| WatchSpec::parse(w)).collect();
         let tracker = ProcessTracker::new(
             &cfg.root,
@@ -352,7 +368,8 @@ impl Monitor {
             have_prev: true,
             tracker,
             net: NetReader::new(&cfg.root),
-            power,
+            power: Arc::new(Mutex::new(power)),
+            power_fast,
             power_note,
             series: Vec::with_capacity(4096),
             baseline: None,
@@ -365,11 +382,10 @@ impl Monitor {
     }
 
     /// Name of the power source in use, and whether it is modeled.
-    pub fn power_source(&self) -> Option<(&str, bool)> {
-        self.core
-            .power
+    pub fn power_source(&self) -> Option<(String, bool)> {
+        lock(&self.core.power)
             .as_ref()
-            .map(|p| (p.source_name(), p.modeled()))
+            .map(|p| (p.source_name().to_string(), p.modeled()))
     }
 
     /// Samples the idle host for the configured baseline duration (blocking) and keeps the
@@ -378,9 +394,7 @@ impl Monitor {
         let c = &mut self.core;
         // Power is read just before the start and just after the end so that its samples
         // bracket the baseline interval even for slow sources.
-        if let Some(p) = c.power.as_mut() {
-            p.sample();
-        }
+        sample_power(&c.power);
         let a = c.now();
         let s0 = c.stat.snapshot()?;
         let end = Instant::now() + self.cfg.baseline;
@@ -390,18 +404,16 @@ impl Monitor {
                 break;
             }
             std::thread::sleep(left.min(self.cfg.interval));
-            if let Some(p) = c.power.as_mut() {
-                p.sample();
-            }
+            sample_power(&c.power);
         }
         let s1 = c.stat.snapshot()?;
         let b = c.now();
-        if let Some(p) = c.power.as_mut() {
-            p.sample();
-        }
+        sample_power(&c.power);
         let busy = usage(&s0, &s1, c.clk_tck).total.busy_pct;
         c.baseline = Some((a, b, busy));
-        let idle_w = c.power.as_ref().and_then(|p| p.avg_between(a, b).ok());
+        let idle_w = lock(&c.power)
+            .as_ref()
+            .and_then(|p| p.avg_between(a, b).ok());
         Ok(Baseline {
             seconds: b - a,
             busy_pct: busy,
@@ -418,6 +430,7 @@ impl Monitor {
         core.window_start();
         core.explicit_start = false;
         let shared = Arc::new(Shared {
+            power: Arc::clone(&core.power),
             core: Mutex::new(core),
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -436,8 +449,14 @@ impl Monitor {
 
 struct Shared {
     core: Mutex<Core>,
+    power: Arc<Mutex<Option<PowerSampler>>>,
     stop: Mutex<bool>,
     wake: Condvar,
+}
+
+/// Reads the power source, if any; returns watts for the series.
+fn sample_power(p: &Mutex<Option<PowerSampler>>) -> Option<f64> {
+    lock(p).as_mut().and_then(|p| p.sample())
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -465,7 +484,11 @@ fn run(s: &Shared, interval: Duration) {
                 .unwrap_or_else(|p| p.into_inner().0);
         }
         drop(stop);
-        lock(&s.core).tick();
+        // CPU side and power side under separate locks, never both at once: a slow power
+        // command delays only the series, not the run loop's window bounds.
+        let cpu = lock(&s.core).tick_cpu();
+        let watts = sample_power(&s.power);
+        lock(&s.core).push_point(cpu, watts);
         next += interval;
         // After a stall (suspended VM, slow ipmitool) skip missed ticks instead of bursting.
         let now = Instant::now();

@@ -48,7 +48,7 @@ fn fixture_window_exact_cpu_net_and_integrated_power() {
     let r = t.path();
     fixture(r);
     let mut m = Monitor::new(config(r)).unwrap();
-    assert_eq!(m.power_source(), Some(("command", false)));
+    assert_eq!(m.power_source(), Some(("command".to_string(), false)));
     let b = m.baseline().unwrap();
     assert!((b.idle_w.unwrap() - 100.0).abs() < 1e-9);
     assert_eq!(b.busy_pct, 0.0); // the fixture's counters did not move

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 pub struct Zone {
     pub path: PathBuf,
     pub name: String,
-    pub max_uj: u64,
+    /// `None` when `max_energy_range_uj` is unreadable: a wrap can then not be undone.
+    pub max_uj: Option<u64>,
     pub counted: bool,
     prev_uj: Option<u64>,
     /// Unwrapped energy since the first reading, µJ.
@@ -62,7 +63,7 @@ impl RaplSource {
             }
             let path = dir.join(n);
             let name = read_attr_err(&path.join("name"))?;
-            let max_uj = read_u64(&path.join("max_energy_range_uj")).unwrap_or(u64::MAX);
+            let max_uj = read_u64(&path.join("max_energy_range_uj")).ok();
             zones.push(Zone {
                 path,
                 name,
@@ -133,7 +134,17 @@ impl PowerSource for RaplSource {
             }
             let cur = read_u64(&z.path.join("energy_uj"))?;
             if let Some(prev) = z.prev_uj {
-                z.acc_uj += wrap_delta(prev, cur, z.max_uj) as u128;
+                let d = match z.max_uj {
+                    Some(max) => wrap_delta(prev, cur, max),
+                    None if cur >= prev => cur - prev,
+                    None => {
+                        return Err(MonitorError::parse(
+                            z.path.join("energy_uj"),
+                            "counter went backwards and max_energy_range_uj is unreadable",
+                        ))
+                    }
+                };
+                z.acc_uj += d as u128;
             }
             z.prev_uj = Some(cur);
             total += z.acc_uj;
