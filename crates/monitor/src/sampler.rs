@@ -208,17 +208,24 @@ impl Core {
         }
     }
 
+    /// Snapshots for a window bound. A fast power source is read first and its reading's time
+    /// *is* the bound, so counters are differenced at exactly the bound, not interpolated;
+    /// `/proc/stat` and `/proc/net/dev` follow within microseconds.
     fn bound(&mut self) -> Bound {
+        let mut t = None;
         if self.power_fast {
-            sample_power(&self.power);
+            let mut p = lock(&self.power);
+            if let Some(p) = p.as_mut() {
+                p.sample();
+                if p.failed().is_none() {
+                    t = p.last_t();
+                }
+            }
         }
+        let t = t.unwrap_or_else(|| self.now());
         let stat = self.stat.snapshot().map_err(|e| self.note(e.note())).ok();
         let net = self.net.snapshot().map_err(|e| self.note(e.note())).ok();
-        Bound {
-            t: self.now(),
-            stat,
-            net,
-        }
+        Bound { t, stat, net }
     }
 
     fn window_start(&mut self) {

@@ -244,3 +244,80 @@ fn real_procfs_burn_thread_is_attributed_to_this_process() {
     assert!(rep.cpu.busy_cpu_s >= 0.7, "{}", rep.cpu.busy_cpu_s);
     assert!(me.threads >= 2);
 }
+
+#[test]
+fn rapl_counters_at_exact_window_bounds_with_wrap() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    fixture(r);
+    let z = r.join("sys/class/powercap/intel-rapl:0");
+    fs::create_dir_all(&z).unwrap();
+    fs::write(z.join("name"), "package-0\n").unwrap();
+    fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
+    let set = |uj: u64| fs::write(z.join("energy_uj"), format!("{uj}\n")).unwrap();
+    set(262_000_000_000);
+    let cfg = MonitorConfig {
+        power: PowerChoice::Rapl,
+        baseline: Duration::from_millis(200),
+        ..config(r)
+    };
+    let mut m = Monitor::new(cfg).unwrap();
+    assert_eq!(m.power_source(), Some(("rapl".to_string(), false)));
+    // 10 J during a 200 ms baseline: ≈ 50 W idle.
+    let b = {
+        let z = z.clone();
+        let bumper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            fs::write(z.join("energy_uj"), "262010000000\n").unwrap();
+        });
+        let b = m.baseline().unwrap();
+        bumper.join().unwrap();
+        b
+    };
+    let idle = b.idle_w.unwrap();
+    assert!(idle > 30.0 && idle < 60.0, "{idle}");
+    let h = m.start().unwrap();
+    set(262_100_000_000);
+    h.window_start();
+    std::thread::sleep(Duration::from_millis(150));
+    // Wraps: 262100 J → max 262143.32885 J → 56.67115 J: Δ = 100 J exactly.
+    set(56_671_150);
+    std::thread::sleep(Duration::from_millis(150));
+    h.window_end();
+    set(99_000_000);
+    let rep = h.finish().unwrap();
+    let j = rep.power.joules.unwrap();
+    assert!((j - 100.0).abs() < 1e-6, "{j}");
+    assert!((rep.power.avg_w.unwrap() - 100.0 / rep.window_s).abs() < 1e-6);
+    assert!(rep.power.samples >= 3);
+}
+
+#[test]
+fn slow_meter_does_not_delay_window_bounds() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    fixture(r);
+    let cfg = MonitorConfig {
+        power: PowerChoice::Command(format!("sleep 0.4; cat {}", r.join("watts").display())),
+        ..config(r)
+    };
+    let m = Monitor::new(cfg).unwrap();
+    let h = m.start().unwrap();
+    std::thread::sleep(Duration::from_millis(100)); // a background reading is under way
+    let t0 = std::time::Instant::now();
+    h.window_start();
+    let waited = t0.elapsed();
+    assert!(
+        waited < Duration::from_millis(150),
+        "window_start waited {waited:?}"
+    );
+    std::thread::sleep(Duration::from_millis(900));
+    h.window_end();
+    let rep = h.finish().unwrap();
+    // Readings on both sides of each bound: the window is covered and constant at 100 W.
+    assert!(
+        (rep.power.avg_w.unwrap() - 100.0).abs() < 1e-9,
+        "{:?}",
+        rep.power
+    );
+}
