@@ -9,7 +9,7 @@
 //! * [`net`]: `/proc/net/dev` deltas and payload-to-wire efficiency.
 //! * [`power`]: RAPL, IPMI DCMI, Watts Up? Pro, a command, a model; energy integration.
 //! * [`sampler`]: [`Monitor`], the background sampler the run loop drives, and [`MonitorReport`].
-//! * [`efficiency`]: work per CPU and per joule.
+//! * [`efficiency`](mod@efficiency): work per CPU and per joule.
 //! * [`manifest`] and [`transport`]: the environment manifest and a block device's transport.
 //!
 //! Failures never abort a run and never become numbers: a figure that cannot be measured is
