@@ -417,6 +417,9 @@ impl Monitor {
         let b = c.now();
         sample_power(&c.power);
         let busy = usage(&s0, &s1, c.clk_tck).total.busy_pct;
+        // The series' first point then covers only the time after the baseline.
+        c.prev = s1;
+        c.have_prev = true;
         c.baseline = Some((a, b, busy));
         let idle_w = lock(&c.power)
             .as_ref()
