@@ -1,0 +1,138 @@
+//! Work per CPU and per joule (MEASURE.md, "CPU" derived figures and "Power" method).
+//!
+//! All CPU figures use **system-wide** busy time minus the idle baseline, as the studies did
+//! (Perfmon, top): transport work runs in kworkers, softirqs and io_uring workers outside the
+//! benchmark process. "CPU %" is the share of *all* cores (100 % = every core busy), Iometer's
+//! convention for CPU effectiveness; "% of one core" is IBM's unit. Power figures use energy
+//! above idle. Every ratio is `None` when its denominator is missing or not positive.
+
+use crate::sampler::MonitorReport;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    /// The CPU % used below: system-wide busy % of all cores minus the baseline busy %.
+    pub cpu_pct: Option<f64>,
+    /// False when no baseline was measured (then `cpu_pct` is the gross busy %).
+    pub cpu_baseline_subtracted: bool,
+    /// IOPS ÷ CPU % (Iometer "CPU effectiveness").
+    pub iops_per_cpu_pct: Option<f64>,
+    /// MB/s (10⁶ B/s) ÷ CPU %.
+    pub mb_per_s_per_cpu_pct: Option<f64>,
+    /// CPU-µs per I/O: busy CPU-seconds above idle (summed over cores) ÷ I/Os × 10⁶.
+    pub cpu_us_per_io: Option<f64>,
+    /// Same without subtracting the idle baseline: all busy CPU-seconds ÷ I/Os × 10⁶.
+    pub cpu_us_per_io_gross: Option<f64>,
+    /// IBM's "% of one core per 1000 IOPS": (CPU-seconds above idle ÷ seconds × 100) ÷
+    /// (IOPS ÷ 1000).
+    pub core_pct_per_1000_iops: Option<f64>,
+    /// I/Os ÷ joules above idle (= IOPS ÷ W above idle).
+    pub iops_per_watt: Option<f64>,
+    /// MB ÷ joules above idle (= MB/s ÷ W above idle).
+    pub mb_per_s_per_watt: Option<f64>,
+    /// True when the power figures come from the model, not a meter.
+    pub power_modeled: bool,
+}
+
+fn ratio(n: f64, d: Option<f64>) -> Option<f64> {
+    d.filter(|d| *d > 0.0 && d.is_finite())
+        .map(|d| n / d)
+        .filter(|r| r.is_finite())
+}
+
+/// Efficiency of `ios` I/Os moving `bytes` in `seconds` (the engine's window), with the host
+/// figures of `report` (the same window).
+pub fn efficiency(ios: u64, bytes: u64, seconds: f64, report: &MonitorReport) -> Efficiency {
+    let cpu = &report.cpu;
+    let have_cpu = cpu.cores > 0 && report.window_s > 0.0;
+    let cpu_pct = have_cpu.then(|| cpu.busy_above_idle_pct.unwrap_or(cpu.busy_pct));
+    // CPU-seconds above idle: the baseline's busy share of all cores over the window removed.
+    let cpu_s = have_cpu.then(|| {
+        let idle_s =
+            cpu.baseline_busy_pct.unwrap_or(0.0) / 100.0 * cpu.cores as f64 * report.window_s;
+        (cpu.busy_cpu_s - idle_s).max(0.0)
+    });
+    let ok_secs = (seconds > 0.0).then_some(seconds);
+    let iops = ok_secs.map(|s| ios as f64 / s);
+    let mbps = ok_secs.map(|s| bytes as f64 / 1e6 / s);
+    let n_ios = (ios > 0).then_some(ios as f64);
+    let joules = report.power.joules_above_idle;
+    Efficiency {
+        cpu_pct,
+        cpu_baseline_subtracted: cpu.baseline_busy_pct.is_some(),
+        iops_per_cpu_pct: iops.and_then(|i| ratio(i, cpu_pct)),
+        mb_per_s_per_cpu_pct: mbps.and_then(|m| ratio(m, cpu_pct)),
+        cpu_us_per_io: cpu_s.and_then(|c| ratio(c * 1e6, n_ios)),
+        cpu_us_per_io_gross: have_cpu
+            .then_some(cpu.busy_cpu_s)
+            .and_then(|c| ratio(c * 1e6, n_ios)),
+        core_pct_per_1000_iops: cpu_s
+            .zip(iops)
+            .and_then(|(c, i)| ratio(c / report.window_s * 100.0, Some(i / 1000.0))),
+        iops_per_watt: (ios > 0).then(|| ratio(ios as f64, joules)).flatten(),
+        mb_per_s_per_watt: (bytes > 0)
+            .then(|| ratio(bytes as f64 / 1e6, joules))
+            .flatten(),
+        power_modeled: report.power.modeled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::power::PowerReport;
+    use crate::sampler::CpuReport;
+
+    fn report() -> MonitorReport {
+        MonitorReport {
+            window_s: 10.0,
+            cpu: CpuReport {
+                cores: 4,
+                busy_pct: 30.0,
+                busy_cpu_s: 12.0, // 30 % of 4 cores × 10 s
+                baseline_busy_pct: Some(5.0),
+                busy_above_idle_pct: Some(25.0),
+                ..Default::default()
+            },
+            power: PowerReport {
+                source: "rapl".into(),
+                joules: Some(1500.0),
+                joules_above_idle: Some(500.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn figures_exact() {
+        // 1,000,000 I/Os of 4 KB (4096 B) in 10 s: 100k IOPS, 409.6 MB/s.
+        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &report());
+        assert_eq!(e.cpu_pct, Some(25.0));
+        assert!(e.cpu_baseline_subtracted);
+        assert_eq!(e.iops_per_cpu_pct, Some(4000.0));
+        assert!((e.mb_per_s_per_cpu_pct.unwrap() - 409.6 / 25.0).abs() < 1e-9);
+        // Above idle: 12 − 0.05 × 4 × 10 = 10 CPU-s → 10 µs per I/O; gross 12 µs.
+        assert!((e.cpu_us_per_io.unwrap() - 10.0).abs() < 1e-9);
+        assert!((e.cpu_us_per_io_gross.unwrap() - 12.0).abs() < 1e-9);
+        // 10 CPU-s / 10 s = 100 % of one core, for 100 kIOPS → 1 % per 1000 IOPS.
+        assert!((e.core_pct_per_1000_iops.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(e.iops_per_watt, Some(2000.0));
+        assert!((e.mb_per_s_per_watt.unwrap() - 4096.0 / 500.0).abs() < 1e-9);
+        assert!(!e.power_modeled);
+    }
+
+    #[test]
+    fn none_when_not_computable() {
+        let mut r = report();
+        r.power.joules_above_idle = None;
+        r.cpu.busy_above_idle_pct = Some(0.0);
+        let e = efficiency(1000, 4096, 10.0, &r);
+        assert_eq!(e.iops_per_watt, None);
+        assert_eq!(e.iops_per_cpu_pct, None);
+        let e = efficiency(0, 0, 0.0, &MonitorReport::default());
+        assert_eq!(e, Efficiency::default());
+        r.power.joules_above_idle = Some(-3.0);
+        assert_eq!(efficiency(1000, 4096, 10.0, &r).iops_per_watt, None);
+    }
+}

@@ -1,0 +1,186 @@
+//! The environment manifest every result carries (MEASURE.md, "Repeatability"): sanbench
+//! version, kernel, CPU model and count, frequency governor, memory, hostname, start time, and
+//! the target device's transport.
+//!
+//! Everything is read under the root so fixture trees can stand in for a host. Missing facts are
+//! `null`, not guesses: a VM without cpufreq has no governor.
+
+use crate::fsutil::{read_attr, under};
+use crate::transport::{inspect_device, DeviceInfo, InspectOptions};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use crate::transport::InspectOptions as ManifestOptions;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub sanbench_version: String,
+    pub kernel: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cpu_count: usize,
+    /// `scaling_governor` of cpu0; `None` without cpufreq (VMs).
+    pub governor: Option<String>,
+    /// `MemTotal` in bytes.
+    pub mem_total_bytes: Option<u64>,
+    pub hostname: Option<String>,
+    /// RFC 3339, UTC.
+    pub start_time: String,
+    pub device: Option<DeviceInfo>,
+    /// Why a fact is missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Collects the manifest. `device` is the target block device, if the run has one.
+pub fn collect(
+    root: &Path,
+    sanbench_version: &str,
+    device: Option<&Path>,
+    opts: &InspectOptions,
+) -> Manifest {
+    let mut notes = Vec::new();
+    let cpuinfo = std::fs::read_to_string(under(root, "/proc/cpuinfo")).unwrap_or_default();
+    let device = device.and_then(|d| {
+        inspect_device(root, d, opts)
+            .map_err(|e| notes.push(e.note()))
+            .ok()
+    });
+    Manifest {
+        sanbench_version: sanbench_version.to_string(),
+        kernel: read_attr(&under(root, "/proc/sys/kernel/osrelease"))
+            .or_else(|| (root == Path::new("/")).then(uname_release).flatten()),
+        cpu_model: cpu_model(&cpuinfo),
+        cpu_count: cpu_count(root),
+        governor: read_attr(&under(
+            root,
+            "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+        )),
+        mem_total_bytes: std::fs::read_to_string(under(root, "/proc/meminfo"))
+            .ok()
+            .and_then(|m| mem_total(&m)),
+        hostname: read_attr(&under(root, "/proc/sys/kernel/hostname")),
+        start_time: rfc3339(SystemTime::now()),
+        device,
+        notes,
+    }
+}
+
+fn uname_release() -> Option<String> {
+    // SAFETY: utsname is plain old data; zeroed is valid and uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let bytes: Vec<u8> = u
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8(bytes).ok()
+}
+
+/// The CPU model: x86 `model name`, else the ARM/POWER/RISC-V equivalents.
+pub fn cpu_model(cpuinfo: &str) -> Option<String> {
+    for key in [
+        "model name",
+        "Model",
+        "cpu model",
+        "cpu",
+        "uarch",
+        "Processor",
+    ] {
+        let v = cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        });
+        if let Some(v) = v.filter(|v| !v.is_empty()) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Online CPUs: `processor` lines of `/proc/cpuinfo`, else `cpuN` lines of `/proc/stat`, else 1.
+pub fn cpu_count(root: &Path) -> usize {
+    let info = std::fs::read_to_string(under(root, "/proc/cpuinfo")).unwrap_or_default();
+    let n = info
+        .lines()
+        .filter(|l| l.split(':').next().map(str::trim) == Some("processor"))
+        .count();
+    if n > 0 {
+        return n;
+    }
+    let stat = std::fs::read_to_string(under(root, "/proc/stat")).unwrap_or_default();
+    stat.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count()
+        .max(1)
+}
+
+/// `MemTotal:  16318480 kB` → bytes.
+pub fn mem_total(meminfo: &str) -> Option<u64> {
+    let l = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = l.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// RFC 3339 UTC with second precision, e.g. `2026-11-22T08:01:23Z`, without a date crate
+/// (days-to-civil conversion from Howard Hinnant's `chrono`-compatible algorithms).
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400); // leap day
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_334_483);
+        assert_eq!(rfc3339(t), "2026-11-22T08:01:23Z");
+    }
+
+    #[test]
+    fn cpuinfo_and_meminfo() {
+        let ci = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n";
+        assert_eq!(cpu_model(ci).as_deref(), Some("AMD EPYC 7B13"));
+        assert_eq!(cpu_model("processor : 0\n"), None);
+        assert_eq!(
+            mem_total("MemTotal:       16318480 kB\nMemFree: 1 kB\n"),
+            Some(16_710_123_520)
+        );
+    }
+
+    #[test]
+    fn real_host_manifest() {
+        let m = collect(Path::new("/"), "0.1.0", None, &InspectOptions::default());
+        assert!(m.kernel.is_some());
+        assert!(m.cpu_count >= 1);
+        assert!(m.start_time.ends_with('Z'));
+        let j = serde_json::to_value(&m).unwrap();
+        assert!(j.get("governor").is_some());
+    }
+}

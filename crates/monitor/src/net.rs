@@ -1,0 +1,207 @@
+//! Network interface counters from `/proc/net/dev` (MEASURE.md, "Network").
+//!
+//! Byte counts are what the network device saw: Ethernet headers included, preamble, FCS and
+//! inter-frame gap not. So "wire bytes" here means frame bytes at the netdev, and the
+//! payload-to-wire efficiency is an upper bound of the efficiency on the cable. On `lo` every
+//! byte is counted twice (sent and received by the same device) when both peers are local.
+
+use crate::error::{MonitorError, Result};
+use crate::fsutil::{read_into, under};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Cumulative counters of one interface.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetCounters {
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+}
+
+impl NetCounters {
+    fn since(&self, e: &NetCounters) -> NetCounters {
+        NetCounters {
+            rx_bytes: self.rx_bytes.saturating_sub(e.rx_bytes),
+            rx_packets: self.rx_packets.saturating_sub(e.rx_packets),
+            tx_bytes: self.tx_bytes.saturating_sub(e.tx_bytes),
+            tx_packets: self.tx_packets.saturating_sub(e.tx_packets),
+        }
+    }
+
+    fn add(&mut self, o: &NetCounters) {
+        self.rx_bytes += o.rx_bytes;
+        self.rx_packets += o.rx_packets;
+        self.tx_bytes += o.tx_bytes;
+        self.tx_packets += o.tx_packets;
+    }
+
+    /// rx + tx bytes.
+    pub fn bytes(&self) -> u64 {
+        self.rx_bytes + self.tx_bytes
+    }
+}
+
+/// One reading of `/proc/net/dev`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NetSnapshot {
+    pub ifaces: Vec<(String, NetCounters)>,
+}
+
+/// Parses `/proc/net/dev`: two header lines, then `name: rx_bytes rx_packets errs drop fifo
+/// frame compressed multicast tx_bytes tx_packets ...`.
+pub fn parse_net_dev(text: &str, out: &mut NetSnapshot) -> std::result::Result<(), String> {
+    out.ifaces.clear();
+    for line in text.lines().skip(2) {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let mut v = [0u64; 10];
+        let mut n = 0;
+        for (slot, tok) in v.iter_mut().zip(rest.split_ascii_whitespace()) {
+            *slot = tok
+                .parse()
+                .map_err(|_| format!("bad counter {tok:?} for {}", name.trim()))?;
+            n += 1;
+        }
+        if n < 10 {
+            return Err(format!("short line for {}", name.trim()));
+        }
+        out.ifaces.push((
+            name.trim().to_string(),
+            NetCounters {
+                rx_bytes: v[0],
+                rx_packets: v[1],
+                tx_bytes: v[8],
+                tx_packets: v[9],
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Reads `/proc/net/dev` under a root with a reused buffer.
+#[derive(Debug)]
+pub struct NetReader {
+    path: PathBuf,
+    buf: String,
+}
+
+impl NetReader {
+    pub fn new(root: &Path) -> Self {
+        NetReader {
+            path: under(root, "/proc/net/dev"),
+            buf: String::with_capacity(4096),
+        }
+    }
+
+    pub fn snapshot(&mut self) -> Result<NetSnapshot> {
+        read_into(&self.path, &mut self.buf)?;
+        let mut s = NetSnapshot::default();
+        parse_net_dev(&self.buf, &mut s).map_err(|r| MonitorError::parse(&self.path, r))?;
+        Ok(s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfaceUsage {
+    pub name: String,
+    #[serde(flatten)]
+    pub counters: NetCounters,
+}
+
+/// Traffic over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetReport {
+    /// Every interface present at both ends of the window.
+    pub interfaces: Vec<IfaceUsage>,
+    /// Sum over all interfaces except `lo` (loopback counts local traffic twice).
+    pub total: NetCounters,
+    /// Set when the counters could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl NetReport {
+    pub fn between(a: &NetSnapshot, b: &NetSnapshot) -> NetReport {
+        let mut r = NetReport::default();
+        for (name, cur) in &b.ifaces {
+            let Some((_, prev)) = a.ifaces.iter().find(|(n, _)| n == name) else {
+                continue;
+            };
+            let d = cur.since(prev);
+            if name != "lo" {
+                r.total.add(&d);
+            }
+            r.interfaces.push(IfaceUsage {
+                name: name.clone(),
+                counters: d,
+            });
+        }
+        r
+    }
+
+    /// Counters summed over the named interfaces (e.g. the one carrying the target's traffic).
+    pub fn sum_of(&self, names: &[&str]) -> NetCounters {
+        let mut t = NetCounters::default();
+        for i in self
+            .interfaces
+            .iter()
+            .filter(|i| names.contains(&i.name.as_str()))
+        {
+            t.add(&i.counters);
+        }
+        t
+    }
+}
+
+/// Protocol efficiency: payload bytes ÷ wire bytes (rx + tx of the interfaces carrying the
+/// traffic), so protocol headers, requests, acknowledgements and retransmissions lower it.
+/// `None` when nothing crossed the wire.
+pub fn wire_efficiency(payload_bytes: u64, wire: &NetCounters) -> Option<f64> {
+    let w = wire.bytes();
+    (w > 0).then(|| payload_bytes as f64 / w as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "Inter-|   Receive                                                |  Transmit\n \
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+lo:    1000      10    0    0    0     0          0         0     1000      10    0    0    0     0       0          0\n  \
+eth0: 5000000   4000    0    0    0     0          0         0   200000    1500    0    0    0     0       0          0\n";
+    const B: &str = "Inter-|   Receive                                                |  Transmit\n \
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n    \
+lo:    3000      30    0    0    0     0          0         0     3000      30    0    0    0     0       0          0\n  \
+eth0: 9200000   7000    0    0    0     0          0         0   300000    2500    0    0    0     0       0          0\n";
+
+    #[test]
+    fn deltas_and_efficiency() {
+        let (mut a, mut b) = (NetSnapshot::default(), NetSnapshot::default());
+        parse_net_dev(A, &mut a).unwrap();
+        parse_net_dev(B, &mut b).unwrap();
+        let r = NetReport::between(&a, &b);
+        assert_eq!(r.interfaces.len(), 2);
+        let eth = r.sum_of(&["eth0"]);
+        assert_eq!(eth.rx_bytes, 4_200_000);
+        assert_eq!(eth.tx_bytes, 100_000);
+        assert_eq!(eth.rx_packets, 3000);
+        assert_eq!(eth.tx_packets, 1000);
+        // lo is listed but not in the total.
+        assert_eq!(r.total, eth);
+        // 4 MiB of payload read over 4.3 MB of frames.
+        let e = wire_efficiency(4 * 1024 * 1024, &eth).unwrap();
+        assert!((e - 4_194_304.0 / 4_300_000.0).abs() < 1e-12);
+        assert!(wire_efficiency(1, &NetCounters::default()).is_none());
+    }
+
+    #[test]
+    fn bad_lines() {
+        let mut s = NetSnapshot::default();
+        assert!(parse_net_dev("h\nh\neth0: 1 2 3\n", &mut s).is_err());
+        assert!(parse_net_dev("h\nh\neth0: 1 2 3 4 5 6 7 8 x 10\n", &mut s).is_err());
+        parse_net_dev("h\nh\n", &mut s).unwrap();
+        assert!(s.ifaces.is_empty());
+    }
+}

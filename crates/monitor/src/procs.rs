@@ -1,0 +1,612 @@
+//! CPU time of processes, threads and kernel threads, grouped (MEASURE.md, "CPU").
+//!
+//! `/proc/PID/stat` and `/proc/PID/task/TID/stat` give `utime` (field 14) and `stime` (field 15)
+//! in USER_HZ ticks. The command name (field 2) sits between parentheses and may itself contain
+//! spaces and parentheses, so fields are counted after the **last** `)`.
+//!
+//! Groups:
+//! * `self`: sanbench's own process.
+//! * `watch:SPEC`: processes whose pid equals SPEC, or whose comm equals SPEC (several processes
+//!   may match, e.g. every `tgtd`).
+//! * `kernel`: processes (kernel threads are processes of their own) whose comm matches one of
+//!   the kernel patterns, plus threads *inside* self/watched processes that match (io_uring's
+//!   `iou-wrk-*`/`iou-sqp-*` are threads of the process that created the ring). That second part
+//!   is also inside its process group; the report gives it separately as `overlap_cpu_s`.
+//!
+//! Accounting: a process's own `/proc/PID/stat` already includes threads that exited, so process
+//! groups subtract whole-process times and vanished threads are not lost. Whatever is first seen
+//! mid-window counts from zero when its start time (field 22) is after the window start, and from
+//! its first reading otherwise (e.g. a kworker that took a storage workqueue's name). Whatever
+//! vanishes counts up to its last reading. kworkers are shared by all workqueues and their comm
+//! names the last workqueue served, so once a kworker is seen with a storage name its CPU counts
+//! from then on: an upper bound for kernel work, documented as such.
+
+use crate::fsutil::{glob_match, read_into, under};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The fields of a `/proc/[pid]/stat` line that sanbench uses, borrowing the name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskStat<'a> {
+    pub pid: u32,
+    pub comm: &'a str,
+    pub state: char,
+    /// Field 14, ticks.
+    pub utime: u64,
+    /// Field 15, ticks.
+    pub stime: u64,
+    /// Field 20.
+    pub num_threads: u64,
+    /// Field 22, ticks since boot.
+    pub starttime: u64,
+}
+
+/// Parses one stat line. The name is everything between the first `(` and the last `)`.
+pub fn parse_task_stat(line: &str) -> Option<TaskStat<'_>> {
+    let open = line.find('(')?;
+    let close = line.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    let pid = line[..open].trim().parse().ok()?;
+    let comm = &line[open + 1..close];
+    // After ")" come fields 3.. : state(3) ppid(4) ... utime(14) stime(15) ... num_threads(20)
+    // itrealvalue(21) starttime(22).
+    let mut it = line[close + 1..].split_ascii_whitespace();
+    let state = it.next()?.chars().next()?;
+    let mut rest = it.skip(10); // fields 4..=13
+    let utime = rest.next()?.parse().ok()?;
+    let stime = rest.next()?.parse().ok()?;
+    let mut rest = rest.skip(4); // 16..=19
+    let num_threads = rest.next()?.parse().ok()?;
+    let mut rest = rest.skip(1); // 21
+    let starttime = rest.next()?.parse().ok()?;
+    Some(TaskStat {
+        pid,
+        comm,
+        state,
+        utime,
+        stime,
+        num_threads,
+        starttime,
+    })
+}
+
+/// What a `--watch` argument names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchSpec {
+    Pid(u32),
+    Name(String),
+}
+
+impl WatchSpec {
+    /// All digits → pid, anything else → a process name.
+    pub fn parse(s: &str) -> WatchSpec {
+        match s.parse::<u32>() {
+            Ok(p) => WatchSpec::Pid(p),
+            Err(_) => WatchSpec::Name(s.to_string()),
+        }
+    }
+
+    fn matches(&self, pid: u32, comm: &str) -> bool {
+        match self {
+            WatchSpec::Pid(p) => *p == pid,
+            // comm is truncated to 15 bytes (TASK_COMM_LEN − 1), so compare the prefix too.
+            WatchSpec::Name(n) => comm == n || (comm.len() == 15 && n.starts_with(comm)),
+        }
+    }
+
+    fn label(&self) -> String {
+        match self {
+            WatchSpec::Pid(p) => format!("watch:{p}"),
+            WatchSpec::Name(n) => format!("watch:{n}"),
+        }
+    }
+}
+
+/// Default kernel-thread patterns: storage workqueue kworkers, NBD receive threads, softirq
+/// threads and io_uring workers.
+pub fn default_kernel_patterns() -> Vec<String> {
+    [
+        "kworker/*iscsi*",
+        "kworker/*nvme_tcp*",
+        "kworker/*nvme-wq*",
+        "kworker/*nbd*",
+        "knbd*",
+        "ksoftirqd/*",
+        "iou-wrk-*",
+        "iou-sqp-*",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// CPU of one group over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupReport {
+    pub name: String,
+    /// user + system seconds.
+    pub cpu_s: f64,
+    pub user_s: f64,
+    pub system_s: f64,
+    /// cpu_s ÷ window seconds × 100: percent of one core (may exceed 100).
+    pub pct_of_core: f64,
+    /// Distinct threads seen during the window (including ones that exited).
+    pub threads: usize,
+    /// Distinct processes seen during the window.
+    pub processes: usize,
+    /// Part of `cpu_s` that is also counted in a self/watch group (io_uring threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlap_cpu_s: Option<f64>,
+    /// The busiest threads, for attribution.
+    pub top_threads: Vec<ThreadReport>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThreadReport {
+    pub pid: u32,
+    pub tid: u32,
+    pub name: String,
+    pub cpu_s: f64,
+}
+
+/// `(utime, stime)` at the window start (or first sight) and at the last reading.
+#[derive(Clone, Copy, Debug, Default)]
+struct Acct {
+    first: (u64, u64),
+    last: (u64, u64),
+    in_window: bool,
+}
+
+impl Acct {
+    fn delta(&self) -> (u64, u64) {
+        (
+            self.last.0.saturating_sub(self.first.0),
+            self.last.1.saturating_sub(self.first.1),
+        )
+    }
+}
+
+#[derive(Debug)]
+struct ThreadEntry {
+    name: String,
+    acct: Acct,
+    kernel_match: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Ignored,
+    /// A kworker whose name did not match yet: re-read every sample.
+    Recheck,
+    /// Index into the process groups (self, watches).
+    Process(usize),
+    Kernel,
+}
+
+#[derive(Debug)]
+struct ProcEntry {
+    class: Class,
+    name: String,
+    starttime: u64,
+    seen: u64,
+    alive: bool,
+    acct: Acct,
+    threads: HashMap<u32, ThreadEntry>,
+}
+
+/// Tracks the CPU of the groups across samples; owned by the sampler.
+#[derive(Debug)]
+pub struct ProcessTracker {
+    proc_dir: PathBuf,
+    self_pid: u32,
+    watch: Vec<WatchSpec>,
+    patterns: Vec<String>,
+    entries: HashMap<u32, ProcEntry>,
+    generation: u64,
+    /// Window start in ticks since boot, from `/proc/uptime`.
+    window_start_ticks: Option<u64>,
+    window_open: bool,
+    clk_tck: u64,
+    buf: String,
+    path: PathBuf,
+}
+
+impl ProcessTracker {
+    pub fn new(
+        root: &Path,
+        self_pid: u32,
+        watch: Vec<WatchSpec>,
+        patterns: Vec<String>,
+        clk_tck: u64,
+    ) -> Self {
+        ProcessTracker {
+            proc_dir: under(root, "/proc"),
+            self_pid,
+            watch,
+            patterns,
+            entries: HashMap::new(),
+            generation: 0,
+            window_start_ticks: None,
+            window_open: false,
+            clk_tck: clk_tck.max(1),
+            buf: String::with_capacity(512),
+            path: PathBuf::with_capacity(64),
+        }
+    }
+
+    fn classify(&self, pid: u32, comm: &str) -> Class {
+        if pid == self.self_pid {
+            return Class::Process(0);
+        }
+        if let Some(i) = self.watch.iter().position(|w| w.matches(pid, comm)) {
+            return Class::Process(i + 1);
+        }
+        if self.patterns.iter().any(|p| glob_match(p, comm)) {
+            return Class::Kernel;
+        }
+        if comm.starts_with("kworker/") {
+            return Class::Recheck;
+        }
+        Class::Ignored
+    }
+
+    fn kernel_match(&self, comm: &str) -> bool {
+        self.patterns.iter().any(|p| glob_match(p, comm))
+    }
+
+    /// Marks the window start: takes a reading and makes it the zero of every group.
+    pub fn window_start(&mut self) {
+        self.window_start_ticks = self.uptime_ticks();
+        self.window_open = true;
+        self.sample();
+        for e in self.entries.values_mut() {
+            e.acct.first = e.acct.last;
+            e.acct.in_window = e.alive;
+            for t in e.threads.values_mut() {
+                t.acct.first = t.acct.last;
+                t.acct.in_window = e.alive;
+            }
+        }
+        // Forget what died before the window.
+        self.entries.retain(|_, e| e.alive);
+    }
+
+    /// Takes the final reading; later samples no longer change the window's figures.
+    pub fn window_end(&mut self) {
+        self.sample();
+        self.window_open = false;
+    }
+
+    fn uptime_ticks(&mut self) -> Option<u64> {
+        self.path.clear();
+        self.path.push(&self.proc_dir);
+        self.path.push("uptime");
+        let path = std::mem::take(&mut self.path);
+        let r = read_into(&path, &mut self.buf).ok();
+        self.path = path;
+        r?;
+        let secs: f64 = self.buf.split_ascii_whitespace().next()?.parse().ok()?;
+        Some((secs * self.clk_tck as f64) as u64)
+    }
+
+    /// One pass over `/proc`: finds new processes, updates tracked ones, marks vanished ones.
+    /// Outside a window it only keeps the classification current.
+    pub fn sample(&mut self) {
+        self.generation += 1;
+        let gen = self.generation;
+        let Ok(dir) = std::fs::read_dir(&self.proc_dir) else {
+            return;
+        };
+        for ent in dir.flatten() {
+            let name = ent.file_name();
+            let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            self.visit(pid, gen);
+        }
+        for e in self.entries.values_mut() {
+            if e.seen != gen {
+                e.alive = false;
+            }
+        }
+        // Pids that disappeared and were never tracked need no memory.
+        self.entries
+            .retain(|_, e| e.seen == gen || matches!(e.class, Class::Process(_) | Class::Kernel));
+    }
+
+    fn read_stat(&mut self, pid: u32, tid: Option<u32>) -> bool {
+        use std::fmt::Write;
+        let mut s = String::new();
+        std::mem::swap(&mut s, &mut self.buf);
+        s.clear();
+        let _ = match tid {
+            None => write!(s, "{pid}/stat"),
+            Some(t) => write!(s, "{pid}/task/{t}/stat"),
+        };
+        self.path.clear();
+        self.path.push(&self.proc_dir);
+        self.path.push(&s);
+        let ok = read_into(&self.path, &mut s).is_ok();
+        std::mem::swap(&mut s, &mut self.buf);
+        ok
+    }
+
+    fn visit(&mut self, pid: u32, gen: u64) {
+        let known = self.entries.get(&pid).map(|e| (e.class, e.starttime));
+        // Unmatched processes are re-read only every 8th pass: cheap, and still catches a
+        // process that was forked under one name and exec'd a watched program (or a reused pid).
+        if matches!(known, Some((Class::Ignored, _))) && gen & 7 != 0 {
+            if let Some(e) = self.entries.get_mut(&pid) {
+                e.seen = gen;
+            }
+            return;
+        }
+        if !self.read_stat(pid, None) {
+            return;
+        }
+        let buf = std::mem::take(&mut self.buf);
+        if let Some(st) = parse_task_stat(&buf) {
+            self.update_process(pid, &st, known, gen);
+        }
+        self.buf = buf;
+        if matches!(
+            self.entries.get(&pid).map(|e| e.class),
+            Some(Class::Process(_))
+        ) {
+            self.visit_threads(pid);
+        }
+    }
+
+    fn update_process(
+        &mut self,
+        pid: u32,
+        st: &TaskStat<'_>,
+        known: Option<(Class, u64)>,
+        gen: u64,
+    ) {
+        let class = match known {
+            // Same pid and start time: the same process, keep its class (unless it may have been
+            // renamed). A different start time means a reused pid: classify afresh.
+            Some((c, start))
+                if start == st.starttime && !matches!(c, Class::Recheck | Class::Ignored) =>
+            {
+                c
+            }
+            _ => self.classify(pid, st.comm),
+        };
+        let new_from_zero = self
+            .window_start_ticks
+            .is_some_and(|w| self.window_open && st.starttime >= w);
+        let window_open = self.window_open;
+        let cur = (st.utime, st.stime);
+        let fresh = || ProcEntry {
+            class,
+            name: st.comm.to_string(),
+            starttime: st.starttime,
+            seen: gen,
+            alive: true,
+            acct: Acct {
+                first: if new_from_zero { (0, 0) } else { cur },
+                last: cur,
+                in_window: window_open,
+            },
+            threads: HashMap::new(),
+        };
+        let e = self.entries.entry(pid).or_insert_with(&fresh);
+        if e.starttime != st.starttime
+            || (e.class != class && e.class == Class::Recheck)
+            || (e.class == Class::Ignored && class != Class::Ignored)
+        {
+            *e = fresh();
+        }
+        e.seen = gen;
+        e.alive = true;
+        if e.name != st.comm {
+            e.name.clear();
+            e.name.push_str(st.comm);
+        }
+        if window_open || !e.acct.in_window {
+            e.acct.last = cur;
+        }
+    }
+
+    fn visit_threads(&mut self, pid: u32) {
+        let mut task_dir = std::mem::take(&mut self.path);
+        task_dir.clear();
+        task_dir.push(&self.proc_dir);
+        task_dir.push(pid.to_string());
+        task_dir.push("task");
+        let tids: Vec<u32> = match std::fs::read_dir(&task_dir) {
+            Ok(d) => d
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        self.path = task_dir;
+        let window_open = self.window_open;
+        let ws = self.window_start_ticks;
+        for tid in tids {
+            if !self.read_stat(pid, Some(tid)) {
+                continue;
+            }
+            let buf = std::mem::take(&mut self.buf);
+            if let Some(st) = parse_task_stat(&buf) {
+                let kernel_match = self.kernel_match(st.comm);
+                let cur = (st.utime, st.stime);
+                let from_zero = ws.is_some_and(|w| window_open && st.starttime >= w);
+                if let Some(e) = self.entries.get_mut(&pid) {
+                    let t = e.threads.entry(tid).or_insert_with(|| ThreadEntry {
+                        name: st.comm.to_string(),
+                        acct: Acct {
+                            first: if from_zero { (0, 0) } else { cur },
+                            last: cur,
+                            in_window: window_open,
+                        },
+                        kernel_match,
+                    });
+                    if t.name != st.comm {
+                        t.name.clear();
+                        t.name.push_str(st.comm);
+                        t.kernel_match |= kernel_match;
+                    }
+                    if window_open || !t.acct.in_window {
+                        t.acct.last = cur;
+                    }
+                }
+            }
+            self.buf = buf;
+        }
+    }
+
+    /// Group reports for the window, `window_s` seconds long. Order: self, watches, kernel.
+    pub fn report(&self, window_s: f64) -> Vec<GroupReport> {
+        let tck = self.clk_tck as f64;
+        let mut names = vec!["self".to_string()];
+        names.extend(self.watch.iter().map(|w| w.label()));
+        let mut groups: Vec<GroupReport> = names
+            .into_iter()
+            .map(|name| GroupReport {
+                name,
+                ..Default::default()
+            })
+            .collect();
+        let mut kernel = GroupReport {
+            name: "kernel".into(),
+            overlap_cpu_s: Some(0.0),
+            ..Default::default()
+        };
+        let mut tops: Vec<Vec<ThreadReport>> = vec![Vec::new(); groups.len() + 1];
+        let ki = groups.len();
+        for (pid, e) in &self.entries {
+            if !e.acct.in_window {
+                continue;
+            }
+            let gi = match e.class {
+                Class::Process(i) => i,
+                Class::Kernel => ki,
+                _ => continue,
+            };
+            let (u, s) = e.acct.delta();
+            let g = if gi == ki {
+                &mut kernel
+            } else {
+                &mut groups[gi]
+            };
+            g.user_s += u as f64 / tck;
+            g.system_s += s as f64 / tck;
+            g.processes += 1;
+            if e.class == Class::Kernel {
+                g.threads += 1;
+                tops[ki].push(ThreadReport {
+                    pid: *pid,
+                    tid: *pid,
+                    name: e.name.clone(),
+                    cpu_s: (u + s) as f64 / tck,
+                });
+                continue;
+            }
+            for (tid, t) in &e.threads {
+                if !t.acct.in_window {
+                    continue;
+                }
+                groups[gi].threads += 1;
+                let (tu, ts) = t.acct.delta();
+                let r = ThreadReport {
+                    pid: *pid,
+                    tid: *tid,
+                    name: t.name.clone(),
+                    cpu_s: (tu + ts) as f64 / tck,
+                };
+                if t.kernel_match {
+                    kernel.user_s += tu as f64 / tck;
+                    kernel.system_s += ts as f64 / tck;
+                    kernel.threads += 1;
+                    if let Some(o) = kernel.overlap_cpu_s.as_mut() {
+                        *o += r.cpu_s;
+                    }
+                    tops[ki].push(r.clone());
+                }
+                tops[gi].push(r);
+            }
+        }
+        groups.push(kernel);
+        for (g, mut top) in groups.iter_mut().zip(tops) {
+            g.cpu_s = g.user_s + g.system_s;
+            g.pct_of_core = if window_s > 0.0 {
+                g.cpu_s / window_s * 100.0
+            } else {
+                0.0
+            };
+            top.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s));
+            top.truncate(8);
+            g.top_threads = top;
+        }
+        groups
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weird_names() {
+        let line = "4242 ((my (weird) proc)) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
+                    250 75 0 0 20 0 3 0 12345 1000000 100 18446744073709551615";
+        let st = parse_task_stat(line).unwrap();
+        assert_eq!(st.pid, 4242);
+        assert_eq!(st.comm, "(my (weird) proc)");
+        assert_eq!(st.state, 'S');
+        assert_eq!(st.utime, 250);
+        assert_eq!(st.stime, 75);
+        assert_eq!(st.num_threads, 3);
+        assert_eq!(st.starttime, 12345);
+
+        let line = "7 (a b ) c) R 1 1 1 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 9 0 0";
+        let st = parse_task_stat(line).unwrap();
+        assert_eq!(st.comm, "a b ) c");
+        assert_eq!((st.utime, st.stime), (1, 2));
+    }
+
+    #[test]
+    fn truncated_lines_are_none() {
+        assert!(parse_task_stat("").is_none());
+        assert!(parse_task_stat("1 (x) S 1 2 3").is_none());
+        assert!(parse_task_stat("1 )x( S").is_none());
+        assert!(parse_task_stat("x (y) S 1 1 1 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 9").is_none());
+    }
+
+    #[test]
+    fn watch_specs() {
+        assert_eq!(WatchSpec::parse("123"), WatchSpec::Pid(123));
+        let w = WatchSpec::parse("tgtd");
+        assert!(w.matches(5, "tgtd"));
+        assert!(!w.matches(5, "tgtd2"));
+        // comm truncated to 15 bytes.
+        let w = WatchSpec::parse("a-very-long-process-name");
+        assert!(w.matches(5, "a-very-long-pro"));
+    }
+
+    #[test]
+    fn real_self_process_is_tracked() {
+        let me = std::process::id();
+        let mut t = ProcessTracker::new(
+            Path::new("/"),
+            me,
+            vec![],
+            default_kernel_patterns(),
+            crate::fsutil::clk_tck(),
+        );
+        t.window_start();
+        t.window_end();
+        let r = t.report(1.0);
+        assert_eq!(r[0].name, "self");
+        assert_eq!(r[0].processes, 1);
+        assert!(r[0].threads >= 1);
+        assert_eq!(r.last().unwrap().name, "kernel");
+    }
+}

@@ -1,0 +1,409 @@
+//! A block device's transport, read from sysfs the way `lsscsi --transport` does.
+//!
+//! The device's canonical sysfs path (`/sys/class/block/NAME` resolved) names its ancestors:
+//! * iSCSI: `.../hostH/sessionS/targetH:C:T/H:C:T:L/block/sdX` → `iscsi_session/sessionS`
+//!   (targetname, tpgt) and `iscsi_connection/connectionS:N` (persistent_address/port);
+//! * Fibre Channel: `.../hostH/rport-H:B-R/targetH:C:T/...` → `fc_remote_ports/rport-*`
+//!   (port_name, node_name, port_id);
+//! * SAS: `.../hostH/port-H:P/end_device-H:P/targetH:C:T/...` → `sas_device/end_device-*`
+//!   (sas_address);
+//! * NVMe: `.../nvme/nvmeN/nvmeNnM` or `.../nvme-subsystem/nvme-subsysN/nvmeNnM` (native
+//!   multipath) → `/sys/class/nvme/nvmeN/{transport,address,subsysnqn}`;
+//! * SATA (`ataN`), USB (`usbN`), virtio (`device/driver` is `virtio_blk`), loop
+//!   (`loop/backing_file`), NBD (`pid`).
+//!
+//! For networked transports the interface toward the target is found with `ip route get ADDR`
+//! (or given), and its MTU and `ethtool -k` offloads are recorded (MEASURE.md, "Network").
+
+use crate::cmd::run;
+use crate::error::{MonitorError, Result};
+use crate::fsutil::{read_attr, under};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Transport {
+    Iscsi {
+        session: String,
+        target_name: Option<String>,
+        tpgt: Option<String>,
+        /// `address:port` of the connection's portal.
+        portal: Option<String>,
+    },
+    FibreChannel {
+        rport: String,
+        port_name: Option<String>,
+        node_name: Option<String>,
+        port_id: Option<String>,
+    },
+    Sas {
+        end_device: String,
+        sas_address: Option<String>,
+    },
+    Nvme {
+        controller: String,
+        /// pcie, tcp, rdma, fc, loop.
+        transport: Option<String>,
+        /// e.g. `traddr=10.0.0.2,trsvcid=4420` or a PCI address.
+        address: Option<String>,
+        subsysnqn: Option<String>,
+    },
+    Sata {
+        port: String,
+    },
+    Usb {
+        bus: String,
+    },
+    Virtio {
+        device: String,
+    },
+    Loop {
+        backing_file: Option<String>,
+    },
+    Nbd {
+        pid: Option<u32>,
+    },
+    Unknown {
+        sysfs_path: String,
+    },
+}
+
+impl Transport {
+    /// The remote address whose route gives the network interface, for networked transports.
+    fn remote_addr(&self) -> Option<String> {
+        match self {
+            Transport::Iscsi {
+                portal: Some(p), ..
+            } => Some(
+                p.rsplit_once(':')
+                    .map_or(p.as_str(), |(a, _)| a)
+                    .trim_matches(['[', ']'])
+                    .to_string(),
+            ),
+            Transport::Nvme {
+                transport: Some(t),
+                address: Some(a),
+                ..
+            } if t == "tcp" || t == "rdma" => a
+                .split(',')
+                .find_map(|kv| kv.trim().strip_prefix("traddr="))
+                .map(str::to_string),
+            _ => None,
+        }
+    }
+}
+
+/// Interface carrying a networked transport.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetIface {
+    pub name: String,
+    pub mtu: Option<u32>,
+    /// `ethtool -k` features: name → on. Empty when ethtool could not run (see `note`).
+    pub offloads: BTreeMap<String, bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// The path as given.
+    pub path: String,
+    /// Kernel name of the whole disk (`sdb` for `/dev/sdb1`).
+    pub name: String,
+    pub transport: Transport,
+    pub size_bytes: Option<u64>,
+    pub logical_block_size: Option<u64>,
+    pub rotational: Option<bool>,
+    pub net: Option<NetIface>,
+}
+
+/// Commands and overrides for device and network inspection.
+#[derive(Clone, Debug)]
+pub struct InspectOptions {
+    /// argv prefix; the interface name is appended. Default `ethtool -k`.
+    pub ethtool: Vec<String>,
+    /// argv prefix; the address is appended. Default `ip route get`.
+    pub ip_route_get: Vec<String>,
+    /// The interface toward the target, when known (skips the route lookup).
+    pub iface: Option<String>,
+    pub timeout: Duration,
+}
+
+impl Default for InspectOptions {
+    fn default() -> Self {
+        InspectOptions {
+            ethtool: vec!["ethtool".into(), "-k".into()],
+            ip_route_get: vec!["ip".into(), "route".into(), "get".into()],
+            iface: None,
+            timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Parses `ethtool -k IF`: `name: on|off [fixed]` lines, indented children included.
+pub fn parse_ethtool_k(text: &str) -> BTreeMap<String, bool> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            let v = v.trim();
+            let on = if v.starts_with("on") {
+                true
+            } else if v.starts_with("off") {
+                false
+            } else {
+                return None;
+            };
+            Some((k.trim().to_string(), on))
+        })
+        .collect()
+}
+
+/// The `dev X` of `ip route get` output.
+pub fn parse_route_dev(text: &str) -> Option<String> {
+    let mut it = text.split_ascii_whitespace();
+    while let Some(t) = it.next() {
+        if t == "dev" {
+            return it.next().map(str::to_string);
+        }
+    }
+    None
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn digits_after(s: &str, prefix: &str) -> bool {
+    s.strip_prefix(prefix)
+        .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Reads what sysfs says about the block device `dev` (e.g. `/dev/sdb`, `/dev/disk/by-id/…`).
+pub fn inspect_device(root: &Path, dev: &Path, opts: &InspectOptions) -> Result<DeviceInfo> {
+    // Follow /dev/disk/by-* links on the real host; under a fixture root take the name as is.
+    let real = std::fs::canonicalize(under(root, &dev.to_string_lossy()))
+        .unwrap_or_else(|_| dev.to_path_buf());
+    let given = name_of(&real);
+    let class = under(root, "/sys/class/block").join(&given);
+    let mut disk = std::fs::canonicalize(&class).map_err(|e| {
+        MonitorError::Invalid(format!(
+            "{}: no block device {given:?} in {} ({e})",
+            dev.display(),
+            class
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    if disk.join("partition").exists() {
+        if let Some(p) = disk.parent() {
+            disk = p.to_path_buf();
+        }
+    }
+    let name = name_of(&disk);
+    let transport = classify(root, &disk, &name);
+    let net = transport
+        .remote_addr()
+        .map(|addr| net_iface(root, &addr, opts));
+    let size_bytes = read_attr(&disk.join("size"))
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|sectors| sectors * 512);
+    Ok(DeviceInfo {
+        path: dev.display().to_string(),
+        name,
+        transport,
+        size_bytes,
+        logical_block_size: read_attr(&disk.join("queue/logical_block_size"))
+            .and_then(|s| s.parse().ok()),
+        rotational: read_attr(&disk.join("queue/rotational")).map(|s| s == "1"),
+        net,
+    })
+}
+
+fn classify(root: &Path, disk: &Path, name: &str) -> Transport {
+    let class = |c: &str, n: &str| under(root, "/sys/class").join(c).join(n);
+    if name.starts_with("loop") && disk.join("loop").is_dir() {
+        return Transport::Loop {
+            backing_file: read_attr(&disk.join("loop/backing_file")),
+        };
+    }
+    if digits_after(name, "nbd") {
+        return Transport::Nbd {
+            pid: read_attr(&disk.join("pid")).and_then(|s| s.parse().ok()),
+        };
+    }
+    if let Ok(drv) = std::fs::canonicalize(disk.join("device/driver")) {
+        if name_of(&drv) == "virtio_blk" {
+            let dev = std::fs::canonicalize(disk.join("device")).unwrap_or_default();
+            return Transport::Virtio {
+                device: name_of(&dev),
+            };
+        }
+    }
+    let sys = under(root, "/sys");
+    for anc in disk.ancestors().skip(1) {
+        if anc == sys || !anc.starts_with(&sys) {
+            break;
+        }
+        let c = name_of(anc);
+        if let Some(s) = c
+            .strip_prefix("session")
+            .filter(|_| digits_after(&c, "session"))
+        {
+            let sess = class("iscsi_session", &c);
+            return Transport::Iscsi {
+                target_name: read_attr(&sess.join("targetname")),
+                tpgt: read_attr(&sess.join("tpgt")),
+                portal: iscsi_portal(root, s),
+                session: c,
+            };
+        }
+        if c.starts_with("rport-") {
+            let r = class("fc_remote_ports", &c);
+            return Transport::FibreChannel {
+                port_name: read_attr(&r.join("port_name")),
+                node_name: read_attr(&r.join("node_name")),
+                port_id: read_attr(&r.join("port_id")),
+                rport: c,
+            };
+        }
+        if c.starts_with("end_device-") {
+            return Transport::Sas {
+                sas_address: read_attr(&class("sas_device", &c).join("sas_address")),
+                end_device: c,
+            };
+        }
+        if digits_after(&c, "nvme-subsys") {
+            // Native multipath: the namespace hangs off the subsystem; its controllers are the
+            // `nvmeN` entries of the subsystem directory.
+            let mut ctrls: Vec<String> = std::fs::read_dir(anc)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| digits_after(n, "nvme"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            ctrls.sort();
+            if let Some(ctl) = ctrls.first() {
+                return nvme(root, ctl);
+            }
+        }
+        if digits_after(&c, "nvme") && class("nvme", &c).exists() {
+            return nvme(root, &c);
+        }
+        if digits_after(&c, "ata") {
+            return Transport::Sata { port: c };
+        }
+        if digits_after(&c, "usb") {
+            return Transport::Usb { bus: c };
+        }
+    }
+    Transport::Unknown {
+        sysfs_path: disk
+            .strip_prefix(root)
+            .map(|p| format!("/{}", p.display()))
+            .unwrap_or_else(|_| disk.display().to_string()),
+    }
+}
+
+fn nvme(root: &Path, ctl: &str) -> Transport {
+    let d = under(root, "/sys/class/nvme").join(ctl);
+    Transport::Nvme {
+        controller: ctl.to_string(),
+        transport: read_attr(&d.join("transport")),
+        address: read_attr(&d.join("address")),
+        subsysnqn: read_attr(&d.join("subsysnqn")),
+    }
+}
+
+fn iscsi_portal(root: &Path, session_no: &str) -> Option<String> {
+    let dir = under(root, "/sys/class/iscsi_connection");
+    let prefix = format!("connection{session_no}:");
+    let mut conns: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect();
+    conns.sort();
+    let c = conns.first()?;
+    let addr =
+        read_attr(&c.join("persistent_address")).or_else(|| read_attr(&c.join("address")))?;
+    let port = read_attr(&c.join("persistent_port")).or_else(|| read_attr(&c.join("port")));
+    Some(match port {
+        Some(p) if addr.contains(':') => format!("[{addr}]:{p}"),
+        Some(p) => format!("{addr}:{p}"),
+        None => addr,
+    })
+}
+
+fn net_iface(root: &Path, addr: &str, opts: &InspectOptions) -> NetIface {
+    let mut notes = Vec::new();
+    let name = match &opts.iface {
+        Some(i) => Some(i.clone()),
+        None => {
+            let mut argv = opts.ip_route_get.clone();
+            argv.push(addr.to_string());
+            match run(&argv, opts.timeout) {
+                Ok(out) => parse_route_dev(&out),
+                Err(e) => {
+                    notes.push(e.note());
+                    None
+                }
+            }
+        }
+    };
+    let Some(name) = name else {
+        notes.push(format!("no interface found toward {addr}"));
+        return NetIface {
+            note: Some(notes.join("; ")),
+            ..Default::default()
+        };
+    };
+    let mtu = read_attr(&under(root, "/sys/class/net").join(&name).join("mtu"))
+        .and_then(|s| s.parse().ok());
+    let mut argv = opts.ethtool.clone();
+    argv.push(name.clone());
+    let offloads = match run(&argv, opts.timeout) {
+        Ok(out) => parse_ethtool_k(&out),
+        Err(e) => {
+            notes.push(e.note());
+            BTreeMap::new()
+        }
+    };
+    NetIface {
+        name,
+        mtu,
+        offloads,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ethtool_and_route() {
+        let k = "Features for eth0:\nrx-checksumming: on\ntx-checksumming: on\n\
+                 \ttx-checksum-ipv4: off [fixed]\ntcp-segmentation-offload: on\n\
+                 generic-receive-offload: on\nlarge-receive-offload: off [fixed]\n";
+        let m = parse_ethtool_k(k);
+        assert_eq!(m.get("rx-checksumming"), Some(&true));
+        assert_eq!(m.get("tx-checksum-ipv4"), Some(&false));
+        assert_eq!(m.get("large-receive-offload"), Some(&false));
+        assert!(!m.contains_key("Features for eth0"));
+        assert_eq!(
+            parse_route_dev("10.0.0.2 dev veth1 src 10.0.0.1 uid 0\n    cache\n"),
+            Some("veth1".into())
+        );
+        assert_eq!(parse_route_dev("local 127.0.0.1 via"), None);
+    }
+}
