@@ -27,6 +27,8 @@ pub enum Command {
     },
     /// Run a suite's workloads on every target, interleaved, and write the comparison report.
     Compare(CompareArgs),
+    /// What this host can measure: CPU, network, power sources.
+    Monitors(MonitorArgs),
     /// Serve a RAM-disk (or file) target: nbd or iscsi.
     Serve {
         #[command(subcommand)]
@@ -112,6 +114,8 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub engine: EngineArgs,
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
     #[arg(long, default_value_t = 0x5a4b_3c2d)]
     pub seed: u64,
@@ -161,14 +165,13 @@ pub struct CompareArgs {
     /// Replace every workload's ramp-up.
     #[arg(long, value_name = "DURATION")]
     pub ramp: Option<String>,
-    /// Idle baseline measured before each target's first workload.
-    #[arg(long, default_value = "2s", value_name = "DURATION")]
-    pub baseline: String,
     /// Size to create missing file targets at.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
     #[arg(long, default_value_t = 0x5a4b_3c2d)]
     pub seed: u64,
     /// Only the findings and the report's location.
@@ -226,4 +229,53 @@ pub struct ServeNbdArgs {
     /// Serve this file instead of RAM (created or extended to --size).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+}
+
+/// Host monitoring: CPU, network, power; shared by `run` and `compare`.
+#[derive(Args, Debug, Clone)]
+pub struct MonitorArgs {
+    /// Also account the CPU of these processes (a target daemon such as tgtd or nbdkit), by
+    /// name or PID; repeatable.
+    #[arg(long, value_name = "NAME|PID")]
+    pub watch: Vec<String>,
+    /// Idle baseline sampled before the run (compare: once per target); 0 to skip.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub baseline: String,
+    /// Power source: auto (a meter if any, else the model), off, rapl, ipmi, wattsup, cmd, model.
+    #[arg(long, default_value = "auto", value_name = "SOURCE")]
+    pub power: String,
+    /// A command that prints the current watts (a PDU, a smart plug, anything).
+    #[arg(long, value_name = "COMMAND")]
+    pub power_cmd: Option<String>,
+    /// A Watts Up? Pro wall meter on this serial device.
+    #[arg(long, value_name = "DEVICE")]
+    pub wattsup: Option<PathBuf>,
+    /// Power model: watts at idle (used only where nothing measures; always labeled modeled).
+    #[arg(long, value_name = "W")]
+    pub idle_watts: Option<f64>,
+    /// Power model: watts at full CPU load.
+    #[arg(long, value_name = "W")]
+    pub max_watts: Option<f64>,
+    /// How often the host is sampled for the per-second series.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub monitor_interval: String,
+    /// No host monitoring at all (no CPU, power or manifest figures).
+    #[arg(long)]
+    pub no_monitor: bool,
+}
+
+impl Default for MonitorArgs {
+    fn default() -> Self {
+        MonitorArgs {
+            watch: Vec::new(),
+            baseline: "1s".into(),
+            power: "auto".into(),
+            power_cmd: None,
+            wattsup: None,
+            idle_watts: None,
+            max_watts: None,
+            monitor_interval: "1s".into(),
+            no_monitor: false,
+        }
+    }
 }

@@ -14,8 +14,10 @@ use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEM
 
 use crate::args::CompareArgs;
 use crate::error::{usage, CliError};
+use crate::monitoring::MonitorSetup;
 use crate::progress::ProgressLine;
 use crate::run_cmd::{execute, file_options, io_timeout};
+use sanbench_monitor::sampler::Baseline;
 
 /// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
 pub fn split_named(s: &str) -> (String, String) {
@@ -93,7 +95,9 @@ fn run_cell(
     name: &str,
     size: Option<u64>,
     progress: &ProgressLine,
-) -> Result<TargetResult, CliError> {
+    mon: Option<&MonitorSetup>,
+    baseline: &mut Option<Baseline>,
+) -> Result<(TargetResult, Option<serde_json::Value>), CliError> {
     let n = w.targets_at_once.unwrap_or(1) as usize;
     let opts = file_options(&a.engine, size, w.workload.has_writes())?;
     let uris = vec![uri.to_string(); n];
@@ -105,7 +109,11 @@ fn run_cell(
         seed: a.seed,
         stop: crate::signals::stop_flag(),
     };
-    let doc = execute(&plan, progress)?;
+    let (doc, used) = execute(&plan, progress, mon, *baseline)?;
+    if baseline.is_none() {
+        *baseline = used;
+    }
+    let manifest = doc.manifest.clone();
     let mut r = if n == 1 {
         doc.results.into_iter().next().context("no result")?
     } else {
@@ -116,7 +124,7 @@ fn run_cell(
         r.engine = format!("{} x{n}", plan.targets[0].info().engine);
         r.info = Some(plan.targets[0].info().clone());
     }
-    Ok(r)
+    Ok((r, manifest))
 }
 
 pub fn run(a: CompareArgs) -> Result<(), CliError> {
@@ -127,7 +135,9 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         .map(parse_size)
         .transpose()
         .map_err(|e| usage(format!("--size: {e}")))?;
-    let _baseline = parse_duration(&a.baseline).map_err(|e| usage(format!("--baseline: {e}")))?;
+    let mon = crate::monitoring::setup(&a.monitor)?;
+    // One idle baseline per target, measured before its first workload and reused after.
+    let mut baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     std::fs::create_dir_all(&a.out)
         .map_err(|e| usage(format!("cannot create {}: {e}", a.out.display())))?;
     let stop = crate::signals::stop_flag();
@@ -194,8 +204,24 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
                 fmt_dur(left)
             );
         }
-        match run_cell(&a, w, uri, name, size, &progress) {
-            Ok(r) => {
+        match run_cell(
+            &a,
+            w,
+            uri,
+            name,
+            size,
+            &progress,
+            mon.as_ref(),
+            &mut baselines[*ti],
+        ) {
+            Ok((r, host)) => {
+                if cmp.manifest.is_null() {
+                    cmp.manifest = host.unwrap_or_default();
+                }
+                if cmp.targets[*ti].baseline.is_none() {
+                    cmp.targets[*ti].baseline =
+                        baselines[*ti].and_then(|b| serde_json::to_value(b).ok());
+                }
                 if cmp.targets[*ti].manifest.is_null() {
                     if let Some(info) = &r.info {
                         cmp.targets[*ti].manifest = serde_json::to_value(info).unwrap_or_default();

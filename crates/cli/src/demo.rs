@@ -46,7 +46,6 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         no_store: a.no_store,
         time: a.time.clone(),
         ramp: a.ramp.clone(),
-        baseline: "1s".into(),
         size: Some(a.size.clone()),
         engine: EngineArgs {
             engine: "auto".into(),
@@ -55,6 +54,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
             force: false,
             io_timeout: "30s".into(),
         },
+        monitor: crate::args::MonitorArgs::default(),
         seed: 0x5a4b_3c2d,
         quiet: a.quiet,
     };

@@ -6,6 +6,8 @@ mod args;
 mod compare;
 mod demo;
 mod error;
+mod monitoring;
+mod monitors_cmd;
 mod output;
 mod progress;
 mod run_cmd;
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => compare::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Monitors(a) => monitors_cmd::run(a),
         Command::Serve { command } => serve_cmd::run(command),
     };
     match result {

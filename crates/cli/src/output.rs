@@ -106,10 +106,74 @@ pub fn summary(doc: &RunDoc) -> String {
             doc.peak_rss_bytes as f64 / (1u64 << 20) as f64
         );
     }
+    out.push_str(&host_lines(doc));
     let _ = writeln!(
         out,
         "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs; Little = |IOPS × mean latency − outstanding| / outstanding"
     );
+    out
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Host CPU, power and efficiency, from the monitor blocks.
+fn host_lines(doc: &RunDoc) -> String {
+    let mut out = String::new();
+    let r = match (&doc.all, doc.results.len()) {
+        (Some(all), _) => all,
+        (None, 1) => &doc.results[0],
+        _ => return out,
+    };
+    let Some(cpu) = &r.cpu else { return out };
+    let e = &r.efficiency;
+    let busy = cpu["busy_pct"].as_f64();
+    let idle = cpu["baseline_busy_pct"].as_f64();
+    let _ = writeln!(
+        out,
+        "host CPU: {}% busy of {} cores (idle baseline {}%); {} CPU-µs per I/O; {}% of a core per 1000 IOPS; {} IOPS per CPU %, {} MB/s per CPU %",
+        opt(busy, 1),
+        cpu["cores"].as_u64().unwrap_or(0),
+        opt(idle, 1),
+        opt(e.cpu_us_per_io, 2),
+        opt(e.core_pct_per_1000_iops, 2),
+        opt(e.iops_per_cpu_pct, 0),
+        opt(e.mb_per_s_per_cpu_pct, 1),
+    );
+    if let Some(groups) = cpu["groups"].as_array() {
+        let parts: Vec<String> = groups
+            .iter()
+            .filter(|g| g["cpu_s"].as_f64().unwrap_or(0.0) > 0.0)
+            .map(|g| {
+                format!(
+                    "{} {:.0}% of a core",
+                    g["name"].as_str().unwrap_or("?"),
+                    g["pct_of_core"].as_f64().unwrap_or(0.0)
+                )
+            })
+            .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(out, "  by process group: {}", parts.join(", "));
+        }
+    }
+    if let Some(p) = &r.power {
+        let src = p["source"].as_str().unwrap_or("none");
+        if src != "none" {
+            let _ = writeln!(
+                out,
+                "power ({src}{}): {} W average, {} W idle; {} IOPS per W, {} MB/s per W above idle",
+                if e.power_modeled { ", MODELED" } else { "" },
+                opt(p["avg_w"].as_f64(), 1),
+                opt(p["idle_w"].as_f64(), 1),
+                opt(e.iops_per_watt, 0),
+                opt(e.mb_per_s_per_watt, 2),
+            );
+        } else if let Some(n) = p["note"].as_str() {
+            let _ = writeln!(out, "power: none ({n})");
+        }
+    }
     out
 }
 

@@ -12,7 +12,10 @@ use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 
 use crate::args::{EngineArgs, RunArgs};
 use crate::error::{usage, CliError};
+use crate::monitoring::MonitorSetup;
 use crate::progress::ProgressLine;
+use sanbench_monitor::sampler::Baseline;
+use sanbench_monitor::MonitorHandle;
 
 /// Builds the workload: a spec file, or one segment from flags; load and timing flags override.
 pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
@@ -73,9 +76,11 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
     Ok(w)
 }
 
-/// Records the process's own CPU time at the window's edges, and draws progress.
+/// Records the process's own CPU time at the window's edges, marks the monitor's window, and
+/// draws progress.
 struct RunObserver<'a> {
     progress: &'a ProgressLine,
+    monitor: Option<&'a MonitorHandle>,
     at_start: Mutex<Option<(f64, f64)>>,
     at_end: Mutex<Option<(f64, f64)>>,
 }
@@ -99,9 +104,15 @@ pub fn peak_rss_bytes() -> u64 {
 
 impl Observer for RunObserver<'_> {
     fn window_started(&self) {
+        if let Some(m) = self.monitor {
+            m.window_start();
+        }
         *self.at_start.lock().unwrap_or_else(|p| p.into_inner()) = Some(self_cpu());
     }
     fn window_ended(&self) {
+        if let Some(m) = self.monitor {
+            m.window_end();
+        }
         *self.at_end.lock().unwrap_or_else(|p| p.into_inner()) = Some(self_cpu());
     }
     fn progress(&self, p: &Progress) {
@@ -150,6 +161,7 @@ pub fn build_doc(w: &Workload, out: &RunOutput, cpu: Option<((f64, f64), (f64, f
         peak_rss_bytes: peak_rss_bytes(),
         process_cpu,
         manifest: None,
+        host: None,
     }
 }
 
@@ -196,10 +208,20 @@ pub fn io_timeout(e: &EngineArgs) -> Result<std::time::Duration, CliError> {
     parse_duration(&e.io_timeout).map_err(|e| usage(format!("--io-timeout: {e}")))
 }
 
-/// Runs a plan with the progress line and the process-CPU observer, and builds its document.
-pub fn execute(plan: &RunPlan, progress: &ProgressLine) -> Result<RunDoc, CliError> {
+/// Runs a plan with the progress line, the process-CPU observer and the host monitor, and
+/// builds its document. Returns the idle baseline used, for reuse on the same target.
+pub fn execute(
+    plan: &RunPlan,
+    progress: &ProgressLine,
+    mon: Option<&MonitorSetup>,
+    reuse_baseline: Option<Baseline>,
+) -> Result<(RunDoc, Option<Baseline>), CliError> {
+    let running = mon
+        .map(|m| crate::monitoring::start(m, reuse_baseline))
+        .transpose()?;
     let obs = RunObserver {
         progress,
+        monitor: running.as_ref().map(|r| &r.handle),
         at_start: Mutex::new(None),
         at_end: Mutex::new(None),
     };
@@ -213,7 +235,18 @@ pub fn execute(plan: &RunPlan, progress: &ProgressLine) -> Result<RunDoc, CliErr
         (Some(s), Some(e)) => Some((s, e)),
         _ => None,
     };
-    Ok(build_doc(&plan.workload, &out, cpu))
+    let mut doc = build_doc(&plan.workload, &out, cpu);
+    let mut baseline = None;
+    if let Some(r) = running {
+        baseline = r.baseline;
+        let report = r
+            .handle
+            .finish()
+            .map_err(|e| CliError::Failed(anyhow::anyhow!("host monitor: {e}")))?;
+        crate::monitoring::fill(&mut doc, &report, r.baseline);
+        crate::monitoring::manifest(&mut doc);
+    }
+    Ok((doc, baseline))
 }
 
 pub fn run(a: RunArgs) -> Result<(), CliError> {
@@ -235,7 +268,8 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         stop: crate::signals::stop_flag(),
     };
     let progress = ProgressLine::new(a.quiet);
-    let doc = execute(&plan, &progress)?;
+    let mon = crate::monitoring::setup(&a.monitor)?;
+    let (doc, _) = execute(&plan, &progress, mon.as_ref(), None)?;
     if let Some(path) = &a.json {
         write_json(&doc, path)?;
     }

@@ -79,8 +79,11 @@ pub struct LittlesLaw {
     pub deviation: Option<f64>,
 }
 
-/// Efficiency figures of the studies; `None` where no measurement supports them.
+/// Efficiency figures of the studies (definitions in shared/MEASURE.md and the monitor crate);
+/// `None` where no measurement supports them. CPU % is system-wide busy % of all cores minus the
+/// idle baseline; watts are above the idle baseline.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Efficiency {
     pub iops_per_cpu_pct: Option<f64>,
     pub mb_per_s_per_cpu_pct: Option<f64>,
@@ -88,6 +91,13 @@ pub struct Efficiency {
     pub core_pct_per_1000_iops: Option<f64>,
     pub iops_per_watt: Option<f64>,
     pub mb_per_s_per_watt: Option<f64>,
+    /// The CPU % the ratios above divide by.
+    pub cpu_pct: Option<f64>,
+    pub cpu_baseline_subtracted: bool,
+    /// CPU-µs per I/O without subtracting the idle baseline.
+    pub cpu_us_per_io_gross: Option<f64>,
+    /// True when the watts come from the utilization model, not a meter.
+    pub power_modeled: bool,
 }
 
 /// One target's result (or the aggregate over all targets).
@@ -154,6 +164,9 @@ pub struct RunDoc {
     /// The environment manifest (filled by the monitors).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<serde_json::Value>,
+    /// Host monitoring beyond the per-result blocks: idle baseline, per-interval series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ use crate::cpu::{usage, CoreUsage, CpuBreakdown, StatReader, StatSnapshot};
 use crate::error::Result;
 use crate::fsutil::clk_tck;
 use crate::net::{NetReader, NetReport, NetSnapshot};
+use crate::power::Idle;
 use crate::power::{self, PowerChoice, PowerOptions, PowerReport, PowerSampler};
 use crate::procs::{default_kernel_patterns, GroupReport, ProcessTracker, WatchSpec};
 use serde::{Deserialize, Serialize};
@@ -145,6 +146,8 @@ struct Core {
     power_note: Option<String>,
     series: Vec<SeriesPoint>,
     baseline: Option<(f64, f64, f64)>,
+    /// A baseline measured by an earlier monitor (compare reuses one per target).
+    reused: Option<Baseline>,
     start: Option<Bound>,
     /// False while the window start is the implicit one taken by `Monitor::start`.
     explicit_start: bool,
@@ -279,7 +282,11 @@ impl Core {
             }
             _ => cpu.note = Some("system-wide CPU unavailable (see notes)".into()),
         }
-        if let Some((_, _, busy)) = self.baseline {
+        let busy_idle = self
+            .baseline
+            .map(|(_, _, busy)| busy)
+            .or(self.reused.map(|b| b.busy_pct));
+        if let Some(busy) = busy_idle {
             cpu.baseline_busy_pct = Some(busy);
             cpu.busy_above_idle_pct = Some((cpu.busy_pct - busy).max(0.0));
         }
@@ -302,8 +309,12 @@ impl Core {
 
         let power = match power.as_ref() {
             Some(p) => {
-                let idle = self.baseline.map(|(a, b, _)| (a, b));
-                let mut r = p.report(s.t, e.t, idle);
+                let idle = match (self.baseline, self.reused) {
+                    (Some((a, b, _)), _) => Some(Idle::Interval(a, b)),
+                    (None, Some(r)) => r.idle_w.map(Idle::Watts),
+                    _ => None,
+                };
+                let mut r = p.report_idle(s.t, e.t, idle);
                 if let Some(n) = &self.power_note {
                     r.note = Some(match r.note {
                         Some(x) => format!("{x}; {n}"),
@@ -380,6 +391,7 @@ impl Monitor {
             power_note,
             series: Vec::with_capacity(4096),
             baseline: None,
+            reused: None,
             start: None,
             explicit_start: false,
             end: None,
@@ -429,6 +441,12 @@ impl Monitor {
             busy_pct: busy,
             idle_w,
         })
+    }
+
+    /// Uses a baseline measured earlier on this host (by another monitor) instead of
+    /// measuring one: `compare` measures each target's idle baseline once and reuses it.
+    pub fn reuse_baseline(&mut self, b: Baseline) {
+        self.core.reused = Some(b);
     }
 
     /// Starts the background sampler.

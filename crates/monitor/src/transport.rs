@@ -344,7 +344,9 @@ fn iscsi_portal(root: &Path, session_no: &str) -> Option<String> {
     })
 }
 
-fn net_iface(root: &Path, addr: &str, opts: &InspectOptions) -> NetIface {
+/// The interface toward `addr` (by `ip route get`, or `opts.iface`), with its MTU and offloads:
+/// what a networked target (NBD, iSCSI) sits behind.
+pub fn net_iface(root: &Path, addr: &str, opts: &InspectOptions) -> NetIface {
     let mut notes = Vec::new();
     let name = match &opts.iface {
         Some(i) => Some(i.clone()),

@@ -15,7 +15,7 @@ mod wattsup;
 pub use ipmi::{default_ipmi_cmd, parse_dcmi, CommandSource, IpmiSource};
 pub use model::{ModelParams, ModelSource};
 pub use rapl::{wrap_delta, RaplSource, Zone};
-pub use sampler::{PowerReport, PowerSampler};
+pub use sampler::{Idle, PowerReport, PowerSampler};
 pub use wattsup::{parse_record, WattsUpRecord, WattsUpSource, START_LOGGING};
 
 use crate::error::{MonitorError, Result};

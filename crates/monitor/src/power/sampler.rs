@@ -215,13 +215,19 @@ impl PowerSampler {
 
     /// The report for window `[a, b]` with the idle baseline `idle` = `[a0, b0]`.
     pub fn report(&self, a: f64, b: f64, idle: Option<(f64, f64)>) -> PowerReport {
+        self.report_idle(a, b, idle.map(|(a0, b0)| Idle::Interval(a0, b0)))
+    }
+
+    /// The report for window `[a, b]` with an idle baseline measured here or earlier.
+    pub fn report_idle(&self, a: f64, b: f64, idle: Option<Idle>) -> PowerReport {
         let mut notes = Vec::new();
         let joules = self.energy_between(a, b).map_err(|e| notes.push(e)).ok();
         let idle_w = match idle {
-            Some((a0, b0)) => self
+            Some(Idle::Interval(a0, b0)) => self
                 .avg_between(a0, b0)
                 .map_err(|e| notes.push(format!("idle baseline: {e}")))
                 .ok(),
+            Some(Idle::Watts(w)) => Some(w),
             None => {
                 notes.push("no idle baseline measured".into());
                 None
@@ -248,6 +254,15 @@ impl PowerSampler {
             note: (!notes.is_empty()).then(|| notes.join("; ")),
         }
     }
+}
+
+/// Where the idle power comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Idle {
+    /// Average over this interval of the monitor's own time axis.
+    Interval(f64, f64),
+    /// Measured earlier (a baseline reused across runs on the same target).
+    Watts(f64),
 }
 
 #[cfg(test)]

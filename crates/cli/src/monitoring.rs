@@ -1,0 +1,226 @@
+//! Wires the host monitors (crates/monitor) into a run: idle baseline first, background
+//! sampling, snapshots at the exact window bounds, then the `cpu`, `net`, `power`,
+//! `efficiency` blocks and the environment manifest in the result document.
+
+use std::path::Path;
+use std::time::Duration;
+
+use sanbench_engine::result::{Efficiency, RunDoc, TargetResult};
+use sanbench_engine::units::parse_duration;
+use sanbench_monitor::power::ModelParams;
+use sanbench_monitor::sampler::Baseline;
+use sanbench_monitor::transport::InspectOptions;
+use sanbench_monitor::{
+    efficiency, manifest, Monitor, MonitorConfig, MonitorHandle, MonitorReport, PowerChoice,
+    PowerOptions,
+};
+
+use crate::args::MonitorArgs;
+use crate::error::{usage, CliError};
+
+/// A validated monitor configuration.
+#[derive(Clone)]
+pub struct MonitorSetup {
+    pub cfg: MonitorConfig,
+}
+
+pub fn setup(a: &MonitorArgs) -> Result<Option<MonitorSetup>, CliError> {
+    if a.no_monitor {
+        return Ok(None);
+    }
+    let root = Path::new("/");
+    let mut opts = PowerOptions::for_host(root);
+    opts.power_cmd = a.power_cmd.clone();
+    opts.wattsup_device = a.wattsup.clone();
+    if a.idle_watts.is_some() || a.max_watts.is_some() {
+        let d = opts.model;
+        opts.model = ModelParams {
+            idle_w: a.idle_watts.unwrap_or(d.idle_w),
+            max_w: a.max_watts.unwrap_or(d.max_w),
+        };
+        if opts.model.max_w < opts.model.idle_w {
+            return Err(usage("--max-watts must be at least --idle-watts"));
+        }
+    }
+    let power = match a.power.as_str() {
+        "auto" => match (&a.wattsup, &a.power_cmd) {
+            (Some(dev), _) => PowerChoice::WattsUp(dev.clone()),
+            (None, Some(cmd)) => PowerChoice::Command(cmd.clone()),
+            _ => PowerChoice::Auto,
+        },
+        "off" => PowerChoice::Off,
+        "rapl" => PowerChoice::Rapl,
+        "ipmi" => PowerChoice::Ipmi,
+        "model" => PowerChoice::Model(opts.model),
+        "wattsup" => PowerChoice::WattsUp(
+            a.wattsup
+                .clone()
+                .ok_or_else(|| usage("--power wattsup needs --wattsup DEVICE"))?,
+        ),
+        "cmd" => PowerChoice::Command(
+            a.power_cmd
+                .clone()
+                .ok_or_else(|| usage("--power cmd needs --power-cmd COMMAND"))?,
+        ),
+        other => {
+            return Err(usage(format!(
+                "unknown power source '{other}' (use auto, off, rapl, ipmi, wattsup, cmd, model)"
+            )))
+        }
+    };
+    let baseline = parse_duration(&a.baseline).map_err(|e| usage(format!("--baseline: {e}")))?;
+    let interval = parse_duration(&a.monitor_interval)
+        .map_err(|e| usage(format!("--monitor-interval: {e}")))?;
+    if interval < Duration::from_millis(10) {
+        return Err(usage("--monitor-interval must be at least 10ms"));
+    }
+    Ok(Some(MonitorSetup {
+        cfg: MonitorConfig {
+            watch: a.watch.clone(),
+            power,
+            power_options: Some(opts),
+            baseline,
+            interval,
+            ..MonitorConfig::default()
+        },
+    }))
+}
+
+/// A monitor started for one run.
+pub struct Running {
+    pub handle: MonitorHandle,
+    pub baseline: Option<Baseline>,
+}
+
+/// Opens the monitor, measures (or reuses) the idle baseline, starts sampling.
+pub fn start(s: &MonitorSetup, reuse: Option<Baseline>) -> Result<Running, CliError> {
+    let mut m = Monitor::new(s.cfg.clone()).map_err(|e| {
+        if e.is_usage() {
+            usage(e.to_string())
+        } else {
+            CliError::Failed(anyhow::anyhow!("host monitor: {e}"))
+        }
+    })?;
+    let baseline = match reuse {
+        Some(b) => {
+            m.reuse_baseline(b);
+            Some(b)
+        }
+        None if !s.cfg.baseline.is_zero() => Some(
+            m.baseline()
+                .map_err(|e| CliError::Failed(anyhow::anyhow!("idle baseline: {e}")))?,
+        ),
+        None => None,
+    };
+    let handle = m
+        .start()
+        .map_err(|e| CliError::Failed(anyhow::anyhow!("host monitor: {e}")))?;
+    Ok(Running { handle, baseline })
+}
+
+fn eff(r: &TargetResult, report: &MonitorReport) -> Efficiency {
+    let e = efficiency(r.ios, r.bytes, r.seconds, report);
+    serde_json::to_value(e)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
+/// Adds the monitor's figures to the document. Host CPU and power are system-wide: with one
+/// target they are that target's cost; with several at once only the aggregate (`all`) gets
+/// efficiency figures, since the host cannot say which target spent which cycle.
+pub fn fill(doc: &mut RunDoc, report: &MonitorReport, baseline: Option<Baseline>) {
+    let cpu = serde_json::to_value(&report.cpu).ok();
+    let net = serde_json::to_value(&report.net).ok();
+    let power = serde_json::to_value(&report.power).ok();
+    let single = doc.results.len() == 1;
+    for r in doc.results.iter_mut().chain(doc.all.iter_mut()) {
+        r.cpu = cpu.clone();
+        r.net = net.clone();
+        r.power = power.clone();
+    }
+    if single {
+        let e = eff(&doc.results[0], report);
+        doc.results[0].efficiency = e;
+    } else if let Some(all) = doc.all.as_mut() {
+        all.efficiency = eff(all, report);
+    }
+    doc.host = Some(serde_json::json!({
+        "baseline": baseline,
+        "window_s": report.window_s,
+        "series": report.series,
+    }));
+}
+
+/// The environment manifest: host facts, plus each target's transport (block devices, from
+/// sysfs) or the interface toward it (network targets).
+pub fn manifest(doc: &mut RunDoc) {
+    let root = Path::new("/");
+    let opts = InspectOptions::default();
+    let m = manifest::collect(root, env!("CARGO_PKG_VERSION"), None, &opts);
+    doc.manifest = serde_json::to_value(m).ok();
+    for r in doc.results.iter_mut() {
+        let Some(info) = r.info.as_mut() else {
+            continue;
+        };
+        let kind = info.params.get("kind").and_then(|v| v.as_str());
+        if kind == Some("block device") {
+            if let Some(path) = info.params.get("path").and_then(|v| v.as_str()) {
+                let path = path.to_string();
+                match sanbench_monitor::transport::inspect_device(root, Path::new(&path), &opts) {
+                    Ok(d) => {
+                        info.params.insert(
+                            "transport".into(),
+                            serde_json::to_value(d).unwrap_or_default(),
+                        );
+                    }
+                    Err(e) => {
+                        info.params.insert("transport_note".into(), e.note().into());
+                    }
+                }
+            }
+        } else if let Some(host) = network_host(&info.uri) {
+            let iface = sanbench_monitor::transport::net_iface(root, &host, &opts);
+            info.params.insert(
+                "interface".into(),
+                serde_json::to_value(iface).unwrap_or_default(),
+            );
+        }
+    }
+}
+
+/// The host part of a network URI (`nbd://H:P/x`, `iscsi://u%s@H:P/iqn/0`), for route lookup.
+fn network_host(uri: &str) -> Option<String> {
+    let rest = uri.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    let hostport = authority.rsplit('@').next()?;
+    if hostport.is_empty() {
+        return None;
+    }
+    let host = if let Some(h) = hostport.strip_prefix('[') {
+        h.split(']').next()?.to_string()
+    } else {
+        hostport.split(':').next()?.to_string()
+    };
+    Some(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::network_host;
+
+    #[test]
+    fn hosts() {
+        assert_eq!(
+            network_host("nbd://127.0.0.1:10809/x").as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(
+            network_host("iscsi://u%s@10.0.0.2:3260/iqn.x/1").as_deref(),
+            Some("10.0.0.2")
+        );
+        assert_eq!(network_host("nbd://[::1]:10809").as_deref(), Some("::1"));
+        assert_eq!(network_host("mem:1G"), None);
+        assert_eq!(network_host("nbd+unix:///x?socket=/s"), None);
+    }
+}

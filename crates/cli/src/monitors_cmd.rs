@@ -1,0 +1,49 @@
+//! `sanbench monitors`: what this host can measure, and why not where it cannot.
+
+use std::path::Path;
+
+use sanbench_monitor::transport::InspectOptions;
+use sanbench_monitor::{detect, manifest, PowerOptions};
+
+use crate::args::MonitorArgs;
+use crate::error::CliError;
+
+pub fn run(a: MonitorArgs) -> Result<(), CliError> {
+    let root = Path::new("/");
+    let setup = crate::monitoring::setup(&a)?;
+    let opts = setup
+        .as_ref()
+        .and_then(|s| s.cfg.power_options.clone())
+        .unwrap_or_else(|| PowerOptions::for_host(root));
+    let m = manifest::collect(
+        root,
+        env!("CARGO_PKG_VERSION"),
+        None,
+        &InspectOptions::default(),
+    );
+    println!(
+        "host: {} ({} CPUs, {}), kernel {}, governor {}",
+        m.hostname.as_deref().unwrap_or("?"),
+        m.cpu_count,
+        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        m.kernel.as_deref().unwrap_or("?"),
+        m.governor.as_deref().unwrap_or("none (no cpufreq)")
+    );
+    println!("cpu: /proc/stat per core and in all; per process and thread from /proc/PID/task");
+    println!("network: /proc/net/dev per interface");
+    println!("power sources (first available measured source wins; the model only where none):");
+    for s in detect(root, &opts) {
+        println!(
+            "  {:<10} {:<13} {}",
+            s.name,
+            match (s.available, s.modeled) {
+                (true, true) => "available*",
+                (true, false) => "available",
+                (false, _) => "unavailable",
+            },
+            s.detail
+        );
+    }
+    println!("  * modeled: every figure from it is labeled modeled in every output");
+    Ok(())
+}

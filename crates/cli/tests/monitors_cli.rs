@@ -1,0 +1,117 @@
+//! Host monitoring through `sanbench run` on the real procfs.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn run(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args(["run", "--json", "-", "--quiet"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_cpu_burning_run_is_attributed_to_sanbench_threads() {
+    // null: keeps its stream thread busy the whole window.
+    let doc = run(&["null:", "--qd", "32", "--time", "2", "--baseline", "500ms"]);
+    let r = &doc["results"][0];
+    let groups = r["cpu"]["groups"].as_array().unwrap();
+    let me = groups
+        .iter()
+        .find(|g| g["name"] == "self")
+        .expect("self group");
+    let cpu_s = me["cpu_s"].as_f64().unwrap();
+    // Up to one core for 2 s; at least some of it even on a loaded machine.
+    assert!(
+        cpu_s > 0.6 && cpu_s < 2.6,
+        "self used {cpu_s} CPU-s in a 2 s window"
+    );
+    let threads = me["top_threads"].as_array().unwrap();
+    let top = threads[0]["name"].as_str().unwrap();
+    assert!(
+        top.starts_with("sb-w0-t0"),
+        "busiest thread {top}: {threads:?}"
+    );
+    let top_s = threads[0]["cpu_s"].as_f64().unwrap();
+    assert!(
+        top_s > 0.8 * cpu_s,
+        "the stream thread did the work: {top_s} of {cpu_s}"
+    );
+    // System-wide figures and the derived efficiency are present.
+    assert!(r["cpu"]["busy_pct"].as_f64().unwrap() > 20.0);
+    assert!(r["efficiency"]["cpu_us_per_io_gross"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        doc["manifest"]["cpu_count"].as_u64().unwrap() as usize,
+        num_cpus()
+    );
+    assert!(doc["manifest"]["kernel"].is_string());
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+#[test]
+fn a_power_command_is_measured_not_modeled() {
+    let doc = run(&[
+        "mem:64M",
+        "--time",
+        "2",
+        "--baseline",
+        "1s",
+        "--monitor-interval",
+        "200ms",
+        "--power-cmd",
+        "echo 42.5 W",
+    ]);
+    let p = &doc["results"][0]["power"];
+    assert_eq!(p["source"], "command");
+    assert_eq!(p["modeled"], false);
+    assert!((p["avg_w"].as_f64().unwrap() - 42.5).abs() < 1e-6, "{p}");
+    assert!((p["idle_w"].as_f64().unwrap() - 42.5).abs() < 1e-6);
+    // Constant power: nothing above idle, so no per-watt efficiency can be claimed.
+    assert!(p["joules_above_idle"].as_f64().unwrap().abs() < 1e-6);
+    assert!(doc["results"][0]["efficiency"]["iops_per_watt"].is_null());
+}
+
+#[test]
+fn without_a_meter_power_is_labeled_modeled() {
+    let doc = run(&[
+        "mem:64M",
+        "--time",
+        "1",
+        "--baseline",
+        "300ms",
+        "--power",
+        "model",
+    ]);
+    let r = &doc["results"][0];
+    assert_eq!(r["power"]["modeled"], true);
+    assert_eq!(r["efficiency"]["power_modeled"], true);
+}
+
+#[test]
+fn a_broken_power_command_is_a_note_not_a_number() {
+    let doc = run(&[
+        "mem:64M",
+        "--time",
+        "1",
+        "--baseline",
+        "300ms",
+        "--power-cmd",
+        "false",
+    ]);
+    let p = &doc["results"][0]["power"];
+    assert!(p["avg_w"].is_null(), "{p}");
+    assert!(p["note"].as_str().unwrap().len() > 5, "{p}");
+}
