@@ -88,16 +88,22 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
     Ok(Prepared { suite, targets })
 }
 
+/// What every cell of one comparison shares.
+struct CellCtx<'a> {
+    a: &'a CompareArgs,
+    size: Option<u64>,
+    progress: &'a ProgressLine,
+    mon: Option<&'a MonitorSetup>,
+}
+
 fn run_cell(
-    a: &CompareArgs,
+    cx: &CellCtx<'_>,
     w: &SuiteWorkload,
     uri: &str,
     name: &str,
-    size: Option<u64>,
-    progress: &ProgressLine,
-    mon: Option<&MonitorSetup>,
     baseline: &mut Option<Baseline>,
 ) -> Result<(TargetResult, Option<serde_json::Value>), CliError> {
+    let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
     let n = w.targets_at_once.unwrap_or(1) as usize;
     let opts = file_options(&a.engine, size, w.workload.has_writes())?;
     let uris = vec![uri.to_string(); n];
