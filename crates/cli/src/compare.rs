@@ -210,16 +210,13 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
                 fmt_dur(left)
             );
         }
-        match run_cell(
-            &a,
-            w,
-            uri,
-            name,
+        let cx = CellCtx {
+            a: &a,
             size,
-            &progress,
-            mon.as_ref(),
-            &mut baselines[*ti],
-        ) {
+            progress: &progress,
+            mon: mon.as_ref(),
+        };
+        match run_cell(&cx, w, uri, name, &mut baselines[*ti]) {
             Ok((r, host)) => {
                 if cmp.manifest.is_null() {
                     cmp.manifest = host.unwrap_or_default();
