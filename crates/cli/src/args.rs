@@ -212,6 +212,31 @@ pub struct DemoArgs {
 pub enum ServeCommand {
     /// An NBD server (fixed newstyle, structured replies, multi-conn), RAM-backed by default.
     Nbd(ServeNbdArgs),
+    /// An iSCSI target with RAM-backed LUNs (numbered from 0), discovery, digests, CHAP.
+    Iscsi(ServeIscsiArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeIscsiArgs {
+    /// Size of each LUN (RAM is allocated as written).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub luns: u32,
+    #[arg(long, default_value = "127.0.0.1:3260", value_name = "ADDR")]
+    pub listen: String,
+    #[arg(
+        long,
+        default_value = "iqn.2026-11.io.sanbench:ram",
+        value_name = "IQN"
+    )]
+    pub iqn: String,
+    /// Require CHAP from initiators.
+    #[arg(long, value_name = "USER:SECRET")]
+    pub chap: Option<String>,
+    /// Back LUN 0 with this file instead of RAM.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -6,12 +6,13 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use sanbench_engine::units::{format_size, parse_size};
 
-use crate::args::{ServeCommand, ServeNbdArgs};
+use crate::args::{ServeCommand, ServeIscsiArgs, ServeNbdArgs};
 use crate::error::{usage, CliError};
 
 pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
     match cmd {
         ServeCommand::Nbd(a) => nbd(a),
+        ServeCommand::Iscsi(a) => iscsi(a),
     }
 }
 
@@ -52,5 +53,61 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     let stop = crate::signals::stop_flag();
     server.run(stop).context("nbd server")?;
     eprintln!("sanbench nbd server: stopped");
+    Ok(())
+}
+
+fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
+    let lun_size = match (&a.size, &a.file) {
+        (Some(s), _) => parse_size(s).map_err(|e| usage(format!("--size: {e}")))?,
+        (None, Some(f)) => std::fs::metadata(f)
+            .map(|m| m.len())
+            .map_err(|e| usage(format!("--file {}: {e}", f.display())))?,
+        (None, None) => return Err(usage("give --size (or --file to serve a file)")),
+    };
+    if lun_size < 512 {
+        return Err(usage("--size must be at least 512 bytes"));
+    }
+    if a.luns == 0 || a.luns > 255 {
+        return Err(usage("--luns must be between 1 and 255"));
+    }
+    let chap = a
+        .chap
+        .as_deref()
+        .map(|c| {
+            c.split_once(':')
+                .filter(|(u, s)| !u.is_empty() && !s.is_empty())
+                .map(|(u, s)| (u.to_string(), s.to_string()))
+                .ok_or_else(|| usage("--chap takes USER:SECRET"))
+        })
+        .transpose()?;
+    let cfg = sanbench_iscsi::target::TargetConfig {
+        listen: listen_addr(&a.listen)?,
+        iqn: a.iqn.clone(),
+        luns: a.luns,
+        lun_size,
+        chap,
+        file: a.file.clone(),
+    };
+    let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
+    let addr = t.local_addr();
+    println!(
+        "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}); Ctrl-C to stop",
+        a.iqn,
+        a.luns,
+        if a.luns == 1 { "" } else { "s" },
+        format_size(lun_size),
+        match &a.file {
+            Some(p) => format!("LUN 0 on file {}", p.display()),
+            None => "RAM, allocated as written".into(),
+        },
+        if a.chap.is_some() {
+            ", CHAP required"
+        } else {
+            ""
+        }
+    );
+    let stop = crate::signals::stop_flag();
+    t.run(stop).context("iscsi target")?;
+    eprintln!("sanbench iscsi target: stopped");
     Ok(())
 }
