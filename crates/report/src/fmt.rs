@@ -136,3 +136,13 @@ pub fn mean_ci(m: Option<&sanbench_stats::MeanCi>) -> String {
         None => "–".into(),
     }
 }
+
+/// A round figure without trailing zeros ("10", "12.5"), for percentages and weights.
+pub fn short(x: f64) -> String {
+    let s = num(x);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::Exporter;
 use crate::analysis::Metric;
-use crate::fmt::{md_cell, mean_ci, num, shell_command};
+use crate::fmt::{md_cell, mean_ci, short, shell_command};
 use crate::{Report, ReportError};
 
 pub struct MarkdownExporter;
@@ -52,7 +52,7 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(
                 s,
                 "No difference outside the noise (95 % intervals, floor {} %).",
-                num(r.options.min_rel * 100.0)
+                short(r.options.min_rel * 100.0)
             );
         }
         for f in &r.findings {
@@ -62,11 +62,11 @@ impl Exporter for MarkdownExporter {
             s,
             "\nA finding counts only the tests where the difference is outside the noise \
              (non-overlapping 95 % confidence intervals and at least {} % apart).\n",
-            num(r.options.min_rel * 100.0)
+            short(r.options.min_rel * 100.0)
         );
         s.push_str("## Report card\n\n| Rank | Target |");
         for cat in &r.card.categories {
-            let _ = write!(s, " {} ({} %) |", cat.title, num(cat.weight));
+            let _ = write!(s, " {} ({} %) |", cat.title, short(cat.weight));
         }
         s.push_str(" Total | Grade |\n|---:|---|");
         s.push_str(&"---:|".repeat(r.card.categories.len() + 2));

@@ -2,6 +2,8 @@
 
 mod csv;
 mod html;
+mod html_assets;
+mod html_charts;
 mod json;
 mod markdown;
 
