@@ -63,7 +63,11 @@ fn find<'a>(fs: &'a [Finding], label: &str, better: &str) -> Option<&'a Finding>
 fn average_and_maximum_over_winning_tests() {
     let cmp = doc(
         &["A", "B"],
-        &[("w1", "bandwidth"), ("w2", "bandwidth"), ("w3", "bandwidth")],
+        &[
+            ("w1", "bandwidth"),
+            ("w2", "bandwidth"),
+            ("w3", "bandwidth"),
+        ],
         &[
             ("w1", "A", &[400.0]),
             ("w1", "B", &[100.0]),
@@ -88,7 +92,9 @@ fn average_and_maximum_over_winning_tests() {
     assert!(find(&fs, "bandwidth CPU efficiency", "A").is_some());
     assert!(find(&fs, "bandwidth power efficiency", "A").is_some());
     // No IOPS-flavoured workloads: no IOPS or database findings.
-    assert!(fs.iter().all(|f| f.label != "IOPS" && !f.label.contains("database")));
+    assert!(fs
+        .iter()
+        .all(|f| f.label != "IOPS" && !f.label.contains("database")));
 }
 
 #[test]
@@ -113,7 +119,9 @@ fn inside_the_noise_is_excluded() {
     let f = find(&fs, "IOPS", "A").unwrap();
     assert_eq!((f.tests, f.compared), (1, 3));
     assert_eq!(f.max_workload, "w3");
-    assert!(f.text.contains("(average over 1 test; maximum 2.0x in test w3)"));
+    assert!(f
+        .text
+        .contains("(average over 1 test; maximum 2.0x in test w3)"));
     assert_eq!(find(&fs, "database CPU efficiency", "A").unwrap().tests, 1);
     // With a floor above w3's 100 % difference nothing is left.
     let fs = findings(&cmp, &an, 1.01);
@@ -131,7 +139,9 @@ fn latency_lower_is_better() {
     let fs = findings(&cmp, &an, 0.10);
     let f = find(&fs, "latency", "Fast").unwrap();
     assert!((f.average - 2.5).abs() < 1e-12);
-    assert!(f.text.starts_with("Fast shows 2.5x lower latency than Slow"));
+    assert!(f
+        .text
+        .starts_with("Fast shows 2.5x lower latency than Slow"));
     assert!(find(&fs, "latency", "Slow").is_none());
     // ... while Slow has the greater IOPS in this made-up document.
     assert!(find(&fs, "IOPS", "Slow").is_some());
@@ -181,7 +191,11 @@ fn missing_efficiency_gives_no_finding() {
 fn odd_values_do_not_crash() {
     let cmp = doc(
         &["A", "B", "C"],
-        &[("w1", "database"), ("w2", "bandwidth"), ("empty", "database")],
+        &[
+            ("w1", "database"),
+            ("w2", "bandwidth"),
+            ("empty", "database"),
+        ],
         &[
             ("w1", "A", &[f64::NAN, 100.0]),
             ("w1", "B", &[0.0]),
@@ -197,7 +211,9 @@ fn odd_values_do_not_crash() {
     assert!(an.get("empty", "A").is_none());
     let fs = findings(&cmp, &an, 0.10);
     // A beats B's zero on w1 is not a ratio: no finding can divide by zero.
-    assert!(fs.iter().all(|f| f.average.is_finite() && f.max.is_finite()));
+    assert!(fs
+        .iter()
+        .all(|f| f.average.is_finite() && f.max.is_finite()));
     assert!(fs.iter().all(|f| f.max_workload != "w2"));
 }
 

@@ -95,7 +95,9 @@ fn fmt_ci(m: &MeanCi) -> String {
 
 /// A plain-text table for the terminal.
 pub fn render_text(d: &Diff) -> String {
-    let header = ["workload", "target", "metric", "A", "B", "change", "verdict"];
+    let header = [
+        "workload", "target", "metric", "A", "B", "change", "verdict",
+    ];
     let mut rows: Vec<[String; 7]> = Vec::new();
     for r in &d.rows {
         let verdict = match r.improved {
@@ -153,7 +155,10 @@ mod tests {
         let a = sample_comparison();
         let d = diff(&a, &a, 0.10);
         assert_eq!(d.rows.len(), 4 * 3 * DIFF_METRICS.len());
-        assert!(d.rows.iter().all(|r| !r.outside_noise && r.change_pct == Some(0.0)));
+        assert!(d
+            .rows
+            .iter()
+            .all(|r| !r.outside_noise && r.change_pct == Some(0.0)));
         assert!(d.only_in_a.is_empty() && d.only_in_b.is_empty());
     }
 

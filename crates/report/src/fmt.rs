@@ -80,9 +80,8 @@ pub fn shell_command(args: &[String]) -> String {
     args.iter()
         .map(|a| {
             let plain = !a.is_empty()
-                && a.chars().all(|c| {
-                    c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c)
-                });
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
             if plain {
                 a.clone()
             } else {
@@ -91,6 +90,25 @@ pub fn shell_command(args: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// "mean ± ci" when repeated, the mean alone otherwise, "–" when absent.
+pub fn mean_ci(m: Option<&sanbench_stats::MeanCi>) -> String {
+    match m {
+        Some(m) if m.n > 1 && m.ci95 > 0.0 => format!("{} ± {}", num(m.mean), num(m.ci95)),
+        Some(m) => num(m.mean),
+        None => "–".into(),
+    }
+}
+
+/// A round figure without trailing zeros ("10", "12.5"), for percentages and weights.
+pub fn short(x: f64) -> String {
+    let s = num(x);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 #[cfg(test)]
@@ -125,24 +143,5 @@ mod tests {
             shell_command(&cmd),
             "sanbench 'NBD <ram> & co=nbd://x' 'it'\\''s'"
         );
-    }
-}
-
-/// "mean ± ci" when repeated, the mean alone otherwise, "–" when absent.
-pub fn mean_ci(m: Option<&sanbench_stats::MeanCi>) -> String {
-    match m {
-        Some(m) if m.n > 1 && m.ci95 > 0.0 => format!("{} ± {}", num(m.mean), num(m.ci95)),
-        Some(m) => num(m.mean),
-        None => "–".into(),
-    }
-}
-
-/// A round figure without trailing zeros ("10", "12.5"), for percentages and weights.
-pub fn short(x: f64) -> String {
-    let s = num(x);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }

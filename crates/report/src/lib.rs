@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use sanbench_store::Comparison;
 
+pub use analysis::fmt_ratio;
 pub use analysis::{findings, Analysis, Category, Finding, Metric};
 pub use card::{Card, DEFAULT_WEIGHTS};
-pub use analysis::fmt_ratio;
 pub use diff::{diff, render_text as render_diff_text, Diff};
 pub use export::{exporter, exporters, Exporter};
 

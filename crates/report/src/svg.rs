@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::fmt::{html as esc, num};
+use crate::fmt::{html as esc, num, short};
 
 /// A muted, colour-blind-friendly palette (Okabe-Ito, darkened a little for print).
 pub const PALETTE: [&str; 8] = [
@@ -106,7 +106,7 @@ fn wrap(label: &str, width: usize) -> Vec<String> {
         .char_indices()
         .filter(|(i, c)| *c == ' ' && *i <= width)
         .map(|(i, _)| i)
-        .last()
+        .next_back()
         .unwrap_or(width.min(label.len()));
     let (a, b) = label.split_at(label.floor_char_boundary(cut));
     let mut b: String = b.trim().to_string();
@@ -255,7 +255,7 @@ pub fn line_chart(
             r#"<text class="tick" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
             px(*x),
             H - BOTTOM + 16.0,
-            num(*x)
+            short(*x)
         );
     }
     let _ = write!(
@@ -288,7 +288,11 @@ pub fn line_chart(
             esc(&ser.name)
         );
         if ser.points.len() <= 16 {
-            for (x, y) in ser.points.iter().filter(|p| p.0.is_finite() && p.1.is_finite()) {
+            for (x, y) in ser
+                .points
+                .iter()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+            {
                 let _ = write!(
                     s,
                     r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}: {} at {}</title></circle>"#,

@@ -81,7 +81,9 @@ impl Browser {
                 Ok(())
             });
         }
-        let child = cmd.spawn().expect("start /usr/bin/chromium (scripts/deps.sh)");
+        let child = cmd
+            .spawn()
+            .expect("start /usr/bin/chromium (scripts/deps.sh)");
         drop(cmd_r);
         drop(ev_w);
         let (tx, rx) = channel();
@@ -166,7 +168,11 @@ impl Browser {
             "Runtime.evaluate",
             json!({ "expression": expr, "returnByValue": true, "awaitPromise": true }),
         );
-        assert!(r.get("exceptionDetails").is_none(), "{expr}: {}", r["exceptionDetails"]);
+        assert!(
+            r.get("exceptionDetails").is_none(),
+            "{expr}: {}",
+            r["exceptionDetails"]
+        );
         r["result"]["value"].clone()
     }
 
@@ -183,10 +189,11 @@ impl Browser {
             .collect()
     }
 
-    fn screenshot(&mut self, session: &str, height: Option<f64>, path: &Path) {
+    /// A PNG of the page from `y` down `height` CSS pixels (the viewport when `None`).
+    fn screenshot(&mut self, session: &str, y: f64, height: Option<f64>, path: &Path) {
         let mut params = json!({ "format": "png", "captureBeyondViewport": height.is_some() });
         if let Some(h) = height {
-            params["clip"] = json!({ "x": 0, "y": 0, "width": 1280, "height": h, "scale": 1 });
+            params["clip"] = json!({ "x": 0, "y": y, "width": 1280, "height": h, "scale": 1 });
         }
         let r = self.call(Some(session), "Page.captureScreenshot", params);
         let png = base64::engine::general_purpose::STANDARD
@@ -248,7 +255,10 @@ fn report_page_in_headless_chromium() {
     b.call(Some(&s), "Page.navigate", json!({ "url": url }));
     b.wait_event("Page.loadEventFired");
 
-    assert_eq!(b.eval(&s, "document.title"), json!("sanbench comparison: thirdio-2008"));
+    assert_eq!(
+        b.eval(&s, "document.title"),
+        json!("sanbench comparison: thirdio-2008")
+    );
     let svgs = b.eval(&s, "document.querySelectorAll('svg').length");
     assert_eq!(svgs, json!(expected_svgs));
     assert!(expected_svgs >= 10);
@@ -264,8 +274,12 @@ fn report_page_in_headless_chromium() {
     let order = "Array.from(document.querySelectorAll('#card-table tbody tr'))\
                  .map(function (tr) { return tr.getAttribute('data-target'); })";
     let an = Analysis::new(&cmp);
-    let names = |c: card::Card| -> Value { json!(c.rows.iter().map(|r| &r.target).collect::<Vec<_>>()) };
-    assert_eq!(b.eval(&s, order), names(card::card(&cmp, &an, &card::DEFAULT_WEIGHTS)));
+    let names =
+        |c: card::Card| -> Value { json!(c.rows.iter().map(|r| &r.target).collect::<Vec<_>>()) };
+    assert_eq!(
+        b.eval(&s, order),
+        names(card::card(&cmp, &an, &card::DEFAULT_WEIGHTS))
+    );
 
     // Only latency counts: the page re-ranks and re-grades as Rust's card does.
     let set = |only: &str| {
@@ -278,14 +292,23 @@ fn report_page_in_headless_chromium() {
     b.eval(&s, &set("latency"));
     let latency_only = names(card::card(&cmp, &an, &[0.0, 0.0, 1.0, 0.0, 0.0]));
     assert_eq!(b.eval(&s, order), latency_only);
-    let top = b.eval(&s, "document.querySelector('#card-table tbody tr .grade').textContent");
+    let top = b.eval(
+        &s,
+        "document.querySelector('#card-table tbody tr .grade').textContent",
+    );
     assert_eq!(top, json!("A"));
     b.eval(&s, &set("cpu_efficiency"));
     let cpu_only = names(card::card(&cmp, &an, &[0.0, 0.0, 0.0, 1.0, 0.0]));
     assert_eq!(b.eval(&s, order), cpu_only);
-    assert_ne!(latency_only[0], cpu_only[0], "the fixture should make the ranking move");
+    assert_ne!(
+        latency_only[0], cpu_only[0],
+        "the fixture should make the ranking move"
+    );
     assert_eq!(
-        b.eval(&s, "document.getElementById('w-out-cpu_efficiency').textContent"),
+        b.eval(
+            &s,
+            "document.getElementById('w-out-cpu_efficiency').textContent"
+        ),
         json!("100")
     );
 
@@ -311,7 +334,25 @@ fn report_page_in_headless_chromium() {
     let out = target_dir();
     std::fs::create_dir_all(&out).unwrap();
     let height = b.eval(&s, "document.documentElement.scrollHeight");
-    b.screenshot(&s, height.as_f64(), &out.join("report-screenshot.png"));
-    b.screenshot(&s, None, &out.join("report-screenshot-top.png"));
+    b.screenshot(&s, 0.0, height.as_f64(), &out.join("report-screenshot.png"));
+    b.screenshot(&s, 0.0, None, &out.join("report-screenshot-top.png"));
+    // Section by section at full size, for a person reviewing the page's look.
+    if std::env::var_os("SANBENCH_SECTION_SHOTS").is_some() {
+        for id in [
+            "report-card",
+            "charts",
+            "latency",
+            "qd-scaling",
+            "results",
+            "environment",
+        ] {
+            let y = b.eval(
+                &s,
+                &format!("document.getElementById('{id}').offsetTop - 60"),
+            );
+            let path = out.join(format!("report-screenshot-{id}.png"));
+            b.screenshot(&s, y.as_f64().unwrap_or(0.0), Some(1100.0), &path);
+        }
+    }
     b.close();
 }

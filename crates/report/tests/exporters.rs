@@ -68,7 +68,9 @@ fn json_is_the_comparison_plus_findings() {
     assert_eq!(v["schema"], "sanbench.compare/1");
     let findings = v["findings"].as_array().unwrap();
     assert!(!findings.is_empty());
-    assert!(findings.iter().all(|f| f["text"].as_str().unwrap().contains(" shows ")));
+    assert!(findings
+        .iter()
+        .all(|f| f["text"].as_str().unwrap().contains(" shows ")));
     // The document part still parses as a Comparison.
     let back: sanbench_store::Comparison = serde_json::from_value(v).unwrap();
     assert_eq!(back, sample_comparison());
@@ -94,7 +96,13 @@ fn html_is_self_contained_and_complete() {
     // + 1 queue-depth chart + 4 time series.
     assert_eq!(html.matches("<svg").count(), 4 + 4 + 4 + 1 + 4);
     assert!(html.contains("id=\"report-card\""));
-    for key in ["bandwidth", "iops", "latency", "cpu_efficiency", "power_efficiency"] {
+    for key in [
+        "bandwidth",
+        "iops",
+        "latency",
+        "cpu_efficiency",
+        "power_efficiency",
+    ] {
         assert!(html.contains(&format!("data-category=\"{key}\"")), "{key}");
     }
     assert!(html.contains("data-target=\"NBD &lt;ram&gt; &amp; co\""));
@@ -117,8 +125,13 @@ fn render_dir_writes_every_format() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["report.html", "report.md", "results.json", "results.csv"]);
-    assert!(files.iter().all(|f| std::fs::metadata(f).unwrap().len() > 0));
+    assert_eq!(
+        names,
+        ["report.html", "report.md", "results.json", "results.csv"]
+    );
+    assert!(files
+        .iter()
+        .all(|f| std::fs::metadata(f).unwrap().len() > 0));
     assert!(exporter("pdf").is_err());
 }
 

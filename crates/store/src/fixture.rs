@@ -143,7 +143,11 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
     } else {
         base
     };
-    let jitter = if repeat.is_multiple_of(2) { 0.995 } else { 1.005 };
+    let jitter = if repeat.is_multiple_of(2) {
+        0.995
+    } else {
+        1.005
+    };
     let iops = base_iops * jitter;
     let secs = 10.0;
     let mean_s = qd as f64 / iops;

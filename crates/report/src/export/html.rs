@@ -133,7 +133,7 @@ fn findings(r: &Report, s: &mut String) {
 
 fn card(r: &Report, s: &mut String) {
     s.push_str(
-        "<h2>Report card</h2>\n<section id=\"report-card\">\n<p class=\"note\">Set the weight of \
+        "<h2 id=\"card\">Report card</h2>\n<section id=\"report-card\">\n<p class=\"note\">Set the weight of \
          each category; the targets are re-scored, re-ranked and re-graded at once. Per \
          category the best target scores 100; the total is the weighted mean of the scores; \
          A ≥ 90, B ≥ 80, C ≥ 70, D ≥ 60, else F.</p>\n<div class=\"weights\">\n",
@@ -157,7 +157,9 @@ fn card(r: &Report, s: &mut String) {
             short(cat.weight)
         );
     }
-    s.push_str("</div>\n<table id=\"card-table\"><thead><tr><th>Rank</th><th class=\"name\">Target</th>");
+    s.push_str(
+        "</div>\n<table id=\"card-table\"><thead><tr><th>Rank</th><th class=\"name\">Target</th>",
+    );
     for cat in &r.card.categories {
         let _ = write!(s, "<th>{}</th>", esc(cat.title));
     }

@@ -54,6 +54,7 @@ details { margin: 6px 0; }
 summary { cursor: pointer; font-weight: 600; }
 pre { background: var(--panel); border: 1px solid var(--line); padding: 10px 12px; overflow-x: auto;
   font-size: 12px; border-radius: 4px; }
+.ts-chart { max-width: 760px; }
 select { font: inherit; padding: 2px 6px; }
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 @media print { .weights input { display: none; } }

@@ -120,7 +120,11 @@ fn percentiles(c: &Comparison, w: &str, t: &str) -> Vec<Option<(f64, f64)>> {
     let pick: [fn(&LatencyUs) -> f64; 4] = [|l| l.p50, |l| l.p90, |l| l.p99, |l| l.p999];
     pick.iter()
         .map(|f| {
-            let xs: Vec<f64> = lats.iter().map(|l| f(l)).filter(|x| x.is_finite()).collect();
+            let xs: Vec<f64> = lats
+                .iter()
+                .map(|l| f(l))
+                .filter(|x| x.is_finite())
+                .collect();
             (!xs.is_empty()).then(|| {
                 let m = mean_ci95(&xs);
                 (m.mean, m.ci95)
@@ -282,7 +286,9 @@ pub fn timeseries(r: &Report, s: &mut String) {
         .filter(|id| c.workloads.iter().any(|w| &w.id == id))
         .or_else(|| c.workloads.first().map(|w| w.id.clone()))
         .unwrap_or_default();
-    s.push_str("<h2 id=\"timeseries\">IOPS over time</h2>\n<p><label>Workload: <select id=\"ts-select\">");
+    s.push_str(
+        "<h2 id=\"timeseries\">IOPS over time</h2>\n<p><label>Workload: <select id=\"ts-select\">",
+    );
     for w in &c.workloads {
         let _ = write!(
             s,

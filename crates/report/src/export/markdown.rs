@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::Exporter;
 use crate::analysis::Metric;
-use crate::fmt::{md_cell, mean_ci, short, shell_command};
+use crate::fmt::{md_cell, mean_ci, shell_command, short};
 use crate::{Report, ReportError};
 
 pub struct MarkdownExporter;
@@ -116,7 +116,12 @@ impl Exporter for MarkdownExporter {
                         && st.modeled_power
                         && st.get(m).is_some();
                     modeled |= mark;
-                    let _ = write!(s, " {}{} |", mean_ci(st.get(m)), if mark { "*" } else { "" });
+                    let _ = write!(
+                        s,
+                        " {}{} |",
+                        mean_ci(st.get(m)),
+                        if mark { "*" } else { "" }
+                    );
                 }
                 let cum = |n: usize| -> String {
                     if st.ms_buckets.is_empty() {
