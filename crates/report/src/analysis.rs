@@ -1,0 +1,416 @@
+//! Statistics per (workload, target) and the studies' "Key Findings".
+//!
+//! A finding compares an ordered pair of targets A, B in one category. Per workload of the
+//! category it takes the ratio of means (A/B where higher is better, B/A for latency) and keeps
+//! the workload only when A is better **and** the difference is outside the noise
+//! ([`sanbench_stats::ratio_outside_noise`]: non-overlapping 95 % intervals when repeated, and a
+//! relative difference above `min_rel`). If any workload is kept, the finding reads
+//! `"A shows 3.9x greater bandwidth power efficiency than B (average over 6 tests; maximum 7.1x
+//! in single-port random read)"`: the arithmetic mean of the kept ratios, their count, and the
+//! largest with its workload. Workloads where B is better count towards B's finding, never
+//! against A's, so the two directions never contradict each other.
+//!
+//! Categories and their workloads: bandwidth (MB/s) over the bandwidth-flavoured workloads,
+//! IOPS over the IOPS-flavoured ones (for one workload MB/s and IOPS give the same ratio, so
+//! each is counted once), latency (mean) over all, and CPU and power efficiency split by
+//! flavour as Third I/O did: "bandwidth CPU efficiency" (MB/s per CPU %) and "database CPU
+//! efficiency" (IOPS per CPU %).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use sanbench_engine::result::TargetResult;
+use sanbench_stats::{mean_ci95, ratio_outside_noise, MeanCi};
+use sanbench_store::{Comparison, WorkloadEntry};
+
+/// A figure taken from every repetition of a cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    MbPerS,
+    Iops,
+    LatMeanUs,
+    LatP99Us,
+    IopsPerCpu,
+    MbPerCpu,
+    IopsPerWatt,
+    MbPerWatt,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 8] = [
+        Metric::MbPerS,
+        Metric::Iops,
+        Metric::LatMeanUs,
+        Metric::LatP99Us,
+        Metric::IopsPerCpu,
+        Metric::MbPerCpu,
+        Metric::IopsPerWatt,
+        Metric::MbPerWatt,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::MbPerS => "MB/s",
+            Metric::Iops => "IOPS",
+            Metric::LatMeanUs => "mean latency (µs)",
+            Metric::LatP99Us => "p99 latency (µs)",
+            Metric::IopsPerCpu => "IOPS per CPU %",
+            Metric::MbPerCpu => "MB/s per CPU %",
+            Metric::IopsPerWatt => "IOPS per W",
+            Metric::MbPerWatt => "MB/s per W",
+        }
+    }
+
+    pub fn lower_is_better(self) -> bool {
+        matches!(self, Metric::LatMeanUs | Metric::LatP99Us)
+    }
+
+    /// The figure of one result; `None` when not measured, not finite, or meaningless (latency
+    /// of a cell that completed no I/O).
+    pub fn of(self, r: &TargetResult) -> Option<f64> {
+        let e = &r.efficiency;
+        let v = match self {
+            Metric::MbPerS => Some(r.mb_per_s),
+            Metric::Iops => Some(r.iops),
+            Metric::LatMeanUs => (r.ios > 0).then_some(r.latency_us.mean),
+            Metric::LatP99Us => (r.ios > 0).then_some(r.latency_us.p99),
+            Metric::IopsPerCpu => e.iops_per_cpu_pct,
+            Metric::MbPerCpu => e.mb_per_s_per_cpu_pct,
+            Metric::IopsPerWatt => e.iops_per_watt,
+            Metric::MbPerWatt => e.mb_per_s_per_watt,
+        };
+        v.filter(|x| x.is_finite() && *x >= 0.0)
+    }
+}
+
+/// Whether a workload is judged by its bandwidth or by its I/O rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flavour {
+    Bandwidth,
+    Io,
+}
+
+/// Bandwidth-like groups by name; otherwise large transfers (>= 64 KiB) mean bandwidth.
+pub fn flavour(w: &WorkloadEntry) -> Flavour {
+    let g = w.group.to_ascii_lowercase();
+    if ["bandwidth", "throughput", "sequential", "streaming"].contains(&g.as_str()) {
+        Flavour::Bandwidth
+    } else if ["database", "iops", "oltp", "latency", "random"].contains(&g.as_str()) {
+        Flavour::Io
+    } else if w.spec.max_bs() >= 64 << 10 {
+        Flavour::Bandwidth
+    } else {
+        Flavour::Io
+    }
+}
+
+/// The five categories of findings and of the report card.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Bandwidth,
+    Iops,
+    Latency,
+    CpuEfficiency,
+    PowerEfficiency,
+}
+
+impl Category {
+    pub const ALL: [Category; 5] = [
+        Category::Bandwidth,
+        Category::Iops,
+        Category::Latency,
+        Category::CpuEfficiency,
+        Category::PowerEfficiency,
+    ];
+
+    /// The key used in JSON and the page (`data-category`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Category::Bandwidth => "bandwidth",
+            Category::Iops => "iops",
+            Category::Latency => "latency",
+            Category::CpuEfficiency => "cpu_efficiency",
+            Category::PowerEfficiency => "power_efficiency",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Category::Bandwidth => "Bandwidth",
+            Category::Iops => "IOPS",
+            Category::Latency => "Latency",
+            Category::CpuEfficiency => "CPU efficiency",
+            Category::PowerEfficiency => "Power efficiency",
+        }
+    }
+
+    /// The metric this category judges a workload of the given flavour by, if it judges it.
+    pub fn metric(self, f: Flavour) -> Option<Metric> {
+        match (self, f) {
+            (Category::Bandwidth, Flavour::Bandwidth) => Some(Metric::MbPerS),
+            (Category::Iops, Flavour::Io) => Some(Metric::Iops),
+            (Category::Bandwidth, _) | (Category::Iops, _) => None,
+            (Category::Latency, _) => Some(Metric::LatMeanUs),
+            (Category::CpuEfficiency, Flavour::Bandwidth) => Some(Metric::MbPerCpu),
+            (Category::CpuEfficiency, Flavour::Io) => Some(Metric::IopsPerCpu),
+            (Category::PowerEfficiency, Flavour::Bandwidth) => Some(Metric::MbPerWatt),
+            (Category::PowerEfficiency, Flavour::Io) => Some(Metric::IopsPerWatt),
+        }
+    }
+}
+
+/// Mean ± 95 % CI of every metric of one workload on one target.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CellStats {
+    pub repeats: usize,
+    pub metrics: BTreeMap<Metric, MeanCi>,
+    /// Any repetition's power figure is modeled, not measured.
+    pub modeled_power: bool,
+    /// Mean share of I/Os per 1 ms bucket (0..24 ms, then >= 24 ms), over repetitions.
+    pub ms_buckets: Vec<f64>,
+}
+
+impl CellStats {
+    pub fn get(&self, m: Metric) -> Option<&MeanCi> {
+        self.metrics.get(&m)
+    }
+}
+
+/// Whether a result's power figure says it is modeled.
+pub fn power_is_modeled(r: &TargetResult) -> bool {
+    r.power
+        .as_ref()
+        .and_then(|p| p.get("modeled"))
+        .and_then(|m| m.as_bool())
+        .unwrap_or(false)
+}
+
+/// Statistics of a comparison, keyed by (workload id, target name).
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    pub stats: BTreeMap<(String, String), CellStats>,
+}
+
+impl Analysis {
+    pub fn new(cmp: &Comparison) -> Analysis {
+        let mut stats = BTreeMap::new();
+        for w in &cmp.workloads {
+            for t in &cmp.targets {
+                let cells: Vec<&TargetResult> =
+                    cmp.cells_of(&w.id, &t.name).map(|c| &c.result).collect();
+                if cells.is_empty() {
+                    continue;
+                }
+                stats.insert((w.id.clone(), t.name.clone()), cell_stats(&cells));
+            }
+        }
+        Analysis { stats }
+    }
+
+    pub fn get(&self, workload: &str, target: &str) -> Option<&CellStats> {
+        self.stats.get(&(workload.to_string(), target.to_string()))
+    }
+
+    pub fn metric(&self, workload: &str, target: &str, m: Metric) -> Option<&MeanCi> {
+        self.get(workload, target).and_then(|s| s.get(m))
+    }
+}
+
+/// Summarises the repetitions of one cell.
+pub fn cell_stats(results: &[&TargetResult]) -> CellStats {
+    let mut metrics = BTreeMap::new();
+    for m in Metric::ALL {
+        let xs: Vec<f64> = results.iter().filter_map(|r| m.of(r)).collect();
+        if !xs.is_empty() {
+            metrics.insert(m, mean_ci95(&xs));
+        }
+    }
+    let mut ms_buckets: Vec<f64> = Vec::new();
+    let mut n = 0.0_f64;
+    for r in results.iter().filter(|r| !r.latency_ms_buckets.is_empty()) {
+        if ms_buckets.len() < r.latency_ms_buckets.len() {
+            ms_buckets.resize(r.latency_ms_buckets.len(), 0.0);
+        }
+        for (a, b) in ms_buckets.iter_mut().zip(&r.latency_ms_buckets) {
+            *a += if b.is_finite() { *b } else { 0.0 };
+        }
+        n += 1.0;
+    }
+    ms_buckets.iter_mut().for_each(|x| *x /= n.max(1.0));
+    CellStats {
+        repeats: results.len(),
+        metrics,
+        modeled_power: results.iter().any(|r| power_is_modeled(r)),
+        ms_buckets,
+    }
+}
+
+/// One key finding.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub category: Category,
+    /// "bandwidth", "IOPS", "latency", "bandwidth CPU efficiency", "database power efficiency".
+    pub label: String,
+    pub better: String,
+    pub worse: String,
+    /// Mean of the ratios over the workloads where `better` wins outside the noise.
+    pub average: f64,
+    pub tests: usize,
+    /// Workloads where both targets had the figure.
+    pub compared: usize,
+    pub max: f64,
+    pub max_workload: String,
+    pub max_title: String,
+    /// Either side's power figure in a counted workload is modeled.
+    pub modeled_power: bool,
+    /// The sentence, in the studies' form.
+    pub text: String,
+}
+
+/// Formats a ratio as the studies did: "3.9x", "10x"; two decimals when one would say "1.0x".
+pub fn fmt_ratio(r: f64) -> String {
+    if r >= 9.95 {
+        format!("{r:.0}x")
+    } else if r < 1.095 {
+        format!("{r:.2}x")
+    } else {
+        format!("{r:.1}x")
+    }
+}
+
+/// The label of a category over workloads of one flavour; `database` names the IOPS flavour
+/// when every workload of it belongs to the "database" group, as in Third I/O.
+fn label(c: Category, f: Flavour, all_database: bool) -> String {
+    let io = if all_database { "database" } else { "IOPS" };
+    match (c, f) {
+        (Category::Bandwidth, _) => "bandwidth".into(),
+        (Category::Iops, _) => "IOPS".into(),
+        (Category::Latency, _) => "latency".into(),
+        (Category::CpuEfficiency, Flavour::Bandwidth) => "bandwidth CPU efficiency".into(),
+        (Category::CpuEfficiency, Flavour::Io) => format!("{io} CPU efficiency"),
+        (Category::PowerEfficiency, Flavour::Bandwidth) => "bandwidth power efficiency".into(),
+        (Category::PowerEfficiency, Flavour::Io) => format!("{io} power efficiency"),
+    }
+}
+
+/// The ratio by which A beats B on one workload, when it is outside the noise; `None` when
+/// either lacks the figure, a denominator is zero, or the difference is inside the noise.
+pub fn winning_ratio(a: &MeanCi, b: &MeanCi, lower_is_better: bool, min_rel: f64) -> Option<f64> {
+    let (num, den) = if lower_is_better {
+        (b.mean, a.mean)
+    } else {
+        (a.mean, b.mean)
+    };
+    if !(num.is_finite() && den.is_finite()) || den <= 0.0 || num <= den {
+        return None;
+    }
+    ratio_outside_noise(a, b, min_rel).then_some(num / den)
+}
+
+/// Every key finding of a comparison, ordered by category, then flavour, then average ratio.
+pub fn findings(cmp: &Comparison, an: &Analysis, min_rel: f64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for cat in Category::ALL {
+        let flavours: &[Option<Flavour>] = match cat {
+            Category::Latency => &[None],
+            _ => &[Some(Flavour::Bandwidth), Some(Flavour::Io)],
+        };
+        for &fl in flavours {
+            let ws: Vec<&WorkloadEntry> = cmp
+                .workloads
+                .iter()
+                .filter(|w| fl.is_none_or(|f| flavour(w) == f))
+                .filter(|w| cat.metric(flavour(w)).is_some())
+                .collect();
+            if ws.is_empty() {
+                continue;
+            }
+            let all_db = ws.iter().all(|w| w.group.eq_ignore_ascii_case("database"));
+            let lbl = label(cat, fl.unwrap_or(Flavour::Io), all_db);
+            let mut group = Vec::new();
+            for a in &cmp.targets {
+                for b in &cmp.targets {
+                    if a.name == b.name {
+                        continue;
+                    }
+                    if let Some(f) = pair_finding(cat, &lbl, &ws, &a.name, &b.name, an, min_rel) {
+                        group.push(f);
+                    }
+                }
+            }
+            group.sort_by(|x, y| y.average.total_cmp(&x.average));
+            out.extend(group);
+        }
+    }
+    out
+}
+
+fn pair_finding(
+    cat: Category,
+    label: &str,
+    ws: &[&WorkloadEntry],
+    a: &str,
+    b: &str,
+    an: &Analysis,
+    min_rel: f64,
+) -> Option<Finding> {
+    let mut ratios: Vec<(f64, &WorkloadEntry, bool)> = Vec::new();
+    let mut compared = 0;
+    for w in ws {
+        let m = cat.metric(flavour(w))?;
+        let (Some(sa), Some(sb)) = (an.get(&w.id, a), an.get(&w.id, b)) else {
+            continue;
+        };
+        let (Some(ma), Some(mb)) = (sa.get(m), sb.get(m)) else {
+            continue;
+        };
+        compared += 1;
+        if let Some(r) = winning_ratio(ma, mb, m.lower_is_better(), min_rel) {
+            ratios.push((r, w, sa.modeled_power || sb.modeled_power));
+        }
+    }
+    if ratios.is_empty() {
+        return None;
+    }
+    let average = ratios.iter().map(|r| r.0).sum::<f64>() / ratios.len() as f64;
+    let (max, max_w, _) = *ratios.iter().max_by(|x, y| x.0.total_cmp(&y.0))?;
+    let modeled_power = cat == Category::PowerEfficiency && ratios.iter().any(|r| r.2);
+    let direction = if cat == Category::Latency {
+        "lower"
+    } else {
+        "greater"
+    };
+    let tests = ratios.len();
+    let mut text = format!(
+        "{a} shows {} {direction} {label} than {b} (average over {tests} test{}; maximum {} in {})",
+        fmt_ratio(average),
+        if tests == 1 { "" } else { "s" },
+        fmt_ratio(max),
+        max_w.title,
+    );
+    if modeled_power {
+        text.push_str(" (modeled power)");
+    }
+    Some(Finding {
+        category: cat,
+        label: label.to_string(),
+        better: a.to_string(),
+        worse: b.to_string(),
+        average,
+        tests,
+        compared,
+        max,
+        max_workload: max_w.id.clone(),
+        max_title: max_w.title.clone(),
+        modeled_power,
+        text,
+    })
+}
+
+#[cfg(test)]
+#[path = "analysis_tests.rs"]
+mod tests;

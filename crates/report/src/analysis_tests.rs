@@ -1,0 +1,243 @@
+//! Findings on small, hand-made comparisons whose answers can be worked out on paper.
+
+use super::*;
+use sanbench_engine::result::{Efficiency, TargetResult};
+use sanbench_store::fixture::sample_comparison;
+use sanbench_store::{Cell, TargetEntry};
+
+/// A comparison of targets `names`, workloads `(id, group)`, and per cell (workload, target)
+/// the values of every repetition, used for MB/s, IOPS, latency and efficiencies alike.
+fn doc(names: &[&str], workloads: &[(&str, &str)], values: &[(&str, &str, &[f64])]) -> Comparison {
+    let mut cmp = sample_comparison();
+    cmp.targets = names
+        .iter()
+        .map(|n| TargetEntry {
+            name: n.to_string(),
+            ..TargetEntry::default()
+        })
+        .collect();
+    let proto = cmp.workloads[0].clone();
+    cmp.workloads = workloads
+        .iter()
+        .map(|(id, g)| WorkloadEntry {
+            id: id.to_string(),
+            title: format!("test {id}"),
+            group: g.to_string(),
+            ..proto.clone()
+        })
+        .collect();
+    cmp.cells.clear();
+    for (w, t, xs) in values {
+        for (i, &x) in xs.iter().enumerate() {
+            let mut r = TargetResult {
+                iops: x,
+                mb_per_s: x,
+                ios: 1,
+                efficiency: Efficiency {
+                    iops_per_cpu_pct: Some(x),
+                    mb_per_s_per_cpu_pct: Some(x),
+                    iops_per_watt: Some(x),
+                    mb_per_s_per_watt: Some(x),
+                    ..Efficiency::default()
+                },
+                ..TargetResult::default()
+            };
+            r.latency_us.mean = x;
+            cmp.cells.push(Cell {
+                workload: w.to_string(),
+                target: t.to_string(),
+                repeat: i as u32,
+                result: r,
+                steady: None,
+            });
+        }
+    }
+    cmp
+}
+
+fn find<'a>(fs: &'a [Finding], label: &str, better: &str) -> Option<&'a Finding> {
+    fs.iter().find(|f| f.label == label && f.better == better)
+}
+
+#[test]
+fn average_and_maximum_over_winning_tests() {
+    let cmp = doc(
+        &["A", "B"],
+        &[
+            ("w1", "bandwidth"),
+            ("w2", "bandwidth"),
+            ("w3", "bandwidth"),
+        ],
+        &[
+            ("w1", "A", &[400.0]),
+            ("w1", "B", &[100.0]),
+            ("w2", "A", &[200.0]),
+            ("w2", "B", &[100.0]),
+            ("w3", "A", &[300.0]),
+            ("w3", "B", &[100.0]),
+        ],
+    );
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    let f = find(&fs, "bandwidth", "A").unwrap();
+    assert_eq!((f.tests, f.compared), (3, 3));
+    assert!((f.average - 3.0).abs() < 1e-12);
+    assert_eq!((f.max, f.max_workload.as_str()), (4.0, "w1"));
+    assert_eq!(
+        f.text,
+        "A shows 3.0x greater bandwidth than B (average over 3 tests; maximum 4.0x in test w1)"
+    );
+    assert!(find(&fs, "bandwidth", "B").is_none());
+    // Efficiency on bandwidth workloads takes the bandwidth flavour.
+    assert!(find(&fs, "bandwidth CPU efficiency", "A").is_some());
+    assert!(find(&fs, "bandwidth power efficiency", "A").is_some());
+    // No IOPS-flavoured workloads: no IOPS or database findings.
+    assert!(fs
+        .iter()
+        .all(|f| f.label != "IOPS" && !f.label.contains("database")));
+}
+
+#[test]
+fn inside_the_noise_is_excluded() {
+    let cmp = doc(
+        &["A", "B"],
+        &[("w1", "database"), ("w2", "database"), ("w3", "database")],
+        &[
+            // 5 % apart: under the 10 % floor.
+            ("w1", "A", &[105.0]),
+            ("w1", "B", &[100.0]),
+            // 50 % apart but the repetitions overlap.
+            ("w2", "A", &[100.0, 200.0]),
+            ("w2", "B", &[100.0, 100.0]),
+            // Clearly apart.
+            ("w3", "A", &[200.0, 202.0]),
+            ("w3", "B", &[100.0, 101.0]),
+        ],
+    );
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    let f = find(&fs, "IOPS", "A").unwrap();
+    assert_eq!((f.tests, f.compared), (1, 3));
+    assert_eq!(f.max_workload, "w3");
+    assert!(f
+        .text
+        .contains("(average over 1 test; maximum 2.0x in test w3)"));
+    assert_eq!(find(&fs, "database CPU efficiency", "A").unwrap().tests, 1);
+    // With a floor above w3's 100 % difference nothing is left.
+    let fs = findings(&cmp, &an, 1.01);
+    assert!(find(&fs, "IOPS", "A").is_none());
+}
+
+#[test]
+fn latency_lower_is_better() {
+    let cmp = doc(
+        &["Fast", "Slow"],
+        &[("w1", "latency")],
+        &[("w1", "Fast", &[100.0]), ("w1", "Slow", &[250.0])],
+    );
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    let f = find(&fs, "latency", "Fast").unwrap();
+    assert!((f.average - 2.5).abs() < 1e-12);
+    assert!(f
+        .text
+        .starts_with("Fast shows 2.5x lower latency than Slow"));
+    assert!(find(&fs, "latency", "Slow").is_none());
+    // ... while Slow has the greater IOPS in this made-up document.
+    assert!(find(&fs, "IOPS", "Slow").is_some());
+}
+
+#[test]
+fn both_directions_never_contradict() {
+    let cmp = doc(
+        &["A", "B"],
+        &[("w1", "bandwidth"), ("w2", "bandwidth")],
+        &[
+            ("w1", "A", &[400.0]),
+            ("w1", "B", &[100.0]),
+            ("w2", "A", &[100.0]),
+            ("w2", "B", &[200.0]),
+        ],
+    );
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    let a = find(&fs, "bandwidth", "A").unwrap();
+    let b = find(&fs, "bandwidth", "B").unwrap();
+    assert_eq!((a.tests, a.max_workload.as_str()), (1, "w1"));
+    assert_eq!((b.tests, b.max_workload.as_str()), (1, "w2"));
+}
+
+#[test]
+fn missing_efficiency_gives_no_finding() {
+    let mut cmp = doc(
+        &["A", "B"],
+        &[("w1", "database")],
+        &[("w1", "A", &[300.0]), ("w1", "B", &[100.0])],
+    );
+    for c in &mut cmp.cells {
+        c.result.efficiency = Efficiency::default();
+        if c.target == "B" {
+            c.result.efficiency.iops_per_cpu_pct = Some(5.0);
+        }
+    }
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    assert!(find(&fs, "IOPS", "A").is_some());
+    assert!(fs.iter().all(|f| f.category != Category::CpuEfficiency));
+    assert!(fs.iter().all(|f| f.category != Category::PowerEfficiency));
+}
+
+#[test]
+fn odd_values_do_not_crash() {
+    let cmp = doc(
+        &["A", "B", "C"],
+        &[
+            ("w1", "database"),
+            ("w2", "bandwidth"),
+            ("empty", "database"),
+        ],
+        &[
+            ("w1", "A", &[f64::NAN, 100.0]),
+            ("w1", "B", &[0.0]),
+            ("w1", "C", &[f64::INFINITY]),
+            ("w2", "A", &[0.0]),
+            ("w2", "B", &[0.0]),
+        ],
+    );
+    let an = Analysis::new(&cmp);
+    // NaN is dropped, so A's mean is 100 from one value.
+    assert_eq!(an.metric("w1", "A", Metric::Iops).unwrap().mean, 100.0);
+    assert!(an.metric("w1", "C", Metric::Iops).is_none());
+    assert!(an.get("empty", "A").is_none());
+    let fs = findings(&cmp, &an, 0.10);
+    // A beats B's zero on w1 is not a ratio: no finding can divide by zero.
+    assert!(fs
+        .iter()
+        .all(|f| f.average.is_finite() && f.max.is_finite()));
+    assert!(fs.iter().all(|f| f.max_workload != "w2"));
+}
+
+#[test]
+fn modeled_power_is_labelled() {
+    let cmp = sample_comparison();
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    let power: Vec<&Finding> = fs
+        .iter()
+        .filter(|f| f.category == Category::PowerEfficiency)
+        .collect();
+    assert!(!power.is_empty());
+    for f in power {
+        let involves_nbd = f.better.starts_with("NBD") || f.worse.starts_with("NBD");
+        assert_eq!(f.modeled_power, involves_nbd, "{}", f.text);
+        assert_eq!(f.text.ends_with("(modeled power)"), involves_nbd);
+    }
+}
+
+#[test]
+fn ratio_formatting() {
+    assert_eq!(fmt_ratio(3.94), "3.9x");
+    assert_eq!(fmt_ratio(10.2), "10x");
+    assert_eq!(fmt_ratio(1.05), "1.05x");
+    assert_eq!(fmt_ratio(7.06), "7.1x");
+}

@@ -1,0 +1,193 @@
+//! Two runs side by side (`RUN_A` vs `RUN_B`): per workload, target and metric the change in
+//! percent and whether it is outside the noise, by the same rule as the key findings.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use sanbench_stats::{ratio_outside_noise, MeanCi};
+use sanbench_store::Comparison;
+
+use crate::analysis::{Analysis, Metric};
+
+/// The metrics a diff shows, in order.
+pub const DIFF_METRICS: [Metric; 6] = [
+    Metric::MbPerS,
+    Metric::Iops,
+    Metric::LatMeanUs,
+    Metric::LatP99Us,
+    Metric::IopsPerCpu,
+    Metric::IopsPerWatt,
+];
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DiffRow {
+    pub workload: String,
+    pub target: String,
+    pub metric: Metric,
+    pub a: MeanCi,
+    pub b: MeanCi,
+    /// (b − a) ÷ a × 100; `None` when a is zero.
+    pub change_pct: Option<f64>,
+    pub outside_noise: bool,
+    /// B is better than A (lower for latency), judged only when outside the noise.
+    pub improved: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Diff {
+    pub rows: Vec<DiffRow>,
+    /// (workload, target) cells present in only one of the runs.
+    pub only_in_a: Vec<(String, String)>,
+    pub only_in_b: Vec<(String, String)>,
+}
+
+/// Compares run A with run B, matching cells by workload id and target name.
+pub fn diff(a: &Comparison, b: &Comparison, min_rel: f64) -> Diff {
+    let (an_a, an_b) = (Analysis::new(a), Analysis::new(b));
+    let mut out = Diff::default();
+    for ((w, t), sa) in &an_a.stats {
+        let Some(sb) = an_b.stats.get(&(w.clone(), t.clone())) else {
+            out.only_in_a.push((w.clone(), t.clone()));
+            continue;
+        };
+        for m in DIFF_METRICS {
+            let (Some(ma), Some(mb)) = (sa.get(m), sb.get(m)) else {
+                continue;
+            };
+            let change_pct = (ma.mean != 0.0).then(|| (mb.mean - ma.mean) / ma.mean * 100.0);
+            let outside_noise = ratio_outside_noise(ma, mb, min_rel);
+            let improved = outside_noise.then(|| {
+                if m.lower_is_better() {
+                    mb.mean < ma.mean
+                } else {
+                    mb.mean > ma.mean
+                }
+            });
+            out.rows.push(DiffRow {
+                workload: w.clone(),
+                target: t.clone(),
+                metric: m,
+                a: *ma,
+                b: *mb,
+                change_pct,
+                outside_noise,
+                improved,
+            });
+        }
+    }
+    for k in an_b.stats.keys() {
+        if !an_a.stats.contains_key(k) {
+            out.only_in_b.push(k.clone());
+        }
+    }
+    out
+}
+
+fn fmt_ci(m: &MeanCi) -> String {
+    let v = crate::fmt::num(m.mean);
+    if m.n > 1 {
+        format!("{v} ± {}", crate::fmt::num(m.ci95))
+    } else {
+        v
+    }
+}
+
+/// A plain-text table for the terminal.
+pub fn render_text(d: &Diff) -> String {
+    let header = [
+        "workload", "target", "metric", "A", "B", "change", "verdict",
+    ];
+    let mut rows: Vec<[String; 7]> = Vec::new();
+    for r in &d.rows {
+        let verdict = match r.improved {
+            None => "inside the noise",
+            Some(true) => "better",
+            Some(false) => "worse",
+        };
+        rows.push([
+            r.workload.clone(),
+            r.target.clone(),
+            r.metric.label().to_string(),
+            fmt_ci(&r.a),
+            fmt_ci(&r.b),
+            r.change_pct
+                .map(|c| format!("{c:+.1} %"))
+                .unwrap_or_else(|| "n/a".into()),
+            verdict.into(),
+        ]);
+    }
+    let mut widths = header.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    let line = |s: &mut String, cells: &[String]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(s, "{}", parts.join("  ").trim_end());
+    };
+    line(&mut s, &header.map(String::from));
+    line(&mut s, &widths.map(|w| "-".repeat(w)));
+    for r in &rows {
+        line(&mut s, r);
+    }
+    for (label, cells) in [("only in A", &d.only_in_a), ("only in B", &d.only_in_b)] {
+        for (w, t) in cells {
+            let _ = writeln!(s, "{label}: {w} on {t}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sanbench_store::fixture::sample_comparison;
+
+    #[test]
+    fn identical_runs_are_inside_the_noise() {
+        let a = sample_comparison();
+        let d = diff(&a, &a, 0.10);
+        assert_eq!(d.rows.len(), 4 * 3 * DIFF_METRICS.len());
+        assert!(d
+            .rows
+            .iter()
+            .all(|r| !r.outside_noise && r.change_pct == Some(0.0)));
+        assert!(d.only_in_a.is_empty() && d.only_in_b.is_empty());
+    }
+
+    #[test]
+    fn doubled_iops_and_halved_latency_are_improvements() {
+        let a = sample_comparison();
+        let mut b = a.clone();
+        b.cells.retain(|c| c.target != "iSCSI 10G");
+        for c in b.cells.iter_mut().filter(|c| c.target == "FC 8G") {
+            c.result.iops *= 2.0;
+            c.result.latency_us.mean /= 2.0;
+        }
+        let d = diff(&a, &b, 0.10);
+        let row = |m: Metric| {
+            d.rows
+                .iter()
+                .find(|r| r.workload == "db-8k-qd4" && r.target == "FC 8G" && r.metric == m)
+                .unwrap()
+        };
+        let iops = row(Metric::Iops);
+        assert!((iops.change_pct.unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!(iops.improved, Some(true));
+        let lat = row(Metric::LatMeanUs);
+        assert!((lat.change_pct.unwrap() + 50.0).abs() < 1e-9);
+        assert_eq!(lat.improved, Some(true));
+        assert_eq!(row(Metric::MbPerS).improved, None);
+        assert_eq!(d.only_in_a.len(), 4);
+        let text = render_text(&d);
+        assert!(text.contains("+100.0 %"));
+        assert!(text.contains("only in A: db-8k-qd16 on iSCSI 10G"));
+    }
+}

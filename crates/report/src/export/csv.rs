@@ -1,0 +1,92 @@
+//! results.csv: one row per cell (workload × target × repetition) with the key figures, for
+//! spreadsheets and scripts. Empty fields mean "not measured".
+//!
+//! Columns ([`CSV_HEADER`]):
+//! `workload, group, target, repeat` identify the cell; `seconds` is the measured window;
+//! `iops, mb_per_s` (decimal MB), `mib_per_s`; `read_iops, write_iops`;
+//! `lat_mean_us, lat_p50_us, lat_p90_us, lat_p99_us, lat_p999_us, lat_max_us` (reads and writes
+//! together); `lat_0_1ms_pct, lat_0_2ms_pct` (cumulative share within 1 and 2 ms, the Demartek
+//! figures); `iops_per_cpu_pct, mb_per_s_per_cpu_pct, cpu_us_per_io, core_pct_per_1000_iops`;
+//! `iops_per_watt, mb_per_s_per_watt`; `power_modeled` (true when the watts are modeled, not
+//! measured); `steady` (the time-based steady-state verdict, empty when not judged).
+
+use std::fmt::Write as _;
+
+use super::Exporter;
+use crate::analysis::power_is_modeled;
+use crate::fmt::csv_field;
+use crate::{Report, ReportError};
+
+pub const CSV_HEADER: &str = "workload,group,target,repeat,seconds,iops,mb_per_s,mib_per_s,\
+read_iops,write_iops,lat_mean_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p999_us,lat_max_us,\
+lat_0_1ms_pct,lat_0_2ms_pct,iops_per_cpu_pct,mb_per_s_per_cpu_pct,cpu_us_per_io,\
+core_pct_per_1000_iops,iops_per_watt,mb_per_s_per_watt,power_modeled,steady";
+
+pub struct CsvExporter;
+
+/// A number as CSV: shortest exact form, empty when absent or not finite.
+fn f(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v.is_finite() => format!("{v}"),
+        _ => String::new(),
+    }
+}
+
+impl Exporter for CsvExporter {
+    fn file_name(&self) -> &'static str {
+        "results.csv"
+    }
+
+    fn render(&self, r: &Report) -> Result<Vec<u8>, ReportError> {
+        let mut s = String::from(CSV_HEADER);
+        s.push('\n');
+        for c in &r.cmp.cells {
+            let group = r
+                .cmp
+                .workloads
+                .iter()
+                .find(|w| w.id == c.workload)
+                .map(|w| w.group.as_str())
+                .unwrap_or("");
+            let t = &c.result;
+            let l = &t.latency_us;
+            let b = &t.latency_ms_buckets;
+            let cum = |n: usize| (!b.is_empty()).then(|| b.iter().take(n).sum::<f64>() * 100.0);
+            let e = &t.efficiency;
+            let cols = [
+                csv_field(&c.workload),
+                csv_field(group),
+                csv_field(&c.target),
+                c.repeat.to_string(),
+                f(Some(t.seconds)),
+                f(Some(t.iops)),
+                f(Some(t.mb_per_s)),
+                f(Some(t.mib_per_s)),
+                f(Some(t.read.iops)),
+                f(Some(t.write.iops)),
+                f(Some(l.mean)),
+                f(Some(l.p50)),
+                f(Some(l.p90)),
+                f(Some(l.p99)),
+                f(Some(l.p999)),
+                f(Some(l.max)),
+                f(cum(1)),
+                f(cum(2)),
+                f(e.iops_per_cpu_pct),
+                f(e.mb_per_s_per_cpu_pct),
+                f(e.cpu_us_per_io),
+                f(e.core_pct_per_1000_iops),
+                f(e.iops_per_watt),
+                f(e.mb_per_s_per_watt),
+                if t.power.is_some() {
+                    power_is_modeled(t).to_string()
+                } else {
+                    String::new()
+                },
+                c.steady.map(|s| s.steady.to_string()).unwrap_or_default(),
+            ];
+            let _ = writeln!(s, "{}", cols.join(","));
+        }
+        Ok(s.into_bytes())
+    }
+}

@@ -1,0 +1,24 @@
+//! results.json: the comparison document itself plus a `findings` array, so one file carries
+//! the raw figures and the conclusions drawn from them.
+
+use super::Exporter;
+use crate::{Report, ReportError};
+
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn file_name(&self) -> &'static str {
+        "results.json"
+    }
+
+    fn render(&self, r: &Report) -> Result<Vec<u8>, ReportError> {
+        let mut v = serde_json::to_value(r.cmp)?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("findings".into(), serde_json::to_value(&r.findings)?);
+            obj.insert("min_rel".into(), serde_json::json!(r.options.min_rel));
+        }
+        let mut out = serde_json::to_vec_pretty(&v)?;
+        out.push(b'\n');
+        Ok(out)
+    }
+}

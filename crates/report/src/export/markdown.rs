@@ -1,0 +1,146 @@
+//! report.md: the findings, the report card at the chosen weights and one table per workload,
+//! for pasting into an issue, a wiki or a paper draft.
+
+use std::fmt::Write as _;
+
+use super::Exporter;
+use crate::analysis::Metric;
+use crate::fmt::{md_cell, mean_ci, shell_command, short};
+use crate::{Report, ReportError};
+
+pub struct MarkdownExporter;
+
+/// Columns of a workload table: (header, metric).
+const COLUMNS: [(&str, Metric); 8] = [
+    ("MB/s", Metric::MbPerS),
+    ("IOPS", Metric::Iops),
+    ("Mean latency µs", Metric::LatMeanUs),
+    ("p99 µs", Metric::LatP99Us),
+    ("IOPS per CPU %", Metric::IopsPerCpu),
+    ("MB/s per CPU %", Metric::MbPerCpu),
+    ("IOPS per W", Metric::IopsPerWatt),
+    ("MB/s per W", Metric::MbPerWatt),
+];
+
+impl Exporter for MarkdownExporter {
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn render(&self, r: &Report) -> Result<Vec<u8>, ReportError> {
+        let c = r.cmp;
+        let mut s = String::new();
+        let _ = writeln!(s, "# sanbench comparison: {}\n", md_cell(&c.suite));
+        if !c.suite_description.is_empty() {
+            let _ = writeln!(s, "{}\n", md_cell(&c.suite_description));
+        }
+        let names: Vec<String> = c.targets.iter().map(|t| md_cell(&t.name)).collect();
+        let _ = writeln!(
+            s,
+            "Run {} · sanbench {} · {} repetition{} · targets: {}\n",
+            md_cell(&c.started_at),
+            md_cell(&c.sanbench_version),
+            c.repeat,
+            if c.repeat == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+        if c.incomplete {
+            s.push_str("> **Incomplete run**: it stopped before every cell ran.\n\n");
+        }
+        s.push_str("## Key findings\n\n");
+        if r.findings.is_empty() {
+            let _ = writeln!(
+                s,
+                "No difference outside the noise (95 % intervals, floor {} %).",
+                short(r.options.min_rel * 100.0)
+            );
+        }
+        for f in &r.findings {
+            let _ = writeln!(s, "- {}", md_cell(&f.text));
+        }
+        let _ = writeln!(
+            s,
+            "\nA finding counts only the tests where the difference is outside the noise \
+             (non-overlapping 95 % confidence intervals and at least {} % apart).\n",
+            short(r.options.min_rel * 100.0)
+        );
+        s.push_str("## Report card\n\n| Rank | Target |");
+        for cat in &r.card.categories {
+            let _ = write!(s, " {} ({} %) |", cat.title, short(cat.weight));
+        }
+        s.push_str(" Total | Grade |\n|---:|---|");
+        s.push_str(&"---:|".repeat(r.card.categories.len() + 2));
+        s.push('\n');
+        for (i, row) in r.card.rows.iter().enumerate() {
+            let _ = write!(s, "| {} | {} |", i + 1, md_cell(&row.target));
+            for cat in &r.card.categories {
+                let v = row.scores.get(cat.key).map(|v| format!("{v:.0}"));
+                let v = v.unwrap_or_else(|| "–".into());
+                let _ = write!(s, " {}{} |", v, if cat.available { "" } else { " †" });
+            }
+            let _ = writeln!(s, " {:.0} | {} |", row.total, row.grade);
+        }
+        s.push_str(
+            "\nScores: best target = 100 per category; total = weighted mean; \
+             A ≥ 90, B ≥ 80, C ≥ 70, D ≥ 60, else F.",
+        );
+        if r.card.categories.iter().any(|c| !c.available) {
+            s.push_str(" † not every target has this figure: left out of the total.");
+        }
+        s.push_str("\n\n## Results\n\nMean ± 95 % confidence interval over the repetitions; MB = 10^6 bytes.\n");
+        let mut modeled = false;
+        for w in &c.workloads {
+            let _ = writeln!(
+                s,
+                "\n### {}\n\n`{}` · group {} · {}\n",
+                md_cell(&w.title),
+                md_cell(&w.id),
+                md_cell(&w.group),
+                md_cell(&w.spec.describe())
+            );
+            s.push_str("| Target |");
+            for (h, _) in COLUMNS {
+                let _ = write!(s, " {h} |");
+            }
+            s.push_str(" ≤ 1 ms | ≤ 2 ms |\n|---|");
+            s.push_str(&"---:|".repeat(COLUMNS.len() + 2));
+            s.push('\n');
+            for t in &c.targets {
+                let Some(st) = r.analysis.get(&w.id, &t.name) else {
+                    let _ = writeln!(s, "| {} | not run |", md_cell(&t.name));
+                    continue;
+                };
+                let _ = write!(s, "| {} |", md_cell(&t.name));
+                for (_, m) in COLUMNS {
+                    let mark = matches!(m, Metric::IopsPerWatt | Metric::MbPerWatt)
+                        && st.modeled_power
+                        && st.get(m).is_some();
+                    modeled |= mark;
+                    let _ = write!(
+                        s,
+                        " {}{} |",
+                        mean_ci(st.get(m)),
+                        if mark { "*" } else { "" }
+                    );
+                }
+                let cum = |n: usize| -> String {
+                    if st.ms_buckets.is_empty() {
+                        "–".into()
+                    } else {
+                        format!("{:.1} %", st.ms_buckets.iter().take(n).sum::<f64>() * 100.0)
+                    }
+                };
+                let _ = writeln!(s, " {} | {} |", cum(1), cum(2));
+            }
+        }
+        if modeled {
+            s.push_str("\n\\* modeled power (no meter): an estimate, not a measurement.\n");
+        }
+        let _ = writeln!(
+            s,
+            "\n## Reproduce\n\n```sh\n{}\n```",
+            shell_command(&c.command)
+        );
+        Ok(s.into_bytes())
+    }
+}

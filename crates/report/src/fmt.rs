@@ -1,0 +1,147 @@
+//! Number formatting and escaping shared by the exporters.
+
+/// A figure for people: thousands separated, about three significant digits below 100.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        let s = format!("{:.0}", a);
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        if x < 0.0 {
+            out.insert(0, '-');
+        }
+        out
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else if a == 0.0 {
+        "0".into()
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON that is safe inside `<script type="application/json">`: `<`, `>`, `&` and the two
+/// JavaScript line separators only occur inside strings, where `\uXXXX` means the same.
+pub fn json_for_script(v: &serde_json::Value) -> String {
+    let s = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
+    s.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// Escapes a Markdown table cell.
+pub fn md_cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\n', " ")
+}
+
+/// One CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The command as a shell would take it back (POSIX single quotes where needed).
+pub fn shell_command(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// "mean ± ci" when repeated, the mean alone otherwise, "–" when absent.
+pub fn mean_ci(m: Option<&sanbench_stats::MeanCi>) -> String {
+    match m {
+        Some(m) if m.n > 1 && m.ci95 > 0.0 => format!("{} ± {}", num(m.mean), num(m.ci95)),
+        Some(m) => num(m.mean),
+        None => "–".into(),
+    }
+}
+
+/// A round figure without trailing zeros ("10", "12.5"), for percentages and weights.
+pub fn short(x: f64) -> String {
+    let s = num(x);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(num(95_000.4), "95,000");
+        assert_eq!(num(-1234.0), "-1,234");
+        assert_eq!(num(12.345), "12.3");
+        assert_eq!(num(1.234), "1.23");
+        assert_eq!(num(0.01234), "0.012");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(html("<a & 'b'>\""), "&lt;a &amp; &#39;b&#39;&gt;&quot;");
+        let v = serde_json::json!({"n": "</script><b>&\u{2028}"});
+        let s = json_for_script(&v);
+        assert!(!s.contains('<') && !s.contains('&') && !s.contains('\u{2028}'));
+        let back: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, v);
+        assert_eq!(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+        assert_eq!(md_cell("a|<b>"), "a\\|&lt;b&gt;");
+        let cmd: Vec<String> = ["sanbench", "NBD <ram> & co=nbd://x", "it's"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            shell_command(&cmd),
+            "sanbench 'NBD <ram> & co=nbd://x' 'it'\\''s'"
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! sanbench's report: what a comparison shows, in the form the interconnect studies used.
+//!
+//! [`analysis`] summarises repetitions (mean ± 95 % CI) and derives the "Key Findings"
+//! ("A shows 3.9x greater bandwidth power efficiency than B (average over 6 tests; maximum 7.1x
+//! in single-port random read)"), only where a difference is outside the noise. [`card`] scores
+//! targets per category like Network Computing's interactive report card. [`diff`] compares two
+//! runs. The exporters in [`export`] (one file per format behind one [`Exporter`] trait, as in
+//! hyperfine) turn a [`Report`] into `report.html`, `report.md`, `results.json` and
+//! `results.csv`; [`render_dir`] writes them all.
+
+pub mod analysis;
+pub mod card;
+pub mod diff;
+pub mod export;
+pub mod fmt;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+use sanbench_store::Comparison;
+
+pub use analysis::fmt_ratio;
+pub use analysis::{findings, Analysis, Category, Finding, Metric};
+pub use card::{Card, DEFAULT_WEIGHTS};
+pub use diff::{diff, render_text as render_diff_text, Diff};
+pub use export::{exporter, exporters, Exporter};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot serialise the report: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("unknown report format {0:?} (known: html, markdown, json, csv)")]
+    UnknownFormat(String),
+}
+
+/// How to judge and render.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Smallest relative difference that may count as a finding (default 0.10: this machine's
+    /// run-to-run noise is 10-20 %).
+    pub min_rel: f64,
+    /// Report card weights, in [`Category::ALL`] order.
+    pub weights: [f64; 5],
+    /// Workload whose per-second series is shown first (default: the first).
+    pub timeseries_workload: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            min_rel: 0.10,
+            weights: DEFAULT_WEIGHTS,
+            timeseries_workload: None,
+        }
+    }
+}
+
+/// A comparison with everything derived from it, ready for the exporters.
+pub struct Report<'a> {
+    pub cmp: &'a Comparison,
+    pub options: Options,
+    pub analysis: Analysis,
+    pub findings: Vec<Finding>,
+    pub card: Card,
+}
+
+impl<'a> Report<'a> {
+    pub fn new(cmp: &'a Comparison, options: &Options) -> Report<'a> {
+        let analysis = Analysis::new(cmp);
+        let findings = analysis::findings(cmp, &analysis, options.min_rel);
+        let card = card::card(cmp, &analysis, &options.weights);
+        Report {
+            cmp,
+            options: options.clone(),
+            analysis,
+            findings,
+            card,
+        }
+    }
+}
+
+/// Writes report.html, report.md, results.json and results.csv into `dir` (created if needed);
+/// returns the files written.
+pub fn render_dir(
+    cmp: &Comparison,
+    dir: &Path,
+    options: &Options,
+) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let report = Report::new(cmp, options);
+    let mut written = Vec::new();
+    for e in exporters() {
+        let path = dir.join(e.file_name());
+        let bytes = e.render(&report)?;
+        std::fs::write(&path, bytes).map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}

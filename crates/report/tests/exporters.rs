@@ -1,0 +1,161 @@
+//! Exporter output for the fixture comparison: Markdown and CSV against checked-in snapshots
+//! (`UPDATE_SNAPSHOTS=1 cargo test -p sanbench-report` rewrites them after a deliberate
+//! change), structural checks of the HTML and JSON, and render_dir.
+
+use std::path::PathBuf;
+
+use sanbench_report::export::CSV_HEADER;
+use sanbench_report::{exporter, render_dir, Options, Report};
+use sanbench_store::fixture::sample_comparison;
+
+fn snapshot(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 creates it)", path.display()));
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{name} differs from its snapshot at line {}:\nexpected: {:?}\nactual:   {:?}",
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+fn render(format: &str) -> String {
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    String::from_utf8(exporter(format).unwrap().render(&report).unwrap()).unwrap()
+}
+
+#[test]
+fn markdown_matches_snapshot() {
+    let md = render("markdown");
+    assert!(md.contains("## Key findings"));
+    assert!(md.contains("(modeled power)"));
+    snapshot("report.md", &md);
+}
+
+#[test]
+fn csv_matches_snapshot() {
+    let csv = render("csv");
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(CSV_HEADER));
+    let cols = CSV_HEADER.split(',').count();
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), sample_comparison().cells.len());
+    for row in &rows {
+        // The fixture has no quoted fields, so commas count columns.
+        assert_eq!(row.split(',').count(), cols, "{row}");
+    }
+    snapshot("results.csv", &csv);
+}
+
+#[test]
+fn json_is_the_comparison_plus_findings() {
+    let v: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
+    assert_eq!(v["schema"], "sanbench.compare/1");
+    let findings = v["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    assert!(findings
+        .iter()
+        .all(|f| f["text"].as_str().unwrap().contains(" shows ")));
+    // The document part still parses as a Comparison.
+    let back: sanbench_store::Comparison = serde_json::from_value(v).unwrap();
+    assert_eq!(back, sample_comparison());
+}
+
+#[test]
+fn html_is_self_contained_and_complete() {
+    let html = render("html");
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    // Every finding is on the page (escaped).
+    for f in &report.findings {
+        let esc = sanbench_report::fmt::html(&f.text);
+        let plain = esc.replacen(
+            &format!("{} ", sanbench_report::analysis::fmt_ratio(f.average)),
+            "",
+            1,
+        );
+        let tail = plain.split(" shows ").nth(1).unwrap().to_string();
+        assert!(html.contains(&tail[tail.len() / 2..]), "{}", f.text);
+    }
+    // Charts: 2 groups × (MB/s, IOPS) + 2 flavours × (CPU, power) + 4 percentile charts
+    // + 1 queue-depth chart + 4 time series.
+    assert_eq!(html.matches("<svg").count(), 4 + 4 + 4 + 1 + 4);
+    assert!(html.contains("id=\"report-card\""));
+    for key in [
+        "bandwidth",
+        "iops",
+        "latency",
+        "cpu_efficiency",
+        "power_efficiency",
+    ] {
+        assert!(html.contains(&format!("data-category=\"{key}\"")), "{key}");
+    }
+    assert!(html.contains("data-target=\"NBD &lt;ram&gt; &amp; co\""));
+    // User strings never appear unescaped.
+    assert!(!html.contains("NBD <ram>"));
+    // Nothing is fetched: no external URLs in src/href, no link tags.
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+    assert!(!html.contains("<link"));
+    assert!(html.contains("≥ 24"));
+    assert!(html.contains("id=\"reproduce-command\""));
+    assert!(html.contains("(modeled)"));
+}
+
+#[test]
+fn render_dir_writes_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("new/report");
+    let files = render_dir(&sample_comparison(), &out, &Options::default()).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["report.html", "report.md", "results.json", "results.csv"]
+    );
+    assert!(files
+        .iter()
+        .all(|f| std::fs::metadata(f).unwrap().len() > 0));
+    assert!(exporter("pdf").is_err());
+}
+
+#[test]
+fn empty_and_odd_comparisons_render() {
+    let mut cmp = sample_comparison();
+    cmp.cells.clear();
+    cmp.incomplete = true;
+    let r = Report::new(&cmp, &Options::default());
+    for f in ["html", "markdown", "json", "csv"] {
+        let out = exporter(f).unwrap().render(&r).unwrap();
+        assert!(!out.is_empty());
+    }
+    let mut cmp = sample_comparison();
+    for c in &mut cmp.cells {
+        c.result.iops = f64::NAN;
+        c.result.mb_per_s = 0.0;
+        c.result.latency_ms_buckets.clear();
+        c.result.timeseries.clear();
+    }
+    cmp.targets.clear();
+    let r = Report::new(&cmp, &Options::default());
+    for f in ["html", "markdown", "csv"] {
+        let out = String::from_utf8(exporter(f).unwrap().render(&r).unwrap()).unwrap();
+        assert!(!out.contains("NaN"), "{f}");
+    }
+}
