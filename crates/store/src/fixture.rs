@@ -204,6 +204,10 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
             core_pct_per_1000_iops: Some(cpu * cores / (iops / 1000.0)),
             iops_per_watt: Some(iops / p.watts),
             mb_per_s_per_watt: Some(mb / p.watts),
+            cpu_pct: Some(cpu),
+            cpu_baseline_subtracted: true,
+            cpu_us_per_io_gross: None,
+            power_modeled: p.modeled,
         },
         ..TargetResult::default()
     }
