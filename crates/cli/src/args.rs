@@ -27,6 +27,12 @@ pub enum Command {
     },
     /// Run a suite's workloads on every target, interleaved, and write the comparison report.
     Compare(CompareArgs),
+    /// Runs recorded in the results store.
+    History(HistoryArgs),
+    /// Re-render the report of one or more stored runs (several: side by side).
+    Report(ReportArgs),
+    /// What got better or worse between two stored runs, and whether it is outside the noise.
+    Diff(DiffArgs),
     /// What this host can measure: CPU, network, power sources.
     Monitors(MonitorArgs),
     /// Serve a RAM-disk (or file) target: nbd or iscsi.
@@ -303,4 +309,35 @@ impl Default for MonitorArgs {
             no_monitor: false,
         }
     }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct HistoryArgs {
+    /// Results database (default under the user's data directory).
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Run ids (see 'sanbench history').
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[arg(long, default_value = "sanbench-report", value_name = "DIR")]
+    pub out: PathBuf,
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DiffArgs {
+    #[arg(value_name = "RUN_A")]
+    pub run_a: String,
+    #[arg(value_name = "RUN_B")]
+    pub run_b: String,
+    /// Smallest relative change that counts when the noise is unknown (single runs).
+    #[arg(long, default_value_t = 0.10, value_name = "FRACTION")]
+    pub min_rel: f64,
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
 }

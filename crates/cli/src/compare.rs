@@ -180,6 +180,11 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         manifest: serde_json::Value::Null,
         incomplete: false,
     };
+    let mut recorder = if a.no_store {
+        None
+    } else {
+        Some(crate::store_cmd::Recorder::begin(a.db.as_deref(), &cmp)?)
+    };
     let order = interleaved_order(p.suite.workloads.len(), p.targets.len(), a.repeat);
     let per_cell: Vec<Duration> = p
         .suite
@@ -240,13 +245,17 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
                         r.latency_us.p99
                     );
                 }
-                cmp.cells.push(Cell {
+                let cell = Cell {
                     workload: w.id.clone(),
                     target: name.clone(),
                     repeat: *rep,
                     steady: steady_state(&iops, 5),
                     result: r,
-                });
+                };
+                if let Some(rec) = recorder.as_mut() {
+                    rec.cell(&cell)?;
+                }
+                cmp.cells.push(cell);
                 write_results(&cmp, &a.out)?;
             }
             Err(e) => {
@@ -257,11 +266,23 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         left = left.saturating_sub(per_cell[*wi]);
     }
     cmp.incomplete = cmp.cells.len() < order.len();
-    write_results(&cmp, &a.out)?;
+    if let Some(rec) = recorder.as_mut() {
+        rec.finish(cmp.incomplete)?;
+    }
+    let files = sanbench_report::render_dir(&cmp, &a.out, &sanbench_report::Options::default())
+        .context("writing the report")?;
     if !a.quiet {
         print!("{}", crate::output::compare_table(&cmp));
     }
-    println!("results: {}", a.out.join("results.json").display());
+    println!();
+    crate::store_cmd::print_findings(&cmp);
+    println!();
+    for f in &files {
+        println!("wrote {}", f.display());
+    }
+    if let Some(rec) = &recorder {
+        println!("recorded as run {} in {}", rec.run, rec.path.display());
+    }
     if let Some(e) = failure {
         return Err(e);
     }

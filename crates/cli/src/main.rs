@@ -14,6 +14,7 @@ mod run_cmd;
 mod serve_cmd;
 mod servers;
 mod signals;
+mod store_cmd;
 mod suite_cmd;
 mod targets;
 
@@ -50,6 +51,9 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),
+        Command::History(a) => store_cmd::history(a),
+        Command::Report(a) => store_cmd::report(a),
+        Command::Diff(a) => store_cmd::diff(a),
         Command::Serve { command } => serve_cmd::run(command),
     };
     match result {

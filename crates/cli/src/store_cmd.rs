@@ -1,0 +1,151 @@
+//! The results store from the command line: `history`, `report RUN...`, `diff RUN_A RUN_B`, and
+//! the store side of `compare` (a run opened before the first cell, every cell committed as it
+//! finishes, so a run killed halfway keeps what it measured).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use sanbench_report::{render_dir, Options, Report};
+use sanbench_store::{Cell, Comparison, RunId, Store};
+
+use crate::args::{DiffArgs, HistoryArgs, ReportArgs};
+use crate::error::{usage, CliError};
+
+pub fn open(db: Option<&Path>) -> Result<(Store, PathBuf), CliError> {
+    let path = match db {
+        Some(p) => p.to_path_buf(),
+        None => Store::default_path().map_err(|e| usage(e.to_string()))?,
+    };
+    let store = Store::open(&path).with_context(|| format!("results store {}", path.display()))?;
+    Ok((store, path))
+}
+
+/// Records a comparison as it runs.
+pub struct Recorder {
+    store: Store,
+    pub run: RunId,
+    pub path: PathBuf,
+}
+
+impl Recorder {
+    pub fn begin(db: Option<&Path>, cmp: &Comparison) -> Result<Recorder, CliError> {
+        let (mut store, path) = open(db)?;
+        let run = store.begin_run(cmp).context("recording the run")?;
+        Ok(Recorder { store, run, path })
+    }
+
+    pub fn cell(&mut self, c: &Cell) -> Result<(), CliError> {
+        self.store
+            .add_cell(self.run, c)
+            .context("recording a result")?;
+        Ok(())
+    }
+
+    pub fn finish(&mut self, incomplete: bool) -> Result<(), CliError> {
+        self.store
+            .finish_run(self.run, incomplete)
+            .context("closing the run")?;
+        Ok(())
+    }
+}
+
+fn run_id(s: &str) -> Result<RunId, CliError> {
+    s.parse()
+        .map_err(|_| usage(format!("'{s}' is not a run id (see 'sanbench history')")))
+}
+
+pub fn history(a: HistoryArgs) -> Result<(), CliError> {
+    let (store, path) = open(a.db.as_deref())?;
+    let runs = store.list().context("listing runs")?;
+    if runs.is_empty() {
+        println!("no runs recorded in {}", path.display());
+        return Ok(());
+    }
+    println!(
+        "{:>5}  {:<24} {:<18} {:>5}  targets",
+        "run", "started (UTC)", "suite", "cells"
+    );
+    for r in runs {
+        println!(
+            "{:>5}  {:<24} {:<18} {:>5}  {}{}",
+            r.id.to_string(),
+            r.started_at,
+            r.suite,
+            r.cells,
+            r.targets.join(", "),
+            if r.incomplete { "  (incomplete)" } else { "" }
+        );
+    }
+    Ok(())
+}
+
+/// Loads one or more runs; several are merged into one comparison (their targets side by side,
+/// workloads matched by id), so last month's run can be re-rendered beside today's.
+pub fn report(a: ReportArgs) -> Result<(), CliError> {
+    let (store, _) = open(a.db.as_deref())?;
+    let mut runs = Vec::new();
+    for id in &a.runs {
+        let id = run_id(id)?;
+        runs.push(store.load(id).map_err(|e| usage(e.to_string()))?);
+    }
+    let cmp = merge_runs(runs, &a.runs);
+    let files = render_dir(&cmp, &a.out, &Options::default()).context("writing the report")?;
+    print_findings(&cmp);
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+fn merge_runs(mut runs: Vec<Comparison>, ids: &[String]) -> Comparison {
+    if runs.len() == 1 {
+        return runs.pop().expect("one run");
+    }
+    let mut out = runs[0].clone();
+    out.targets.clear();
+    out.cells.clear();
+    for (run, id) in runs.into_iter().zip(ids) {
+        for mut t in run.targets {
+            let old = t.name.clone();
+            t.name = format!("{old} (run {id})");
+            out.targets.push(t);
+            for mut c in run.cells.iter().filter(|c| c.target == old).cloned() {
+                c.target = format!("{old} (run {id})");
+                out.cells.push(c);
+            }
+        }
+        for w in run.workloads {
+            if !out.workloads.iter().any(|x| x.id == w.id) {
+                out.workloads.push(w);
+            }
+        }
+        out.incomplete |= run.incomplete;
+    }
+    out
+}
+
+pub fn diff(a: DiffArgs) -> Result<(), CliError> {
+    let (store, _) = open(a.db.as_deref())?;
+    let ra = store
+        .load(run_id(&a.run_a)?)
+        .map_err(|e| usage(e.to_string()))?;
+    let rb = store
+        .load(run_id(&a.run_b)?)
+        .map_err(|e| usage(e.to_string()))?;
+    let d = sanbench_report::diff(&ra, &rb, a.min_rel);
+    print!("{}", sanbench_report::render_diff_text(&d));
+    Ok(())
+}
+
+/// The Key Findings, as the studies printed them.
+pub fn print_findings(cmp: &Comparison) {
+    let report = Report::new(cmp, &Options::default());
+    if report.findings.is_empty() {
+        println!("Key Findings: no difference outside the noise.");
+        return;
+    }
+    println!("Key Findings:");
+    for f in &report.findings {
+        println!("  - {}", f.text);
+    }
+}
