@@ -1,0 +1,161 @@
+//! `compare`, the results store and re-rendering, from the outside.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn sanbench() -> Command {
+    Command::cargo_bin("sanbench").unwrap()
+}
+
+fn results(dir: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn compare_stores_reports_and_rerenders_the_same_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("results.db");
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        r#"
+name = "two"
+description = "two workloads"
+time = "400ms"
+ramp = "0s"
+[[workload]]
+id = "rr"
+group = "iops"
+qd = 8
+segment = [{ bs = "4k", read = 100, random = 100 }]
+[[sweep]]
+id = "seq"
+group = "bandwidth"
+qd = [1, 4]
+segment = [{ bs = "64k", read = 100, random = 0 }]
+"#,
+    )
+    .unwrap();
+    let o = sanbench()
+        .args([
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--repeat",
+            "2",
+        ])
+        .args(["--baseline", "0", "--power", "model", "--quiet"])
+        .arg("--db")
+        .arg(&db)
+        .arg("--out")
+        .arg(&out)
+        .args(["a=mem:64M", "b=mem:32M"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("recorded as run"), "{stdout}");
+    for f in ["report.html", "report.md", "results.json", "results.csv"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let doc = results(&out);
+    assert_eq!(doc["schema"], "sanbench.compare/1");
+    // 3 workloads (one plus a two-point QD sweep) x 2 targets x 2 repetitions.
+    assert_eq!(doc["cells"].as_array().unwrap().len(), 12);
+    assert_eq!(doc["workloads"].as_array().unwrap().len(), 3);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("report-card"));
+
+    // History lists the run; report re-renders it from the store with identical figures.
+    let h = sanbench()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let h = String::from_utf8_lossy(&h.stdout);
+    assert!(h.contains("two") && h.contains("a, b"), "{h}");
+    let out2 = tmp.path().join("again");
+    sanbench()
+        .args(["report", "1", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(&out2)
+        .assert()
+        .success();
+    let again = results(&out2);
+    assert_eq!(again["cells"], doc["cells"]);
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.csv")).unwrap(),
+        std::fs::read_to_string(out2.join("results.csv")).unwrap()
+    );
+
+    // A second run, then a diff of the two.
+    sanbench()
+        .args([
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--baseline",
+            "0",
+            "--quiet",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .arg("--out")
+        .arg(tmp.path().join("out3"))
+        .args(["a=mem:64M", "b=mem:32M"])
+        .assert()
+        .success();
+    let d = sanbench()
+        .args(["diff", "1", "2", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    assert!(String::from_utf8_lossy(&d.stdout).contains("rr"));
+    // Unknown runs are usage errors.
+    let bad = sanbench()
+        .args(["report", "99", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn suite_commands_and_bad_input() {
+    let o = sanbench().args(["suite", "list"]).output().unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    for n in [
+        "quick",
+        "thirdio-2008",
+        "ibm-xiv-2014",
+        "demartek-lsi-2011",
+        "nwc-2003",
+        "qlogic-fcoe-2010",
+        "snia-pts-iops",
+    ] {
+        assert!(s.contains(n), "{n} missing: {s}");
+    }
+    let o = sanbench()
+        .args(["suite", "show", "nwc-2003"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nwc-custom"));
+    let o = sanbench().args(["suite", "show", "nope"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = sanbench()
+        .args([
+            "compare",
+            "--suite",
+            "quick",
+            "x=mem:1G",
+            "x=mem:2G",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("two targets are named"));
+}
