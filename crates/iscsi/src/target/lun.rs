@@ -11,9 +11,9 @@ use crate::scsi::sense::Sense;
 
 pub const BLOCK: u64 = 512;
 /// Largest transfer we accept in one command (VPD B0 MAXIMUM TRANSFER LENGTH, in blocks).
-pub const MAX_XFER_BLOCKS: u32 = 32 * 1024;
+pub const MAX_XFER_BLOCKS: u32 = 128 * 1024;
 const MAX_WS_BLOCKS: u64 = 1 << 22;
-const MAX_UNMAP_BLOCKS: u32 = 1 << 22;
+pub const MAX_UNMAP_BLOCKS: u32 = 1 << 20;
 const CAW_STRIPES: usize = 64;
 
 /// What a command produced.
@@ -273,7 +273,8 @@ impl Lun {
                     data.get(..BLOCK as usize)
                         .ok_or(Sense::PARAM_LIST_LENGTH_ERROR)?
                 };
-                if unmap && pattern.iter().all(|&b| b == 0) {
+                // LBPRZ: unmapped blocks read as zeros, so UNMAP wins over the pattern.
+                if unmap {
                     self.store.unmap(lba * BLOCK, blocks * BLOCK).map_err(io)?;
                 } else {
                     let per = (CHUNK as u64 / BLOCK).min(blocks) as usize;
