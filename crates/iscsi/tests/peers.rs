@@ -2,6 +2,7 @@
 //! A missing tool fails the test with a message naming the package; nothing is skipped.
 
 use std::io::{BufRead, BufReader};
+
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
