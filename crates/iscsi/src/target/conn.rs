@@ -26,7 +26,7 @@ use crate::wire::{text, WireError};
 
 const RBUF: usize = 1 << 20;
 /// Largest EDTL we buffer for one write command.
-const MAX_WRITE: u32 = 64 << 20;
+const MAX_WRITE: u32 = super::lun::MAX_XFER_BLOCKS * 512;
 
 pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     let _ = stream.set_nodelay(true);
@@ -350,9 +350,16 @@ impl Conn {
 
     fn on_tmf(&mut self, t: &TaskMgmtRequest) {
         let response = match t.function {
+            // A task that already completed "does not exist" (§11.6.1); one whose command has
+            // not arrived yet (RefCmdSN not below ExpCmdSN) counts as aborted.
             1 => {
-                self.tasks.remove(&t.ref_task_tag);
-                0
+                if self.tasks.remove(&t.ref_task_tag).is_some()
+                    || !sn_lt(t.ref_cmd_sn, self.exp_cmd_sn)
+                {
+                    0
+                } else {
+                    1
+                }
             }
             2 | 4 | 5 | 6 | 7 => {
                 self.tasks.clear();
@@ -425,6 +432,12 @@ impl Conn {
                 return self.data_in(&cmd, Outcome::Data(v), 0);
             }
             return self.check(&cmd, Sense::LUN_NOT_SUPPORTED);
+        }
+        if let Cdb::CompareAndWrite { blocks: 0, .. } = cdb {
+            if cmd.expected_data_len > 0 {
+                // 256 blocks wrap to 0 in the one-byte field: data without blocks is invalid.
+                return self.check(&cmd, Sense::INVALID_FIELD_IN_CDB.with_field(true, 13, None));
+            }
         }
         let need = Lun::data_out_len(&cdb) as u32;
         if cmd.write && cmd.expected_data_len > 0 && need > 0 {

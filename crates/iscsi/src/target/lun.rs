@@ -2,6 +2,7 @@
 //! SPC-5 subset). [`Lun::execute`] is pure with respect to the transport: it takes a decoded
 //! CDB and the Data-Out bytes and says what to answer.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::pr::{Access, PrError, PrState};
@@ -11,9 +12,9 @@ use crate::scsi::sense::Sense;
 
 pub const BLOCK: u64 = 512;
 /// Largest transfer we accept in one command (VPD B0 MAXIMUM TRANSFER LENGTH, in blocks).
-pub const MAX_XFER_BLOCKS: u32 = 32 * 1024;
+pub const MAX_XFER_BLOCKS: u32 = 128 * 1024;
 const MAX_WS_BLOCKS: u64 = 1 << 22;
-const MAX_UNMAP_BLOCKS: u32 = 1 << 22;
+pub const MAX_UNMAP_BLOCKS: u32 = 1 << 20;
 const CAW_STRIPES: usize = 64;
 
 /// What a command produced.
@@ -35,6 +36,8 @@ pub struct Lun {
     pub store: Backing,
     pub blocks: u64,
     pr: Mutex<PrState>,
+    /// True while any registration or reservation exists, so plain I/O skips the PR mutex.
+    pr_active: AtomicBool,
     caw: Vec<Mutex<()>>,
     pub serial: String,
 }
@@ -51,6 +54,7 @@ impl Lun {
             store,
             blocks: size / BLOCK,
             pr: Mutex::new(PrState::default()),
+            pr_active: AtomicBool::new(false),
             caw: (0..CAW_STRIPES).map(|_| Mutex::new(())).collect(),
             serial: format!("SANB{id:04}"),
         }
@@ -101,7 +105,7 @@ impl Lun {
     /// Executes one command for I_T nexus `nexus`.
     pub fn execute(&self, cdb: &Cdb, data: &[u8], nexus: &str) -> Outcome {
         let acc = Self::access(cdb);
-        if acc != Access::None {
+        if acc != Access::None && self.pr_active.load(Ordering::Acquire) {
             let pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
             if !pr.allowed(nexus, acc) {
                 return Outcome::Conflict;
@@ -273,7 +277,8 @@ impl Lun {
                     data.get(..BLOCK as usize)
                         .ok_or(Sense::PARAM_LIST_LENGTH_ERROR)?
                 };
-                if unmap && pattern.iter().all(|&b| b == 0) {
+                // LBPRZ: unmapped blocks read as zeros, so UNMAP wins over the pattern.
+                if unmap {
                     self.store.unmap(lba * BLOCK, blocks * BLOCK).map_err(io)?;
                 } else {
                     let per = (CHUNK as u64 / BLOCK).min(blocks) as usize;
@@ -365,7 +370,9 @@ impl Lun {
                 ..
             } => {
                 let mut pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
-                match pr.out(nexus, action, scope, rtype, data) {
+                let r = pr.out(nexus, action, scope, rtype, data);
+                self.pr_active.store(pr.active(), Ordering::Release);
+                match r {
                     Ok(()) => Outcome::Good,
                     Err(PrError::Conflict) => Outcome::Conflict,
                     Err(PrError::Check(s)) => return Err(s),

@@ -43,6 +43,11 @@ impl PrState {
         }
     }
 
+    /// Whether any registration (and so possibly a reservation) exists.
+    pub fn active(&self) -> bool {
+        !self.regs.is_empty() || self.res.is_some()
+    }
+
     /// True when `nexus` may perform `access` under the current reservation.
     pub fn allowed(&self, nexus: &str, access: Access) -> bool {
         let Some((_, t)) = &self.res else { return true };

@@ -113,7 +113,7 @@ impl SparseRam {
     }
 
     pub fn read(&self, off: u64, buf: &mut [u8]) {
-        debug_assert!(off % 8 == 0 && buf.len() % 8 == 0 && off + buf.len() as u64 <= self.size);
+        debug_assert!(off & 7 == 0 && buf.len() & 7 == 0 && off + buf.len() as u64 <= self.size);
         Self::split(off, buf.len(), |idx, co, bo, n| {
             let dst = &mut buf[bo..bo + n];
             match self.chunk(idx) {
@@ -128,7 +128,7 @@ impl SparseRam {
     }
 
     pub fn write(&self, off: u64, buf: &[u8]) {
-        debug_assert!(off % 8 == 0 && buf.len() % 8 == 0 && off + buf.len() as u64 <= self.size);
+        debug_assert!(off & 7 == 0 && buf.len() & 7 == 0 && off + buf.len() as u64 <= self.size);
         Self::split(off, buf.len(), |idx, co, bo, n| {
             let src = &buf[bo..bo + n];
             let c = self.chunk_or_alloc(idx);

@@ -84,7 +84,7 @@ pub fn encode_lun(lun: u16) -> u64 {
     if lun < 256 {
         (lun as u64) << 48
     } else {
-        ((0x4000 | (lun as u64 & 0x3fff)) as u64) << 48
+        (0x4000 | (lun as u64 & 0x3fff)) << 48
     }
 }
 

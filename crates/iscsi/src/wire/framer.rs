@@ -160,7 +160,7 @@ pub fn encode_pdu_with(
     cfg: &FrameConfig,
     fill: impl FnOnce(&mut [u8]),
 ) {
-    debug_assert!(ahs.len() % 4 == 0 && ahs.len() <= 255 * 4);
+    debug_assert!(ahs.len() & 3 == 0 && ahs.len() <= 255 * 4);
     let start = out.len();
     out.extend_from_slice(header);
     out[start + 4] = (ahs.len() / 4) as u8;
