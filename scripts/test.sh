@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace -- --test-threads="${SANBENCH_TEST_THREADS:-2}"
+cargo test --workspace --no-fail-fast -- --test-threads="${SANBENCH_TEST_THREADS:-2}"

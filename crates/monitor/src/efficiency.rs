@@ -56,7 +56,13 @@ pub fn efficiency(ios: u64, bytes: u64, seconds: f64, report: &MonitorReport) ->
     let iops = ok_secs.map(|s| ios as f64 / s);
     let mbps = ok_secs.map(|s| bytes as f64 / 1e6 / s);
     let n_ios = (ios > 0).then_some(ios as f64);
-    let joules = report.power.joules_above_idle;
+    // Energy above idle smaller than 0.1 % of the window's energy is inside what the meter can
+    // resolve (a constant reading gives a floating-point residue): no per-watt figure rather
+    // than an absurd one.
+    let joules = report.power.joules_above_idle.filter(|j| {
+        let total = report.power.joules.unwrap_or(0.0).abs();
+        *j > 1e-3 * total && *j > 1e-9
+    });
     Efficiency {
         cpu_pct,
         cpu_baseline_subtracted: cpu.baseline_busy_pct.is_some(),
