@@ -41,9 +41,14 @@ fn a_cpu_burning_run_is_attributed_to_sanbench_threads() {
         "busiest thread {top}: {threads:?}"
     );
     let top_s = threads[0]["cpu_s"].as_f64().unwrap();
+    // Every other thread of sanbench (main, monitor) is nearly idle.
+    let rest: f64 = threads[1..]
+        .iter()
+        .map(|t| t["cpu_s"].as_f64().unwrap())
+        .sum();
     assert!(
-        top_s > 0.8 * cpu_s,
-        "the stream thread did the work: {top_s} of {cpu_s}"
+        top_s > 0.3 && rest < 0.1 * top_s,
+        "stream {top_s} s, others {rest} s"
     );
     // System-wide figures and the derived efficiency are present.
     assert!(r["cpu"]["busy_pct"].as_f64().unwrap() > 20.0);

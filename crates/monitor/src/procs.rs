@@ -173,6 +173,10 @@ impl Acct {
 struct ThreadEntry {
     name: String,
     acct: Acct,
+    /// Run time from `schedstat` in ns (exact, where the kernel has it): the per-thread
+    /// utime/stime of `stat` are scaled estimates that can lag by a large share over a short
+    /// window on a busy host, so a thread's `cpu_s` comes from here when available.
+    exec: Option<Acct>,
     kernel_match: bool,
 }
 
@@ -267,6 +271,9 @@ impl ProcessTracker {
             e.acct.in_window = e.alive;
             for t in e.threads.values_mut() {
                 t.acct.first = t.acct.last;
+                if let Some(x) = t.exec.as_mut() {
+                    x.first = x.last;
+                }
                 t.acct.in_window = e.alive;
             }
         }
@@ -315,6 +322,18 @@ impl ProcessTracker {
         // Pids that disappeared and were never tracked need no memory.
         self.entries
             .retain(|_, e| e.seen == gen || matches!(e.class, Class::Process(_) | Class::Kernel));
+    }
+
+    /// First field of `/proc/PID/task/TID/schedstat`: time on CPU in ns.
+    fn read_schedstat(&mut self, pid: u32, tid: u32) -> Option<u64> {
+        let mut p = std::mem::take(&mut self.path);
+        p.clear();
+        p.push(&self.proc_dir);
+        p.push(format!("{pid}/task/{tid}/schedstat"));
+        let r = read_into(&p, &mut self.buf).ok();
+        self.path = p;
+        r?;
+        self.buf.split_ascii_whitespace().next()?.parse().ok()
     }
 
     fn read_stat(&mut self, pid: u32, tid: Option<u32>) -> bool {
@@ -438,6 +457,7 @@ impl ProcessTracker {
                 let kernel_match = self.kernel_match(st.comm);
                 let cur = (st.utime, st.stime);
                 let from_zero = ws.is_some_and(|w| window_open && st.starttime >= w);
+                let exec_ns = self.read_schedstat(pid, tid);
                 if let Some(e) = self.entries.get_mut(&pid) {
                     let t = e.threads.entry(tid).or_insert_with(|| ThreadEntry {
                         name: st.comm.to_string(),
@@ -446,6 +466,11 @@ impl ProcessTracker {
                             last: cur,
                             in_window: window_open,
                         },
+                        exec: exec_ns.map(|ns| Acct {
+                            first: if from_zero { (0, 0) } else { (ns, 0) },
+                            last: (ns, 0),
+                            in_window: window_open,
+                        }),
                         kernel_match,
                     });
                     if t.name != st.comm {
@@ -455,6 +480,12 @@ impl ProcessTracker {
                     }
                     if window_open || !t.acct.in_window {
                         t.acct.last = cur;
+                        match (t.exec.as_mut(), exec_ns) {
+                            (Some(x), Some(ns)) => x.last = (ns, 0),
+                            // A thread whose schedstat stopped reading falls back to stat.
+                            (Some(_), None) => t.exec = None,
+                            _ => {}
+                        }
                     }
                 }
             }
@@ -519,7 +550,10 @@ impl ProcessTracker {
                     pid: *pid,
                     tid: *tid,
                     name: t.name.clone(),
-                    cpu_s: (tu + ts) as f64 / tck,
+                    cpu_s: match &t.exec {
+                        Some(x) => x.delta().0 as f64 / 1e9,
+                        None => (tu + ts) as f64 / tck,
+                    },
                 };
                 if t.kernel_match {
                     kernel.user_s += tu as f64 / tck;
