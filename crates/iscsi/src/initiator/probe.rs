@@ -31,6 +31,7 @@ fn ask(s: &mut Session, cdb: Cdb, len: u32) -> Result<(i32, Vec<u8>), EngineErro
         buf: 0,
         len,
         allow_short: true,
+        retries: 0,
     };
     let (r, got) = s.run_sync(cmd)?;
     let arena = s.arena();

@@ -31,6 +31,8 @@ pub(crate) const NO_TAG: u32 = 0xffff_ffff;
 /// ITTs above the tag space for our own NOP-Out pings and the Logout.
 pub(crate) const PING_ITT: u32 = 0x8000_0000;
 pub(crate) const LOGOUT_ITT: u32 = 0x8000_0001;
+const UNIT_ATTENTION: u8 = 0x6;
+const MAX_UA_RETRIES: u8 = 3;
 
 /// Serial number arithmetic (RFC 1982) on 32-bit sequence numbers.
 pub(crate) fn sn_lt(a: u32, b: u32) -> bool {
@@ -57,6 +59,8 @@ pub(crate) struct Cmd {
     pub len: u32,
     /// Accept fewer Data-In bytes than `len` (INQUIRY and friends); reads must be whole.
     pub allow_short: bool,
+    /// Times this command was re-issued after a UNIT ATTENTION.
+    pub retries: u8,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -69,6 +73,8 @@ struct Task {
     next_data_sn: u32,
     next_r2t_sn: u32,
     allow_short: bool,
+    cdb: [u8; 16],
+    retries: u8,
 }
 
 /// Counters reported by `stats()`.
@@ -80,6 +86,7 @@ pub(crate) struct Counters {
     pub r2ts: u64,
     pub window_waits: u64,
     pub check_conditions: u64,
+    pub unit_attentions: u64,
     pub other_status: u64,
     pub last_sense: Option<Sense>,
     pub last_status: Option<u8>,
@@ -232,6 +239,7 @@ impl Session {
             buf: io.buf,
             len: if dir == Dir::None { 0 } else { io.len },
             allow_short: false,
+            retries: 0,
         })
     }
 
@@ -296,6 +304,8 @@ impl Session {
             next_data_sn: 0,
             next_r2t_sn: 0,
             allow_short: c.allow_short,
+            cdb: c.cdb,
+            retries: c.retries,
         };
         self.inflight += 1;
         self.counters.commands += 1;
@@ -374,6 +384,33 @@ impl Session {
         let t = &mut self.tasks[tag as usize];
         let short = t.dir == Some(Dir::In) && !t.allow_short && t.got != t.len;
         t.active = false;
+        let t = *t;
+        // A UNIT ATTENTION (a new I_T nexus after power on or reset, a capacity change) says
+        // nothing about this command: it was not executed. Re-issue it, as the Linux SCSI
+        // layer does, a bounded number of times.
+        if st == status::CHECK_CONDITION
+            && sense.is_some_and(|s| s.key == UNIT_ATTENTION)
+            && t.retries < MAX_UA_RETRIES
+        {
+            self.counters.unit_attentions += 1;
+            self.counters.last_sense = sense;
+            self.inflight -= 1;
+            let cmd = Cmd {
+                tag,
+                cdb: t.cdb,
+                dir: t.dir.unwrap_or(Dir::None),
+                buf: t.buf,
+                len: t.len,
+                allow_short: t.allow_short,
+                retries: t.retries + 1,
+            };
+            if self.pending.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
+                self.issue(cmd);
+            } else {
+                self.pending.push_back(cmd);
+            }
+            return;
+        }
         let result = match (response, st) {
             (0, status::GOOD) if !short => 0,
             (0, status::GOOD) => -libc::EIO,
@@ -593,6 +630,7 @@ impl Session {
         put("r2ts", c.r2ts);
         put("window_waits", c.window_waits);
         put("check_conditions", c.check_conditions);
+        put("unit_attentions_retried", c.unit_attentions);
         put("other_status", c.other_status);
         put("nop_in_answered", c.nop_in_answered);
         put("pings", c.pings);
