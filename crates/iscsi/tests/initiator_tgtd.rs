@@ -47,7 +47,10 @@ fn info_params_and_data() {
     assert_eq!(p["vendor"], "IET");
     assert_eq!(p["HeaderDigest"], "None");
     let rep = write_read_verify(target.as_ref(), 96);
-    eprintln!("tgtd: {} reads, {} completed out of order", rep.ios, rep.out_of_order);
+    eprintln!(
+        "tgtd: {} reads, {} completed out of order",
+        rep.ios, rep.out_of_order
+    );
 }
 
 #[test]

@@ -209,7 +209,10 @@ impl Link {
             return Err(self.io_err(e));
         }
         let err = p.revents & (libc::POLLERR | libc::POLLHUP) != 0;
-        Ok((p.revents & libc::POLLIN != 0 || err, p.revents & libc::POLLOUT != 0))
+        Ok((
+            p.revents & libc::POLLIN != 0 || err,
+            p.revents & libc::POLLOUT != 0,
+        ))
     }
 }
 
@@ -271,17 +274,22 @@ pub(crate) fn login(
     let mut out = Vec::with_capacity(1024);
     for _ in 0..16 {
         out.clear();
-        encode_pdu(&mut out, &Bhs::LoginRequest(req).encode(), &[], &data, &frame);
+        encode_pdu(
+            &mut out,
+            &Bhs::LoginRequest(req).encode(),
+            &[],
+            &data,
+            &frame,
+        );
         (&link.stream).write_all(&out).map_err(|e| link.io_err(e))?;
         let resp = loop {
             if let Some((pdu, n)) = rx.parse(&frame).map_err(|e| link.proto(e.to_string()))? {
                 let resp = match pdu.decode().map_err(|e| link.proto(e.to_string()))? {
                     Bhs::LoginResponse(r) => (r, pdu.data.to_vec()),
                     b => {
-                        return Err(link.proto(format!(
-                            "expected a Login Response, got {:?}",
-                            b.opcode()
-                        )))
+                        return Err(
+                            link.proto(format!("expected a Login Response, got {:?}", b.opcode()))
+                        )
                     }
                 };
                 rx.consume(n);
@@ -311,16 +319,17 @@ pub(crate) fn login(
         if resp.cont {
             return Err(link.proto("continued Login Response text is not supported"));
         }
-        let step = login.on_response(&resp, &rdata).map_err(|e| EngineError::Connect {
-            addr: link.peer.clone(),
-            reason: format!("login failed: {e}"),
-        })?;
+        let step = login
+            .on_response(&resp, &rdata)
+            .map_err(|e| EngineError::Connect {
+                addr: link.peer.clone(),
+                reason: format!("login failed: {e}"),
+            })?;
         match step {
             InitiatorStep::Send(q, d) => (req, data) = (q, d),
             InitiatorStep::Done(outcome) => {
-                let max_pdu = outcome.params.our_max_recv_data_segment_length as usize
-                    + BHS_LEN
-                    + 16;
+                let max_pdu =
+                    outcome.params.our_max_recv_data_segment_length as usize + BHS_LEN + 16;
                 let mut big = RecvBuf::new(max_pdu);
                 // Anything after the final Login Response belongs to the full feature phase.
                 let rest = &rx.buf[rx.start..rx.end];

@@ -6,7 +6,7 @@
 //! [`Target::open_queue`] then logs in a session of its own (one connection, its own ISID), so
 //! workers never share a socket or a sequence number space.
 //!
-//! * [`uri`]: `iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN`.
+//! * [`uri`]: parses `iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN`.
 //! * `link`: connect, login exchange, non-blocking send, buffered receive.
 //! * `session`: the task table, CmdSN window, PDU handling (the [`Queue`] impl).
 //! * `pump`: the send/receive loop with the I/O timeout.
@@ -72,7 +72,10 @@ impl InitiatorOptions {
     fn validate(&self) -> Result<(), EngineError> {
         let range = 512..=(1 << 24) - 1;
         for (k, v) in [
-            ("MaxRecvDataSegmentLength", self.max_recv_data_segment_length),
+            (
+                "MaxRecvDataSegmentLength",
+                self.max_recv_data_segment_length,
+            ),
             ("MaxBurstLength", self.max_burst_length),
             ("FirstBurstLength", self.first_burst_length),
         ] {

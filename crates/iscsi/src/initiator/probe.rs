@@ -98,7 +98,9 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
         (be32(&cap, 0) as u64 + 1, be32(&cap, 4))
     };
     if block_size == 0 || !block_size.is_power_of_two() {
-        return Err(s.link.proto(format!("READ CAPACITY: block length {block_size}")));
+        return Err(s
+            .link
+            .proto(format!("READ CAPACITY: block length {block_size}")));
     }
     s.set_block_size(block_size);
     let mut params = serde_json::Map::new();
@@ -158,7 +160,15 @@ pub(super) fn session_params(s: &Session, spec: &Spec, info: &mut TargetInfo) {
     put("lun", spec.uri.lun.into());
     put("initiator_name", spec.opts.initiator_name.clone().into());
     put("tsih", s.tsih.into());
-    put("auth", if spec.uri.chap.is_some() { "CHAP" } else { "None" }.into());
+    put(
+        "auth",
+        if spec.uri.chap.is_some() {
+            "CHAP"
+        } else {
+            "None"
+        }
+        .into(),
+    );
     put(
         "MaxRecvDataSegmentLength.initiator",
         p.our_max_recv_data_segment_length.into(),

@@ -23,7 +23,7 @@ use crate::scsi::sense::{status, Sense};
 use crate::wire::bhs::{encode_lun, Bhs, BHS_LEN};
 use crate::wire::framer::{encode_pdu, encode_pdu_with, FrameConfig, PduRef};
 use crate::wire::keys::SessionParams;
-use crate::wire::pdu::{DataIn, DataOut, ScsiCommand, ScsiResponse, R2t};
+use crate::wire::pdu::{DataIn, DataOut, R2t, ScsiCommand, ScsiResponse};
 use crate::wire::pdu_ctl::{NopIn, NopOut};
 
 /// Reserved ITT (§11.2.1).
@@ -199,10 +199,17 @@ impl Session {
     fn build(&self, io: &Io) -> Result<Cmd, i32> {
         let bs = self.block_size as u64;
         let rw = matches!(io.op, Op::Read | Op::Write);
-        if rw && (io.len == 0 || io.offset % bs != 0 || io.len as u64 % bs != 0) {
+        if rw
+            && (io.len == 0 || !io.offset.is_multiple_of(bs) || !(io.len as u64).is_multiple_of(bs))
+        {
             return Err(-libc::EINVAL);
         }
-        if rw && io.buf.checked_add(io.len as usize).is_none_or(|e| e > self.arena.len()) {
+        if rw
+            && io
+                .buf
+                .checked_add(io.len as usize)
+                .is_none_or(|e| e > self.arena.len())
+        {
             return Err(-libc::EINVAL);
         }
         let lba = io.offset / bs;
@@ -250,7 +257,10 @@ impl Session {
             .get(cmd.tag as usize)
             .ok_or_else(|| EngineError::Invalid(format!("tag {} above queue depth", cmd.tag)))?;
         if t.active || self.pending.iter().any(|p| p.tag == cmd.tag) {
-            return Err(EngineError::Invalid(format!("tag {} already in flight", cmd.tag)));
+            return Err(EngineError::Invalid(format!(
+                "tag {} already in flight",
+                cmd.tag
+            )));
         }
         if self.pending.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
             self.issue(cmd);
@@ -276,7 +286,11 @@ impl Session {
         let (imm, unsol) = if c.dir == Dir::Out {
             let peer_max = self.tx_cfg.max_recv_data_segment_length;
             let fb = p.first_burst_length.min(c.len);
-            let imm = if p.immediate_data { fb.min(peer_max) } else { 0 };
+            let imm = if p.immediate_data {
+                fb.min(peer_max)
+            } else {
+                0
+            };
             (imm, if p.initial_r2t { imm } else { fb })
         } else {
             (0, 0)
@@ -484,7 +498,9 @@ impl Session {
         self.counters.data_in_pdus += 1;
         let t = *self.task(d.itt, "Data-In")?;
         if t.dir != Some(Dir::In) {
-            return Err(self.link.proto(format!("Data-In for write ITT {:#x}", d.itt)));
+            return Err(self
+                .link
+                .proto(format!("Data-In for write ITT {:#x}", d.itt)));
         }
         if d.data_sn != t.next_data_sn {
             return Err(self.link.proto(format!(
@@ -640,11 +656,7 @@ impl Session {
         if let Some(s) = c.last_sense {
             m.insert(
                 "iscsi.last_sense".into(),
-                format!(
-                    "key {:#x} asc {:#04x} ascq {:#04x}",
-                    s.key, s.asc, s.ascq
-                )
-                .into(),
+                format!("key {:#x} asc {:#04x} ascq {:#04x}", s.key, s.asc, s.ascq).into(),
             );
         }
         if let Some(s) = c.last_status {

@@ -80,7 +80,16 @@ impl Tgtd {
             img,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while t.adm(&["--op", "new", "--mode", "target", "--tid", "1", "-T", &t.iqn.clone()]) {
+        while t.adm(&[
+            "--op",
+            "new",
+            "--mode",
+            "target",
+            "--tid",
+            "1",
+            "-T",
+            &t.iqn.clone(),
+        ]) {
             assert!(Instant::now() < deadline, "tgtd did not come up");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -256,7 +265,9 @@ pub fn drive(
         q.reap(1, &mut done).expect("reap");
         let mut oldest = slot_io.iter().flatten().map(|s| s.1).min().unwrap_or(0);
         for c in &done {
-            let (i, s) = slot_io[c.tag as usize].take().expect("completion for a free tag");
+            let (i, s) = slot_io[c.tag as usize]
+                .take()
+                .expect("completion for a free tag");
             if s != oldest {
                 rep.out_of_order += 1;
             }
@@ -320,7 +331,10 @@ pub fn write_read_verify(target: &dyn Target, count: usize) -> RunReport {
         |buf, seed, _| fill_random(buf, seed),
         |_, seed, _, r| assert_eq!(r, 0, "write of pattern {seed} failed"),
     );
-    let reads: Vec<_> = writes.iter().map(|&(_, o, l, s)| (Op::Read, o, l, s)).collect();
+    let reads: Vec<_> = writes
+        .iter()
+        .map(|&(_, o, l, s)| (Op::Read, o, l, s))
+        .collect();
     let mut want = vec![0u8; SLOT];
     let r = drive(
         q.as_mut(),
