@@ -1,6 +1,6 @@
 //! Drives one iSCSI queue (one session) with 4 KiB random reads at depth 32 for a few seconds and prints IOPS and
 //! this process's CPU time per I/O (to set beside `iscsi-perf -m 32 -b 8 -r URI`, which issues READ16 only):
-//! `cargo run --release -p sanbench-iscsi --example iscsi_client_bench -- iscsi://127.0.0.1:3261/IQN/1 5`
+//! `cargo run --release -p sanbench-iscsi --example iscsi_client_bench -- iscsi://127.0.0.1:3261/IQN/1 5 [SUBMIT_BATCH]`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,7 +33,12 @@ fn main() {
         .next()
         .unwrap_or_else(|| "iscsi://127.0.0.1:3261/iqn.2026-11.test:ram1/1".into());
     let secs: u64 = args.next().map_or(5, |s| s.parse().expect("seconds"));
-    let t = open(&uri, &InitiatorOptions::default()).expect("open");
+    let submit_batch: u32 = args.next().map_or(8, |s| s.parse().expect("submit batch"));
+    let opts = InitiatorOptions {
+        submit_batch,
+        ..InitiatorOptions::default()
+    };
+    let t = open(&uri, &opts).expect("open");
     let depth = 32u32;
     let bs = 4096u32;
     let arena = Arc::new(Arena::new(depth as usize * bs as usize));

@@ -17,10 +17,12 @@ use super::session::{Cmd, Session};
 impl Session {
     /// Sends as much queued output as the socket takes without blocking.
     pub(crate) fn flush(&mut self) -> Result<(), EngineError> {
+        self.blocked = false;
         while self.sent < self.out.len() {
             let n = self.link.send_some(&self.out[self.sent..])?;
             self.counters.sends += 1;
             if n == 0 {
+                self.blocked = true;
                 break;
             }
             self.sent += n;
@@ -28,6 +30,24 @@ impl Session {
         if self.sent == self.out.len() {
             self.out.clear();
             self.sent = 0;
+            self.unsent_cmds = 0;
+            self.urgent = false;
+        }
+        Ok(())
+    }
+
+    /// Flushes unless new commands may wait for company: with more than half the depth still
+    /// on the wire the target is busy anyway, and sending several commands in one segment saves
+    /// a send and a target wake-up per command (fio's `iodepth_batch_submit`). Output that
+    /// someone waits for (R2T data, NOP and Logout PDUs) always goes at once.
+    pub(crate) fn flush_due(&mut self) -> Result<(), EngineError> {
+        let on_wire = self.inflight - self.unsent_cmds.min(self.inflight);
+        let due = self.urgent
+            || self.sent > 0
+            || self.unsent_cmds >= self.submit_batch
+            || on_wire <= self.depth() / 2;
+        if due && !self.out.is_empty() {
+            self.flush()?;
         }
         Ok(())
     }
@@ -61,8 +81,8 @@ impl Session {
     /// One round of waiting: receive (and send, if output is pending) for at most one tick.
     /// Returns true when bytes arrived.
     fn round(&mut self) -> Result<bool, EngineError> {
-        self.flush()?;
-        let got = if self.sent < self.out.len() {
+        self.flush_due()?;
+        let got = if self.blocked {
             let tick = self.link.stream.read_timeout().ok().flatten();
             let (readable, _) = self
                 .link
@@ -106,7 +126,7 @@ impl Session {
         let want = min.min(self.done.len() + self.outstanding());
         if want == 0 || self.done.len() >= want {
             // Still push output and take what has arrived: a poll, not a wait.
-            self.flush()?;
+            self.flush_due()?;
             if let Recv::Data = self.link.recv(&mut self.rx, false)? {
                 self.counters.recvs += 1;
                 self.process()?;

@@ -105,6 +105,14 @@ pub struct Session {
     pub(crate) tx_cfg: FrameConfig,
     pub(crate) out: Vec<u8>,
     pub(crate) sent: usize,
+    /// The last send found the socket full: wait for writability too.
+    pub(crate) blocked: bool,
+    /// Commands encoded into `out` and not yet handed to the socket.
+    pub(crate) unsent_cmds: usize,
+    /// `out` holds something that must not wait (Data-Out for an R2T, NOP-Out, Logout).
+    pub(crate) urgent: bool,
+    /// Coalesce up to this many new commands while more than half the depth is on the wire.
+    pub(crate) submit_batch: usize,
     pub(crate) params: SessionParams,
     pub(crate) tsih: u16,
     arena: Arc<Arena>,
@@ -132,6 +140,7 @@ impl Session {
         lun: u16,
         block_size: u32,
         io_timeout: Duration,
+        submit_batch: u32,
     ) -> Result<Session, EngineError> {
         let p = li.outcome.params.clone();
         let rx_cfg = FrameConfig {
@@ -155,6 +164,10 @@ impl Session {
             tx_cfg,
             out: Vec::with_capacity(1 << 20),
             sent: 0,
+            blocked: false,
+            unsent_cmds: 0,
+            urgent: false,
+            submit_batch: submit_batch.max(1) as usize,
             tsih: li.outcome.tsih,
             arena,
             lun: encode_lun(lun),
@@ -184,6 +197,10 @@ impl Session {
     /// Data-In bytes received by the last command with `tag`.
     pub(crate) fn got(&self, tag: u32) -> u32 {
         self.tasks.get(tag as usize).map_or(0, |t| t.got)
+    }
+
+    pub(crate) fn depth(&self) -> usize {
+        self.tasks.len()
     }
 
     pub(crate) fn arena(&self) -> &Arena {
@@ -322,6 +339,7 @@ impl Session {
             retries: c.retries,
         };
         self.inflight += 1;
+        self.unsent_cmds += 1;
         self.counters.commands += 1;
         let mut h = [0u8; BHS_LEN];
         cmd.encode(&mut h);
@@ -576,6 +594,7 @@ impl Session {
             )));
         }
         self.tasks[r.itt as usize].next_r2t_sn += 1;
+        self.urgent = true;
         self.data_out(r.itt, r.ttt, r.buffer_offset, end as u32);
         Ok(())
     }
@@ -604,6 +623,7 @@ impl Session {
 
     /// Appends a control PDU to the output.
     pub(crate) fn push(&mut self, bhs: Bhs, data: &[u8]) {
+        self.urgent = true;
         encode_pdu(&mut self.out, &bhs.encode(), &[], data, &self.tx_cfg);
     }
 
@@ -694,7 +714,7 @@ impl Queue for Session {
                 }),
             }
         }
-        self.flush()
+        self.flush_due()
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
