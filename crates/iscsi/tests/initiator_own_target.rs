@@ -39,9 +39,13 @@ fn data_with_digests() {
 }
 
 #[test]
-fn data_without_digests() {
+fn data_without_digests_or_coalescing() {
     let t = Ours::start(SIZE, None);
-    let target = open(&t.uri(None), &InitiatorOptions::default()).expect("open");
+    let opts = InitiatorOptions {
+        submit_batch: 1,
+        ..InitiatorOptions::default()
+    };
+    let target = open(&t.uri(None), &opts).expect("open");
     assert_eq!(target.info().params["HeaderDigest"], "None");
     write_read_verify(target.as_ref(), 32);
 }
