@@ -10,6 +10,7 @@
 //! * `link`: connect, login exchange, non-blocking send, buffered receive.
 //! * `session`: the task table, CmdSN window, PDU handling (the [`Queue`] impl).
 //! * `pump`: the send/receive loop with the I/O timeout.
+//! * `queue`: the `Queue` impl, NOP-Out ping, Logout, `stats()`.
 //! * `probe`: the SCSI questions asked at open time.
 //!
 //! Only loopback or lab addresses are expected; nothing here retries or recovers a connection
@@ -18,6 +19,7 @@
 mod link;
 mod probe;
 mod pump;
+mod queue;
 mod session;
 pub mod uri;
 

@@ -11,17 +11,17 @@
 //! * Everything a batch produces is appended to one output buffer and sent with one
 //!   non-blocking `send`; the I/O loop itself lives in [`super::pump`].
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue};
+use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
 
 use super::link::{Link, LoggedIn, RecvBuf};
 use crate::scsi::cdb::op;
 use crate::scsi::sense::{status, Sense};
 use crate::wire::bhs::{encode_lun, Bhs, BHS_LEN};
-use crate::wire::framer::{encode_pdu, encode_pdu_with, FrameConfig, PduRef};
+use crate::wire::framer::{encode_pdu_with, FrameConfig, PduRef};
 use crate::wire::keys::SessionParams;
 use crate::wire::pdu::{DataIn, DataOut, R2t, ScsiCommand, ScsiResponse};
 use crate::wire::pdu_ctl::{NopIn, NopOut};
@@ -122,10 +122,10 @@ pub struct Session {
     pub(crate) inflight: usize,
     pending: VecDeque<Cmd>,
     pub(crate) done: Vec<Completion>,
-    cmd_sn: u32,
+    pub(crate) cmd_sn: u32,
     exp_cmd_sn: u32,
     max_cmd_sn: u32,
-    exp_stat_sn: u32,
+    pub(crate) exp_stat_sn: u32,
     pub(crate) io_timeout: Duration,
     pub(crate) ping_outstanding: bool,
     pub(crate) logged_out: bool,
@@ -213,7 +213,7 @@ impl Session {
     }
 
     /// Builds the command for one engine I/O, or the errno to complete it with at once.
-    fn build(&self, io: &Io) -> Result<Cmd, i32> {
+    pub(crate) fn build(&self, io: &Io) -> Result<Cmd, i32> {
         let bs = self.block_size as u64;
         let rw = matches!(io.op, Op::Read | Op::Write);
         if rw
@@ -620,70 +620,6 @@ impl Session {
             self.push(Bhs::NopOut(out), data);
         }
     }
-
-    /// Appends a control PDU to the output.
-    pub(crate) fn push(&mut self, bhs: Bhs, data: &[u8]) {
-        self.urgent = true;
-        encode_pdu(&mut self.out, &bhs.encode(), &[], data, &self.tx_cfg);
-    }
-
-    /// Queues a NOP-Out ping (keep-alive while waiting on a quiet target).
-    pub(crate) fn ping(&mut self) {
-        self.ping_outstanding = true;
-        self.counters.pings += 1;
-        let p = NopOut {
-            immediate: true,
-            lun: 0,
-            itt: PING_ITT,
-            ttt: NO_TAG,
-            cmd_sn: self.cmd_sn,
-            exp_stat_sn: self.exp_stat_sn,
-        };
-        self.push(Bhs::NopOut(p), &[]);
-    }
-
-    pub(crate) fn logout_request(&mut self) {
-        let l = crate::wire::pdu_ctl::LogoutRequest {
-            immediate: true,
-            reason: 0,
-            itt: LOGOUT_ITT,
-            cid: 0,
-            cmd_sn: self.cmd_sn,
-            exp_stat_sn: self.exp_stat_sn,
-        };
-        self.push(Bhs::LogoutRequest(l), &[]);
-    }
-
-    pub(crate) fn stats_map(&self) -> BTreeMap<String, serde_json::Value> {
-        let c = &self.counters;
-        let mut m = BTreeMap::new();
-        let mut put = |k: &str, v: u64| {
-            m.insert(format!("iscsi.{k}"), v.into());
-        };
-        put("commands", c.commands);
-        put("data_in_pdus", c.data_in_pdus);
-        put("data_out_pdus", c.data_out_pdus);
-        put("r2ts", c.r2ts);
-        put("window_waits", c.window_waits);
-        put("check_conditions", c.check_conditions);
-        put("unit_attentions_retried", c.unit_attentions);
-        put("other_status", c.other_status);
-        put("nop_in_answered", c.nop_in_answered);
-        put("pings", c.pings);
-        put("async_events", c.async_events);
-        put("sends", c.sends);
-        put("recvs", c.recvs);
-        if let Some(s) = c.last_sense {
-            m.insert(
-                "iscsi.last_sense".into(),
-                format!("key {:#x} asc {:#04x} ascq {:#04x}", s.key, s.asc, s.ascq).into(),
-            );
-        }
-        if let Some(s) = c.last_status {
-            m.insert("iscsi.last_status".into(), format!("{s:#04x}").into());
-        }
-        m
-    }
 }
 
 fn reject_text(r: u8) -> &'static str {
@@ -700,34 +636,5 @@ fn reject_text(r: u8) -> &'static str {
         0x0b => "negotiation reset",
         0x0c => "waiting for logout",
         _ => "reserved",
-    }
-}
-
-impl Queue for Session {
-    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
-        for io in ios {
-            match self.build(io) {
-                Ok(cmd) => self.enqueue(cmd)?,
-                Err(errno) => self.done.push(Completion {
-                    tag: io.tag,
-                    result: errno,
-                }),
-            }
-        }
-        self.flush_due()
-    }
-
-    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        self.wait_for(min)?;
-        out.append(&mut self.done);
-        Ok(())
-    }
-
-    fn stats(&self) -> BTreeMap<String, serde_json::Value> {
-        self.stats_map()
-    }
-
-    fn close(&mut self) -> Result<(), EngineError> {
-        self.logout()
     }
 }
