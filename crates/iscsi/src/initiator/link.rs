@@ -1,0 +1,356 @@
+//! The socket side of one initiator connection: connect and login (blocking, bounded by the
+//! login timeout), then the primitives the full feature phase is built on: a non-blocking send
+//! of whatever is queued, a receive buffer read in large pieces and framed in place, and a wait
+//! for readability (and writability while output is pending).
+//!
+//! Sends use `MSG_DONTWAIT` so a batch never blocks on a full socket while the target is itself
+//! blocked sending us data: the caller keeps reading while output is pending.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use sanbench_engine::EngineError;
+
+use crate::wire::bhs::{Bhs, BHS_LEN};
+use crate::wire::framer::{encode_pdu, parse_pdu, FrameConfig, Parsed, PduRef};
+use crate::wire::login::LoginOutcome;
+use crate::wire::login_initiator::{InitiatorLogin, InitiatorLoginConfig, InitiatorStep};
+use crate::wire::pdu_ctl::LoginResponse;
+use crate::wire::WireError;
+
+/// Bytes of receive buffer beyond two largest PDUs: enough for 32 4 KiB Data-Ins per read.
+const RBUF_MIN: usize = 1 << 20;
+
+/// A framed receive buffer: bytes `start..end` are received and not yet consumed.
+pub(crate) struct RecvBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl RecvBuf {
+    /// `max_pdu` is the largest PDU the peer may send us (our MaxRecvDataSegmentLength plus
+    /// header, digests and padding).
+    pub fn new(max_pdu: usize) -> RecvBuf {
+        RecvBuf {
+            buf: vec![0; RBUF_MIN.max(2 * max_pdu)],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// A placeholder without storage.
+    pub fn empty() -> RecvBuf {
+        RecvBuf {
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The next complete PDU, if any, and how many bytes it used.
+    pub fn parse(&self, cfg: &FrameConfig) -> Result<Option<(PduRef<'_>, usize)>, WireError> {
+        self.parse_at(0, cfg)
+    }
+
+    /// Like [`parse`](Self::parse), `used` bytes past the unconsumed start.
+    pub fn parse_at(
+        &self,
+        used: usize,
+        cfg: &FrameConfig,
+    ) -> Result<Option<(PduRef<'_>, usize)>, WireError> {
+        match parse_pdu(&self.buf[self.start + used..self.end], cfg)? {
+            Parsed::Complete { pdu, consumed } => Ok(Some((pdu, consumed))),
+            Parsed::Incomplete { .. } => Ok(None),
+        }
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start >= self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Free space to receive into, moving a partial PDU to the front when the tail is short.
+    fn space(&mut self) -> &mut [u8] {
+        if self.buf.len() - self.end < self.buf.len() / 2 && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        &mut self.buf[self.end..]
+    }
+
+    fn filled(&mut self, n: usize) {
+        self.end += n;
+    }
+}
+
+/// Outcome of one receive attempt.
+pub(crate) enum Recv {
+    Data,
+    /// Nothing arrived within the wait.
+    Idle,
+}
+
+/// The TCP connection and its name for messages.
+pub(crate) struct Link {
+    pub stream: TcpStream,
+    /// `HOST:PORT (IQN)`, used in every error.
+    pub peer: String,
+}
+
+impl Link {
+    pub fn proto(&self, reason: impl Into<String>) -> EngineError {
+        EngineError::Protocol {
+            peer: self.peer.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn lost(&self, reason: impl Into<String>) -> EngineError {
+        EngineError::Disconnected {
+            peer: self.peer.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    fn io_err(&self, e: std::io::Error) -> EngineError {
+        self.lost(e.to_string())
+    }
+
+    /// Sends as much of `buf` as the socket takes now; returns the count.
+    pub fn send_some(&self, buf: &[u8]) -> Result<usize, EngineError> {
+        loop {
+            // SAFETY: `buf` is a valid readable slice for its length; the fd is owned by
+            // `self.stream` and open.
+            let n = unsafe {
+                libc::send(
+                    self.stream.as_raw_fd(),
+                    buf.as_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::WouldBlock => return Ok(0),
+                std::io::ErrorKind::Interrupted => continue,
+                _ => return Err(self.io_err(e)),
+            }
+        }
+    }
+
+    /// Receives into `rx`. With `blocking` the socket's read timeout bounds the wait; otherwise
+    /// only what has already arrived is taken.
+    pub fn recv(&self, rx: &mut RecvBuf, blocking: bool) -> Result<Recv, EngineError> {
+        let space = rx.space();
+        let r = if blocking {
+            (&self.stream).read(space)
+        } else {
+            // SAFETY: `space` is a valid writable slice for its length; the fd is open.
+            let n = unsafe {
+                libc::recv(
+                    self.stream.as_raw_fd(),
+                    space.as_mut_ptr().cast(),
+                    space.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n >= 0 {
+                Ok(n as usize)
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        };
+        match r {
+            Ok(0) => Err(self.lost("the target closed the connection")),
+            Ok(n) => {
+                rx.filled(n);
+                Ok(Recv::Data)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(Recv::Idle)
+            }
+            Err(e) => Err(self.io_err(e)),
+        }
+    }
+
+    /// Waits up to `timeout` until the socket is readable or (with `want_write`) writable.
+    /// Returns (readable, writable).
+    pub fn wait(&self, want_write: bool, timeout: Duration) -> Result<(bool, bool), EngineError> {
+        let mut p = libc::pollfd {
+            fd: self.stream.as_raw_fd(),
+            events: libc::POLLIN | if want_write { libc::POLLOUT } else { 0 },
+            revents: 0,
+        };
+        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok((false, false));
+            }
+            return Err(self.io_err(e));
+        }
+        let err = p.revents & (libc::POLLERR | libc::POLLHUP) != 0;
+        Ok((
+            p.revents & libc::POLLIN != 0 || err,
+            p.revents & libc::POLLOUT != 0,
+        ))
+    }
+}
+
+/// A logged-in connection ready for the full feature phase.
+pub(crate) struct LoggedIn {
+    pub link: Link,
+    pub rx: RecvBuf,
+    pub outcome: LoginOutcome,
+    /// ExpCmdSN and MaxCmdSN from the last Login Response: the first CmdSN window.
+    pub exp_cmd_sn: u32,
+    pub max_cmd_sn: u32,
+}
+
+fn login_status(class: u8, detail: u8) -> &'static str {
+    match (class, detail) {
+        (1, _) => "target moved (redirect is not supported)",
+        (2, 1) => "authentication failed",
+        (2, 2) => "authorization failed: this initiator may not access the target",
+        (2, 3) => "target not found",
+        (2, 4) => "target removed",
+        (2, 5) => "unsupported iSCSI version",
+        (2, 6) => "too many connections",
+        (2, 7) => "missing parameter",
+        (2, 8) => "cannot include in session",
+        (2, 9) => "session type not supported",
+        (2, 10) => "session does not exist",
+        (2, 11) => "invalid request during login",
+        (2, _) => "initiator error",
+        (3, 1) => "target service unavailable",
+        (3, 2) => "target out of resources",
+        _ => "target error",
+    }
+}
+
+/// Connects and logs in; every step is bounded by `timeout`.
+pub(crate) fn login(
+    addr: SocketAddr,
+    peer: String,
+    cfg: InitiatorLoginConfig,
+    timeout: Duration,
+) -> Result<LoggedIn, EngineError> {
+    let stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| EngineError::Connect {
+        addr: peer.clone(),
+        reason: e.to_string(),
+    })?;
+    let setup = |e: std::io::Error| EngineError::Connect {
+        addr: peer.clone(),
+        reason: format!("socket setup: {e}"),
+    };
+    stream.set_nodelay(true).map_err(setup)?;
+    stream.set_read_timeout(Some(timeout)).map_err(setup)?;
+    stream.set_write_timeout(Some(timeout)).map_err(setup)?;
+    let link = Link { stream, peer };
+    let deadline = Instant::now() + timeout;
+    let mut rx = RecvBuf::new(64 * 1024);
+    let frame = FrameConfig::default();
+    let mut login = InitiatorLogin::new(cfg.clone());
+    let (mut req, mut data) = login.start();
+    let mut out = Vec::with_capacity(1024);
+    for _ in 0..16 {
+        out.clear();
+        encode_pdu(
+            &mut out,
+            &Bhs::LoginRequest(req).encode(),
+            &[],
+            &data,
+            &frame,
+        );
+        (&link.stream).write_all(&out).map_err(|e| link.io_err(e))?;
+        let resp = loop {
+            if let Some((pdu, n)) = rx.parse(&frame).map_err(|e| link.proto(e.to_string()))? {
+                let resp = match pdu.decode().map_err(|e| link.proto(e.to_string()))? {
+                    Bhs::LoginResponse(r) => (r, pdu.data.to_vec()),
+                    b => {
+                        return Err(
+                            link.proto(format!("expected a Login Response, got {:?}", b.opcode()))
+                        )
+                    }
+                };
+                rx.consume(n);
+                break resp;
+            }
+            if Instant::now() >= deadline {
+                return Err(timeout_err(&link, timeout));
+            }
+            if let Recv::Idle = link.recv(&mut rx, true)? {
+                if Instant::now() >= deadline {
+                    return Err(timeout_err(&link, timeout));
+                }
+            }
+        };
+        let (resp, rdata): (LoginResponse, Vec<u8>) = resp;
+        if resp.status_class != 0 {
+            return Err(EngineError::Connect {
+                addr: link.peer.clone(),
+                reason: format!(
+                    "login refused: {} (status class {}, detail {})",
+                    login_status(resp.status_class, resp.status_detail),
+                    resp.status_class,
+                    resp.status_detail
+                ),
+            });
+        }
+        if resp.cont {
+            return Err(link.proto("continued Login Response text is not supported"));
+        }
+        let step = login
+            .on_response(&resp, &rdata)
+            .map_err(|e| EngineError::Connect {
+                addr: link.peer.clone(),
+                reason: format!("login failed: {e}"),
+            })?;
+        match step {
+            InitiatorStep::Send(q, d) => (req, data) = (q, d),
+            InitiatorStep::Done(outcome) => {
+                let max_pdu =
+                    outcome.params.our_max_recv_data_segment_length as usize + BHS_LEN + 16;
+                let mut big = RecvBuf::new(max_pdu);
+                // Anything after the final Login Response belongs to the full feature phase.
+                let rest = &rx.buf[rx.start..rx.end];
+                big.buf[..rest.len()].copy_from_slice(rest);
+                big.end = rest.len();
+                return Ok(LoggedIn {
+                    link,
+                    rx: big,
+                    outcome,
+                    exp_cmd_sn: resp.exp_cmd_sn,
+                    max_cmd_sn: resp.max_cmd_sn,
+                });
+            }
+        }
+    }
+    Err(link.proto("login did not complete in 16 exchanges"))
+}
+
+fn timeout_err(link: &Link, t: Duration) -> EngineError {
+    EngineError::Timeout {
+        peer: format!("{} during login", link.peer),
+        secs: t.as_secs_f64(),
+    }
+}

@@ -1,0 +1,640 @@
+//! One iSCSI session (one connection) as an engine [`Queue`] (RFC 7143 §3.2, §4.2, §11).
+//!
+//! * Commands are numbered inside the CmdSN window: a command goes out only while
+//!   `CmdSN <= MaxCmdSN` (§4.2.2.1); the rest wait in a local queue that drains whenever a
+//!   response moves MaxCmdSN on.
+//! * ITT = the scheduler's tag, so a response finds its task by index, with no map.
+//! * Writes carry immediate data and unsolicited Data-Out up to FirstBurstLength when
+//!   negotiated (§4.2.5.2); each R2T is answered at once by its Data-Out sequence.
+//! * Data-In payloads go straight from the receive buffer into the arena region of the I/O;
+//!   DataSN is checked per command, and a Data-In with the S bit completes it (phase collapse).
+//! * Everything a batch produces is appended to one output buffer and sent with one
+//!   non-blocking `send`; the I/O loop itself lives in [`super::pump`].
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
+
+use super::link::{Link, LoggedIn, RecvBuf};
+use crate::scsi::cdb::op;
+use crate::scsi::sense::{status, Sense};
+use crate::wire::bhs::{encode_lun, Bhs, BHS_LEN};
+use crate::wire::framer::{encode_pdu_with, FrameConfig, PduRef};
+use crate::wire::keys::SessionParams;
+use crate::wire::pdu::{DataIn, DataOut, R2t, ScsiCommand, ScsiResponse};
+use crate::wire::pdu_ctl::{NopIn, NopOut};
+
+/// Reserved ITT (§11.2.1).
+pub(crate) const NO_TAG: u32 = 0xffff_ffff;
+/// ITTs above the tag space for our own NOP-Out pings and the Logout.
+pub(crate) const PING_ITT: u32 = 0x8000_0000;
+pub(crate) const LOGOUT_ITT: u32 = 0x8000_0001;
+const UNIT_ATTENTION: u8 = 0x6;
+const MAX_UA_RETRIES: u8 = 3;
+
+/// Serial number arithmetic (RFC 1982) on 32-bit sequence numbers.
+pub(crate) fn sn_lt(a: u32, b: u32) -> bool {
+    a != b && b.wrapping_sub(a) < 1 << 31
+}
+fn sn_le(a: u32, b: u32) -> bool {
+    a == b || sn_lt(a, b)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dir {
+    In,
+    Out,
+    None,
+}
+
+/// A command waiting for (or about to get) a CmdSN.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cmd {
+    pub tag: u32,
+    pub cdb: [u8; 16],
+    pub dir: Dir,
+    pub buf: usize,
+    pub len: u32,
+    /// Accept fewer Data-In bytes than `len` (INQUIRY and friends); reads must be whole.
+    pub allow_short: bool,
+    /// Times this command was re-issued after a UNIT ATTENTION.
+    pub retries: u8,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Task {
+    active: bool,
+    dir: Option<Dir>,
+    buf: usize,
+    len: u32,
+    got: u32,
+    next_data_sn: u32,
+    next_r2t_sn: u32,
+    allow_short: bool,
+    cdb: [u8; 16],
+    retries: u8,
+}
+
+/// Counters reported by `stats()`.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Counters {
+    pub commands: u64,
+    pub data_in_pdus: u64,
+    pub data_out_pdus: u64,
+    pub r2ts: u64,
+    pub window_waits: u64,
+    pub check_conditions: u64,
+    pub unit_attentions: u64,
+    pub other_status: u64,
+    pub last_sense: Option<Sense>,
+    pub last_status: Option<u8>,
+    pub nop_in_answered: u64,
+    pub pings: u64,
+    pub async_events: u64,
+    pub sends: u64,
+    pub recvs: u64,
+}
+
+/// A logged-in session driving I/O for one queue.
+pub struct Session {
+    pub(crate) link: Link,
+    pub(crate) rx: RecvBuf,
+    pub(crate) rx_cfg: FrameConfig,
+    pub(crate) tx_cfg: FrameConfig,
+    pub(crate) out: Vec<u8>,
+    pub(crate) sent: usize,
+    /// The last send found the socket full: wait for writability too.
+    pub(crate) blocked: bool,
+    /// Commands encoded into `out` and not yet handed to the socket.
+    pub(crate) unsent_cmds: usize,
+    /// `out` holds something that must not wait (Data-Out for an R2T, NOP-Out, Logout).
+    pub(crate) urgent: bool,
+    /// Coalesce up to this many new commands while more than half the depth is on the wire.
+    pub(crate) submit_batch: usize,
+    pub(crate) params: SessionParams,
+    pub(crate) tsih: u16,
+    arena: Arc<Arena>,
+    lun: u64,
+    block_size: u32,
+    tasks: Vec<Task>,
+    pub(crate) inflight: usize,
+    pending: VecDeque<Cmd>,
+    pub(crate) done: Vec<Completion>,
+    pub(crate) cmd_sn: u32,
+    exp_cmd_sn: u32,
+    max_cmd_sn: u32,
+    pub(crate) exp_stat_sn: u32,
+    pub(crate) io_timeout: Duration,
+    pub(crate) ping_outstanding: bool,
+    pub(crate) logged_out: bool,
+    pub(crate) counters: Counters,
+}
+
+impl Session {
+    pub(crate) fn new(
+        li: LoggedIn,
+        arena: Arc<Arena>,
+        depth: u32,
+        lun: u16,
+        block_size: u32,
+        io_timeout: Duration,
+        submit_batch: u32,
+    ) -> Result<Session, EngineError> {
+        let p = li.outcome.params.clone();
+        let rx_cfg = FrameConfig {
+            header_digest: p.header_digest,
+            data_digest: p.data_digest,
+            max_recv_data_segment_length: p.our_max_recv_data_segment_length,
+        };
+        let tx_cfg = FrameConfig {
+            max_recv_data_segment_length: p.peer_max_recv_data_segment_length.max(512),
+            ..rx_cfg
+        };
+        // A short read timeout lets the wait loop check its deadline and send a keep-alive
+        // ping; it never delays data, which wakes the read at once.
+        let tick = (io_timeout / 4).clamp(Duration::from_millis(5), Duration::from_secs(1));
+        li.link
+            .stream
+            .set_read_timeout(Some(tick))
+            .map_err(|e| li.link.lost(format!("socket setup: {e}")))?;
+        Ok(Session {
+            rx_cfg,
+            tx_cfg,
+            out: Vec::with_capacity(1 << 20),
+            sent: 0,
+            blocked: false,
+            unsent_cmds: 0,
+            urgent: false,
+            submit_batch: submit_batch.max(1) as usize,
+            tsih: li.outcome.tsih,
+            arena,
+            lun: encode_lun(lun),
+            block_size: block_size.max(1),
+            tasks: vec![Task::default(); depth.max(1) as usize],
+            inflight: 0,
+            pending: VecDeque::with_capacity(depth as usize),
+            done: Vec::with_capacity(depth as usize),
+            cmd_sn: li.outcome.exp_cmd_sn,
+            exp_cmd_sn: li.exp_cmd_sn,
+            max_cmd_sn: li.max_cmd_sn,
+            exp_stat_sn: li.outcome.next_stat_sn,
+            io_timeout,
+            ping_outstanding: false,
+            logged_out: false,
+            counters: Counters::default(),
+            params: p,
+            link: li.link,
+            rx: li.rx,
+        })
+    }
+
+    pub(crate) fn set_block_size(&mut self, bs: u32) {
+        self.block_size = bs.max(1);
+    }
+
+    /// Data-In bytes received by the last command with `tag`.
+    pub(crate) fn got(&self, tag: u32) -> u32 {
+        self.tasks.get(tag as usize).map_or(0, |t| t.got)
+    }
+
+    pub(crate) fn depth(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub(crate) fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    /// In flight plus waiting for the window.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.inflight + self.pending.len()
+    }
+
+    /// Builds the command for one engine I/O, or the errno to complete it with at once.
+    pub(crate) fn build(&self, io: &Io) -> Result<Cmd, i32> {
+        let bs = self.block_size as u64;
+        let rw = matches!(io.op, Op::Read | Op::Write);
+        if rw
+            && (io.len == 0 || !io.offset.is_multiple_of(bs) || !(io.len as u64).is_multiple_of(bs))
+        {
+            return Err(-libc::EINVAL);
+        }
+        if rw
+            && io
+                .buf
+                .checked_add(io.len as usize)
+                .is_none_or(|e| e > self.arena.len())
+        {
+            return Err(-libc::EINVAL);
+        }
+        let lba = io.offset / bs;
+        let blocks = io.len as u64 / bs;
+        let mut cdb = [0u8; 16];
+        let dir = match io.op {
+            Op::Read | Op::Write => {
+                let read = io.op == Op::Read;
+                if lba > u32::MAX as u64 || blocks > u16::MAX as u64 {
+                    cdb[0] = if read { op::READ16 } else { op::WRITE16 };
+                    cdb[2..10].copy_from_slice(&lba.to_be_bytes());
+                    cdb[10..14].copy_from_slice(&(blocks as u32).to_be_bytes());
+                } else {
+                    cdb[0] = if read { op::READ10 } else { op::WRITE10 };
+                    cdb[2..6].copy_from_slice(&(lba as u32).to_be_bytes());
+                    cdb[7..9].copy_from_slice(&(blocks as u16).to_be_bytes());
+                }
+                if read {
+                    Dir::In
+                } else {
+                    Dir::Out
+                }
+            }
+            Op::Flush => {
+                cdb[0] = op::SYNCHRONIZE_CACHE10;
+                Dir::None
+            }
+            Op::Trim => return Err(-libc::EOPNOTSUPP),
+        };
+        Ok(Cmd {
+            tag: io.tag,
+            cdb,
+            dir,
+            buf: io.buf,
+            len: if dir == Dir::None { 0 } else { io.len },
+            allow_short: false,
+            retries: 0,
+        })
+    }
+
+    /// Queues a command: issued now when the window is open and nothing waits before it.
+    pub(crate) fn enqueue(&mut self, cmd: Cmd) -> Result<(), EngineError> {
+        let t = self
+            .tasks
+            .get(cmd.tag as usize)
+            .ok_or_else(|| EngineError::Invalid(format!("tag {} above queue depth", cmd.tag)))?;
+        if t.active || self.pending.iter().any(|p| p.tag == cmd.tag) {
+            return Err(EngineError::Invalid(format!(
+                "tag {} already in flight",
+                cmd.tag
+            )));
+        }
+        if self.pending.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
+            self.issue(cmd);
+        } else {
+            self.counters.window_waits += 1;
+            self.pending.push_back(cmd);
+        }
+        Ok(())
+    }
+
+    /// Issues queued commands while the window allows.
+    fn drain_pending(&mut self) {
+        while sn_le(self.cmd_sn, self.max_cmd_sn) {
+            match self.pending.pop_front() {
+                Some(c) => self.issue(c),
+                None => break,
+            }
+        }
+    }
+
+    fn issue(&mut self, c: Cmd) {
+        let p = &self.params;
+        let (imm, unsol) = if c.dir == Dir::Out {
+            let peer_max = self.tx_cfg.max_recv_data_segment_length;
+            let fb = p.first_burst_length.min(c.len);
+            let imm = if p.immediate_data {
+                fb.min(peer_max)
+            } else {
+                0
+            };
+            (imm, if p.initial_r2t { imm } else { fb })
+        } else {
+            (0, 0)
+        };
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_: unsol == imm,
+            read: c.dir == Dir::In,
+            write: c.dir == Dir::Out,
+            attr: 1,
+            lun: self.lun,
+            itt: c.tag,
+            expected_data_len: c.len,
+            cmd_sn: self.cmd_sn,
+            exp_stat_sn: self.exp_stat_sn,
+            cdb: c.cdb,
+        };
+        self.cmd_sn = self.cmd_sn.wrapping_add(1);
+        self.tasks[c.tag as usize] = Task {
+            active: true,
+            dir: Some(c.dir),
+            buf: c.buf,
+            len: c.len,
+            got: 0,
+            next_data_sn: 0,
+            next_r2t_sn: 0,
+            allow_short: c.allow_short,
+            cdb: c.cdb,
+            retries: c.retries,
+        };
+        self.inflight += 1;
+        self.unsent_cmds += 1;
+        self.counters.commands += 1;
+        let mut h = [0u8; BHS_LEN];
+        cmd.encode(&mut h);
+        let arena = &self.arena;
+        encode_pdu_with(&mut self.out, &h, &[], imm as usize, &self.tx_cfg, |dst| {
+            // SAFETY: a write's source region: only read, and inside the arena (checked in
+            // `build`); the scheduler keeps it unchanged until the I/O completes.
+            dst.copy_from_slice(unsafe { arena.slice(c.buf, dst.len()) })
+        });
+        if unsol > imm {
+            self.data_out(c.tag, NO_TAG, imm, unsol);
+        }
+    }
+
+    /// Appends the Data-Out PDUs for bytes `from..to` of task `tag`'s buffer.
+    fn data_out(&mut self, tag: u32, ttt: u32, from: u32, to: u32) {
+        let buf = self.tasks[tag as usize].buf;
+        let max = self.tx_cfg.max_recv_data_segment_length;
+        let mut off = from;
+        let mut data_sn = 0;
+        while off < to {
+            let n = (to - off).min(max);
+            let d = DataOut {
+                final_: off + n == to,
+                lun: self.lun,
+                itt: tag,
+                ttt,
+                exp_stat_sn: self.exp_stat_sn,
+                data_sn,
+                buffer_offset: off,
+            };
+            let mut h = [0u8; BHS_LEN];
+            d.encode(&mut h);
+            let arena = &self.arena;
+            encode_pdu_with(&mut self.out, &h, &[], n as usize, &self.tx_cfg, |dst| {
+                // SAFETY: as in `issue`: a write's source region, read only, bounds checked
+                // against the task length in `on_r2t` and against the arena in `build`.
+                dst.copy_from_slice(unsafe { arena.slice(buf + off as usize, dst.len()) })
+            });
+            off += n;
+            data_sn += 1;
+            self.counters.data_out_pdus += 1;
+        }
+    }
+
+    fn update_sn(&mut self, exp: u32, max: u32) {
+        // §4.2.2.1: ignore a window that ends before it starts.
+        if sn_lt(max, exp.wrapping_sub(1)) {
+            return;
+        }
+        if sn_lt(self.max_cmd_sn, max) {
+            self.max_cmd_sn = max;
+        }
+        if sn_lt(self.exp_cmd_sn, exp) {
+            self.exp_cmd_sn = exp;
+        }
+    }
+
+    fn got_stat_sn(&mut self, stat_sn: u32) {
+        let next = stat_sn.wrapping_add(1);
+        if sn_lt(self.exp_stat_sn, next) {
+            self.exp_stat_sn = next;
+        }
+    }
+
+    fn task(&mut self, itt: u32, what: &str) -> Result<&mut Task, EngineError> {
+        match self.tasks.get_mut(itt as usize) {
+            Some(t) if t.active => Ok(t),
+            _ => Err(self.link.proto(format!("{what} for unknown ITT {itt:#x}"))),
+        }
+    }
+
+    fn complete(&mut self, tag: u32, response: u8, st: u8, sense: Option<Sense>) {
+        let t = &mut self.tasks[tag as usize];
+        let short = t.dir == Some(Dir::In) && !t.allow_short && t.got != t.len;
+        t.active = false;
+        let t = *t;
+        // A UNIT ATTENTION (a new I_T nexus after power on or reset, a capacity change) says
+        // nothing about this command: it was not executed. Re-issue it, as the Linux SCSI
+        // layer does, a bounded number of times.
+        if st == status::CHECK_CONDITION
+            && sense.is_some_and(|s| s.key == UNIT_ATTENTION)
+            && t.retries < MAX_UA_RETRIES
+        {
+            self.counters.unit_attentions += 1;
+            self.counters.last_sense = sense;
+            self.inflight -= 1;
+            let cmd = Cmd {
+                tag,
+                cdb: t.cdb,
+                dir: t.dir.unwrap_or(Dir::None),
+                buf: t.buf,
+                len: t.len,
+                allow_short: t.allow_short,
+                retries: t.retries + 1,
+            };
+            if self.pending.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
+                self.issue(cmd);
+            } else {
+                self.pending.push_back(cmd);
+            }
+            return;
+        }
+        let result = match (response, st) {
+            (0, status::GOOD) if !short => 0,
+            (0, status::GOOD) => -libc::EIO,
+            (0, status::CHECK_CONDITION) => {
+                self.counters.check_conditions += 1;
+                self.counters.last_sense = sense;
+                -libc::EIO
+            }
+            (0, status::BUSY | status::TASK_SET_FULL) => -libc::EBUSY,
+            _ => -libc::EIO,
+        };
+        if st != status::GOOD {
+            self.counters.last_status = Some(st);
+            if st != status::CHECK_CONDITION {
+                self.counters.other_status += 1;
+            }
+        }
+        self.inflight -= 1;
+        self.done.push(Completion { tag, result });
+    }
+
+    /// Handles one received PDU.
+    pub(crate) fn on_pdu(&mut self, pdu: PduRef<'_>) -> Result<(), EngineError> {
+        let bhs = pdu
+            .decode()
+            .map_err(|e| self.link.proto(format!("bad PDU from target: {e}")))?;
+        match bhs {
+            Bhs::DataIn(d) => self.on_data_in(&d, pdu.data)?,
+            Bhs::ScsiResponse(r) => self.on_response(&r, pdu.data)?,
+            Bhs::R2t(r) => self.on_r2t(&r)?,
+            Bhs::NopIn(n) => self.on_nop_in(&n, pdu.data),
+            Bhs::Reject(r) => {
+                let what = pdu.data.first().map_or(0, |b| b & 0x3f);
+                return Err(self.link.proto(format!(
+                    "target rejected a PDU (opcode {what:#04x}): reason {:#04x} ({})",
+                    r.reason,
+                    reject_text(r.reason)
+                )));
+            }
+            Bhs::AsyncMessage(a) => {
+                self.update_sn(a.exp_cmd_sn, a.max_cmd_sn);
+                self.got_stat_sn(a.stat_sn);
+                self.counters.async_events += 1;
+                match a.event {
+                    2 | 3 => {
+                        return Err(self.link.lost(format!(
+                            "target announced it drops the connection (async event {})",
+                            a.event
+                        )))
+                    }
+                    4 => return Err(self.link.proto("target requests renegotiation")),
+                    _ => {}
+                }
+            }
+            Bhs::LogoutResponse(l) if l.itt == LOGOUT_ITT => {
+                self.got_stat_sn(l.stat_sn);
+                self.logged_out = true;
+            }
+            b => {
+                return Err(self
+                    .link
+                    .proto(format!("unexpected {:?} in full feature phase", b.opcode())))
+            }
+        }
+        self.drain_pending();
+        Ok(())
+    }
+
+    fn on_data_in(&mut self, d: &DataIn, data: &[u8]) -> Result<(), EngineError> {
+        self.update_sn(d.exp_cmd_sn, d.max_cmd_sn);
+        self.counters.data_in_pdus += 1;
+        let t = *self.task(d.itt, "Data-In")?;
+        if t.dir != Some(Dir::In) {
+            return Err(self
+                .link
+                .proto(format!("Data-In for write ITT {:#x}", d.itt)));
+        }
+        if d.data_sn != t.next_data_sn {
+            return Err(self.link.proto(format!(
+                "Data-In DataSN {} for ITT {:#x}, expected {}",
+                d.data_sn, d.itt, t.next_data_sn
+            )));
+        }
+        let end = d.buffer_offset as u64 + data.len() as u64;
+        if end > t.len as u64 {
+            return Err(self.link.proto(format!(
+                "Data-In bytes {}..{end} beyond the {} expected for ITT {:#x}",
+                d.buffer_offset, t.len, d.itt
+            )));
+        }
+        if !data.is_empty() {
+            // SAFETY: the region lies inside this read's arena region (checked above and in
+            // `build`); the scheduler gives the queue exclusive use of it until completion.
+            let dst = unsafe {
+                self.arena
+                    .slice_mut(t.buf + d.buffer_offset as usize, data.len())
+            };
+            dst.copy_from_slice(data);
+        }
+        let task = &mut self.tasks[d.itt as usize];
+        task.got += data.len() as u32;
+        task.next_data_sn += 1;
+        if let Some(st) = d.status {
+            self.got_stat_sn(d.stat_sn);
+            self.complete(d.itt, 0, st, None);
+        }
+        Ok(())
+    }
+
+    fn on_response(&mut self, r: &ScsiResponse, data: &[u8]) -> Result<(), EngineError> {
+        self.update_sn(r.exp_cmd_sn, r.max_cmd_sn);
+        self.got_stat_sn(r.stat_sn);
+        let t = *self.task(r.itt, "SCSI Response")?;
+        if t.dir == Some(Dir::In) && r.status == status::GOOD && r.exp_data_sn != t.next_data_sn {
+            return Err(self.link.proto(format!(
+                "SCSI Response ExpDataSN {} for ITT {:#x} after {} Data-In PDUs",
+                r.exp_data_sn, r.itt, t.next_data_sn
+            )));
+        }
+        // Sense data: a 2-byte length, then the sense bytes (§11.4.7.2).
+        let sense = (data.len() >= 2)
+            .then(|| {
+                let n = u16::from_be_bytes([data[0], data[1]]) as usize;
+                data.get(2..2 + n).and_then(Sense::decode)
+            })
+            .flatten();
+        self.complete(r.itt, r.response, r.status, sense);
+        Ok(())
+    }
+
+    fn on_r2t(&mut self, r: &R2t) -> Result<(), EngineError> {
+        self.update_sn(r.exp_cmd_sn, r.max_cmd_sn);
+        self.counters.r2ts += 1;
+        let t = *self.task(r.itt, "R2T")?;
+        if t.dir != Some(Dir::Out) {
+            return Err(self.link.proto(format!("R2T for read ITT {:#x}", r.itt)));
+        }
+        if r.r2t_sn != t.next_r2t_sn {
+            return Err(self.link.proto(format!(
+                "R2TSN {} for ITT {:#x}, expected {}",
+                r.r2t_sn, r.itt, t.next_r2t_sn
+            )));
+        }
+        let end = r.buffer_offset as u64 + r.desired_len as u64;
+        if end > t.len as u64 {
+            return Err(self.link.proto(format!(
+                "R2T asks for bytes {}..{end} of a {}-byte write (ITT {:#x})",
+                r.buffer_offset, t.len, r.itt
+            )));
+        }
+        self.tasks[r.itt as usize].next_r2t_sn += 1;
+        self.urgent = true;
+        self.data_out(r.itt, r.ttt, r.buffer_offset, end as u32);
+        Ok(())
+    }
+
+    fn on_nop_in(&mut self, n: &NopIn, data: &[u8]) {
+        self.update_sn(n.exp_cmd_sn, n.max_cmd_sn);
+        if n.itt == PING_ITT {
+            self.got_stat_sn(n.stat_sn);
+            self.ping_outstanding = false;
+        }
+        if n.ttt != NO_TAG {
+            // The target pings us: answer with its TTT and data (§11.18), immediate so the
+            // answer needs no CmdSN.
+            self.counters.nop_in_answered += 1;
+            let out = NopOut {
+                immediate: true,
+                lun: n.lun,
+                itt: NO_TAG,
+                ttt: n.ttt,
+                cmd_sn: self.cmd_sn,
+                exp_stat_sn: self.exp_stat_sn,
+            };
+            self.push(Bhs::NopOut(out), data);
+        }
+    }
+}
+
+fn reject_text(r: u8) -> &'static str {
+    match r {
+        0x02 => "data digest error",
+        0x03 => "SNACK reject",
+        0x04 => "protocol error",
+        0x05 => "command not supported",
+        0x06 => "immediate command rejected",
+        0x07 => "task in progress",
+        0x08 => "invalid data ack",
+        0x09 => "invalid PDU field",
+        0x0a => "long operation reject",
+        0x0b => "negotiation reset",
+        0x0c => "waiting for logout",
+        _ => "reserved",
+    }
+}

@@ -1,0 +1,127 @@
+//! The initiator against sanbench's own target (in-process, 127.0.0.1:0): data integrity with
+//! CRC32C header and data digests, CHAP (right and wrong secret), and a listener that never
+//! answers (login must time out quickly).
+
+mod initiator_support;
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use initiator_support::{write_read_verify, Ours};
+use sanbench_engine::EngineError;
+use sanbench_iscsi::initiator::{open, Digest, InitiatorOptions};
+
+const SIZE: u64 = 256 << 20;
+
+fn digests() -> InitiatorOptions {
+    InitiatorOptions {
+        header_digest: Digest::Crc32c,
+        data_digest: Digest::Crc32c,
+        ..InitiatorOptions::default()
+    }
+}
+
+#[test]
+fn data_with_digests() {
+    let t = Ours::start(SIZE, None);
+    let target = open(&t.uri(None), &digests()).expect("open our target");
+    let info = target.info();
+    eprintln!("our target info: {info:#?}");
+    assert_eq!((info.size, info.block_size), (SIZE, 512));
+    assert_eq!(info.params["HeaderDigest"], "CRC32C");
+    assert_eq!(info.params["DataDigest"], "CRC32C");
+    assert_eq!(info.params["InitialR2T"], "No");
+    assert_eq!(info.params["ImmediateData"], "Yes");
+    assert_eq!(info.params["vendor"], "SANBENCH");
+    assert!(info.max_transfer.is_some_and(|m| m >= 1 << 20));
+    let rep = write_read_verify(target.as_ref(), 64);
+    eprintln!("ours: {} reads, {} out of order", rep.ios, rep.out_of_order);
+}
+
+#[test]
+fn data_without_digests_or_coalescing() {
+    let t = Ours::start(SIZE, None);
+    let opts = InitiatorOptions {
+        submit_batch: 1,
+        ..InitiatorOptions::default()
+    };
+    let target = open(&t.uri(None), &opts).expect("open");
+    assert_eq!(target.info().params["HeaderDigest"], "None");
+    write_read_verify(target.as_ref(), 32);
+}
+
+#[test]
+fn chap_login() {
+    let t = Ours::start(SIZE, Some(("alice", "secret-of-12")));
+    let target = open(&t.uri(Some(("alice", "secret-of-12"))), &digests()).expect("CHAP login");
+    assert_eq!(target.info().params["auth"], "CHAP");
+    write_read_verify(target.as_ref(), 16);
+
+    let e = open(
+        &t.uri(Some(("alice", "wrong-secret"))),
+        &InitiatorOptions::default(),
+    )
+    .err()
+    .expect("a wrong secret must fail");
+    eprintln!("wrong secret: {e}");
+    assert!(matches!(e, EngineError::Connect { .. }), "{e:?}");
+    assert!(e.to_string().contains("authentication failed"), "{e}");
+
+    let e = open(&t.uri(None), &InitiatorOptions::default())
+        .err()
+        .expect("no secret must fail");
+    eprintln!("no secret: {e}");
+    assert!(matches!(e, EngineError::Connect { .. }), "{e:?}");
+}
+
+#[test]
+fn unknown_target_name() {
+    let t = Ours::start(SIZE, None);
+    let uri = format!("iscsi://{}/iqn.2026-11.nobody:here/0", t.addr);
+    let e = open(&uri, &InitiatorOptions::default())
+        .err()
+        .expect("must fail");
+    assert!(e.to_string().contains("target not found"), "{e}");
+}
+
+#[test]
+fn missing_lun_is_invalid() {
+    let t = Ours::start(SIZE, None);
+    let uri = format!("iscsi://{}/{}/5", t.addr, t.iqn);
+    let e = open(&uri, &InitiatorOptions::default())
+        .err()
+        .expect("must fail");
+    assert!(e.is_usage(), "{e:?}");
+}
+
+#[test]
+fn silent_listener_times_out() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    // Accept and hold the connection without ever answering.
+    let holder = std::thread::spawn(move || l.accept().map(|(s, _)| s));
+    let opts = InitiatorOptions {
+        login_timeout: Duration::from_millis(300),
+        ..InitiatorOptions::default()
+    };
+    let t0 = Instant::now();
+    let e = open(&format!("iscsi://{addr}/iqn.x:y/0"), &opts)
+        .err()
+        .expect("must time out");
+    eprintln!("silent: {e}");
+    assert!(matches!(e, EngineError::Timeout { .. }), "{e:?}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    drop(holder.join());
+}
+
+#[test]
+fn refused_connection() {
+    let port = initiator_support::free_port();
+    let e = open(
+        &format!("iscsi://127.0.0.1:{port}/iqn.x:y/0"),
+        &InitiatorOptions::default(),
+    )
+    .err()
+    .expect("nothing listens");
+    assert!(matches!(e, EngineError::Connect { .. }), "{e:?}");
+}

@@ -1,0 +1,165 @@
+//! The initiator against tgtd (package tgt), a real iSCSI target: open/probe, negotiated
+//! parameters, data integrity at depth 32 with 512 B..1 MiB I/Os, CHECK CONDITION past the end,
+//! and the failure modes of a target that stops (timeout) or dies (disconnect).
+
+mod initiator_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use initiator_support::{qcfg, write_read_verify, Tgtd, SLOT};
+use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
+use sanbench_iscsi::initiator::{open, InitiatorOptions};
+
+const SIZE: u64 = 256 << 20;
+
+#[test]
+fn info_params_and_data() {
+    let t = Tgtd::start(SIZE);
+    let target = open(&t.uri(), &InitiatorOptions::default()).expect("open tgtd LUN");
+    let info = target.info();
+    eprintln!("tgtd info: {info:#?}");
+    assert_eq!(info.engine, "iscsi");
+    assert_eq!(info.size, SIZE);
+    assert_eq!(info.block_size, 512);
+    assert!(!info.read_only);
+    let p = &info.params;
+    for k in [
+        "MaxRecvDataSegmentLength.initiator",
+        "MaxRecvDataSegmentLength.target",
+        "MaxBurstLength",
+        "FirstBurstLength",
+        "ImmediateData",
+        "InitialR2T",
+        "HeaderDigest",
+        "DataDigest",
+        "MaxOutstandingR2T",
+        "ErrorRecoveryLevel",
+        "target_name",
+        "portal",
+        "tsih",
+        "vendor",
+        "product",
+    ] {
+        assert!(p.contains_key(k), "param {k} missing: {p:?}");
+    }
+    assert_eq!(p["target_name"], t.iqn.as_str());
+    assert_eq!(p["vendor"], "IET");
+    assert_eq!(p["HeaderDigest"], "None");
+    let rep = write_read_verify(target.as_ref(), 96);
+    eprintln!(
+        "tgtd: {} reads, {} completed out of order",
+        rep.ios, rep.out_of_order
+    );
+}
+
+#[test]
+fn read_past_end_is_check_condition() {
+    let t = Tgtd::start(16 << 20);
+    let target = open(&t.uri(), &InitiatorOptions::default()).expect("open");
+    let arena = Arc::new(Arena::new(2 * SLOT));
+    let mut q = target
+        .open_queue(&qcfg(2, &arena, Duration::from_secs(10)))
+        .unwrap();
+    let size = target.info().size;
+    let ios = [
+        Io {
+            tag: 0,
+            op: Op::Read,
+            offset: size,
+            len: 4096,
+            buf: 0,
+        },
+        Io {
+            tag: 1,
+            op: Op::Read,
+            offset: size - 512,
+            len: 512,
+            buf: SLOT,
+        },
+    ];
+    q.submit(&ios).unwrap();
+    let mut out: Vec<Completion> = Vec::new();
+    while out.len() < 2 {
+        q.reap(2 - out.len(), &mut out).expect("reap");
+    }
+    out.sort_by_key(|c| c.tag);
+    assert_eq!(out[0].result, -libc::EIO);
+    assert_eq!(out[1].result, 0);
+    let st = q.stats();
+    assert_eq!(st["iscsi.check_conditions"], 1);
+    // LOGICAL BLOCK ADDRESS OUT OF RANGE.
+    let sense = st["iscsi.last_sense"].as_str().unwrap().to_string();
+    assert!(sense.contains("asc 0x21"), "{sense}");
+    q.close().unwrap();
+}
+
+/// Keeps 32 reads in flight until `stop` says so or an error arrives; returns the error.
+fn run_until_error(q: &mut dyn sanbench_engine::Queue, on_first: impl FnOnce()) -> EngineError {
+    let mut on_first = Some(on_first);
+    let mut out = Vec::new();
+    let ios: Vec<Io> = (0..32)
+        .map(|t| Io {
+            tag: t,
+            op: Op::Read,
+            offset: t as u64 * 65536,
+            len: 65536,
+            buf: t as usize * 65536,
+        })
+        .collect();
+    if let Err(e) = q.submit(&ios) {
+        return e;
+    }
+    for _ in 0..100_000 {
+        out.clear();
+        if let Err(e) = q.reap(1, &mut out) {
+            return e;
+        }
+        if let Some(f) = on_first.take() {
+            f();
+        }
+        let again: Vec<Io> = out.iter().map(|c| ios[c.tag as usize]).collect();
+        if let Err(e) = q.submit(&again) {
+            return e;
+        }
+    }
+    panic!("no error after 100000 rounds");
+}
+
+#[test]
+fn killed_target_is_disconnected() {
+    let mut t = Tgtd::start(16 << 20);
+    let target = open(&t.uri(), &InitiatorOptions::default()).expect("open");
+    let arena = Arc::new(Arena::new(32 * 65536));
+    let mut q = target
+        .open_queue(&qcfg(32, &arena, Duration::from_secs(5)))
+        .unwrap();
+    let t0 = Instant::now();
+    let pid = t.pid();
+    let e = run_until_error(q.as_mut(), || {
+        // SAFETY: kill(2) on tgtd's pid, a child of this test.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    eprintln!("after kill: {e}");
+    assert!(matches!(e, EngineError::Disconnected { .. }), "{e:?}");
+    assert!(e.to_string().contains(&t.iqn), "error names the peer: {e}");
+    assert!(t0.elapsed() < Duration::from_secs(4));
+    t.kill();
+}
+
+#[test]
+fn stopped_target_times_out() {
+    let t = Tgtd::start(16 << 20);
+    let target = open(&t.uri(), &InitiatorOptions::default()).expect("open");
+    let arena = Arc::new(Arena::new(32 * 65536));
+    let mut q = target
+        .open_queue(&qcfg(32, &arena, Duration::from_millis(700)))
+        .unwrap();
+    let t0 = Instant::now();
+    let e = run_until_error(q.as_mut(), || t.signal(libc::SIGSTOP));
+    eprintln!("after SIGSTOP: {e}");
+    assert!(matches!(e, EngineError::Timeout { .. }), "{e:?}");
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    let st = q.stats();
+    assert!(st["iscsi.pings"].as_u64().unwrap() >= 1, "{st:?}");
+}
