@@ -34,5 +34,27 @@ pub fn start_demo_servers(
             })
             .context("spawning the NBD server")?,
     );
+    let iscsi = sanbench_iscsi::target::Target::bind(sanbench_iscsi::target::TargetConfig {
+        listen: loopback,
+        lun_size: size,
+        ..Default::default()
+    })
+    .context("starting the iSCSI target")?;
+    targets.push(format!(
+        "iSCSI (loopback)=iscsi://{}/{}/0",
+        iscsi.local_addr(),
+        sanbench_iscsi::target::TargetConfig::default().iqn
+    ));
+    let stop = shutdown.clone();
+    threads.push(
+        std::thread::Builder::new()
+            .name("demo-iscsi".into())
+            .spawn(move || {
+                if let Err(e) = iscsi.run(stop) {
+                    eprintln!("sanbench demo: iSCSI target: {e}");
+                }
+            })
+            .context("spawning the iSCSI target")?,
+    );
     Ok(())
 }

@@ -17,6 +17,10 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
             TargetUri::Network { scheme, uri } if scheme == "nbd" || scheme == "nbd+unix" => {
                 sanbench_nbd::open(uri, &sanbench_nbd::ClientOptions::default())?.into()
             }
+            TargetUri::Network { scheme, uri } if scheme == "iscsi" => {
+                let (base, opts) = iscsi_options(uri)?;
+                sanbench_iscsi::initiator::open(&base, &opts)?.into()
+            }
             TargetUri::Network { scheme, .. } => {
                 return Err(usage(format!(
                     "{s}: the {scheme} engine is not built into this sanbench yet"
@@ -27,4 +31,43 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
         out.push(target);
     }
     Ok(out)
+}
+
+/// Splits `iscsi://...?digest=crc32c&initiator=IQN` into the URI the initiator opens and its
+/// options. Query keys: `digest` (both), `header_digest`, `data_digest` (`crc32c` or `none`),
+/// `initiator` (our IQN), `submit_batch` (commands held back to send together).
+fn iscsi_options(
+    uri: &str,
+) -> Result<(String, sanbench_iscsi::initiator::InitiatorOptions), CliError> {
+    use sanbench_iscsi::initiator::{Digest, InitiatorOptions};
+    let mut o = InitiatorOptions::default();
+    let Some((base, query)) = uri.split_once('?') else {
+        return Ok((uri.to_string(), o));
+    };
+    let digest = |v: &str| match v.to_ascii_lowercase().as_str() {
+        "crc32c" => Ok(Digest::Crc32c),
+        "none" => Ok(Digest::None),
+        _ => Err(usage(format!("{uri}: digest '{v}' (use crc32c or none)"))),
+    };
+    for kv in query.split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k {
+            "digest" => {
+                o.header_digest = digest(v)?;
+                o.data_digest = digest(v)?;
+            }
+            "header_digest" => o.header_digest = digest(v)?,
+            "data_digest" => o.data_digest = digest(v)?,
+            "initiator" if !v.is_empty() => o.initiator_name = v.to_string(),
+            "submit_batch" => {
+                o.submit_batch = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| usage(format!("{uri}: submit_batch must be a number >= 1")))?
+            }
+            _ => return Err(usage(format!("{uri}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch)"))),
+        }
+    }
+    Ok((base.to_string(), o))
 }
