@@ -1,0 +1,82 @@
+//! The README's main job, end to end: `sanbench demo` starts its NBD and iSCSI servers on
+//! loopback, compares them with the RAM and tmpfs targets, writes the report, and leaves
+//! nothing behind.
+
+use assert_cmd::Command;
+
+#[test]
+fn demo_compares_the_built_in_targets_and_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("demo");
+    let o = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args([
+            "demo", "--time", "300ms", "--ramp", "0s", "--size", "64M", "--quiet",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .arg("--db")
+        .arg(tmp.path().join("r.db"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("Key Findings"), "{stdout}");
+    assert!(stdout.contains("report.html"), "{stdout}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let names: Vec<&str> = doc["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for want in ["RAM", "tmpfs", "NBD", "iSCSI"] {
+        assert!(
+            names.iter().any(|n| n.contains(want)),
+            "{want} missing from {names:?}"
+        );
+    }
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 5 * 4, "every quick workload on every target");
+    for c in cells {
+        assert!(c["result"]["ios"].as_u64().unwrap() > 0, "{}", c["target"]);
+    }
+    // The negotiated parameters of the network targets are in the manifest.
+    let nbd = doc["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().contains("NBD"))
+        .unwrap();
+    assert!(
+        nbd["manifest"]["params"]["transmission_flags"].is_array(),
+        "{nbd}"
+    );
+    let iscsi = doc["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().contains("iSCSI"))
+        .unwrap();
+    assert!(
+        iscsi["manifest"]["params"]["MaxBurstLength"].is_string()
+            || iscsi["manifest"]["params"]["MaxBurstLength"].is_number(),
+        "{iscsi}"
+    );
+    // The tmpfs file it made is gone.
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("sanbench-demo-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
