@@ -137,7 +137,8 @@ pub fn diff(a: DiffArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The Key Findings, as the studies printed them.
+/// The Key Findings, as the studies printed them: the strongest two of each kind on the
+/// terminal, every one of them in the report.
 pub fn print_findings(cmp: &Comparison) {
     let report = Report::new(cmp, &Options::default());
     if report.findings.is_empty() {
@@ -145,7 +146,29 @@ pub fn print_findings(cmp: &Comparison) {
         return;
     }
     println!("Key Findings:");
+    let mut labels: Vec<&str> = Vec::new();
     for f in &report.findings {
-        println!("  - {}", f.text);
+        if !labels.contains(&f.label.as_str()) {
+            labels.push(&f.label);
+        }
+    }
+    let mut shown = 0;
+    for label in labels {
+        let mut of: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.label == label)
+            .collect();
+        of.sort_by(|a, b| b.average.total_cmp(&a.average));
+        for f in of.into_iter().take(2) {
+            println!("  - {}", f.text);
+            shown += 1;
+        }
+    }
+    if shown < report.findings.len() {
+        println!(
+            "  ({} more in report.html and report.md)",
+            report.findings.len() - shown
+        );
     }
 }
