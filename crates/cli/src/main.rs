@@ -6,6 +6,7 @@ mod args;
 mod compare;
 mod demo;
 mod error;
+mod lab_cmd;
 mod monitoring;
 mod monitors_cmd;
 mod output;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),
         Command::Serve { command } => serve_cmd::run(command),
+        Command::Lab { command } => lab_cmd::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

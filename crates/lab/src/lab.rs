@@ -177,8 +177,13 @@ fn start_target(
             })?;
     }
     let exe = st.sanbench.clone();
-    let argv = p.target_command(k, &exe, &cfg.size);
-    let (pid, start) = procs::spawn(&argv, &log)?;
+    let pidfile = log_dir.join(format!("{name}.pid"));
+    let argv = p.target_command(k, &exe, &cfg.size, &pidfile.to_string_lossy());
+    let (mut pid, mut start) = procs::spawn(&argv, &log)?;
+    if k == TargetKind::Nbdkit {
+        st.files.push(pidfile.clone());
+        (pid, start) = procs::daemon_pid(&name, pid, start, &pidfile, &log, PORT_WAIT)?;
+    }
     st.processes.push(ProcState {
         name: name.clone(),
         kind: k,

@@ -184,9 +184,12 @@ impl LinkPlan {
         c
     }
 
-    /// The foreground command that serves `kind` inside the namespace (tgtd still needs
-    /// [`LinkPlan::tgtd_setup`] once it runs).
-    pub fn target_command(&self, kind: TargetKind, exe: &str, size: &str) -> Argv {
+    /// The command that serves `kind` inside the namespace (tgtd still needs
+    /// [`LinkPlan::tgtd_setup`] once it runs). All run in the foreground except nbdkit: it
+    /// asks the kernel to kill it when its parent exits (PR_SET_PDEATHSIG, even without
+    /// --exit-with-parent), which would end it with `lab up`, so it daemonizes and writes its
+    /// pid to `pidfile`.
+    pub fn target_command(&self, kind: TargetKind, exe: &str, size: &str, pidfile: &str) -> Argv {
         let addr = self.target_addr().to_string();
         let listen = format!("{addr}:{}", kind.port());
         let cmd = match kind {
@@ -204,7 +207,8 @@ impl LinkPlan {
             ]),
             TargetKind::Nbdkit => argv([
                 "nbdkit",
-                "-f",
+                "-P",
+                pidfile,
                 "-i",
                 &addr,
                 "-p",

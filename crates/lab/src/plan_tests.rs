@@ -96,7 +96,10 @@ fn longest_names_fit_interface_names() {
 #[test]
 fn target_commands_and_uris() {
     let p = plan("ten=10gbit", 1);
-    let t = |k| p.target_command(k, "/bin/sanbench", "1G").join(" ");
+    let t = |k| {
+        p.target_command(k, "/bin/sanbench", "1G", "/run/x.pid")
+            .join(" ")
+    };
     assert_eq!(
         t(TargetKind::Nbd),
         "ip netns exec sblab-ten /bin/sanbench serve nbd --size 1G --listen 10.213.1.2:10809"
@@ -108,7 +111,7 @@ fn target_commands_and_uris() {
     );
     assert_eq!(
         t(TargetKind::Nbdkit),
-        "ip netns exec sblab-ten nbdkit -f -i 10.213.1.2 -p 10810 memory 1G"
+        "ip netns exec sblab-ten nbdkit -P /run/x.pid -i 10.213.1.2 -p 10810 memory 1G"
     );
     assert_eq!(
         t(TargetKind::Tgtd),

@@ -143,6 +143,48 @@ pub fn wait_port(
     }
 }
 
+/// The pid (and start time) of a server that daemonizes: read from its `pidfile` once the
+/// launcher (`pid`) has written it.
+pub fn daemon_pid(
+    name: &str,
+    pid: u32,
+    start: u64,
+    pidfile: &Path,
+    log: &Path,
+    limit: Duration,
+) -> Result<(u32, u64), LabError> {
+    let t0 = Instant::now();
+    loop {
+        let d = std::fs::read_to_string(pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        if let Some((d, s)) = d.and_then(|d| start_time(d).map(|s| (d, s))) {
+            return Ok((d, s));
+        }
+        let why = if !alive(pid, start) {
+            // The launcher is gone: a pid file should be there by now, so look once more.
+            std::thread::sleep(Duration::from_millis(100));
+            if std::fs::metadata(pidfile).is_ok() && t0.elapsed() < limit {
+                continue;
+            }
+            format!("exited without writing {}", pidfile.display())
+        } else if t0.elapsed() > limit {
+            format!(
+                "no pid in {} after {} s",
+                pidfile.display(),
+                limit.as_secs()
+            )
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        return Err(LabError::Target {
+            name: name.into(),
+            reason: format!("{why} ({})", last_line(log)),
+        });
+    }
+}
+
 /// The last non-empty line of a log, for error messages.
 pub fn last_line(log: &Path) -> String {
     std::fs::read_to_string(log)

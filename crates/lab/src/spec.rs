@@ -188,7 +188,7 @@ pub fn format_rate(bits: u64) -> String {
         (1_000_000, "mbit"),
         (1_000, "kbit"),
     ] {
-        if bits >= m && bits % m == 0 {
+        if bits >= m && bits.is_multiple_of(m) {
             return format!("{}{u}", bits / m);
         }
     }
