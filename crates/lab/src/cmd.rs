@@ -123,7 +123,7 @@ pub fn preflight(need_ethtool: bool) -> Result<(), LabError> {
         Ok(())
     } else {
         Err(LabError::Missing(format!(
-            "sanbench lab needs {}",
+            "the lab needs {}",
             missing.join(" and ")
         )))
     }
