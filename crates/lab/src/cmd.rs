@@ -68,11 +68,19 @@ pub struct Recorder {
     pub calls: RefCell<Vec<Argv>>,
     /// (argv prefix, stdout) pairs; the first whose prefix matches answers. Default: "".
     pub answers: Vec<(Argv, String)>,
+    /// A command (exact argv) that fails, as `ip` would with "RTNETLINK answers: ...".
+    pub fail: Option<Argv>,
 }
 
 impl Runner for Recorder {
     fn run(&self, argv: &[String]) -> Result<String, LabError> {
         self.calls.borrow_mut().push(argv.to_vec());
+        if self.fail.as_deref() == Some(argv) {
+            return Err(LabError::Command {
+                argv: argv.join(" "),
+                stderr: "RTNETLINK answers: Operation not permitted (exit status: 2)".into(),
+            });
+        }
         Ok(self
             .answers
             .iter()

@@ -86,3 +86,60 @@ fn missing_peers_are_named() {
     // Every kind this host has passes; the built-in ones need nothing.
     check_peers(&[TargetKind::Nbd, TargetKind::Iscsi]).unwrap();
 }
+
+#[test]
+fn a_failed_up_removes_what_it_made_and_its_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lab.json");
+    let specs = crate::spec::parse_links(&["a=1gbit".into(), "b=10gbit,switched".into()]).unwrap();
+    let r = Recorder {
+        fail: Some(argv([
+            "tc", "-n", "sblab-b", "qdisc", "add", "dev", "sbl-b-t", "root", "handle", "1:", "htb",
+            "default", "10",
+        ])),
+        ..Recorder::default()
+    };
+    let cfg = LabConfig {
+        state_path: path.clone(),
+        size: "1G".into(),
+        runner: &r,
+    };
+    let e = up(&cfg, &specs, &[TargetKind::Nbd], "/bin/false").unwrap_err();
+    assert!(e.to_string().contains("tc -n sblab-b qdisc add"), "{e}");
+    assert!(!e.is_usage());
+    let c = lines(&r);
+    let after: Vec<&String> = c
+        .iter()
+        .skip_while(|l| !l.starts_with("tc -n sblab-b qdisc"))
+        .filter(|l| l.starts_with("ip netns del"))
+        .collect();
+    assert_eq!(
+        after,
+        [
+            "ip netns del sblab-b",
+            "ip netns del sblab-b-sw",
+            "ip netns del sblab-a"
+        ]
+    );
+    // No target was started, and no state is left to confuse the next run.
+    assert!(!c.iter().any(|l| l.contains("serve nbd")));
+    assert!(!path.exists());
+}
+
+#[test]
+fn bad_sizes_and_missing_state_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = Recorder::default();
+    let cfg = LabConfig {
+        state_path: dir.path().join("lab.json"),
+        size: "huge".into(),
+        runner: &r,
+    };
+    let specs = crate::spec::parse_links(&["a=1gbit".into()]).unwrap();
+    let e = up(&cfg, &specs, &[TargetKind::Nbd], "/bin/false").unwrap_err();
+    assert!(e.is_usage() && e.to_string().contains("--size"), "{e}");
+    assert!(r.calls.borrow().is_empty(), "nothing ran");
+    let s = crate::status::status(&r, &dir.path().join("none.json")).unwrap();
+    assert!(!s.recorded && !s.healthy());
+    assert!(s.to_string().starts_with("no lab recorded"));
+}
