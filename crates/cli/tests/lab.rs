@@ -207,6 +207,31 @@ fn bad_link_specs_exit_2_with_one_line() {
 }
 
 #[test]
+fn compare_with_a_missing_or_bad_lab_file_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none.json");
+    let out = sanbench()
+        .args(["compare", "--no-store", "--lab"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lab up"), "{err}");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"targets\": [{\"name\": \"x\"}]}").unwrap();
+    let out = sanbench()
+        .args(["compare", "--no-store", "--lab"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // Neither targets nor --lab: clap says what is missing.
+    let out = sanbench().args(["compare"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn links_cap_reads_and_down_leaves_nothing() {
     require_host();
     let dir = tempfile::tempdir().unwrap();
@@ -313,7 +338,8 @@ fn links_cap_reads_and_down_leaves_nothing() {
         report.push_str(&format!("{k}: 1 Gb {slow:.1} MB/s, 10 Gb {fast:.1} MB/s; "));
         assert!(
             (112.5..=126.0).contains(&slow),
-            "{k} over 1 Gbit/s: {slow:.1} MB/s, expected 112.5-126 ({report})"
+            "{k} over 1 Gbit/s: {slow:.1} MB/s, expected 112.5-126 ({report}; a debug build's \
+             server may be CPU-bound: compare with --release)"
         );
         assert!(
             fast >= need * slow,
