@@ -154,6 +154,12 @@ fn start_target(
     if k == TargetKind::Tgtd {
         let size = parse_size(&cfg.size)?;
         let sock = PathBuf::from(format!("/var/run/tgtd/socket.{}", p.tgtd_control()));
+        let lock = PathBuf::from(format!("{}.lock", sock.display()));
+        if sock.exists() && std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            // Nobody listens: a killed tgtd's socket (its lab's state file lost). Not in use.
+            let _ = std::fs::remove_file(&sock);
+            let _ = std::fs::remove_file(&lock);
+        }
         if sock.exists() {
             return Err(LabError::Target {
                 name,
@@ -345,6 +351,11 @@ fn sweep(r: &dyn Runner) -> Result<Vec<String>, LabError> {
     let mut done = Vec::new();
     for ns in lab_namespaces(r)? {
         done.extend(remove_namespace(r, &ns));
+        // The LUN image a tgtd in that namespace served (named after the link).
+        let img = format!("/dev/shm/{ns}-tgtd.img");
+        if std::fs::remove_file(&img).is_ok() {
+            done.push(format!("removed {img}"));
+        }
     }
     for l in lab_links(r)? {
         if remove_link(r, &l) {
