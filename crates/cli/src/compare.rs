@@ -53,6 +53,8 @@ pub fn interleaved_order(
 pub struct Prepared {
     pub suite: Suite,
     pub targets: Vec<(String, String)>,
+    /// Per target (same order): the lab link it sits behind, for targets from `--lab`.
+    pub links: Vec<Option<serde_json::Value>>,
 }
 
 pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
@@ -76,7 +78,14 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
     if a.repeat == 0 {
         return Err(usage("--repeat must be at least 1"));
     }
-    let targets: Vec<(String, String)> = a.targets.iter().map(|t| split_named(t)).collect();
+    let mut targets: Vec<(String, String)> = a.targets.iter().map(|t| split_named(t)).collect();
+    let mut links = vec![None; targets.len()];
+    if let Some(path) = &a.lab {
+        for t in sanbench_lab::load_lab_targets(path).map_err(|e| usage(e.to_string()))? {
+            targets.push((t.name, t.uri));
+            links.push(serde_json::to_value(&t.link).ok());
+        }
+    }
     let mut names = std::collections::HashSet::new();
     for (n, _) in &targets {
         if !names.insert(n.clone()) {
@@ -85,7 +94,11 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
             )));
         }
     }
-    Ok(Prepared { suite, targets })
+    Ok(Prepared {
+        suite,
+        targets,
+        links,
+    })
 }
 
 /// What every cell of one comparison shares.
@@ -158,9 +171,11 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         targets: p
             .targets
             .iter()
-            .map(|(n, u)| TargetEntry {
+            .zip(&p.links)
+            .map(|((n, u), link)| TargetEntry {
                 name: n.clone(),
                 uri: u.clone(),
+                link: link.clone(),
                 ..TargetEntry::default()
             })
             .collect(),

@@ -39,6 +39,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
     crate::servers::start_demo_servers(&a, &mut targets, &started.shutdown, &mut started.threads)?;
     let args = CompareArgs {
         targets,
+        lab: None,
         suite: a.suite.clone(),
         repeat: a.repeat,
         out: a.out.clone(),

@@ -6,6 +6,7 @@ mod args;
 mod compare;
 mod demo;
 mod error;
+mod lab_cmd;
 mod monitoring;
 mod monitors_cmd;
 mod output;
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Command::Report(a) => store_cmd::report(a),
         Command::Diff(a) => store_cmd::diff(a),
         Command::Serve { command } => serve_cmd::run(command),
+        Command::Lab { command } => lab_cmd::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -209,7 +209,37 @@ pub fn compare_table(c: &Comparison) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
+    for t in &c.targets {
+        if let Some(l) = &t.link {
+            let _ = writeln!(out, "{:<30} behind lab link {}", t.name, link_text(l));
+        }
+    }
     out
+}
+
+/// A lab link as one phrase: "one: 1 Gbit/s, MTU 1500, offloads on, direct".
+pub fn link_text(l: &serde_json::Value) -> String {
+    let rate = l["rate_bits"].as_f64().unwrap_or(0.0);
+    let rate = if rate >= 1e9 {
+        format!("{} Gbit/s", rate / 1e9)
+    } else {
+        format!("{} Mbit/s", rate / 1e6)
+    };
+    format!(
+        "{}: {rate}, MTU {}, offloads {}, {}",
+        l["name"].as_str().unwrap_or("?"),
+        l["mtu"].as_u64().unwrap_or(0),
+        if l["offload"].as_bool().unwrap_or(true) {
+            "on"
+        } else {
+            "off"
+        },
+        if l["switched"].as_bool().unwrap_or(false) {
+            "switched"
+        } else {
+            "direct"
+        }
+    )
 }
 
 #[cfg(test)]
@@ -221,5 +251,21 @@ mod tests {
         assert_eq!(si(1_234_567.0), "1.23M");
         assert_eq!(si(12_345.0), "12.3k");
         assert_eq!(si(999.0), "999");
+    }
+
+    #[test]
+    fn lab_links_in_one_phrase() {
+        let l = serde_json::json!({"name": "one", "rate_bits": 1_000_000_000u64, "mtu": 9000,
+            "offload": false, "switched": true});
+        assert_eq!(
+            link_text(&l),
+            "one: 1 Gbit/s, MTU 9000, offloads off, switched"
+        );
+        let l = serde_json::json!({"name": "s", "rate_bits": 100_000_000u64, "mtu": 1500,
+            "offload": true, "switched": false});
+        assert_eq!(
+            link_text(&l),
+            "s: 100 Mbit/s, MTU 1500, offloads on, direct"
+        );
     }
 }

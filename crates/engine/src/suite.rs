@@ -50,6 +50,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "snia-pts-iops",
         include_str!("../suites/snia-pts-iops.toml"),
     ),
+    ("lab", include_str!("../suites/lab.toml")),
 ];
 
 /// One workload of an expanded suite.

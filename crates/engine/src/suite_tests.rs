@@ -181,3 +181,19 @@ fn scaling_and_user_suite_errors() {
     let e = parse("name = \"x\"\nbogus = 1\n").unwrap_err();
     assert!(e.contains("line 2"), "{e}");
 }
+
+#[test]
+fn lab_suite_has_the_link_cap_and_one_vs_two_connections() {
+    let s = load("lab").unwrap();
+    let ids: Vec<&str> = s.workloads.iter().map(|w| w.id.as_str()).collect();
+    assert!(ids.contains(&"seq-read-1m"), "{ids:?}");
+    let conns: Vec<Option<u32>> = s
+        .workloads
+        .iter()
+        .filter(|w| w.group == "connections")
+        .map(|w| w.targets_at_once)
+        .collect();
+    assert_eq!(conns, [Some(1), Some(2)]);
+    // A few seconds per workload: the lab is for quick reproductions.
+    assert!(s.workloads.iter().all(|w| w.workload.time.as_secs() <= 5));
+}

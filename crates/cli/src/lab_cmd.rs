@@ -1,0 +1,101 @@
+//! `sanbench lab up|down|status`: the software test bed (crate `sanbench-lab`). Without root,
+//! `ip` or `tc` it says exactly what is missing and exits 2.
+
+use anyhow::Context;
+use sanbench_lab::cmd::{preflight, System};
+use sanbench_lab::{LabConfig, LabError};
+
+use crate::args::{LabCommand, LabStateArgs, LabUpArgs};
+use crate::error::{usage, CliError};
+
+pub fn run(cmd: LabCommand) -> Result<(), CliError> {
+    match cmd {
+        LabCommand::Up(a) => up(a),
+        LabCommand::Down(a) => down(a),
+        LabCommand::Status(a) => status(a),
+    }
+}
+
+fn lab_err(e: LabError) -> CliError {
+    if e.is_usage() {
+        usage(e.to_string())
+    } else {
+        CliError::Failed(anyhow::Error::new(e))
+    }
+}
+
+fn state_path(a: &LabStateArgs) -> std::path::PathBuf {
+    a.state.clone().unwrap_or_else(sanbench_lab::default_path)
+}
+
+fn up(a: LabUpArgs) -> Result<(), CliError> {
+    // Input first, so a typo is reported even where the lab could not run.
+    let links = sanbench_lab::parse_links(&a.links).map_err(lab_err)?;
+    let targets = sanbench_lab::parse_targets(&a.targets).map_err(lab_err)?;
+    preflight(links.iter().any(|l| !l.offload)).map_err(lab_err)?;
+    let exe = std::env::current_exe().context("finding the sanbench binary")?;
+    let cfg = LabConfig {
+        state_path: state_path(&a.state),
+        size: a.size.clone(),
+        runner: &System,
+    };
+    let lab = sanbench_lab::up(&cfg, &links, &targets, &exe.to_string_lossy()).map_err(lab_err)?;
+    if !lab.cleaned.is_empty() {
+        eprintln!(
+            "sanbench lab: removed an earlier lab first: {}",
+            lab.cleaned.join("; ")
+        );
+    }
+    for l in &lab.state.links {
+        println!(
+            "link {:<8} {:>8} mtu {:<5} offloads {:<3} {:<8} host {} {} <-> {} {} in {}",
+            l.info.name,
+            l.rate,
+            l.info.mtu,
+            if l.info.offload { "on" } else { "off" },
+            if l.info.switched {
+                "switched"
+            } else {
+                "direct"
+            },
+            l.host_if,
+            l.host_addr,
+            l.target_addr,
+            l.target_if,
+            l.namespace
+        );
+    }
+    for t in &lab.state.targets {
+        println!("  {:<16} {}", t.name, t.uri);
+    }
+    println!("lab file: {}", lab.path.display());
+    println!(
+        "next: sanbench compare --lab {} --suite lab; sanbench lab down{}",
+        lab.path.display(),
+        match &a.state.state {
+            Some(p) => format!(" --state {}", p.display()),
+            None => String::new(),
+        }
+    );
+    Ok(())
+}
+
+fn down(a: LabStateArgs) -> Result<(), CliError> {
+    preflight(false).map_err(lab_err)?;
+    let path = state_path(&a);
+    let done = sanbench_lab::down(&System, &path).map_err(lab_err)?;
+    if done.is_empty() {
+        println!("sanbench lab: nothing to remove");
+    }
+    for d in &done {
+        println!("{d}");
+    }
+    Ok(())
+}
+
+fn status(a: LabStateArgs) -> Result<(), CliError> {
+    preflight(false).map_err(lab_err)?;
+    let s = sanbench_lab::status(&System, &state_path(&a)).map_err(lab_err)?;
+    print!("{s}");
+    Ok(())
+}
