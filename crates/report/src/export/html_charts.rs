@@ -47,9 +47,9 @@ fn metric_chart(r: &Report, title: &str, ws: &[&WorkloadEntry], m: Metric) -> Op
                 .collect();
             BarSeries {
                 name: if modeled {
-                    format!("{} (modeled)", t.name)
+                    format!("{} (modeled)", series_name(t))
                 } else {
-                    t.name.clone()
+                    series_name(t)
                 },
                 colour: colour(i),
                 values,
@@ -144,7 +144,7 @@ pub fn latency(r: &Report, s: &mut String) {
             .iter()
             .enumerate()
             .map(|(i, t)| BarSeries {
-                name: t.name.clone(),
+                name: series_name(t),
                 colour: colour(i),
                 values: percentiles(c, &w.id, &t.name),
             })
@@ -254,7 +254,7 @@ pub fn scaling(r: &Report, s: &mut String) {
                     .collect();
                 points.sort_by(|a, b| a.0.total_cmp(&b.0));
                 LineSeries {
-                    name: t.name.clone(),
+                    name: series_name(t),
                     colour: colour(i),
                     points,
                 }
@@ -305,7 +305,7 @@ pub fn timeseries(r: &Report, s: &mut String) {
             .iter()
             .enumerate()
             .map(|(i, t)| LineSeries {
-                name: t.name.clone(),
+                name: series_name(t),
                 colour: colour(i),
                 points: c
                     .cells_of(&w.id, &t.name)
@@ -333,5 +333,35 @@ pub fn timeseries(r: &Report, s: &mut String) {
                 false
             )
         );
+    }
+}
+
+/// A target's label in chart legends: its name, and the lab link it sits behind (rate, MTU,
+/// offloads, switched) so that "1 Gb vs 10 Gb" reads from the chart itself.
+pub(crate) fn series_name(t: &sanbench_store::TargetEntry) -> String {
+    let Some(l) = &t.link else {
+        return t.name.clone();
+    };
+    let mut parts = Vec::new();
+    if let Some(bits) = l["rate_bits"].as_u64() {
+        parts.push(if bits >= 1_000_000_000 {
+            format!("{} Gbit/s", bits as f64 / 1e9)
+        } else {
+            format!("{} Mbit/s", bits as f64 / 1e6)
+        });
+    }
+    if let Some(mtu) = l["mtu"].as_u64() {
+        parts.push(format!("MTU {mtu}"));
+    }
+    if l["offload"].as_bool() == Some(false) {
+        parts.push("offloads off".into());
+    }
+    if l["switched"].as_bool() == Some(true) {
+        parts.push("switched".into());
+    }
+    if parts.is_empty() {
+        t.name.clone()
+    } else {
+        format!("{} [{}]", t.name, parts.join(", "))
     }
 }
