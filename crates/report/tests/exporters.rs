@@ -81,6 +81,8 @@ fn html_is_self_contained_and_complete() {
     let html = render("html");
     let cmp = sample_comparison();
     let report = Report::new(&cmp, &Options::default());
+    // The steady-state verdict of every workload and target is in the results tables.
+    assert_eq!(html.matches("<th>Steady</th>").count(), cmp.workloads.len());
     // Every finding is on the page (escaped).
     for f in &report.findings {
         let esc = sanbench_report::fmt::html(&f.text);

@@ -212,7 +212,9 @@ fn tables(r: &Report, s: &mut String) {
     let c = r.cmp;
     s.push_str(
         "<h2 id=\"results\">Results</h2>\n<p class=\"note\">Mean ± 95 % confidence interval over \
-         the repetitions. * modeled power.</p>\n",
+         the repetitions. * modeled power. Steady: the SNIA PTS criteria on the per-second IOPS \
+         of the last 5 seconds (range within 20 %, trend within 10 % of the mean), per \
+         repetition; a dash when a run was shorter than 5 s.</p>\n",
     );
     for w in &c.workloads {
         let _ = write!(
@@ -227,7 +229,7 @@ fn tables(r: &Report, s: &mut String) {
         for (h, _) in COLUMNS {
             let _ = write!(s, "<th>{h}</th>");
         }
-        s.push_str("</tr></thead><tbody>\n");
+        s.push_str("<th>Steady</th></tr></thead><tbody>\n");
         for t in &c.targets {
             let _ = write!(s, "<tr><td class=\"name\">{}</td>", esc(&t.name));
             let st = r.analysis.get(&w.id, &t.name);
@@ -243,9 +245,28 @@ fn tables(r: &Report, s: &mut String) {
                     if mark { "*" } else { "" }
                 );
             }
+            let _ = write!(s, "<td>{}</td>", esc(&steady_text(c, &w.id, &t.name)));
             s.push_str("</tr>\n");
         }
         s.push_str("</tbody></table></div>\n");
+    }
+}
+
+/// "2/2", "1/2 (range 34 %)", or "–" when no repetition ran long enough to judge.
+fn steady_text(c: &sanbench_store::Comparison, workload: &str, target: &str) -> String {
+    let checks: Vec<_> = c
+        .cells_of(workload, target)
+        .filter_map(|x| x.steady)
+        .collect();
+    if checks.is_empty() {
+        return "\u{2013}".into();
+    }
+    let ok = checks.iter().filter(|x| x.steady).count();
+    let worst = checks.iter().map(|x| x.range_ratio).fold(0.0f64, f64::max);
+    if ok == checks.len() {
+        format!("{ok}/{}", checks.len())
+    } else {
+        format!("{ok}/{} (range {:.0} %)", checks.len(), worst * 100.0)
     }
 }
 
