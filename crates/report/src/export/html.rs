@@ -99,26 +99,42 @@ fn findings(r: &Report, s: &mut String) {
             short(r.options.min_rel * 100.0)
         );
     } else {
-        s.push_str("<ul>\n");
+        // The strongest two of each kind first, as the studies' "Key Findings" page; the rest
+        // one click away, so the card and the charts are not pushed off the first screen.
+        let mut labels: Vec<&str> = Vec::new();
         for f in &r.findings {
-            // The sentence with its headline ratio emphasised; the tooltip says what was counted.
-            let ratio = fmt_ratio(f.average);
-            let text = esc(&f.text).replacen(
-                &format!("{ratio} "),
-                &format!("<span class=\"ratio\">{ratio}</span> "),
-                1,
-            );
-            let _ = writeln!(
-                s,
-                "<li data-category=\"{}\" title=\"{} of {} tests compared differ outside the noise \
-                 in this direction\">{}</li>",
-                f.category.key(),
-                f.tests,
-                f.compared,
-                text
-            );
+            if !labels.contains(&f.label.as_str()) {
+                labels.push(&f.label);
+            }
+        }
+        let (mut top, mut rest) = (Vec::new(), Vec::new());
+        for label in labels {
+            let mut of: Vec<_> = r.findings.iter().filter(|f| f.label == label).collect();
+            of.sort_by(|a, b| b.average.total_cmp(&a.average));
+            for (i, f) in of.into_iter().enumerate() {
+                if i < 2 {
+                    top.push(f)
+                } else {
+                    rest.push(f)
+                }
+            }
+        }
+        s.push_str("<ul>\n");
+        for f in &top {
+            finding_item(f, s);
         }
         s.push_str("</ul>\n");
+        if !rest.is_empty() {
+            let _ = writeln!(
+                s,
+                "<details id=\"more-findings\"><summary>{} more findings</summary><ul>",
+                rest.len()
+            );
+            for f in &rest {
+                finding_item(f, s);
+            }
+            s.push_str("</ul></details>\n");
+        }
     }
     let _ = writeln!(
         s,
@@ -128,6 +144,26 @@ fn findings(r: &Report, s: &mut String) {
          on database tests, per CPU % and per watt above idle. Modeled power is an estimate \
          and is labelled.</p>",
         short(r.options.min_rel * 100.0)
+    );
+}
+
+/// One finding: the sentence with its headline ratio emphasised; the tooltip says what was
+/// counted.
+fn finding_item(f: &crate::Finding, s: &mut String) {
+    let ratio = fmt_ratio(f.average);
+    let text = esc(&f.text).replacen(
+        &format!("{ratio} "),
+        &format!("<span class=\"ratio\">{ratio}</span> "),
+        1,
+    );
+    let _ = writeln!(
+        s,
+        "<li data-category=\"{}\" title=\"{} of {} tests compared differ outside the noise \
+         in this direction\">{}</li>",
+        f.category.key(),
+        f.tests,
+        f.compared,
+        text
     );
 }
 
