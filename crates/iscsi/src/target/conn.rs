@@ -535,7 +535,8 @@ impl Conn {
         }
         if t.received >= t.want && t.r2t.is_none() && t.unsolicited_done {
             let (cmd, cdb, lun) = (t.cmd.clone(), t.cdb.clone(), t.lun);
-            self.execute(&cmd, &cdb, lun, &t.buf[..t.received as usize]);
+            let n = (t.received as usize).min(t.buf.len());
+            self.execute(&cmd, &cdb, lun, &t.buf[..n]);
             return;
         }
         self.advance(&mut t);
@@ -598,7 +599,8 @@ impl Conn {
         if n == 0 {
             return self.respond(cmd, status::GOOD, None, res);
         }
-        let max = self.tx.max_recv_data_segment_length as usize;
+        // Whole blocks per PDU: the store copies words, and initiators like aligned offsets.
+        let max = (self.tx.max_recv_data_segment_length as usize & !511).max(512);
         let mut off = 0;
         let mut data_sn = 0;
         while off < n {
