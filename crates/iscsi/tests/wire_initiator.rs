@@ -324,7 +324,7 @@ fn random_commands_in_full_feature_phase() {
             read: !write,
             write,
             attr: 1,
-            lun: rnd() % 3 << 48,
+            lun: (rnd() % 3) << 48,
             itt: 10_000 + i,
             expected_data_len: (rnd() % 70_000) as u32,
             cmd_sn: c.cmd_sn,
