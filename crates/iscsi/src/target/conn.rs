@@ -220,6 +220,20 @@ impl Conn {
         let discovery = sess.session_type == SessionType::Discovery;
         match bhs {
             Bhs::ScsiCommand(cmd) if !discovery => {
+                let p = &sess.params;
+                let imm = pdu.data.len() as u32;
+                // §13.10-13.11: immediate data only when negotiated, only with W, never past
+                // FirstBurstLength or EDTL; unsolicited Data-Out only with InitialR2T=No.
+                let bad = (imm > 0
+                    && (!cmd.write
+                        || !p.immediate_data
+                        || imm > p.first_burst_length
+                        || imm > cmd.expected_data_len))
+                    || (!cmd.final_ && p.initial_r2t);
+                if bad {
+                    self.check_cmd_sn(cmd.immediate, cmd.cmd_sn);
+                    return self.reject(reject_reason::PROTOCOL_ERROR, pdu.header);
+                }
                 if self.check_cmd_sn(cmd.immediate, cmd.cmd_sn) {
                     self.on_command(cmd, pdu.data);
                 }
