@@ -22,7 +22,7 @@ use crate::wire::framer::{encode_pdu, encode_pdu_with, parse_pdu, FrameConfig, P
 use crate::wire::login::{LoginOutcome, SessionType, TargetLogin, CMD_WINDOW};
 use crate::wire::pdu::*;
 use crate::wire::pdu_ctl::*;
-use crate::wire::{text, WireError};
+use crate::wire::{keys, text, WireError};
 
 const RBUF: usize = 1 << 20;
 /// Largest EDTL we buffer for one write command.
@@ -348,6 +348,27 @@ impl Conn {
                 let cur = self.session.as_ref().and_then(|s| s.0.target_name.clone());
                 text::encode(&send_targets(v, &recs, discovery, cur.as_deref()), &mut out);
             }
+            // Renegotiation in full feature phase (§6.1): only MaxRecvDataSegmentLength among
+            // our keys may change; login-only keys are rejected, unknown keys not understood.
+            let mut answers = Vec::new();
+            for p in pairs.iter().filter(|p| p.key != "SendTargets") {
+                let ans = match keys::key_def(&p.key) {
+                    None => "NotUnderstood".to_string(),
+                    Some(def) if p.key == "MaxRecvDataSegmentLength" => {
+                        match keys::parse_num(def, &p.value) {
+                            Ok(n) => {
+                                self.tx.max_recv_data_segment_length = n as u32;
+                                self.rx.max_recv_data_segment_length.to_string()
+                            }
+                            Err(_) => "Reject".to_string(),
+                        }
+                    }
+                    Some(def) if def.scope == keys::Scope::Any => "Irrelevant".to_string(),
+                    Some(_) => "Reject".to_string(),
+                };
+                answers.push(text::Pair::new(p.key.clone(), ans));
+            }
+            text::encode(&answers, &mut out);
         }
         let r = TextResponse {
             final_: true,
