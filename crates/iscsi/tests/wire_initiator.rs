@@ -47,6 +47,7 @@ struct Client {
     tx: FrameConfig,
     cmd_sn: u32,
     itt: u32,
+    burst: usize,
 }
 
 impl Client {
@@ -78,6 +79,7 @@ impl Client {
             tx: FrameConfig::default(),
             cmd_sn: 1,
             itt: 1,
+            burst: 0,
         };
         let mut l = InitiatorLogin::new(cfg);
         let (req, data) = l.start();
@@ -90,6 +92,7 @@ impl Client {
                 InitiatorStep::Send(q, d) => c.send(Bhs::LoginRequest(q), &d),
                 InitiatorStep::Done(o) => {
                     let p = o.params;
+                    c.burst = p.max_burst_length as usize;
                     c.rx = FrameConfig {
                         header_digest: p.header_digest,
                         data_digest: p.data_digest,
@@ -148,6 +151,9 @@ impl Client {
                 }
                 (Bhs::DataIn(d), payload) => {
                     assert_eq!(d.buffer_offset as usize, data.len());
+                    // F marks the end of each MaxBurstLength sequence.
+                    let end = data.len() + payload.len();
+                    assert_eq!(d.final_, end % self.burst == 0 || end == read_len as usize);
                     data.extend_from_slice(&payload);
                     if let Some(st) = d.status {
                         return (st, data);

@@ -636,13 +636,20 @@ impl Conn {
         }
         // Whole blocks per PDU: the store copies words, and initiators like aligned offsets.
         let max = (self.tx.max_recv_data_segment_length as usize & !511).max(512);
+        // Data-In sequences end every MaxBurstLength bytes with the F bit (§11.7.1).
+        let burst = self
+            .session
+            .as_ref()
+            .map_or(n, |s| s.0.params.max_burst_length as usize)
+            .max(512);
         let mut off = 0;
         let mut data_sn = 0;
         while off < n {
-            let len = (n - off).min(max);
+            let burst_end = ((off / burst + 1) * burst).min(n);
+            let len = (burst_end - off).min(max);
             let last = off + len == n;
             let d = DataIn {
-                final_: last,
+                final_: off + len == burst_end,
                 ack: false,
                 residual: if last { res } else { Residual::default() },
                 status: last.then_some(status::GOOD),
