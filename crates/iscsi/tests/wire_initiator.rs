@@ -377,3 +377,50 @@ fn random_commands_in_full_feature_phase() {
     }
     assert!(!PANICKED.load(Ordering::SeqCst), "a target thread panicked");
 }
+
+/// Writes whose data never arrives cannot pin unbounded memory: past the per-connection budget
+/// the target answers TASK SET FULL.
+#[test]
+fn stalled_writes_are_bounded() {
+    let t = start(TargetConfig::default());
+    let mut c = Client::login(t.2, icfg()).unwrap();
+    let blocks = 128 * 1024u32; // 64 MiB each
+    let mut full = false;
+    for i in 0..8u32 {
+        let (cdb, _) = Cdb::Write {
+            len: CdbLen::L16,
+            lba: 0,
+            blocks,
+            protect: 0,
+            dpo: false,
+            fua: false,
+            verify: false,
+        }
+        .encode();
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_: true,
+            read: false,
+            write: true,
+            attr: 1,
+            lun: 0,
+            itt: 100 + i,
+            expected_data_len: blocks * 512,
+            cmd_sn: c.cmd_sn,
+            exp_stat_sn: 0,
+            cdb,
+        };
+        c.cmd_sn += 1;
+        c.send(Bhs::ScsiCommand(cmd), &[]);
+        match c.recv() {
+            (Bhs::R2t(_), _) => {}
+            (Bhs::ScsiResponse(r), _) => {
+                assert_eq!(r.status, 0x28);
+                full = true;
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(full, "eight stalled 64 MiB writes were all accepted");
+}

@@ -27,6 +27,8 @@ use crate::wire::{keys, text, WireError};
 const RBUF: usize = 1 << 20;
 /// Largest EDTL we buffer for one write command.
 const MAX_WRITE: u32 = super::lun::MAX_XFER_BLOCKS * 512;
+/// Most Data-Out bytes one connection may have buffered for incomplete writes.
+const MAX_BUFFERED: usize = 256 << 20;
 
 pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     let _ = stream.set_nodelay(true);
@@ -477,11 +479,16 @@ impl Conn {
         let need = Lun::data_out_len(&cdb) as u32;
         if cmd.write && cmd.expected_data_len > 0 && need > 0 {
             let want = need.min(cmd.expected_data_len);
-            if imm.len() as u32 >= want || (cmd.final_ && !self.solicit_allowed()) {
+            if imm.len() as u32 >= want {
                 return self.execute(&cmd, &cdb, lun_no, imm);
             }
             if cmd.expected_data_len > MAX_WRITE {
                 return self.check(&cmd, Sense::INVALID_FIELD_IN_CDB);
+            }
+            // Bound the memory one connection can pin with writes whose data never comes.
+            let buffered: usize = self.tasks.values().map(|t| t.buf.len()).sum();
+            if buffered + cmd.expected_data_len as usize > MAX_BUFFERED {
+                return self.respond(&cmd, status::TASK_SET_FULL, None, Residual::default());
             }
             let mut buf = vec![0u8; cmd.expected_data_len as usize];
             let n = imm.len().min(buf.len());
@@ -503,10 +510,6 @@ impl Conn {
             return;
         }
         self.execute(&cmd, &cdb, lun_no, imm);
-    }
-
-    fn solicit_allowed(&self) -> bool {
-        true
     }
 
     /// Sends the next R2T when the unsolicited part is over and nothing is outstanding.
