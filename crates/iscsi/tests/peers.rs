@@ -46,10 +46,16 @@ impl Drop for Running {
 }
 
 fn start(lun_size: u64) -> Running {
-    let cfg = TargetConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
+    start_cfg(TargetConfig {
         lun_size,
         ..TargetConfig::default()
+    })
+}
+
+fn start_cfg(cfg: TargetConfig) -> Running {
+    let cfg = TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..cfg
     };
     let t = Target::bind(cfg).expect("bind target");
     let port = t.local_addr().port();
@@ -92,6 +98,39 @@ fn iscsi_ls_inq_readcapacity() {
         rc.contains("LOGICAL BLOCK LENGTH IN BYTES:512") && rc.contains("Total size:1073741824"),
         "{rc}"
     );
+}
+
+#[test]
+fn libiscsi_chap_header_digest_and_two_luns() {
+    need("iscsi-inq", "libiscsi-bin");
+    let chap = Some(("bench".to_string(), "secret123456".to_string()));
+    let t = start_cfg(TargetConfig {
+        luns: 2,
+        chap,
+        ..TargetConfig::default()
+    });
+    let base = format!("127.0.0.1:{}/{IQN}", t.port);
+    let inq = output(Command::new("iscsi-inq").arg(format!("iscsi://bench%secret123456@{base}/1")));
+    assert!(inq.contains("Vendor:SANBENCH"), "{inq}");
+    let bad = Command::new("iscsi-inq")
+        .arg(format!("iscsi://bench%wrongsecret1@{base}/1"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success(), "wrong CHAP secret was accepted");
+    let noauth = Command::new("iscsi-inq")
+        .arg(format!("iscsi://{base}/0"))
+        .output()
+        .unwrap();
+    assert!(!noauth.status.success(), "login without CHAP was accepted");
+    let rc = output(Command::new("iscsi-readcapacity16").arg(format!(
+        "iscsi://bench%secret123456@{base}/0?header_digest=crc32c"
+    )));
+    assert!(rc.contains("LOGICAL BLOCK LENGTH IN BYTES:512"), "{rc}");
+    let ls = output(Command::new("iscsi-ls").args([
+        "-s",
+        &format!("iscsi://bench%secret123456@127.0.0.1:{}", t.port),
+    ]));
+    assert!(ls.contains("Lun:0") && ls.contains("Lun:1"), "{ls}");
 }
 
 #[test]

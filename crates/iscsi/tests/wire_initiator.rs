@@ -47,6 +47,7 @@ struct Client {
     tx: FrameConfig,
     cmd_sn: u32,
     itt: u32,
+    burst: usize,
 }
 
 impl Client {
@@ -78,6 +79,7 @@ impl Client {
             tx: FrameConfig::default(),
             cmd_sn: 1,
             itt: 1,
+            burst: 0,
         };
         let mut l = InitiatorLogin::new(cfg);
         let (req, data) = l.start();
@@ -90,6 +92,7 @@ impl Client {
                 InitiatorStep::Send(q, d) => c.send(Bhs::LoginRequest(q), &d),
                 InitiatorStep::Done(o) => {
                     let p = o.params;
+                    c.burst = p.max_burst_length as usize;
                     c.rx = FrameConfig {
                         header_digest: p.header_digest,
                         data_digest: p.data_digest,
@@ -148,6 +151,9 @@ impl Client {
                 }
                 (Bhs::DataIn(d), payload) => {
                     assert_eq!(d.buffer_offset as usize, data.len());
+                    // F marks the end of each MaxBurstLength sequence.
+                    let end = data.len() + payload.len();
+                    assert_eq!(d.final_, end % self.burst == 0 || end == read_len as usize);
                     data.extend_from_slice(&payload);
                     if let Some(st) = d.status {
                         return (st, data);
@@ -269,4 +275,152 @@ fn file_backed_lun() {
     assert_eq!(bytes.len(), 64 << 20);
     assert_eq!(bytes[1000 * 512 + 1], 7);
     std::fs::remove_file(&path).unwrap();
+}
+
+/// After login, random SCSI commands (random CDB bytes, flags, lengths, immediate data) and
+/// stray Data-Outs must never panic a target thread; the connection keeps answering pings.
+#[test]
+fn random_commands_in_full_feature_phase() {
+    static PANICKED: AtomicBool = AtomicBool::new(false);
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |i| {
+        PANICKED.store(true, Ordering::SeqCst);
+        prev(i);
+    }));
+    let t = start(TargetConfig {
+        lun_size: 8 << 20,
+        ..TargetConfig::default()
+    });
+    let mut c = Client::login(
+        t.2,
+        InitiatorLoginConfig {
+            immediate_data: true,
+            initial_r2t: false,
+            ..icfg()
+        },
+    )
+    .unwrap();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let ops = [
+        0x00u8, 0x03, 0x08, 0x0a, 0x12, 0x1a, 0x1b, 0x25, 0x28, 0x2a, 0x2e, 0x2f, 0x35, 0x41, 0x42,
+        0x5a, 0x5e, 0x5f, 0x88, 0x89, 0x8a, 0x8e, 0x8f, 0x91, 0x93, 0x9e, 0xa0, 0xa8, 0xaa, 0xaf,
+    ];
+    for i in 0..3000u32 {
+        let mut cdb = [0u8; 16];
+        cdb.iter_mut().for_each(|b| *b = rnd() as u8);
+        cdb[0] = ops[(rnd() % ops.len() as u64) as usize];
+        if rnd() % 2 == 0 {
+            // Keep LBAs and lengths small often enough to reach the execution paths.
+            cdb[2..10].fill(0);
+            cdb[10] = 0;
+            cdb[11] = 0;
+        }
+        let imm_len = (rnd() % 1500) as usize;
+        let imm: Vec<u8> = (0..imm_len).map(|_| rnd() as u8).collect();
+        let write = rnd() % 2 == 0;
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_: !write || rnd() % 2 == 0,
+            read: !write,
+            write,
+            attr: 1,
+            lun: (rnd() % 3) << 48,
+            itt: 10_000 + i,
+            expected_data_len: (rnd() % 70_000) as u32,
+            cmd_sn: c.cmd_sn,
+            exp_stat_sn: 0,
+            cdb,
+        };
+        c.cmd_sn += 1;
+        c.send(Bhs::ScsiCommand(cmd), if write { &imm } else { &[] });
+        if rnd() % 4 == 0 {
+            let d = DataOut {
+                final_: rnd() % 2 == 0,
+                lun: 0,
+                itt: 10_000 + i,
+                ttt: if rnd() % 2 == 0 {
+                    0xffff_ffff
+                } else {
+                    rnd() as u32
+                },
+                exp_stat_sn: 0,
+                data_sn: (rnd() % 3) as u32,
+                buffer_offset: (rnd() % 80_000) as u32,
+            };
+            c.send(Bhs::DataOut(d), &imm[..imm_len.min(1024)]);
+        }
+    }
+    c.itt = 50_000;
+    let ping = sanbench_iscsi::wire::pdu_ctl::NopOut {
+        immediate: true,
+        lun: 0,
+        itt: 99_999,
+        ttt: 0xffff_ffff,
+        cmd_sn: c.cmd_sn,
+        exp_stat_sn: 0,
+    };
+    c.send(Bhs::NopOut(ping), b"ping");
+    loop {
+        match c.recv() {
+            (Bhs::NopIn(n), d) if n.itt == 99_999 => {
+                assert_eq!(d, b"ping");
+                break;
+            }
+            _ => continue,
+        }
+    }
+    assert!(!PANICKED.load(Ordering::SeqCst), "a target thread panicked");
+}
+
+/// Writes whose data never arrives cannot pin unbounded memory: past the per-connection budget
+/// the target answers TASK SET FULL.
+#[test]
+fn stalled_writes_are_bounded() {
+    let t = start(TargetConfig::default());
+    let mut c = Client::login(t.2, icfg()).unwrap();
+    let blocks = 128 * 1024u32; // 64 MiB each
+    let mut full = false;
+    for i in 0..8u32 {
+        let (cdb, _) = Cdb::Write {
+            len: CdbLen::L16,
+            lba: 0,
+            blocks,
+            protect: 0,
+            dpo: false,
+            fua: false,
+            verify: false,
+        }
+        .encode();
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_: true,
+            read: false,
+            write: true,
+            attr: 1,
+            lun: 0,
+            itt: 100 + i,
+            expected_data_len: blocks * 512,
+            cmd_sn: c.cmd_sn,
+            exp_stat_sn: 0,
+            cdb,
+        };
+        c.cmd_sn += 1;
+        c.send(Bhs::ScsiCommand(cmd), &[]);
+        match c.recv() {
+            (Bhs::R2t(_), _) => {}
+            (Bhs::ScsiResponse(r), _) => {
+                assert_eq!(r.status, 0x28);
+                full = true;
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(full, "eight stalled 64 MiB writes were all accepted");
 }

@@ -22,11 +22,15 @@ use crate::wire::framer::{encode_pdu, encode_pdu_with, parse_pdu, FrameConfig, P
 use crate::wire::login::{LoginOutcome, SessionType, TargetLogin, CMD_WINDOW};
 use crate::wire::pdu::*;
 use crate::wire::pdu_ctl::*;
-use crate::wire::{text, WireError};
+use crate::wire::{keys, text, WireError};
+
+mod io;
 
 const RBUF: usize = 1 << 20;
 /// Largest EDTL we buffer for one write command.
 const MAX_WRITE: u32 = super::lun::MAX_XFER_BLOCKS * 512;
+/// Most Data-Out bytes one connection may have buffered for incomplete writes.
+const MAX_BUFFERED: usize = 256 << 20;
 
 pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     let _ = stream.set_nodelay(true);
@@ -220,6 +224,20 @@ impl Conn {
         let discovery = sess.session_type == SessionType::Discovery;
         match bhs {
             Bhs::ScsiCommand(cmd) if !discovery => {
+                let p = &sess.params;
+                let imm = pdu.data.len() as u32;
+                // §13.10-13.11: immediate data only when negotiated, only with W, never past
+                // FirstBurstLength or EDTL; unsolicited Data-Out only with InitialR2T=No.
+                let bad = (imm > 0
+                    && (!cmd.write
+                        || !p.immediate_data
+                        || imm > p.first_burst_length
+                        || imm > cmd.expected_data_len))
+                    || (!cmd.final_ && p.initial_r2t);
+                if bad {
+                    self.check_cmd_sn(cmd.immediate, cmd.cmd_sn);
+                    return self.reject(reject_reason::PROTOCOL_ERROR, pdu.header);
+                }
                 if self.check_cmd_sn(cmd.immediate, cmd.cmd_sn) {
                     self.on_command(cmd, pdu.data);
                 }
@@ -334,6 +352,27 @@ impl Conn {
                 let cur = self.session.as_ref().and_then(|s| s.0.target_name.clone());
                 text::encode(&send_targets(v, &recs, discovery, cur.as_deref()), &mut out);
             }
+            // Renegotiation in full feature phase (§6.1): only MaxRecvDataSegmentLength among
+            // our keys may change; login-only keys are rejected, unknown keys not understood.
+            let mut answers = Vec::new();
+            for p in pairs.iter().filter(|p| p.key != "SendTargets") {
+                let ans = match keys::key_def(&p.key) {
+                    None => "NotUnderstood".to_string(),
+                    Some(def) if p.key == "MaxRecvDataSegmentLength" => {
+                        match keys::parse_num(def, &p.value) {
+                            Ok(n) => {
+                                self.tx.max_recv_data_segment_length = n as u32;
+                                self.rx.max_recv_data_segment_length.to_string()
+                            }
+                            Err(_) => "Reject".to_string(),
+                        }
+                    }
+                    Some(def) if def.scope == keys::Scope::Any => "Irrelevant".to_string(),
+                    Some(_) => "Reject".to_string(),
+                };
+                answers.push(text::Pair::new(p.key.clone(), ans));
+            }
+            text::encode(&answers, &mut out);
         }
         let r = TextResponse {
             final_: true,
@@ -407,244 +446,5 @@ impl Conn {
 
     fn check(&mut self, cmd: &ScsiCommand, s: Sense) {
         self.respond(cmd, status::CHECK_CONDITION, Some(s), Residual::default());
-    }
-
-    fn on_command(&mut self, cmd: ScsiCommand, imm: &[u8]) {
-        let lun_no = decode_lun(cmd.lun) as usize;
-        let cdb = match Cdb::decode(&cmd.cdb) {
-            Ok(c) => c,
-            Err(CdbError::InvalidOpcode { .. }) => return self.check(&cmd, Sense::INVALID_OPCODE),
-            Err(CdbError::InvalidField { byte, bit, .. }) => {
-                return self.check(
-                    &cmd,
-                    Sense::INVALID_FIELD_IN_CDB.with_field(true, byte, bit),
-                )
-            }
-            Err(_) => return self.check(&cmd, Sense::INVALID_FIELD_IN_CDB),
-        };
-        if let Cdb::ReportLuns { select, alloc_len } = cdb {
-            return self.report_luns(&cmd, select, alloc_len);
-        }
-        if lun_no >= self.shared.luns.len() {
-            if cmd.cdb[0] == op::INQUIRY {
-                let mut v = vec![0u8; 36];
-                v[0] = 0x7f;
-                return self.data_in(&cmd, Outcome::Data(v), 0);
-            }
-            return self.check(&cmd, Sense::LUN_NOT_SUPPORTED);
-        }
-        if let Cdb::CompareAndWrite { blocks: 0, .. } = cdb {
-            if cmd.expected_data_len > 0 {
-                // 256 blocks wrap to 0 in the one-byte field: data without blocks is invalid.
-                return self.check(&cmd, Sense::INVALID_FIELD_IN_CDB.with_field(true, 13, None));
-            }
-        }
-        let need = Lun::data_out_len(&cdb) as u32;
-        if cmd.write && cmd.expected_data_len > 0 && need > 0 {
-            let want = need.min(cmd.expected_data_len);
-            if imm.len() as u32 >= want || (cmd.final_ && !self.solicit_allowed()) {
-                return self.execute(&cmd, &cdb, lun_no, imm);
-            }
-            if cmd.expected_data_len > MAX_WRITE {
-                return self.check(&cmd, Sense::INVALID_FIELD_IN_CDB);
-            }
-            let mut buf = vec![0u8; cmd.expected_data_len as usize];
-            let n = imm.len().min(buf.len());
-            buf[..n].copy_from_slice(&imm[..n]);
-            let mut task = WriteTask {
-                unsolicited_done: cmd.final_,
-                cmd,
-                cdb,
-                lun: lun_no,
-                buf,
-                received: n as u32,
-                want,
-                r2t: None,
-                r2t_sn: 0,
-                unsol_data_sn: 0,
-            };
-            self.advance(&mut task);
-            self.tasks.insert(task.cmd.itt, task);
-            return;
-        }
-        self.execute(&cmd, &cdb, lun_no, imm);
-    }
-
-    fn solicit_allowed(&self) -> bool {
-        true
-    }
-
-    /// Sends the next R2T when the unsolicited part is over and nothing is outstanding.
-    fn advance(&mut self, t: &mut WriteTask) {
-        if t.unsolicited_done && t.r2t.is_none() && t.received < t.want {
-            let p = &self
-                .session
-                .as_ref()
-                .map(|s| s.0.params.clone())
-                .unwrap_or_default();
-            let len = (t.want - t.received).min(p.max_burst_length);
-            let ttt = self.next_ttt;
-            self.next_ttt = self.next_ttt.wrapping_add(1).max(1);
-            t.r2t = Some((ttt, 0, t.received + len));
-            let r = R2t {
-                lun: t.cmd.lun,
-                itt: t.cmd.itt,
-                ttt,
-                stat_sn: self.stat_sn,
-                exp_cmd_sn: self.exp_cmd_sn,
-                max_cmd_sn: self.max_cmd_sn(),
-                r2t_sn: t.r2t_sn,
-                buffer_offset: t.received,
-                desired_len: len,
-            };
-            t.r2t_sn += 1;
-            self.send(Bhs::R2t(r), &[]);
-        }
-    }
-
-    fn on_data_out(&mut self, d: &DataOut, data: &[u8]) {
-        let Some(mut t) = self.tasks.remove(&d.itt) else {
-            return;
-        };
-        let end = d.buffer_offset as u64 + data.len() as u64;
-        let ok = match t.r2t {
-            _ if end > t.buf.len() as u64 => false,
-            Some((ttt, sn, _)) if d.ttt == ttt => d.data_sn == sn,
-            None if d.ttt == 0xffff_ffff && !t.unsolicited_done => d.data_sn == t.unsol_data_sn,
-            _ => false,
-        };
-        if !ok {
-            // Bad DataSN, offset or TTT: fail the command (ERL 0 cannot recover it).
-            return self.check(&t.cmd.clone(), Sense::new(0x0b, 0x0c, 0x0d));
-        }
-        t.buf[d.buffer_offset as usize..end as usize].copy_from_slice(data);
-        t.received += data.len() as u32;
-        match &mut t.r2t {
-            Some((_, sn, r2t_end)) => {
-                *sn += 1;
-                if d.final_ || end as u32 >= *r2t_end {
-                    t.r2t = None;
-                }
-            }
-            None => {
-                t.unsol_data_sn += 1;
-                if d.final_ {
-                    t.unsolicited_done = true;
-                }
-            }
-        }
-        if t.received >= t.want && t.r2t.is_none() && t.unsolicited_done {
-            let (cmd, cdb, lun) = (t.cmd.clone(), t.cdb.clone(), t.lun);
-            self.execute(&cmd, &cdb, lun, &t.buf[..t.received as usize]);
-            return;
-        }
-        self.advance(&mut t);
-        self.tasks.insert(d.itt, t);
-    }
-
-    fn execute(&mut self, cmd: &ScsiCommand, cdb: &Cdb, lun: usize, data: &[u8]) {
-        let sh = self.shared.clone();
-        let nexus = self.session.as_ref().map_or("", |s| s.1.as_str());
-        let outcome = sh.luns[lun].execute(cdb, data, nexus);
-        let need = Lun::data_out_len(cdb) as u32;
-        self.data_in(cmd, outcome, need)
-    }
-
-    fn data_in(&mut self, cmd: &ScsiCommand, outcome: Outcome, data_out_need: u32) {
-        let edtl = cmd.expected_data_len;
-        match outcome {
-            Outcome::Good => {
-                let res = if cmd.write || data_out_need > 0 {
-                    Residual::of(edtl, data_out_need)
-                } else {
-                    Residual::of(edtl, 0)
-                };
-                self.respond(cmd, status::GOOD, None, res)
-            }
-            Outcome::Check(s) => self.check(cmd, s),
-            Outcome::Conflict => {
-                self.respond(cmd, status::RESERVATION_CONFLICT, None, Residual::default())
-            }
-            Outcome::Data(v) => {
-                let res = Residual::of(edtl, v.len() as u32);
-                let n = v.len().min(edtl as usize);
-                self.send_data(cmd, n, res, |off, dst| {
-                    dst.copy_from_slice(&v[off..off + dst.len()])
-                });
-            }
-            Outcome::Read { off, len } => {
-                let res = Residual::of(edtl, len as u32);
-                let n = len.min(edtl as usize);
-                let sh = self.shared.clone();
-                let lun = &sh.luns[decode_lun(cmd.lun) as usize];
-                self.send_data(cmd, n, res, |o, dst| {
-                    if lun.store.read(off + o as u64, dst).is_err() {
-                        dst.fill(0);
-                    }
-                });
-            }
-        }
-    }
-
-    /// Data-In PDUs of at most the initiator's MaxRecvDataSegmentLength; the last carries the
-    /// status (phase collapse, §11.7.4).
-    fn send_data(
-        &mut self,
-        cmd: &ScsiCommand,
-        n: usize,
-        res: Residual,
-        mut fill: impl FnMut(usize, &mut [u8]),
-    ) {
-        if n == 0 {
-            return self.respond(cmd, status::GOOD, None, res);
-        }
-        let max = self.tx.max_recv_data_segment_length as usize;
-        let mut off = 0;
-        let mut data_sn = 0;
-        while off < n {
-            let len = (n - off).min(max);
-            let last = off + len == n;
-            let d = DataIn {
-                final_: last,
-                ack: false,
-                residual: if last { res } else { Residual::default() },
-                status: last.then_some(status::GOOD),
-                lun: 0,
-                itt: cmd.itt,
-                ttt: 0xffff_ffff,
-                stat_sn: if last { self.next_stat_sn() } else { 0 },
-                exp_cmd_sn: self.exp_cmd_sn,
-                max_cmd_sn: self.max_cmd_sn(),
-                data_sn,
-                buffer_offset: off as u32,
-            };
-            let mut h = [0u8; BHS_LEN];
-            d.encode(&mut h);
-            encode_pdu_with(&mut self.out, &h, &[], len, &self.tx, |dst| fill(off, dst));
-            off += len;
-            data_sn += 1;
-        }
-    }
-
-    fn report_luns(&mut self, cmd: &ScsiCommand, select: u8, alloc: u32) {
-        if select > 2 && !(0x10..=0x12).contains(&select) {
-            return self.check(cmd, Sense::INVALID_FIELD_IN_CDB.with_field(true, 2, None));
-        }
-        if alloc < 16 {
-            return self.check(cmd, Sense::INVALID_FIELD_IN_CDB.with_field(true, 6, None));
-        }
-        let n = if select == 1 || select == 0x11 {
-            0
-        } else {
-            self.shared.luns.len()
-        };
-        let mut v = Vec::with_capacity(8 + 8 * n);
-        v.extend_from_slice(&((n * 8) as u32).to_be_bytes());
-        v.extend_from_slice(&[0; 4]);
-        for i in 0..n {
-            v.extend_from_slice(&crate::wire::bhs::encode_lun(i as u16).to_be_bytes());
-        }
-        v.truncate(alloc as usize);
-        self.data_in(cmd, Outcome::Data(v), 0);
     }
 }

@@ -266,3 +266,78 @@ impl PrState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(key: u64, sark: u64) -> Vec<u8> {
+        let mut p = vec![0u8; 24];
+        p[0..8].copy_from_slice(&key.to_be_bytes());
+        p[8..16].copy_from_slice(&sark.to_be_bytes());
+        p
+    }
+
+    fn ok(r: Result<(), PrError>) {
+        assert!(r.is_ok());
+    }
+
+    fn conflict(r: Result<(), PrError>) {
+        assert!(matches!(r, Err(PrError::Conflict)));
+    }
+
+    #[test]
+    fn register_reserve_release() {
+        let mut s = PrState::default();
+        assert!(!s.active());
+        ok(s.out("a", 0, 0, 0, &params(0, 1)));
+        ok(s.out("b", 0, 0, 0, &params(0, 2)));
+        conflict(s.out("b", 0, 0, 0, &params(9, 3)));
+        ok(s.out("a", 1, 0, 1, &params(1, 0)));
+        // Write Exclusive: others read but cannot write.
+        assert!(s.allowed("b", Access::Read) && !s.allowed("b", Access::Write));
+        assert!(s.allowed("a", Access::Write));
+        conflict(s.out("b", 1, 0, 1, &params(2, 0)));
+        // Releasing with the wrong type is an error, the holder keeps it.
+        assert!(matches!(
+            s.out("a", 2, 0, 3, &params(1, 0)),
+            Err(PrError::Check(_))
+        ));
+        ok(s.out("a", 2, 0, 1, &params(1, 0)));
+        assert!(s.allowed("b", Access::Write));
+        let keys = s.read(0).ok().unwrap();
+        assert_eq!(&keys[4..8], &16u32.to_be_bytes());
+    }
+
+    #[test]
+    fn access_by_type() {
+        for (t, reg_write, other_read) in [
+            (3u8, false, false),
+            (5, true, true),
+            (6, true, false),
+            (7, true, true),
+            (8, true, false),
+        ] {
+            let mut s = PrState::default();
+            ok(s.out("a", 0, 0, 0, &params(0, 1)));
+            ok(s.out("b", 0, 0, 0, &params(0, 2)));
+            ok(s.out("a", 1, 0, t, &params(1, 0)));
+            assert_eq!(s.allowed("b", Access::Write), reg_write, "type {t}");
+            assert_eq!(s.allowed("c", Access::Read), other_read, "type {t}");
+            assert!(!s.allowed("c", Access::Write), "type {t}");
+        }
+    }
+
+    #[test]
+    fn preempt_and_clear() {
+        let mut s = PrState::default();
+        ok(s.out("a", 0, 0, 0, &params(0, 1)));
+        ok(s.out("b", 0, 0, 0, &params(0, 2)));
+        ok(s.out("a", 1, 0, 3, &params(1, 0)));
+        ok(s.out("b", 4, 0, 3, &params(2, 1)));
+        assert!(s.allowed("b", Access::Write) && !s.allowed("a", Access::Read));
+        assert_eq!(s.key_of("a"), None);
+        ok(s.out("b", 3, 0, 0, &params(2, 0)));
+        assert!(!s.active());
+    }
+}
