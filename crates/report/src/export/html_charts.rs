@@ -365,3 +365,29 @@ pub(crate) fn series_name(t: &sanbench_store::TargetEntry) -> String {
         format!("{} [{}]", t.name, parts.join(", "))
     }
 }
+
+#[cfg(test)]
+mod link_tests {
+    use super::series_name;
+    use sanbench_store::TargetEntry;
+
+    #[test]
+    fn legends_name_the_lab_link() {
+        let mut t = TargetEntry {
+            name: "nbd@one".into(),
+            ..TargetEntry::default()
+        };
+        assert_eq!(series_name(&t), "nbd@one");
+        t.link = Some(serde_json::json!({
+            "name": "one", "rate_bits": 1_000_000_000u64, "mtu": 9000,
+            "offload": false, "switched": true
+        }));
+        assert_eq!(
+            series_name(&t),
+            "nbd@one [1 Gbit/s, MTU 9000, offloads off, switched]"
+        );
+        t.link =
+            Some(serde_json::json!({ "rate_bits": 100_000_000u64, "mtu": 1500, "offload": true }));
+        assert_eq!(series_name(&t), "nbd@one [100 Mbit/s, MTU 1500]");
+    }
+}
