@@ -4,6 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// Seed used when none is given: runs with the same seed issue the same I/O sequence.
+pub const DEFAULT_SEED: u64 = 0x5a4b_3c2d;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sanbench",
@@ -128,7 +131,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub monitor: MonitorArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
-    #[arg(long, default_value_t = 0x5a4b_3c2d)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
 
     /// Write the result document (schema sanbench.run/1) to FILE ("-" for stdout).
@@ -187,7 +190,7 @@ pub struct CompareArgs {
     pub engine: EngineArgs,
     #[command(flatten)]
     pub monitor: MonitorArgs,
-    #[arg(long, default_value_t = 0x5a4b_3c2d)]
+    #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Only the findings and the report's location.
     #[arg(long, short)]

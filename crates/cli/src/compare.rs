@@ -13,7 +13,7 @@ use sanbench_stats::steady_state;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use crate::args::CompareArgs;
-use crate::error::{usage, CliError};
+use crate::error::{parse_flag, usage, CliError};
 use crate::monitoring::MonitorSetup;
 use crate::progress::ProgressLine;
 use crate::run_cmd::{execute, file_options, io_timeout};
@@ -59,18 +59,8 @@ pub struct Prepared {
 
 pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
     let mut suite = suite::load(&a.suite).map_err(usage)?;
-    let time = a
-        .time
-        .as_deref()
-        .map(parse_duration)
-        .transpose()
-        .map_err(|e| usage(format!("--time: {e}")))?;
-    let ramp = a
-        .ramp
-        .as_deref()
-        .map(parse_duration)
-        .transpose()
-        .map_err(|e| usage(format!("--ramp: {e}")))?;
+    let time = parse_flag("--time", a.time.as_deref(), parse_duration)?;
+    let ramp = parse_flag("--ramp", a.ramp.as_deref(), parse_duration)?;
     if time.is_some_and(|t| t.is_zero()) {
         return Err(usage("--time must be longer than zero"));
     }
@@ -148,12 +138,7 @@ fn run_cell(
 
 pub fn run(a: CompareArgs) -> Result<(), CliError> {
     let p = prepare(&a)?;
-    let size = a
-        .size
-        .as_deref()
-        .map(parse_size)
-        .transpose()
-        .map_err(|e| usage(format!("--size: {e}")))?;
+    let size = parse_flag("--size", a.size.as_deref(), parse_size)?;
     let mon = crate::monitoring::setup(&a.monitor)?;
     // One idle baseline per target, measured before its first workload and reused after.
     let mut baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];

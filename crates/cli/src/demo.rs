@@ -56,7 +56,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
             io_timeout: "30s".into(),
         },
         monitor: crate::args::MonitorArgs::default(),
-        seed: 0x5a4b_3c2d,
+        seed: crate::args::DEFAULT_SEED,
         quiet: a.quiet,
     };
     let r = crate::compare::run(args);

@@ -11,7 +11,7 @@ use sanbench_engine::units::{parse_duration, parse_size};
 use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 
 use crate::args::{EngineArgs, RunArgs};
-use crate::error::{usage, CliError};
+use crate::error::{parse_flag, usage, CliError};
 use crate::monitoring::MonitorSetup;
 use crate::progress::ProgressLine;
 use sanbench_monitor::sampler::Baseline;
@@ -251,12 +251,7 @@ pub fn execute(
 
 pub fn run(a: RunArgs) -> Result<(), CliError> {
     let w = workload_from_args(&a)?;
-    let size = a
-        .size
-        .as_deref()
-        .map(parse_size)
-        .transpose()
-        .map_err(|e| usage(format!("--size: {e}")))?;
+    let size = parse_flag("--size", a.size.as_deref(), parse_size)?;
     let opts = file_options(&a.engine, size, w.has_writes())?;
     let io_timeout = io_timeout(&a.engine)?;
     let targets = crate::targets::open_targets(&a.targets, &opts)?;

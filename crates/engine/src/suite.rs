@@ -31,7 +31,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{Defaults, SegmentFile, Workload, WorkloadFile};
-use crate::units::{format_size, parse_duration, parse_size};
+use crate::units::{format_size, parse_size};
 
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../suites/quick.toml")),
@@ -320,11 +320,6 @@ impl Suite {
             .map(|w| (w.workload.ramp + w.workload.time) * targets as u32)
             .sum()
     }
-}
-
-/// Parses `--time`-style overrides, for callers that take strings.
-pub fn parse_override(s: Option<&str>) -> Result<Option<Duration>, String> {
-    s.map(parse_duration).transpose()
 }
 
 #[cfg(test)]
