@@ -272,6 +272,11 @@ pub struct ServeNbdArgs {
     /// Serve this file instead of RAM (created or extended to --size).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+    /// Longest a connection waits for a pipelining client's requests to gather before it
+    /// wakes (interrupt moderation; clients that wait for each reply are never delayed);
+    /// 0 wakes for every request.
+    #[arg(long, default_value = "200us", value_name = "DURATION")]
+    pub coalesce: String,
 }
 
 /// Host monitoring: CPU, network, power; shared by `run` and `compare`.

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use sanbench_engine::units::{format_size, parse_size};
+use sanbench_engine::units::{format_size, parse_duration, parse_size};
 
 use crate::args::{ServeCommand, ServeIscsiArgs, ServeNbdArgs};
 use crate::error::{usage, CliError};
@@ -37,6 +37,8 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     cfg.export = a.export.clone();
     cfg.read_only = a.read_only;
     cfg.file = a.file.clone();
+    let coalesce = parse_duration(&a.coalesce).map_err(|e| usage(format!("--coalesce: {e}")))?;
+    cfg.coalesce = (!coalesce.is_zero()).then_some(coalesce);
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = server.local_addr();
     let backing = match &a.file {

@@ -118,3 +118,52 @@ fn fio_randrw_verify() {
     assert!(job["write"]["total_ios"].as_u64().unwrap() > 0, "{job}");
     assert!(job["read"]["total_ios"].as_u64().unwrap() > 0, "{job}");
 }
+
+/// fio at QD 32 for long enough that the server coalesces its wake-ups: data still verifies.
+/// fio at QD 1 (each request waits for its reply): the server never waits for a second one.
+#[test]
+fn fio_pipelined_wakes_are_coalesced_and_qd1_never_is() {
+    require("fio");
+    let run = |srv: &OurServer, rw: &str, qd: &str, extra: &[&str]| {
+        let uri = format!("--uri={}", srv.uri(""));
+        let depth = format!("--iodepth={qd}");
+        let mut args = vec![
+            "--name=c",
+            "--ioengine=nbd",
+            uri.as_str(),
+            "--bs=4k",
+            depth.as_str(),
+            "--size=16M",
+            "--output-format=json",
+        ];
+        args.push(rw);
+        args.extend_from_slice(extra);
+        let out = Command::new("fio").args(&args).output().expect("run fio");
+        assert!(
+            out.status.success(),
+            "fio {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    let srv = OurServer::ram(64 << 20, "");
+    run(&srv, "--rw=randread", "1", &["--time_based", "--runtime=1"]);
+    assert_eq!(
+        srv.stats.coalesced_waits(),
+        0,
+        "a QD 1 client was made to wait"
+    );
+    run(
+        &srv,
+        "--rw=randwrite",
+        "32",
+        &[
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+            "--verify_state_save=0",
+            "--loops=8",
+        ],
+    );
+    assert!(srv.stats.coalesced_waits() > 0, "no coalescing at QD 32");
+}

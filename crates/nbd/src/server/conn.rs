@@ -2,7 +2,9 @@
 //!
 //! The loop is built for few system calls per I/O: one `read` takes in as many requests as the
 //! socket holds (a pipelining client sends its whole batch at once), every complete request in
-//! the buffer is executed, and all their replies leave in one `write`. WRITE payloads are
+//! the buffer is executed, and all their replies leave in one `write`. For a client that sends
+//! its requests one at a time but keeps many in flight, the connection waits for several to
+//! gather before it wakes (see `coalesce.rs`). WRITE payloads are
 //! copied from the receive buffer into the store as they arrive, so a connection's memory is
 //! its receive buffer ([`RBUF`]) plus a send buffer that holds one batch of replies (at most
 //! about [`FLUSH_AT`] plus the largest READ, itself at most the advertised maximum payload).
@@ -13,16 +15,18 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::coalesce::{Coalesce, Outcome};
 use super::Shared;
 use crate::error::NbdError;
 use crate::wire::handshake::{
     hflags, info, opt, rep, tflags, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
     OptionReply, ReplyBody,
 };
-use crate::wire::transmission::{chunk, cmd, cmd_flags, Chunk, ReplyHeader, Request};
+use crate::wire::transmission::{chunk, cmd, cmd_flags, Chunk, ReplyHeader, Request, REQUEST_LEN};
 use crate::wire::{errno, handshake, Parsed, WireError};
 
 /// Receive buffer: room for a large batch of 4 KiB writes.
@@ -56,6 +60,9 @@ pub(crate) struct Conn<'a> {
     no_zeroes: bool,
     /// A WRITE whose payload is still arriving.
     pending: Option<PendingWrite>,
+    coalesce: Coalesce,
+    /// `SO_RCVLOWAT` as last set on the socket.
+    lowat: usize,
 }
 
 struct PendingWrite {
@@ -86,6 +93,8 @@ impl<'a> Conn<'a> {
             structured: false,
             no_zeroes: false,
             pending: None,
+            coalesce: Coalesce::default(),
+            lowat: 1,
         }
     }
 
@@ -364,6 +373,7 @@ impl<'a> Conn<'a> {
 
     fn transmission(&mut self) -> R<()> {
         loop {
+            let mut found = 0u32;
             loop {
                 if self.pending.is_some() {
                     if !self.take_payload()? {
@@ -379,6 +389,7 @@ impl<'a> Conn<'a> {
                     Ok(Parsed::Incomplete { .. }) => break,
                     Err(e) => return self.wire(e),
                 };
+                found += 1;
                 if !self.request(req)? {
                     return Ok(());
                 }
@@ -387,7 +398,103 @@ impl<'a> Conn<'a> {
                 }
             }
             self.flush_out()?;
-            self.read_more(None)?;
+            self.wait_for_requests(found)?;
+        }
+    }
+
+    /// Waits for the next requests, coalescing wake-ups when the client pipelines (see
+    /// [`super::coalesce`]).
+    fn wait_for_requests(&mut self, found: u32) -> R<()> {
+        let Some(deadline) = self.sh.cfg.coalesce else {
+            return self.read_more(None);
+        };
+        let want = self.coalesce.plan(found, Instant::now());
+        // Only whole requests are counted: a partial request or WRITE payload is read plainly.
+        if want <= 1 || self.pending.is_some() || self.rpos != self.rlen {
+            self.coalesce.done(Outcome::Plain);
+            self.set_lowat(1);
+            return self.read_more(None);
+        }
+        self.set_lowat(want as usize * REQUEST_LEN);
+        self.sh.coalesced.fetch_add(1, Ordering::Relaxed);
+        let mut pfd = libc::pollfd {
+            fd: self.sock.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: deadline.as_nanos().min(999_999_999) as libc::c_long,
+        };
+        // SAFETY: one valid pollfd and timespec for the duration of the call.
+        let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        let filled = n > 0;
+        if self.read_now()? {
+            self.coalesce.done(if filled {
+                Outcome::Filled
+            } else {
+                Outcome::Short
+            });
+            return Ok(());
+        }
+        self.coalesce.done(Outcome::Idle);
+        self.set_lowat(1);
+        self.read_more(None)
+    }
+
+    /// Sets `SO_RCVLOWAT` (a no-op when unchanged; a failure only costs coalescing).
+    fn set_lowat(&mut self, bytes: usize) {
+        if self.lowat == bytes {
+            return;
+        }
+        let v = bytes as libc::c_int;
+        // SAFETY: a valid socket and a c_int option value of the size given.
+        unsafe {
+            libc::setsockopt(
+                self.sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        self.lowat = bytes;
+    }
+
+    /// Takes in what the socket holds without blocking; false when it held nothing.
+    fn read_now(&mut self) -> R<bool> {
+        debug_assert_eq!(self.rpos, self.rlen);
+        self.rpos = 0;
+        self.rlen = 0;
+        loop {
+            // SAFETY: the pointer and length describe the receive buffer, which we own.
+            let n = unsafe {
+                libc::recv(
+                    self.sock.as_raw_fd(),
+                    self.rbuf.as_mut_ptr().cast(),
+                    self.rbuf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n > 0 {
+                self.rlen = n as usize;
+                return Ok(true);
+            }
+            if n == 0 {
+                return Err(End::Clean);
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => {}
+                io::ErrorKind::WouldBlock => return Ok(false),
+                io::ErrorKind::ConnectionReset => return Err(End::Clean),
+                _ => {
+                    return Err(End::Fail(NbdError::io(
+                        format!("read from {}", self.peer),
+                        e,
+                    )))
+                }
+            }
         }
     }
 

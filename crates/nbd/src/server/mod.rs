@@ -16,6 +16,7 @@
 //! connections share one store with no cache), `SEND_DF` with structured replies (a READ is
 //! always answered in one chunk).
 
+mod coalesce;
 mod conn;
 mod store;
 
@@ -34,6 +35,9 @@ use crate::error::NbdError;
 use crate::wire::MAX_PAYLOAD;
 use conn::{Conn, End};
 use store::{SparseRam, Store};
+
+/// Default for [`ServerConfig::coalesce`].
+pub const DEFAULT_COALESCE: Duration = Duration::from_micros(200);
 
 /// How often blocked threads look at the shutdown flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -54,6 +58,9 @@ pub struct ServerConfig {
     pub preferred_block: u32,
     /// Largest READ/WRITE accepted; a longer WRITE disconnects the client.
     pub max_payload: u32,
+    /// Wake-up coalescing for pipelining clients: the longest a connection waits for a batch
+    /// of requests to gather (see `coalesce.rs`); None wakes for every request.
+    pub coalesce: Option<Duration>,
 }
 
 impl ServerConfig {
@@ -69,6 +76,7 @@ impl ServerConfig {
             min_block: 1,
             preferred_block: 4096,
             max_payload: MAX_PAYLOAD,
+            coalesce: Some(DEFAULT_COALESCE),
         }
     }
 
@@ -86,6 +94,12 @@ impl ServerConfig {
         if self.max_payload < self.preferred_block || self.max_payload > MAX_PAYLOAD {
             return bad("maximum payload must be between the preferred block size and 32 MiB");
         }
+        if self
+            .coalesce
+            .is_some_and(|d| d >= Duration::from_millis(100))
+        {
+            return bad("coalescing deadline must be below 100 ms");
+        }
         if self.export.len() > crate::wire::MAX_NAME_LEN
             || self.description.len() > crate::wire::MAX_NAME_LEN
         {
@@ -100,6 +114,8 @@ pub(crate) struct Shared {
     cfg: ServerConfig,
     size: u64,
     store: Store,
+    /// Waits that asked the kernel for more than one request (see `coalesce.rs`).
+    coalesced: AtomicU64,
 }
 
 /// Counters a caller can watch while the server runs.
@@ -114,6 +130,12 @@ impl ServerStats {
     /// Bytes of RAM holding export data (chunks written and not trimmed); None for a file.
     pub fn allocated_bytes(&self) -> Option<u64> {
         self.shared.store.allocated_bytes()
+    }
+
+    /// Waits, over all connections, in which a connection asked to be woken only once several
+    /// requests had arrived (wake-up coalescing for pipelining clients).
+    pub fn coalesced_waits(&self) -> u64 {
+        self.shared.coalesced.load(Ordering::Relaxed)
     }
 }
 
@@ -159,7 +181,12 @@ impl Server {
         listener
             .set_nonblocking(true)
             .map_err(|e| NbdError::io("set listener nonblocking", e))?;
-        let shared = Arc::new(Shared { cfg, size, store });
+        let shared = Arc::new(Shared {
+            cfg,
+            size,
+            store,
+            coalesced: AtomicU64::new(0),
+        });
         let stats = Arc::new(ServerStats {
             connections: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -242,6 +269,11 @@ fn connection(
     sock.set_nonblocking(false).map_err(setup)?;
     sock.set_nodelay(true).map_err(setup)?;
     sock.set_read_timeout(Some(POLL)).map_err(setup)?;
+    if sh.cfg.coalesce.is_some() {
+        // Coalescing deadlines are tens of µs: the default 50 µs timer slack would double them.
+        // SAFETY: PR_SET_TIMERSLACK takes a value and changes only this thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
+    }
     match Conn::new(sock, sh, shutdown, peer.to_string()).run() {
         Ok(()) | Err(End::Clean) => Ok(()),
         Err(End::Fail(e)) => Err(e),
