@@ -8,6 +8,8 @@ the same work in one run, interleaved, medians of --reps repetitions.
      memory server: IOPS and client CPU-µs per I/O.
   3. pair: sanbench client + sanbench server vs fio + nbdkit, 4 KiB random read QD 32: IOPS.
   4. 1 MiB sequential read (QD 4) through sanbench's client and server vs iperf3 on loopback.
+  5. wake-up coalescing (on by default) must not slow a shallow client: fio at QD 4 and QD 1
+     against sanbench's server with and without it (--coalesce 0).
 
 Usage: scripts/bench_nbd.py [--reps 3] [--time 5]
 """
@@ -42,13 +44,17 @@ def main():
     ap.add_argument("--time", type=int, default=5)
     a = ap.parse_args()
     build()
-    p_sb, p_kit = free_port(), free_port()
+    p_sb, p_kit, p_raw = free_port(), free_port(), free_port()
     sb = Server([SB, "serve", "nbd", "--size=1G", f"--listen=127.0.0.1:{p_sb}"], p_sb)
+    raw = Server([SB, "serve", "nbd", "--size=1G", f"--listen=127.0.0.1:{p_raw}", "--coalesce=0"],
+                 p_raw)
     kit = Server(["nbdkit", "-f", "-p", str(p_kit), "-i", "127.0.0.1", "memory", "1G"], p_kit)
-    rows = {k: [] for k in ["srv_sb", "srv_kit", "cli_sb", "cli_fio", "seq_sb", "iperf"]}
+    rows = {k: [] for k in ["srv_sb", "srv_kit", "cli_sb", "cli_fio", "seq_sb", "iperf",
+                            "qd4_on", "qd4_off", "qd1_on", "qd1_off"]}
     try:
         fill(p_sb)
         fill(p_kit)
+        fill(p_raw)
         for _ in range(a.reps):
             rows["srv_sb"].append(measured(sb, lambda: fio_nbd(p_sb, "randread", "4k", 32, a.time)))
             rows["srv_kit"].append(measured(kit, lambda: fio_nbd(p_kit, "randread", "4k", 32, a.time)))
@@ -57,9 +63,13 @@ def main():
             rows["pair_sb"] = rows.get("pair_sb", []) + [measured(sb, lambda: sb_nbd(p_sb, "4k", 100, 32, a.time))]
             rows["seq_sb"].append(measured(sb, lambda: sb_nbd(p_sb, "1M", 0, 4, a.time)))
             rows["iperf"].append({"bytes_per_s": iperf3_bps(a.time)})
+            for qd in (4, 1):
+                rows[f"qd{qd}_on"].append(fio_nbd(p_sb, "randread", "4k", qd, a.time))
+                rows[f"qd{qd}_off"].append(fio_nbd(p_raw, "randread", "4k", qd, a.time))
     finally:
         sb.stop()
         kit.stop()
+        raw.stop()
 
     def med(k, f):
         return median([r[f] for r in rows[k]])
@@ -81,6 +91,10 @@ def main():
     q_bw, i_bw = med("seq_sb", "bytes_per_s"), med("iperf", "bytes_per_s")
     print(f"4 1 MiB sequential read QD 4: sanbench client + server {q_bw / 1e6:,.0f} MB/s vs iperf3 loopback "
           f"{i_bw / 1e6:,.0f} MB/s: {q_bw / i_bw:.0%} (goal >= 90 %)")
+    for qd in (4, 1):
+        on, off = med(f"qd{qd}_on", "iops"), med(f"qd{qd}_off", "iops")
+        print(f"5 fio QD {qd} against sanbench's server: {on:,.0f} IOPS with wake-up coalescing, "
+              f"{off:,.0f} without: {on / off:.2f}x (should be ~1.0x)")
 
 
 if __name__ == "__main__":
