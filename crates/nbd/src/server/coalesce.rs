@@ -24,6 +24,8 @@
 //!   more than that sends it back, and it then stays put for a number of epochs that doubles
 //!   with each failed step up (up to [`MAX_PARK`]), so a shallow client spends little time at
 //!   a batch size that slows it;
+//! * requests of [`LARGE`] bytes or more on average are read plainly: their cost is in the
+//!   bytes, not the wake-ups;
 //! * a wait that reaches the deadline with less than half the requests wanted drops `want` at
 //!   once to what arrived, and one that reaches it with nothing (the client paused) goes back
 //!   to plain reads.
@@ -37,6 +39,9 @@ const EPOCH: Duration = Duration::from_millis(10);
 const EPOCH_WAITS: u32 = 16;
 /// Rates within this fraction of each other count as equal (this VM's noise is about that).
 const MARGIN: f64 = 0.15;
+/// Requests averaging this many bytes or more are not coalesced: their cost is in the bytes,
+/// not the wake-ups, and a client moving them is slow enough to miss any deadline.
+const LARGE: u64 = 64 * 1024;
 /// One epoch in this many measures the rate with plain reads again.
 const REBASE: u32 = 16;
 /// Epochs to stay put after a step back, at first and at most.
@@ -73,6 +78,7 @@ pub(crate) struct Coalesce {
     resume: u32,
     epoch_start: Option<Instant>,
     epoch_found: u64,
+    epoch_bytes: u64,
     epoch_waits: u32,
     /// A wake-up this epoch found two or more requests.
     epoch_pipelined: bool,
@@ -91,6 +97,7 @@ impl Default for Coalesce {
             resume: 0,
             epoch_start: None,
             epoch_found: 0,
+            epoch_bytes: 0,
             epoch_waits: 0,
             epoch_pipelined: false,
             last: Outcome::Plain,
@@ -100,8 +107,9 @@ impl Default for Coalesce {
 
 impl Coalesce {
     /// Decides how many requests to wait for next, given the requests taken in since the last
-    /// wait ended (`found`) and the time now. 1 means a plain read.
-    pub(crate) fn plan(&mut self, found: u32, now: Instant) -> u32 {
+    /// wait ended (`found`, moving `bytes` of READ and WRITE data) and the time now. 1 means a
+    /// plain read.
+    pub(crate) fn plan(&mut self, found: u32, bytes: u64, now: Instant) -> u32 {
         match self.last {
             Outcome::Short if found < self.want() / 2 => {
                 // The client is far from filling this batch in time: no larger than what came.
@@ -125,6 +133,7 @@ impl Coalesce {
         }
         let start = *self.epoch_start.get_or_insert(now);
         self.epoch_found += u64::from(found);
+        self.epoch_bytes += bytes;
         self.epoch_waits += 1;
         self.epoch_pipelined |= found >= 2;
         let elapsed = now.saturating_duration_since(start);
@@ -148,6 +157,7 @@ impl Coalesce {
     fn new_epoch(&mut self, now: Instant) {
         self.epoch_start = Some(now);
         self.epoch_found = 0;
+        self.epoch_bytes = 0;
         self.epoch_waits = 0;
         self.epoch_pipelined = false;
     }
@@ -162,6 +172,13 @@ impl Coalesce {
 
     fn epoch_end(&mut self, rate: f64) {
         let prev = self.prev.replace((rate, self.level));
+        if self.epoch_bytes >= LARGE * self.epoch_found.max(1) {
+            // Large requests: nothing to gain.
+            self.level = 0;
+            self.base = None;
+            self.resume = 0;
+            return;
+        }
         if self.level == 0 {
             if !self.epoch_pipelined {
                 // Nothing to gather: the client waits for each reply.
@@ -221,7 +238,7 @@ mod tests {
         let mut at = [0.0; 5];
         let mut found = depth.min(2);
         while now < end {
-            let want = c.plan(found, now);
+            let want = c.plan(found, 4096 * u64::from(found), now);
             let level = want.ilog2() as usize;
             let (outcome, dt) = match rates[level] {
                 Some(r) => {
@@ -251,7 +268,7 @@ mod tests {
         let mut c = Coalesce::default();
         let mut now = Instant::now();
         for _ in 0..100_000 {
-            assert_eq!(c.plan(1, now), 1);
+            assert_eq!(c.plan(1, 4096, now), 1);
             c.done(Outcome::Plain);
             now += Duration::from_micros(40);
         }
@@ -278,6 +295,17 @@ mod tests {
         let rates = [Some(83.0), Some(49.0), Some(45.0), None, None];
         let at = drive(&mut c, &rates, 4, 60_000);
         assert!(at[0] > 0.95, "time at plain reads: {at:?}");
+    }
+
+    #[test]
+    fn large_requests_are_never_coalesced() {
+        let mut c = Coalesce::default();
+        let mut now = Instant::now();
+        for _ in 0..10_000 {
+            assert_eq!(c.plan(4, 4 << 20, now), 1);
+            c.done(Outcome::Plain);
+            now += Duration::from_micros(400);
+        }
     }
 
     #[test]
@@ -313,7 +341,7 @@ mod tests {
         let mut c = Coalesce::default();
         let mut now = Instant::now();
         let mut found = 2;
-        while c.plan(found, now) < 16 {
+        while c.plan(found, 4096 * u64::from(found), now) < 16 {
             found = c.want().max(2);
             c.done(if c.want() == 1 {
                 Outcome::Plain
@@ -329,20 +357,20 @@ mod tests {
     fn a_deadline_with_a_short_batch_drops_at_once() {
         let (mut c, now) = at_the_top();
         c.done(Outcome::Short);
-        assert_eq!(c.plan(5, now), 4);
+        assert_eq!(c.plan(5, 5 * 4096, now), 4);
     }
 
     #[test]
     fn a_deadline_with_a_nearly_full_batch_is_left_to_the_rate() {
         let (mut c, now) = at_the_top();
         c.done(Outcome::Short);
-        assert_eq!(c.plan(12, now), 16);
+        assert_eq!(c.plan(12, 12 * 4096, now), 16);
     }
 
     #[test]
     fn a_pause_goes_back_to_plain_reads() {
         let (mut c, now) = at_the_top();
         c.done(Outcome::Idle);
-        assert_eq!(c.plan(0, now), 1);
+        assert_eq!(c.plan(0, 0, now), 1);
     }
 }

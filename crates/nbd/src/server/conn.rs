@@ -373,7 +373,7 @@ impl<'a> Conn<'a> {
 
     fn transmission(&mut self) -> R<()> {
         loop {
-            let mut found = 0u32;
+            let (mut found, mut bytes) = (0u32, 0u64);
             loop {
                 if self.pending.is_some() {
                     if !self.take_payload()? {
@@ -390,6 +390,9 @@ impl<'a> Conn<'a> {
                     Err(e) => return self.wire(e),
                 };
                 found += 1;
+                if matches!(req.cmd, cmd::READ | cmd::WRITE) {
+                    bytes += u64::from(req.len);
+                }
                 if !self.request(req)? {
                     return Ok(());
                 }
@@ -398,17 +401,17 @@ impl<'a> Conn<'a> {
                 }
             }
             self.flush_out()?;
-            self.wait_for_requests(found)?;
+            self.wait_for_requests(found, bytes)?;
         }
     }
 
     /// Waits for the next requests, coalescing wake-ups when the client pipelines (see
     /// [`super::coalesce`]).
-    fn wait_for_requests(&mut self, found: u32) -> R<()> {
+    fn wait_for_requests(&mut self, found: u32, bytes: u64) -> R<()> {
         let Some(deadline) = self.sh.cfg.coalesce else {
             return self.read_more(None);
         };
-        let want = self.coalesce.plan(found, Instant::now());
+        let want = self.coalesce.plan(found, bytes, Instant::now());
         // Only whole requests are counted: a partial request or WRITE payload is read plainly.
         if want <= 1 || self.pending.is_some() || self.rpos != self.rlen {
             self.coalesce.done(Outcome::Plain);
