@@ -299,41 +299,5 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
     all
 }
 
-/// Formats a UNIX time as RFC 3339 UTC (civil-from-days, no time-zone database needed).
-pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn rfc3339_known_dates() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(1_795_338_863_250);
-        assert_eq!(rfc3339(t), "2026-11-22T09:14:23.250Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
-    }
-}
+/// UTC with milliseconds: `2026-11-22T09:14:23.250Z`.
+pub use sanbench_stats::time::rfc3339_millis as rfc3339;

@@ -9,7 +9,7 @@ use crate::fsutil::{read_attr, under};
 use crate::transport::{inspect_device, DeviceInfo, InspectOptions};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 pub use crate::transport::InspectOptions as ManifestOptions;
 
@@ -127,41 +127,12 @@ pub fn mem_total(meminfo: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// RFC 3339 UTC with second precision, e.g. `2026-11-22T08:01:23Z`, without a date crate
-/// (days-to-civil conversion from Howard Hinnant's `chrono`-compatible algorithms).
-pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
-}
+/// UTC in whole seconds: `2026-11-22T09:14:23Z`.
+pub use sanbench_stats::time::rfc3339_secs as rfc3339;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn rfc3339_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = UNIX_EPOCH + Duration::from_secs(951_782_400); // leap day
-        assert_eq!(rfc3339(t), "2000-02-29T00:00:00Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_334_483);
-        assert_eq!(rfc3339(t), "2026-11-22T08:01:23Z");
-    }
 
     #[test]
     fn cpuinfo_and_meminfo() {

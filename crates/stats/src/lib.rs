@@ -1,4 +1,5 @@
-//! Statistics for sanbench, kept pure: no clocks, no I/O, no threads.
+//! Statistics for sanbench, kept pure: no clocks, no I/O, no threads (and, in `time`, the one
+//! timestamp format every document uses).
 //!
 //! Everything here takes numbers and returns numbers so that it can be tested exactly. The
 //! definitions follow `shared/MEASURE.md`: latency percentiles come from a log-linear histogram
@@ -9,6 +10,7 @@
 mod histogram;
 mod repeat;
 mod steady;
+pub mod time;
 
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use repeat::{mean_ci95, ratio_outside_noise, MeanCi};
