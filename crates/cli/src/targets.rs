@@ -15,7 +15,8 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
         let t = parse_target(s).map_err(usage)?;
         let target = match &t {
             TargetUri::Network { scheme, uri } if scheme == "nbd" || scheme == "nbd+unix" => {
-                sanbench_nbd::open(uri, &sanbench_nbd::ClientOptions::default())?.into()
+                let (base, opts) = nbd_options(uri)?;
+                sanbench_nbd::open(&base, &opts)?.into()
             }
             TargetUri::Network { scheme, uri } if scheme == "iscsi" => {
                 let (base, opts) = iscsi_options(uri)?;
@@ -31,6 +32,40 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
         out.push(target);
     }
     Ok(out)
+}
+
+/// Takes sanbench's own query keys out of an NBD URI: `submit_batch` (requests held back to
+/// send together). The rest (`socket=` of `nbd+unix`) stays for the NBD crate.
+fn nbd_options(uri: &str) -> Result<(String, sanbench_nbd::ClientOptions), CliError> {
+    let mut o = sanbench_nbd::ClientOptions::default();
+    let Some((base, query)) = uri.split_once('?') else {
+        return Ok((uri.to_string(), o));
+    };
+    let mut keep = Vec::new();
+    for kv in query.split('&').filter(|s| !s.is_empty()) {
+        match kv.split_once('=').unwrap_or((kv, "")) {
+            ("submit_batch", v) => o.submit_batch = submit_batch(uri, v)?,
+            ("socket", _) => keep.push(kv),
+            (k, _) => {
+                return Err(usage(format!(
+                    "{uri}: unknown option '{k}' (submit_batch; socket for nbd+unix)"
+                )))
+            }
+        }
+    }
+    let base = if keep.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", keep.join("&"))
+    };
+    Ok((base, o))
+}
+
+fn submit_batch(uri: &str, v: &str) -> Result<u32, CliError> {
+    v.parse()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| usage(format!("{uri}: submit_batch must be a number >= 1")))
 }
 
 /// Splits `iscsi://...?digest=crc32c&initiator=IQN` into the URI the initiator opens and its
@@ -59,13 +94,7 @@ fn iscsi_options(
             "header_digest" => o.header_digest = digest(v)?,
             "data_digest" => o.data_digest = digest(v)?,
             "initiator" if !v.is_empty() => o.initiator_name = v.to_string(),
-            "submit_batch" => {
-                o.submit_batch = v
-                    .parse()
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| usage(format!("{uri}: submit_batch must be a number >= 1")))?
-            }
+            "submit_batch" => o.submit_batch = submit_batch(uri, v)?,
             _ => return Err(usage(format!("{uri}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch)"))),
         }
     }

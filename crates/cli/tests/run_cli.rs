@@ -162,6 +162,19 @@ fn bad_input_exits_2_with_one_line() {
     );
     expect_usage_error(&["run"], "required");
     expect_usage_error(&["run", "mem:1G", "--frobnicate"], "frobnicate");
+    // Query options of network targets are checked before anything connects.
+    expect_usage_error(
+        &["run", "nbd://127.0.0.1:9/?submit_batch=0"],
+        "submit_batch must be",
+    );
+    expect_usage_error(
+        &["run", "nbd://127.0.0.1:9/?tls=on"],
+        "unknown option 'tls'",
+    );
+    expect_usage_error(
+        &["run", "iscsi://127.0.0.1:9/iqn.x:y/1?submit_batch=x"],
+        "submit_batch must be",
+    );
 }
 
 #[test]

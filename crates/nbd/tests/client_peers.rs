@@ -444,3 +444,76 @@ fn killed_server_reads_as_disconnected() {
     assert!(matches!(err, EngineError::Disconnected { .. }), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(2));
 }
+
+/// Keeps 32 writes and then 32 reads in flight, refilling as each completes, with new requests
+/// held back to travel in fours (`submit_batch`): every byte reads back, every held request
+/// is sent in the end, and the sends are fewer than the requests.
+#[test]
+fn held_requests_all_go_out_and_data_verifies() {
+    let peer = nbdkit_memory("64M");
+    let opts = ClientOptions {
+        submit_batch: 4,
+        ..Default::default()
+    };
+    let t = open(&peer.uri(""), &opts).expect("open nbdkit");
+    let depth = 32u32;
+    let total = 1024usize;
+    let arena = Arc::new(Arena::new(depth as usize * BS));
+    let mut q = t
+        .open_queue(&qcfg(depth, &arena, Duration::from_secs(10)))
+        .expect("open queue");
+    let block = |n: usize| (n as u64 * 7919 % total as u64) * BS as u64;
+    for op in [Op::Write, Op::Read] {
+        let mut next = 0usize;
+        let mut slot_of = vec![0usize; depth as usize];
+        let mut issue = |q: &mut dyn Queue, tag: u32, next: &mut usize| {
+            let n = *next;
+            *next += 1;
+            slot_of[tag as usize] = n;
+            let buf = tag as usize * BS;
+            if op == Op::Write {
+                // SAFETY (test): this region's previous I/O has completed.
+                unsafe { arena.slice_mut(buf, BS) }.copy_from_slice(&pattern(BS, n as u64 + 7));
+            }
+            q.submit(&[Io {
+                tag,
+                op,
+                offset: block(n),
+                len: BS as u32,
+                buf,
+            }])
+            .unwrap();
+            n
+        };
+        let mut issued = vec![0usize; depth as usize];
+        for tag in 0..depth {
+            issued[tag as usize] = issue(q.as_mut(), tag, &mut next);
+        }
+        let mut done = 0;
+        let mut out = Vec::new();
+        while done < total {
+            out.clear();
+            q.reap(1, &mut out).unwrap();
+            for c in &out {
+                assert_eq!(c.result, 0, "{op:?} {c:?}");
+                let n = issued[c.tag as usize];
+                if op == Op::Read {
+                    // SAFETY (test): completed.
+                    let got = unsafe { arena.slice(c.tag as usize * BS, BS) };
+                    assert!(got == &pattern(BS, n as u64 + 7)[..], "block {n} differs");
+                }
+                done += 1;
+                if next < total {
+                    issued[c.tag as usize] = issue(q.as_mut(), c.tag, &mut next);
+                }
+            }
+        }
+    }
+    let sends = q.stats()["nbd_send_calls"].as_u64().unwrap();
+    assert!(
+        sends < 2 * total as u64 * 3 / 4,
+        "{sends} sends for {} requests",
+        2 * total
+    );
+    q.close().unwrap();
+}

@@ -57,6 +57,9 @@ pub struct InitiatorOptions {
     /// Up to this many new commands wait to be sent together while more than half the queue
     /// depth is still outstanding at the target (1 = send every batch at once). Fewer send
     /// calls and target wake-ups per I/O; the target still always has at least half the depth.
+    /// Held commands count as outstanding, so against a target that is not saturated (its
+    /// latency does not grow with depth) a batch of N costs up to N-1 of the queue depth: the
+    /// default of 2 keeps that to one command (about 1.5 % of QD 32).
     pub submit_batch: u32,
 }
 
@@ -70,7 +73,7 @@ impl Default for InitiatorOptions {
             max_recv_data_segment_length: 256 * 1024,
             max_burst_length: 1 << 20,
             first_burst_length: 256 * 1024,
-            submit_batch: 8,
+            submit_batch: 2,
         }
     }
 }

@@ -38,6 +38,14 @@ pub struct ClientOptions {
     pub fua: bool,
     /// Receive buffer per queue: replies are read in pieces of up to this size.
     pub recv_buffer: usize,
+    /// Up to this many new requests wait to be sent together while more than half the queue
+    /// depth is still outstanding at the server (1 = send every batch at once), as the iSCSI
+    /// initiator does: fewer send calls and server wake-ups per I/O, and the server still
+    /// always has at least half the depth to work on. Held requests count as outstanding, so
+    /// against a server that is not saturated a batch of N costs up to N-1 of the queue depth;
+    /// the default of 2 keeps that to one request (against nbdkit at QD 32 it halves the
+    /// client's send calls and cuts its CPU per I/O by about a fifth).
+    pub submit_batch: u32,
 }
 
 impl Default for ClientOptions {
@@ -47,6 +55,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(10),
             fua: false,
             recv_buffer: 256 * 1024,
+            submit_batch: 2,
         }
     }
 }

@@ -72,7 +72,10 @@ pub(crate) struct NbdQueue {
     flags: u16,
     write_flags: u16,
     slots: Vec<Slot>,
+    /// Requests taken (their slots active), and how many of them are not yet sent.
     inflight: usize,
+    unsent: usize,
+    submit_batch: usize,
     ready: Vec<Completion>,
     hdrs: Vec<u8>,
     segs: Vec<Seg>,
@@ -123,6 +126,8 @@ impl NbdQueue {
             write_flags,
             slots: vec![idle; depth],
             inflight: 0,
+            unsent: 0,
+            submit_batch: opts.submit_batch.max(1) as usize,
             ready: Vec::with_capacity(depth),
             hdrs: Vec::with_capacity(depth * REQUEST_LEN),
             segs: Vec::with_capacity(depth * 2),
@@ -247,6 +252,21 @@ impl NbdQueue {
             error: 0,
         };
         self.inflight += 1;
+        self.unsent += 1;
+        Ok(())
+    }
+
+    /// Sends the queued requests unless they may wait for company: while more than half the
+    /// depth is outstanding at the server, up to `submit_batch` new requests are held so that
+    /// one `sendmsg` (and one server wake-up) carries them all.
+    fn flush_due(&mut self) -> Result<(), EngineError> {
+        if self.segs.is_empty() {
+            return Ok(());
+        }
+        let on_wire = self.inflight - self.unsent.min(self.inflight);
+        if self.unsent >= self.submit_batch || on_wire <= self.slots.len() / 2 {
+            self.send_all()?;
+        }
         Ok(())
     }
 
@@ -316,6 +336,7 @@ impl NbdQueue {
         }
         self.segs.clear();
         self.hdrs.clear();
+        self.unsent = 0;
         Ok(())
     }
 
@@ -571,16 +592,20 @@ impl Queue for NbdQueue {
         for io in ios {
             self.queue_request(io)?;
         }
-        self.send_all()
+        self.flush_due()
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
         let want = min.min(self.ready.len() + self.inflight);
+        // Held requests are released once half the depth or less is outstanding, so a wait
+        // below always has replies to come.
+        self.flush_due()?;
         if want == 0 && self.inflight > 0 {
             self.recv_some(false)?;
         }
         while self.ready.len() < want {
             self.recv_some(true)?;
+            self.flush_due()?;
         }
         out.append(&mut self.ready);
         Ok(())
@@ -591,6 +616,7 @@ impl Queue for NbdQueue {
         m.insert("nbd_send_calls".into(), json!(self.sends));
         m.insert("nbd_recv_calls".into(), json!(self.recvs));
         m.insert("nbd_direct_recv_bytes".into(), json!(self.direct_bytes));
+        m.insert("nbd_submit_batch".into(), json!(self.submit_batch));
         m
     }
 
