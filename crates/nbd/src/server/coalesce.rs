@@ -46,7 +46,7 @@ const LARGE: u64 = 64 * 1024;
 const REBASE: u32 = 16;
 /// Epochs to stay put after a step back, at first and at most.
 const MIN_PARK: u32 = 8;
-const MAX_PARK: u32 = 64;
+const MAX_PARK: u32 = 256;
 
 /// How the last wait ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
