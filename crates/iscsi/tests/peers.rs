@@ -3,7 +3,6 @@
 
 use std::io::{BufRead, BufReader};
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -65,13 +64,7 @@ fn start_cfg(cfg: TargetConfig) -> Running {
     Running { port, stop, thread }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use sanbench_testkit::free_port;
 
 fn output(cmd: &mut Command) -> String {
     let o = cmd.output().expect("run tool");

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -19,12 +19,7 @@ use sanbench_iscsi::target::{Target as OurTarget, TargetConfig};
 /// Arena bytes per tag: the largest I/O the tests issue.
 pub const SLOT: usize = 1 << 20;
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free loopback port")
-}
+pub use sanbench_testkit::free_port;
 
 fn tool(name: &str) -> Command {
     let found = std::env::var_os("PATH").is_some_and(|p| {

@@ -1,7 +1,7 @@
 //! Helpers for the interop tests: start peers on free loopback ports, stop them by PID.
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -11,13 +11,7 @@ use std::time::{Duration, Instant};
 use sanbench_nbd::{Server, ServerConfig};
 
 /// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use sanbench_testkit::free_port;
 
 /// Fails the test with a clear message when a peer tool is not installed.
 pub fn require(tool: &str) {
