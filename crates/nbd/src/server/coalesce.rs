@@ -5,7 +5,8 @@
 //! segment per I/O, and on loopback the `send` also pays the client's TCP receive path. On
 //! this project's 2-core VM that is about two thirds of the server's CPU per I/O. Like a NIC's
 //! interrupt moderation (`rx-frames` / `rx-usecs`), the connection instead asks the kernel not
-//! to wake it until `want` requests' worth of bytes have arrived (`SO_RCVLOWAT`), or a short
+//! to wake it until `want` requests' worth of bytes (headers and the running mean of WRITE
+//! payloads) have arrived (`SO_RCVLOWAT`), or a short
 //! deadline has passed (`ppoll`), and then answers them all with one `send`.
 //!
 //! Waiting for a batch helps only while the client keeps working meanwhile: a client with 4
@@ -31,6 +32,8 @@
 //!   to plain reads.
 
 use std::time::{Duration, Instant};
+
+use crate::wire::transmission::REQUEST_LEN;
 
 /// Largest batch, as a power of two: 16 requests.
 const MAX_LEVEL: u32 = 4;
@@ -79,6 +82,9 @@ pub(crate) struct Coalesce {
     epoch_start: Option<Instant>,
     epoch_found: u64,
     epoch_bytes: u64,
+    /// Running mean of WRITE payload bytes per request (weight 1/8): a request's bytes on the
+    /// wire, beyond its header, for the low-water mark.
+    write_mean: u64,
     epoch_waits: u32,
     /// A wake-up this epoch found two or more requests.
     epoch_pipelined: bool,
@@ -98,6 +104,7 @@ impl Default for Coalesce {
             epoch_start: None,
             epoch_found: 0,
             epoch_bytes: 0,
+            write_mean: 0,
             epoch_waits: 0,
             epoch_pipelined: false,
             last: Outcome::Plain,
@@ -107,9 +114,13 @@ impl Default for Coalesce {
 
 impl Coalesce {
     /// Decides how many requests to wait for next, given the requests taken in since the last
-    /// wait ended (`found`, moving `bytes` of READ and WRITE data) and the time now. 1 means a
-    /// plain read.
-    pub(crate) fn plan(&mut self, found: u32, bytes: u64, now: Instant) -> u32 {
+    /// wait ended (`found`, moving `bytes` of READ and WRITE data, `written` of them WRITE
+    /// payload) and the time now. 1 means a plain read.
+    pub(crate) fn plan(&mut self, found: u32, bytes: u64, written: u64, now: Instant) -> u32 {
+        if found > 0 {
+            let per = written / u64::from(found);
+            self.write_mean = (self.write_mean * 7 + per) / 8;
+        }
         match self.last {
             Outcome::Short if found < self.want() / 2 => {
                 // The client is far from filling this batch in time: no larger than what came.
@@ -152,6 +163,11 @@ impl Coalesce {
 
     fn want(&self) -> u32 {
         1 << self.level
+    }
+
+    /// Bytes that `want` requests bring on average: the `SO_RCVLOWAT` to wait for.
+    pub(crate) fn low_water(&self, want: u32) -> usize {
+        want as usize * (REQUEST_LEN + self.write_mean as usize)
     }
 
     fn new_epoch(&mut self, now: Instant) {
@@ -238,7 +254,7 @@ mod tests {
         let mut at = [0.0; 5];
         let mut found = depth.min(2);
         while now < end {
-            let want = c.plan(found, 4096 * u64::from(found), now);
+            let want = c.plan(found, 4096 * u64::from(found), 0, now);
             let level = want.ilog2() as usize;
             let (outcome, dt) = match rates[level] {
                 Some(r) => {
@@ -268,7 +284,7 @@ mod tests {
         let mut c = Coalesce::default();
         let mut now = Instant::now();
         for _ in 0..100_000 {
-            assert_eq!(c.plan(1, 4096, now), 1);
+            assert_eq!(c.plan(1, 4096, 0, now), 1);
             c.done(Outcome::Plain);
             now += Duration::from_micros(40);
         }
@@ -298,11 +314,33 @@ mod tests {
     }
 
     #[test]
+    fn the_low_water_mark_counts_write_payloads() {
+        let mut c = Coalesce::default();
+        let now = Instant::now();
+        assert_eq!(c.low_water(4), 4 * REQUEST_LEN);
+        for _ in 0..100 {
+            c.plan(8, 8 * 4096, 8 * 4096, now);
+            c.done(Outcome::Filled);
+        }
+        // Converges on header + 4 KiB per request (the running mean rounds down).
+        let per = c.low_water(1);
+        assert!(
+            (REQUEST_LEN + 4000..=REQUEST_LEN + 4096).contains(&per),
+            "{per}"
+        );
+        for _ in 0..100 {
+            c.plan(8, 8 * 4096, 0, now);
+            c.done(Outcome::Filled);
+        }
+        assert!(c.low_water(1) < REQUEST_LEN + 64, "{}", c.low_water(1));
+    }
+
+    #[test]
     fn large_requests_are_never_coalesced() {
         let mut c = Coalesce::default();
         let mut now = Instant::now();
         for _ in 0..10_000 {
-            assert_eq!(c.plan(4, 4 << 20, now), 1);
+            assert_eq!(c.plan(4, 4 << 20, 0, now), 1);
             c.done(Outcome::Plain);
             now += Duration::from_micros(400);
         }
@@ -341,7 +379,7 @@ mod tests {
         let mut c = Coalesce::default();
         let mut now = Instant::now();
         let mut found = 2;
-        while c.plan(found, 4096 * u64::from(found), now) < 16 {
+        while c.plan(found, 4096 * u64::from(found), 0, now) < 16 {
             found = c.want().max(2);
             c.done(if c.want() == 1 {
                 Outcome::Plain
@@ -357,20 +395,20 @@ mod tests {
     fn a_deadline_with_a_short_batch_drops_at_once() {
         let (mut c, now) = at_the_top();
         c.done(Outcome::Short);
-        assert_eq!(c.plan(5, 5 * 4096, now), 4);
+        assert_eq!(c.plan(5, 5 * 4096, 0, now), 4);
     }
 
     #[test]
     fn a_deadline_with_a_nearly_full_batch_is_left_to_the_rate() {
         let (mut c, now) = at_the_top();
         c.done(Outcome::Short);
-        assert_eq!(c.plan(12, 12 * 4096, now), 16);
+        assert_eq!(c.plan(12, 12 * 4096, 0, now), 16);
     }
 
     #[test]
     fn a_pause_goes_back_to_plain_reads() {
         let (mut c, now) = at_the_top();
         c.done(Outcome::Idle);
-        assert_eq!(c.plan(0, 0, now), 1);
+        assert_eq!(c.plan(0, 0, 0, now), 1);
     }
 }

@@ -26,7 +26,7 @@ use crate::wire::handshake::{
     hflags, info, opt, rep, tflags, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
     OptionReply, ReplyBody,
 };
-use crate::wire::transmission::{chunk, cmd, cmd_flags, Chunk, ReplyHeader, Request, REQUEST_LEN};
+use crate::wire::transmission::{chunk, cmd, cmd_flags, Chunk, ReplyHeader, Request};
 use crate::wire::{errno, handshake, Parsed, WireError};
 
 /// Receive buffer: room for a large batch of 4 KiB writes.
@@ -373,7 +373,7 @@ impl<'a> Conn<'a> {
 
     fn transmission(&mut self) -> R<()> {
         loop {
-            let (mut found, mut bytes) = (0u32, 0u64);
+            let (mut found, mut bytes, mut written) = (0u32, 0u64, 0u64);
             loop {
                 if self.pending.is_some() {
                     if !self.take_payload()? {
@@ -393,6 +393,9 @@ impl<'a> Conn<'a> {
                 if matches!(req.cmd, cmd::READ | cmd::WRITE) {
                     bytes += u64::from(req.len);
                 }
+                if req.cmd == cmd::WRITE {
+                    written += u64::from(req.len);
+                }
                 if !self.request(req)? {
                     return Ok(());
                 }
@@ -401,24 +404,24 @@ impl<'a> Conn<'a> {
                 }
             }
             self.flush_out()?;
-            self.wait_for_requests(found, bytes)?;
+            self.wait_for_requests(found, bytes, written)?;
         }
     }
 
     /// Waits for the next requests, coalescing wake-ups when the client pipelines (see
     /// [`super::coalesce`]).
-    fn wait_for_requests(&mut self, found: u32, bytes: u64) -> R<()> {
+    fn wait_for_requests(&mut self, found: u32, bytes: u64, written: u64) -> R<()> {
         let Some(deadline) = self.sh.cfg.coalesce else {
             return self.read_more(None);
         };
-        let want = self.coalesce.plan(found, bytes, Instant::now());
+        let want = self.coalesce.plan(found, bytes, written, Instant::now());
         // Only whole requests are counted: a partial request or WRITE payload is read plainly.
         if want <= 1 || self.pending.is_some() || self.rpos != self.rlen {
             self.coalesce.done(Outcome::Plain);
             self.set_lowat(1);
             return self.read_more(None);
         }
-        self.set_lowat(want as usize * REQUEST_LEN);
+        self.set_lowat(self.coalesce.low_water(want));
         self.sh.coalesced.fetch_add(1, Ordering::Relaxed);
         let mut pfd = libc::pollfd {
             fd: self.sock.as_raw_fd(),
