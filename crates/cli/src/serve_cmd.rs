@@ -53,8 +53,14 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
         if a.read_only { ", read-only" } else { "" }
     );
     let stop = crate::signals::stop_flag();
+    let stats = server.stats();
     server.run(stop).context("nbd server")?;
-    eprintln!("sanbench nbd server: stopped");
+    eprintln!(
+        "sanbench nbd server: stopped ({} connections, {} ended by an error, {} coalesced waits)",
+        stats.connections.load(std::sync::atomic::Ordering::Relaxed),
+        stats.failed.load(std::sync::atomic::Ordering::Relaxed),
+        stats.coalesced_waits()
+    );
     Ok(())
 }
 
