@@ -116,7 +116,7 @@ fn silent_listener_times_out() {
 
 #[test]
 fn refused_connection() {
-    let port = initiator_support::free_port();
+    let port = sanbench_testkit::free_port();
     let e = open(
         &format!("iscsi://127.0.0.1:{port}/iqn.x:y/0"),
         &InitiatorOptions::default(),

@@ -7,9 +7,10 @@ mod initiator_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use initiator_support::{qcfg, write_read_verify, Tgtd, SLOT};
+use initiator_support::{qcfg, write_read_verify, SLOT};
 use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
 use sanbench_iscsi::initiator::{open, InitiatorOptions};
+use sanbench_testkit::Tgtd;
 
 const SIZE: u64 = 256 << 20;
 

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sanbench_iscsi::target::{Target, TargetConfig};
 
@@ -64,7 +64,7 @@ fn start_cfg(cfg: TargetConfig) -> Running {
     Running { port, stop, thread }
 }
 
-use sanbench_testkit::free_port;
+use sanbench_testkit::Tgtd;
 
 fn output(cmd: &mut Command) -> String {
     let o = cmd.output().expect("run tool");
@@ -202,95 +202,14 @@ fn test_cu(url: &str) -> (u32, u32, u32, u32) {
     (n[0], n[1], n[2], n[3])
 }
 
-struct Tgtd {
-    child: Child,
-    image: String,
-}
-
-impl Drop for Tgtd {
-    fn drop(&mut self) {
-        // tgtd ignores SIGTERM while serving: SIGKILL by pid.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.image);
-    }
-}
-
-fn tgtd(port: u16) -> Tgtd {
-    need("tgtd", "tgt");
-    need("tgtadm", "tgt");
-    let ctl = (port % 1000 + 100).to_string();
-    let image = format!("/dev/shm/sanbench-tgtd-{port}.img");
-    std::fs::File::create(&image)
-        .unwrap()
-        .set_len(1 << 30)
-        .unwrap();
-    let child = Command::new("tgtd")
-        .args([
-            "-f",
-            "-C",
-            &ctl,
-            "--iscsi",
-            &format!("portal=127.0.0.1:{port}"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn tgtd");
-    let t = Tgtd { child, image };
-    let adm = |args: &[&str]| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let ok = Command::new("tgtadm")
-                .args(["-C", &ctl, "--lld", "iscsi"])
-                .args(args)
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-            if ok {
-                return;
-            }
-            assert!(Instant::now() < deadline, "tgtadm {args:?} kept failing");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-    adm(&[
-        "--op",
-        "new",
-        "--mode",
-        "target",
-        "--tid",
-        "1",
-        "-T",
-        "iqn.2026-11.test:tgtd",
-    ]);
-    adm(&[
-        "--op",
-        "new",
-        "--mode",
-        "logicalunit",
-        "--tid",
-        "1",
-        "--lun",
-        "1",
-        "-b",
-        &t.image,
-    ]);
-    adm(&[
-        "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
-    ]);
-    t
-}
-
 #[test]
 fn compliance_at_least_tgtd() {
     need("iscsi-test-cu", "libiscsi-bin");
     let t = start(1 << 30);
     let ours = test_cu(&format!("iscsi://127.0.0.1:{}/{IQN}/0", t.port));
     drop(t);
-    let port = free_port();
-    let g = tgtd(port);
-    let theirs = test_cu(&format!("iscsi://127.0.0.1:{port}/iqn.2026-11.test:tgtd/1"));
+    let g = Tgtd::start(1 << 30);
+    let theirs = test_cu(&g.uri());
     drop(g);
     eprintln!(
         "iscsi-test-cu passed: sanbench {}/{} vs tgtd {}/{}",

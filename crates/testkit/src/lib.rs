@@ -1,7 +1,10 @@
 //! Helpers shared by the tests that start real peer processes (nbdkit, qemu-nbd, tgtd).
 
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 /// A loopback TCP port for a peer process to listen on.
 ///
@@ -35,6 +38,146 @@ fn ephemeral_low() -> u32 {
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(32_768)
+}
+
+fn tool(name: &str) -> Command {
+    let found = std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p)
+            .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+            .any(|d| d.join(name).is_file())
+    });
+    assert!(
+        found,
+        "{name} not found: install the `tgt` package (Debian: apt-get install tgt) to run this test"
+    );
+    Command::new(name)
+}
+
+/// tgtd (Debian's `tgt`) on a free loopback port, serving one target with a RAM-backed
+/// (`/dev/shm`) LUN 1; stopped with SIGKILL by its process id when dropped (tgtd ignores SIGTERM
+/// while it serves), its image and control socket removed.
+pub struct Tgtd {
+    child: Child,
+    pub port: u16,
+    ctl: u32,
+    pub iqn: String,
+    img: PathBuf,
+}
+
+static TGTD_NEXT: AtomicU32 = AtomicU32::new(0);
+
+impl Tgtd {
+    pub fn start(size: u64) -> Tgtd {
+        Tgtd::with_iqn(None, size)
+    }
+
+    /// tgtd serving `iqn` (default: a name unique to this process and call).
+    pub fn with_iqn(iqn: Option<&str>, size: u64) -> Tgtd {
+        let n = TGTD_NEXT.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        // Control ports name /var/run/tgtd/socket.N; pick one nobody uses.
+        // tgtd accepts 0..=32767.
+        let mut ctl = 1000 + (pid % 7000) * 4 + n % 4;
+        while std::path::Path::new(&format!("/var/run/tgtd/socket.{ctl}")).exists() {
+            ctl = 1000 + (ctl + 4099) % 31000;
+        }
+        let port = free_port();
+        let img = PathBuf::from(format!("/dev/shm/sanbench-init-{pid}-{n}.img"));
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(size))
+            .expect("create RAM image in /dev/shm");
+        let child = tool("tgtd")
+            .args(["-f", "-C", &ctl.to_string(), "--iscsi"])
+            .arg(format!("portal=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start tgtd");
+        let t = Tgtd {
+            child,
+            port,
+            ctl,
+            iqn: iqn.map_or_else(
+                || format!("iqn.2026-11.test.sanbench:init{pid}x{n}"),
+                str::to_string,
+            ),
+            img,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while t.adm(&[
+            "--op",
+            "new",
+            "--mode",
+            "target",
+            "--tid",
+            "1",
+            "-T",
+            &t.iqn.clone(),
+        ]) {
+            assert!(Instant::now() < deadline, "tgtd did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let img = t.img.to_string_lossy().to_string();
+        assert!(!t.adm(&[
+            "--op",
+            "new",
+            "--mode",
+            "logicalunit",
+            "--tid",
+            "1",
+            "--lun",
+            "1",
+            "-b",
+            &img
+        ]));
+        assert!(!t.adm(&["--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL"]));
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "tgtd portal not listening");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        t
+    }
+
+    /// Runs tgtadm; returns true when it FAILED (so loops read naturally).
+    fn adm(&self, args: &[&str]) -> bool {
+        !tool("tgtadm")
+            .args(["-C", &self.ctl.to_string(), "--lld", "iscsi"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    }
+
+    pub fn uri(&self) -> String {
+        format!("iscsi://127.0.0.1:{}/{}/1", self.port, self.iqn)
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends `sig` to tgtd (by its process id).
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGCONT);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Tgtd {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(&self.img);
+        let _ = std::fs::remove_file(format!("/var/run/tgtd/socket.{}", self.ctl));
+        let _ = std::fs::remove_file(format!("/var/run/tgtd/socket.{}.lock", self.ctl));
+    }
 }
 
 #[cfg(test)]
