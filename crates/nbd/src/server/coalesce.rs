@@ -6,8 +6,8 @@
 //! this project's 2-core VM that is about two thirds of the server's CPU per I/O. Like a NIC's
 //! interrupt moderation (`rx-frames` / `rx-usecs`), the connection instead asks the kernel not
 //! to wake it until `want` requests' worth of bytes (headers and the running mean of WRITE
-//! payloads) have arrived (`SO_RCVLOWAT`), or a short
-//! deadline has passed (`ppoll`), and then answers them all with one `send`.
+//! payloads) have arrived (`SO_RCVLOWAT`), or a short deadline has passed (`ppoll`), and then
+//! answers them all with one `send`.
 //!
 //! Waiting for a batch helps only while the client keeps working meanwhile: a client with 4
 //! requests in flight that the server makes wait for 2 of them loses half its throughput here,
@@ -21,10 +21,11 @@
 //!   which a wake-up found two or more requests, which a client waiting for each reply (QD 1)
 //!   never produces, so such a client is never delayed;
 //! * each epoch it tries the next larger batch and keeps it when the rate stays within
-//!   [`MARGIN`] of the smaller one's (the same work for fewer wake-ups); a rate that falls by
-//!   more than that sends it back, and it then stays put for a number of epochs that doubles
-//!   with each failed step up (up to [`MAX_PARK`]), so a shallow client spends little time at
-//!   a batch size that slows it;
+//!   [`MARGIN`] of the better of plain reads and the smaller batch (the same work for fewer
+//!   wake-ups); a rate that falls by more than that sends it back, and it then stays put for a
+//!   number of epochs that doubles with each failed step up (up to [`MAX_PARK`]), so a shallow
+//!   client spends little time at a batch size that slows it;
+//! * one epoch in [`REBASE`] it measures plain reads again, since the client's pace changes;
 //! * requests of [`LARGE`] bytes or more on average are read plainly: their cost is in the
 //!   bytes, not the wake-ups;
 //! * a wait that reaches the deadline with less than half the requests wanted drops `want` at
