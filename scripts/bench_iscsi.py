@@ -12,8 +12,8 @@ iscsi-perf, on the same work in one run, interleaved, medians of --reps repetiti
 Usage: scripts/bench_iscsi.py [--reps 3] [--time 5]   (needs root for tgtd)
 """
 import argparse, os, re, subprocess, sys, time
-from benchlib import (SB, Server, build, cpu_s, free_port, iperf3_bps, median, sanbench_json,
-                      sh, wait_port)
+from benchlib import (SB, Server, build, cpu_s, free_port, iperf3_bps, median, print_reps,
+                      sanbench_json, sh, wait_port)
 
 IQN = "iqn.2026-11.io.sanbench:ram"
 TGT_IQN = "iqn.2026-11.test:bench"
@@ -114,6 +114,7 @@ def main():
     def med(k, f):
         return median([r[f] for r in rows[k]])
 
+    print_reps(rows)
     print(f"iSCSI benchmark, {a.reps} repetitions of {a.time} s, medians (4 KiB random read QD 32 unless noted)")
     s_us, t_us = med("tgt_sb", "server_cpu_us_per_io"), med("tgt_tgtd", "server_cpu_us_per_io")
     s_io, t_io = med("tgt_sb", "iops"), med("tgt_tgtd", "iops")

@@ -15,7 +15,7 @@ Usage: scripts/bench_nbd.py [--reps 3] [--time 5]
 """
 import argparse, sys
 from benchlib import (SB, Server, build, fio_json, free_port, iperf3_bps, measured, median,
-                      sanbench_json)
+                      print_reps, sanbench_json)
 
 SPAN = "256M"
 
@@ -74,10 +74,7 @@ def main():
     def med(k, f):
         return median([r[f] for r in rows[k]])
 
-    for k, v in rows.items():
-        ratio = [f"{r.get('iops', 0):,.0f} IOPS" + (f" {r['server_cpu_us_per_io']:.2f} srv-µs" if 'server_cpu_us_per_io' in r else "")
-                 + (f" {r['client_cpu_us_per_io']:.2f} cli-µs" if 'client_cpu_us_per_io' in r else "") for r in v]
-        print(f"  {k}: " + "; ".join(ratio))
+    print_reps(rows)
     print(f"NBD benchmark, {a.reps} repetitions of {a.time} s, medians (4 KiB random read QD 32 unless noted)")
     s_us, k_us = med("srv_sb", "server_cpu_us_per_io"), med("srv_kit", "server_cpu_us_per_io")
     s_io, k_io = med("srv_sb", "iops"), med("srv_kit", "iops")

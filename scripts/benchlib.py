@@ -121,3 +121,17 @@ def iperf3_bps(secs):
 
 def median(xs):
     return statistics.median(xs)
+
+
+def print_reps(rows):
+    """Every repetition of every row: IOPS and, where measured, CPU-µs per I/O on each side."""
+    for name, reps in rows.items():
+        cells = []
+        for r in reps:
+            c = f"{r['iops']:,.0f} IOPS" if "iops" in r else f"{r.get('bytes_per_s', 0) / 1e6:,.0f} MB/s"
+            if "server_cpu_us_per_io" in r:
+                c += f" {r['server_cpu_us_per_io']:.2f} srv-µs"
+            if "client_cpu_us_per_io" in r:
+                c += f" {r['client_cpu_us_per_io']:.2f} cli-µs"
+            cells.append(c)
+        print(f"  {name}: " + "; ".join(cells))
