@@ -15,20 +15,6 @@ const IQN: &str = "iqn.2026-11.io.sanbench:ram";
 const I1: &str = "iqn.2007-10.com.github:sahlberg:libiscsi:iscsi-test";
 const I2: &str = "iqn.2007-10.com.github:sahlberg:libiscsi:iscsi-test-2";
 
-fn need(tool: &str, package: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .chain(["/usr/sbin".into(), "/sbin".into()])
-                .any(|d| d.join(tool).is_file())
-        })
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} not found: install the Debian package {package} (apt-get install {package})"
-    );
-}
-
 struct Running {
     port: u16,
     stop: Arc<AtomicBool>,
@@ -64,7 +50,7 @@ fn start_cfg(cfg: TargetConfig) -> Running {
     Running { port, stop, thread }
 }
 
-use sanbench_testkit::Tgtd;
+use sanbench_testkit::{require, Tgtd};
 
 fn output(cmd: &mut Command) -> String {
     let o = cmd.output().expect("run tool");
@@ -75,7 +61,7 @@ fn output(cmd: &mut Command) -> String {
 
 #[test]
 fn iscsi_ls_inq_readcapacity() {
-    need("iscsi-ls", "libiscsi-bin");
+    require("iscsi-ls", "libiscsi-bin");
     let t = start(1 << 30);
     let url = format!("iscsi://127.0.0.1:{}", t.port);
     let ls = output(Command::new("iscsi-ls").args(["-s", &url]));
@@ -95,7 +81,7 @@ fn iscsi_ls_inq_readcapacity() {
 
 #[test]
 fn libiscsi_chap_header_digest_and_two_luns() {
-    need("iscsi-inq", "libiscsi-bin");
+    require("iscsi-inq", "libiscsi-bin");
     let chap = Some(("bench".to_string(), "secret123456".to_string()));
     let t = start_cfg(TargetConfig {
         luns: 2,
@@ -128,7 +114,7 @@ fn libiscsi_chap_header_digest_and_two_luns() {
 
 #[test]
 fn sparse_100_gib_lun() {
-    need("iscsi-readcapacity16", "libiscsi-bin");
+    require("iscsi-readcapacity16", "libiscsi-bin");
     let t = start(100 << 30);
     let lun = format!("iscsi://127.0.0.1:{}/{IQN}/0", t.port);
     let rc = output(Command::new("iscsi-readcapacity16").arg(&lun));
@@ -138,7 +124,7 @@ fn sparse_100_gib_lun() {
 /// Runs iscsi-perf for a few seconds (line-buffered through stdbuf, since it prints to a
 /// pipe), kills it by pid and returns the best "iops average" it printed.
 fn perf(url: &str) -> f64 {
-    need("stdbuf", "coreutils");
+    require("stdbuf", "coreutils");
     let mut child: Child = Command::new("stdbuf")
         .args(["-oL", "iscsi-perf", "-m", "32", "-b", "8", "-r", url])
         .stdout(Stdio::piped())
@@ -168,7 +154,7 @@ fn perf(url: &str) -> f64 {
 
 #[test]
 fn iscsi_perf_runs() {
-    need("iscsi-perf", "libiscsi-bin");
+    require("iscsi-perf", "libiscsi-bin");
     let t = start(1 << 30);
     let iops = perf(&format!("iscsi://127.0.0.1:{}/{IQN}/0", t.port));
     eprintln!("iscsi-perf 4 KiB QD32 read: {iops} IOPS");
@@ -204,7 +190,7 @@ fn test_cu(url: &str) -> (u32, u32, u32, u32) {
 
 #[test]
 fn compliance_at_least_tgtd() {
-    need("iscsi-test-cu", "libiscsi-bin");
+    require("iscsi-test-cu", "libiscsi-bin");
     let t = start(1 << 30);
     let ours = test_cu(&format!("iscsi://127.0.0.1:{}/{IQN}/0", t.port));
     drop(t);

@@ -238,7 +238,7 @@ fn our_server_round_trip_and_out_of_order() {
 #[test]
 fn out_of_order_completions_at_depth_32() {
     // nbdkit with a delay filter that is longer for low offsets makes replies overtake.
-    common::require("nbdkit");
+    common::require("nbdkit", "nbdkit");
     let port = common::free_port();
     let mut cmd = std::process::Command::new("nbdkit");
     cmd.args([

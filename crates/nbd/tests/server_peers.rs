@@ -8,7 +8,7 @@ use common::{pattern, require, OurServer};
 
 #[test]
 fn nbdinfo_sees_size_name_and_flags() {
-    require("nbdinfo");
+    require("nbdinfo", "libnbd-bin");
     let srv = OurServer::ram(64 << 20, "ramdisk");
     let out = Command::new("nbdinfo")
         .arg("--json")
@@ -37,7 +37,7 @@ fn nbdinfo_sees_size_name_and_flags() {
 
 #[test]
 fn nbdinfo_lists_the_export() {
-    require("nbdinfo");
+    require("nbdinfo", "libnbd-bin");
     let srv = OurServer::ram(1 << 20, "listed");
     let out = Command::new("nbdinfo")
         .args(["--list", "--json"])
@@ -55,7 +55,7 @@ fn nbdinfo_lists_the_export() {
 
 #[test]
 fn nbdcopy_round_trip() {
-    require("nbdcopy");
+    require("nbdcopy", "libnbd-bin");
     let size = 24 << 20;
     let srv = OurServer::ram(size, "");
     let dir = tempfile::tempdir().unwrap();
@@ -84,7 +84,7 @@ fn nbdcopy_round_trip() {
 
 #[test]
 fn fio_randrw_verify() {
-    require("fio");
+    require("fio", "fio");
     let srv = OurServer::ram(64 << 20, "");
     let out = Command::new("fio")
         .args([
@@ -123,7 +123,7 @@ fn fio_randrw_verify() {
 /// fio at QD 1 (each request waits for its reply): the server never waits for a second one.
 #[test]
 fn fio_pipelined_wakes_are_coalesced_and_qd1_never_is() {
-    require("fio");
+    require("fio", "fio");
     let run = |srv: &OurServer, rw: &str, qd: &str, extra: &[&str]| {
         let uri = format!("--uri={}", srv.uri(""));
         let depth = format!("--iodepth={qd}");

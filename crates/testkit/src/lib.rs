@@ -40,16 +40,22 @@ fn ephemeral_low() -> u32 {
         .unwrap_or(32_768)
 }
 
-fn tool(name: &str) -> Command {
+/// Fails the test, naming the Debian package to install, when `tool` is not on the PATH (or in
+/// /usr/sbin, /sbin, where tgtd lives). Interop tests are never skipped for a missing peer.
+pub fn require(tool: &str, package: &str) {
     let found = std::env::var_os("PATH").is_some_and(|p| {
         std::env::split_paths(&p)
             .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-            .any(|d| d.join(name).is_file())
+            .any(|d| d.join(tool).is_file())
     });
     assert!(
         found,
-        "{name} not found: install the `tgt` package (Debian: apt-get install tgt) to run this test"
+        "{tool} not found: install the Debian package {package} (apt-get install {package}) to run this test"
     );
+}
+
+fn tool(name: &str) -> Command {
+    require(name, "tgt");
     Command::new(name)
 }
 

@@ -13,16 +13,7 @@ use sanbench_nbd::{Server, ServerConfig};
 /// A port nothing listens on right now.
 pub use sanbench_testkit::free_port;
 
-/// Fails the test with a clear message when a peer tool is not installed.
-pub fn require(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{tool} is not installed: the NBD interop tests need it (Debian: nbdkit, libnbd-bin, qemu-utils, fio)"
-    );
-}
+pub use sanbench_testkit::require;
 
 /// A peer process, killed (by PID) and reaped on drop.
 pub struct Peer {
@@ -72,7 +63,7 @@ impl Drop for Peer {
 }
 
 pub fn nbdkit_memory(size: &str) -> Peer {
-    require("nbdkit");
+    require("nbdkit", "nbdkit");
     let port = free_port();
     let mut cmd = Command::new("nbdkit");
     cmd.args([
@@ -89,7 +80,7 @@ pub fn nbdkit_memory(size: &str) -> Peer {
 
 /// qemu-nbd over a sparse image file; the TempDir must outlive the peer.
 pub fn qemu_nbd(name: &str, size: u64) -> (Peer, tempfile::TempDir) {
-    require("qemu-nbd");
+    require("qemu-nbd", "qemu-utils");
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("disk.img");
     std::fs::File::create(&img).unwrap().set_len(size).unwrap();
