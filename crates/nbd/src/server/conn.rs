@@ -61,6 +61,9 @@ pub(crate) struct Conn<'a> {
     /// A WRITE whose payload is still arriving.
     pending: Option<PendingWrite>,
     coalesce: Coalesce,
+    /// Coalesced waits, added to the server's total when the connection ends (no counter is
+    /// shared by connections on the data path).
+    coalesced: u64,
     /// `SO_RCVLOWAT` as last set on the socket.
     lowat: usize,
 }
@@ -94,15 +97,21 @@ impl<'a> Conn<'a> {
             no_zeroes: false,
             pending: None,
             coalesce: Coalesce::default(),
+            coalesced: 0,
             lowat: 1,
         }
     }
 
     pub(crate) fn run(mut self) -> R<()> {
-        if self.handshake()? {
-            self.transmission()?;
-        }
-        Ok(())
+        let r = match self.handshake() {
+            Ok(true) => self.transmission(),
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
+        self.sh
+            .coalesced
+            .fetch_add(self.coalesced, Ordering::Relaxed);
+        r
     }
 
     fn fail<T>(&self, reason: impl Into<String>) -> R<T> {
@@ -422,7 +431,7 @@ impl<'a> Conn<'a> {
             return self.read_more(None);
         }
         self.set_lowat(self.coalesce.low_water(want));
-        self.sh.coalesced.fetch_add(1, Ordering::Relaxed);
+        self.coalesced += 1;
         let mut pfd = libc::pollfd {
             fd: self.sock.as_raw_fd(),
             events: libc::POLLIN,

@@ -114,7 +114,8 @@ pub(crate) struct Shared {
     cfg: ServerConfig,
     size: u64,
     store: Store,
-    /// Waits that asked the kernel for more than one request (see `coalesce.rs`).
+    /// Waits that asked the kernel for more than one request (see `coalesce.rs`), summed as
+    /// connections end.
     coalesced: AtomicU64,
 }
 
@@ -132,8 +133,8 @@ impl ServerStats {
         self.shared.store.allocated_bytes()
     }
 
-    /// Waits, over all connections, in which a connection asked to be woken only once several
-    /// requests had arrived (wake-up coalescing for pipelining clients).
+    /// Waits, over all ended connections, in which a connection asked to be woken only once
+    /// several requests had arrived (wake-up coalescing for pipelining clients).
     pub fn coalesced_waits(&self) -> u64 {
         self.shared.coalesced.load(Ordering::Relaxed)
     }
