@@ -181,10 +181,35 @@ impl Store {
         &self.path
     }
 
+    /// Every write goes through here. The write lock is taken at BEGIN, where SQLite waits for
+    /// it (the busy timeout); a deferred transaction that reads first and writes later gets
+    /// SQLITE_BUSY at once, without waiting, when another connection holds the lock then.
+    fn write_tx(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, StoreError> {
+        Ok(conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?)
+    }
+
+    /// The version recorded in the file, 0 for a new one.
+    fn stored_version(conn: &Connection) -> Result<i64, StoreError> {
+        let has_table: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master
+                            WHERE type = 'table' AND name = 'schema_version')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has_table {
+            return Ok(0);
+        }
+        let found: Option<i64> =
+            conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
+        Ok(found.unwrap_or(0))
+    }
+
     fn migrate(&mut self) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // A reader opening a current file takes no write lock, so it never holds up a writer.
+        if Self::stored_version(&self.conn)? == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let tx = Self::write_tx(&mut self.conn)?;
         tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
         let found: Option<i64> = tx
             .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
@@ -223,7 +248,7 @@ impl Store {
         let mut bare = header.clone();
         bare.cells.clear();
         let targets: Vec<&str> = header.targets.iter().map(|t| t.name.as_str()).collect();
-        let tx = self.conn.transaction()?;
+        let tx = Self::write_tx(&mut self.conn)?;
         tx.execute(
             "INSERT INTO runs (started_at, suite, targets, header, incomplete)
              VALUES (?1, ?2, ?3, ?4, 1)",
@@ -244,7 +269,7 @@ impl Store {
 
     /// Stores one finished cell, committed before returning.
     pub fn add_cell(&mut self, run: RunId, cell: &Cell) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = Self::write_tx(&mut self.conn)?;
         check_run(&tx, run)?;
         insert_cell(&tx, run, cell)?;
         tx.commit()?;
@@ -337,7 +362,7 @@ impl Store {
 
     /// Removes a run and its cells.
     pub fn delete(&mut self, run: RunId) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = Self::write_tx(&mut self.conn)?;
         tx.execute("DELETE FROM cells WHERE run_id = ?1", params![run.0])?;
         let n = tx.execute("DELETE FROM runs WHERE id = ?1", params![run.0])?;
         if n == 0 {

@@ -190,6 +190,42 @@ fn dropped_without_finish_is_incomplete() {
     assert!(back.incomplete);
 }
 
+/// Another process holding the write lock (a second `sanbench compare` storing a cell, say) makes
+/// a writer wait, not fail. A transaction that reads before it writes would get SQLITE_BUSY at
+/// once here, without waiting: CI saw that as "database is locked" in the test below.
+#[test]
+fn a_writer_waits_for_the_write_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let cmp = sample_comparison();
+    let mut header = cmp.clone();
+    header.cells.clear();
+    let mut writer = Store::open(&path).unwrap();
+    let run = writer.begin_run(&header).unwrap();
+    let (locked_tx, locked) = std::sync::mpsc::channel();
+    let holder_path = path.clone();
+    let holder = std::thread::spawn(move || {
+        let conn = rusqlite::Connection::open(&holder_path).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        locked_tx.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        conn.execute_batch("COMMIT").unwrap();
+    });
+    locked.recv().unwrap();
+    let started = std::time::Instant::now();
+    writer.add_cell(run, &cmp.cells[0]).unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200));
+    holder.join().unwrap();
+    // Opening a current file takes no write lock: a reader opens while a writer holds it.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = std::time::Instant::now();
+    let reader = Store::open(&path).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    assert_eq!(reader.load(run).unwrap().cells.len(), 1);
+    conn.execute_batch("COMMIT").unwrap();
+}
+
 #[test]
 fn readers_run_beside_a_writer() {
     let dir = tempfile::tempdir().unwrap();
