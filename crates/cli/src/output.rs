@@ -142,6 +142,15 @@ fn host_lines(doc: &RunDoc) -> String {
         opt(e.iops_per_cpu_pct, 0),
         opt(e.mb_per_s_per_cpu_pct, 1),
     );
+    if e.host_not_idle {
+        let _ = writeln!(
+            out,
+            "warning: the host was {}% busy before the run (idle baseline): CPU and power figures \
+             above idle cannot be told apart from that other load; re-run on a quiet host \
+             (cpu_us_per_io_gross in --json counts everything)",
+            opt(idle, 1)
+        );
+    }
     if let Some(groups) = cpu["groups"].as_array() {
         let parts: Vec<String> = groups
             .iter()

@@ -141,6 +141,9 @@ pub fn diff(a: DiffArgs) -> Result<(), CliError> {
 /// terminal, every one of them in the report.
 pub fn print_findings(cmp: &Comparison) {
     let report = Report::new(cmp, &Options::default());
+    for c in &report.caveats {
+        println!("warning: {c}");
+    }
     if report.findings.is_empty() {
         println!("Key Findings: no difference outside the noise.");
         return;

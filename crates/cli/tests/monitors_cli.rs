@@ -120,3 +120,52 @@ fn a_broken_power_command_is_a_note_not_a_number() {
     assert!(p["avg_w"].is_null(), "{p}");
     assert!(p["note"].as_str().unwrap().len() > 5, "{p}");
 }
+
+/// Busy loops, one per core, killed by process id when dropped.
+struct Burners(Vec<std::process::Child>);
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn a_host_busy_before_the_run_is_flagged_and_warned_about() {
+    // A quarter of the cores (at least one) busy through the idle baseline and the run: "busy
+    // minus baseline" no longer measures the run, so the result says so instead of claiming an
+    // absurd efficiency. (Not every core: other tests of this binary run beside this one.)
+    let _burn = Burners(
+        (0..num_cpus().div_ceil(4))
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args(["run", "mem:64M", "--time", "1", "--baseline", "500ms"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("warning: the host was") && text.contains("busy before the run"),
+        "{text}"
+    );
+    let doc = run(&["mem:64M", "--time", "1", "--baseline", "500ms"]);
+    let r = &doc["results"][0];
+    assert!(
+        r["cpu"]["baseline_busy_pct"].as_f64().unwrap() > 15.0,
+        "{}",
+        r["cpu"]
+    );
+    assert_eq!(r["efficiency"]["host_not_idle"], true);
+}

@@ -94,6 +94,9 @@ pub struct Efficiency {
     /// The CPU % the ratios above divide by.
     pub cpu_pct: Option<f64>,
     pub cpu_baseline_subtracted: bool,
+    /// The idle baseline was busy (more than 10 % of all cores): the figures above idle cannot
+    /// separate this run from other load on the host (see the monitor crate).
+    pub host_not_idle: bool,
     /// CPU-µs per I/O without subtracting the idle baseline.
     pub cpu_us_per_io_gross: Option<f64>,
     /// True when the watts come from the utilization model, not a meter.

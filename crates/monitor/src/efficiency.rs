@@ -9,12 +9,25 @@
 use crate::sampler::MonitorReport;
 use serde::{Deserialize, Serialize};
 
+/// An idle baseline busier than this (% of all cores) means the host was not idle before the
+/// run. A quiet host idles at a few percent (daemons, the monitor itself); more than this is
+/// other work, which the run then competes with and displaces, so "busy minus baseline" no
+/// longer measures the run: on a host 99.8 % busy beforehand a saturating run shows as 0.2 %
+/// CPU and an absurd IOPS per CPU %. Such figures are flagged (`host_not_idle`), left out of
+/// findings, and warned about.
+pub const NOT_IDLE_BASELINE_PCT: f64 = 10.0;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Efficiency {
     /// The CPU % used below: system-wide busy % of all cores minus the baseline busy %.
     pub cpu_pct: Option<f64>,
     /// False when no baseline was measured (then `cpu_pct` is the gross busy %).
     pub cpu_baseline_subtracted: bool,
+    /// The idle baseline was more than [`NOT_IDLE_BASELINE_PCT`] busy: the figures above idle
+    /// (CPU %, CPU-µs per I/O, per CPU %, per watt) cannot separate this run from the other
+    /// load. They are still given; readers should not compare them.
+    #[serde(default)]
+    pub host_not_idle: bool,
     /// IOPS ÷ CPU % (Iometer "CPU effectiveness").
     pub iops_per_cpu_pct: Option<f64>,
     /// MB/s (10⁶ B/s) ÷ CPU %.
@@ -66,6 +79,9 @@ pub fn efficiency(ios: u64, bytes: u64, seconds: f64, report: &MonitorReport) ->
     Efficiency {
         cpu_pct,
         cpu_baseline_subtracted: cpu.baseline_busy_pct.is_some(),
+        host_not_idle: cpu
+            .baseline_busy_pct
+            .is_some_and(|b| b > NOT_IDLE_BASELINE_PCT),
         iops_per_cpu_pct: iops.and_then(|i| ratio(i, cpu_pct)),
         mb_per_s_per_cpu_pct: mbps.and_then(|m| ratio(m, cpu_pct)),
         cpu_us_per_io: cpu_s.and_then(|c| ratio(c * 1e6, n_ios)),
@@ -126,6 +142,32 @@ mod tests {
         assert_eq!(e.iops_per_watt, Some(2000.0));
         assert!((e.mb_per_s_per_watt.unwrap() - 4096.0 / 500.0).abs() < 1e-9);
         assert!(!e.power_modeled);
+        assert!(!e.host_not_idle);
+    }
+
+    #[test]
+    fn a_busy_baseline_flags_the_figures_above_idle() {
+        // Another job kept the host 99.8 % busy before the run; the run then shows 0.2 % above
+        // idle. The figures stay (scripts read them) but carry the flag.
+        let mut r = report();
+        r.cpu.busy_pct = 100.0;
+        r.cpu.busy_cpu_s = 40.0;
+        r.cpu.baseline_busy_pct = Some(99.8);
+        r.cpu.busy_above_idle_pct = Some(0.2);
+        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &r);
+        assert!(e.host_not_idle);
+        assert_eq!(e.iops_per_cpu_pct, Some(100_000.0 / 0.2));
+        for (b, flagged) in [(NOT_IDLE_BASELINE_PCT, false), (10.5, true), (2.0, false)] {
+            r.cpu.baseline_busy_pct = Some(b);
+            assert_eq!(
+                efficiency(1000, 4096, 10.0, &r).host_not_idle,
+                flagged,
+                "{b}"
+            );
+        }
+        // No baseline at all is not a busy one (the figures are gross, and say so).
+        r.cpu.baseline_busy_pct = None;
+        assert!(!efficiency(1000, 4096, 10.0, &r).host_not_idle);
     }
 
     #[test]

@@ -67,10 +67,22 @@ impl Metric {
         matches!(self, Metric::LatMeanUs | Metric::LatP99Us)
     }
 
+    /// Whether the figure is CPU or power above the host's idle baseline.
+    pub fn above_idle(self) -> bool {
+        matches!(
+            self,
+            Metric::IopsPerCpu | Metric::MbPerCpu | Metric::IopsPerWatt | Metric::MbPerWatt
+        )
+    }
+
     /// The figure of one result; `None` when not measured, not finite, or meaningless (latency
-    /// of a cell that completed no I/O).
+    /// of a cell that completed no I/O; CPU and power above idle when the host was not idle
+    /// before the run, see [`caveats`]).
     pub fn of(self, r: &TargetResult) -> Option<f64> {
         let e = &r.efficiency;
+        if self.above_idle() && e.host_not_idle {
+            return None;
+        }
         let v = match self {
             Metric::MbPerS => Some(r.mb_per_s),
             Metric::Iops => Some(r.iops),
@@ -187,6 +199,31 @@ pub fn power_is_modeled(r: &TargetResult) -> bool {
         .and_then(|p| p.get("modeled"))
         .and_then(|m| m.as_bool())
         .unwrap_or(false)
+}
+
+/// What a reader must know before trusting the figures, one sentence each: today, targets whose
+/// idle baseline showed a busy host, so that their CPU and power efficiency (figures above
+/// idle) are left out of the findings, the report card and the charts.
+pub fn caveats(cmp: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &cmp.targets {
+        let busiest = cmp
+            .cells
+            .iter()
+            .filter(|c| c.target == t.name && c.result.efficiency.host_not_idle)
+            .filter_map(|c| c.result.cpu.as_ref()?.get("baseline_busy_pct")?.as_f64())
+            .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.max(b))));
+        if let Some(b) = busiest {
+            out.push(format!(
+                "{}: the host was not idle before its runs (idle baseline {b:.1} % busy), so \
+                 its CPU and power figures above idle cannot be told apart from the other load; \
+                 its CPU and power efficiency are left out of the findings, the report card \
+                 and the charts. Re-run it on a quiet host.",
+                t.name
+            ));
+        }
+    }
+    out
 }
 
 /// Statistics of a comparison, keyed by (workload id, target name).

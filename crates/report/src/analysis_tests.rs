@@ -234,6 +234,48 @@ fn modeled_power_is_labelled() {
     }
 }
 
+/// A target measured on a host that was busy before its runs: its throughput still counts, its
+/// CPU and power efficiency (figures above idle) do not, and the report says why.
+#[test]
+fn a_busy_baseline_keeps_efficiency_out_of_findings() {
+    let mut cmp = doc(
+        &["A", "B", "C"],
+        &[("w1", "bandwidth"), ("w2", "bandwidth")],
+        &[
+            ("w1", "A", &[400.0]),
+            ("w1", "B", &[100.0]),
+            ("w1", "C", &[50.0]),
+            ("w2", "A", &[200.0]),
+            ("w2", "B", &[100.0]),
+            ("w2", "C", &[50.0]),
+        ],
+    );
+    for c in cmp.cells.iter_mut().filter(|c| c.target == "A") {
+        c.result.efficiency.host_not_idle = true;
+        c.result.cpu = Some(serde_json::json!({ "baseline_busy_pct": 97.25 }));
+    }
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    assert!(find(&fs, "bandwidth", "A").is_some());
+    for f in &fs {
+        if matches!(
+            f.category,
+            Category::CpuEfficiency | Category::PowerEfficiency
+        ) {
+            assert!(f.better != "A" && f.worse != "A", "{}", f.text);
+        }
+    }
+    // B and C, both measured on an idle host, are still compared.
+    assert!(find(&fs, "bandwidth CPU efficiency", "B").is_some());
+    assert!(an.metric("w1", "A", Metric::MbPerCpu).is_none());
+    assert!(an.metric("w1", "A", Metric::MbPerS).is_some());
+    let cav = caveats(&cmp);
+    assert_eq!(cav.len(), 1, "{cav:?}");
+    assert!(cav[0].starts_with("A: the host was not idle"), "{}", cav[0]);
+    assert!(cav[0].contains("97.2 % busy") || cav[0].contains("97.3 % busy"));
+    assert!(caveats(&sample_comparison()).is_empty());
+}
+
 #[test]
 fn ratio_formatting() {
     assert_eq!(fmt_ratio(3.94), "3.9x");

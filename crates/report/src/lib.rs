@@ -66,6 +66,8 @@ pub struct Report<'a> {
     pub options: Options,
     pub analysis: Analysis,
     pub findings: Vec<Finding>,
+    /// Warnings a reader needs before trusting the figures ([`analysis::caveats`]).
+    pub caveats: Vec<String>,
     pub card: Card,
 }
 
@@ -79,6 +81,7 @@ impl<'a> Report<'a> {
             options: options.clone(),
             analysis,
             findings,
+            caveats: analysis::caveats(cmp),
             card,
         }
     }

@@ -206,6 +206,7 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
             mb_per_s_per_watt: Some(mb / p.watts),
             cpu_pct: Some(cpu),
             cpu_baseline_subtracted: true,
+            host_not_idle: false,
             cpu_us_per_io_gross: None,
             power_modeled: p.modeled,
         },

@@ -8,7 +8,9 @@
 //! together); `lat_0_1ms_pct, lat_0_2ms_pct` (cumulative share within 1 and 2 ms, the Demartek
 //! figures); `iops_per_cpu_pct, mb_per_s_per_cpu_pct, cpu_us_per_io, core_pct_per_1000_iops`;
 //! `iops_per_watt, mb_per_s_per_watt`; `power_modeled` (true when the watts are modeled, not
-//! measured); `steady` (the time-based steady-state verdict, empty when not judged).
+//! measured); `steady` (the time-based steady-state verdict, empty when not judged);
+//! `host_not_idle` (true when the idle baseline showed a busy host: the CPU and power figures
+//! above idle are not this run's alone).
 
 use std::fmt::Write as _;
 
@@ -20,7 +22,7 @@ use crate::{Report, ReportError};
 pub const CSV_HEADER: &str = "workload,group,target,repeat,seconds,iops,mb_per_s,mib_per_s,\
 read_iops,write_iops,lat_mean_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p999_us,lat_max_us,\
 lat_0_1ms_pct,lat_0_2ms_pct,iops_per_cpu_pct,mb_per_s_per_cpu_pct,cpu_us_per_io,\
-core_pct_per_1000_iops,iops_per_watt,mb_per_s_per_watt,power_modeled,steady";
+core_pct_per_1000_iops,iops_per_watt,mb_per_s_per_watt,power_modeled,steady,host_not_idle";
 
 pub struct CsvExporter;
 
@@ -84,6 +86,7 @@ impl Exporter for CsvExporter {
                     String::new()
                 },
                 c.steady.map(|s| s.steady.to_string()).unwrap_or_default(),
+                e.host_not_idle.to_string(),
             ];
             let _ = writeln!(s, "{}", cols.join(","));
         }

@@ -136,6 +136,13 @@ fn findings(r: &Report, s: &mut String) {
             s.push_str("</ul></details>\n");
         }
     }
+    for c in &r.caveats {
+        let _ = writeln!(
+            s,
+            "<p class=\"banner caveat\"><strong>Warning:</strong> {}</p>",
+            esc(c)
+        );
+    }
     let _ = writeln!(
         s,
         "</section>\n<p class=\"note\">A finding averages the ratio over the tests where the \

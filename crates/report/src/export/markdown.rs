@@ -58,6 +58,9 @@ impl Exporter for MarkdownExporter {
         for f in &r.findings {
             let _ = writeln!(s, "- {}", md_cell(&f.text));
         }
+        for c in &r.caveats {
+            let _ = writeln!(s, "\n> **Warning**: {}", md_cell(c));
+        }
         let _ = writeln!(
             s,
             "\nA finding counts only the tests where the difference is outside the noise \
