@@ -18,3 +18,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# cargo-fuzz runs the fuzz targets (scripts/fuzz.sh) on the stable toolchain.
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "installing: cargo-fuzz"
+  cargo install --locked cargo-fuzz >/dev/null
+fi

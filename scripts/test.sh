@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit tests, and interop tests against real peers
 # (fio, nbdkit, qemu-nbd, libnbd tools, tgtd, libiscsi's iscsi-test-cu). Interop tests need
-# root for loop devices and network namespaces, as on CI.
+# root for loop devices and network namespaces, as on CI. Last, every fuzz target runs for
+# SANBENCH_FUZZ_SECONDS (default 10) each (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --no-fail-fast -- --test-threads="${SANBENCH_TEST_THREADS:-2}"
+scripts/fuzz.sh "${SANBENCH_FUZZ_SECONDS:-10}"
