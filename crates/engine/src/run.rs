@@ -11,7 +11,7 @@
 //! complete inside the measured window `[start + ramp, start + ramp + time)` are counted.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex, OnceLock};
+use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -219,9 +219,49 @@ struct Shared {
     abort: AtomicBool,
     stop: Arc<AtomicBool>,
     first_error: Mutex<Option<RunError>>,
+    /// Set once the coordinator has closed the window (the observer took its end readings).
+    window_closed: Mutex<bool>,
+    window_closed_cv: Condvar,
+}
+
+/// Held by every stream thread and dropped last: the thread does not exit until the window's
+/// end readings are taken. A thread that is gone by then takes its CPU time with it (the
+/// kernel keeps per-thread run time only for live threads), and a monitor would report the
+/// stream's time only up to its last periodic reading: under CPU contention the coordinator
+/// wakes late and this was seen to halve a stream's reported CPU.
+struct OutliveWindow(Arc<Shared>);
+
+impl Drop for OutliveWindow {
+    fn drop(&mut self) {
+        let mut closed = lock(&self.0.window_closed);
+        // The coordinator always closes the window; the bound only guards against a bug
+        // turning into a hang.
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while !*closed {
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            closed = self
+                .0
+                .window_closed_cv
+                .wait_timeout(closed, give_up - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Shared {
+    fn close_window(&self) {
+        *lock(&self.window_closed) = true;
+        self.window_closed_cv.notify_all();
+    }
+
     fn fail(&self, e: RunError) {
         let mut g = self.first_error.lock().unwrap_or_else(|p| p.into_inner());
         if g.is_none() {
@@ -244,6 +284,8 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         abort: AtomicBool::new(false),
         stop: plan.stop.clone(),
         first_error: Mutex::new(None),
+        window_closed: Mutex::new(false),
+        window_closed_cv: Condvar::new(),
     });
     let lives: Vec<Arc<Live>> = (0..n_streams)
         .map(|_| {
@@ -288,6 +330,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         if !shared.abort.load(Ordering::Relaxed) {
             coordinate(t0, ramp_ns, end_ns, &shared, &lives, observer);
         }
+        shared.close_window();
         handles
             .into_iter()
             .filter_map(|h| h.join().ok().flatten())
@@ -451,6 +494,8 @@ fn layout(w: &Workload, depth: u32) -> Layout {
 }
 
 fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
+    // Declared first, dropped last: after the queue is closed, on every return path.
+    let _outlive = OutliveWindow(ctx.shared.clone());
     let w = ctx.workload;
     let depth = w.qd;
     let lay = layout(w, depth);

@@ -296,3 +296,38 @@ fn the_stop_flag_ends_the_run_early() {
     assert!(out.stopped_early);
     assert!(out.window < Duration::from_secs(2));
 }
+
+/// Lists this process's stream threads of a three-target run (named `sb-wW-t2`; the other
+/// tests here run at most two targets) when the window ends, after a late wake-up.
+struct LateObserver(std::sync::Mutex<Vec<String>>);
+
+impl sanbench_engine::run::Observer for LateObserver {
+    fn window_ended(&self) {
+        // A coordinator that wakes late on a busy host: the streams have stopped by now.
+        std::thread::sleep(Duration::from_millis(300));
+        let names = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
+            .map(|s| s.trim().to_string())
+            .filter(|n| n.starts_with("sb-w") && n.ends_with("-t2"))
+            .collect();
+        *self.0.lock().unwrap() = names;
+    }
+}
+
+/// The monitor reads each stream thread's CPU time at the window's end; a thread that has
+/// exited by then takes its time with it. So every stream thread outlives the window's end
+/// readings, however late the coordinator takes them.
+#[test]
+fn stream_threads_outlive_the_window_end() {
+    let targets: Vec<Arc<dyn Target>> = (0..3)
+        .map(|i| Arc::new(MemTarget::new(&format!("mem:{i}"), 16 << 20).unwrap()) as _)
+        .collect();
+    let p = plan(targets, 0.3, Duration::from_secs(5));
+    let obs = LateObserver(Default::default());
+    run(&p, &obs).unwrap();
+    let mut seen = obs.0.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen, ["sb-w0-t2", "sb-w1-t2"]);
+}
