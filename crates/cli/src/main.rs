@@ -25,6 +25,21 @@ use clap::Parser;
 
 use crate::args::{Cli, Command};
 
+/// clap's message up to its first blank line or usage block, on one line: the problem and
+/// what it concerns ("the following required arguments were not provided: <TARGET>...").
+fn one_line(msg: &str) -> String {
+    let text: Vec<&str> = msg
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .collect();
+    if text.is_empty() {
+        "bad arguments".into()
+    } else {
+        text.join(" ")
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -34,13 +49,12 @@ fn main() -> ExitCode {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
                 _ => 2,
             };
-            if code == 0 {
+            if code == 0 || e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // `sanbench` or `sanbench serve` alone: the help is the answer (exit 2 all
+                // the same: nothing ran).
                 let _ = e.print();
             } else {
-                // clap's first line names the problem; keep the usage hint short.
-                let msg = e.to_string();
-                let first = msg.lines().next().unwrap_or("bad arguments");
-                eprintln!("{first}");
+                eprintln!("{}", one_line(&e.to_string()));
                 eprintln!("(see 'sanbench --help')");
             }
             return ExitCode::from(code);

@@ -160,7 +160,8 @@ fn bad_input_exits_2_with_one_line() {
         &["run", "mem:1G", "--spec", "/nonexistent.toml"],
         "cannot read",
     );
-    expect_usage_error(&["run"], "required");
+    expect_usage_error(&["run"], "not provided: <TARGET>");
+    expect_usage_error(&["diff", "1"], "not provided: <RUN_B>");
     expect_usage_error(&["run", "mem:1G", "--frobnicate"], "frobnicate");
     // Query options of network targets are checked before anything connects.
     expect_usage_error(
