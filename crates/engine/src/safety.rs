@@ -12,6 +12,23 @@ use std::path::Path;
 
 use crate::error::EngineError;
 
+/// "a" or "an" before a signature's name, as it is read aloud ("an XFS", "an LVM").
+fn article(name: &str) -> &'static str {
+    // Lower case: a word ("swap", "bcache", "exFAT"); upper case: letters spelled out ("an
+    // XFS", "an LVM"), except FAT and LUKS, which are said as words.
+    let word = name.starts_with("FAT") || name.starts_with("LUKS");
+    let vowel_sound = match name.chars().next() {
+        Some(c) if c.is_lowercase() => "aeiou".contains(c),
+        Some(c) => !word && "AEFHILMNORSX".contains(c),
+        None => false,
+    };
+    if vowel_sound {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// (name, byte offset, magic bytes)
 const SIGNATURES: &[(&str, usize, &[u8])] = &[
     ("ext2/3/4 filesystem", 1080, &[0x53, 0xEF]),
@@ -167,7 +184,7 @@ pub fn check_writable(path: &Path) -> Result<(), EngineError> {
         }
     }
     if let Some(sig) = find_signature(&head[..n]) {
-        return refuse(format!("it holds a {sig}"));
+        return refuse(format!("it holds {} {sig}", article(sig)));
     }
     if devs.len() > 1 {
         return refuse("it has partitions".into());
@@ -186,6 +203,40 @@ mod tests {
         head[1080] = 0x53;
         head[1081] = 0xEF;
         assert_eq!(find_signature(&head), Some("ext2/3/4 filesystem"));
+        let said: Vec<String> = [
+            "ext2/3/4 filesystem",
+            "XFS filesystem",
+            "LUKS volume",
+            "LVM physical volume",
+            "NTFS filesystem",
+            "FAT filesystem",
+            "exFAT filesystem",
+            "ISO 9660 filesystem",
+            "squashfs filesystem",
+            "bcache device",
+            "GPT partition table",
+            "DOS partition table",
+        ]
+        .iter()
+        .map(|n| format!("{} {n}", article(n)))
+        .collect();
+        assert_eq!(
+            said,
+            [
+                "an ext2/3/4 filesystem",
+                "an XFS filesystem",
+                "a LUKS volume",
+                "an LVM physical volume",
+                "an NTFS filesystem",
+                "a FAT filesystem",
+                "an exFAT filesystem",
+                "an ISO 9660 filesystem",
+                "a squashfs filesystem",
+                "a bcache device",
+                "a GPT partition table",
+                "a DOS partition table"
+            ]
+        );
         let mut head = vec![0u8; PROBE_LEN];
         head[512..520].copy_from_slice(b"EFI PART");
         assert_eq!(find_signature(&head), Some("GPT partition table"));
