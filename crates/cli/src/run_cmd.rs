@@ -35,13 +35,7 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
             }
             let text = std::fs::read_to_string(path)
                 .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-            toml::from_str::<WorkloadFile>(&text).map_err(|e| {
-                usage(format!(
-                    "{}: {}",
-                    path.display(),
-                    e.message().replace('\n', " ")
-                ))
-            })?
+            WorkloadFile::parse(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?
         }
         None => WorkloadFile {
             segments: vec![SegmentFile {

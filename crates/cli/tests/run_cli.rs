@@ -183,5 +183,8 @@ fn spec_file_errors_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("bad.toml");
     std::fs::write(&spec, "qd = 4\n[[segment]]\nbs = \"4k\"\nreed = 50\n").unwrap();
-    expect_usage_error(&["run", "mem:1G", "--spec", spec.to_str().unwrap()], "reed");
+    expect_usage_error(
+        &["run", "mem:1G", "--spec", spec.to_str().unwrap()],
+        "line 4: unknown field `reed`",
+    );
 }

@@ -220,16 +220,7 @@ impl Workload {
 
     /// Parses the TOML form documented at the top of this module.
     pub fn from_toml(text: &str) -> Result<Workload, String> {
-        let f: WorkloadFile = toml::from_str(text).map_err(|e| {
-            let msg = e.message().to_string();
-            match e.span() {
-                Some(sp) => {
-                    let line = text[..sp.start.min(text.len())].matches('\n').count() + 1;
-                    format!("line {line}: {msg}")
-                }
-                None => msg,
-            }
-        })?;
+        let f = WorkloadFile::parse(text)?;
         let w = f.into_workload(&Defaults::default())?;
         w.validate()?;
         Ok(w)
@@ -253,6 +244,31 @@ impl Default for Defaults {
             ramp: Duration::ZERO,
             time: Duration::from_secs(10),
         }
+    }
+}
+
+/// A TOML error on one line that names the line: from the error's span, or, for an unknown
+/// key inside an array of tables (where the parser gives no span), the first line that sets
+/// that key.
+pub(crate) fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().trim().to_string();
+    let line = match e.span() {
+        Some(sp) => Some(text[..sp.start.min(text.len())].matches('\n').count() + 1),
+        None => msg
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next())
+            .and_then(|key| {
+                text.lines().position(|l| {
+                    l.trim_start()
+                        .strip_prefix(key)
+                        .is_some_and(|r| r.trim_start().starts_with('='))
+                })
+            })
+            .map(|i| i + 1),
+    };
+    match line {
+        Some(n) => format!("line {n}: {msg}"),
+        None => msg,
     }
 }
 
@@ -315,6 +331,11 @@ impl SegmentFile {
 }
 
 impl WorkloadFile {
+    /// Reads the TOML form; an error is one line that names the line of the file.
+    pub fn parse(text: &str) -> Result<WorkloadFile, String> {
+        toml::from_str(text).map_err(|e| toml_error(text, &e))
+    }
+
     pub fn into_workload(self, d: &Defaults) -> Result<Workload, String> {
         let dur = |field: &str, v: &Option<String>, dflt: Duration| -> Result<Duration, String> {
             match v {
@@ -399,6 +420,10 @@ read = 100
             ("[[segment]]\nread = 50", "transfer size"),
             ("[[segment]]\nbs = \"4k\"\nread = 150", "between 0 and 100"),
             ("[[segment]]\nbs = \"4k\"\nbogus = 1", "unknown field"),
+            (
+                "qd = 8\n[[segment]]\nbs = \"4k\"\nreed = 5",
+                "line 4: unknown field `reed`",
+            ),
             ("qd = 4", "no segments"),
             (
                 "time = \"0s\"\n[[segment]]\nbs = \"4k\"",

@@ -183,16 +183,7 @@ impl Base<'_> {
 
 /// Parses and expands a suite.
 pub fn parse(text: &str) -> Result<Suite, String> {
-    let f: SuiteFile = toml::from_str(text).map_err(|e| {
-        let msg = e.message().to_string();
-        match e.span() {
-            Some(sp) => format!(
-                "line {}: {msg}",
-                text[..sp.start.min(text.len())].matches('\n').count() + 1
-            ),
-            None => msg,
-        }
-    })?;
+    let f: SuiteFile = toml::from_str(text).map_err(|e| crate::spec::toml_error(text, &e))?;
     let base = Base { f: &f };
     let mut workloads = Vec::new();
     for d in &f.workload {
