@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
         chap: (flags & 2 != 0).then(|| ("u".to_string(), "secretsecret".to_string())),
         header_digest: flags & 4 != 0,
         data_digest: flags & 8 != 0,
+        target_chap: (flags & 16 != 0).then(|| ("t".to_string(), "targetsecret".to_string())),
         ..Default::default()
     };
     let ours = cfg.max_recv_data_segment_length;
@@ -27,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         let Ok(Bhs::LoginResponse(resp)) = Bhs::decode(&msg[..48]) else {
             continue;
         };
-        match login.on_response(&resp, &msg[48..]) {
+        match login.on_response(&resp, &msg[48..], &mut |b: &mut [u8]| b.fill(3)) {
             Ok(InitiatorStep::Send(..)) => {}
             Ok(InitiatorStep::Done(outcome)) => {
                 assert_eq!(outcome.params.our_max_recv_data_segment_length, ours);

@@ -252,6 +252,10 @@ pub struct ServeIscsiArgs {
     /// Require CHAP from initiators.
     #[arg(long, value_name = "USER:SECRET")]
     pub chap: Option<String>,
+    /// The target's own CHAP name and secret, for initiators that ask it to prove itself
+    /// (mutual CHAP; needs --chap, and a different secret).
+    #[arg(long, value_name = "NAME:SECRET")]
+    pub target_chap: Option<String>,
     /// Back LUN 0 with this file instead of RAM.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,

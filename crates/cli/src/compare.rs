@@ -20,13 +20,14 @@ use crate::run_cmd::{execute, file_options, io_timeout};
 use sanbench_monitor::sampler::Baseline;
 
 /// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
+/// Without a name the target is named by its URI, secrets masked (`uri::redact`).
 pub fn split_named(s: &str) -> (String, String) {
     if let Some((name, uri)) = s.split_once('=') {
         if !name.is_empty() && !name.contains([':', '/']) && !uri.is_empty() {
             return (name.to_string(), uri.to_string());
         }
     }
-    (s.to_string(), s.to_string())
+    (sanbench_engine::uri::redact(s), s.to_string())
 }
 
 /// The order cells run in: repetition by repetition, workload by workload, and within a
@@ -149,7 +150,9 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         schema: COMPARE_SCHEMA.into(),
         sanbench_version: env!("CARGO_PKG_VERSION").into(),
         started_at: rfc3339(std::time::SystemTime::now()),
-        command: std::env::args().collect(),
+        command: std::env::args()
+            .map(|a| sanbench_engine::uri::redact(&a))
+            .collect(),
         suite: p.suite.name.clone(),
         suite_description: p.suite.description.clone(),
         repeat: a.repeat,
@@ -159,7 +162,7 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
             .zip(&p.links)
             .map(|((n, u), link)| TargetEntry {
                 name: n.clone(),
-                uri: u.clone(),
+                uri: sanbench_engine::uri::redact(u),
                 link: link.clone(),
                 ..TargetEntry::default()
             })

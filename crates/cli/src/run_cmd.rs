@@ -145,7 +145,9 @@ pub fn build_doc(w: &Workload, out: &RunOutput, cpu: Option<((f64, f64), (f64, f
         schema: SCHEMA.into(),
         sanbench_version: env!("CARGO_PKG_VERSION").into(),
         started_at: rfc3339(out.started_at),
-        command: std::env::args().collect(),
+        command: std::env::args()
+            .map(|a| sanbench_engine::uri::redact(&a))
+            .collect(),
         spec: w.clone(),
         spec_description: w.describe(),
         seconds: secs,

@@ -78,22 +78,37 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
     if a.luns == 0 || a.luns > 255 {
         return Err(usage("--luns must be between 1 and 255"));
     }
-    let chap = a
-        .chap
-        .as_deref()
-        .map(|c| {
+    let credentials = |flag: &str, v: Option<&str>| {
+        v.map(|c| {
             c.split_once(':')
                 .filter(|(u, s)| !u.is_empty() && !s.is_empty())
                 .map(|(u, s)| (u.to_string(), s.to_string()))
-                .ok_or_else(|| usage("--chap takes USER:SECRET"))
+                .ok_or_else(|| usage(format!("{flag} takes NAME:SECRET")))
         })
-        .transpose()?;
+        .transpose()
+    };
+    let chap = credentials("--chap", a.chap.as_deref())?;
+    let target_chap = credentials("--target-chap", a.target_chap.as_deref())?;
+    match (&chap, &target_chap) {
+        (None, Some(_)) => {
+            return Err(usage(
+                "--target-chap (mutual CHAP) needs --chap: initiators authenticate first",
+            ))
+        }
+        // RFC 7143 §12.1.3: a secret that authenticates initiators must not authenticate
+        // the target.
+        (Some((_, i)), Some((_, t))) if i == t => {
+            return Err(usage("--chap and --target-chap must use different secrets"))
+        }
+        _ => {}
+    }
     let cfg = sanbench_iscsi::target::TargetConfig {
         listen: listen_addr(&a.listen)?,
         iqn: a.iqn.clone(),
         luns: a.luns,
         lun_size,
         chap,
+        target_chap,
         file: a.file.clone(),
     };
     let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
@@ -108,10 +123,10 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
             Some(p) => format!("LUN 0 on file {}", p.display()),
             None => "RAM, allocated as written".into(),
         },
-        if a.chap.is_some() {
-            ", CHAP required"
-        } else {
-            ""
+        match (&a.chap, &a.target_chap) {
+            (Some(_), Some(_)) => ", CHAP required, mutual CHAP offered",
+            (Some(_), None) => ", CHAP required",
+            _ => "",
         }
     );
     let stop = crate::signals::stop_flag();

@@ -79,11 +79,14 @@ fn iscsi_options(
     let Some((base, query)) = uri.split_once('?') else {
         return Ok((uri.to_string(), o));
     };
+    // Messages name the URI with its secrets masked.
+    let shown = sanbench_engine::uri::redact(uri);
     let digest = |v: &str| match v.to_ascii_lowercase().as_str() {
         "crc32c" => Ok(Digest::Crc32c),
         "none" => Ok(Digest::None),
-        _ => Err(usage(format!("{uri}: digest '{v}' (use crc32c or none)"))),
+        _ => Err(usage(format!("{shown}: digest '{v}' (use crc32c or none)"))),
     };
+    let (mut target_user, mut target_password) = (None, None);
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         match k {
@@ -94,9 +97,34 @@ fn iscsi_options(
             "header_digest" => o.header_digest = digest(v)?,
             "data_digest" => o.data_digest = digest(v)?,
             "initiator" if !v.is_empty() => o.initiator_name = v.to_string(),
-            "submit_batch" => o.submit_batch = submit_batch(uri, v)?,
-            _ => return Err(usage(format!("{uri}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch)"))),
+            "submit_batch" => o.submit_batch = submit_batch(&shown, v)?,
+            "target_user" if !v.is_empty() => target_user = Some(v.to_string()),
+            "target_password" if !v.is_empty() => target_password = Some(v.to_string()),
+            _ => return Err(usage(format!("{shown}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch, target_user, target_password)"))),
         }
     }
+    o.target_chap = match (target_user, target_password) {
+        (Some(u), Some(p)) => {
+            let own = base
+                .split_once("://")
+                .and_then(|(_, r)| r.split('/').next())
+                .and_then(|auth| auth.rsplit_once('@'))
+                .and_then(|(cred, _)| cred.split_once('%'))
+                .map(|(_, secret)| secret);
+            // RFC 7143 §12.1.3: never the same secret in both directions.
+            if own == Some(p.as_str()) {
+                return Err(usage(format!(
+                    "{shown}: target_password must differ from the initiator's own secret"
+                )));
+            }
+            Some((u, p))
+        }
+        (None, None) => None,
+        _ => {
+            return Err(usage(format!(
+                "{shown}: mutual CHAP takes both target_user and target_password"
+            )))
+        }
+    };
     Ok((base.to_string(), o))
 }

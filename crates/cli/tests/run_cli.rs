@@ -188,3 +188,129 @@ fn spec_file_errors_name_the_line() {
         "line 4: unknown field `reed`",
     );
 }
+
+/// `sanbench serve iscsi` with one-way and mutual CHAP, on a port the kernel picks; stopped
+/// (SIGKILL, by process id) when dropped.
+struct IscsiServer {
+    child: std::process::Child,
+    portal: String,
+}
+
+impl IscsiServer {
+    fn start(extra: &[&str]) -> IscsiServer {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
+            .args(["serve", "iscsi", "--size", "16M", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "sanbench iscsi target: iscsi://127.0.0.1:PORT/IQN/0 (...)"
+        let portal = line
+            .split("iscsi://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap_or_else(|| panic!("no portal in {line:?}"))
+            .to_string();
+        IscsiServer { child, portal }
+    }
+}
+
+impl Drop for IscsiServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Mutual CHAP end to end through the CLI, and no secret in anything sanbench writes.
+#[test]
+fn iscsi_chap_secrets_never_reach_the_result() {
+    let s = IscsiServer::start(&[
+        "--chap",
+        "bench:initiator-secret-1",
+        "--target-chap",
+        "tgt:target-secret-2",
+    ]);
+    let uri = format!(
+        "iscsi://bench%initiator-secret-1@{}/iqn.2026-11.io.sanbench:ram/0\
+         ?target_user=tgt&target_password=target-secret-2",
+        s.portal
+    );
+    let out = sanbench()
+        .args(["run", "--json", "-", "--quiet", "--time", "300ms", &uri])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for secret in ["initiator-secret-1", "target-secret-2"] {
+        assert!(!text.contains(secret), "{secret} in the result");
+    }
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let r = &doc["results"][0];
+    assert_eq!(
+        r["info"]["params"]["auth"], "CHAP (mutual)",
+        "{}",
+        r["info"]
+    );
+    assert!(r["ios"].as_u64().unwrap() > 0);
+    assert!(
+        r["target"].as_str().unwrap().contains("bench%***@"),
+        "{}",
+        r["target"]
+    );
+    // The target refuses an initiator whose idea of its secret is wrong... by the initiator.
+    let wrong = uri.replace("target-secret-2", "target-secret-9");
+    let out = sanbench()
+        .args(["run", "--time", "300ms", &wrong])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("target failed mutual CHAP"), "{err}");
+    assert!(
+        !err.contains("target-secret-9") && !err.contains("initiator-secret-1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn chap_options_are_checked() {
+    let base = "iscsi://bench%secret-one-1@127.0.0.1:9/iqn.x:y/0";
+    expect_usage_error(
+        &["run", &format!("{base}?target_user=tgt")],
+        "both target_user and target_password",
+    );
+    expect_usage_error(
+        &[
+            "run",
+            &format!("{base}?target_user=tgt&target_password=secret-one-1"),
+        ],
+        "must differ",
+    );
+    expect_usage_error(
+        &["serve", "iscsi", "--size", "1M", "--target-chap", "tgt:s-1"],
+        "needs --chap",
+    );
+    expect_usage_error(
+        &[
+            "serve",
+            "iscsi",
+            "--size",
+            "1M",
+            "--chap",
+            "a:s-1",
+            "--target-chap",
+            "t:s-1",
+        ],
+        "different secrets",
+    );
+}

@@ -14,5 +14,23 @@
 
 pub mod initiator;
 pub mod scsi;
+
+/// Fills `b` from the kernel's random source (CHAP challenges and identifiers); falls back to
+/// the clock if /dev/urandom cannot be read.
+pub(crate) fn os_random(b: &mut [u8]) {
+    use std::io::Read;
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(b))
+        .is_err()
+    {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        b.iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (t >> (i % 16 * 8)) as u8 ^ i as u8);
+    }
+}
+
 pub mod target;
 pub mod wire;

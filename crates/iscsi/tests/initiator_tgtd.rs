@@ -164,3 +164,46 @@ fn stopped_target_times_out() {
     let st = q.stats();
     assert!(st["iscsi.pings"].as_u64().unwrap() >= 1, "{st:?}");
 }
+
+/// CHAP against tgtd, one-way and mutual (tgtd's outgoing account): the initiator proves its
+/// secret, and when asked to, checks the target's proof of its own secret.
+#[test]
+fn chap_one_way_and_mutual() {
+    let t = Tgtd::start(16 << 20);
+    t.require_chap("bench", "bench-secret-1", Some(("tgt", "target-secret-2")));
+    let uri = |cred: &str| t.uri().replacen("iscsi://", &format!("iscsi://{cred}@"), 1);
+    let opts = |target_chap: Option<(&str, &str)>| InitiatorOptions {
+        target_chap: target_chap.map(|(u, s)| (u.to_string(), s.to_string())),
+        ..InitiatorOptions::default()
+    };
+    // Without credentials, or with a wrong secret, tgtd refuses the login.
+    assert!(open(&t.uri(), &opts(None)).is_err());
+    assert!(open(&uri("bench%wrong-secret-9"), &opts(None)).is_err());
+    // One-way: the initiator proves itself.
+    let one = open(&uri("bench%bench-secret-1"), &opts(None)).expect("one-way CHAP");
+    assert_eq!(one.info().params["auth"], "CHAP");
+    write_read_verify(one.as_ref(), 8);
+    // Mutual: tgtd proves itself with its outgoing account, and data moves.
+    let both = open(
+        &uri("bench%bench-secret-1"),
+        &opts(Some(("tgt", "target-secret-2"))),
+    )
+    .expect("mutual CHAP");
+    assert_eq!(both.info().params["auth"], "CHAP (mutual)");
+    write_read_verify(both.as_ref(), 8);
+    // A target that does not know the secret we expect is refused by the initiator.
+    let e = open(
+        &uri("bench%bench-secret-1"),
+        &opts(Some(("tgt", "not-the-target-secret"))),
+    )
+    .map(|_| ())
+    .expect_err("a target with the wrong secret must be refused");
+    assert!(e.to_string().contains("target failed mutual CHAP"), "{e}");
+    let e = open(
+        &uri("bench%bench-secret-1"),
+        &opts(Some(("someone-else", "target-secret-2"))),
+    )
+    .map(|_| ())
+    .expect_err("a target with the wrong name must be refused");
+    assert!(e.to_string().contains("target failed mutual CHAP"), "{e}");
+}

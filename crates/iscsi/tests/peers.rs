@@ -112,6 +112,50 @@ fn libiscsi_chap_header_digest_and_two_luns() {
     assert!(ls.contains("Lun:0") && ls.contains("Lun:1"), "{ls}");
 }
 
+/// Mutual CHAP with libiscsi (`target_user`, `target_password`): libiscsi checks the target's
+/// answer to its challenge, so a target secret it does not expect must fail the login.
+#[test]
+fn libiscsi_mutual_chap() {
+    require("iscsi-inq", "libiscsi-bin");
+    let t = start_cfg(TargetConfig {
+        chap: Some(("bench".to_string(), "secret123456".to_string())),
+        target_chap: Some(("tgt".to_string(), "target-secret-2".to_string())),
+        ..TargetConfig::default()
+    });
+    let url = |target: &str| {
+        format!(
+            "iscsi://bench%secret123456@127.0.0.1:{}/{IQN}/0?target_user=tgt&target_password={target}",
+            t.port
+        )
+    };
+    let inq = output(Command::new("iscsi-inq").arg(url("target-secret-2")));
+    assert!(inq.contains("Vendor:SANBENCH"), "{inq}");
+    let bad = Command::new("iscsi-inq")
+        .arg(url("not-the-secret"))
+        .output()
+        .unwrap();
+    assert!(
+        !bad.status.success(),
+        "libiscsi accepted a target that proved another secret"
+    );
+    // Without credentials of its own the target refuses initiators that ask for them.
+    let one_way = start_cfg(TargetConfig {
+        chap: Some(("bench".to_string(), "secret123456".to_string())),
+        ..TargetConfig::default()
+    });
+    let refused = Command::new("iscsi-inq")
+        .arg(format!(
+            "iscsi://bench%secret123456@127.0.0.1:{}/{IQN}/0?target_user=tgt&target_password=x",
+            one_way.port
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success(),
+        "mutual CHAP without target credentials"
+    );
+}
+
 #[test]
 fn sparse_100_gib_lun() {
     require("iscsi-readcapacity16", "libiscsi-bin");

@@ -88,7 +88,10 @@ impl Client {
             let (Bhs::LoginResponse(r), d) = c.recv() else {
                 return Err("not a login response".into());
             };
-            match l.on_response(&r, &d).map_err(|e| e.to_string())? {
+            match l
+                .on_response(&r, &d, &mut |b: &mut [u8]| b.fill(9))
+                .map_err(|e| e.to_string())?
+            {
                 InitiatorStep::Send(q, d) => c.send(Bhs::LoginRequest(q), &d),
                 InitiatorStep::Done(o) => {
                     let p = o.params;

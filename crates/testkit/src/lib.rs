@@ -160,6 +160,33 @@ impl Tgtd {
         format!("iscsi://127.0.0.1:{}/{}/1", self.port, self.iqn)
     }
 
+    /// Requires CHAP: initiators must log in as `user` with `secret` (a tgtd incoming
+    /// account). With `outgoing`, the target proves itself to initiators that ask (mutual
+    /// CHAP) as `(name, secret)`.
+    pub fn require_chap(&self, user: &str, secret: &str, outgoing: Option<(&str, &str)>) {
+        let mut accounts = vec![(user, secret, false)];
+        accounts.extend(outgoing.map(|(u, s)| (u, s, true)));
+        for (u, s, out) in accounts {
+            assert!(!self.adm(&[
+                "--op",
+                "new",
+                "--mode",
+                "account",
+                "--user",
+                u,
+                "--password",
+                s
+            ]));
+            let mut bind = vec![
+                "--op", "bind", "--mode", "account", "--tid", "1", "--user", u,
+            ];
+            if out {
+                bind.push("--outgoing");
+            }
+            assert!(!self.adm(&bind), "tgtadm {bind:?}");
+        }
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }

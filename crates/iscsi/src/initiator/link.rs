@@ -320,7 +320,7 @@ pub(crate) fn login(
             return Err(link.proto("continued Login Response text is not supported"));
         }
         let step = login
-            .on_response(&resp, &rdata)
+            .on_response(&resp, &rdata, &mut crate::os_random)
             .map_err(|e| EngineError::Connect {
                 addr: link.peer.clone(),
                 reason: format!("login failed: {e}"),

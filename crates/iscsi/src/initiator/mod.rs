@@ -61,6 +61,9 @@ pub struct InitiatorOptions {
     /// latency does not grow with depth) a batch of N costs up to N-1 of the queue depth: the
     /// default of 2 keeps that to one command (about 1.5 % of QD 32).
     pub submit_batch: u32,
+    /// Mutual CHAP: (name, secret) the target must prove (libiscsi's `target_user` and
+    /// `target_password`). The initiator's own credentials come from the URI.
+    pub target_chap: Option<(String, String)>,
 }
 
 impl Default for InitiatorOptions {
@@ -74,6 +77,7 @@ impl Default for InitiatorOptions {
             max_burst_length: 1 << 20,
             first_burst_length: 256 * 1024,
             submit_batch: 2,
+            target_chap: None,
         }
     }
 }
@@ -138,6 +142,7 @@ fn connect(
         target_name: Some(spec.uri.iqn.clone()),
         isid: new_isid(),
         chap: spec.uri.chap.clone(),
+        target_chap: o.target_chap.clone(),
         header_digest: o.header_digest == Digest::Crc32c,
         data_digest: o.data_digest == Digest::Crc32c,
         max_recv_data_segment_length: o.max_recv_data_segment_length,
@@ -165,6 +170,13 @@ fn connect(
 pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, EngineError> {
     opts.validate()?;
     let u = IscsiUri::parse(uri)?;
+    if opts.target_chap.is_some() && u.chap.is_none() {
+        return Err(EngineError::Invalid(format!(
+            "{}: mutual CHAP (target_user, target_password) needs the initiator's own \
+             credentials too: iscsi://USER%SECRET@HOST/IQN/LUN",
+            sanbench_engine::uri::redact(uri)
+        )));
+    }
     let addr = u.resolve()?;
     let spec = Spec {
         peer: format!("{} ({})", u.portal(), u.iqn),
@@ -175,7 +187,7 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
     let arena = Arc::new(Arena::new(probe::ARENA));
     let mut s = connect(&spec, arena, 1, 1, opts.login_timeout)?;
     let mut info = probe::probe(&mut s, &spec.uri)?;
-    info.uri = uri.to_string();
+    info.uri = sanbench_engine::uri::redact(uri);
     probe::session_params(&s, &spec, &mut info);
     s.logout()?;
     Ok(Box::new(IscsiTarget { spec, info }))

@@ -162,10 +162,10 @@ pub(super) fn session_params(s: &Session, spec: &Spec, info: &mut TargetInfo) {
     put("tsih", s.tsih.into());
     put(
         "auth",
-        if spec.uri.chap.is_some() {
-            "CHAP"
-        } else {
-            "None"
+        match (&spec.uri.chap, &spec.opts.target_chap) {
+            (_, Some(_)) => "CHAP (mutual)",
+            (Some(_), None) => "CHAP",
+            (None, None) => "None",
         }
         .into(),
     );

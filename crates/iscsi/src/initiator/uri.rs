@@ -21,7 +21,8 @@ pub struct IscsiUri {
 
 fn invalid(uri: &str, why: &str) -> EngineError {
     EngineError::Invalid(format!(
-        "{uri}: {why} (expected iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN)"
+        "{}: {why} (expected iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN)",
+        sanbench_engine::uri::redact(uri)
     ))
 }
 

@@ -81,20 +81,6 @@ struct Conn {
     close: bool,
 }
 
-fn random(b: &mut [u8]) {
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(b))
-        .is_err()
-    {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        b.iter_mut()
-            .enumerate()
-            .for_each(|(i, x)| *x = (t >> (i % 16 * 8)) as u8 ^ i as u8);
-    }
-}
-
 /// Serial number arithmetic (RFC 1982) on 32-bit sequence numbers.
 fn sn_lt(a: u32, b: u32) -> bool {
     a != b && b.wrapping_sub(a) < 1 << 31
@@ -307,10 +293,10 @@ impl Conn {
         let login = self.login.get_or_insert_with(|| {
             let tsih = sh.next_tsih.fetch_add(1, Ordering::Relaxed).max(1);
             let mut s = [0u8; 4];
-            random(&mut s);
+            crate::os_random(&mut s);
             TargetLogin::new(sh.login.clone(), tsih, u32::from_be_bytes(s) & 0xffff)
         });
-        let reply = login.on_request(req, data, &mut random);
+        let reply = login.on_request(req, data, &mut crate::os_random);
         encode_pdu(
             &mut self.out,
             &Bhs::LoginResponse(reply.header.clone()).encode(),

@@ -55,6 +55,8 @@ pub struct TargetConfig {
     pub lun_size: u64,
     /// (user, secret): require CHAP from initiators.
     pub chap: Option<(String, String)>,
+    /// (name, secret) the target proves itself with to initiators that ask (mutual CHAP).
+    pub target_chap: Option<(String, String)>,
     /// Back LUN 0 with this file instead of RAM (other LUNs stay in RAM).
     pub file: Option<PathBuf>,
 }
@@ -67,6 +69,7 @@ impl Default for TargetConfig {
             luns: 1,
             lun_size: 1 << 30,
             chap: None,
+            target_chap: None,
             file: None,
         }
     }
@@ -138,6 +141,7 @@ impl Target {
         let login = TargetLoginConfig {
             target_names: vec![cfg.iqn.clone()],
             chap: cfg.chap.clone(),
+            target_chap: cfg.target_chap.clone(),
             ..TargetLoginConfig::default()
         };
         let shared = Arc::new(Shared {

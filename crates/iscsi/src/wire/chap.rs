@@ -1,7 +1,8 @@
 //! CHAP for iSCSI (RFC 7143 §12.1.3, RFC 1994): Response = H(Identifier || secret || Challenge).
 //!
-//! Algorithms: CHAP_A=5 (MD5) and CHAP_A=7 (SHA-256, RFC 7143bis / IANA). Binary values are
-//! encoded `0x` + hex or `0b` + base64 (§6.1); we send hex and accept both.
+//! Algorithms: CHAP_A=5 (MD5) and CHAP_A=7 (SHA-256, RFC 7143bis / IANA). The target accepts
+//! both; the initiator offers only 5, because tgtd (like IET) reads 7 as SHA-1. Binary values
+//! are encoded `0x` + hex or `0b` + base64 (§6.1); we send hex and accept both.
 
 use md5::{Digest, Md5};
 use sha2::Sha256;

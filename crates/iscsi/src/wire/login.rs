@@ -43,6 +43,9 @@ pub struct TargetLoginConfig {
     pub portal_group_tag: u16,
     /// (user, secret) the initiator must prove with CHAP; `None` = AuthMethod=None.
     pub chap: Option<(String, String)>,
+    /// Mutual CHAP: (name, secret) the target answers an initiator's challenge with. Without
+    /// it, an initiator that asks the target to authenticate itself is refused.
+    pub target_chap: Option<(String, String)>,
     /// Our MaxRecvDataSegmentLength (declared to the initiator).
     pub max_recv_data_segment_length: u32,
     pub max_burst_length: u32,
@@ -60,6 +63,7 @@ impl Default for TargetLoginConfig {
             target_names: Vec::new(),
             portal_group_tag: 1,
             chap: None,
+            target_chap: None,
             max_recv_data_segment_length: 262_144,
             max_burst_length: 1_048_576,
             first_burst_length: 262_144,
@@ -367,10 +371,15 @@ impl TargetLogin {
                     self.auth = Auth::ChapWaitResponse { alg, id, challenge };
                 }
                 "CHAP_N" => {}
-                "CHAP_R" => self.check_chap(pairs)?,
+                "CHAP_R" => self.check_chap(pairs, out)?,
+                // The initiator's challenge (mutual CHAP) is answered with its CHAP_R.
                 "CHAP_I" | "CHAP_C" => {
-                    // Mutual CHAP needs a target secret, which we do not hold.
-                    return Err(status::AUTH_FAILURE);
+                    if self.cfg.target_chap.is_none() {
+                        return Err(status::AUTH_FAILURE);
+                    }
+                    if text::get(pairs, "CHAP_R").is_none() {
+                        return Err(status::INITIATOR_ERROR);
+                    }
                 }
                 _ => self.operational(k, v, out)?,
             }
@@ -378,7 +387,7 @@ impl TargetLogin {
         Ok(())
     }
 
-    fn check_chap(&mut self, pairs: &[Pair]) -> Result<(), (u8, u8)> {
+    fn check_chap(&mut self, pairs: &[Pair], out: &mut Vec<Pair>) -> Result<(), (u8, u8)> {
         let Auth::ChapWaitResponse { alg, id, challenge } = &self.auth else {
             return Err(status::INITIATOR_ERROR);
         };
@@ -392,6 +401,25 @@ impl TargetLogin {
         };
         if name != user || !chap::verify(*alg, *id, secret.as_bytes(), challenge, &resp) {
             return Err(status::AUTH_FAILURE);
+        }
+        match (text::get(pairs, "CHAP_I"), text::get(pairs, "CHAP_C")) {
+            (None, None) => {}
+            (Some(i), Some(c)) => {
+                let Some((our_name, our_secret)) = &self.cfg.target_chap else {
+                    return Err(status::AUTH_FAILURE);
+                };
+                let their_id: u8 = i.parse().map_err(|_| status::AUTH_FAILURE)?;
+                let theirs = chap::decode_binary("CHAP_C", c).map_err(|_| status::AUTH_FAILURE)?;
+                // RFC 7143 §12.1.3: our own challenge sent back to us would have us answer it
+                // for the initiator (a reflection attack).
+                if theirs == *challenge {
+                    return Err(status::AUTH_FAILURE);
+                }
+                let r = chap::response(*alg, their_id, our_secret.as_bytes(), &theirs);
+                out.push(Pair::new("CHAP_N", our_name.clone()));
+                out.push(Pair::new("CHAP_R", chap::encode_hex(&r)));
+            }
+            _ => return Err(status::INITIATOR_ERROR),
         }
         self.auth = Auth::Done;
         Ok(())
