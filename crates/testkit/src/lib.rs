@@ -160,6 +160,17 @@ impl Tgtd {
         format!("iscsi://127.0.0.1:{}/{}/1", self.port, self.iqn)
     }
 
+    /// Sets a target parameter (tgtadm `--op update --mode target -n NAME -v VALUE`), e.g.
+    /// `HeaderDigest` to `CRC32C,None` (tgtd offers no digests unless told).
+    pub fn set_param(&self, name: &str, value: &str) {
+        assert!(
+            !self.adm(&[
+                "--op", "update", "--mode", "target", "--tid", "1", "-n", name, "-v", value
+            ]),
+            "tgtadm: cannot set {name}={value}"
+        );
+    }
+
     /// Requires CHAP: initiators must log in as `user` with `secret` (a tgtd incoming
     /// account). With `outgoing`, the target proves itself to initiators that ask (mutual
     /// CHAP) as `(name, secret)`.

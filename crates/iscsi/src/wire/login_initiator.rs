@@ -81,9 +81,12 @@ pub struct InitiatorLogin {
     target_proved: bool,
 }
 
+/// What we ask for is what we measure: CRC32C alone when digests are wanted, so a target
+/// that cannot do them fails the login (answering Reject) instead of a run silently going
+/// without.
 fn digest_offer(on: bool) -> &'static str {
     if on {
-        "CRC32C,None"
+        "CRC32C"
     } else {
         "None"
     }
