@@ -241,20 +241,11 @@ fn iscsi_chap_secrets_never_reach_the_result() {
          ?target_user=tgt&target_password=target-secret-2",
         s.portal
     );
-    let out = sanbench()
-        .args(["run", "--json", "-", "--quiet", "--time", "300ms", &uri])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let doc = run_json(&["--time", "300ms", &uri]);
+    let text = doc.to_string();
     for secret in ["initiator-secret-1", "target-secret-2"] {
         assert!(!text.contains(secret), "{secret} in the result");
     }
-    let doc: Value = serde_json::from_str(&text).unwrap();
     let r = &doc["results"][0];
     assert_eq!(
         r["info"]["params"]["auth"], "CHAP (mutual)",
