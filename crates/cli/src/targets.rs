@@ -104,21 +104,7 @@ fn iscsi_options(
         }
     }
     o.target_chap = match (target_user, target_password) {
-        (Some(u), Some(p)) => {
-            let own = base
-                .split_once("://")
-                .and_then(|(_, r)| r.split('/').next())
-                .and_then(|auth| auth.rsplit_once('@'))
-                .and_then(|(cred, _)| cred.split_once('%'))
-                .map(|(_, secret)| secret);
-            // RFC 7143 §12.1.3: never the same secret in both directions.
-            if own == Some(p.as_str()) {
-                return Err(usage(format!(
-                    "{shown}: target_password must differ from the initiator's own secret"
-                )));
-            }
-            Some((u, p))
-        }
+        (Some(u), Some(p)) => Some((u, p)),
         (None, None) => None,
         _ => {
             return Err(usage(format!(

@@ -263,7 +263,7 @@ impl Shared {
     }
 
     fn fail(&self, e: RunError) {
-        let mut g = self.first_error.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = lock(&self.first_error);
         if g.is_none() {
             *g = Some(e);
         }

@@ -170,12 +170,22 @@ fn connect(
 pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, EngineError> {
     opts.validate()?;
     let u = IscsiUri::parse(uri)?;
-    if opts.target_chap.is_some() && u.chap.is_none() {
-        return Err(EngineError::Invalid(format!(
-            "{}: mutual CHAP (target_user, target_password) needs the initiator's own \
-             credentials too: iscsi://USER%SECRET@HOST/IQN/LUN",
-            sanbench_engine::uri::redact(uri)
-        )));
+    let invalid =
+        |why: &str| EngineError::Invalid(format!("{}: {why}", sanbench_engine::uri::redact(uri)));
+    match (&u.chap, &opts.target_chap) {
+        (None, Some(_)) => {
+            return Err(invalid(
+                "mutual CHAP (target_user, target_password) needs the initiator's own \
+                 credentials too: iscsi://USER%SECRET@HOST/IQN/LUN",
+            ))
+        }
+        // RFC 7143 §12.1.3: never the same secret in both directions.
+        (Some((_, ours)), Some((_, theirs))) if ours == theirs => {
+            return Err(invalid(
+                "target_password must differ from the initiator's own secret",
+            ))
+        }
+        _ => {}
     }
     let addr = u.resolve()?;
     let spec = Spec {

@@ -372,11 +372,9 @@ impl TargetLogin {
                 }
                 "CHAP_N" => {}
                 "CHAP_R" => self.check_chap(pairs, out)?,
-                // The initiator's challenge (mutual CHAP) is answered with its CHAP_R.
+                // The initiator's challenge (mutual CHAP) is answered in `check_chap`, with the
+                // CHAP_R it must come with.
                 "CHAP_I" | "CHAP_C" => {
-                    if self.cfg.target_chap.is_none() {
-                        return Err(status::AUTH_FAILURE);
-                    }
                     if text::get(pairs, "CHAP_R").is_none() {
                         return Err(status::INITIATOR_ERROR);
                     }

@@ -322,9 +322,7 @@ impl InitiatorLogin {
             data,
         ))
     }
-}
 
-impl InitiatorLogin {
     /// Mutual CHAP: the target's CHAP_N and CHAP_R must answer our challenge with the secret
     /// we hold for it.
     fn check_target(
