@@ -36,7 +36,8 @@ const SECRET_KEYS: &[&str] = &["password", "target_password", "secret", "target_
 /// A string fit to record or print: in every `scheme://USER%SECRET@` (libiscsi's form) or
 /// `USER:SECRET@` the secret becomes `***`, and so does the value of every secret query key.
 /// Results are meant to be published; a CHAP secret must never be in them. Works on a bare
-/// URI, on `NAME=URI` and on any command-line argument.
+/// URI, on `NAME=URI` and on any command-line argument. An engine whose URIs carry
+/// credentials sets its `TargetInfo::uri` through this (the iSCSI initiator does).
 pub fn redact(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
