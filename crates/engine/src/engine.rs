@@ -94,9 +94,37 @@ pub struct TargetInfo {
     pub params: BTreeMap<String, serde_json::Value>,
 }
 
+/// What a target reports about which part of a range holds written data (holes read as zeros
+/// without touching the medium, so a read test over them measures nothing real).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Allocation {
+    /// How the target was asked: "SEEK_DATA", "st_blocks", "NBD base:allocation",
+    /// "GET LBA STATUS".
+    pub method: String,
+    /// Bytes of the range the answer covers (a target may answer for less than asked).
+    pub checked_bytes: u64,
+    /// Bytes of those reported as never written (holes, deallocated, unmapped).
+    pub unwritten_bytes: u64,
+}
+
 /// An opened target: a factory for per-worker queues.
 pub trait Target: Send + Sync {
     fn info(&self) -> &TargetInfo;
+
+    /// Which part of `[offset, offset + len)` holds written data, where the target can tell
+    /// (`Ok(None)` when it cannot). Called outside any measured window; engines may open a
+    /// short-lived connection for it.
+    fn allocation(&self, _offset: u64, _len: u64) -> Result<Option<Allocation>, EngineError> {
+        Ok(None)
+    }
+
+    /// Called by the scheduler before every run's queues open (so before each measured cell of a
+    /// comparison): targets read through a cache they control drop the span from it (files:
+    /// fdatasync + posix_fadvise DONTNEED over the span, as fio's invalidate=1) unless the user
+    /// asked to keep it. Returns what was done, for the result's parameters (`None`: nothing).
+    fn invalidate_cache(&self, _span: u64) -> Result<Option<String>, EngineError> {
+        Ok(None)
+    }
 
     /// Opens one queue (connection, ring, session). Called once per worker before the run starts;
     /// the time it takes is not part of the measurement.

@@ -18,7 +18,7 @@ pub mod units;
 pub mod uri;
 
 pub use arena::Arena;
-pub use engine::{Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
+pub use engine::{Allocation, Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
 pub use error::EngineError;
 pub use spec::{Segment, Workload};
 pub mod result;
