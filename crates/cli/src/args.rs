@@ -73,6 +73,33 @@ pub struct EngineArgs {
     pub io_timeout: String,
 }
 
+/// What the targets hold before measuring, and what writes put there.
+#[derive(Args, Debug, Clone)]
+pub struct DataArgs {
+    /// Before measuring, write each target's span with unique data: auto (only where nothing
+    /// is lost: mem:, files sanbench creates, sanbench's own NBD and iSCSI servers; skipped
+    /// when the target reports the span written), none, fill (one pass, any target, under the
+    /// write-safety check) or N passes.
+    #[arg(long, default_value = "auto", value_name = "auto|none|fill|N")]
+    pub precondition: String,
+    /// Percent of written 4 KiB units that duplicate one block (default 0: all unique).
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    pub dedupe: f64,
+    /// Percent of each written 4 KiB unit that compresses away (default 0: incompressible).
+    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
+    pub compress: f64,
+}
+
+impl Default for DataArgs {
+    fn default() -> DataArgs {
+        DataArgs {
+            precondition: "auto".into(),
+            dedupe: 0.0,
+            compress: 0.0,
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 #[command(after_help = "TARGETS:
   null:[SIZE]         completes at once, moves no data (measures sanbench itself)
@@ -128,6 +155,8 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub engine: EngineArgs,
+    #[command(flatten)]
+    pub data: DataArgs,
     #[command(flatten)]
     pub monitor: MonitorArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
@@ -188,6 +217,8 @@ pub struct CompareArgs {
     pub size: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
+    #[command(flatten)]
+    pub data: DataArgs,
     #[command(flatten)]
     pub monitor: MonitorArgs,
     #[arg(long, default_value_t = DEFAULT_SEED)]

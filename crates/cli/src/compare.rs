@@ -12,9 +12,12 @@ use sanbench_engine::RunPlan;
 use sanbench_stats::steady_state;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
+use sanbench_engine::precondition::Report;
+
 use crate::args::CompareArgs;
 use crate::error::{parse_flag, usage, CliError};
 use crate::monitoring::MonitorSetup;
+use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
 use crate::run_cmd::{execute, file_options, io_timeout};
 use sanbench_monitor::sampler::Baseline;
@@ -95,6 +98,7 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
 /// What every cell of one comparison shares.
 struct CellCtx<'a> {
     a: &'a CompareArgs,
+    data: &'a DataPlan,
     size: Option<u64>,
     progress: &'a ProgressLine,
     mon: Option<&'a MonitorSetup>,
@@ -109,7 +113,7 @@ fn run_cell(
 ) -> Result<(TargetResult, Option<serde_json::Value>), CliError> {
     let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
     let n = w.targets_at_once.unwrap_or(1) as usize;
-    let opts = file_options(&a.engine, size, w.workload.has_writes())?;
+    let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
     let uris = vec![uri.to_string(); n];
     let targets = crate::targets::open_targets(&uris, &opts)?;
     let plan = RunPlan {
@@ -117,6 +121,7 @@ fn run_cell(
         targets,
         io_timeout: io_timeout(&a.engine)?,
         seed: a.seed,
+        data: cx.data.spec,
         stop: crate::signals::stop_flag(),
     };
     let (doc, used) = execute(&plan, progress, mon, *baseline)?;
@@ -137,8 +142,43 @@ fn run_cell(
     Ok((r, manifest))
 }
 
+/// Preconditions every target once, before its first cell (or says why not): the report goes
+/// into every cell of the target.
+fn precondition_all(
+    a: &CompareArgs,
+    p: &Prepared,
+    data: &DataPlan,
+    size: Option<u64>,
+    progress: &ProgressLine,
+) -> Result<Vec<Report>, CliError> {
+    let ws = &p.suite.workloads;
+    let writes = ws.iter().any(|w| w.workload.has_writes());
+    let reads = ws.iter().any(|w| w.workload.has_reads());
+    let opts = file_options(&a.engine, size, writes || data.writes())?;
+    let timeout = io_timeout(&a.engine)?;
+    let plan = crate::precondition::fill_plan(data.mode, &p.suite.precondition);
+    let mut out = Vec::with_capacity(p.targets.len());
+    for (name, uri) in &p.targets {
+        let t = crate::targets::open_targets(std::slice::from_ref(uri), &opts)?
+            .pop()
+            .context("no target opened")?;
+        let total = t.info().size;
+        let span = ws
+            .iter()
+            .map(|w| w.workload.span.unwrap_or(total).min(total))
+            .max()
+            .unwrap_or(total);
+        let (rep, _) = crate::precondition::run(
+            &*t, name, span, data, plan, reads, timeout, progress, a.quiet,
+        )?;
+        out.push(rep);
+    }
+    Ok(out)
+}
+
 pub fn run(a: CompareArgs) -> Result<(), CliError> {
     let p = prepare(&a)?;
+    let data = DataPlan::from_args(&a.data)?;
     let size = parse_flag("--size", a.size.as_deref(), parse_size)?;
     let mon = crate::monitoring::setup(&a.monitor)?;
     // One idle baseline per target, measured before its first workload and reused after.
@@ -197,6 +237,7 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         .collect();
     let mut left: Duration = order.iter().map(|(_, w, _)| per_cell[*w]).sum();
     let progress = ProgressLine::new(a.quiet);
+    let preconditions = precondition_all(&a, &p, &data, size, &progress)?;
     let mut failure = None;
     for (i, (rep, wi, ti)) in order.iter().enumerate() {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -220,12 +261,14 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         }
         let cx = CellCtx {
             a: &a,
+            data: &data,
             size,
             progress: &progress,
             mon: mon.as_ref(),
         };
         match run_cell(&cx, w, uri, name, &mut baselines[*ti]) {
-            Ok((r, host)) => {
+            Ok((mut r, host)) => {
+                r.precondition = Some(preconditions[*ti].clone());
                 if cmp.manifest.is_null() {
                     cmp.manifest = host.unwrap_or_default();
                 }

@@ -55,6 +55,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
             force: false,
             io_timeout: "30s".into(),
         },
+        data: crate::args::DataArgs::default(),
         monitor: crate::args::MonitorArgs::default(),
         seed: crate::args::DEFAULT_SEED,
         quiet: a.quiet,

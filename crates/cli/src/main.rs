@@ -10,6 +10,7 @@ mod lab_cmd;
 mod monitoring;
 mod monitors_cmd;
 mod output;
+mod precondition;
 mod progress;
 mod run_cmd;
 mod serve_cmd;

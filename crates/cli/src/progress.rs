@@ -37,6 +37,23 @@ impl ProgressLine {
         self.drawn.store(true, Ordering::Relaxed);
     }
 
+    /// A line of preconditioning progress: "[fill NAME  45 %] 230.0 MiB of 512.0 MiB".
+    pub fn draw_fill(&self, name: &str, done: u64, total: u64) {
+        if !self.enabled {
+            return;
+        }
+        let pct = 100.0 * done as f64 / total.max(1) as f64;
+        let line = format!(
+            "\r[precondition {name} {pct:>3.0} %] {} of {} ",
+            sanbench_engine::units::format_size(done),
+            sanbench_engine::units::format_size(total)
+        );
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(line.as_bytes());
+        let _ = e.flush();
+        self.drawn.store(true, Ordering::Relaxed);
+    }
+
     pub fn clear(&self) {
         if self.drawn.swap(false, Ordering::Relaxed) {
             let mut e = std::io::stderr().lock();

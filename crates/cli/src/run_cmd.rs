@@ -10,9 +10,12 @@ use sanbench_engine::spec::{Defaults, SegmentFile, WorkloadFile};
 use sanbench_engine::units::{parse_duration, parse_size};
 use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 
+use sanbench_engine::precondition::Report;
+
 use crate::args::{EngineArgs, RunArgs};
 use crate::error::{parse_flag, usage, CliError};
 use crate::monitoring::MonitorSetup;
+use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
 use sanbench_monitor::sampler::Baseline;
 use sanbench_monitor::MonitorHandle;
@@ -114,7 +117,12 @@ impl Observer for RunObserver<'_> {
     }
 }
 
-pub fn build_doc(w: &Workload, out: &RunOutput, cpu: Option<((f64, f64), (f64, f64))>) -> RunDoc {
+pub fn build_doc(
+    w: &Workload,
+    data: &sanbench_engine::stamp::DataSpec,
+    out: &RunOutput,
+    cpu: Option<((f64, f64), (f64, f64))>,
+) -> RunDoc {
     let secs = out.window.as_secs_f64();
     let results: Vec<_> = out
         .targets
@@ -152,6 +160,8 @@ pub fn build_doc(w: &Workload, out: &RunOutput, cpu: Option<((f64, f64), (f64, f
         spec_description: w.describe(),
         seconds: secs,
         stopped_early: out.stopped_early,
+        run_id: format!("{:016x}", out.run_id),
+        data: *data,
         results,
         all,
         peak_rss_bytes: peak_rss_bytes(),
@@ -176,6 +186,25 @@ pub fn write_json(doc: &RunDoc, path: &std::path::Path) -> Result<(), CliError> 
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// Puts each target's precondition report into its result and into the manifest.
+pub fn attach_precondition(doc: &mut RunDoc, reports: Vec<Report>) {
+    let mut by_target = serde_json::Map::new();
+    for (r, rep) in doc.results.iter_mut().zip(reports) {
+        by_target.insert(
+            r.target.clone(),
+            serde_json::to_value(&rep).unwrap_or_default(),
+        );
+        r.precondition = Some(rep);
+    }
+    if let Some(serde_json::Value::Object(m)) = doc.manifest.as_mut() {
+        m.insert("precondition".into(), by_target.into());
+    } else if doc.manifest.is_none() {
+        let mut m = serde_json::Map::new();
+        m.insert("precondition".into(), by_target.into());
+        doc.manifest = Some(m.into());
+    }
 }
 
 /// File-target options from the engine flags.
@@ -231,7 +260,7 @@ pub fn execute(
         (Some(s), Some(e)) => Some((s, e)),
         _ => None,
     };
-    let mut doc = build_doc(&plan.workload, &out, cpu);
+    let mut doc = build_doc(&plan.workload, &plan.data, &out, cpu);
     let mut baseline = None;
     if let Some(r) = running {
         baseline = r.baseline;
@@ -248,19 +277,39 @@ pub fn execute(
 pub fn run(a: RunArgs) -> Result<(), CliError> {
     let w = workload_from_args(&a)?;
     let size = parse_flag("--size", a.size.as_deref(), parse_size)?;
-    let opts = file_options(&a.engine, size, w.has_writes())?;
+    let data = DataPlan::from_args(&a.data)?;
+    let opts = file_options(&a.engine, size, w.has_writes() || data.writes())?;
     let io_timeout = io_timeout(&a.engine)?;
     let targets = crate::targets::open_targets(&a.targets, &opts)?;
+    let progress = ProgressLine::new(a.quiet);
+    let mut reports = Vec::with_capacity(targets.len());
+    for t in &targets {
+        let info = t.info();
+        let span = w.span.unwrap_or(info.size).min(info.size);
+        let (rep, _) = crate::precondition::run(
+            &**t,
+            &info.uri,
+            span,
+            &data,
+            crate::precondition::fill_plan(data.mode, "fill"),
+            w.has_reads(),
+            io_timeout,
+            &progress,
+            a.quiet,
+        )?;
+        reports.push(rep);
+    }
     let plan = RunPlan {
         workload: w.clone(),
         targets,
         io_timeout,
         seed: a.seed,
+        data: data.spec,
         stop: crate::signals::stop_flag(),
     };
-    let progress = ProgressLine::new(a.quiet);
     let mon = crate::monitoring::setup(&a.monitor)?;
-    let (doc, _) = execute(&plan, &progress, mon.as_ref(), None)?;
+    let (mut doc, _) = execute(&plan, &progress, mon.as_ref(), None)?;
+    attach_precondition(&mut doc, reports);
     if let Some(path) = &a.json {
         write_json(&doc, path)?;
     }

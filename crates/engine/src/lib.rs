@@ -13,7 +13,9 @@ pub mod file;
 pub mod gen;
 pub mod mem;
 pub mod null;
+pub mod precondition;
 pub mod spec;
+pub mod stamp;
 pub mod units;
 pub mod uri;
 

@@ -71,11 +71,16 @@ pub struct Sample {
 /// The Little's-law check of shared/MEASURE.md.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LittlesLaw {
-    /// I/Os kept in flight (workers × queue depth).
+    /// I/O slots the generator keeps busy (workers × queue depth).
     pub outstanding: u64,
+    /// Mean I/Os in flight over the window, time-weighted (sampled at random instants),
+    /// measured independently of the latencies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_outstanding: Option<f64>,
     /// IOPS × mean latency: the concurrency the measurements imply.
     pub implied: f64,
-    /// |implied − outstanding| / outstanding; above 0.10 the generator or engine is queueing.
+    /// |implied − mean_outstanding| / mean_outstanding (against `outstanding` when nothing was
+    /// sampled); above 0.10 I/Os spend time outside the target's queue.
     pub deviation: Option<f64>,
 }
 
@@ -140,6 +145,9 @@ pub struct TargetResult {
     pub power: Option<serde_json::Value>,
     #[serde(default)]
     pub efficiency: Efficiency,
+    /// Whether the span held written data before the window (see the precondition module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<crate::precondition::Report>,
 }
 
 /// The whole document.
@@ -155,6 +163,12 @@ pub struct RunDoc {
     /// Measured window in seconds (shorter than `spec.time` when stopped early).
     pub seconds: f64,
     pub stopped_early: bool,
+    /// The run's id (hex), stamped into every block it wrote.
+    #[serde(default)]
+    pub run_id: String,
+    /// What the written data looked like (unique and incompressible unless asked otherwise).
+    #[serde(default)]
+    pub data: crate::stamp::DataSpec,
     pub results: Vec<TargetResult>,
     /// All targets together (present when there is more than one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,8 +262,13 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         histogram_ns: both.buckets(),
         littles_law: LittlesLaw {
             outstanding: t.outstanding,
+            mean_outstanding: t.mean_outstanding,
             implied: iops * mean_s,
-            deviation: littles_law_deviation(t.outstanding, iops, mean_s),
+            deviation: littles_law_deviation(
+                t.mean_outstanding.unwrap_or(t.outstanding as f64),
+                iops,
+                mean_s,
+            ),
         },
         timeseries: samples(&t.series),
         info: with_info.then(|| t.info.clone()),
@@ -263,6 +282,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         net: None,
         power: None,
         efficiency: Efficiency::default(),
+        precondition: None,
     }
 }
 
@@ -278,6 +298,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         write: DirStats::default(),
         series: Vec::new(),
         outstanding: 0,
+        mean_outstanding: None,
         queue_stats: Vec::new(),
     };
     for t in &out.targets {
@@ -288,6 +309,11 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         all.write.bytes += t.write.bytes;
         all.write.hist.merge(&t.write.hist);
         all.outstanding += t.outstanding;
+        all.mean_outstanding = match (all.mean_outstanding, t.mean_outstanding) {
+            (None, m) if std::ptr::eq(t, &out.targets[0]) => m,
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
         if all.series.len() < t.series.len() {
             all.series.resize(t.series.len(), Second::default());
         }

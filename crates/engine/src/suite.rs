@@ -69,6 +69,10 @@ pub struct Suite {
     pub name: String,
     pub description: String,
     pub source: Option<String>,
+    /// How `--precondition` writes the span when it writes it: "fill" (one pass of 1 MiB
+    /// sequential writes, the default) or "pts" (SNIA PTS: purge, then 2x the span in 128 KiB
+    /// sequential writes; under `auto` a PTS suite writes sanbench's own targets this way).
+    pub precondition: String,
     pub workloads: Vec<SuiteWorkload>,
 }
 
@@ -79,6 +83,7 @@ struct SuiteFile {
     #[serde(default)]
     description: String,
     source: Option<String>,
+    precondition: Option<String>,
     ramp: Option<String>,
     time: Option<String>,
     qd: Option<u32>,
@@ -283,10 +288,17 @@ pub fn parse(text: &str) -> Result<Suite, String> {
             return Err(format!("workload {}: targets must be at least 1", w.id));
         }
     }
+    let precondition = f.precondition.clone().unwrap_or_else(|| "fill".into());
+    if !matches!(precondition.as_str(), "fill" | "pts") {
+        return Err(format!(
+            "precondition = \"{precondition}\" is not a suite precondition (fill or pts)"
+        ));
+    }
     Ok(Suite {
         name: f.name.clone(),
         description: f.description.clone(),
         source: f.source.clone(),
+        precondition,
         workloads,
     })
 }

@@ -223,6 +223,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         targets,
         io_timeout: timeout,
         seed: 1,
+        data: Default::default(),
         stop: Arc::new(AtomicBool::new(false)),
     }
 }

@@ -16,17 +16,22 @@ pub use histogram::{LatencyHistogram, LatencySummary};
 pub use repeat::{mean_ci95, ratio_outside_noise, MeanCi};
 pub use steady::{steady_state, SteadyState};
 
-/// The Little's-law check of `shared/MEASURE.md`: `|IOPS × mean_latency − N| / N`.
+/// The Little's-law check of `shared/MEASURE.md`: `|IOPS × mean_latency − L| / L`.
 ///
-/// With `outstanding` I/Os kept in flight, a generator that does not queue internally satisfies
-/// `IOPS × mean latency ≈ outstanding`. Above 0.10 the generator itself is queueing (or the
-/// engine completes I/Os in batches). Returns `None` when it cannot be computed.
-pub fn littles_law_deviation(outstanding: u64, iops: f64, mean_latency_s: f64) -> Option<f64> {
-    if outstanding == 0 || !iops.is_finite() || !mean_latency_s.is_finite() || iops <= 0.0 {
+/// `outstanding` (L) is the mean number of I/Os in flight, measured on its own (time-weighted,
+/// by sampling) and not derived from the latencies; `IOPS × mean latency` (λW) must then agree
+/// with it. A gap above 0.10 means time spent outside the target's queue (the generator, or an
+/// engine that completes I/Os in batches). Returns `None` when it cannot be computed.
+pub fn littles_law_deviation(outstanding: f64, iops: f64, mean_latency_s: f64) -> Option<f64> {
+    let usable = outstanding.is_finite()
+        && outstanding > 0.0
+        && iops.is_finite()
+        && iops > 0.0
+        && mean_latency_s.is_finite();
+    if !usable {
         return None;
     }
-    let n = outstanding as f64;
-    Some(((iops * mean_latency_s) - n).abs() / n)
+    Some(((iops * mean_latency_s) - outstanding).abs() / outstanding)
 }
 
 #[cfg(test)]
@@ -36,11 +41,11 @@ mod tests {
     #[test]
     fn littles_law_exact() {
         // 32 outstanding, 100k IOPS, 320 µs mean latency: exactly balanced.
-        assert!(littles_law_deviation(32, 100_000.0, 320e-6).unwrap() < 1e-12);
+        assert!(littles_law_deviation(32.0, 100_000.0, 320e-6).unwrap() < 1e-12);
         // Latency 10 % higher than the law predicts.
-        let d = littles_law_deviation(32, 100_000.0, 352e-6).unwrap();
+        let d = littles_law_deviation(32.0, 100_000.0, 352e-6).unwrap();
         assert!((d - 0.10).abs() < 1e-9);
-        assert!(littles_law_deviation(0, 1.0, 1.0).is_none());
-        assert!(littles_law_deviation(4, 0.0, 1.0).is_none());
+        assert!(littles_law_deviation(0.0, 1.0, 1.0).is_none());
+        assert!(littles_law_deviation(4.0, 0.0, 1.0).is_none());
     }
 }

@@ -1,0 +1,546 @@
+//! Preconditioning: before a measured cell, the target's span holds written, incompressible
+//! data, or the result says that it may not.
+//!
+//! A sparse target (a RAM disk allocated as written, a sparse file, a thin LUN) answers a read of
+//! never-written space with zeros without touching its medium, and allocates on the first write
+//! inside the measured window: both make figures that are about the store's state, not about the
+//! transport. SNIA's PTS therefore purges, then writes the span (twice, in 128 KiB sequential
+//! writes) before measuring; sanbench does the same, with one rule about whose data it is:
+//!
+//! * `auto` (the default) fills the span once (sequential 1 MiB writes at depth, stamped unique
+//!   data) only where writing destroys nothing: `mem:`, a file sanbench created, and
+//!   sanbench's own NBD and iSCSI servers (their export description / SCSI vendor id say so,
+//!   [`overwritable`]); skipped when the target reports the span as written. Anything else (a
+//!   block device, an existing file, someone's NBD export or LUN) is only checked: its holes are
+//!   reported where the target can tell ([`Target::allocation`]) and the result says its state.
+//! * `fill` or `N` (passes) write the span whatever it is, under the write-safety check the CLI
+//!   applies to any writing workload; `none` leaves it alone.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::Arena;
+use crate::engine::{Allocation, Completion, Io, Op, QueueConfig, Target, TargetInfo};
+use crate::error::EngineError;
+use crate::run::{stamp_slot, Layout};
+use crate::stamp::{DataSpec, Stamper};
+use crate::units::format_size;
+
+/// `--precondition auto|none|fill|N`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    #[default]
+    Auto,
+    None,
+    /// N passes over the span, asked for (`fill` = 1).
+    Passes(u32),
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Mode, String> {
+        match s {
+            "auto" => Ok(Mode::Auto),
+            "none" => Ok(Mode::None),
+            "fill" => Ok(Mode::Passes(1)),
+            n => match n.parse::<u32>() {
+                Ok(k) if (1..=100).contains(&k) => Ok(Mode::Passes(k)),
+                _ => Err(format!(
+                    "'{s}' is not a precondition mode (auto, none, fill, or a number of passes 1-100)"
+                )),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mode::Auto => f.write_str("auto"),
+            Mode::None => f.write_str("none"),
+            Mode::Passes(1) => f.write_str("fill"),
+            Mode::Passes(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Mode {
+    /// Whether this mode may write to targets that are not sanbench's own (the CLI then opens
+    /// them for writing, through the write-safety check).
+    pub fn writes_anything(self) -> bool {
+        matches!(self, Mode::Passes(_))
+    }
+}
+
+/// How the span is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FillPlan {
+    pub passes: u32,
+    /// Bytes per write (capped by the target's maximum transfer).
+    pub bs: u32,
+    pub depth: u32,
+    /// Trim/unmap the span first (the PTS's purge), where the target supports it.
+    pub purge: bool,
+}
+
+impl FillPlan {
+    /// One pass of 1 MiB sequential writes at depth 8.
+    pub fn fill(passes: u32) -> FillPlan {
+        FillPlan {
+            passes,
+            bs: 1 << 20,
+            depth: 8,
+            purge: false,
+        }
+    }
+
+    /// SNIA PTS: purge, then workload-independent preconditioning, 2x the span in 128 KiB
+    /// sequential writes.
+    pub fn pts() -> FillPlan {
+        FillPlan {
+            passes: 2,
+            bs: 128 << 10,
+            depth: 8,
+            purge: true,
+        }
+    }
+}
+
+/// What a result says about its span.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanState {
+    /// sanbench wrote the whole span (in this run, or earlier in this comparison).
+    Preconditioned,
+    /// The target reports every byte of the span as written.
+    ReportedWritten,
+    /// The target reports never-written space in the span.
+    Holes,
+    /// Nobody can tell: the span may hold holes.
+    #[default]
+    Unknown,
+}
+
+/// The precondition block of a result (`precondition` of each target's result).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Report {
+    /// The mode asked for: "auto", "none", "fill" or a number of passes.
+    pub mode: String,
+    pub state: SpanState,
+    /// Whether the span was written by sanbench before this result's window.
+    pub preconditioned: bool,
+    /// The fill's figures (zero when none ran; a comparison reports its one fill in every
+    /// cell of the target).
+    pub passes: u32,
+    pub block_size: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub purged: bool,
+    /// What the target reported about holes, where it can tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<Allocation>,
+    /// One sentence for people.
+    pub note: String,
+}
+
+impl Report {
+    /// A read workload over space that may be unwritten deserves a warning.
+    pub fn warning(&self, reads: bool) -> Option<String> {
+        (reads && matches!(self.state, SpanState::Holes)).then(|| self.note.clone())
+    }
+}
+
+/// Why `auto` may write this target, or `None` when it must not.
+pub fn overwritable(info: &TargetInfo) -> Option<&'static str> {
+    let param = |k: &str| info.params.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    match info.engine.as_str() {
+        "mem" => Some("an in-process RAM disk"),
+        "io_uring" | "sync"
+            if info.params.get("created").and_then(|v| v.as_bool()) == Some(true) =>
+        {
+            Some("a file sanbench created")
+        }
+        "nbd"
+            if param("description")
+                .to_ascii_lowercase()
+                .contains("sanbench") =>
+        {
+            Some("sanbench's own NBD server")
+        }
+        "iscsi" if param("vendor").trim().eq_ignore_ascii_case("SANBENCH") => {
+            Some("sanbench's own iSCSI target")
+        }
+        _ => None,
+    }
+}
+
+/// The outcome of one fill.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Filled {
+    pub bytes: u64,
+    pub seconds: f64,
+    pub bs: u64,
+    pub purged: bool,
+}
+
+/// Decides and (where allowed) performs the preconditioning of one target's span. `plan` is
+/// how the span is written when it is (a PTS plan, which purges, is never skipped because the
+/// span reports written: its point is a known state).
+#[allow(clippy::too_many_arguments)]
+pub fn prepare(
+    target: &dyn Target,
+    span: u64,
+    mode: Mode,
+    plan: FillPlan,
+    data: &DataSpec,
+    io_timeout: Duration,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<(Report, Option<Filled>), EngineError> {
+    let info = target.info();
+    let mut rep = Report {
+        mode: mode.to_string(),
+        ..Report::default()
+    };
+    let done = |rep: &mut Report, f: &Filled, passes: u32| {
+        rep.state = SpanState::Preconditioned;
+        rep.preconditioned = true;
+        rep.passes = passes;
+        rep.block_size = f.bs;
+        rep.bytes = f.bytes;
+        rep.seconds = f.seconds;
+        rep.purged = f.purged;
+        rep.note = format!(
+            "preconditioned: {} written ({} pass{} of {} sequential writes{}) in {:.1} s",
+            format_size(f.bytes),
+            passes,
+            if passes == 1 { "" } else { "es" },
+            format_size(f.bs),
+            if f.purged { ", after a purge" } else { "" },
+            f.seconds
+        );
+    };
+    let plan = match mode {
+        Mode::None => None,
+        Mode::Passes(_) => Some(plan),
+        Mode::Auto => overwritable(info).map(|_| plan),
+    };
+    let alloc = target.allocation(0, span).unwrap_or(None);
+    let written = alloc
+        .as_ref()
+        .is_some_and(|a| a.unwritten_bytes == 0 && a.checked_bytes >= span);
+    match plan {
+        Some(p) if !(mode == Mode::Auto && written && !p.purge) => {
+            let f = fill(target, span, &p, data, io_timeout, stop, progress)?;
+            done(&mut rep, &f, p.passes);
+            Ok((rep, Some(f)))
+        }
+        _ => {
+            rep.allocation = alloc.clone();
+            rep.state = match &alloc {
+                Some(a) if a.unwritten_bytes > 0 => SpanState::Holes,
+                Some(_) if written => SpanState::ReportedWritten,
+                _ => SpanState::Unknown,
+            };
+            let why_not = match (mode, overwritable(info)) {
+                (Mode::None, _) => "--precondition none".to_string(),
+                (_, Some(_)) => "it reports the span as written".to_string(),
+                _ => format!(
+                    "sanbench does not write on its own to {}; --precondition fill does",
+                    describe(info)
+                ),
+            };
+            rep.note = match (&rep.state, &alloc) {
+                (SpanState::Holes, Some(a)) => format!(
+                    "not preconditioned ({why_not}): {} reports {} of {} unwritten ({:.1} %); reads there return zeros without touching the medium",
+                    a.method,
+                    format_size(a.unwritten_bytes),
+                    format_size(a.checked_bytes),
+                    100.0 * a.unwritten_bytes as f64 / a.checked_bytes.max(1) as f64
+                ),
+                (SpanState::ReportedWritten, Some(a)) => format!(
+                    "not preconditioned ({why_not}); {} reports the span as written",
+                    a.method
+                ),
+                _ => format!("not preconditioned ({why_not}): the span may hold never-written space"),
+            };
+            Ok((rep, None))
+        }
+    }
+}
+
+fn describe(info: &TargetInfo) -> &'static str {
+    match info.engine.as_str() {
+        "nbd" => "another server's NBD export",
+        "iscsi" => "another target's LUN",
+        "io_uring" | "sync"
+            if info.params.get("kind").and_then(|v| v.as_str()) == Some("block device") =>
+        {
+            "a block device"
+        }
+        "io_uring" | "sync" => "an existing file",
+        _ => "this target",
+    }
+}
+
+/// Writes the span `plan.passes` times with stamped, unique data (sequential, one queue at
+/// `plan.depth`), after trimming it when `plan.purge` asks. `progress(done, total)` is called
+/// about every 64 writes.
+pub fn fill(
+    target: &dyn Target,
+    span: u64,
+    plan: &FillPlan,
+    data: &DataSpec,
+    io_timeout: Duration,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Filled, EngineError> {
+    let info = target.info();
+    let block = info.block_size.max(1) as u64;
+    let mut bs = plan.bs as u64;
+    if let Some(mt) = info.max_transfer {
+        bs = bs.min(mt as u64);
+    }
+    bs = (bs.min(span) / block * block).max(block);
+    let depth = plan.depth.max(1);
+    let lay = Layout::new(0, bs, depth);
+    let arena = Arc::new(Arena::new(lay.total));
+    let run_id = crate::stamp::new_run_id()
+        .map_err(|e| EngineError::sys("getrandom for the fill's id failed", e))?;
+    arena.fill_random(run_id);
+    let mut q = target.open_queue(&QueueConfig {
+        worker: 0,
+        depth,
+        max_len: bs as u32,
+        arena: arena.clone(),
+        io_timeout,
+    })?;
+    let mut stamper = Stamper::new(data, run_id, 0);
+    let t0 = Instant::now();
+    let purged = plan.purge && purge(&mut *q, span, depth)?;
+    let total = span * plan.passes as u64;
+    let mut written = 0u64;
+    let mut free: Vec<u32> = (0..depth).rev().collect();
+    let mut done: Vec<Completion> = Vec::with_capacity(depth as usize);
+    let mut offset_of = vec![0u64; depth as usize];
+    let mut batch = Vec::with_capacity(depth as usize);
+    let mut inflight = 0usize;
+    let mut since_progress = 0u32;
+    for _ in 0..plan.passes {
+        let mut off = 0u64;
+        while off < span || inflight > 0 {
+            batch.clear();
+            while off < span && !stop.load(Ordering::Relaxed) {
+                let Some(tag) = free.pop() else { break };
+                let len = bs.min((span - off) / block * block);
+                if len == 0 {
+                    free.push(tag);
+                    off = span;
+                    break;
+                }
+                // SAFETY: the tag was free, so its slot is not in flight.
+                let buf = unsafe {
+                    stamp_slot(&arena, &lay, &mut stamper, tag as usize, off, len as u32)
+                };
+                offset_of[tag as usize] = off;
+                batch.push(Io {
+                    tag,
+                    op: Op::Write,
+                    offset: off,
+                    len: len as u32,
+                    buf,
+                });
+                off += len;
+            }
+            if !batch.is_empty() {
+                inflight += batch.len();
+                q.submit(&batch)?;
+            }
+            if inflight == 0 {
+                break;
+            }
+            done.clear();
+            q.reap(1, &mut done)?;
+            for c in &done {
+                if c.result < 0 {
+                    return Err(EngineError::Io {
+                        op: "precondition write",
+                        offset: offset_of[c.tag as usize],
+                        source: std::io::Error::from_raw_os_error(-c.result),
+                    });
+                }
+                free.push(c.tag);
+            }
+            inflight -= done.len();
+            written += done.len() as u64 * bs;
+            since_progress += done.len() as u32;
+            if since_progress >= 64 {
+                since_progress = 0;
+                progress(written.min(total), total);
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err(EngineError::Invalid(
+                "preconditioning stopped before the span was written".into(),
+            ));
+        }
+    }
+    q.close()?;
+    progress(total, total);
+    Ok(Filled {
+        bytes: total,
+        seconds: t0.elapsed().as_secs_f64(),
+        bs,
+        purged,
+    })
+}
+
+/// Trims the span in 1 GiB pieces; `false` (and no error) when the target cannot trim.
+fn purge(q: &mut dyn crate::engine::Queue, span: u64, depth: u32) -> Result<bool, EngineError> {
+    const PIECE: u64 = 1 << 30;
+    let mut off = 0u64;
+    let mut done = Vec::with_capacity(depth as usize);
+    while off < span {
+        let len = (span - off).min(PIECE) as u32;
+        let io = Io {
+            tag: 0,
+            op: Op::Trim,
+            offset: off,
+            len,
+            buf: 0,
+        };
+        match q.submit(&[io]) {
+            Ok(()) => {}
+            Err(EngineError::Unsupported(_)) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        done.clear();
+        q.reap(1, &mut done)?;
+        if done.iter().any(|c| c.result < 0) {
+            return Ok(false);
+        }
+        off += len as u64;
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::MemTarget;
+    use crate::stamp::{Stamp, UNIT};
+
+    fn read_back(t: &dyn Target, len: usize) -> Vec<u8> {
+        let arena = Arc::new(Arena::new(len));
+        let mut q = t
+            .open_queue(&QueueConfig {
+                worker: 0,
+                depth: 1,
+                max_len: len as u32,
+                arena: arena.clone(),
+                io_timeout: Duration::from_secs(5),
+            })
+            .unwrap();
+        let io = Io {
+            tag: 0,
+            op: Op::Read,
+            offset: 0,
+            len: len as u32,
+            buf: 0,
+        };
+        q.submit(&[io]).unwrap();
+        let mut done = Vec::new();
+        q.reap(1, &mut done).unwrap();
+        assert_eq!(done[0].result, 0);
+        // SAFETY: the read completed; nothing else uses the arena.
+        unsafe { arena.slice(0, len) }.to_vec()
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!("auto".parse::<Mode>(), Ok(Mode::Auto));
+        assert_eq!("none".parse::<Mode>(), Ok(Mode::None));
+        assert_eq!("fill".parse::<Mode>(), Ok(Mode::Passes(1)));
+        assert_eq!("3".parse::<Mode>(), Ok(Mode::Passes(3)));
+        assert!("0".parse::<Mode>().is_err());
+        assert!("often".parse::<Mode>().is_err());
+        assert_eq!(Mode::Passes(1).to_string(), "fill");
+    }
+
+    #[test]
+    fn fill_stamps_every_unit_of_a_mem_target() {
+        let t = MemTarget::new("mem:3M", 3 << 20).unwrap();
+        let stop = AtomicBool::new(false);
+        let mut calls = 0;
+        let f = fill(
+            &t,
+            (3 << 20) - 4096,
+            &FillPlan::fill(1),
+            &DataSpec::default(),
+            Duration::from_secs(5),
+            &stop,
+            &mut |d, total| {
+                calls += 1;
+                assert!(d <= total);
+            },
+        )
+        .unwrap();
+        assert_eq!(f.bytes, (3 << 20) - 4096);
+        assert!(calls >= 1);
+        let buf = read_back(&t, 3 << 20);
+        for (i, u) in buf[..(3 << 20) - 4096].chunks(UNIT).enumerate() {
+            let s = Stamp::decode(u).unwrap_or_else(|| panic!("unit {i} unstamped"));
+            assert_eq!(s.offset, (i * UNIT) as u64);
+        }
+        // Past the span: untouched.
+        assert!(buf[(3 << 20) - 4096..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn auto_fills_only_what_sanbench_owns() {
+        let mem = MemTarget::new("mem:1M", 1 << 20).unwrap();
+        let stop = AtomicBool::new(false);
+        let run = |t: &dyn Target, mode| {
+            prepare(
+                t,
+                1 << 20,
+                mode,
+                FillPlan::fill(1),
+                &DataSpec::default(),
+                Duration::from_secs(5),
+                &stop,
+                &mut |_, _| {},
+            )
+            .unwrap()
+        };
+        let (rep, f) = run(&mem, Mode::Auto);
+        assert_eq!(rep.state, SpanState::Preconditioned);
+        assert!(f.is_some() && rep.bytes == 1 << 20);
+        let (rep, f) = run(&mem, Mode::None);
+        assert_eq!(rep.state, SpanState::Unknown);
+        assert!(f.is_none() && !rep.preconditioned);
+
+        // Someone else's NBD export: auto only checks.
+        let mut info = mem.info().clone();
+        info.engine = "nbd".into();
+        info.params
+            .insert("description".into(), "nbdkit memory plugin".into());
+        assert_eq!(overwritable(&info), None);
+        info.params
+            .insert("description".into(), "sanbench RAM disk".into());
+        assert!(overwritable(&info).is_some());
+        info.engine = "iscsi".into();
+        info.params.insert("vendor".into(), "LIO-ORG".into());
+        assert_eq!(overwritable(&info), None);
+        info.params.insert("vendor".into(), "SANBENCH".into());
+        assert!(overwritable(&info).is_some());
+        info.engine = "io_uring".into();
+        assert_eq!(overwritable(&info), None);
+        info.params.insert("created".into(), true.into());
+        assert!(overwritable(&info).is_some());
+    }
+}

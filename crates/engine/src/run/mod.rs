@@ -1,0 +1,301 @@
+//! The scheduler: one thread per (worker, target) stream, each keeping `qd` I/Os in flight on
+//! its own [`Queue`], recording every completion's latency into per-stream histograms.
+//!
+//! Iometer's model is "each worker drives every target with `qd` outstanding I/Os". sanbench
+//! keeps that load shape but gives every (worker, target) pair its own thread, so that a slow
+//! target never delays the completions of a fast one on the same worker.
+//!
+//! * [`check`]: the plan against each target's geometry;
+//! * [`shared`]: what the threads share, and the coordinator (window, progress, the sampled
+//!   in-flight counts of the Little's-law check);
+//! * [`stream`]: one stream's loop (timing, stamped write data, counting).
+
+mod check;
+mod shared;
+mod stream;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use sanbench_stats::LatencyHistogram;
+
+use crate::engine::{Target, TargetInfo};
+use crate::error::EngineError;
+use crate::spec::Workload;
+use crate::stamp::DataSpec;
+
+pub use check::check_plan;
+use shared::{coordinate, Live, Shared};
+pub(crate) use stream::{stamp_slot, Layout};
+use stream::{stream, StreamCtx};
+
+/// Everything one run needs.
+pub struct RunPlan {
+    pub workload: Workload,
+    pub targets: Vec<Arc<dyn Target>>,
+    /// Longest wait for any completion before a queue gives up.
+    pub io_timeout: Duration,
+    pub seed: u64,
+    /// What write payloads look like (unique and incompressible by default).
+    pub data: DataSpec,
+    /// Set from outside (Ctrl-C) to end the run early; the window then ends where it stopped.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Called by the scheduler's coordinating thread; monitors hook in here.
+pub trait Observer: Sync {
+    /// Ramp-up is over: the measured window starts now.
+    fn window_started(&self) {}
+    /// The measured window ends now.
+    fn window_ended(&self) {}
+    /// About once a second.
+    fn progress(&self, _p: &Progress) {}
+}
+
+/// A do-nothing observer.
+pub struct NoObserver;
+impl Observer for NoObserver {}
+
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub ramping: bool,
+    pub remaining: Duration,
+    /// Completions and bytes in the last second, all targets.
+    pub iops: f64,
+    pub bytes_per_s: f64,
+}
+
+/// Counts of one direction of one target.
+#[derive(Clone, Debug, Default)]
+pub struct DirStats {
+    pub ios: u64,
+    pub bytes: u64,
+    pub hist: LatencyHistogram,
+}
+
+impl DirStats {
+    fn merge(&mut self, o: &DirStats) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.hist.merge(&o.hist);
+    }
+}
+
+/// One second of the measured window.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Second {
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub lat_sum_ns: u128,
+}
+
+impl Second {
+    fn add(&mut self, o: &Second) {
+        self.read_ios += o.read_ios;
+        self.write_ios += o.write_ios;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.lat_sum_ns += o.lat_sum_ns;
+    }
+}
+
+/// What the run measured on one target, all workers merged.
+#[derive(Clone, Debug)]
+pub struct TargetRun {
+    pub info: TargetInfo,
+    pub read: DirStats,
+    pub write: DirStats,
+    pub series: Vec<Second>,
+    /// I/Os kept in flight on this target (workers × qd).
+    pub outstanding: u64,
+    /// Mean I/Os in flight over the window, sampled at random instants (time-weighted).
+    pub mean_outstanding: Option<f64>,
+    /// Per-queue engine facts (completion paths, negotiated per-connection values).
+    pub queue_stats: Vec<std::collections::BTreeMap<String, serde_json::Value>>,
+}
+
+/// The outcome of a run.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    pub started_at: SystemTime,
+    /// Length of the measured window actually run (shorter than planned when stopped early).
+    pub window: Duration,
+    pub stopped_early: bool,
+    /// The run's id (from the OS), stamped into every block it writes.
+    pub run_id: u64,
+    pub targets: Vec<TargetRun>,
+}
+
+/// A run that failed: which stream, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{target} (worker {worker}): {error}")]
+pub struct RunError {
+    pub target: String,
+    pub worker: usize,
+    #[source]
+    pub error: EngineError,
+}
+
+impl RunError {
+    pub fn is_usage(&self) -> bool {
+        self.error.is_usage()
+    }
+}
+
+pub(super) struct StreamOut {
+    target: usize,
+    read: DirStats,
+    write: DirStats,
+    series: Vec<Second>,
+    stats: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// Runs the plan to completion.
+pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunError> {
+    let spans = check_plan(plan)?;
+    let w = &plan.workload;
+    let bad = |target: &str, error: EngineError| RunError {
+        target: target.to_string(),
+        worker: 0,
+        error,
+    };
+    plan.data
+        .validate()
+        .map_err(|e| bad("data", EngineError::Invalid(e)))?;
+    let run_id = crate::stamp::new_run_id().map_err(|e| {
+        bad(
+            "run id",
+            EngineError::sys("getrandom for the run's id failed", e),
+        )
+    })?;
+    // Before any queue opens: caches the engine controls are dropped for the span.
+    let mut cache_notes = Vec::new();
+    for (t, &span) in plan.targets.iter().zip(&spans) {
+        cache_notes.push(
+            t.invalidate_cache(span)
+                .map_err(|e| bad(&t.info().uri, e))?,
+        );
+    }
+    let ramp_ns = w.ramp.as_nanos() as u64;
+    let end_ns = ramp_ns + w.time.as_nanos() as u64;
+    let n_streams = w.workers as usize * plan.targets.len();
+    let barrier = Arc::new(Barrier::new(n_streams + 1));
+    let shared = Shared::new(plan.stop.clone());
+    let lives: Vec<Arc<Live>> = (0..n_streams).map(|_| Live::new()).collect();
+    let started_at = SystemTime::now();
+
+    let (outs, samples) = thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for worker in 0..w.workers as usize {
+            for (ti, target) in plan.targets.iter().enumerate() {
+                let ctx = StreamCtx {
+                    worker,
+                    target_idx: ti,
+                    target: target.clone(),
+                    workload: w,
+                    data: plan.data,
+                    run_id,
+                    span: spans[ti],
+                    seed: plan.seed,
+                    io_timeout: plan.io_timeout,
+                    ramp_ns,
+                    end_ns,
+                    barrier: barrier.clone(),
+                    shared: shared.clone(),
+                    live: lives[worker * plan.targets.len() + ti].clone(),
+                };
+                let h = thread::Builder::new()
+                    .name(format!("sb-w{worker}-t{ti}"))
+                    .spawn_scoped(scope, move || stream(ctx))
+                    .expect("spawn stream thread");
+                handles.push(h);
+            }
+        }
+        // All queues opened (or failed to).
+        barrier.wait();
+        let t0 = Instant::now();
+        let _ = shared.start.set(t0);
+        barrier.wait();
+        let samples = (!shared.abort.load(Ordering::Relaxed))
+            .then(|| coordinate(t0, ramp_ns, end_ns, &shared, &lives, observer, plan.seed));
+        shared.close_window();
+        let outs = handles
+            .into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .collect::<Vec<_>>();
+        (outs, samples)
+    });
+    if let Some(e) = shared
+        .first_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        return Err(e);
+    }
+    let elapsed_ns = shared
+        .start
+        .get()
+        .map(|t| t.elapsed().as_nanos() as u64)
+        .unwrap_or(0);
+    let stopped_early = plan.stop.load(Ordering::Relaxed) && elapsed_ns < end_ns;
+    let window = Duration::from_nanos(elapsed_ns.clamp(ramp_ns, end_ns) - ramp_ns);
+
+    let mut targets: Vec<TargetRun> = plan
+        .targets
+        .iter()
+        .zip(cache_notes)
+        .enumerate()
+        .map(|(ti, (t, note))| {
+            let mut info = t.info().clone();
+            if let Some(n) = note {
+                info.params.insert("page_cache".into(), n.into());
+            }
+            // Stream i drives target i % targets (see the spawn loop above).
+            let n_t = plan.targets.len();
+            let mean_outstanding = samples.as_ref().and_then(|s| {
+                (0..w.workers as usize)
+                    .map(|k| s.mean(k * n_t + ti))
+                    .sum::<Option<f64>>()
+            });
+            TargetRun {
+                info,
+                read: DirStats::default(),
+                write: DirStats::default(),
+                series: Vec::new(),
+                outstanding: w.workers as u64 * w.qd as u64,
+                mean_outstanding,
+                queue_stats: Vec::new(),
+            }
+        })
+        .collect();
+    for o in outs {
+        let t = &mut targets[o.target];
+        t.read.merge(&o.read);
+        t.write.merge(&o.write);
+        if t.series.len() < o.series.len() {
+            t.series.resize(o.series.len(), Second::default());
+        }
+        for (a, b) in t.series.iter_mut().zip(&o.series) {
+            a.add(b);
+        }
+        t.queue_stats.push(o.stats);
+    }
+    let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
+    for t in &mut targets {
+        // Keep whole seconds only; a partial last second would read as a dip.
+        t.series.truncate(whole_secs.max(1));
+    }
+    Ok(RunOutput {
+        started_at,
+        window,
+        stopped_early,
+        run_id,
+        targets,
+    })
+}

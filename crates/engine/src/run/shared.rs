@@ -1,0 +1,189 @@
+//! State shared by the stream threads and the coordinating thread, and the coordinator itself:
+//! it opens and closes the measured window for the observer, reports progress once a second, and
+//! samples every stream's in-flight count at random instants (Poisson, mean [`SAMPLE_MEAN_NS`]),
+//! so that the mean outstanding I/Os of the Little's-law check is a time average measured
+//! independently of the latency timestamps (PASTA: Poisson arrivals see time averages).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::{Observer, Progress, RunError};
+use crate::gen::Rng;
+
+/// Mean gap between two samples of the in-flight counts.
+pub(super) const SAMPLE_MEAN_NS: u64 = 2_000_000;
+
+pub(super) struct Live {
+    pub(super) ios: AtomicU64,
+    pub(super) bytes: AtomicU64,
+    /// I/Os submitted and not yet reaped (written by the stream only).
+    pub(super) inflight: AtomicU64,
+}
+
+impl Live {
+    pub(super) fn new() -> Arc<Live> {
+        Arc::new(Live {
+            ios: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            inflight: AtomicU64::new(0),
+        })
+    }
+}
+
+pub(super) struct Shared {
+    pub(super) start: OnceLock<Instant>,
+    pub(super) abort: AtomicBool,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) first_error: Mutex<Option<RunError>>,
+    /// Set once the coordinator has closed the window (the observer took its end readings).
+    pub(super) window_closed: Mutex<bool>,
+    pub(super) window_closed_cv: Condvar,
+}
+
+impl Shared {
+    pub(super) fn new(stop: Arc<AtomicBool>) -> Arc<Shared> {
+        Arc::new(Shared {
+            start: OnceLock::new(),
+            abort: AtomicBool::new(false),
+            stop,
+            first_error: Mutex::new(None),
+            window_closed: Mutex::new(false),
+            window_closed_cv: Condvar::new(),
+        })
+    }
+}
+
+/// Held by every stream thread and dropped last: the thread does not exit until the window's
+/// end readings are taken. A thread that is gone by then takes its CPU time with it (the
+/// kernel keeps per-thread run time only for live threads), and a monitor would report the
+/// stream's time only up to its last periodic reading: under CPU contention the coordinator
+/// wakes late and this was seen to halve a stream's reported CPU.
+pub(super) struct OutliveWindow(pub(super) Arc<Shared>);
+
+impl Drop for OutliveWindow {
+    fn drop(&mut self) {
+        let mut closed = lock(&self.0.window_closed);
+        // The coordinator always closes the window; the bound only guards against a bug
+        // turning into a hang.
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while !*closed {
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            closed = self
+                .0
+                .window_closed_cv
+                .wait_timeout(closed, give_up - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    pub(super) fn close_window(&self) {
+        *lock(&self.window_closed) = true;
+        self.window_closed_cv.notify_all();
+    }
+
+    pub(super) fn fail(&self, e: RunError) {
+        let mut g = lock(&self.first_error);
+        if g.is_none() {
+            *g = Some(e);
+        }
+        self.abort.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Per stream, the sum of its in-flight counts over the window's samples.
+pub(super) struct Samples {
+    pub(super) count: u64,
+    pub(super) inflight_sum: Vec<u64>,
+}
+
+impl Samples {
+    /// Mean in-flight I/Os of stream `i` over the window, when anything was sampled.
+    pub(super) fn mean(&self, i: usize) -> Option<f64> {
+        (self.count > 0).then(|| self.inflight_sum[i] as f64 / self.count as f64)
+    }
+}
+
+pub(super) fn coordinate(
+    t0: Instant,
+    ramp_ns: u64,
+    end_ns: u64,
+    shared: &Shared,
+    lives: &[Arc<Live>],
+    observer: &dyn Observer,
+    seed: u64,
+) -> Samples {
+    let mut samples = Samples {
+        count: 0,
+        inflight_sum: vec![0; lives.len()],
+    };
+    let mut rng = Rng::new(seed ^ 0x5a3b1e);
+    // Exponential gaps: -ln(U) x mean, U uniform in (0, 1].
+    let mut gap = || {
+        let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        (-u.ln() * SAMPLE_MEAN_NS as f64) as u64
+    };
+    let mut next_sample = ramp_ns + gap();
+    let mut in_window = ramp_ns == 0;
+    if in_window {
+        observer.window_started();
+    }
+    let mut last_tick = 0u64;
+    let (mut last_ios, mut last_bytes) = (0u64, 0u64);
+    loop {
+        let now = t0.elapsed().as_nanos() as u64;
+        if shared.abort.load(Ordering::Relaxed) || shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if !in_window && now >= ramp_ns {
+            in_window = true;
+            observer.window_started();
+        }
+        if now >= end_ns {
+            break;
+        }
+        if in_window && now >= next_sample {
+            samples.count += 1;
+            for (sum, l) in samples.inflight_sum.iter_mut().zip(lives) {
+                *sum += l.inflight.load(Ordering::Relaxed);
+            }
+            next_sample = now + gap();
+        }
+        if now - last_tick >= 1_000_000_000 {
+            let ios: u64 = lives.iter().map(|l| l.ios.load(Ordering::Relaxed)).sum();
+            let bytes: u64 = lives.iter().map(|l| l.bytes.load(Ordering::Relaxed)).sum();
+            let dt = (now - last_tick) as f64 / 1e9;
+            observer.progress(&Progress {
+                elapsed: Duration::from_nanos(now),
+                ramping: now < ramp_ns,
+                remaining: Duration::from_nanos(end_ns - now),
+                iops: (ios - last_ios) as f64 / dt,
+                bytes_per_s: (bytes - last_bytes) as f64 / dt,
+            });
+            last_tick = now;
+            last_ios = ios;
+            last_bytes = bytes;
+        }
+        let next_event = if in_window { end_ns } else { ramp_ns };
+        let sleep_ns = (next_event - now)
+            .min(last_tick + 1_000_000_000 - now.min(last_tick + 1_000_000_000))
+            .min(next_sample.saturating_sub(now))
+            .clamp(20_000, 50_000_000);
+        thread::sleep(Duration::from_nanos(sleep_ns));
+    }
+    if in_window {
+        observer.window_ended();
+    }
+    samples
+}
