@@ -192,6 +192,29 @@ impl Link {
 
     /// Waits up to `timeout` until the socket is readable or (with `want_write`) writable.
     /// Returns (readable, writable).
+    /// Whether bytes arrive within `d` (ppoll for POLLIN, microsecond resolution).
+    pub fn readable_within(&self, d: Duration) -> Result<bool, EngineError> {
+        let mut p = libc::pollfd {
+            fd: self.stream.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: d.as_nanos().min(999_999_999) as libc::c_long,
+        };
+        // SAFETY: one valid pollfd and a timespec, both live for the call; no signal mask.
+        let n = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(self.io_err(e));
+        }
+        Ok(n > 0)
+    }
+
     pub fn wait(&self, want_write: bool, timeout: Duration) -> Result<(bool, bool), EngineError> {
         let mut p = libc::pollfd {
             fd: self.stream.as_raw_fd(),

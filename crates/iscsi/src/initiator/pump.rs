@@ -14,6 +14,10 @@ use sanbench_engine::EngineError;
 use super::link::{Recv, RecvBuf};
 use super::session::{Cmd, Session};
 
+/// Longest commands held for company (`submit_batch`) wait for a response before they are sent
+/// alone.
+const HOLD_MAX: Duration = Duration::from_micros(50);
+
 impl Session {
     /// Sends as much queued output as the socket takes without blocking.
     pub(crate) fn flush(&mut self) -> Result<(), EngineError> {
@@ -93,6 +97,11 @@ impl Session {
                 Recv::Idle
             }
         } else {
+            // Commands held for company wait only as long as a response is about to arrive:
+            // on a slow target the wait for the next completion would land in their latency.
+            if self.unsent_cmds > 0 && !self.link.readable_within(HOLD_MAX)? {
+                self.flush()?;
+            }
             self.link.recv(&mut self.rx, true)?
         };
         match got {

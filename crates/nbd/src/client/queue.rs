@@ -34,6 +34,12 @@ use crate::wire::{errno, Parsed, MAX_CHUNK_META};
 const IOV_BATCH: usize = 64;
 /// READ data longer than this that is not yet buffered is received straight into the arena.
 const DIRECT_MIN: usize = 16 * 1024;
+/// Longest a request held for company (`submit_batch`) waits for a reply to arrive before it
+/// is sent alone.
+const HOLD_MAX: Duration = Duration::from_micros(50);
+
+#[path = "queue_wait.rs"]
+mod wait;
 
 #[derive(Clone, Copy)]
 struct Slot {
@@ -340,33 +346,6 @@ impl NbdQueue {
         Ok(())
     }
 
-    /// Waits until the socket takes more data, reading replies that arrive meanwhile.
-    fn wait_writable(&mut self) -> Result<(), EngineError> {
-        let mut pfd = libc::pollfd {
-            fd: self.sock.fd(),
-            events: libc::POLLIN | libc::POLLOUT,
-            revents: 0,
-        };
-        let ms = self.timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r == 0 {
-            return Err(self.timed_out());
-        }
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if e.raw_os_error() == Some(libc::EINTR) {
-                Ok(())
-            } else {
-                Err(self.io_error(e))
-            };
-        }
-        if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-            self.recv_some(false)?;
-        }
-        Ok(())
-    }
-
     /// One `recv` (blocking up to the I/O timeout unless `block` is false), then parses.
     fn recv_some(&mut self, block: bool) -> Result<(), EngineError> {
         let flags = if block { 0 } else { libc::MSG_DONTWAIT };
@@ -604,6 +583,11 @@ impl Queue for NbdQueue {
             self.recv_some(false)?;
         }
         while self.ready.len() < want {
+            // Held requests wait for company only as long as a reply is about to arrive: on a
+            // slow target the wait for the next completion would land in their latency.
+            if self.unsent > 0 && !self.readable_within(HOLD_MAX)? {
+                self.send_all()?;
+            }
             self.recv_some(true)?;
             self.flush_due()?;
         }
