@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Does sanbench measure what fio measures? The same work on the same file, interleaved, medians.
+
+On a file in /dev/shm (laid out once by fio, so both read and overwrite the same data):
+  A. 4 KiB random 70/30 read/write, QD 8, 2 workers (fio numjobs=2)
+  B. 64 KiB sequential write, QD 4, 1 worker
+fio runs its io_uring engine twice: as it comes (writes re-send one buffer, slightly scrambled)
+and with --refill_buffers (new random data for every write, the same work as sanbench's unique
+stamped data); sanbench runs its default file engine (io_uring), buffered, with
+--precondition none (the file is already written). Reported: IOPS and mean latency (fio's `lat`,
+from when the I/O is prepared to its completion; sanbench's from just before the batch is
+submitted) with sanbench/fio ratios per repetition and their medians.
+
+Usage: scripts/bench_fio_agree.py [--reps 5] [--time 5] [--size 1G]
+"""
+import argparse, json, os, statistics, subprocess, sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SB = os.environ.get("SANBENCH", os.path.join(ROOT, "target", "release", "sanbench"))
+
+WORKLOADS = {
+    "A rand 4k 70/30 qd8 x2": dict(bs="4k", read=70, random=100, qd=8, workers=2),
+    "B seq write 64k qd4": dict(bs="64k", read=0, random=0, qd=4, workers=1),
+}
+
+
+def sh(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def fio(path, w, secs, size, refill=False):
+    rw = ("randrw" if w["random"] else "rw") if 0 < w["read"] < 100 else (
+        ("randread" if w["random"] else "read") if w["read"] == 100 else
+        ("randwrite" if w["random"] else "write"))
+    cmd = ["fio", "--name=x", "--ioengine=io_uring", f"--filename={path}", f"--size={size}",
+           f"--rw={rw}", f"--rwmixread={w['read']}", f"--bs={w['bs']}", f"--iodepth={w['qd']}",
+           f"--numjobs={w['workers']}", "--group_reporting", "--time_based",
+           f"--runtime={secs}", "--ramp_time=1", "--output-format=json"]
+    if refill:
+        cmd.append("--refill_buffers=1")
+    job = json.loads(sh(cmd))["jobs"][0]
+    rd, wr = job["read"], job["write"]
+    ios = rd["total_ios"] + wr["total_ios"]
+    lat = (rd["lat_ns"]["mean"] * rd["total_ios"] + wr["lat_ns"]["mean"] * wr["total_ios"]) / ios
+    return {"iops": rd["iops"] + wr["iops"], "lat_us": lat / 1000.0}, cmd
+
+
+def sanbench(path, w, secs):
+    cmd = [SB, "run", path, f"--bs={w['bs']}", f"--read={w['read']}", f"--random={w['random']}",
+           f"--qd={w['qd']}", f"--workers={w['workers']}", f"--time={secs}s", "--ramp=1s",
+           "--precondition=none", "--no-monitor", "--json=-", "--quiet"]
+    r = json.loads(sh(cmd))["results"][0]
+    return {"iops": r["iops"], "lat_us": r["latency_us"]["mean"]}, cmd
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--time", type=int, default=5)
+    ap.add_argument("--size", default="1G")
+    a = ap.parse_args()
+    path = "/dev/shm/sanbench-fio-agree.img"
+    sh(["fio", "--name=layout", f"--filename={path}", f"--size={a.size}", "--rw=write",
+        "--bs=1M", "--ioengine=psync", "--output-format=json"])
+    try:
+        for name, w in WORKLOADS.items():
+            ratios = {"fio": ([], []), "fio-refill": ([], [])}
+            print(name)
+            runners = {
+                "fio": lambda: fio(path, w, a.time, a.size),
+                "fio-refill": lambda: fio(path, w, a.time, a.size, refill=True),
+                "sb": lambda: sanbench(path, w, a.time),
+            }
+            for rep in range(a.reps):
+                # Rotate who goes first, so drift falls on all.
+                order = list(runners)
+                order = order[rep % 3:] + order[:rep % 3]
+                got = {}
+                for who in order:
+                    got[who], cmd = runners[who]()
+                    if rep == 0:
+                        print("   $ " + " ".join(cmd))
+                s = got["sb"]
+                line = f"  rep {rep + 1}: sanbench {s['iops']:>9,.0f} IOPS {s['lat_us']:7.2f} µs"
+                for peer, (ri, rl) in ratios.items():
+                    f = got[peer]
+                    ri.append(s["iops"] / f["iops"])
+                    rl.append(s["lat_us"] / f["lat_us"])
+                    line += (f" | {peer} {f['iops']:>9,.0f} IOPS {f['lat_us']:7.2f} µs"
+                             f" ({ri[-1]:.2f}x, {rl[-1]:.2f}x)")
+                print(line)
+            for peer, (ri, rl) in ratios.items():
+                print(f"  median sanbench/{peer}: IOPS {statistics.median(ri):.3f}x, "
+                      f"mean latency {statistics.median(rl):.3f}x")
+    finally:
+        os.unlink(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
