@@ -12,8 +12,8 @@
 //! Data lives in an [`Arena`](crate::Arena) that the scheduler allocates once per queue and passes
 //! at open time; an `Io` names a region of it by offset. That lets io_uring register the arena as
 //! a fixed buffer, lets network engines read payloads straight into it, and keeps the per-I/O
-//! path free of allocation. The scheduler never has two I/Os in flight on overlapping read
-//! regions of the arena.
+//! path free of allocation. The scheduler never has two I/Os in flight on overlapping regions of
+//! the arena (each tag owns one slot).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
