@@ -96,6 +96,14 @@ pub fn summary(doc: &RunDoc) -> String {
     if let Some(all) = &doc.all {
         row(&mut out, "all", all);
     }
+    for r in &doc.results {
+        if let Some(p) = &r.precondition {
+            let _ = writeln!(out, "span of {}: {}", r.target, p.note);
+        }
+    }
+    if doc.results.iter().any(|r| r.write.ios > 0) {
+        let _ = writeln!(out, "written data: {}", doc.data.describe());
+    }
     if let Some(p) = &doc.process_cpu {
         let _ = writeln!(
             out,
@@ -109,7 +117,7 @@ pub fn summary(doc: &RunDoc) -> String {
     out.push_str(&host_lines(doc));
     let _ = writeln!(
         out,
-        "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs; Little = |IOPS × mean latency − outstanding| / outstanding"
+        "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs from submission; Little = |IOPS × mean latency − L| / L, L the sampled mean of I/Os in flight"
     );
     out
 }

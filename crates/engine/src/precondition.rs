@@ -215,7 +215,7 @@ pub fn prepare(
         rep.seconds = f.seconds;
         rep.purged = f.purged;
         rep.note = format!(
-            "preconditioned: {} written ({} pass{} of {} sequential writes{}) in {:.1} s",
+            "preconditioned: {} written ({} pass{} of {} sequential writes{}) in {:.2} s",
             format_size(f.bytes),
             passes,
             if passes == 1 { "" } else { "es" },
