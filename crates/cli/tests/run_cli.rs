@@ -128,7 +128,10 @@ fn file_target_is_created_at_size() {
     let p = path.to_str().unwrap();
     let doc = run_json(&[p, "--size", "4M", "--time", "1", "--read", "70"]);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 << 20);
-    assert_eq!(doc["results"][0]["info"]["params"]["laid_out"], true);
+    // Created sparse, then filled by the precondition step (auto: the file is sanbench's own).
+    assert_eq!(doc["results"][0]["info"]["params"]["created"], true);
+    assert_eq!(doc["results"][0]["precondition"]["state"], "preconditioned");
+    assert_eq!(doc["results"][0]["precondition"]["bytes"], 4u64 << 20);
     let engine = doc["results"][0]["engine"].as_str().unwrap();
     assert!(engine == "io_uring" || engine == "sync");
 }

@@ -117,6 +117,20 @@ fn lay_out(path: &Path, from: u64, to: u64) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// Creates a file of `size` bytes without writing it (a sparse file).
+fn create_sparse(path: &Path, size: u64) -> Result<(), EngineError> {
+    let open_err = |source| EngineError::Open {
+        path: path.display().to_string(),
+        source,
+    };
+    let f = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(path)
+        .map_err(open_err)?;
+    f.set_len(size).map_err(open_err)
+}
+
 impl FileTarget {
     pub fn open(uri: &str, path: &Path, opts: &FileOptions) -> Result<FileTarget, EngineError> {
         let shown = path.display().to_string();
@@ -134,6 +148,7 @@ impl FileTarget {
             .as_ref()
             .is_some_and(|m| m.file_type().is_block_device());
         let mut laid_out = false;
+        let mut created = false;
         match &meta {
             None => {
                 let size = opts.size.ok_or_else(|| {
@@ -141,8 +156,10 @@ impl FileTarget {
                         "{shown} does not exist; give --size to create it"
                     ))
                 })?;
-                lay_out(path, 0, size)?;
-                laid_out = true;
+                // Created sparse: the precondition step (auto) writes it with stamped unique
+                // data before anything is measured, and says so when it was told not to.
+                create_sparse(path, size)?;
+                created = true;
             }
             Some(m) if m.is_file() => {
                 if let Some(size) = opts.size {
@@ -164,7 +181,9 @@ impl FileTarget {
         }
         let direct = opts.direct.unwrap_or(is_block);
         let mut oo = OpenOptions::new();
-        oo.read(true).write(opts.writes);
+        // A file sanbench created is its own: open it writable so preconditioning can fill it
+        // even for a workload that only reads.
+        oo.read(true).write(opts.writes || created);
         if direct {
             oo.custom_flags(libc::O_DIRECT);
         }
@@ -215,6 +234,7 @@ impl FileTarget {
         );
         params.insert("direct".into(), direct.into());
         params.insert("laid_out".into(), laid_out.into());
+        params.insert("created".into(), created.into());
         Ok(FileTarget {
             info: TargetInfo {
                 uri: uri.to_string(),
