@@ -181,12 +181,17 @@ pub enum SuiteCommand {
 
 #[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "Targets are [NAME=]TARGET: NAME labels the target in tables, charts and findings."
+    after_help = "Targets are [ref:][NAME=]TARGET: NAME labels the target in tables, charts and \
+                  findings; ref: marks a reference (a ceiling such as a RAM disk): shown in tables \
+                  and charts, never compared in the findings, not graded on the report card."
 )]
 pub struct CompareArgs {
-    /// Targets to compare, each as [NAME=]TARGET.
-    #[arg(required_unless_present = "lab", value_name = "[NAME=]TARGET")]
+    /// Targets to compare, each as [ref:][NAME=]TARGET.
+    #[arg(required_unless_present = "lab", value_name = "[ref:][NAME=]TARGET")]
     pub targets: Vec<String>,
+    /// Mark the target named NAME as a reference (repeatable), like ref:NAME=TARGET.
+    #[arg(long, value_name = "NAME")]
+    pub reference: Vec<String>,
     /// Also compare the targets of a lab ('sanbench lab up' prints its file); each target's
     /// link (rate, MTU, offloads, switched) goes into the comparison.
     #[arg(long, value_name = "FILE")]
@@ -239,14 +244,15 @@ pub struct DemoArgs {
     /// Size of each built-in target.
     #[arg(long, default_value = "1G", value_name = "SIZE")]
     pub size: String,
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    /// Repetitions (findings need 3: fewer give the tables only).
+    #[arg(long, default_value_t = 3, value_name = "N")]
     pub repeat: u32,
-    /// Replace every workload's measured time.
-    #[arg(long, value_name = "DURATION")]
-    pub time: Option<String>,
-    /// Replace every workload's ramp-up.
-    #[arg(long, value_name = "DURATION")]
-    pub ramp: Option<String>,
+    /// Every workload's measured time.
+    #[arg(long, default_value = "1.5s", value_name = "DURATION")]
+    pub time: String,
+    /// Every workload's ramp-up.
+    #[arg(long, default_value = "0.5s", value_name = "DURATION")]
+    pub ramp: String,
     /// Results database (SQLite; default under the user's data directory).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,

@@ -57,6 +57,8 @@ pub fn interleaved_order(
 pub struct Prepared {
     pub suite: Suite,
     pub targets: Vec<(String, String)>,
+    /// Per target (same order): a reference ceiling, never compared in the findings.
+    pub references: Vec<bool>,
     /// Per target (same order): the lab link it sits behind, for targets from `--lab`.
     pub links: Vec<Option<serde_json::Value>>,
 }
@@ -72,12 +74,25 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
     if a.repeat == 0 {
         return Err(usage("--repeat must be at least 1"));
     }
-    let mut targets: Vec<(String, String)> = a.targets.iter().map(|t| split_named(t)).collect();
+    let mut references = Vec::new();
+    let mut targets: Vec<(String, String)> = a
+        .targets
+        .iter()
+        .map(|t| {
+            let (is_ref, t) = match t.strip_prefix("ref:") {
+                Some(rest) => (true, rest),
+                None => (false, t.as_str()),
+            };
+            references.push(is_ref);
+            split_named(t)
+        })
+        .collect();
     let mut links = vec![None; targets.len()];
     if let Some(path) = &a.lab {
         for t in sanbench_lab::load_lab_targets(path).map_err(|e| usage(e.to_string()))? {
             targets.push((t.name, t.uri));
             links.push(serde_json::to_value(&t.link).ok());
+            references.push(false);
         }
     }
     let mut names = std::collections::HashSet::new();
@@ -88,9 +103,25 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
             )));
         }
     }
+    for name in &a.reference {
+        match targets.iter().position(|(n, _)| n == name) {
+            Some(i) => references[i] = true,
+            None => {
+                return Err(usage(format!(
+                    "--reference {name}: no target is named '{name}' (name targets NAME=TARGET)"
+                )))
+            }
+        }
+    }
+    if !references.is_empty() && references.iter().all(|r| *r) {
+        return Err(usage(
+            "every target is a reference: nothing is left to compare",
+        ));
+    }
     Ok(Prepared {
         suite,
         targets,
+        references,
         links,
     })
 }
@@ -200,10 +231,12 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
             .targets
             .iter()
             .zip(&p.links)
-            .map(|((n, u), link)| TargetEntry {
+            .zip(&p.references)
+            .map(|(((n, u), link), &reference)| TargetEntry {
                 name: n.clone(),
                 uri: sanbench_engine::uri::redact(u),
                 link: link.clone(),
+                reference,
                 ..TargetEntry::default()
             })
             .collect(),

@@ -32,21 +32,23 @@ impl Drop for Started {
 
 pub fn run(a: DemoArgs) -> Result<(), CliError> {
     let mut started = Started::default();
-    let mut targets = vec![format!("RAM (in-process)=mem:{}", a.size)];
+    // RAM and tmpfs are ceilings (references): the findings compare the transports.
+    let mut targets = vec![format!("ref:RAM (in-process)=mem:{}", a.size)];
     let shm = PathBuf::from(format!("/dev/shm/sanbench-demo-{}.img", std::process::id()));
     started.files.push(shm.clone());
-    targets.push(format!("tmpfs file (io_uring)={}", shm.display()));
+    targets.push(format!("ref:tmpfs file (io_uring)={}", shm.display()));
     crate::servers::start_demo_servers(&a, &mut targets, &started.shutdown, &mut started.threads)?;
     let args = CompareArgs {
         targets,
+        reference: Vec::new(),
         lab: None,
         suite: a.suite.clone(),
         repeat: a.repeat,
         out: a.out.clone(),
         db: a.db.clone(),
         no_store: a.no_store,
-        time: a.time.clone(),
-        ramp: a.ramp.clone(),
+        time: Some(a.time.clone()),
+        ramp: Some(a.ramp.clone()),
         size: Some(a.size.clone()),
         engine: EngineArgs {
             engine: "auto".into(),

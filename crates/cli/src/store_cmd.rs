@@ -145,7 +145,10 @@ pub fn print_findings(cmp: &Comparison) {
         println!("warning: {c}");
     }
     if report.findings.is_empty() {
-        println!("Key Findings: no difference outside the noise.");
+        println!(
+            "Key Findings: {}",
+            sanbench_report::findings::none_text(report.withheld.as_deref())
+        );
         return;
     }
     println!("Key Findings:");

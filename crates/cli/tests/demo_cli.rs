@@ -11,7 +11,7 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
     let o = Command::cargo_bin("sanbench")
         .unwrap()
         .args([
-            "demo", "--time", "300ms", "--ramp", "0s", "--size", "64M", "--quiet",
+            "demo", "--time", "200ms", "--ramp", "0s", "--size", "64M", "--quiet",
         ])
         .arg("--out")
         .arg(&out)
@@ -42,9 +42,35 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
         );
     }
     let cells = doc["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 5 * 4, "every quick workload on every target");
+    assert_eq!(
+        cells.len(),
+        5 * 4 * 3,
+        "every quick workload on every target, three repetitions"
+    );
     for c in cells {
         assert!(c["result"]["ios"].as_u64().unwrap() > 0, "{}", c["target"]);
+        // All four are sanbench's own: every span was written before it was measured.
+        assert_eq!(
+            c["result"]["precondition"]["state"], "preconditioned",
+            "{}",
+            c["target"]
+        );
+    }
+    // RAM and tmpfs are references: ceilings in the tables, never in a finding.
+    for t in doc["targets"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        let reference = t["reference"].as_bool().unwrap_or(false);
+        assert_eq!(
+            reference,
+            name.contains("RAM") || name.contains("tmpfs"),
+            "{name}"
+        );
+    }
+    for f in doc["findings"].as_array().unwrap() {
+        for side in ["better", "worse"] {
+            let n = f[side].as_str().unwrap();
+            assert!(n.contains("NBD") || n.contains("iSCSI"), "{f}");
+        }
     }
     // The negotiated parameters of the network targets are in the manifest.
     let nbd = doc["targets"]

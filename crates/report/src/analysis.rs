@@ -1,14 +1,5 @@
-//! Statistics per (workload, target) and the studies' "Key Findings".
-//!
-//! A finding compares an ordered pair of targets A, B in one category. Per workload of the
-//! category it takes the ratio of means (A/B where higher is better, B/A for latency) and keeps
-//! the workload only when A is better **and** the difference is outside the noise
-//! ([`sanbench_stats::ratio_outside_noise`]: non-overlapping 95 % intervals when repeated, and a
-//! relative difference above `min_rel`). If any workload is kept, the finding reads
-//! `"A shows 3.9x greater bandwidth power efficiency than B (average over 6 tests; maximum 7.1x
-//! in single-port random read)"`: the arithmetic mean of the kept ratios, their count, and the
-//! largest with its workload. Workloads where B is better count towards B's finding, never
-//! against A's, so the two directions never contradict each other.
+//! Statistics per (workload, target); the studies' "Key Findings" built on them live in
+//! [`crate::findings`] (re-exported here).
 //!
 //! Categories and their workloads: bandwidth (MB/s) over the bandwidth-flavoured workloads,
 //! IOPS over the IOPS-flavoured ones (for one workload MB/s and IOPS give the same ratio, so
@@ -21,8 +12,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use sanbench_engine::result::TargetResult;
-use sanbench_stats::{mean_ci95, ratio_outside_noise, MeanCi};
+use sanbench_stats::{mean_ci95, MeanCi};
 use sanbench_store::{Comparison, WorkloadEntry};
+
+pub use crate::findings::{findings, fmt_ratio, winning_ratio, withheld, Finding};
 
 /// A figure taken from every repetition of a cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -180,6 +173,10 @@ impl Category {
 pub struct CellStats {
     pub repeats: usize,
     pub metrics: BTreeMap<Metric, MeanCi>,
+    /// The same figures on a log scale (mean and spread of ln x over positive values): the
+    /// significance test works on these, where run-to-run noise is a share of the figure and
+    /// a ratio is a difference.
+    pub log_metrics: BTreeMap<Metric, MeanCi>,
     /// Any repetition's power figure is modeled, not measured.
     pub modeled_power: bool,
     /// Mean share of I/Os per 1 ms bucket (0..24 ms, then >= 24 ms), over repetitions.
@@ -260,10 +257,15 @@ impl Analysis {
 /// Summarises the repetitions of one cell.
 pub fn cell_stats(results: &[&TargetResult]) -> CellStats {
     let mut metrics = BTreeMap::new();
+    let mut log_metrics = BTreeMap::new();
     for m in Metric::ALL {
         let xs: Vec<f64> = results.iter().filter_map(|r| m.of(r)).collect();
         if !xs.is_empty() {
             metrics.insert(m, mean_ci95(&xs));
+        }
+        let logs: Vec<f64> = xs.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
+        if logs.len() == xs.len() && !logs.is_empty() {
+            log_metrics.insert(m, mean_ci95(&logs));
         }
     }
     let mut ms_buckets: Vec<f64> = Vec::new();
@@ -281,171 +283,10 @@ pub fn cell_stats(results: &[&TargetResult]) -> CellStats {
     CellStats {
         repeats: results.len(),
         metrics,
+        log_metrics,
         modeled_power: results.iter().any(|r| power_is_modeled(r)),
         ms_buckets,
     }
-}
-
-/// One key finding.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Finding {
-    pub category: Category,
-    /// "bandwidth", "IOPS", "latency", "bandwidth CPU efficiency", "database power efficiency".
-    pub label: String,
-    pub better: String,
-    pub worse: String,
-    /// Mean of the ratios over the workloads where `better` wins outside the noise.
-    pub average: f64,
-    pub tests: usize,
-    /// Workloads where both targets had the figure.
-    pub compared: usize,
-    pub max: f64,
-    pub max_workload: String,
-    pub max_title: String,
-    /// Either side's power figure in a counted workload is modeled.
-    pub modeled_power: bool,
-    /// The sentence, in the studies' form.
-    pub text: String,
-}
-
-/// Formats a ratio as the studies did: "3.9x", "10x"; two decimals when one would say "1.0x".
-pub fn fmt_ratio(r: f64) -> String {
-    if r >= 9.95 {
-        format!("{r:.0}x")
-    } else if r < 1.095 {
-        format!("{r:.2}x")
-    } else {
-        format!("{r:.1}x")
-    }
-}
-
-/// The label of a category over workloads of one flavour; `database` names the IOPS flavour
-/// when every workload of it belongs to the "database" group, as in Third I/O.
-fn label(c: Category, f: Flavour, all_database: bool) -> String {
-    let io = if all_database { "database" } else { "IOPS" };
-    match (c, f) {
-        (Category::Bandwidth, _) => "bandwidth".into(),
-        (Category::Iops, _) => "IOPS".into(),
-        (Category::Latency, _) => "latency".into(),
-        (Category::CpuEfficiency, Flavour::Bandwidth) => "bandwidth CPU efficiency".into(),
-        (Category::CpuEfficiency, Flavour::Io) => format!("{io} CPU efficiency"),
-        (Category::PowerEfficiency, Flavour::Bandwidth) => "bandwidth power efficiency".into(),
-        (Category::PowerEfficiency, Flavour::Io) => format!("{io} power efficiency"),
-    }
-}
-
-/// The ratio by which A beats B on one workload, when it is outside the noise; `None` when
-/// either lacks the figure, a denominator is zero, or the difference is inside the noise.
-pub fn winning_ratio(a: &MeanCi, b: &MeanCi, lower_is_better: bool, min_rel: f64) -> Option<f64> {
-    let (num, den) = if lower_is_better {
-        (b.mean, a.mean)
-    } else {
-        (a.mean, b.mean)
-    };
-    if !(num.is_finite() && den.is_finite()) || den <= 0.0 || num <= den {
-        return None;
-    }
-    ratio_outside_noise(a, b, min_rel).then_some(num / den)
-}
-
-/// Every key finding of a comparison, ordered by category, then flavour, then average ratio.
-pub fn findings(cmp: &Comparison, an: &Analysis, min_rel: f64) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for cat in Category::ALL {
-        let flavours: &[Option<Flavour>] = match cat {
-            Category::Latency => &[None],
-            _ => &[Some(Flavour::Bandwidth), Some(Flavour::Io)],
-        };
-        for &fl in flavours {
-            let ws: Vec<&WorkloadEntry> = cmp
-                .workloads
-                .iter()
-                .filter(|w| fl.is_none_or(|f| flavour(w) == f))
-                .filter(|w| cat.metric(flavour(w)).is_some())
-                .collect();
-            if ws.is_empty() {
-                continue;
-            }
-            let all_db = ws.iter().all(|w| w.group.eq_ignore_ascii_case("database"));
-            let lbl = label(cat, fl.unwrap_or(Flavour::Io), all_db);
-            let mut group = Vec::new();
-            for a in &cmp.targets {
-                for b in &cmp.targets {
-                    if a.name == b.name {
-                        continue;
-                    }
-                    if let Some(f) = pair_finding(cat, &lbl, &ws, &a.name, &b.name, an, min_rel) {
-                        group.push(f);
-                    }
-                }
-            }
-            group.sort_by(|x, y| y.average.total_cmp(&x.average));
-            out.extend(group);
-        }
-    }
-    out
-}
-
-fn pair_finding(
-    cat: Category,
-    label: &str,
-    ws: &[&WorkloadEntry],
-    a: &str,
-    b: &str,
-    an: &Analysis,
-    min_rel: f64,
-) -> Option<Finding> {
-    let mut ratios: Vec<(f64, &WorkloadEntry, bool)> = Vec::new();
-    let mut compared = 0;
-    for w in ws {
-        let m = cat.metric(flavour(w))?;
-        let (Some(sa), Some(sb)) = (an.get(&w.id, a), an.get(&w.id, b)) else {
-            continue;
-        };
-        let (Some(ma), Some(mb)) = (sa.get(m), sb.get(m)) else {
-            continue;
-        };
-        compared += 1;
-        if let Some(r) = winning_ratio(ma, mb, m.lower_is_better(), min_rel) {
-            ratios.push((r, w, sa.modeled_power || sb.modeled_power));
-        }
-    }
-    if ratios.is_empty() {
-        return None;
-    }
-    let average = ratios.iter().map(|r| r.0).sum::<f64>() / ratios.len() as f64;
-    let (max, max_w, _) = *ratios.iter().max_by(|x, y| x.0.total_cmp(&y.0))?;
-    let modeled_power = cat == Category::PowerEfficiency && ratios.iter().any(|r| r.2);
-    let direction = if cat == Category::Latency {
-        "lower"
-    } else {
-        "greater"
-    };
-    let tests = ratios.len();
-    let mut text = format!(
-        "{a} shows {} {direction} {label} than {b} (average over {tests} test{}; maximum {} in {})",
-        fmt_ratio(average),
-        if tests == 1 { "" } else { "s" },
-        fmt_ratio(max),
-        max_w.title,
-    );
-    if modeled_power {
-        text.push_str(" (modeled power)");
-    }
-    Some(Finding {
-        category: cat,
-        label: label.to_string(),
-        better: a.to_string(),
-        worse: b.to_string(),
-        average,
-        tests,
-        compared,
-        max,
-        max_workload: max_w.id.clone(),
-        max_title: max_w.title.clone(),
-        modeled_power,
-        text,
-    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,10 @@
 //! measured is not silently ranked on the others). Total = Σ weight × score ÷ Σ weight over the
 //! counted categories; grade A ≥ 90, B ≥ 80, C ≥ 70, D ≥ 60, else F. The page's script repeats
 //! exactly this arithmetic on the embedded scores.
+//!
+//! Reference targets (ceilings such as an in-process RAM disk) are not graded: the best among
+//! the graded targets sets 100, and a reference is shown beside them with its score on the same
+//! scale (often above 100), as the NWC card graded the products under review.
 
 use std::collections::BTreeMap;
 
@@ -42,8 +46,10 @@ pub struct CardRow {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Card {
     pub categories: Vec<CardCategory>,
-    /// Ranked by total, best first (ties by name).
+    /// The graded targets, ranked by total, best first (ties by name).
     pub rows: Vec<CardRow>,
+    /// Reference targets on the same scale, ungraded (grade '-'), in comparison order.
+    pub references: Vec<CardRow>,
 }
 
 pub fn grade(total: f64) -> char {
@@ -56,8 +62,10 @@ pub fn grade(total: f64) -> char {
     }
 }
 
-/// Scores of every target in one category (absent: no data).
+/// Scores of every target in one category (absent: no data), on the scale where the best graded
+/// (non-reference) target scores 100.
 fn category_scores(cmp: &Comparison, an: &Analysis, cat: Category) -> BTreeMap<String, f64> {
+    let graded = |t: &str| cmp.targets.iter().any(|x| x.name == t && !x.reference);
     let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
     let judged: Vec<_> = cmp
         .workloads
@@ -74,13 +82,13 @@ fn category_scores(cmp: &Comparison, an: &Analysis, cat: Category) -> BTreeMap<S
             .filter_map(|t| Some((t.name.as_str(), an.metric(&w.id, &t.name, m)?.mean)))
             .filter(|(_, v)| v.is_finite())
             .collect();
+        let graded_vals = vals.iter().filter(|v| graded(v.0)).map(|v| v.1);
         let best = if m.lower_is_better() {
-            vals.iter()
-                .map(|v| v.1)
+            graded_vals
                 .filter(|v| *v > 0.0)
                 .fold(f64::INFINITY, f64::min)
         } else {
-            vals.iter().map(|v| v.1).fold(0.0, f64::max)
+            graded_vals.fold(0.0, f64::max)
         };
         if !best.is_finite() || best <= 0.0 {
             continue;
@@ -104,7 +112,11 @@ fn category_scores(cmp: &Comparison, an: &Analysis, cat: Category) -> BTreeMap<S
         .into_iter()
         .map(|(t, (s, n))| (t, s / n as f64))
         .collect();
-    let top = avg.values().cloned().fold(0.0, f64::max);
+    let top = avg
+        .iter()
+        .filter(|(t, _)| graded(t))
+        .map(|(_, s)| *s)
+        .fold(0.0, f64::max);
     avg.into_iter()
         .map(|(t, s)| (t, if top > 0.0 { s / top * 100.0 } else { 0.0 }))
         .collect()
@@ -134,8 +146,8 @@ pub fn card(cmp: &Comparison, an: &Analysis, weights: &[f64; 5]) -> Card {
     let mut categories = Vec::new();
     for (i, cat) in Category::ALL.into_iter().enumerate() {
         let scores = category_scores(cmp, an, cat);
-        let available =
-            !cmp.targets.is_empty() && cmp.targets.iter().all(|t| scores.contains_key(&t.name));
+        let mut graded = cmp.targets.iter().filter(|t| !t.reference).peekable();
+        let available = graded.peek().is_some() && graded.all(|t| scores.contains_key(&t.name));
         let w = weights[i];
         categories.push(CardCategory {
             key: cat.key(),
@@ -145,21 +157,38 @@ pub fn card(cmp: &Comparison, an: &Analysis, weights: &[f64; 5]) -> Card {
         });
         per_cat.push((cat.key(), scores));
     }
+    let row = |t: &sanbench_store::TargetEntry| CardRow {
+        target: t.name.clone(),
+        scores: per_cat
+            .iter()
+            .filter_map(|(k, s)| Some((*k, *s.get(&t.name)?)))
+            .collect(),
+        total: 0.0,
+        grade: 'F',
+    };
     let mut rows: Vec<CardRow> = cmp
         .targets
         .iter()
-        .map(|t| CardRow {
-            target: t.name.clone(),
-            scores: per_cat
-                .iter()
-                .filter_map(|(k, s)| Some((*k, *s.get(&t.name)?)))
-                .collect(),
-            total: 0.0,
-            grade: 'F',
-        })
+        .filter(|t| !t.reference)
+        .map(row)
         .collect();
     rank(&categories, &mut rows);
-    Card { categories, rows }
+    let mut references: Vec<CardRow> = cmp
+        .targets
+        .iter()
+        .filter(|t| t.reference)
+        .map(row)
+        .collect();
+    for r in &mut references {
+        // The same total as a graded row, without a grade or a place in the ranking.
+        rank(&categories, std::slice::from_mut(r));
+        r.grade = '-';
+    }
+    Card {
+        categories,
+        rows,
+        references,
+    }
 }
 
 #[cfg(test)]
@@ -188,6 +217,22 @@ mod tests {
         let c = card(&cmp, &an, &[0.0; 5]);
         assert!(c.rows.iter().all(|r| r.total == 0.0 && r.grade == 'F'));
         assert_eq!(c.rows[0].target, "FC 8G");
+    }
+
+    #[test]
+    fn references_are_shown_on_the_scale_but_not_graded() {
+        let mut cmp = sample_comparison();
+        // NBD has the best bandwidth; as a reference it no longer sets the scale.
+        cmp.targets[2].reference = true;
+        let an = Analysis::new(&cmp);
+        let c = card(&cmp, &an, &[1.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(c.rows.len(), 2);
+        assert!(c.rows.iter().all(|r| r.target != "NBD <ram> & co"));
+        assert!((c.rows[0].scores["bandwidth"] - 100.0).abs() < 1e-9);
+        assert_eq!(c.references.len(), 1);
+        let r = &c.references[0];
+        assert_eq!((r.target.as_str(), r.grade), ("NBD <ram> & co", '-'));
+        assert!(r.scores["bandwidth"] > 100.0, "{r:?}");
     }
 
     #[test]

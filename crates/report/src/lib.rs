@@ -12,6 +12,7 @@ pub mod analysis;
 pub mod card;
 pub mod diff;
 pub mod export;
+pub mod findings;
 pub mod fmt;
 pub mod svg;
 
@@ -66,6 +67,9 @@ pub struct Report<'a> {
     pub options: Options,
     pub analysis: Analysis,
     pub findings: Vec<Finding>,
+    /// Why there are no findings at all, when it is for want of repetitions
+    /// ([`findings::withheld`]).
+    pub withheld: Option<String>,
     /// Warnings a reader needs before trusting the figures ([`analysis::caveats`]).
     pub caveats: Vec<String>,
     pub card: Card,
@@ -79,6 +83,7 @@ impl<'a> Report<'a> {
         Report {
             cmp,
             options: options.clone(),
+            withheld: findings::withheld(cmp, &analysis),
             analysis,
             findings,
             caveats: analysis::caveats(cmp),

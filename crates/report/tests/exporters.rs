@@ -43,7 +43,11 @@ fn render(format: &str) -> String {
 fn markdown_matches_snapshot() {
     let md = render("markdown");
     assert!(md.contains("## Key findings"));
-    assert!(md.contains("(modeled power)"));
+    // Modeled power makes no findings of its own (it restates CPU), and the method says so.
+    assert!(md.contains("modeled power makes no findings of its own"));
+    assert!(md
+        .lines()
+        .all(|l| !(l.starts_with("- ") && l.contains("(modeled power)"))));
     snapshot("report.md", &md);
 }
 

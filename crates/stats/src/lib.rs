@@ -9,11 +9,13 @@
 
 mod histogram;
 mod repeat;
+mod signif;
 mod steady;
 pub mod time;
 
 pub use histogram::{LatencyHistogram, LatencySummary};
 pub use repeat::{mean_ci95, ratio_outside_noise, MeanCi};
+pub use signif::{holm, student_t_two_sided_p, welch_p};
 pub use steady::{steady_state, SteadyState};
 
 /// The Little's-law check of `shared/MEASURE.md`: `|IOPS × mean_latency − L| / L`.

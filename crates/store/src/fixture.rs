@@ -224,6 +224,7 @@ pub fn sample_comparison() -> Comparison {
             manifest: json!({ "uri": p.uri, "engine": "uring", "block_size": 512 }),
             link: None,
             baseline: Some(json!({ "cpu_busy_pct": 1.5, "watts": 211.0 })),
+            reference: false,
         })
         .collect();
     let workloads = WORKLOADS
@@ -237,7 +238,7 @@ pub fn sample_comparison() -> Comparison {
         })
         .collect();
     let mut cells = Vec::new();
-    for repeat in 0..2 {
+    for repeat in 0..3 {
         for (w, wl) in WORKLOADS.iter().enumerate() {
             for p in &PROFILES {
                 cells.push(Cell {
@@ -260,14 +261,14 @@ pub fn sample_comparison() -> Comparison {
             "--suite".into(),
             "thirdio-2008".into(),
             "--repeat".into(),
-            "2".into(),
+            "3".into(),
             "FC 8G=file:///dev/sdb".into(),
             "iSCSI 10G=iscsi://127.0.0.1:3261/iqn.2026-11.test:ram1/1".into(),
             "NBD <ram> & co=nbd://127.0.0.1:10809".into(),
         ],
         suite: "thirdio-2008".into(),
         suite_description: "Third I/O 2008: bandwidth (1 MiB) and database (8 KiB) tests".into(),
-        repeat: 2,
+        repeat: 3,
         targets,
         workloads,
         cells,

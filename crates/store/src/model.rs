@@ -26,6 +26,10 @@ pub struct TargetEntry {
     /// Idle host figures measured before this target's runs (CPU busy %, watts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<serde_json::Value>,
+    /// A reference ceiling (`--reference NAME`, `ref:NAME=TARGET`): shown in tables and charts,
+    /// never the subject or object of a finding, not graded on the report card.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reference: bool,
 }
 
 /// One workload of the suite.

@@ -94,9 +94,8 @@ fn findings(r: &Report, s: &mut String) {
     if r.findings.is_empty() {
         let _ = writeln!(
             s,
-            "<p>No difference between the targets is outside the noise (95 % intervals, \
-             floor {} %).</p>",
-            short(r.options.min_rel * 100.0)
+            "<p>{}</p>",
+            esc(&crate::findings::none_text(r.withheld.as_deref()))
         );
     } else {
         // The strongest two of each kind first, as the studies' "Key Findings" page; the rest
@@ -145,12 +144,8 @@ fn findings(r: &Report, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "</section>\n<p class=\"note\">A finding averages the ratio over the tests where the \
-         difference is outside the noise: non-overlapping 95 % confidence intervals over the \
-         repetitions and at least {} % apart. Efficiency uses MB/s on bandwidth tests and IOPS \
-         on database tests, per CPU % and per watt above idle. Modeled power is an estimate \
-         and is labelled.</p>",
-        short(r.options.min_rel * 100.0)
+        "</section>\n<p class=\"note\">{}</p>",
+        esc(&crate::findings::method(r.options.min_rel))
     );
 }
 
@@ -230,7 +225,37 @@ fn card(r: &Report, s: &mut String) {
             g = row.grade
         );
     }
-    s.push_str("</tbody></table>\n");
+    s.push_str("</tbody>\n");
+    if !r.card.references.is_empty() {
+        s.push_str("<tbody class=\"references\">\n");
+        for row in &r.card.references {
+            let _ = write!(
+                s,
+                "<tr class=\"reference\" data-reference=\"{}\"><td class=\"rank\">ref</td>\
+                 <td class=\"name\">{} (reference)</td>",
+                esc(&row.target),
+                esc(&row.target)
+            );
+            for cat in &r.card.categories {
+                match row.scores.get(cat.key) {
+                    Some(v) => {
+                        let _ = write!(s, "<td>{v:.0}</td>");
+                    }
+                    None => s.push_str("<td class=\"zero\">–</td>"),
+                }
+            }
+            s.push_str("<td class=\"total\">–</td><td>ungraded</td></tr>\n");
+        }
+        s.push_str("</tbody>\n");
+    }
+    s.push_str("</table>\n");
+    if !r.card.references.is_empty() {
+        s.push_str(
+            "<p class=\"note\">References are ceilings shown on the same scale (the best \
+             graded target scores 100); they are not graded, ranked or compared in the \
+             findings.</p>\n",
+        );
+    }
     if r.card.categories.iter().any(|c| !c.available) {
         s.push_str(
             "<p class=\"note\">Greyed categories lack a figure for some target and are left \

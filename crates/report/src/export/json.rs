@@ -16,6 +16,10 @@ impl Exporter for JsonExporter {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("findings".into(), serde_json::to_value(&r.findings)?);
             obj.insert("min_rel".into(), serde_json::json!(r.options.min_rel));
+            obj.insert(
+                "findings_withheld".into(),
+                serde_json::json!(r.withheld.as_deref()),
+            );
         }
         let mut out = serde_json::to_vec_pretty(&v)?;
         out.push(b'\n');

@@ -51,8 +51,8 @@ impl Exporter for MarkdownExporter {
         if r.findings.is_empty() {
             let _ = writeln!(
                 s,
-                "No difference outside the noise (95 % intervals, floor {} %).",
-                short(r.options.min_rel * 100.0)
+                "{}",
+                md_cell(&crate::findings::none_text(r.withheld.as_deref()))
             );
         }
         for f in &r.findings {
@@ -63,9 +63,8 @@ impl Exporter for MarkdownExporter {
         }
         let _ = writeln!(
             s,
-            "\nA finding counts only the tests where the difference is outside the noise \
-             (non-overlapping 95 % confidence intervals and at least {} % apart).\n",
-            short(r.options.min_rel * 100.0)
+            "\n{}\n",
+            md_cell(&crate::findings::method(r.options.min_rel))
         );
         s.push_str("## Report card\n\n| Rank | Target |");
         for cat in &r.card.categories {
