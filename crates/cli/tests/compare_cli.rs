@@ -159,3 +159,95 @@ fn suite_commands_and_bad_input() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("two targets are named"));
 }
+
+fn compare_json(tmp: &std::path::Path, args: &[&str]) -> (Value, String) {
+    let out = tmp.join("out");
+    let o = sanbench()
+        .args([
+            "compare", "--suite", "quick", "--time", "300ms", "--ramp", "100ms",
+        ])
+        .args(["--no-store", "--quiet"])
+        .arg("--out")
+        .arg(&out)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (results(&out), stdout)
+}
+
+/// Identical targets (A/A) over the quick suite with three repetitions: no finding.
+#[test]
+fn identical_targets_make_no_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (doc, stdout) = compare_json(tmp.path(), &["--repeat", "3", "a=mem:64M", "b=mem:64M"]);
+    assert_eq!(doc["cells"].as_array().unwrap().len(), 5 * 2 * 3);
+    assert!(
+        doc["findings"].as_array().unwrap().is_empty(),
+        "A/A findings: {}",
+        doc["findings"]
+    );
+    assert!(stdout.contains("No difference between the targets is outside the noise"));
+}
+
+/// One repetition gives tables, no findings, and says why.
+#[test]
+fn one_repetition_withholds_findings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (doc, stdout) = compare_json(tmp.path(), &["fast=mem:64M", "slow=null:64M"]);
+    assert!(doc["findings"].as_array().unwrap().is_empty());
+    assert_eq!(
+        doc["findings_withheld"],
+        "one repetition: no noise estimate, no findings"
+    );
+    assert!(
+        stdout.contains("One repetition: no noise estimate, no findings."),
+        "{stdout}"
+    );
+}
+
+/// A reference is in the tables and on the card's scale, never in a finding.
+#[test]
+fn references_are_never_in_a_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (doc, _) = compare_json(
+        tmp.path(),
+        &[
+            "--repeat",
+            "3",
+            "ref:ceiling=null:64M",
+            "ram=mem:64M",
+            "file=/dev/shm/sanbench-ref-test.img",
+            "--size",
+            "64M",
+        ],
+    );
+    let _ = std::fs::remove_file("/dev/shm/sanbench-ref-test.img");
+    let targets = doc["targets"].as_array().unwrap();
+    assert_eq!(targets[0]["reference"], true);
+    assert!(targets[1].get("reference").is_none_or(|r| r == false));
+    for f in doc["findings"].as_array().unwrap() {
+        assert_ne!(f["better"], "ceiling", "{f}");
+        assert_ne!(f["worse"], "ceiling", "{f}");
+    }
+    // The ceiling's cells are there, as in any table.
+    assert!(doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["target"] == "ceiling"));
+    let html = std::fs::read_to_string(tmp.path().join("out/report.html")).unwrap();
+    assert!(html.contains("data-reference=\"ceiling\""));
+    assert!(html.contains("ceiling (reference)"));
+    // --reference naming no target is bad input.
+    let o = sanbench()
+        .args(["compare", "a=mem:16M", "--reference", "nope", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
