@@ -65,7 +65,8 @@ pub struct EngineArgs {
     /// Bypass the page cache with O_DIRECT (default for block devices).
     #[arg(long)]
     pub direct: bool,
-    /// Write even to a block device that is mounted or holds a filesystem or partition table.
+    /// Write even to a block device that holds a filesystem or partition table (one that is
+    /// mounted or claimed is still refused: it is opened with O_EXCL).
     #[arg(long)]
     pub force: bool,
     /// Fail the run when no I/O completes for this long (dead or silent target).

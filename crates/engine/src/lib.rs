@@ -7,6 +7,7 @@
 //! * local engines: [`null`], [`mem`], and files and block devices via io_uring or threads.
 
 pub mod arena;
+pub mod blkdev;
 pub mod engine;
 pub mod error;
 pub mod file;
