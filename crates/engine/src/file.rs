@@ -8,6 +8,7 @@
 //! * Before any write to a block device, [`crate::safety`] refuses devices that are mounted or
 //!   hold a filesystem or partition table, unless forced; and the device is opened with O_EXCL,
 //!   so the kernel itself refuses one that is mounted or claimed (not overridable).
+//! * Holes are reported by SEEK_DATA ([`crate::holes`]).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -17,7 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::blkdev;
-use crate::engine::{Queue, QueueConfig, Target, TargetInfo};
+use crate::engine::{Allocation, Queue, QueueConfig, Target, TargetInfo};
 use crate::error::EngineError;
 
 /// Which engine drives a file or block device.
@@ -60,6 +61,7 @@ pub struct FileTarget {
     info: TargetInfo,
     file: Arc<File>,
     kind: EngineKind,
+    is_block: bool,
 }
 
 /// Writes random data to `path` from `from` up to `to` bytes.
@@ -251,6 +253,7 @@ impl FileTarget {
             },
             file: Arc::new(file),
             kind,
+            is_block,
         })
     }
 }
@@ -258,6 +261,16 @@ impl FileTarget {
 impl Target for FileTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    /// Holes by SEEK_DATA (st_blocks where unsupported); block devices cannot tell.
+    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
+        if self.is_block {
+            return Ok(None);
+        }
+        crate::holes::allocation(&self.file, offset, len)
+            .map(Some)
+            .map_err(|e| EngineError::sys(format!("{}: SEEK_DATA", self.info.uri), e))
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod file;
 pub mod gen;
+pub mod holes;
 pub mod mem;
 pub mod null;
 pub mod precondition;

@@ -122,6 +122,21 @@ fn sync_file_reads_back_what_it_wrote() {
 }
 
 #[test]
+fn created_file_is_sparse_and_reports_its_holes() {
+    let (_d, t) = file_target(EngineKind::Sync, None);
+    assert_eq!(t.info().params["created"], true);
+    let a = t
+        .allocation(0, 8 << 20)
+        .unwrap()
+        .expect("files report holes");
+    assert_eq!(a.method, "SEEK_DATA");
+    assert_eq!((a.checked_bytes, a.unwritten_bytes), (8 << 20, 8 << 20));
+    write_read_back(&t);
+    let a = t.allocation(0, 8 << 20).unwrap().unwrap();
+    assert!(a.unwritten_bytes < 8 << 20, "{a:?}");
+}
+
+#[test]
 fn missing_file_without_size_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = FileTarget::open("x", &dir.path().join("nope"), &FileOptions::default())
