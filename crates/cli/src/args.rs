@@ -69,6 +69,10 @@ pub struct EngineArgs {
     /// mounted or claimed is still refused: it is opened with O_EXCL).
     #[arg(long)]
     pub force: bool,
+    /// Keep each target's span in the page cache between runs (by default files and buffered
+    /// block devices are synced and dropped from it before every run, as fio's invalidate=1).
+    #[arg(long)]
+    pub no_invalidate: bool,
     /// Fail the run when no I/O completes for this long (dead or silent target).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub io_timeout: String,

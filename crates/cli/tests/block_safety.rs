@@ -208,4 +208,8 @@ fn direct_io_aligns_to_the_device_block() {
     let info = &doc["results"][0]["info"];
     assert_eq!(info["block_size"], 1);
     assert_eq!(info["params"]["exclusive"], false);
+    assert_eq!(
+        info["params"]["page_cache"],
+        "page cache dropped for the span (posix_fadvise DONTNEED)"
+    );
 }

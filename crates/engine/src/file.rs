@@ -8,7 +8,8 @@
 //! * Before any write to a block device, [`crate::safety`] refuses devices that are mounted or
 //!   hold a filesystem or partition table, unless forced; and the device is opened with O_EXCL,
 //!   so the kernel itself refuses one that is mounted or claimed (not overridable).
-//! * Holes are reported by SEEK_DATA ([`crate::holes`]).
+//! * Before each run the span is dropped from the page cache ([`crate::page_cache`]) unless
+//!   `--no-invalidate`; holes are reported by SEEK_DATA ([`crate::holes`]).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -54,6 +55,9 @@ pub struct FileOptions {
     pub force: bool,
     /// Whether the workload writes (decides the open mode and the safety check).
     pub writes: bool,
+    /// Keep the span in the page cache between runs (`--no-invalidate`); by default it is
+    /// dropped before each run (see [`crate::page_cache`]).
+    pub keep_cache: bool,
 }
 
 /// An opened file or block device, shared by all queues.
@@ -62,6 +66,8 @@ pub struct FileTarget {
     file: Arc<File>,
     kind: EngineKind,
     is_block: bool,
+    direct: bool,
+    keep_cache: bool,
 }
 
 /// Writes random data to `path` from `from` up to `to` bytes.
@@ -254,6 +260,8 @@ impl FileTarget {
             file: Arc::new(file),
             kind,
             is_block,
+            direct,
+            keep_cache: opts.keep_cache,
         })
     }
 }
@@ -271,6 +279,24 @@ impl Target for FileTarget {
         crate::holes::allocation(&self.file, offset, len)
             .map(Some)
             .map_err(|e| EngineError::sys(format!("{}: SEEK_DATA", self.info.uri), e))
+    }
+
+    /// fdatasync + POSIX_FADV_DONTNEED over the span (fio's invalidate=1), unless
+    /// `--no-invalidate`; nothing under O_DIRECT, which bypasses the cache.
+    fn invalidate_cache(&self, span: u64) -> Result<Option<String>, EngineError> {
+        if self.direct {
+            return Ok(None);
+        }
+        if self.keep_cache {
+            return Ok(Some(crate::page_cache::KEPT.into()));
+        }
+        crate::page_cache::drop_span(&self.file, span).map_err(|e| {
+            EngineError::sys(
+                format!("{}: dropping the page cache (posix_fadvise)", self.info.uri),
+                e,
+            )
+        })?;
+        Ok(Some(crate::page_cache::DROPPED.into()))
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {

@@ -15,6 +15,7 @@ pub mod gen;
 pub mod holes;
 pub mod mem;
 pub mod null;
+pub mod page_cache;
 pub mod precondition;
 pub mod spec;
 pub mod stamp;
