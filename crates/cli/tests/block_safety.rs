@@ -213,3 +213,17 @@ fn direct_io_aligns_to_the_device_block() {
         "page cache dropped for the span (posix_fadvise DONTNEED)"
     );
 }
+
+#[test]
+fn one_device_as_several_targets_shares_the_exclusive_open() {
+    // Suites drive one device as several targets at once (`targets = [4, 8]`): the kernel
+    // refuses a second exclusive open, so the targets share the process's one.
+    let l = Loop::new(|_| {});
+    let doc = run_doc(&[&l.dev, &l.dev, "--read", "50", "--bs", "4k"]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["info"]["params"]["exclusive"], true);
+        assert!(r["write"]["ios"].as_u64().unwrap() > 0, "{r}");
+    }
+}

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::blkdev;
 use crate::engine::{Allocation, Queue, QueueConfig, Target, TargetInfo};
@@ -68,6 +68,29 @@ pub struct FileTarget {
     is_block: bool,
     direct: bool,
     keep_cache: bool,
+}
+
+/// Opens a block device exclusively, or shares this process's open of it: the kernel refuses a
+/// second exclusive open even to the same process, and a suite may drive one device as several
+/// targets at once (`targets = [4, 8]`). Entries die with the last target holding the file.
+fn shared_exclusive(
+    rdev: u64,
+    direct: bool,
+    open: impl FnOnce() -> std::io::Result<File>,
+) -> std::io::Result<Arc<File>> {
+    static HELD: Mutex<Vec<(u64, bool, Weak<File>)>> = Mutex::new(Vec::new());
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    held.retain(|(_, _, f)| f.strong_count() > 0);
+    if let Some(f) = held
+        .iter()
+        .find(|(r, d, _)| (*r, *d) == (rdev, direct))
+        .and_then(|(_, _, f)| f.upgrade())
+    {
+        return Ok(f);
+    }
+    let f = Arc::new(open()?);
+    held.push((rdev, direct, Arc::downgrade(&f)));
+    Ok(f)
 }
 
 /// Writes random data to `path` from `from` up to `to` bytes.
@@ -180,7 +203,11 @@ impl FileTarget {
             flags |= libc::O_EXCL;
         }
         oo.custom_flags(flags);
-        let file = oo.open(path).map_err(|source| match source.raw_os_error() {
+        let opened = match &meta {
+            Some(m) if exclusive => shared_exclusive(m.rdev(), direct, || oo.open(path)),
+            _ => oo.open(path).map(Arc::new),
+        };
+        let file = opened.map_err(|source| match source.raw_os_error() {
             Some(libc::EINVAL) if direct => EngineError::Invalid(format!(
                 "{shown}: the filesystem does not support O_DIRECT; use --buffered"
             )),
@@ -257,7 +284,7 @@ impl FileTarget {
                 read_only: !opts.writes,
                 params,
             },
-            file: Arc::new(file),
+            file,
             kind,
             is_block,
             direct,
