@@ -98,3 +98,42 @@ fn direct_runs_say_nothing_about_the_cache() {
     assert!(p.get("page_cache").is_none(), "{p}");
     assert!(p["alignment"].as_u64().unwrap() >= 512, "{p}");
 }
+
+#[test]
+fn compare_drops_the_cache_before_every_cell_unless_kept() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let path = dir.path().join("cmp.img");
+    std::fs::write(&path, vec![2u8; 8 << 20]).unwrap();
+    for (flag, want) in [
+        (
+            None,
+            "page cache dropped for the span (posix_fadvise DONTNEED)",
+        ),
+        (Some("--no-invalidate"), "page cache kept (--no-invalidate)"),
+    ] {
+        let out_dir = dir.path().join("report");
+        let mut c = Command::cargo_bin("sanbench").unwrap();
+        c.arg("compare")
+            .arg(&path)
+            .args(["--suite", "quick", "--time", "200ms", "--ramp", "0"])
+            .args(["--no-monitor", "--no-store", "--quiet", "--out"])
+            .arg(&out_dir)
+            .args(flag);
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(out_dir.join("results.json")).unwrap()).unwrap();
+        let cells = doc["cells"].as_array().unwrap();
+        assert!(cells.len() > 1);
+        for cell in cells {
+            assert_eq!(
+                cell["result"]["info"]["params"]["page_cache"], want,
+                "{flag:?}"
+            );
+        }
+    }
+}
