@@ -65,9 +65,14 @@ pub struct EngineArgs {
     /// Bypass the page cache with O_DIRECT (default for block devices).
     #[arg(long)]
     pub direct: bool,
-    /// Write even to a block device that is mounted or holds a filesystem or partition table.
+    /// Write even to a block device that holds a filesystem or partition table (one that is
+    /// mounted or claimed is still refused: it is opened with O_EXCL).
     #[arg(long)]
     pub force: bool,
+    /// Keep each target's span in the page cache between runs (by default files and buffered
+    /// block devices are synced and dropped from it before every run, as fio's invalidate=1).
+    #[arg(long)]
+    pub no_invalidate: bool,
     /// Fail the run when no I/O completes for this long (dead or silent target).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub io_timeout: String,

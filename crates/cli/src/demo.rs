@@ -55,6 +55,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
             buffered: false,
             direct: false,
             force: false,
+            no_invalidate: false,
             io_timeout: "30s".into(),
         },
         data: crate::args::DataArgs::default(),

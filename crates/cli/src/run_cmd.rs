@@ -226,6 +226,7 @@ pub fn file_options(
         },
         force: e.force,
         writes,
+        keep_cache: e.no_invalidate,
     })
 }
 

@@ -1,5 +1,6 @@
 //! The refusal to destroy data, on real loop devices (needs root, as CI has): a device holding a
-//! filesystem, a partition table, or mounted, is not written without --force.
+//! filesystem, a partition table, or mounted, is not written without --force; one that is
+//! mounted is not written even with it (O_EXCL). And O_DIRECT alignment from the device.
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Proc;
@@ -14,12 +15,18 @@ struct Loop {
 
 impl Loop {
     fn new(prepare: impl FnOnce(&Path)) -> Loop {
+        Loop::with(&[], prepare)
+    }
+
+    /// A loop device over a fresh 32 MiB image, with extra losetup arguments.
+    fn with(losetup_args: &[&str], prepare: impl FnOnce(&Path)) -> Loop {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let img = dir.path().join("disk.img");
         std::fs::write(&img, vec![0u8; 32 << 20]).unwrap();
         prepare(&img);
         let out = Proc::new("losetup")
             .args(["-f", "--show"])
+            .args(losetup_args)
             .arg(&img)
             .output()
             .expect("losetup (util-linux) must be installed");
@@ -132,4 +139,91 @@ fn writes_to_a_blank_device_with_o_direct() {
     assert_eq!(info["params"]["kind"], "block device");
     assert_eq!(info["params"]["direct"], true);
     assert_eq!(info["size"], 32 << 20);
+}
+
+#[test]
+fn the_kernel_refuses_a_mounted_device_even_when_forced() {
+    let mut l = Loop::new(mkfs);
+    let mnt = tempfile::tempdir().unwrap().keep();
+    let ok = Proc::new("mount").arg(&l.dev).arg(&mnt).status().unwrap();
+    assert!(ok.success(), "mount failed");
+    l.mnt = Some(mnt);
+    // --force skips sanbench's own checks; the exclusive open still fails with EBUSY.
+    let out = write_run(&l.dev, true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("refusing to write to {}", l.dev)),
+        "{err}"
+    );
+    assert!(err.contains("busy") && err.contains("O_EXCL"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+fn run_doc(args: &[&str]) -> serde_json::Value {
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args([
+            "run",
+            "--time",
+            "300ms",
+            "--quiet",
+            "--no-monitor",
+            "--json",
+            "-",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn direct_io_aligns_to_the_device_block() {
+    let l = Loop::with(&["--sector-size", "4096"], |_| {});
+    let doc = run_doc(&[&l.dev, "--read", "50", "--bs", "4k"]);
+    let info = &doc["results"][0]["info"];
+    assert_eq!(info["block_size"], 4096);
+    assert_eq!(info["params"]["alignment"], 4096);
+    let src = info["params"]["alignment_source"].as_str().unwrap();
+    // A loop device's physical block is its logical one.
+    assert!(src.starts_with("BLKSSZGET"), "{src}");
+    assert_eq!(info["params"]["exclusive"], true);
+    // Below the logical block, O_DIRECT would fail mid-run: refused before it starts.
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args(["run", &l.dev, "--bs", "512", "--time", "300ms", "--quiet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("block size"), "{err}");
+    // Buffered: the page cache takes any alignment, and a read-only open is not exclusive.
+    let doc = run_doc(&[&l.dev, "--buffered", "--bs", "512"]);
+    let info = &doc["results"][0]["info"];
+    assert_eq!(info["block_size"], 1);
+    assert_eq!(info["params"]["exclusive"], false);
+    assert_eq!(
+        info["params"]["page_cache"],
+        "page cache dropped for the span (posix_fadvise DONTNEED)"
+    );
+}
+
+#[test]
+fn one_device_as_several_targets_shares_the_exclusive_open() {
+    // Suites drive one device as several targets at once (`targets = [4, 8]`): the kernel
+    // refuses a second exclusive open, so the targets share the process's one.
+    let l = Loop::new(|_| {});
+    let doc = run_doc(&[&l.dev, &l.dev, "--read", "50", "--bs", "4k"]);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(r["info"]["params"]["exclusive"], true);
+        assert!(r["write"]["ios"].as_u64().unwrap() > 0, "{r}");
+    }
 }

@@ -1,20 +1,25 @@
 //! Files and block devices: opening, creating, sizing, and choosing the engine that drives them.
 //!
-//! * A path that does not exist is created at `--size` and filled with random data, so that
-//!   reads hit real blocks rather than holes (fio lays files out the same way).
+//! * A path that does not exist is created sparse at `--size` and marked `created`: the
+//!   precondition step fills it with stamped unique data before anything is measured.
 //! * Block devices are opened with O_DIRECT unless `--buffered`; regular files use the page cache
-//!   unless `--direct`, as fio does.
+//!   unless `--direct`, as fio does. O_DIRECT alignment comes from the kernel
+//!   ([`crate::blkdev`]), and which source gave it is recorded.
 //! * Before any write to a block device, [`crate::safety`] refuses devices that are mounted or
-//!   hold a filesystem or partition table, unless forced.
+//!   hold a filesystem or partition table, unless forced; and the device is opened with O_EXCL,
+//!   so the kernel itself refuses one that is mounted or claimed (not overridable).
+//! * Before each run the span is dropped from the page cache ([`crate::page_cache`]) unless
+//!   `--no-invalidate`; holes are reported by SEEK_DATA ([`crate::holes`]).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
-use crate::engine::{Queue, QueueConfig, Target, TargetInfo};
+use crate::blkdev;
+use crate::engine::{Allocation, Queue, QueueConfig, Target, TargetInfo};
 use crate::error::EngineError;
 
 /// Which engine drives a file or block device.
@@ -50,6 +55,9 @@ pub struct FileOptions {
     pub force: bool,
     /// Whether the workload writes (decides the open mode and the safety check).
     pub writes: bool,
+    /// Keep the span in the page cache between runs (`--no-invalidate`); by default it is
+    /// dropped before each run (see [`crate::page_cache`]).
+    pub keep_cache: bool,
 }
 
 /// An opened file or block device, shared by all queues.
@@ -57,31 +65,32 @@ pub struct FileTarget {
     info: TargetInfo,
     file: Arc<File>,
     kind: EngineKind,
+    is_block: bool,
+    direct: bool,
+    keep_cache: bool,
 }
 
-fn blk_size64(f: &File) -> std::io::Result<u64> {
-    use std::os::fd::AsRawFd;
-    let mut size: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    // SAFETY: the ioctl writes one u64 into `size`, which lives across the call.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
+/// Opens a block device exclusively, or shares this process's open of it: the kernel refuses a
+/// second exclusive open even to the same process, and a suite may drive one device as several
+/// targets at once (`targets = [4, 8]`). Entries die with the last target holding the file.
+fn shared_exclusive(
+    rdev: u64,
+    direct: bool,
+    open: impl FnOnce() -> std::io::Result<File>,
+) -> std::io::Result<Arc<File>> {
+    static HELD: Mutex<Vec<(u64, bool, Weak<File>)>> = Mutex::new(Vec::new());
+    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    held.retain(|(_, _, f)| f.strong_count() > 0);
+    if let Some(f) = held
+        .iter()
+        .find(|(r, d, _)| (*r, *d) == (rdev, direct))
+        .and_then(|(_, _, f)| f.upgrade())
+    {
+        return Ok(f);
     }
-    Ok(size)
-}
-
-fn blk_ssz(f: &File) -> std::io::Result<u32> {
-    use std::os::fd::AsRawFd;
-    let mut ssz: libc::c_int = 0;
-    const BLKSSZGET: libc::c_ulong = 0x1268;
-    // SAFETY: the ioctl writes one int into `ssz`, which lives across the call.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut ssz as *mut libc::c_int) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(ssz.max(512) as u32)
+    let f = Arc::new(open()?);
+    held.push((rdev, direct, Arc::downgrade(&f)));
+    Ok(f)
 }
 
 /// Writes random data to `path` from `from` up to `to` bytes.
@@ -180,42 +189,60 @@ impl FileTarget {
             crate::safety::check_writable(path)?;
         }
         let direct = opts.direct.unwrap_or(is_block);
+        let write = opts.writes || created;
         let mut oo = OpenOptions::new();
         // A file sanbench created is its own: open it writable so preconditioning can fill it
         // even for a workload that only reads.
-        oo.read(true).write(opts.writes || created);
-        if direct {
-            oo.custom_flags(libc::O_DIRECT);
+        oo.read(true).write(write);
+        let mut flags = if direct { libc::O_DIRECT } else { 0 };
+        // O_EXCL on a block device: the kernel refuses it while it is mounted or claimed (a
+        // filesystem, RAID, LVM, another exclusive opener), whatever the checks above missed
+        // and whatever --force says.
+        let exclusive = is_block && write;
+        if exclusive {
+            flags |= libc::O_EXCL;
         }
-        let file = oo.open(path).map_err(|source| {
-            if direct && source.raw_os_error() == Some(libc::EINVAL) {
-                EngineError::Invalid(format!(
-                    "{shown}: the filesystem does not support O_DIRECT; use --buffered"
-                ))
-            } else {
-                EngineError::Open {
-                    path: shown.clone(),
-                    source,
-                }
-            }
+        oo.custom_flags(flags);
+        let opened = match &meta {
+            Some(m) if exclusive => shared_exclusive(m.rdev(), direct, || oo.open(path)),
+            _ => oo.open(path).map(Arc::new),
+        };
+        let file = opened.map_err(|source| match source.raw_os_error() {
+            Some(libc::EINVAL) if direct => EngineError::Invalid(format!(
+                "{shown}: the filesystem does not support O_DIRECT; use --buffered"
+            )),
+            Some(libc::EBUSY) if exclusive => EngineError::Refused(format!(
+                "refusing to write to {shown}: the kernel reports it busy (mounted, or claimed by a \
+                 filesystem, RAID, LVM or another program); sanbench opens a block device it \
+                 writes to exclusively (O_EXCL), so --force does not override this"
+            )),
+            _ => EngineError::Open {
+                path: shown.clone(),
+                source,
+            },
         })?;
-        let (size, block_size) = if is_block {
-            let sys = |c: &str, e| EngineError::sys(format!("{shown}: {c}"), e);
+        let sys = |c: &str, e| EngineError::sys(format!("{shown}: {c}"), e);
+        let (size, align) = if is_block {
+            let logical = blkdev::logical_block(&file).map_err(|e| sys("BLKSSZGET", e))?;
+            let physical = blkdev::physical_block(&file).ok();
+            let dio = blkdev::dio_align(&file).ok().flatten();
             (
-                blk_size64(&file).map_err(|e| sys("BLKGETSIZE64", e))?,
-                if direct {
-                    blk_ssz(&file).map_err(|e| sys("BLKSSZGET", e))?
-                } else {
-                    1
-                },
+                blkdev::size64(&file).map_err(|e| sys("BLKGETSIZE64", e))?,
+                blkdev::device_alignment(logical, physical, dio, direct, opts.writes),
             )
         } else {
-            let len = file
-                .metadata()
-                .map_err(|e| EngineError::sys(format!("{shown}: stat"), e))?
-                .len();
-            (len, if direct { 512 } else { 1 })
+            let len = file.metadata().map_err(|e| sys("stat", e))?.len();
+            let align = blkdev::file_alignment(&file, direct).map_err(|e| sys("statx", e))?;
+            (len, align)
         };
+        if align.mem.is_some_and(|m| m as usize > crate::arena::ALIGN) {
+            return Err(EngineError::Invalid(format!(
+                "{shown}: O_DIRECT needs buffers aligned to {} bytes, more than sanbench's {}; \
+                 use --buffered",
+                align.mem.unwrap_or(0),
+                crate::arena::ALIGN
+            )));
+        }
         let kind = match opts.engine {
             EngineKind::Auto if crate::uring::available() => EngineKind::Uring,
             EngineKind::Auto => EngineKind::Sync,
@@ -235,6 +262,14 @@ impl FileTarget {
         params.insert("direct".into(), direct.into());
         params.insert("laid_out".into(), laid_out.into());
         params.insert("created".into(), created.into());
+        params.insert("alignment".into(), align.block.into());
+        params.insert("alignment_source".into(), align.source.clone().into());
+        if let Some(m) = align.mem {
+            params.insert("dio_mem_align".into(), m.into());
+        }
+        if is_block {
+            params.insert("exclusive".into(), exclusive.into());
+        }
         Ok(FileTarget {
             info: TargetInfo {
                 uri: uri.to_string(),
@@ -244,13 +279,16 @@ impl FileTarget {
                 }
                 .into(),
                 size,
-                block_size,
+                block_size: align.block,
                 max_transfer: None,
                 read_only: !opts.writes,
                 params,
             },
-            file: Arc::new(file),
+            file,
             kind,
+            is_block,
+            direct,
+            keep_cache: opts.keep_cache,
         })
     }
 }
@@ -258,6 +296,34 @@ impl FileTarget {
 impl Target for FileTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    /// Holes by SEEK_DATA (st_blocks where unsupported); block devices cannot tell.
+    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
+        if self.is_block {
+            return Ok(None);
+        }
+        crate::holes::allocation(&self.file, offset, len)
+            .map(Some)
+            .map_err(|e| EngineError::sys(format!("{}: SEEK_DATA", self.info.uri), e))
+    }
+
+    /// fdatasync + POSIX_FADV_DONTNEED over the span (fio's invalidate=1), unless
+    /// `--no-invalidate`; nothing under O_DIRECT, which bypasses the cache.
+    fn invalidate_cache(&self, span: u64) -> Result<Option<String>, EngineError> {
+        if self.direct {
+            return Ok(None);
+        }
+        if self.keep_cache {
+            return Ok(Some(crate::page_cache::KEPT.into()));
+        }
+        crate::page_cache::drop_span(&self.file, span).map_err(|e| {
+            EngineError::sys(
+                format!("{}: dropping the page cache (posix_fadvise)", self.info.uri),
+                e,
+            )
+        })?;
+        Ok(Some(crate::page_cache::DROPPED.into()))
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {

@@ -7,12 +7,15 @@
 //! * local engines: [`null`], [`mem`], and files and block devices via io_uring or threads.
 
 pub mod arena;
+pub mod blkdev;
 pub mod engine;
 pub mod error;
 pub mod file;
 pub mod gen;
+pub mod holes;
 pub mod mem;
 pub mod null;
+pub mod page_cache;
 pub mod precondition;
 pub mod spec;
 pub mod stamp;

@@ -95,6 +95,7 @@ fn file_target(engine: EngineKind, direct: Option<bool>) -> (tempfile::TempDir, 
         direct,
         force: false,
         writes: true,
+        keep_cache: false,
     };
     let t = FileTarget::open("file", &path, &opts).unwrap();
     assert_eq!(t.info().size, 8 << 20);
@@ -119,6 +120,67 @@ fn sync_file_reads_back_what_it_wrote() {
     let (_d, t) = file_target(EngineKind::Sync, None);
     assert_eq!(t.info().engine, "sync");
     write_read_back(&t);
+}
+
+#[test]
+fn created_file_is_sparse_and_reports_its_holes() {
+    let (_d, t) = file_target(EngineKind::Sync, None);
+    assert_eq!(t.info().params["created"], true);
+    let a = t
+        .allocation(0, 8 << 20)
+        .unwrap()
+        .expect("files report holes");
+    assert_eq!(a.method, "SEEK_DATA");
+    assert_eq!((a.checked_bytes, a.unwritten_bytes), (8 << 20, 8 << 20));
+    write_read_back(&t);
+    let a = t.allocation(0, 8 << 20).unwrap().unwrap();
+    assert!(a.unwritten_bytes < 8 << 20, "{a:?}");
+}
+
+fn reopen(path: &std::path::Path, direct: Option<bool>, keep_cache: bool) -> FileTarget {
+    let opts = FileOptions {
+        direct,
+        keep_cache,
+        ..FileOptions::default()
+    };
+    FileTarget::open("file", path, &opts).unwrap()
+}
+
+#[test]
+fn invalidate_cache_drops_the_span_unless_kept() {
+    use sanbench_engine::page_cache::{resident_pages, DROPPED, KEPT};
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let path = dir.path().join("warm.img");
+    let len = 2 << 20;
+    std::fs::write(&path, vec![5u8; len]).unwrap();
+    let warm = || {
+        std::fs::read(&path).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        assert_eq!(resident_pages(&f, len).unwrap(), len / 4096);
+        f
+    };
+    let f = warm();
+    let t = reopen(&path, None, true);
+    assert_eq!(
+        t.invalidate_cache(len as u64).unwrap().as_deref(),
+        Some(KEPT)
+    );
+    assert_eq!(resident_pages(&f, len).unwrap(), len / 4096);
+    let t = reopen(&path, None, false);
+    assert_eq!(
+        t.invalidate_cache(len as u64).unwrap().as_deref(),
+        Some(DROPPED)
+    );
+    assert_eq!(resident_pages(&f, len).unwrap(), 0);
+    // O_DIRECT: nothing cached, nothing to do.
+    let f = warm();
+    let t = reopen(&path, Some(true), false);
+    assert_eq!(t.invalidate_cache(len as u64).unwrap(), None);
+    assert_eq!(resident_pages(&f, len).unwrap(), len / 4096);
+    let p = &t.info().params;
+    assert!(p["alignment"].as_u64().unwrap() >= 512, "{p:?}");
+    assert!(p["alignment_source"].as_str().unwrap() != "", "{p:?}");
+    assert_eq!(t.info().block_size as u64, p["alignment"].as_u64().unwrap());
 }
 
 #[test]

@@ -171,6 +171,32 @@ impl Tgtd {
         );
     }
 
+    /// Sets a parameter of LUN 1 (tgtadm `--op update --mode logicalunit --params NAME=VALUE`),
+    /// e.g. `thin_provisioning` to `1` (LBPME in READ CAPACITY(16), GET LBA STATUS).
+    pub fn set_lun_param(&self, name: &str, value: &str) {
+        let kv = format!("{name}={value}");
+        assert!(
+            !self.adm(&[
+                "--op",
+                "update",
+                "--mode",
+                "logicalunit",
+                "--tid",
+                "1",
+                "--lun",
+                "1",
+                "--params",
+                &kv
+            ]),
+            "tgtadm: cannot set LUN parameter {kv}"
+        );
+    }
+
+    /// The LUN's backing image (a sparse file in /dev/shm).
+    pub fn image(&self) -> &std::path::Path {
+        &self.img
+    }
+
     /// Requires CHAP: initiators must log in as `user` with `secret` (a tgtd incoming
     /// account). With `outgoing`, the target proves itself to initiators that ask (mutual
     /// CHAP) as `(name, secret)`.

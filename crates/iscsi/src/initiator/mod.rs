@@ -12,12 +12,14 @@
 //! * `pump`: the send/receive loop with the I/O timeout.
 //! * `queue`: the `Queue` impl, NOP-Out ping, Logout, `stats()`.
 //! * `probe`: the SCSI questions asked at open time.
+//! * `provisioning`: GET LBA STATUS for [`Target::allocation`], on a session of its own.
 //!
 //! Only loopback or lab addresses are expected; nothing here retries or recovers a connection
 //! (ErrorRecoveryLevel 0): any protocol violation ends the run with an error naming the peer.
 
 mod link;
 mod probe;
+mod provisioning;
 mod pump;
 mod queue;
 mod session;
@@ -27,7 +29,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_engine::{Arena, EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_engine::{Allocation, Arena, EngineError, Queue, QueueConfig, Target, TargetInfo};
 
 use crate::wire::login_initiator::InitiatorLoginConfig;
 pub use session::Session;
@@ -211,6 +213,10 @@ struct IscsiTarget {
 impl Target for IscsiTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
+        provisioning::allocation(&self.spec, &self.info, offset, len)
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {

@@ -21,8 +21,9 @@ fn ascii(b: &[u8]) -> String {
     String::from_utf8_lossy(b).trim().to_string()
 }
 
-/// Runs a data-in (or no-data) command; returns (result, bytes) with bytes a copy of the reply.
-fn ask(s: &mut Session, cdb: Cdb, len: u32) -> Result<(i32, Vec<u8>), EngineError> {
+/// Runs a data-in (or no-data) command; returns (result, bytes) with bytes a copy of the reply
+/// (at most the session's arena).
+pub(super) fn ask(s: &mut Session, cdb: Cdb, len: u32) -> Result<(i32, Vec<u8>), EngineError> {
     let (cdb, _) = cdb.encode();
     let cmd = Cmd {
         tag: 0,
@@ -35,13 +36,13 @@ fn ask(s: &mut Session, cdb: Cdb, len: u32) -> Result<(i32, Vec<u8>), EngineErro
     };
     let (r, got) = s.run_sync(cmd)?;
     let arena = s.arena();
-    // SAFETY: the command completed, so nothing writes the region any more; `got <= len <=
-    // ARENA` (Data-In offsets are checked against `len`).
+    // SAFETY: the command completed, so nothing writes the region any more; `got <= len <=` the
+    // arena's length (Data-In offsets are checked against `len`).
     let data = unsafe { arena.slice(0, got as usize) }.to_vec();
     Ok((r, data))
 }
 
-fn failed(s: &Session, what: &str) -> EngineError {
+pub(super) fn failed(s: &Session, what: &str) -> EngineError {
     let sense = s
         .counters
         .last_sense
@@ -86,6 +87,8 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
         )));
     }
     let (r, cap) = ask(s, Cdb::ReadCapacity16 { alloc_len: 32 }, 32)?;
+    // LBPME (byte 14, bit 7): the LUN is thin provisioned and answers GET LBA STATUS.
+    let lbpme = (r == 0 && cap.len() >= 15).then(|| cap[14] & 0x80 != 0);
     let (blocks, block_size) = if r == 0 && cap.len() >= 12 {
         let mut last = [0u8; 8];
         last.copy_from_slice(&cap[..8]);
@@ -127,6 +130,7 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
     let (r, ms) = ask(s, mode, 4)?;
     let read_only = r == 0 && ms.len() >= 3 && ms[2] & 0x80 != 0;
     params.insert("vendor".into(), ascii(&inq[8..16]).into());
+    params.insert("lbpme".into(), lbpme.unwrap_or(false).into());
     params.insert("product".into(), ascii(&inq[16..32]).into());
     params.insert("revision".into(), ascii(&inq[32..36]).into());
     Ok(TargetInfo {

@@ -1,4 +1,5 @@
-//! SCSI: CDB decode/encode and sense data.
+//! SCSI: CDB decode/encode, sense data, GET LBA STATUS parameter data.
 pub mod cdb;
 mod cdb_encode;
+pub mod lba_status;
 pub mod sense;

@@ -9,6 +9,7 @@ use crate::wire::handshake::{
     cflags, hflags, info, opt, rep, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
     OptionReply, ReplyBody,
 };
+use crate::wire::meta::{MetaContext, MetaContextQuery, OPT_SET_META_CONTEXT, REP_META_CONTEXT};
 use crate::wire::{DecodeResult, Parsed};
 
 /// What the handshake settled.
@@ -23,6 +24,8 @@ pub(crate) struct Negotiated {
     pub description: Option<String>,
     /// False when the server did not know `NBD_OPT_GO`.
     pub used_go: bool,
+    /// The id the server gave the metadata context asked for, when it selected it.
+    pub meta_context: Option<u32>,
 }
 
 struct Conv<'a> {
@@ -114,10 +117,13 @@ impl Conv<'_> {
 }
 
 /// Negotiates `export`; returns what was agreed and any bytes read past the handshake.
+/// `meta`: a metadata context to select (`NBD_OPT_SET_META_CONTEXT`, only once structured
+/// replies are agreed); the data path asks for none.
 pub(crate) fn negotiate(
     sock: &mut Sock,
     export: &str,
     opts: &ClientOptions,
+    meta: Option<&str>,
     peer: &str,
 ) -> Result<(Negotiated, Vec<u8>), EngineError> {
     let mut c = Conv {
@@ -153,6 +159,36 @@ pub(crate) fn negotiate(
         );
     }
 
+    let mut meta_context = None;
+    if let (Some(want), true) = (meta, structured) {
+        let q = MetaContextQuery {
+            export: export.into(),
+            queries: vec![want.into()],
+        };
+        c.option(&q.to_option(OPT_SET_META_CONTEXT))?;
+        loop {
+            match c.reply(OPT_SET_META_CONTEXT).map_err(fix_timeout)? {
+                ReplyBody::Ack => break,
+                ReplyBody::Other {
+                    reply: REP_META_CONTEXT,
+                    data,
+                } => {
+                    let m = MetaContext::decode(&data).map_err(|e| c.protocol(e.to_string()))?;
+                    if m.name == want {
+                        meta_context = Some(m.id);
+                    }
+                }
+                // NBD_REP_ERR_UNSUP and the like: the server has no metadata contexts.
+                ReplyBody::Error { .. } => break,
+                other => {
+                    return Err(c.protocol(format!(
+                        "unexpected reply to NBD_OPT_SET_META_CONTEXT: {other:?}"
+                    )))
+                }
+            }
+        }
+    }
+
     let go = GoRequest {
         name: export.into(),
         requests: vec![info::BLOCK_SIZE, info::NAME, info::DESCRIPTION],
@@ -166,6 +202,7 @@ pub(crate) fn negotiate(
         name: None,
         description: None,
         used_go: true,
+        meta_context,
     };
     let mut have_export = false;
     loop {

@@ -3,11 +3,13 @@
 //! [`open`] connects once, negotiates (`NBD_OPT_STRUCTURED_REPLY` when wanted, then
 //! `NBD_OPT_GO` asking for block sizes, falling back to `NBD_OPT_EXPORT_NAME` on old servers)
 //! and reports what it learnt in [`TargetInfo`]. Every queue then opens its own connection and
-//! negotiates again; see [`queue`] for the I/O path.
+//! negotiates again; see [`queue`] for the I/O path. [`Target::allocation`] asks the server for
+//! holes on a short-lived connection of its own ([`block_status`]).
 //!
 //! URIs: `nbd://HOST[:PORT][/EXPORT]` (port 10809, export "" by default; IPv6 as `[::1]`) and
 //! `nbd+unix:///EXPORT?socket=PATH`.
 
+mod block_status;
 mod handshake;
 mod queue;
 
@@ -19,7 +21,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sanbench_engine::{EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_engine::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
 use serde_json::json;
 
 use crate::wire::handshake::tflags;
@@ -130,18 +132,9 @@ impl io::Write for Sock {
 /// Opens an NBD export: one handshake to learn its size and flags.
 pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineError> {
     let (addr, export) = parse_uri(uri)?;
-    let (mut sock, neg, _rest) = connect(&addr, &export, opts)?;
+    let (mut sock, neg, _rest) = connect(&addr, &export, opts, None)?;
     // Leave politely: this connection only served to learn the export's parameters.
-    let mut disc = Vec::with_capacity(28);
-    crate::wire::transmission::Request {
-        flags: 0,
-        cmd: crate::wire::transmission::cmd::DISC,
-        cookie: 0,
-        offset: 0,
-        len: 0,
-    }
-    .encode(&mut disc);
-    let _ = io::Write::write_all(&mut sock, &disc);
+    disconnect(&mut sock);
     let info = target_info(uri, &addr, &export, &neg);
     Ok(Box::new(NbdTarget {
         info,
@@ -151,10 +144,25 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     }))
 }
 
+/// Sends NBD_CMD_DISC (best effort: the connection is dropped next anyway).
+fn disconnect(sock: &mut Sock) {
+    let mut disc = Vec::with_capacity(28);
+    crate::wire::transmission::Request {
+        flags: 0,
+        cmd: crate::wire::transmission::cmd::DISC,
+        cookie: 0,
+        offset: 0,
+        len: 0,
+    }
+    .encode(&mut disc);
+    let _ = io::Write::write_all(sock, &disc);
+}
+
 fn connect(
     addr: &Addr,
     export: &str,
     opts: &ClientOptions,
+    meta: Option<&str>,
 ) -> Result<(Sock, Negotiated, Vec<u8>), EngineError> {
     let peer = addr.to_string();
     let cerr = |reason: String| EngineError::Connect {
@@ -184,7 +192,7 @@ fn connect(
     sock.set_read_timeout(opts.connect_timeout)
         .and_then(|()| sock.set_write_timeout(opts.connect_timeout))
         .map_err(|e| cerr(e.to_string()))?;
-    let (neg, rest) = handshake::negotiate(&mut sock, export, opts, &peer)?;
+    let (neg, rest) = handshake::negotiate(&mut sock, export, opts, meta, &peer)?;
     Ok((sock, neg, rest))
 }
 
@@ -239,8 +247,12 @@ impl Target for NbdTarget {
         &self.info
     }
 
+    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
+        block_status::allocation(self, offset, len)
+    }
+
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-        let (sock, neg, rest) = connect(&self.addr, &self.export, &self.opts)?;
+        let (sock, neg, rest) = connect(&self.addr, &self.export, &self.opts, None)?;
         if neg.size != self.info.size {
             return Err(EngineError::Protocol {
                 peer: self.addr.to_string(),

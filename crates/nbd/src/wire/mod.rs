@@ -12,8 +12,10 @@
 //! * [`handshake`]: greeting, client flags, options (`NBD_OPT_*`) and option replies
 //!   (`NBD_REP_*`, `NBD_INFO_*`).
 //! * [`transmission`]: requests (`NBD_CMD_*`), simple replies and structured reply chunks.
+//! * [`meta`]: metadata context options and replies, block status chunks.
 
 pub mod handshake;
+pub mod meta;
 pub mod transmission;
 
 #[cfg(test)]

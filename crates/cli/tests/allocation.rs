@@ -1,0 +1,80 @@
+//! What the targets report about never-written space reaches the result: `sanbench run` over a
+//! sparse file (SEEK_DATA) and over nbdkit's sparse memory plugin (NBD base:allocation) says
+//! the span holds holes, and how it knows.
+
+use std::process::{Child, Command as Proc, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn read_run(target: &str) -> Value {
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args([
+            "run", target, "--read", "100", "--time", "300ms", "--ramp", "0",
+        ])
+        .args(["--no-monitor", "--quiet", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_sparse_file_reads_as_holes() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("sparse.img");
+    std::fs::File::create(&f).unwrap().set_len(8 << 20).unwrap();
+    let doc = read_run(f.to_str().unwrap());
+    let pre = &doc["results"][0]["precondition"];
+    assert_eq!(pre["state"], "holes", "{pre}");
+    assert_eq!(pre["allocation"]["method"], "SEEK_DATA");
+    assert_eq!(pre["allocation"]["unwritten_bytes"], 8u64 << 20);
+}
+
+struct Nbdkit(Child);
+
+impl Drop for Nbdkit {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn nbdkit_memory_reads_as_holes() {
+    sanbench_testkit::require("nbdkit", "nbdkit");
+    let port = sanbench_testkit::free_port();
+    let _server = Nbdkit(
+        Proc::new("nbdkit")
+            .args([
+                "-f",
+                "-i",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "memory",
+                "16M",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nbdkit did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let doc = read_run(&format!("nbd://127.0.0.1:{port}"));
+    let pre = &doc["results"][0]["precondition"];
+    assert_eq!(pre["state"], "holes", "{pre}");
+    assert_eq!(pre["allocation"]["method"], "NBD base:allocation");
+    assert_eq!(pre["allocation"]["checked_bytes"], 16u64 << 20);
+    assert_eq!(pre["allocation"]["unwritten_bytes"], 16u64 << 20);
+}
