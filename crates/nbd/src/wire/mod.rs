@@ -12,8 +12,11 @@
 //! * [`handshake`]: greeting, client flags, options (`NBD_OPT_*`) and option replies
 //!   (`NBD_REP_*`, `NBD_INFO_*`).
 //! * [`transmission`]: requests (`NBD_CMD_*`), simple replies and structured reply chunks.
+//! * [`meta`]: metadata contexts (`base:allocation`): the meta context options and replies,
+//!   and block status chunks.
 
 pub mod handshake;
+pub mod meta;
 pub mod transmission;
 
 #[cfg(test)]
