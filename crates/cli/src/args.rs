@@ -208,6 +208,9 @@ pub struct DemoArgs {
     /// Size of each built-in target.
     #[arg(long, default_value = "1G", value_name = "SIZE")]
     pub size: String,
+    /// Allocate and touch the built-in targets' RAM at start (2 x --size).
+    #[arg(long)]
+    pub prealloc: bool,
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: u32,
     /// Replace every workload's measured time.
@@ -259,6 +262,10 @@ pub struct ServeIscsiArgs {
     /// Back LUN 0 with this file instead of RAM.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -281,6 +288,10 @@ pub struct ServeNbdArgs {
     /// 0 wakes for every request.
     #[arg(long, default_value = "200us", value_name = "DURATION")]
     pub coalesce: String,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
 }
 
 /// Host monitoring: CPU, network, power; shared by `run` and `compare`.
