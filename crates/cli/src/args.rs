@@ -249,6 +249,9 @@ pub struct DemoArgs {
     /// Size of each built-in target.
     #[arg(long, default_value = "1G", value_name = "SIZE")]
     pub size: String,
+    /// Allocate and touch the built-in targets' RAM at start (2 x --size).
+    #[arg(long)]
+    pub prealloc: bool,
     /// Repetitions (findings need 3: fewer give the tables only).
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub repeat: u32,
@@ -301,6 +304,10 @@ pub struct ServeIscsiArgs {
     /// Back LUN 0 with this file instead of RAM.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -323,6 +330,10 @@ pub struct ServeNbdArgs {
     /// 0 wakes for every request.
     #[arg(long, default_value = "200us", value_name = "DURATION")]
     pub coalesce: String,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
 }
 
 /// Host monitoring: CPU, network, power; shared by `run` and `compare`.

@@ -1,5 +1,6 @@
 //! `sanbench serve nbd|iscsi`: the built-in RAM-disk targets, in the foreground until Ctrl-C or
-//! SIGTERM, then a clean exit.
+//! SIGTERM, then a clean exit with a summary line that ends with the bytes the store holds
+//! ("allocated N bytes"): scripts precondition a server, stop it and read that figure.
 
 use std::net::SocketAddr;
 
@@ -33,18 +34,25 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     if size == 0 && a.file.is_none() {
         return Err(usage("--size must be above 0"));
     }
-    let mut cfg = sanbench_nbd::ServerConfig::ram(listen_addr(&a.listen)?, size);
+    let listen = listen_addr(&a.listen)?;
+    let mut cfg = match &a.file {
+        Some(p) => sanbench_nbd::ServerConfig::file(listen, p.clone(), size),
+        None => sanbench_nbd::ServerConfig::ram(listen, size),
+    };
     cfg.export = a.export.clone();
     cfg.read_only = a.read_only;
-    cfg.file = a.file.clone();
+    cfg.prealloc = a.prealloc;
     let coalesce = parse_duration(&a.coalesce).map_err(|e| usage(format!("--coalesce: {e}")))?;
     cfg.coalesce = (!coalesce.is_zero()).then_some(coalesce);
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = server.local_addr();
-    let backing = match &a.file {
-        Some(p) => format!("file {}", p.display()),
-        None => "RAM, allocated as written".into(),
+    let backing = match (&a.file, a.prealloc) {
+        (Some(p), _) => format!("file {}", p.display()),
+        (None, false) => "RAM, allocated as written".into(),
+        (None, true) => "RAM, preallocated".into(),
     };
+    // Before the ready line: whoever reads it may send SIGINT at once.
+    let stop = crate::signals::stop_flag();
     println!(
         "sanbench nbd server: nbd://{addr}/{} ({}, {}{}); Ctrl-C to stop",
         a.export,
@@ -52,14 +60,15 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
         backing,
         if a.read_only { ", read-only" } else { "" }
     );
-    let stop = crate::signals::stop_flag();
     let stats = server.stats();
     server.run(stop).context("nbd server")?;
     eprintln!(
-        "sanbench nbd server: stopped ({} connections, {} ended by an error, {} coalesced waits)",
+        "sanbench nbd server: stopped ({} connections, {} ended by an error, {} coalesced waits, \
+         allocated {} bytes)",
         stats.connections.load(std::sync::atomic::Ordering::Relaxed),
         stats.failed.load(std::sync::atomic::Ordering::Relaxed),
-        stats.coalesced_waits()
+        stats.coalesced_waits(),
+        stats.allocated_bytes()
     );
     Ok(())
 }
@@ -110,18 +119,22 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         chap,
         target_chap,
         file: a.file.clone(),
+        prealloc: a.prealloc,
     };
     let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = t.local_addr();
+    // Before the ready line: whoever reads it may send SIGINT at once.
+    let stop = crate::signals::stop_flag();
     println!(
         "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}); Ctrl-C to stop",
         a.iqn,
         a.luns,
         if a.luns == 1 { "" } else { "s" },
         format_size(lun_size),
-        match &a.file {
-            Some(p) => format!("LUN 0 on file {}", p.display()),
-            None => "RAM, allocated as written".into(),
+        match (&a.file, a.prealloc) {
+            (Some(p), _) => format!("LUN 0 on file {}", p.display()),
+            (None, false) => "RAM, allocated as written".into(),
+            (None, true) => "RAM, preallocated".into(),
         },
         match (&a.chap, &a.target_chap) {
             (Some(_), Some(_)) => ", CHAP required, mutual CHAP offered",
@@ -129,8 +142,12 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
             _ => "",
         }
     );
-    let stop = crate::signals::stop_flag();
+    let stats = t.stats();
     t.run(stop).context("iscsi target")?;
-    eprintln!("sanbench iscsi target: stopped");
+    eprintln!(
+        "sanbench iscsi target: stopped ({} connections, allocated {} bytes)",
+        stats.connections.load(std::sync::atomic::Ordering::Relaxed),
+        stats.allocated_bytes()
+    );
     Ok(())
 }

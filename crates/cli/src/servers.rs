@@ -20,8 +20,10 @@ pub fn start_demo_servers(
 ) -> Result<(), CliError> {
     let size = parse_size(&a.size).map_err(|e| usage(format!("--size: {e}")))?;
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("loopback address");
-    let nbd = sanbench_nbd::Server::bind(sanbench_nbd::ServerConfig::ram(loopback, size))
-        .context("starting the NBD server")?;
+    // Both keep their bytes in the same store (sanbench-blockstore): they differ by transport.
+    let mut cfg = sanbench_nbd::ServerConfig::ram(loopback, size);
+    cfg.prealloc = a.prealloc;
+    let nbd = sanbench_nbd::Server::bind(cfg).context("starting the NBD server")?;
     targets.push(format!("NBD (loopback)=nbd://{}", nbd.local_addr()));
     let stop = shutdown.clone();
     threads.push(
@@ -37,6 +39,7 @@ pub fn start_demo_servers(
     let iscsi = sanbench_iscsi::target::Target::bind(sanbench_iscsi::target::TargetConfig {
         listen: loopback,
         lun_size: size,
+        prealloc: a.prealloc,
         ..Default::default()
     })
     .context("starting the iSCSI target")?;

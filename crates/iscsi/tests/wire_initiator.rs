@@ -427,3 +427,57 @@ fn stalled_writes_are_bounded() {
     }
     assert!(full, "eight stalled 64 MiB writes were all accepted");
 }
+
+/// GET LBA STATUS reports the block store's allocation map (written 64 KiB chunks mapped,
+/// the rest deallocated), and the target's stats count connections and allocated bytes.
+#[test]
+fn get_lba_status_and_stats_follow_the_store() {
+    let t = Target::bind(TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        lun_size: 16 << 20,
+        ..TargetConfig::default()
+    })
+    .unwrap();
+    let stats = t.stats();
+    let port = t.local_addr().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _running = Running(
+        stop,
+        Some(std::thread::spawn(move || t.run(s).unwrap())),
+        port,
+    );
+    let mut c = Client::login(port, icfg()).unwrap();
+    assert_eq!(stats.allocated_bytes(), 0);
+    // 256 KiB at LBA 1000 (byte 512000) touches chunks 7..=11.
+    write_read(&mut c);
+    assert_eq!(stats.allocated_bytes(), 5 * 65536);
+    assert_eq!(stats.connections.load(Ordering::Relaxed), 1);
+    // Room for exactly the three descriptors expected (the helper wants the whole length).
+    let (st, v) = c.command(
+        Cdb::GetLbaStatus {
+            lba: 0,
+            alloc_len: 8 + 16 * 3,
+        },
+        8 + 16 * 3,
+        &[],
+    );
+    assert_eq!(st, 0);
+    let descs: Vec<(u64, u32, u8)> = v[8..]
+        .chunks_exact(16)
+        .map(|d| {
+            let lba = u64::from_be_bytes(d[0..8].try_into().unwrap());
+            let n = u32::from_be_bytes(d[8..12].try_into().unwrap());
+            (lba, n, d[12])
+        })
+        .collect();
+    let blocks = (16 << 20) / 512;
+    assert_eq!(
+        descs,
+        vec![
+            (0, 7 * 128, 1),
+            (7 * 128, 5 * 128, 0),
+            (12 * 128, blocks - 12 * 128, 1)
+        ]
+    );
+}

@@ -18,7 +18,7 @@ use crate::scsi::cdb::{op, Cdb, CdbError};
 use crate::scsi::sense::{status, Sense};
 use crate::wire::bhs::{decode_lun, Bhs, BHS_LEN};
 use crate::wire::discovery::{send_targets, TargetRecord};
-use crate::wire::framer::{encode_pdu, encode_pdu_with, parse_pdu, FrameConfig, Parsed, PduRef};
+use crate::wire::framer::{encode_pdu, encode_pdu_append, parse_pdu, FrameConfig, Parsed, PduRef};
 use crate::wire::login::{LoginOutcome, SessionType, TargetLogin, CMD_WINDOW};
 use crate::wire::pdu::*;
 use crate::wire::pdu_ctl::*;

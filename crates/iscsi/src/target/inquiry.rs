@@ -2,9 +2,9 @@
 //! and MODE SENSE(6/10) with the caching, control and informational exceptions pages.
 
 use super::lun::{Lun, Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_XFER_BLOCKS};
-use super::store::CHUNK;
 use crate::scsi::cdb::Cdb;
 use crate::scsi::sense::Sense;
+use sanbench_blockstore::CHUNK;
 
 const VPD_PAGES: [u8; 6] = [0x00, 0x80, 0x83, 0xb0, 0xb1, 0xb2];
 
@@ -23,6 +23,8 @@ fn pad(s: &str, n: usize) -> Vec<u8> {
 
 pub fn inquiry(lun: &Lun, evpd: bool, page: u8) -> Result<Vec<u8>, Sense> {
     if !evpd {
+        // T10 vendor "SANBENCH": clients rely on it to know the LUN is sanbench's own scratch
+        // disk, which they may overwrite (see sanbench-blockstore's docs). Keep it.
         let mut v = vec![0u8; 96];
         v[2] = 0x06; // SPC-4
         v[3] = 0x12; // HiSup, response data format 2

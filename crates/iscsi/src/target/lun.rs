@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::pr::{Access, PrError, PrState};
-use super::store::{Backing, CHUNK};
 use crate::scsi::cdb::{Cdb, CdbLen};
 use crate::scsi::sense::Sense;
+use sanbench_blockstore::{BlockStore, CHUNK};
 
 pub const BLOCK: u64 = 512;
 /// Largest transfer we accept in one command (VPD B0 MAXIMUM TRANSFER LENGTH, in blocks).
@@ -33,7 +33,7 @@ pub enum Outcome {
 
 pub struct Lun {
     pub id: u16,
-    pub store: Backing,
+    pub store: BlockStore,
     pub blocks: u64,
     pr: Mutex<PrState>,
     /// True while any registration or reservation exists, so plain I/O skips the PR mutex.
@@ -48,7 +48,7 @@ fn cut(mut v: Vec<u8>, alloc: usize) -> Outcome {
 }
 
 impl Lun {
-    pub fn new(id: u16, store: Backing, size: u64) -> Lun {
+    pub fn new(id: u16, store: BlockStore, size: u64) -> Lun {
         Lun {
             id,
             store,
@@ -166,7 +166,7 @@ impl Lun {
                     && v.len() + 16 <= (alloc_len as usize).max(24)
                     && v.len() < 8 + 16 * 64
                 {
-                    let (mapped, end) = self.store.mapping_at(pos, size);
+                    let (mapped, end) = self.store.mapped(pos, size - pos);
                     let end = end.min(size).max(pos + BLOCK);
                     v.extend_from_slice(&(pos / BLOCK).to_be_bytes());
                     v.extend_from_slice(
@@ -202,6 +202,8 @@ impl Lun {
                 lba,
                 blocks,
                 protect,
+                fua,
+                verify,
                 ..
             } => {
                 if protect != 0 {
@@ -209,7 +211,9 @@ impl Lun {
                 }
                 self.range(lba, blocks as u64)?;
                 let n = (blocks as usize * BLOCK as usize).min(data.len()) & !(BLOCK as usize - 1);
-                self.store.write(lba * BLOCK, &data[..n]).map_err(io)?;
+                self.store
+                    .write(lba * BLOCK, &data[..n], fua || verify)
+                    .map_err(io)?;
                 Outcome::Good
             }
             Cdb::Verify {
@@ -244,7 +248,7 @@ impl Lun {
             }
             Cdb::SynchronizeCache { lba, blocks, .. } => {
                 self.range(lba, blocks as u64)?;
-                self.store.sync().map_err(io)?;
+                self.store.flush().map_err(io)?;
                 Outcome::Good
             }
             Cdb::WriteSame {
@@ -279,7 +283,7 @@ impl Lun {
                 };
                 // LBPRZ: unmapped blocks read as zeros, so UNMAP wins over the pattern.
                 if unmap {
-                    self.store.unmap(lba * BLOCK, blocks * BLOCK).map_err(io)?;
+                    self.store.trim(lba * BLOCK, blocks * BLOCK).map_err(io)?;
                 } else {
                     let per = (CHUNK as u64 / BLOCK).min(blocks) as usize;
                     let buf: Vec<u8> = pattern
@@ -292,7 +296,7 @@ impl Lun {
                     while done < blocks {
                         let n = (blocks - done).min(per as u64) as usize;
                         self.store
-                            .write((lba + done) * BLOCK, &buf[..n * BLOCK as usize])
+                            .write((lba + done) * BLOCK, &buf[..n * BLOCK as usize], false)
                             .map_err(io)?;
                         done += n as u64;
                     }
@@ -322,7 +326,7 @@ impl Lun {
                     ranges.push((lba, n as u64));
                 }
                 for (lba, n) in ranges {
-                    self.store.unmap(lba * BLOCK, n * BLOCK).map_err(io)?;
+                    self.store.trim(lba * BLOCK, n * BLOCK).map_err(io)?;
                 }
                 Outcome::Good
             }
@@ -351,7 +355,9 @@ impl Lun {
                 if let Some(i) = (0..n).find(|&i| cur[i] != data[i]) {
                     return Err(Sense::MISCOMPARE_VERIFY.with_info(i as u64));
                 }
-                self.store.write(lba * BLOCK, &data[n..2 * n]).map_err(io)?;
+                self.store
+                    .write(lba * BLOCK, &data[n..2 * n], false)
+                    .map_err(io)?;
                 Outcome::Good
             }
             Cdb::ReportLuns { .. } => unreachable_report_luns(),

@@ -1,5 +1,10 @@
 //! The iSCSI target: listens on a loopback (or any) address, one thread per connection,
-//! RAM-backed LUNs allocated as written (or one file), discovery and normal sessions.
+//! RAM-backed LUNs allocated as written or preallocated (or one file), discovery and normal
+//! sessions. Each LUN's bytes live in a [`BlockStore`], the same store as the NBD server's, so
+//! the two servers differ only by transport; GET LBA STATUS reports its allocation map.
+//!
+//! The standard INQUIRY vendor identification is `SANBENCH`: clients rely on it to know the
+//! LUN is sanbench's own scratch disk, which they may overwrite.
 //!
 //! LUN numbering: LUNs are 0..`luns`-1; there is no separate controller LUN, so the
 //! compliance URL is `iscsi://HOST:PORT/IQN/0`.
@@ -8,12 +13,11 @@ mod conn;
 mod inquiry;
 mod lun;
 mod pr;
-pub mod store;
 
 use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +25,7 @@ use thiserror::Error;
 
 use crate::wire::login::TargetLoginConfig;
 use lun::Lun;
-use store::{Backing, SparseRam};
+use sanbench_blockstore::BlockStore;
 
 /// Errors of starting or running the target.
 #[derive(Debug, Error)]
@@ -40,6 +44,12 @@ pub enum TargetError {
     },
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error("cannot set up LUN {lun}'s store: {source}")]
+    Store {
+        lun: u32,
+        #[source]
+        source: sanbench_blockstore::StoreError,
+    },
     #[error("accept failed: {0}")]
     Accept(#[source] std::io::Error),
 }
@@ -59,6 +69,9 @@ pub struct TargetConfig {
     pub target_chap: Option<(String, String)>,
     /// Back LUN 0 with this file instead of RAM (other LUNs stay in RAM).
     pub file: Option<PathBuf>,
+    /// Allocate (and touch) every LUN's RAM at start, or the file's blocks, so that no first
+    /// write pays for allocation inside a measurement.
+    pub prealloc: bool,
 }
 
 impl Default for TargetConfig {
@@ -71,6 +84,7 @@ impl Default for TargetConfig {
             chap: None,
             target_chap: None,
             file: None,
+            prealloc: false,
         }
     }
 }
@@ -83,10 +97,30 @@ pub(crate) struct Shared {
     pub portal: String,
 }
 
+/// What a caller can watch while the target runs (and read after it stopped).
+pub struct TargetStats {
+    /// Connections accepted (discovery and normal sessions).
+    pub connections: AtomicU64,
+    shared: Arc<Shared>,
+}
+
+impl TargetStats {
+    /// Bytes holding data, summed over the LUNs: RAM chunks written and not unmapped (every
+    /// chunk with `prealloc`), or the blocks the file system allocated to the file.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.shared
+            .luns
+            .iter()
+            .map(|l| l.store.allocated_bytes())
+            .sum()
+    }
+}
+
 /// A bound, not yet running target.
 pub struct Target {
     listener: TcpListener,
     shared: Arc<Shared>,
+    stats: Arc<TargetStats>,
 }
 
 impl Target {
@@ -124,9 +158,15 @@ impl Target {
                         })?
                         .len();
                     let size = if len >= lun::BLOCK { len } else { cfg.lun_size };
-                    (Backing::File(f), size)
+                    let store = BlockStore::file(f, size, cfg.prealloc)
+                        .map_err(|source| TargetError::Store { lun: i, source })?;
+                    (store, size)
                 }
-                _ => (Backing::Ram(SparseRam::new(cfg.lun_size)), cfg.lun_size),
+                _ => {
+                    let store = BlockStore::ram(cfg.lun_size, cfg.prealloc)
+                        .map_err(|source| TargetError::Store { lun: i, source })?;
+                    (store, cfg.lun_size)
+                }
             };
             luns.push(Lun::new(i as u16, backing, size - size % lun::BLOCK));
         }
@@ -151,7 +191,19 @@ impl Target {
             login,
             next_tsih: AtomicU16::new(1),
         });
-        Ok(Target { listener, shared })
+        let stats = Arc::new(TargetStats {
+            connections: AtomicU64::new(0),
+            shared: shared.clone(),
+        });
+        Ok(Target {
+            listener,
+            shared,
+            stats,
+        })
+    }
+
+    pub fn stats(&self) -> Arc<TargetStats> {
+        self.stats.clone()
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -167,6 +219,7 @@ impl Target {
         while !shutdown.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((s, _)) => {
+                    self.stats.connections.fetch_add(1, Ordering::Relaxed);
                     let sh = self.shared.clone();
                     let stop = shutdown.clone();
                     threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());

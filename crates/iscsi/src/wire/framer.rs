@@ -1,6 +1,6 @@
 //! PDU framing (RFC 7143 §11.2): header, optional AHS, header digest, data segment, padding,
-//! data digest. [`parse_pdu`] is the receive side, [`encode_pdu`]/[`encode_pdu_with`] the send
-//! side. Neither does I/O: the caller owns the buffers.
+//! data digest. [`parse_pdu`] is the receive side, [`encode_pdu`]/[`encode_pdu_with`]/
+//! [`encode_pdu_append`] the send side. Neither does I/O: the caller owns the buffers.
 
 use super::bhs::{raw_ahs_len, raw_data_len, raw_opcode, Bhs, BHS_LEN};
 use super::digest::{crc32c, data_digest, pad_len, read_digest};
@@ -160,6 +160,25 @@ pub fn encode_pdu_with(
     cfg: &FrameConfig,
     fill: impl FnOnce(&mut [u8]),
 ) {
+    encode_pdu_append(out, header, ahs, data_len, cfg, |out| {
+        let at = out.len();
+        out.resize(at + data_len, 0);
+        fill(&mut out[at..]);
+    });
+}
+
+/// Like [`encode_pdu_with`] but `append` pushes the `data_len` data bytes onto `out` itself,
+/// so they need not be zero-filled before being overwritten (a target reading its store
+/// straight into the send buffer). Should `append` push a different number of bytes, the
+/// data is cut or zero-padded to `data_len`, so the PDU stays well framed.
+pub fn encode_pdu_append(
+    out: &mut Vec<u8>,
+    header: &[u8; BHS_LEN],
+    ahs: &[u8],
+    data_len: usize,
+    cfg: &FrameConfig,
+    append: impl FnOnce(&mut Vec<u8>),
+) {
     debug_assert!(ahs.len() & 3 == 0 && ahs.len() <= 255 * 4);
     let start = out.len();
     out.extend_from_slice(header);
@@ -172,9 +191,9 @@ pub fn encode_pdu_with(
     }
     if data_len > 0 {
         let dstart = out.len();
-        let pad = pad_len(data_len);
-        out.resize(dstart + data_len + pad, 0);
-        fill(&mut out[dstart..dstart + data_len]);
+        append(out);
+        out.resize(dstart + data_len, 0);
+        out.resize(dstart + data_len + pad_len(data_len), 0);
         if cfg.data_digest {
             let d = data_digest(&out[dstart..dstart + data_len]);
             out.extend_from_slice(&d.to_le_bytes());

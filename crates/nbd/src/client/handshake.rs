@@ -218,7 +218,9 @@ pub(crate) fn negotiate(
             }) => n.block_sizes = Some((min, preferred, max_payload)),
             ReplyBody::Info(Info::Name(s)) => n.name = Some(s),
             ReplyBody::Info(Info::Description(s)) => n.description = Some(s),
-            ReplyBody::Info(Info::Other { .. }) | ReplyBody::Other { .. } => {}
+            ReplyBody::Info(Info::Other { .. })
+            | ReplyBody::MetaContext { .. }
+            | ReplyBody::Other { .. } => {}
             ReplyBody::Error { code, .. } if code == rep::ERR_UNSUP => {
                 // Old server: NBD_OPT_EXPORT_NAME cannot report errors, but it is all there is.
                 c.option(&ClientOption::ExportName(export.into()))?;

@@ -1,5 +1,10 @@
-//! An NBD server: one export, RAM-backed (sparse, allocated as written) or file-backed,
-//! a thread per connection.
+//! An NBD server: one export, RAM-backed (sparse, allocated as written, or preallocated) or
+//! file-backed, a thread per connection. The bytes live in a
+//! [`BlockStore`](sanbench_blockstore::BlockStore), the same store as the iSCSI target's, so
+//! the two servers differ only by transport.
+//!
+//! The export description says "sanbench" ("sanbench RAM disk", "sanbench file"): clients
+//! rely on it to know the export is sanbench's own scratch disk, which they may overwrite.
 //!
 //! ```no_run
 //! # use std::sync::{Arc, atomic::AtomicBool};
@@ -14,11 +19,12 @@
 //! block size info), `NBD_OPT_LIST`, structured replies, and the transmission flags
 //! `SEND_FLUSH`, `SEND_FUA`, `SEND_TRIM`, `SEND_WRITE_ZEROES`, `CAN_MULTI_CONN` (all
 //! connections share one store with no cache), `SEND_DF` with structured replies (a READ is
-//! always answered in one chunk).
+//! always answered in one chunk), and the `base:allocation` metadata context
+//! (`NBD_OPT_LIST/SET_META_CONTEXT`, `NBD_CMD_BLOCK_STATUS`: written chunks are data, the rest
+//! `NBD_STATE_HOLE | NBD_STATE_ZERO`).
 
 mod coalesce;
 mod conn;
-mod store;
 
 use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -29,12 +35,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub use store::{CHUNK, SLOT_BYTES};
+use sanbench_blockstore::BlockStore;
+pub use sanbench_blockstore::CHUNK;
 
 use crate::error::NbdError;
 use crate::wire::MAX_PAYLOAD;
 use conn::{Conn, End};
-use store::{SparseRam, Store};
 
 /// Default for [`ServerConfig::coalesce`].
 pub const DEFAULT_COALESCE: Duration = Duration::from_micros(200);
@@ -53,6 +59,9 @@ pub struct ServerConfig {
     pub read_only: bool,
     /// Back the export with this file (pread/pwrite) instead of RAM.
     pub file: Option<PathBuf>,
+    /// Allocate (and touch) the whole RAM export at start, or the whole file's blocks, so
+    /// that no first write pays for allocation inside a measurement.
+    pub prealloc: bool,
     /// Advertised minimum block size: requests not aligned to it get `NBD_EINVAL`.
     pub min_block: u32,
     pub preferred_block: u32,
@@ -73,10 +82,20 @@ impl ServerConfig {
             description: "sanbench RAM disk".into(),
             read_only: false,
             file: None,
+            prealloc: false,
             min_block: 1,
             preferred_block: 4096,
             max_payload: MAX_PAYLOAD,
             coalesce: Some(DEFAULT_COALESCE),
+        }
+    }
+
+    /// An export of `path` (0 `size`: the file's size) described as "sanbench file".
+    pub fn file(listen: SocketAddr, path: PathBuf, size: u64) -> ServerConfig {
+        ServerConfig {
+            description: "sanbench file".into(),
+            file: Some(path),
+            ..ServerConfig::ram(listen, size)
         }
     }
 
@@ -113,7 +132,7 @@ impl ServerConfig {
 pub(crate) struct Shared {
     cfg: ServerConfig,
     size: u64,
-    store: Store,
+    store: BlockStore,
     /// Waits that asked the kernel for more than one request (see `coalesce.rs`), summed as
     /// connections end.
     coalesced: AtomicU64,
@@ -128,8 +147,9 @@ pub struct ServerStats {
 }
 
 impl ServerStats {
-    /// Bytes of RAM holding export data (chunks written and not trimmed); None for a file.
-    pub fn allocated_bytes(&self) -> Option<u64> {
+    /// Bytes holding export data: RAM chunks written and not trimmed (every chunk with
+    /// `prealloc`), or the blocks the file system allocated to the file.
+    pub fn allocated_bytes(&self) -> u64 {
         self.shared.store.allocated_bytes()
     }
 
@@ -157,7 +177,9 @@ impl Server {
                 if cfg.size == 0 {
                     return Err(NbdError::Config("export size must be above 0".into()));
                 }
-                (Store::Ram(SparseRam::new(cfg.size)), cfg.size)
+                let store = BlockStore::ram(cfg.size, cfg.prealloc)
+                    .map_err(|e| NbdError::Config(e.to_string()))?;
+                (store, cfg.size)
             }
             Some(path) => {
                 let f = OpenOptions::new()
@@ -174,7 +196,9 @@ impl Server {
                         .map_err(|e| NbdError::io(format!("extend {}", path.display()), e))?;
                 }
                 let size = if cfg.size == 0 { len } else { cfg.size };
-                (Store::File(f), size)
+                let store = BlockStore::file(f, size, cfg.prealloc && !cfg.read_only)
+                    .map_err(|e| NbdError::Config(format!("{}: {e}", path.display())))?;
+                (store, size)
             }
         };
         let listener = TcpListener::bind(cfg.listen)

@@ -9,6 +9,7 @@
 //! S: size(64) transmission-flags(16) [124 zeroes]   -> ExportNameReply (after NBD_OPT_EXPORT_NAME)
 //! ```
 
+use super::meta_serve::MetaContextRequest;
 use super::{
     be16, be32, be64, utf8, DecodeResult, Parsed, WireError, IHAVEOPT, MAX_NAME_LEN,
     MAX_OPTION_LEN, NBDMAGIC, REPLY_MAGIC,
@@ -80,6 +81,8 @@ pub mod opt {
     pub const INFO: u32 = 6;
     pub const GO: u32 = 7;
     pub const STRUCTURED_REPLY: u32 = 8;
+    pub const LIST_META_CONTEXT: u32 = 9;
+    pub const SET_META_CONTEXT: u32 = 10;
 }
 
 /// Option reply types (`NBD_REP_*`); errors have bit 31 set.
@@ -87,6 +90,7 @@ pub mod rep {
     pub const ACK: u32 = 1;
     pub const SERVER: u32 = 2;
     pub const INFO: u32 = 3;
+    pub const META_CONTEXT: u32 = 4;
     pub const ERR_BIT: u32 = 1 << 31;
     pub const ERR_UNSUP: u32 = ERR_BIT | 1;
     pub const ERR_POLICY: u32 = ERR_BIT | 2;
@@ -175,6 +179,8 @@ pub enum ClientOption {
     Info(GoRequest),
     Go(GoRequest),
     StructuredReply,
+    ListMetaContext(MetaContextRequest),
+    SetMetaContext(MetaContextRequest),
     /// An option this module does not model, or a known one whose payload is malformed (the
     /// server answers `NBD_REP_ERR_UNSUP` or `NBD_REP_ERR_INVALID` respectively).
     Other {
@@ -194,6 +200,8 @@ impl ClientOption {
             ClientOption::Info(_) => opt::INFO,
             ClientOption::Go(_) => opt::GO,
             ClientOption::StructuredReply => opt::STRUCTURED_REPLY,
+            ClientOption::ListMetaContext(_) => opt::LIST_META_CONTEXT,
+            ClientOption::SetMetaContext(_) => opt::SET_META_CONTEXT,
             ClientOption::Other { option, .. } => *option,
         }
     }
@@ -213,6 +221,7 @@ impl ClientOption {
                     out.extend_from_slice(&r.to_be_bytes());
                 }
             }
+            ClientOption::ListMetaContext(m) | ClientOption::SetMetaContext(m) => m.encode(out),
             ClientOption::Other { data, .. } => out.extend_from_slice(data),
             ClientOption::Abort | ClientOption::List | ClientOption::StructuredReply => {}
         }
@@ -262,6 +271,12 @@ fn parse_option(option: u32, data: &[u8]) -> Option<ClientOption> {
         opt::STRUCTURED_REPLY if data.is_empty() => Some(ClientOption::StructuredReply),
         opt::INFO => parse_go(data).map(ClientOption::Info),
         opt::GO => parse_go(data).map(ClientOption::Go),
+        opt::LIST_META_CONTEXT => MetaContextRequest::decode(data)
+            .ok()
+            .map(ClientOption::ListMetaContext),
+        opt::SET_META_CONTEXT => MetaContextRequest::decode(data)
+            .ok()
+            .map(ClientOption::SetMetaContext),
         _ => None,
     }
 }
@@ -313,12 +328,17 @@ pub enum ReplyBody {
         details: String,
     },
     Info(Info),
+    /// `NBD_REP_META_CONTEXT`: a context's id (0 when listing) and name.
+    MetaContext {
+        id: u32,
+        name: String,
+    },
     /// Any `NBD_REP_ERR_*` (`code` has bit 31 set), with the optional human-readable message.
     Error {
         code: u32,
         message: String,
     },
-    /// A reply type this module does not model (e.g. `NBD_REP_META_CONTEXT`).
+    /// A reply type this module does not model.
     Other {
         reply: u32,
         data: Vec<u8>,
@@ -342,6 +362,7 @@ impl OptionReply {
             ReplyBody::Ack => rep::ACK,
             ReplyBody::Server { .. } => rep::SERVER,
             ReplyBody::Info(_) => rep::INFO,
+            ReplyBody::MetaContext { .. } => rep::META_CONTEXT,
             ReplyBody::Error { code, .. } => *code | rep::ERR_BIT,
             ReplyBody::Other { reply, .. } => *reply,
         };
@@ -356,6 +377,10 @@ impl OptionReply {
                 out.extend_from_slice(details.as_bytes());
             }
             ReplyBody::Info(i) => encode_info(i, out),
+            ReplyBody::MetaContext { id, name } => {
+                out.extend_from_slice(&id.to_be_bytes());
+                out.extend_from_slice(name.as_bytes());
+            }
             ReplyBody::Error { message, .. } => out.extend_from_slice(message.as_bytes()),
             ReplyBody::Other { data, .. } => out.extend_from_slice(data),
         }
@@ -402,6 +427,15 @@ impl OptionReply {
                 }
             }
             rep::INFO => ReplyBody::Info(decode_info(data)?),
+            rep::META_CONTEXT => {
+                if data.len() < 4 || data.len() - 4 > MAX_NAME_LEN {
+                    return Err(bad_len("NBD_REP_META_CONTEXT", data.len()));
+                }
+                ReplyBody::MetaContext {
+                    id: be32(data, 0),
+                    name: utf8(&data[4..], "meta context name")?,
+                }
+            }
             r if r & rep::ERR_BIT != 0 => ReplyBody::Error {
                 code: r,
                 message: String::from_utf8_lossy(data).into_owned(),

@@ -12,10 +12,13 @@
 //! * [`handshake`]: greeting, client flags, options (`NBD_OPT_*`) and option replies
 //!   (`NBD_REP_*`, `NBD_INFO_*`).
 //! * [`transmission`]: requests (`NBD_CMD_*`), simple replies and structured reply chunks.
-//! * [`meta`]: metadata context options and replies, block status chunks.
+//! * [`meta`]: metadata context options and replies, block status chunks, as the client
+//!   sends and reads them; [`meta_serve`]: the same messages as the server reads and answers
+//!   them (two sessions wrote them in parallel; to be folded into one).
 
 pub mod handshake;
 pub mod meta;
+pub mod meta_serve;
 pub mod transmission;
 
 #[cfg(test)]

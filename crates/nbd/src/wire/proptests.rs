@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 
 use super::handshake::*;
+use super::meta_serve::*;
 use super::transmission::*;
 use super::{Parsed, MAX_PAYLOAD};
 
@@ -17,6 +18,11 @@ fn go_request() -> impl Strategy<Value = GoRequest> {
         .prop_map(|(name, requests)| GoRequest { name, requests })
 }
 
+fn meta_request() -> impl Strategy<Value = MetaContextRequest> {
+    (name(), prop::collection::vec(name(), 0..4))
+        .prop_map(|(export, queries)| MetaContextRequest { export, queries })
+}
+
 fn client_option() -> impl Strategy<Value = ClientOption> {
     prop_oneof![
         name().prop_map(ClientOption::ExportName),
@@ -25,7 +31,9 @@ fn client_option() -> impl Strategy<Value = ClientOption> {
         go_request().prop_map(ClientOption::Info),
         go_request().prop_map(ClientOption::Go),
         Just(ClientOption::StructuredReply),
-        (9u32.., prop::collection::vec(any::<u8>(), 0..64))
+        meta_request().prop_map(ClientOption::ListMetaContext),
+        meta_request().prop_map(ClientOption::SetMetaContext),
+        (11u32.., prop::collection::vec(any::<u8>(), 0..64))
             .prop_map(|(option, data)| ClientOption::Other { option, data }),
     ]
 }
@@ -56,7 +64,8 @@ fn reply_body() -> impl Strategy<Value = ReplyBody> {
             code: c | rep::ERR_BIT,
             message
         }),
-        (4u32..0x8000_0000, prop::collection::vec(any::<u8>(), 0..32))
+        (any::<u32>(), name()).prop_map(|(id, name)| ReplyBody::MetaContext { id, name }),
+        (5u32..0x8000_0000, prop::collection::vec(any::<u8>(), 0..32))
             .prop_map(|(reply, data)| ReplyBody::Other { reply, data }),
     ]
 }
@@ -161,6 +170,21 @@ proptest! {
     }
 
     #[test]
+    fn block_status_round_trip(context in any::<u32>(), flags in any::<u16>(), cookie in any::<u64>(),
+                               ext in prop::collection::vec((1u32.., any::<u32>()), 1..20)) {
+        let s = BlockStatus {
+            context,
+            extents: ext.into_iter().map(|(len, flags)| Extent { len, flags }).collect(),
+        };
+        let mut b = Vec::new();
+        s.encode(flags, cookie, &mut b);
+        let (h, n) = ReplyHeader::decode(&b).unwrap().done().unwrap();
+        prop_assert_eq!(h, ReplyHeader::Structured { flags, kind: chunk::BLOCK_STATUS, cookie,
+                                                     len: (b.len() - n) as u32 });
+        prop_assert_eq!(BlockStatus::decode(&b[n..]).unwrap(), s);
+    }
+
+    #[test]
     fn decoders_never_panic(b in prop::collection::vec(any::<u8>(), 0..200), kind in any::<u16>()) {
         fuzz_all(&b, kind);
     }
@@ -197,6 +221,14 @@ fn fuzz_all(b: &[u8], kind: u16) {
         }
     }
     let _ = Chunk::decode(kind, b);
+    if let Ok(m) = MetaContextRequest::decode(b) {
+        let mut again = Vec::new();
+        m.encode(&mut again);
+        assert_eq!(&again[..], b);
+    }
+    if let Ok(s) = BlockStatus::decode(b) {
+        assert!(!s.extents.is_empty() && s.extents.iter().all(|e| e.len > 0));
+    }
 }
 
 /// Thousands of random, magic-prefixed and truncated buffers through every decoder, so that the

@@ -166,8 +166,8 @@ impl Conn {
             Outcome::Data(v) => {
                 let res = Residual::of(edtl, v.len() as u32);
                 let n = v.len().min(edtl as usize);
-                self.send_data(cmd, n, res, |off, dst| {
-                    dst.copy_from_slice(&v[off..off + dst.len()])
+                self.send_data(cmd, n, res, |off, len, out| {
+                    out.extend_from_slice(&v[off..off + len])
                 });
             }
             Outcome::Read { off, len } => {
@@ -175,10 +175,10 @@ impl Conn {
                 let n = len.min(edtl as usize);
                 let sh = self.shared.clone();
                 let lun = &sh.luns[decode_lun(cmd.lun) as usize];
-                self.send_data(cmd, n, res, |o, dst| {
-                    if lun.store.read(off + o as u64, dst).is_err() {
-                        dst.fill(0);
-                    }
+                // Straight from the store into the send buffer, not zero-filled first; should
+                // the read fail (a file's I/O error), the framer sends zeros in its place.
+                self.send_data(cmd, n, res, |o, len, out| {
+                    let _ = lun.store.read_append(off + o as u64, len, out);
                 });
             }
         }
@@ -191,12 +191,12 @@ impl Conn {
         cmd: &ScsiCommand,
         n: usize,
         res: Residual,
-        mut fill: impl FnMut(usize, &mut [u8]),
+        mut append: impl FnMut(usize, usize, &mut Vec<u8>),
     ) {
         if n == 0 {
             return self.respond(cmd, status::GOOD, None, res);
         }
-        // Whole blocks per PDU: the store copies words, and initiators like aligned offsets.
+        // Whole blocks per PDU: initiators like aligned offsets.
         let max = (self.tx.max_recv_data_segment_length as usize & !511).max(512);
         // Data-In sequences end every MaxBurstLength bytes with the F bit (§11.7.1).
         let burst = self
@@ -226,7 +226,9 @@ impl Conn {
             };
             let mut h = [0u8; BHS_LEN];
             d.encode(&mut h);
-            encode_pdu_with(&mut self.out, &h, &[], len, &self.tx, |dst| fill(off, dst));
+            encode_pdu_append(&mut self.out, &h, &[], len, &self.tx, |out| {
+                append(off, len, out)
+            });
             off += len;
             data_sn += 1;
         }

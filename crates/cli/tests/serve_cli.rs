@@ -1,0 +1,110 @@
+//! `sanbench serve nbd|iscsi` from the outside: --prealloc, and the summary line printed on
+//! SIGINT, which ends with the bytes the store holds (scripts precondition a server, stop it
+//! and read that figure).
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("sanbench")
+}
+
+/// A `sanbench serve` child and the address from its first line.
+fn serve(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    assert!(line.contains("Ctrl-C"), "{line}");
+    (child, addr)
+}
+
+/// Stops the server with SIGINT (by its process id) and returns its stderr.
+fn interrupt(mut child: Child) -> String {
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status}: {err}");
+    err
+}
+
+/// "allocated N bytes" from the summary line.
+fn allocated(stderr: &str) -> u64 {
+    stderr
+        .split("allocated ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no allocated bytes in {stderr:?}"))
+}
+
+#[test]
+fn nbd_summary_reports_what_a_fill_allocated() {
+    let (child, addr) = serve(&["nbd", "--size", "8M"]);
+    let uri = format!("nbd://{addr}");
+    let out = Command::new(bin())
+        .args(["run", &uri, "--read", "0", "--random", "0", "--bs", "64k"])
+        .args(["--qd", "4", "--time", "500ms", "--ramp", "0", "--quiet"])
+        .args(["--no-monitor", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = interrupt(child);
+    assert!(err.contains("sanbench nbd server: stopped ("), "{err}");
+    assert_eq!(allocated(&err), 8 << 20, "{err}");
+}
+
+#[test]
+fn prealloc_holds_the_whole_store_from_the_start() {
+    let (child, _) = serve(&["iscsi", "--size", "4M", "--prealloc"]);
+    let err = interrupt(child);
+    assert!(
+        err.contains("sanbench iscsi target: stopped (0 connections"),
+        "{err}"
+    );
+    assert_eq!(allocated(&err), 4 << 20, "{err}");
+    let (child, _) = serve(&["nbd", "--size", "2M", "--prealloc"]);
+    assert_eq!(allocated(&interrupt(child)), 2 << 20);
+    let (child, _) = serve(&["iscsi", "--size", "4M"]);
+    assert_eq!(allocated(&interrupt(child)), 0);
+}
+
+#[test]
+fn prealloc_beyond_memory_is_refused() {
+    let out = Command::new(bin())
+        .args(["serve", "nbd", "--size", "64P", "--prealloc"])
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("memory available"), "{err}");
+}
