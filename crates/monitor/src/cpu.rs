@@ -3,7 +3,10 @@
 //! Each `cpu`/`cpuN` line holds cumulative USER_HZ ticks in the order
 //! `user nice system idle iowait irq softirq steal guest guest_nice` (proc(5)). `guest` and
 //! `guest_nice` are already included in `user` and `nice`, so they are not added to the total.
-//! busy = total − idle − iowait: iowait is idle time with I/O outstanding, not work.
+//! busy = total − idle − iowait − steal: iowait is idle time with I/O outstanding, not work, and
+//! steal is time the hypervisor gave another guest while this one wanted to run, not work done
+//! here (it is reported beside busy as `steal_pct`, so a noisy neighbour stays visible without
+//! inflating the CPU a run is charged with, and with it every efficiency figure).
 //!
 //! Percentages over a window are shares of the elapsed ticks of the same line: for the `cpu` line
 //! 100 % means every core busy for the whole window; for `cpuN` lines 100 % means that core busy.
@@ -42,9 +45,9 @@ impl CpuTicks {
             + self.steal
     }
 
-    /// total − idle − iowait.
+    /// total − idle − iowait − steal.
     pub fn busy(&self) -> u64 {
-        self.total() - self.idle - self.iowait
+        self.total() - self.idle - self.iowait - self.steal
     }
 
     /// Field-wise `self − earlier`, saturating at zero.
@@ -163,7 +166,7 @@ impl StatReader {
 /// Shares of elapsed time over a window, in percent (0..=100).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuBreakdown {
-    /// (total − idle − iowait) ÷ total.
+    /// (total − idle − iowait − steal) ÷ total.
     pub busy_pct: f64,
     pub user_pct: f64,
     pub nice_pct: f64,
@@ -262,20 +265,20 @@ mod tests {
         assert_eq!(a.cores.len(), 2);
         assert_eq!(a.total.guest, 30);
         // Δ total line: user 300 nice 0 system 100 idle 200 iowait 20 irq 10 softirq 20 steal 10
-        // total = 660 (guest 100 not added), busy = 660 − 200 − 20 = 440.
+        // total = 660 (guest 100 not added), busy = 660 − 200 − 20 − 10 (steal) = 430.
         let u = usage(&a, &b, 100);
-        assert!((u.total.busy_pct - 440.0 * 100.0 / 660.0).abs() < 1e-9);
+        assert!((u.total.busy_pct - 430.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.user_pct - 300.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.system_pct - 100.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.irq_pct - 10.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.softirq_pct - 20.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.steal_pct - 10.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.iowait_pct - 20.0 * 100.0 / 660.0).abs() < 1e-9);
-        assert!((u.busy_cpu_s - 4.4).abs() < 1e-12);
+        assert!((u.busy_cpu_s - 4.3).abs() < 1e-12);
         // cpu0: Δ user 200 system 50 idle 50 iowait 10 irq 5 softirq 10 steal 10 → total 335,
-        // busy 275.
+        // busy 265 (steal is not work done here).
         assert_eq!(u.per_core[0].cpu, 0);
-        assert!((u.per_core[0].pct.busy_pct - 275.0 * 100.0 / 335.0).abs() < 1e-9);
+        assert!((u.per_core[0].pct.busy_pct - 265.0 * 100.0 / 335.0).abs() < 1e-9);
         // cpu1: Δ user 100 system 50 idle 150 iowait 10 irq 5 softirq 10 → total 325, busy 165.
         assert!((u.per_core[1].pct.busy_pct - 165.0 * 100.0 / 325.0).abs() < 1e-9);
     }

@@ -321,3 +321,36 @@ fn slow_meter_does_not_delay_window_bounds() {
         rep.power
     );
 }
+
+/// On a VM whose hypervisor steals time: steal is reported beside busy, never inside it, so the
+/// CPU a run is charged with (and every efficiency figure) counts only work done on this host.
+#[test]
+fn steal_is_reported_beside_busy_not_in_it() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    fixture(r);
+    let mut m = Monitor::new(config(r)).unwrap();
+    m.baseline().unwrap();
+    let h = m.start().unwrap();
+    h.window_start();
+    // Δ: user +300, system +100, idle +400, steal +200 → total 1000, busy 400, steal 200.
+    fs::write(
+        r.join("proc/stat"),
+        "cpu  400 0 200 1200 0 0 0 200 0 0\ncpu0 200 0 100 600 0 0 0 100 0 0\ncpu1 200 0 100 600 0 0 0 100 0 0\n",
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    h.window_end();
+    let rep = h.finish().unwrap();
+    assert!((rep.cpu.busy_pct - 40.0).abs() < 1e-9, "{}", rep.cpu.busy_pct);
+    assert!((rep.cpu.breakdown.steal_pct - 20.0).abs() < 1e-9);
+    assert!((rep.cpu.busy_cpu_s - 4.0).abs() < 1e-9);
+    // cpu0: Δ user 150 system 50 idle 200 steal 100 → 200 of 500 busy.
+    assert!((rep.cpu.per_core[0].pct.busy_pct - 40.0).abs() < 1e-9);
+    assert_eq!(rep.cpu.busy_above_idle_pct, Some(40.0));
+    let e = efficiency(100_000, 409_600_000, rep.window_s, &rep);
+    assert_eq!(e.cpu_pct, Some(40.0));
+    assert!((e.iops_per_cpu_pct.unwrap() - 100_000.0 / rep.window_s / 40.0).abs() < 1e-6);
+    let v = serde_json::to_value(&rep).unwrap();
+    assert_eq!(v["cpu"]["breakdown"]["steal_pct"], 20.0);
+}
