@@ -108,3 +108,44 @@ fn prealloc_beyond_memory_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("memory available"), "{err}");
 }
+
+fn run_json(uri: &str, extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(bin())
+        .args([
+            "run", uri, "--read", "100", "--time", "300ms", "--ramp", "0s",
+        ])
+        .args(["--json", "-", "--quiet"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `--precondition auto` (the default) writes sanbench's own servers before a read workload:
+/// afterwards each server holds the whole span, and the next run finds it reported written.
+#[test]
+fn auto_precondition_fills_sanbench_servers_once() {
+    let size: u64 = 32 << 20;
+    for kind in ["nbd", "iscsi"] {
+        let (child, addr) = serve(&[kind, "--size", "32M"]);
+        let uri = match kind {
+            "nbd" => format!("nbd://{addr}"),
+            _ => format!("iscsi://{addr}/iqn.2026-11.io.sanbench:ram/0"),
+        };
+        let first = run_json(&uri, &[]);
+        let pre = &first["results"][0]["precondition"];
+        assert_eq!(pre["state"], "preconditioned", "{kind}: {pre}");
+        assert_eq!(pre["bytes"], size, "{kind}");
+        let second = run_json(&uri, &[]);
+        let pre = &second["results"][0]["precondition"];
+        assert_eq!(pre["state"], "reported_written", "{kind}: {pre}");
+        assert_eq!(pre["preconditioned"], false, "{kind}");
+        let err = interrupt(child);
+        assert_eq!(allocated(&err), size, "{kind}: {err}");
+    }
+}

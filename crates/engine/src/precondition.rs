@@ -229,7 +229,12 @@ pub fn prepare(
         Mode::Passes(_) => Some(plan),
         Mode::Auto => overwritable(info).map(|_| plan),
     };
-    let alloc = target.allocation(0, span).unwrap_or(None);
+    // A failed query is not a failed run: the span's state is then unknown, and the note says
+    // why.
+    let (alloc, alloc_err) = match target.allocation(0, span) {
+        Ok(a) => (a, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let written = alloc
         .as_ref()
         .is_some_and(|a| a.unwritten_bytes == 0 && a.checked_bytes >= span);
@@ -268,6 +273,11 @@ pub fn prepare(
                 ),
                 _ => format!("not preconditioned ({why_not}): the span may hold never-written space"),
             };
+            if let Some(e) = alloc_err {
+                rep.note.push_str(&format!(
+                    " (asking the target which part is written failed: {e})"
+                ));
+            }
             Ok((rep, None))
         }
     }

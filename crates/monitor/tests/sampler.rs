@@ -342,7 +342,11 @@ fn steal_is_reported_beside_busy_not_in_it() {
     std::thread::sleep(Duration::from_millis(200));
     h.window_end();
     let rep = h.finish().unwrap();
-    assert!((rep.cpu.busy_pct - 40.0).abs() < 1e-9, "{}", rep.cpu.busy_pct);
+    assert!(
+        (rep.cpu.busy_pct - 40.0).abs() < 1e-9,
+        "{}",
+        rep.cpu.busy_pct
+    );
     assert!((rep.cpu.breakdown.steal_pct - 20.0).abs() < 1e-9);
     assert!((rep.cpu.busy_cpu_s - 4.0).abs() < 1e-9);
     // cpu0: Δ user 150 system 50 idle 200 steal 100 → 200 of 500 busy.

@@ -178,6 +178,12 @@ pub(crate) fn negotiate(
                         meta_context = Some(m.id);
                     }
                 }
+                // The shared reply decoder already parses NBD_REP_META_CONTEXT.
+                ReplyBody::MetaContext { id, name } => {
+                    if name == want {
+                        meta_context = Some(id);
+                    }
+                }
                 // NBD_REP_ERR_UNSUP and the like: the server has no metadata contexts.
                 ReplyBody::Error { .. } => break,
                 other => {
