@@ -203,6 +203,21 @@ pub fn power_is_modeled(r: &TargetResult) -> bool {
 /// idle) are left out of the findings, the report card and the charts.
 pub fn caveats(cmp: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
+    // Spans that hold never-written space, where a read workload ran: zeros that never touched
+    // the medium (the precondition step's finding, per target).
+    for t in &cmp.targets {
+        let holes = cmp.cells.iter().find(|c| {
+            c.target == t.name
+                && c.result.read.ios > 0
+                && c.result
+                    .precondition
+                    .as_ref()
+                    .is_some_and(|p| p.state == sanbench_engine::precondition::SpanState::Holes)
+        });
+        if let Some(p) = holes.and_then(|c| c.result.precondition.as_ref()) {
+            out.push(format!("{}: {}", t.name, p.note));
+        }
+    }
     for t in &cmp.targets {
         let busiest = cmp
             .cells

@@ -420,3 +420,24 @@ fn ratio_formatting() {
     assert_eq!(fmt_ratio(1.05), "1.05x");
     assert_eq!(fmt_ratio(7.06), "7.1x");
 }
+
+#[test]
+fn reads_over_holes_are_a_caveat() {
+    let mut cmp = sample_comparison();
+    assert!(caveats(&cmp).is_empty());
+    for c in cmp.cells.iter_mut().filter(|c| c.target == "FC 8G") {
+        c.result.read.ios = 10;
+        c.result.precondition = Some(sanbench_engine::precondition::Report {
+            state: sanbench_engine::precondition::SpanState::Holes,
+            note: "not preconditioned: SEEK_DATA reports 1GiB of 2GiB unwritten".into(),
+            ..Default::default()
+        });
+    }
+    let cav = caveats(&cmp);
+    assert_eq!(cav.len(), 1, "{cav:?}");
+    assert!(
+        cav[0].starts_with("FC 8G: not preconditioned"),
+        "{}",
+        cav[0]
+    );
+}
