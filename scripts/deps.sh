@@ -3,7 +3,7 @@
 # Idempotent: does nothing when everything is present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
-      iperf3 ethtool iproute2 chromium sqlite3 zstd)
+      iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -30,6 +30,9 @@ pub enum Command {
     },
     /// Run a suite's workloads on every target, interleaved, and write the comparison report.
     Compare(CompareArgs),
+    /// Read targets back and check every block a sanbench run wrote (exit code 3 when data did
+    /// not verify).
+    Verify(VerifyArgs),
     /// Runs recorded in the results store.
     History(HistoryArgs),
     /// Re-render the report of one or more stored runs (several: side by side).
@@ -78,6 +81,41 @@ pub struct EngineArgs {
     pub io_timeout: String,
 }
 
+/// `sanbench verify`: the whole-span check after (or apart from) a run.
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Every unit must hold a valid sanbench stamp for its own offset whose payload
+matches it; with --run-id, of that run. Classes: wrong data (stamp CRC or payload),
+misplaced (another block's stamp), never written (zeros), foreign (another run, or data
+not written by sanbench).
+Exit codes: 0 every block verified, 1 the check could not run, 2 bad usage, 3 data did not verify."
+)]
+pub struct VerifyArgs {
+    /// Targets to read back (any URI `run` takes).
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Accept only this run's data (the `run_id` of its result, 16 hex digits).
+    #[arg(long, value_name = "HEX")]
+    pub run_id: Option<String>,
+    /// Check the first SIZE bytes (default: the whole target).
+    #[arg(long, value_name = "SIZE")]
+    pub span: Option<String>,
+    /// Read size.
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub bs: String,
+    /// Reads in flight.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub qd: u32,
+    /// Write the findings as JSON (sanbench.verify/1) to FILE (`-`: stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Print only bad blocks and errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
 /// What the targets hold before measuring, and what writes put there.
 #[derive(Args, Debug, Clone)]
 pub struct DataArgs {
@@ -93,6 +131,12 @@ pub struct DataArgs {
     /// Percent of each written 4 KiB unit that compresses away (default 0: incompressible).
     #[arg(long, default_value_t = 0.0, value_name = "PCT")]
     pub compress: f64,
+    /// Check every read against what the run wrote: writes are stamped per 512 B (or logical
+    /// block) with a generation kept in memory, in-flight I/Os never overlap, and a bad block
+    /// is classified (wrong data, misplaced, stale, torn, never written, foreign). Exit code 3
+    /// when data did not verify.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 impl Default for DataArgs {
@@ -101,6 +145,7 @@ impl Default for DataArgs {
             precondition: "auto".into(),
             dedupe: 0.0,
             compress: 0.0,
+            verify: false,
         }
     }
 }
@@ -114,7 +159,7 @@ impl Default for DataArgs {
   iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN
 
 Sizes: 512, 4k, 4KiB, 1M, 1G (binary). Durations: 500ms, 5s, 2m.
-Exit codes: 0 ok, 1 the run failed, 2 bad usage or input.")]
+Exit codes: 0 ok, 1 the run failed, 2 bad usage or input, 3 data did not verify.")]
 pub struct RunArgs {
     /// Targets to drive; every worker drives all of them.
     #[arg(required = true, value_name = "TARGET")]

@@ -2,12 +2,14 @@
 //! falls on all targets alike, repeated for confidence intervals, recorded cell by cell.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use sanbench_engine::result::{rfc3339, TargetResult};
 use sanbench_engine::suite::{self, Suite, SuiteWorkload};
 use sanbench_engine::units::{parse_duration, parse_size};
+use sanbench_engine::verify::Verifier;
 use sanbench_engine::RunPlan;
 use sanbench_stats::steady_state;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
@@ -133,11 +135,15 @@ struct CellCtx<'a> {
     size: Option<u64>,
     progress: &'a ProgressLine,
     mon: Option<&'a MonitorSetup>,
+    /// Per target (index as in the comparison): its verifier under `--verify`.
+    verify: &'a [Option<Arc<Verifier>>],
+    run_id: Option<u64>,
 }
 
 fn run_cell(
     cx: &CellCtx<'_>,
     w: &SuiteWorkload,
+    ti: usize,
     uri: &str,
     name: &str,
     baseline: &mut Option<Baseline>,
@@ -154,6 +160,9 @@ fn run_cell(
         seed: a.seed,
         data: cx.data.spec,
         stop: crate::signals::stop_flag(),
+        run_id: cx.run_id,
+        // n copies of one target share its map (they drive one store).
+        verify: vec![cx.verify[ti].clone(); n],
     };
     let (doc, used) = execute(&plan, progress, mon, *baseline)?;
     if baseline.is_none() {
@@ -163,7 +172,14 @@ fn run_cell(
     let mut r = if n == 1 {
         doc.results.into_iter().next().context("no result")?
     } else {
-        doc.all.context("no aggregate result")?
+        let mut all = doc.all.context("no aggregate result")?;
+        for v in doc.results.iter().filter_map(|r| r.verify.as_ref()) {
+            match all.verify.as_mut() {
+                None => all.verify = Some(v.clone()),
+                Some(a) => a.merge(v),
+            }
+        }
+        all
     };
     r.target = name.to_string();
     if r.engine == "all" {
@@ -181,30 +197,47 @@ fn precondition_all(
     data: &DataPlan,
     size: Option<u64>,
     progress: &ProgressLine,
-) -> Result<Vec<Report>, CliError> {
+) -> Result<(Vec<Report>, crate::precondition::Verifiers), CliError> {
     let ws = &p.suite.workloads;
     let writes = ws.iter().any(|w| w.workload.has_writes());
     let reads = ws.iter().any(|w| w.workload.has_reads());
     let opts = file_options(&a.engine, size, writes || data.writes())?;
     let timeout = io_timeout(&a.engine)?;
     let plan = crate::precondition::fill_plan(data.mode, &p.suite.precondition);
-    let mut out = Vec::with_capacity(p.targets.len());
-    for (name, uri) in &p.targets {
+    let mut targets = Vec::with_capacity(p.targets.len());
+    let mut spans = Vec::with_capacity(p.targets.len());
+    for (_, uri) in &p.targets {
         let t = crate::targets::open_targets(std::slice::from_ref(uri), &opts)?
             .pop()
             .context("no target opened")?;
         let total = t.info().size;
-        let span = ws
-            .iter()
-            .map(|w| w.workload.span.unwrap_or(total).min(total))
-            .max()
-            .unwrap_or(total);
+        spans.push(
+            ws.iter()
+                .map(|w| w.workload.span.unwrap_or(total).min(total))
+                .max()
+                .unwrap_or(total),
+        );
+        targets.push(t);
+    }
+    let vs =
+        crate::precondition::verifiers(data, &targets, &spans, ws.iter().map(|w| &w.workload))?;
+    let mut out = Vec::with_capacity(p.targets.len());
+    for (ti, ((name, _), t)) in p.targets.iter().zip(&targets).enumerate() {
         let (rep, _) = crate::precondition::run(
-            &*t, name, span, data, plan, reads, timeout, progress, a.quiet,
+            &**t,
+            name,
+            spans[ti],
+            data,
+            plan,
+            reads,
+            timeout,
+            progress,
+            a.quiet,
+            vs.per_target[ti].as_deref(),
         )?;
         out.push(rep);
     }
-    Ok(out)
+    Ok((out, vs))
 }
 
 pub fn run(a: CompareArgs) -> Result<(), CliError> {
@@ -270,8 +303,9 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         .collect();
     let mut left: Duration = order.iter().map(|(_, w, _)| per_cell[*w]).sum();
     let progress = ProgressLine::new(a.quiet);
-    let preconditions = precondition_all(&a, &p, &data, size, &progress)?;
+    let (preconditions, vs) = precondition_all(&a, &p, &data, size, &progress)?;
     let mut failure = None;
+    let mut bad_blocks = 0u64;
     for (i, (rep, wi, ti)) in order.iter().enumerate() {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
@@ -298,8 +332,10 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
             size,
             progress: &progress,
             mon: mon.as_ref(),
+            verify: &vs.per_target,
+            run_id: vs.run_id,
         };
-        match run_cell(&cx, w, uri, name, &mut baselines[*ti]) {
+        match run_cell(&cx, w, *ti, uri, name, &mut baselines[*ti]) {
             Ok((mut r, host)) => {
                 r.precondition = Some(preconditions[*ti].clone());
                 if cmp.manifest.is_null() {
@@ -323,6 +359,15 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
                         r.latency_us.mean,
                         r.latency_us.p99
                     );
+                }
+                if let Some(v) = &r.verify {
+                    if !a.quiet || v.bad_total() > 0 {
+                        eprintln!("    {}", v.summary());
+                    }
+                    for b in v.bad_blocks.iter().take(3) {
+                        eprintln!("      {}", crate::output::bad_block_line(b));
+                    }
+                    bad_blocks += v.bad_total();
                 }
                 let cell = Cell {
                     workload: w.id.clone(),
@@ -364,6 +409,11 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
     }
     if let Some(e) = failure {
         return Err(e);
+    }
+    if bad_blocks > 0 {
+        return Err(CliError::Unverified(format!(
+            "data did not verify: {bad_blocks} bad blocks (see each cell's verify block in results.json)"
+        )));
     }
     Ok(())
 }

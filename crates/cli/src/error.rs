@@ -8,6 +8,8 @@ pub enum CliError {
     Usage(String),
     /// The run (or the command) failed: exit code 1.
     Failed(anyhow::Error),
+    /// The run completed but data did not verify: exit code 3.
+    Unverified(String),
 }
 
 impl CliError {
@@ -15,13 +17,14 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Failed(_) => 1,
+            CliError::Unverified(_) => 3,
         }
     }
 
     /// One line: the error and its causes, joined.
     pub fn message(&self) -> String {
         match self {
-            CliError::Usage(m) => m.replace('\n', " "),
+            CliError::Usage(m) | CliError::Unverified(m) => m.replace('\n', " "),
             CliError::Failed(e) => format!("{e:#}").replace('\n', " "),
         }
     }

@@ -19,6 +19,7 @@ mod signals;
 mod store_cmd;
 mod suite_cmd;
 mod targets;
+mod verify_cmd;
 
 use std::process::ExitCode;
 
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a),
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => compare::run(a),
+        Command::Verify(a) => verify_cmd::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),
         Command::History(a) => store_cmd::history(a),

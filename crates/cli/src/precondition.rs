@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use sanbench_engine::precondition::{self, FillPlan, Filled, Mode, Report};
 use sanbench_engine::stamp::DataSpec;
+use sanbench_engine::verify::{self, Verifier};
 use sanbench_engine::Target;
 
 use crate::args::DataArgs;
@@ -16,6 +17,8 @@ use crate::progress::ProgressLine;
 pub struct DataPlan {
     pub mode: Mode,
     pub spec: DataSpec,
+    /// `--verify`.
+    pub verify: bool,
 }
 
 impl DataPlan {
@@ -29,7 +32,16 @@ impl DataPlan {
             compress_pct: a.compress,
         };
         spec.validate().map_err(usage)?;
-        Ok(DataPlan { mode, spec })
+        if a.verify && a.dedupe > 0.0 {
+            return Err(usage(
+                "--verify cannot check --dedupe data (duplicate units carry no stamp); drop one",
+            ));
+        }
+        Ok(DataPlan {
+            mode,
+            spec,
+            verify: a.verify,
+        })
     }
 
     /// Whether targets must be opened for writing (and through the write-safety check) even
@@ -61,6 +73,7 @@ pub fn run(
     io_timeout: Duration,
     progress: &ProgressLine,
     quiet: bool,
+    verify: Option<&sanbench_engine::verify::Verifier>,
 ) -> Result<(Report, Option<Filled>), CliError> {
     let stop = crate::signals::stop_flag();
     let r = precondition::prepare(
@@ -71,6 +84,7 @@ pub fn run(
         &plan.spec,
         io_timeout,
         &stop,
+        verify,
         &mut |done, total| progress.draw_fill(name, done, total),
     );
     progress.clear();
@@ -84,4 +98,72 @@ pub fn run(
         }
     }
     Ok((rep, filled))
+}
+
+/// One verifier per target (`None` each without `--verify`), all with one run id, each map
+/// with the granule every workload's I/O is aligned to.
+pub fn verifiers<'a>(
+    plan: &DataPlan,
+    targets: &[std::sync::Arc<dyn Target>],
+    spans: &[u64],
+    workloads: impl IntoIterator<Item = &'a sanbench_engine::Workload> + Clone,
+) -> Result<Verifiers, CliError> {
+    if !plan.verify {
+        return Ok(Verifiers {
+            run_id: None,
+            per_target: vec![None; targets.len()],
+        });
+    }
+    let run_id = sanbench_engine::stamp::new_run_id()
+        .map_err(|e| CliError::Failed(anyhow::anyhow!("getrandom for the run's id: {e}")))?;
+    let mut out = Vec::with_capacity(targets.len());
+    for (t, &span) in targets.iter().zip(spans) {
+        let info = t.info();
+        let unit = verify::unit_for(info.block_size);
+        for w in workloads.clone() {
+            if let Some(why) = verify::unverifiable(w, unit, plan.spec.dedupe_pct) {
+                return Err(usage(format!("{}: {why}", info.uri)));
+            }
+        }
+        let granule = verify::granule_for(unit, workloads.clone());
+        out.push(Some(std::sync::Arc::new(Verifier::new(
+            run_id, unit, granule, span,
+        ))));
+    }
+    Ok(Verifiers {
+        run_id: Some(run_id),
+        per_target: out,
+    })
+}
+
+/// The verifiers of one `run` or `compare`: the run id they stamp and one per target.
+pub struct Verifiers {
+    pub run_id: Option<u64>,
+    pub per_target: Vec<Option<std::sync::Arc<Verifier>>>,
+}
+
+/// Prints each verified target's summary and its first bad blocks; the error (exit code 3)
+/// when any block did not verify.
+pub fn verdict(doc: &sanbench_engine::result::RunDoc, quiet: bool) -> Result<(), CliError> {
+    let mut bad = Vec::new();
+    for r in &doc.results {
+        let Some(v) = &r.verify else { continue };
+        if !quiet || v.bad_total() > 0 {
+            eprintln!("{}: {}", r.target, v.summary());
+        }
+        for b in v.bad_blocks.iter().take(if quiet { 0 } else { 5 }) {
+            eprintln!("  {}", crate::output::bad_block_line(b));
+        }
+        if v.bad_total() > 0 {
+            bad.push(format!("{}: {} bad blocks", r.target, v.bad_total()));
+        }
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Unverified(format!(
+            "data did not verify: {}",
+            bad.join("; ")
+        )))
+    }
 }

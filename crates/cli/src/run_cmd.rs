@@ -284,9 +284,17 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
     let targets = crate::targets::open_targets(&a.targets, &opts)?;
     let progress = ProgressLine::new(a.quiet);
     let mut reports = Vec::with_capacity(targets.len());
-    for t in &targets {
+    let spans: Vec<u64> = targets
+        .iter()
+        .map(|t| w.span.unwrap_or(t.info().size).min(t.info().size))
+        .collect();
+    let crate::precondition::Verifiers {
+        run_id,
+        per_target: verify,
+    } = crate::precondition::verifiers(&data, &targets, &spans, std::iter::once(&w))?;
+    for (ti, t) in targets.iter().enumerate() {
         let info = t.info();
-        let span = w.span.unwrap_or(info.size).min(info.size);
+        let span = spans[ti];
         let (rep, _) = crate::precondition::run(
             &**t,
             &info.uri,
@@ -297,6 +305,7 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
             io_timeout,
             &progress,
             a.quiet,
+            verify[ti].as_deref(),
         )?;
         reports.push(rep);
     }
@@ -307,6 +316,8 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         seed: a.seed,
         data: data.spec,
         stop: crate::signals::stop_flag(),
+        run_id,
+        verify,
     };
     let mon = crate::monitoring::setup(&a.monitor)?;
     let (mut doc, _) = execute(&plan, &progress, mon.as_ref(), None)?;
@@ -323,5 +334,5 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
             print!("{s}");
         }
     }
-    Ok(())
+    crate::precondition::verdict(&doc, a.quiet)
 }

@@ -27,11 +27,31 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
                     "{s}: the {scheme} engine is not built into this sanbench yet"
                 )))
             }
+            TargetUri::Mem { .. } => shared_mem(s, &t, opts)?,
             _ => open_local(s, &t, opts)?,
         };
         out.push(target);
     }
     Ok(out)
+}
+
+/// A `mem:` RAM disk lives as long as the process: every cell of a comparison (and the
+/// preconditioning before them) drives the same one, as it would a real target, instead of a
+/// fresh zeroed disk per cell that loses what was written (and `--verify`'s map with it).
+fn shared_mem(s: &str, t: &TargetUri, opts: &FileOptions) -> Result<Arc<dyn Target>, CliError> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static MEM: OnceLock<Mutex<HashMap<String, Arc<dyn Target>>>> = OnceLock::new();
+    let mut m = MEM
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(t) = m.get(s) {
+        return Ok(t.clone());
+    }
+    let target = open_local(s, t, opts)?;
+    m.insert(s.to_string(), target.clone());
+    Ok(target)
 }
 
 /// Takes sanbench's own query keys out of an NBD URI: `submit_batch` (requests held back to

@@ -88,7 +88,14 @@ impl Generator {
             .collect();
         let block = block.max(1);
         let start = if w.workers > 1 {
-            (span / w.workers as u64 * worker as u64) / block * block
+            // On a 64 KiB boundary where the span allows (so that the integrity check's map
+            // granules are never cut by a sequential stream), else on a block.
+            let a = if span / w.workers as u64 >= 64 << 10 {
+                block.max(64 << 10)
+            } else {
+                block
+            };
+            (span / w.workers as u64 * worker as u64) / a * a
         } else {
             0
         };

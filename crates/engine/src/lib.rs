@@ -21,6 +21,7 @@ pub mod spec;
 pub mod stamp;
 pub mod units;
 pub mod uri;
+pub mod verify;
 
 pub use arena::Arena;
 pub use engine::{Allocation, Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};

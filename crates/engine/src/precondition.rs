@@ -199,6 +199,7 @@ pub fn prepare(
     data: &DataSpec,
     io_timeout: Duration,
     stop: &AtomicBool,
+    verify: Option<&crate::verify::Verifier>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(Report, Option<Filled>), EngineError> {
     let info = target.info();
@@ -240,7 +241,7 @@ pub fn prepare(
         .is_some_and(|a| a.unwritten_bytes == 0 && a.checked_bytes >= span);
     match plan {
         Some(p) if !(mode == Mode::Auto && written && !p.purge) => {
-            let f = fill(target, span, &p, data, io_timeout, stop, progress)?;
+            let f = fill(target, span, &p, data, io_timeout, stop, verify, progress)?;
             done(&mut rep, &f, p.passes);
             Ok((rep, Some(f)))
         }
@@ -299,7 +300,9 @@ fn describe(info: &TargetInfo) -> &'static str {
 
 /// Writes the span `plan.passes` times with stamped, unique data (sequential, one queue at
 /// `plan.depth`), after trimming it when `plan.purge` asks. `progress(done, total)` is called
-/// about every 64 writes.
+/// about every 64 writes. Under verification the fill stamps the verifier's run id and units
+/// with generation 1, and the whole map says generation 1 once the span is written.
+#[allow(clippy::too_many_arguments)]
 pub fn fill(
     target: &dyn Target,
     span: u64,
@@ -307,6 +310,7 @@ pub fn fill(
     data: &DataSpec,
     io_timeout: Duration,
     stop: &AtomicBool,
+    verify: Option<&crate::verify::Verifier>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Filled, EngineError> {
     let info = target.info();
@@ -319,9 +323,18 @@ pub fn fill(
     let depth = plan.depth.max(1);
     let lay = Layout::new(0, bs, depth);
     let arena = Arc::new(Arena::new(lay.total));
-    let run_id = crate::stamp::new_run_id()
-        .map_err(|e| EngineError::sys("getrandom for the fill's id failed", e))?;
+    let run_id = match verify {
+        Some(v) => v.run_id,
+        None => crate::stamp::new_run_id()
+            .map_err(|e| EngineError::sys("getrandom for the fill's id failed", e))?,
+    };
     arena.fill_random(run_id);
+    // SAFETY: the arena is not shared with any engine yet.
+    crate::stamp::fill_pool(
+        unsafe { arena.slice_mut(lay.pool_base, lay.pool_len) },
+        run_id,
+    );
+    let gen = u32::from(verify.is_some());
     let mut q = target.open_queue(&QueueConfig {
         worker: 0,
         depth,
@@ -330,6 +343,9 @@ pub fn fill(
         io_timeout,
     })?;
     let mut stamper = Stamper::new(data, run_id, 0);
+    if let Some(v) = verify {
+        stamper = stamper.with_unit(v.unit as usize);
+    }
     let t0 = Instant::now();
     let purged = plan.purge && purge(&mut *q, span, depth)?;
     let total = span * plan.passes as u64;
@@ -354,7 +370,15 @@ pub fn fill(
                 }
                 // SAFETY: the tag was free, so its slot is not in flight.
                 let buf = unsafe {
-                    stamp_slot(&arena, &lay, &mut stamper, tag as usize, off, len as u32)
+                    stamp_slot(
+                        &arena,
+                        &lay,
+                        &mut stamper,
+                        tag as usize,
+                        off,
+                        len as u32,
+                        |_| gen,
+                    )
                 };
                 offset_of[tag as usize] = off;
                 batch.push(Io {
@@ -400,6 +424,9 @@ pub fn fill(
         }
     }
     q.close()?;
+    if let Some(v) = verify {
+        v.map.set_all(1);
+    }
     progress(total, total);
     Ok(Filled {
         bytes: total,
@@ -493,6 +520,7 @@ mod tests {
             &DataSpec::default(),
             Duration::from_secs(5),
             &stop,
+            None,
             &mut |d, total| {
                 calls += 1;
                 assert!(d <= total);
@@ -523,6 +551,7 @@ mod tests {
                 &DataSpec::default(),
                 Duration::from_secs(5),
                 &stop,
+                None,
                 &mut |_, _| {},
             )
             .unwrap()

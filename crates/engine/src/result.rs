@@ -148,6 +148,9 @@ pub struct TargetResult {
     /// Whether the span held written data before the window (see the precondition module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precondition: Option<crate::precondition::Report>,
+    /// What `--verify` found: reads checked, bad blocks per class, the first bad blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyReport>,
 }
 
 /// The whole document.
@@ -283,6 +286,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         power: None,
         efficiency: Efficiency::default(),
         precondition: None,
+        verify: t.verify.clone(),
     }
 }
 
@@ -300,6 +304,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         outstanding: 0,
         mean_outstanding: None,
         queue_stats: Vec::new(),
+        verify: None,
     };
     for t in &out.targets {
         all.read.ios += t.read.ios;

@@ -25,8 +25,8 @@ use crate::gen::Rng;
 pub const UNIT: usize = 4096;
 /// Bytes of the stamp at the start of each unit.
 pub const STAMP_LEN: usize = 40;
-/// The stamp's first bytes: "SBK1" (sanbench block, format 1).
-pub const MAGIC: [u8; 4] = *b"SBK1";
+/// The stamp's first bytes: "SBK2" (sanbench block, format 2).
+pub const MAGIC: [u8; 4] = *b"SBK2";
 /// Bytes of random pool a stream keeps for write payloads (plus one unit, so that every window
 /// of a unit fits). Small enough to stay in the L2 cache: the per-unit key, not the pool's size,
 /// is what keeps units apart, and a pool in cache keeps the stamping at memcpy-in-cache speed.
@@ -67,18 +67,49 @@ impl DataSpec {
     }
 }
 
-/// The header at the start of every unit.
+/// The header at the start of every unit (little-endian):
+///
+/// | bytes  | field                                                    |
+/// |--------|----------------------------------------------------------|
+/// | 0..4   | magic "SBK2"                                             |
+/// | 4..8   | CRC32C of bytes 8..40                                    |
+/// | 8..16  | byte offset of the unit on the target                    |
+/// | 16..24 | run id                                                   |
+/// | 24..26 | worker                                                   |
+/// | 26..28 | unit length in bytes (the unit this header starts)       |
+/// | 28..32 | generation of the block (0: not tracked)                 |
+/// | 32..38 | the worker's write sequence number (48 bits)             |
+/// | 38..40 | bytes of zeros at the unit's end (`--compress`)          |
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamp {
     /// Byte offset of this unit on the target.
     pub offset: u64,
     pub run_id: u64,
-    pub worker: u32,
-    /// Per-block generation (0 until the integrity verification keeps a map).
+    pub worker: u16,
+    /// Bytes of the unit this stamp starts.
+    pub unit_len: u16,
+    /// Per-block generation (0 when no generation map is kept).
     pub generation: u32,
-    /// The worker's write sequence number (per stream, from 1).
+    /// The worker's write sequence number (per stream, from 1; 48 bits are kept).
     pub seq: u64,
+    /// Bytes of zeros at the end of the unit.
+    pub zero_tail: u16,
 }
+
+/// What the start of a unit holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Header {
+    /// A valid sanbench stamp.
+    Stamped(Stamp),
+    /// The magic, but a CRC that does not match: a damaged stamp.
+    Damaged,
+    /// Only zeros (never-written space of most targets).
+    Zeros,
+    /// Something else: another program's data.
+    Foreign,
+}
+
+const SEQ_MASK: u64 = (1 << 48) - 1;
 
 impl Stamp {
     pub fn encode(&self, out: &mut [u8]) {
@@ -86,9 +117,11 @@ impl Stamp {
         h[0..4].copy_from_slice(&MAGIC);
         h[8..16].copy_from_slice(&self.offset.to_le_bytes());
         h[16..24].copy_from_slice(&self.run_id.to_le_bytes());
-        h[24..28].copy_from_slice(&self.worker.to_le_bytes());
+        h[24..26].copy_from_slice(&self.worker.to_le_bytes());
+        h[26..28].copy_from_slice(&self.unit_len.to_le_bytes());
         h[28..32].copy_from_slice(&self.generation.to_le_bytes());
-        h[32..40].copy_from_slice(&self.seq.to_le_bytes());
+        h[32..38].copy_from_slice(&(self.seq & SEQ_MASK).to_le_bytes()[..6]);
+        h[38..40].copy_from_slice(&self.zero_tail.to_le_bytes());
         let crc = crc32c::crc32c(&h[8..STAMP_LEN]);
         h[4..8].copy_from_slice(&crc.to_le_bytes());
     }
@@ -96,24 +129,79 @@ impl Stamp {
     /// The stamp at the start of `unit`, or `None` when there is none (wrong magic, bad CRC,
     /// too short): never-written space, another program's data or a corrupted header.
     pub fn decode(unit: &[u8]) -> Option<Stamp> {
-        let h = unit.get(..STAMP_LEN)?;
-        if h[0..4] != MAGIC {
-            return None;
+        match inspect(unit) {
+            Header::Stamped(s) => Some(s),
+            _ => None,
         }
-        let crc = u32::from_le_bytes(h[4..8].try_into().ok()?);
-        if crc32c::crc32c(&h[8..STAMP_LEN]) != crc {
-            return None;
-        }
-        let u64at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap_or_default());
-        let u32at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap_or_default());
-        Some(Stamp {
-            offset: u64at(8),
-            run_id: u64at(16),
-            worker: u32at(24),
-            generation: u32at(28),
-            seq: u64at(32),
-        })
     }
+
+    /// The payload key of the unit this stamp starts.
+    #[inline]
+    fn key(&self) -> u64 {
+        unit_key(
+            self.run_id,
+            self.offset,
+            self.seq & SEQ_MASK,
+            self.worker,
+            self.generation,
+        )
+    }
+}
+
+/// Reads the header at the start of `unit`.
+pub fn inspect(unit: &[u8]) -> Header {
+    let Some(h) = unit.get(..STAMP_LEN) else {
+        return if unit.iter().all(|&b| b == 0) {
+            Header::Zeros
+        } else {
+            Header::Foreign
+        };
+    };
+    if h[0..4] != MAGIC {
+        return if h.iter().all(|&b| b == 0) && unit.iter().all(|&b| b == 0) {
+            Header::Zeros
+        } else {
+            Header::Foreign
+        };
+    }
+    let le = |r: std::ops::Range<usize>| {
+        let mut b = [0u8; 8];
+        b[..r.len()].copy_from_slice(&h[r]);
+        u64::from_le_bytes(b)
+    };
+    if crc32c::crc32c(&h[8..STAMP_LEN]) != le(4..8) as u32 {
+        return Header::Damaged;
+    }
+    Header::Stamped(Stamp {
+        offset: le(8..16),
+        run_id: le(16..24),
+        worker: le(24..26) as u16,
+        unit_len: le(26..28) as u16,
+        generation: le(28..32) as u32,
+        seq: le(32..38),
+        zero_tail: le(38..40) as u16,
+    })
+}
+
+/// Whether the bytes after a valid stamp are exactly what its writer put there: the pool
+/// window its key selects, XORed with the key, then `zero_tail` zeros. A comparison at memory
+/// speed, not a hash: `pool` is the run's pool ([`fill_pool`]).
+pub fn payload_matches(unit: &[u8], s: &Stamp, pool: &[u8]) -> bool {
+    let n = unit.len();
+    if n != s.unit_len as usize || n < STAMP_LEN || s.zero_tail as usize > n - STAMP_LEN {
+        return false;
+    }
+    let random_end = n - s.zero_tail as usize;
+    let key = s.key();
+    let w = window(key, pool.len(), n);
+    if w + random_end > pool.len() {
+        return false;
+    }
+    xor_equal(
+        &unit[STAMP_LEN..random_end],
+        &pool[w + STAMP_LEN..w + random_end],
+        key,
+    ) && unit[random_end..].iter().all(|&b| b == 0)
 }
 
 /// splitmix64's finalizer: a cheap 64-bit mix with full avalanche.
@@ -124,10 +212,32 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The key a unit's payload is XORed with: from everything its stamp says, so that a reader
+/// recomputes it from the stamp alone.
+#[inline]
+fn unit_key(run_id: u64, offset: u64, seq: u64, worker: u16, generation: u32) -> u64 {
+    mix(run_id ^ mix(offset ^ mix(seq ^ ((worker as u64) << 48) ^ ((generation as u64) << 32))))
+}
+
+/// The pool window (a multiple of 8 bytes) a key selects for a unit of `n` bytes.
+#[inline]
+fn window(key: u64, pool_len: usize, n: usize) -> usize {
+    let slots = (pool_len.saturating_sub(n) / 8).max(1) as u64;
+    ((key >> 11) % slots) as usize * 8
+}
+
+/// Fills a run's write pool: the same bytes in every stream of the run and in any later
+/// reader that knows the run id, so a payload can be checked without the writer's memory.
+pub fn fill_pool(pool: &mut [u8], run_id: u64) {
+    crate::arena::fill_random(pool, mix(run_id ^ 0x9001_5eed));
+}
+
 /// Fills write buffers of one stream (one worker on one target).
 pub struct Stamper {
     run_id: u64,
-    worker: u32,
+    worker: u16,
+    /// Bytes per stamped unit.
+    unit: usize,
     /// A unit is a duplicate when a 32-bit draw falls below this.
     dedupe_thresh: u64,
     /// Per mille of each unit that is zeros.
@@ -147,7 +257,8 @@ impl Stamper {
         dup[UNIT.saturating_sub(zeros).max(STAMP_LEN.min(UNIT))..].fill(0);
         Stamper {
             run_id,
-            worker,
+            worker: worker as u16,
+            unit: UNIT,
             dedupe_thresh: ((spec.dedupe_pct / 100.0) * (1u64 << 32) as f64).round() as u64,
             compress_permille,
             rng: Rng::new(mix(run_id ^ ((worker as u64) << 40) ^ 0x5eed)),
@@ -156,39 +267,53 @@ impl Stamper {
         }
     }
 
+    /// Stamps units of `unit` bytes (the integrity verification's block: 512 B or the target's
+    /// logical block) instead of [`UNIT`].
+    pub fn with_unit(mut self, unit: usize) -> Stamper {
+        self.unit = unit.clamp(STAMP_LEN, UNIT);
+        self
+    }
+
     /// Sequence number of the last write filled.
     pub fn seq(&self) -> u64 {
         self.seq
     }
 
     /// Fills `dst`, the buffer of one write at byte `offset`, from `pool` (at least
-    /// [`POOL`] + [`UNIT`] random bytes, or any length above one unit for tests).
+    /// [`POOL`] + [`UNIT`] random bytes, or any length above one unit for tests), with
+    /// generation 0 (no generation map).
     #[inline]
     pub fn fill(&mut self, dst: &mut [u8], offset: u64, pool: &[u8]) {
+        self.fill_gen(dst, offset, pool, |_| 0)
+    }
+
+    /// As [`fill`](Self::fill), with each unit's generation from `gen(unit offset)`.
+    #[inline]
+    pub fn fill_gen(&mut self, dst: &mut [u8], offset: u64, pool: &[u8], gen: impl Fn(u64) -> u32) {
         self.seq += 1;
         let mut at = 0usize;
         while at < dst.len() {
-            let n = (dst.len() - at).min(UNIT);
+            let n = (dst.len() - at).min(self.unit);
             let unit = &mut dst[at..at + n];
             let uoff = offset + at as u64;
             if self.dedupe_thresh > 0 && (self.rng.next_u64() >> 32) < self.dedupe_thresh {
-                unit.copy_from_slice(&self.dup[..n]);
+                let d = n.min(UNIT);
+                unit[..d].copy_from_slice(&self.dup[..d]);
             } else {
-                self.unique(unit, uoff, pool);
+                self.unique(unit, uoff, pool, gen(uoff));
             }
             at += n;
         }
     }
 
     #[inline]
-    fn unique(&self, unit: &mut [u8], offset: u64, pool: &[u8]) {
+    fn unique(&self, unit: &mut [u8], offset: u64, pool: &[u8], generation: u32) {
         let n = unit.len();
-        let key = mix(self.run_id ^ mix(offset ^ (self.seq << 20) ^ ((self.worker as u64) << 56)));
+        let seq = self.seq & SEQ_MASK;
+        let key = unit_key(self.run_id, offset, seq, self.worker, generation);
         let zeros = (n as u64 * self.compress_permille / 1000) as usize;
         let random_end = n.saturating_sub(zeros).max(STAMP_LEN.min(n));
-        // A window of the pool at a key-chosen multiple of 8 bytes.
-        let slots = (pool.len().saturating_sub(n) / 8).max(1) as u64;
-        let w = ((key >> 11) % slots) as usize * 8;
+        let w = window(key, pool.len(), n);
         xor_copy(&mut unit[..random_end], &pool[w..w + random_end], key);
         unit[random_end..].fill(0);
         if n >= STAMP_LEN {
@@ -196,12 +321,45 @@ impl Stamper {
                 offset,
                 run_id: self.run_id,
                 worker: self.worker,
-                generation: 0,
-                seq: self.seq,
+                unit_len: n as u16,
+                generation,
+                seq,
+                zero_tail: (n - random_end) as u16,
             }
             .encode(unit);
         }
     }
+}
+
+/// Whether `data[i] == src[i] ^ key` for every byte (both slices 8-byte aligned in practice:
+/// a word loop the compiler vectorizes; a byte loop otherwise).
+#[inline]
+fn xor_equal(data: &[u8], src: &[u8], key: u64) -> bool {
+    if data.len() != src.len() {
+        return false;
+    }
+    // SAFETY: u64 has no invalid bit patterns; align_to only reinterprets the aligned middle.
+    let (dh, dm, dt) = unsafe { data.align_to::<u64>() };
+    // SAFETY: as above.
+    let (sh, sm, _) = unsafe { src.align_to::<u64>() };
+    let kb = key.to_le_bytes();
+    if dh.is_empty() && sh.is_empty() {
+        let k = key.to_le();
+        let mut diff = 0u64;
+        for (d, s) in dm.iter().zip(sm) {
+            diff |= *d ^ *s ^ k;
+        }
+        let done = dm.len() * 8;
+        return diff == 0
+            && dt
+                .iter()
+                .enumerate()
+                .all(|(i, d)| *d == src[done + i] ^ kb[i % 8]);
+    }
+    data.iter()
+        .zip(src)
+        .enumerate()
+        .all(|(i, (d, s))| *d == s ^ kb[i % 8])
 }
 
 /// `dst[i] = src[i] ^ key` by 64-bit words (byte by byte for a ragged or unaligned edge). Write
@@ -282,8 +440,10 @@ mod tests {
             offset: 1 << 40,
             run_id: 0xdead_beef,
             worker: 3,
+            unit_len: 512,
             generation: 7,
             seq: 99,
+            zero_tail: 0,
         };
         let mut b = [0u8; 64];
         s.encode(&mut b);
@@ -294,6 +454,45 @@ mod tests {
             assert_eq!(Stamp::decode(&c), None, "byte {i} flipped");
         }
         assert_eq!(Stamp::decode(&[0u8; 4096]), None);
+        assert_eq!(inspect(&[0u8; 4096]), Header::Zeros);
+        assert_eq!(inspect(&[7u8; 4096]), Header::Foreign);
+        let mut c = b;
+        c[20] ^= 1;
+        assert_eq!(inspect(&c), Header::Damaged);
+    }
+
+    #[test]
+    fn payloads_check_from_the_stamp_alone() {
+        let mut pool = vec![0u8; POOL + UNIT];
+        fill_pool(&mut pool, 77);
+        for (unit, compress) in [(512usize, 0.0), (4096, 0.0), (512, 30.0), (4096, 50.0)] {
+            let spec = DataSpec {
+                dedupe_pct: 0.0,
+                compress_pct: compress,
+            };
+            let mut st = Stamper::new(&spec, 77, 2).with_unit(unit);
+            let mut buf = vec![0u8; 16384];
+            st.fill_gen(&mut buf, 1 << 20, &pool, |off| (off >> 9) as u32 & 63);
+            for (k, u) in buf.chunks(unit).enumerate() {
+                let s = Stamp::decode(u).expect("stamped");
+                assert_eq!(s.offset, (1 << 20) + (k * unit) as u64);
+                assert_eq!(s.unit_len as usize, unit);
+                assert_eq!(s.generation, ((s.offset >> 9) & 63) as u32);
+                assert!(payload_matches(u, &s, &pool), "unit {unit} k {k}");
+                // One flipped payload bit anywhere is found.
+                for at in [STAMP_LEN, unit / 2, unit - 1] {
+                    let mut bad = u.to_vec();
+                    bad[at] ^= 0x20;
+                    assert!(!payload_matches(&bad, &s, &pool), "flip at {at}");
+                }
+                // A stamp claiming another generation does not fit this payload.
+                let other = Stamp {
+                    generation: s.generation + 1,
+                    ..s
+                };
+                assert!(!payload_matches(u, &other, &pool));
+            }
+        }
     }
 
     #[test]

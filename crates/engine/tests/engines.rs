@@ -287,6 +287,8 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         seed: 1,
         data: Default::default(),
         stop: Arc::new(AtomicBool::new(false)),
+        run_id: None,
+        verify: Vec::new(),
     }
 }
 

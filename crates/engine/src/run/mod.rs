@@ -42,6 +42,12 @@ pub struct RunPlan {
     pub data: DataSpec,
     /// Set from outside (Ctrl-C) to end the run early; the window then ends where it stopped.
     pub stop: Arc<AtomicBool>,
+    /// The id stamped into every write; `None`: a fresh one from the OS. A verified run takes
+    /// its verifiers' id.
+    pub run_id: Option<u64>,
+    /// Per target (by index; empty or `None`: not verified): the generation map and checks of
+    /// `--verify`, kept by the caller across runs (the cells of a comparison).
+    pub verify: Vec<Option<Arc<crate::verify::Verifier>>>,
 }
 
 /// Called by the scheduler's coordinating thread; monitors hook in here.
@@ -117,6 +123,8 @@ pub struct TargetRun {
     pub mean_outstanding: Option<f64>,
     /// Per-queue engine facts (completion paths, negotiated per-connection values).
     pub queue_stats: Vec<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// What the verification found (verified runs only; every read, ramp included).
+    pub verify: Option<crate::verify::VerifyReport>,
 }
 
 /// The outcome of a run.
@@ -153,6 +161,7 @@ pub(super) struct StreamOut {
     write: DirStats,
     series: Vec<Second>,
     stats: std::collections::BTreeMap<String, serde_json::Value>,
+    verify: Option<crate::verify::VerifyReport>,
 }
 
 /// Runs the plan to completion.
@@ -167,12 +176,29 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     plan.data
         .validate()
         .map_err(|e| bad("data", EngineError::Invalid(e)))?;
-    let run_id = crate::stamp::new_run_id().map_err(|e| {
-        bad(
-            "run id",
-            EngineError::sys("getrandom for the run's id failed", e),
-        )
-    })?;
+    let run_id = match plan.run_id {
+        Some(id) => id,
+        None => crate::stamp::new_run_id().map_err(|e| {
+            bad(
+                "run id",
+                EngineError::sys("getrandom for the run's id failed", e),
+            )
+        })?,
+    };
+    let verifier = |ti: usize| plan.verify.get(ti).cloned().flatten();
+    for ti in 0..plan.targets.len() {
+        if let Some(v) = verifier(ti) {
+            if v.run_id != run_id {
+                return Err(bad(
+                    "verify",
+                    EngineError::Invalid("a verified run must stamp its verifier's run id".into()),
+                ));
+            }
+            if let Some(why) = crate::verify::unverifiable(w, v.unit, plan.data.dedupe_pct) {
+                return Err(bad(&plan.targets[ti].info().uri, EngineError::Invalid(why)));
+            }
+        }
+    }
     // Before any queue opens: caches the engine controls are dropped for the span.
     let mut cache_notes = Vec::new();
     for (t, &span) in plan.targets.iter().zip(&spans) {
@@ -208,6 +234,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                     barrier: barrier.clone(),
                     shared: shared.clone(),
                     live: lives[worker * plan.targets.len() + ti].clone(),
+                    verify: verifier(ti),
                 };
                 let h = thread::Builder::new()
                     .name(format!("sb-w{worker}-t{ti}"))
@@ -271,6 +298,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 outstanding: w.workers as u64 * w.qd as u64,
                 mean_outstanding,
                 queue_stats: Vec::new(),
+                verify: verifier(ti).map(|v| v.report()),
             }
         })
         .collect();
@@ -285,6 +313,9 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             a.add(b);
         }
         t.queue_stats.push(o.stats);
+        if let (Some(tv), Some(ov)) = (&mut t.verify, &o.verify) {
+            tv.merge(ov);
+        }
     }
     let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
     for t in &mut targets {

@@ -10,6 +10,12 @@
 //! Data: every tag owns one slot of the arena, used by its read or its write (one I/O per tag at
 //! a time, so no two in-flight I/Os share bytes); writes are filled by the stream's
 //! [`Stamper`] from a random pool at the arena's end just before submission.
+//!
+//! Verification (`--verify`): each I/O locks its granules in the target's generation map when
+//! it is drawn (a draw that collides with an in-flight I/O of the run is redrawn, so the depth
+//! stays), a write stamps the granules' next generations, and every completion is settled in
+//! [`StreamState::settle`]: a write stores its generations (EITHER when it failed), a read is
+//! checked against the cells it locked. Completions outside the window are settled too.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
@@ -22,7 +28,9 @@ use crate::engine::{Completion, Io, Op, Queue, QueueConfig, Target};
 use crate::error::EngineError;
 use crate::gen::Generator;
 use crate::spec::Workload;
-use crate::stamp::{DataSpec, Stamper, POOL, UNIT};
+use crate::stamp::{fill_pool, DataSpec, Stamper, POOL, UNIT};
+use crate::verify::map::next_gen;
+use crate::verify::{Checker, Verifier, VerifyReport};
 
 pub(super) struct StreamCtx<'a> {
     pub(super) worker: usize,
@@ -39,6 +47,7 @@ pub(super) struct StreamCtx<'a> {
     pub(super) barrier: Arc<Barrier>,
     pub(super) shared: Arc<Shared>,
     pub(super) live: Arc<Live>,
+    pub(super) verify: Option<Arc<Verifier>>,
 }
 
 /// Arena layout of one stream: a private slot per tag, then the random pool writes draw from.
@@ -92,6 +101,7 @@ pub(crate) unsafe fn stamp_slot(
     tag: usize,
     offset: u64,
     len: u32,
+    gen: impl Fn(u64) -> u32,
 ) -> usize {
     let buf = tag * lay.slot;
     // SAFETY: the caller guarantees the slot is idle; the pool region is never written after
@@ -102,7 +112,7 @@ pub(crate) unsafe fn stamp_slot(
             arena.slice(lay.pool_base, lay.pool_len),
         )
     };
-    stamper.fill(dst, offset, pool);
+    stamper.fill_gen(dst, offset, pool, gen);
     buf
 }
 
@@ -114,6 +124,13 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     let lay = Layout::of(w, depth);
     let arena = Arc::new(Arena::new(lay.total));
     arena.fill_random(ctx.seed ^ ((ctx.worker as u64) << 20) ^ ctx.target_idx as u64 ^ ctx.run_id);
+    // The write pool is the run's (the same in every stream): a reader recomputes any unit's
+    // payload from its stamp and the run id alone.
+    // SAFETY: the arena is not shared with any engine yet.
+    fill_pool(
+        unsafe { arena.slice_mut(lay.pool_base, lay.pool_len) },
+        ctx.run_id,
+    );
     let info = ctx.target.info();
     let uri = info.uri.clone();
     let fail = |e: EngineError| {
@@ -153,10 +170,23 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     );
     let mut stamper = Stamper::new(&ctx.data, ctx.run_id, ctx.worker as u32);
     let mut s = StreamState::new(depth, w.time);
+    if let Some(v) = &ctx.verify {
+        stamper = stamper.with_unit(v.unit as usize);
+        s.verify = Some(StreamVerify {
+            v: v.clone(),
+            checker: v.checker(true),
+            rep: VerifyReport::default(),
+            cells: vec![Vec::new(); depth as usize],
+            shift: v.granule().trailing_zeros(),
+        });
+    }
     let result = s
         .drive(&mut *queue, &mut gen, &mut stamper, &ctx, t0, &lay, &arena)
-        .and_then(|_| s.drain(&mut *queue))
+        .and_then(|_| s.drain(&mut *queue, &lay, &arena))
         .and_then(|_| queue.close());
+    if result.is_err() {
+        s.abandon();
+    }
     ctx.live.inflight.store(0, Ordering::Relaxed);
     if let Err(e) = result {
         // I/O may still be in flight on a failed queue and waiting for it could take another
@@ -171,7 +201,18 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         write: s.write,
         series: s.series,
         stats: queue.stats(),
+        verify: s.verify.map(|v| v.rep),
     })
+}
+
+/// A stream's share of the verification: its checker, what it found, and the map cells each
+/// tag's I/O locked (for a write, the generations it writes).
+struct StreamVerify {
+    v: Arc<Verifier>,
+    checker: Checker,
+    rep: VerifyReport,
+    cells: Vec<Vec<u8>>,
+    shift: u32,
 }
 
 struct StreamState {
@@ -186,7 +227,13 @@ struct StreamState {
     read: DirStats,
     write: DirStats,
     series: Vec<Second>,
+    /// Tags with an I/O in flight (to settle them if the stream fails).
+    busy: Vec<bool>,
+    verify: Option<StreamVerify>,
 }
+
+/// Draws that may collide in a row before the span is deemed too small for the depth.
+const MAX_REDRAWS: u32 = 1 << 20;
 
 impl StreamState {
     fn new(depth: u32, time: Duration) -> StreamState {
@@ -203,6 +250,85 @@ impl StreamState {
             read: DirStats::default(),
             write: DirStats::default(),
             series: vec![Second::default(); time.as_secs() as usize + 2],
+            busy: vec![false; d],
+            verify: None,
+        }
+    }
+
+    /// Draws the next I/O; under verification, one that overlaps no in-flight I/O of the run,
+    /// with its granules locked.
+    #[inline]
+    fn draw(
+        &mut self,
+        gen: &mut Generator,
+        tag: usize,
+    ) -> Result<crate::gen::Planned, EngineError> {
+        let Some(sv) = &mut self.verify else {
+            return Ok(gen.plan());
+        };
+        for _ in 0..MAX_REDRAWS {
+            let p = gen.plan();
+            if sv
+                .v
+                .map
+                .try_lock(p.offset, p.len as u64, &mut sv.cells[tag])
+            {
+                if p.op == Op::Write {
+                    for c in sv.cells[tag].iter_mut() {
+                        *c = next_gen(*c);
+                    }
+                }
+                return Ok(p);
+            }
+            sv.rep.redrawn += 1;
+        }
+        Err(EngineError::Invalid(format!(
+            "--verify: {MAX_REDRAWS} draws in a row overlapped I/O in flight; the span is too small for this depth"
+        )))
+    }
+
+    /// Settles a completion with the verification: a write's generations go into the map
+    /// (EITHER when it failed), a read is checked against what it locked. Every completion
+    /// passes here, counted or not.
+    #[inline]
+    fn settle(&mut self, c: Completion, lay: &Layout, arena: &Arena) {
+        let t = c.tag as usize;
+        self.busy[t] = false;
+        let Some(sv) = &mut self.verify else { return };
+        let (off, len) = (self.offset[t], self.len[t] as u64);
+        match self.op[t] {
+            Op::Write if c.result < 0 => {
+                sv.rep.writes_unconfirmed += 1;
+                sv.v.map.commit_either(off, len, &sv.cells[t]);
+            }
+            Op::Write => sv.v.map.commit(off, len, &sv.cells[t]),
+            Op::Read if c.result >= 0 => {
+                // SAFETY: this tag's read has completed; its slot is not reused before the tag
+                // goes back on the free list.
+                let buf = unsafe { arena.slice(t * lay.slot, len as usize) };
+                sv.checker.check(buf, off, &sv.cells[t], &mut sv.rep);
+                sv.v.map.unlock(off, len);
+            }
+            _ => sv.v.map.unlock(off, len),
+        }
+    }
+
+    /// After a failure: I/O still in flight has an unknown outcome (writes accept either
+    /// generation from now on) and must not keep its granules locked.
+    fn abandon(&mut self) {
+        let Some(sv) = &mut self.verify else { return };
+        for t in 0..self.busy.len() {
+            if !self.busy[t] {
+                continue;
+            }
+            self.busy[t] = false;
+            let (off, len) = (self.offset[t], self.len[t] as u64);
+            if self.op[t] == Op::Write {
+                sv.rep.writes_unconfirmed += 1;
+                sv.v.map.commit_either(off, len, &sv.cells[t]);
+            } else {
+                sv.v.map.unlock(off, len);
+            }
         }
     }
 
@@ -220,13 +346,28 @@ impl StreamState {
         loop {
             self.batch.clear();
             while let Some(tag) = self.free.pop() {
-                let p = gen.plan();
                 let t = tag as usize;
-                let buf = match p.op {
-                    // SAFETY: the tag was free, so none of its I/O is in flight.
-                    Op::Write => unsafe { stamp_slot(arena, lay, stamper, t, p.offset, p.len) },
+                let p = match self.draw(gen, t) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.free.push(tag);
+                        return Err(e);
+                    }
+                };
+                let buf = match (p.op, &self.verify) {
+                    (Op::Write, None) => {
+                        // SAFETY: the tag was free, so none of its I/O is in flight.
+                        unsafe { stamp_slot(arena, lay, stamper, t, p.offset, p.len, |_| 0) }
+                    }
+                    (Op::Write, Some(sv)) => {
+                        let (cells, first) = (&sv.cells[t], p.offset >> sv.shift);
+                        let gen_of = |o: u64| cells[((o >> sv.shift) - first) as usize] as u32;
+                        // SAFETY: as above.
+                        unsafe { stamp_slot(arena, lay, stamper, t, p.offset, p.len, gen_of) }
+                    }
                     _ => t * lay.slot,
                 };
+                self.busy[t] = true;
                 self.op[t] = p.op;
                 self.len[t] = p.len;
                 self.offset[t] = p.offset;
@@ -263,7 +404,7 @@ impl StreamState {
                 || ctx.shared.stop.load(Ordering::Relaxed)
             {
                 // Completions at or after the end are outside the window.
-                self.retire_uncounted()?;
+                self.retire_uncounted(lay, arena)?;
                 return Ok(());
             }
             let in_window = now >= ctx.ramp_ns;
@@ -276,6 +417,7 @@ impl StreamState {
             for i in 0..self.done.len() {
                 let c = self.done[i];
                 let t = c.tag as usize;
+                self.settle(c, lay, arena);
                 if c.result < 0 {
                     return Err(self.io_error(c));
                 }
@@ -324,9 +466,10 @@ impl StreamState {
 
     /// Frees the tags of the batch just reaped without counting it (the caller has already
     /// taken it off `inflight`).
-    fn retire_uncounted(&mut self) -> Result<(), EngineError> {
+    fn retire_uncounted(&mut self, lay: &Layout, arena: &Arena) -> Result<(), EngineError> {
         for i in 0..self.done.len() {
             let c = self.done[i];
+            self.settle(c, lay, arena);
             if c.result < 0 {
                 return Err(self.io_error(c));
             }
@@ -337,7 +480,7 @@ impl StreamState {
     }
 
     /// Waits for every I/O still in flight, so no engine writes into the arena after the run.
-    fn drain(&mut self, q: &mut dyn Queue) -> Result<(), EngineError> {
+    fn drain(&mut self, q: &mut dyn Queue, lay: &Layout, arena: &Arena) -> Result<(), EngineError> {
         while self.inflight > 0 {
             self.done.clear();
             q.reap(1, &mut self.done)?;
@@ -345,7 +488,7 @@ impl StreamState {
                 continue;
             }
             self.inflight -= self.done.len();
-            self.retire_uncounted()?;
+            self.retire_uncounted(lay, arena)?;
         }
         Ok(())
     }

@@ -1,0 +1,132 @@
+//! `sanbench verify TARGET`: reads a whole span back and checks every unit a sanbench run
+//! wrote (the engine's verify::pass does the reading; this is flags, output and exit code 3).
+
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::Context;
+use sanbench_engine::units::parse_size;
+use sanbench_engine::verify::{self, pass, Checker, Strict, VerifyReport};
+use serde::{Deserialize, Serialize};
+
+use crate::args::VerifyArgs;
+use crate::error::{parse_flag, usage, CliError};
+use crate::progress::ProgressLine;
+use crate::run_cmd::{file_options, io_timeout};
+
+pub const VERIFY_SCHEMA: &str = "sanbench.verify/1";
+
+/// The document `--json` writes.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct VerifyDoc {
+    pub schema: String,
+    pub sanbench_version: String,
+    /// The run whose data was expected (hex), when one was given.
+    pub run_id: Option<String>,
+    pub targets: Vec<TargetVerify>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TargetVerify {
+    pub target: String,
+    pub span: u64,
+    pub seconds: f64,
+    pub verify: VerifyReport,
+}
+
+fn parse_run_id(s: &str) -> Result<u64, CliError> {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).map_err(|_| {
+        usage(format!(
+            "--run-id {s}: not a run id (16 hex digits, as in a result's run_id)"
+        ))
+    })
+}
+
+pub fn run(a: VerifyArgs) -> Result<(), CliError> {
+    let run_id = a.run_id.as_deref().map(parse_run_id).transpose()?;
+    let span = parse_flag("--span", a.span.as_deref(), parse_size)?;
+    let bs = parse_size(&a.bs).map_err(|e| usage(format!("--bs: {e}")))?;
+    if bs == 0 || a.qd == 0 {
+        return Err(usage("--bs and --qd must be above 0"));
+    }
+    let opts = file_options(&a.engine, None, false)?;
+    let timeout = io_timeout(&a.engine)?;
+    let targets = crate::targets::open_targets(&a.targets, &opts)?;
+    let progress = ProgressLine::new(a.quiet);
+    let stop = crate::signals::stop_flag();
+    let mut doc = VerifyDoc {
+        schema: VERIFY_SCHEMA.into(),
+        sanbench_version: env!("CARGO_PKG_VERSION").into(),
+        run_id: run_id.map(|id| format!("{id:016x}")),
+        targets: Vec::new(),
+    };
+    for t in &targets {
+        let info = t.info();
+        let span = span.unwrap_or(info.size).min(info.size);
+        let unit = verify::unit_for(info.block_size);
+        let mut checker = Checker::new(
+            run_id.unwrap_or(0),
+            unit,
+            unit as u64,
+            Strict::Stamped(run_id),
+            false,
+        );
+        let mut rep = VerifyReport {
+            unit,
+            granule: unit as u64,
+            ..VerifyReport::default()
+        };
+        let t0 = Instant::now();
+        let r = pass::verify_span(
+            &**t,
+            span,
+            bs,
+            a.qd,
+            &mut checker,
+            None,
+            &mut rep,
+            timeout,
+            &stop,
+            &mut |done, total| progress.draw_fill(&info.uri, done, total),
+        );
+        progress.clear();
+        r.map_err(|e| CliError::Failed(anyhow::anyhow!("{}: {e}", info.uri)))?;
+        if !a.quiet || rep.bad_total() > 0 {
+            eprintln!("{}: {}", info.uri, rep.summary());
+        }
+        for b in rep.bad_blocks.iter().take(if a.quiet { 0 } else { 20 }) {
+            eprintln!("  {}", crate::output::bad_block_line(b));
+        }
+        doc.targets.push(TargetVerify {
+            target: sanbench_engine::uri::redact(&info.uri),
+            span,
+            seconds: t0.elapsed().as_secs_f64(),
+            verify: rep,
+        });
+    }
+    if let Some(path) = &a.json {
+        let text = serde_json::to_string_pretty(&doc).context("serializing the findings")?;
+        if path.as_os_str() == "-" {
+            let mut o = std::io::stdout().lock();
+            o.write_all(text.as_bytes())
+                .and_then(|_| o.write_all(b"\n"))
+                .context("writing the findings to stdout")?;
+        } else {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    let bad: Vec<String> = doc
+        .targets
+        .iter()
+        .filter(|t| t.verify.bad_total() > 0)
+        .map(|t| format!("{}: {} bad blocks", t.target, t.verify.bad_total()))
+        .collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Unverified(format!(
+            "data did not verify: {}",
+            bad.join("; ")
+        )))
+    }
+}
