@@ -441,3 +441,49 @@ fn reads_over_holes_are_a_caveat() {
         cav[0]
     );
 }
+
+#[test]
+fn verification_is_a_section_and_bad_data_a_caveat() {
+    use sanbench_engine::verify::{BadBlock, Class, VerifyReport};
+    let mut cmp = sample_comparison();
+    let md = |cmp: &Comparison| {
+        let r = crate::Report::new(cmp, &crate::Options::default());
+        use crate::export::Exporter;
+        let out = crate::export::MarkdownExporter.render(&r).unwrap();
+        (String::from_utf8(out).unwrap(), r.caveats.clone())
+    };
+    assert!(!md(&cmp).0.contains("Data verification"));
+    for c in cmp.cells.iter_mut() {
+        let mut v = VerifyReport {
+            unit: 512,
+            reads: 10,
+            bytes: 40960,
+            units: 80,
+            ..VerifyReport::default()
+        };
+        if c.target == "FC 8G" && c.repeat == 0 {
+            v.record(BadBlock {
+                offset: 0x3000,
+                class: Class::Torn,
+                expected: None,
+                found: None,
+                excerpt: "53424b32".into(),
+                io_offset: 0x3000,
+                io_len: 4096,
+                inline: true,
+            });
+        }
+        c.result.verify = Some(v);
+    }
+    let (text, cav) = md(&cmp);
+    assert!(text.contains("## Data verification"), "{text}");
+    assert!(text.contains("`0x3000` torn"), "{text}");
+    assert!(text.contains("| none |"), "{text}");
+    assert_eq!(cav.len(), 1, "{cav:?}");
+    assert!(
+        cav[0].starts_with("FC 8G returned data that did not verify (")
+            && cav[0].contains(" torn)"),
+        "{}",
+        cav[0]
+    );
+}

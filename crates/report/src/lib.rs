@@ -15,6 +15,7 @@ pub mod export;
 pub mod findings;
 pub mod fmt;
 pub mod svg;
+pub mod verification;
 
 use std::path::{Path, PathBuf};
 
@@ -73,6 +74,8 @@ pub struct Report<'a> {
     /// Warnings a reader needs before trusting the figures ([`analysis::caveats`]).
     pub caveats: Vec<String>,
     pub card: Card,
+    /// Per verified target (`--verify`): what checking every read found.
+    pub verification: Vec<verification::TargetVerification>,
 }
 
 impl<'a> Report<'a> {
@@ -80,14 +83,18 @@ impl<'a> Report<'a> {
         let analysis = Analysis::new(cmp);
         let findings = analysis::findings(cmp, &analysis, options.min_rel);
         let card = card::card(cmp, &analysis, &options.weights);
+        let verification = verification::verification(cmp);
+        let mut caveats = verification::caveats(&verification);
+        caveats.extend(analysis::caveats(cmp));
         Report {
             cmp,
             options: options.clone(),
             withheld: findings::withheld(cmp, &analysis),
             analysis,
             findings,
-            caveats: analysis::caveats(cmp),
+            caveats,
             card,
+            verification,
         }
     }
 }

@@ -43,6 +43,7 @@ impl Exporter for HtmlExporter {
         html_charts::scaling(r, &mut s);
         html_charts::timeseries(r, &mut s);
         tables(r, &mut s);
+        verification(r, &mut s);
         environment(r, &mut s);
         let _ = write!(
             s,
@@ -370,4 +371,63 @@ fn environment(r: &Report, s: &mut String) {
         "<h2 id=\"reproduce\">Reproduce</h2>\n<pre id=\"reproduce-command\"><code>{}</code></pre>",
         esc(&shell_command(&c.command))
     );
+}
+
+/// The data verification section (comparisons run with `--verify`).
+fn verification(r: &Report, s: &mut String) {
+    if r.verification.is_empty() {
+        return;
+    }
+    s.push_str(
+        "<section id=\"verification\"><h2>Data verification</h2>\n<p class=\"note\">Every read \
+         checked against the generation of every block written (<code>--verify</code>).</p>\n\
+         <table><thead><tr><th>Target</th><th>Verified</th><th>Reads</th><th>Units</th>\
+         <th>Bad units</th></tr></thead><tbody>\n",
+    );
+    for t in &r.verification {
+        let v = &t.report;
+        let bad = if v.bad_total() == 0 {
+            "none".to_string()
+        } else {
+            crate::verification::classes(v)
+        };
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{:.1} MiB</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&t.target),
+            v.bytes as f64 / (1u64 << 20) as f64,
+            v.reads,
+            v.units,
+            esc(&bad)
+        );
+    }
+    s.push_str("</tbody></table>\n");
+    for t in r
+        .verification
+        .iter()
+        .filter(|t| !t.report.bad_blocks.is_empty())
+    {
+        let _ = writeln!(s, "<h3>First bad blocks of {}</h3>\n<ul>", esc(&t.target));
+        for b in &t.report.bad_blocks {
+            let _ = writeln!(
+                s,
+                "<li><code>{:#x}</code> {}: expected {}, found {} <code>{}</code></li>",
+                b.offset,
+                esc(b.class.label()),
+                b.expected
+                    .as_ref()
+                    .map_or("unknown".into(), |e| format!("gen {}", e.generation)),
+                esc(&b
+                    .found
+                    .as_ref()
+                    .map_or("no valid stamp".into(), |f| format!(
+                        "offset {:#x} gen {} run {}",
+                        f.offset, f.generation, f.run_id
+                    ))),
+                esc(&b.excerpt)
+            );
+        }
+        s.push_str("</ul>\n");
+    }
+    s.push_str("</section>\n");
 }

@@ -138,11 +138,66 @@ impl Exporter for MarkdownExporter {
         if modeled {
             s.push_str("\n\\* modeled power (no meter): an estimate, not a measurement.\n");
         }
+        verification(r, &mut s);
         let _ = writeln!(
             s,
             "\n## Reproduce\n\n```sh\n{}\n```",
             shell_command(&c.command)
         );
         Ok(s.into_bytes())
+    }
+}
+
+/// "## Data verification": per target, what was checked and what was bad.
+fn verification(r: &Report, s: &mut String) {
+    if r.verification.is_empty() {
+        return;
+    }
+    s.push_str(
+        "\n## Data verification\n\nEvery read checked against the generation of every \
+         block written (`--verify`).\n\n| Target | Verified | Reads | Units | Bad units |\n\
+         |---|---:|---:|---:|---|\n",
+    );
+    for t in &r.verification {
+        let v = &t.report;
+        let bad = if v.bad_total() == 0 {
+            "none".to_string()
+        } else {
+            crate::verification::classes(v)
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {:.1} MiB | {} | {} | {} |",
+            md_cell(&t.target),
+            v.bytes as f64 / (1u64 << 20) as f64,
+            v.reads,
+            v.units,
+            md_cell(&bad)
+        );
+    }
+    for t in r
+        .verification
+        .iter()
+        .filter(|t| !t.report.bad_blocks.is_empty())
+    {
+        let _ = writeln!(s, "\nFirst bad blocks of {}:\n", md_cell(&t.target));
+        for b in &t.report.bad_blocks {
+            let _ = writeln!(
+                s,
+                "- `{:#x}` {}: expected {}, found {} (`{}`)",
+                b.offset,
+                b.class.label(),
+                b.expected
+                    .as_ref()
+                    .map_or("unknown".into(), |e| format!("gen {}", e.generation)),
+                b.found
+                    .as_ref()
+                    .map_or("no valid stamp".into(), |f| format!(
+                        "offset {:#x} gen {} run {}",
+                        f.offset, f.generation, f.run_id
+                    )),
+                b.excerpt
+            );
+        }
     }
 }
