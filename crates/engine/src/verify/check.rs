@@ -18,7 +18,9 @@ use std::collections::HashMap;
 
 use super::map::{prev_gen, EITHER, GEN};
 use super::report::{BadBlock, Class, StampView, VerifyReport};
-use crate::stamp::{fill_pool, inspect, payload_matches, Header, Stamp, POOL, STAMP_LEN, UNIT};
+use crate::stamp::{
+    fill_pool, inspect, payload_matches, Header, KeyCache, Stamp, POOL, STAMP_LEN, UNIT,
+};
 
 /// What unknown cells must hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +43,7 @@ pub struct Checker {
     older: Vec<(u64, Stamp)>,
     /// Granules (from the read's first) where a current unit was found.
     current: Vec<u64>,
+    keys: KeyCache,
 }
 
 /// Cell value and where its unit starts, for one unit being checked.
@@ -64,6 +67,7 @@ impl Checker {
             inline,
             older: Vec::new(),
             current: Vec::new(),
+            keys: KeyCache::default(),
         }
     }
 
@@ -152,7 +156,7 @@ impl Checker {
             Header::Stamped(s) if s.offset != u.off => Class::Misplaced,
             Header::Stamped(s) => {
                 let g = s.generation as u8;
-                let fits = payload_matches(u.bytes, &s, &self.pool);
+                let fits = self.keys.payload_matches(u.bytes, &s, &self.pool);
                 if !fits {
                     Class::WrongData
                 } else if s.generation <= GEN as u32 && g == want {
