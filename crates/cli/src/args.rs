@@ -137,6 +137,10 @@ pub struct DataArgs {
     /// when data did not verify.
     #[arg(long)]
     pub verify: bool,
+    /// Each stream flushes (NBD FLUSH, SCSI SYNCHRONIZE CACHE, fdatasync) after every N
+    /// writes; flush latency is reported apart. In compare: every workload that writes.
+    #[arg(long, value_name = "N")]
+    pub flush_every: Option<u32>,
 }
 
 impl Default for DataArgs {
@@ -146,6 +150,7 @@ impl Default for DataArgs {
             dedupe: 0.0,
             compress: 0.0,
             verify: false,
+            flush_every: None,
         }
     }
 }

@@ -73,6 +73,13 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
         return Err(usage("--time must be longer than zero"));
     }
     suite.scale(time, ramp);
+    if let Some(n) = a.data.flush_every {
+        for w in suite.workloads.iter_mut() {
+            if w.workload.has_writes() {
+                w.workload.flush_every = n;
+            }
+        }
+    }
     if a.repeat == 0 {
         return Err(usage("--repeat must be at least 1"));
     }

@@ -75,8 +75,9 @@ pub fn summary(doc: &RunDoc) -> String {
             r.target.clone()
         };
         row(&mut out, &name, r);
-        for (dir, d) in [("  read", &r.read), ("  write", &r.write)] {
-            if d.ios > 0 && d.ios != r.ios {
+        let flush = r.flush.clone().unwrap_or_default();
+        for (dir, d) in [("  read", &r.read), ("  write", &r.write), ("  flush", &flush)] {
+            if d.ios > 0 && (d.ios != r.ios || dir == "  flush") {
                 let l = &d.latency_us;
                 let _ = writeln!(
                     out,

@@ -68,6 +68,9 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
     if a.size.is_some() {
         file.size = a.size.clone();
     }
+    if a.data.flush_every.is_some() {
+        file.flush_every = a.data.flush_every;
+    }
     let w = file.into_workload(&Defaults::default()).map_err(usage)?;
     w.validate().map_err(usage)?;
     Ok(w)

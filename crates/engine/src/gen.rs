@@ -173,6 +173,7 @@ mod tests {
             ramp: Duration::ZERO,
             time: Duration::from_secs(1),
             span: None,
+            flush_every: 0,
         }
     }
 

@@ -148,6 +148,9 @@ pub struct TargetResult {
     /// Whether the span held written data before the window (see the precondition module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precondition: Option<crate::precondition::Report>,
+    /// Flushes (`--flush-every`): their count and latency, apart from reads and writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush: Option<DirResult>,
     /// What `--verify` found: reads checked, bad blocks per class, the first bad blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyReport>,
@@ -286,6 +289,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         power: None,
         efficiency: Efficiency::default(),
         precondition: None,
+        flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs)),
         verify: t.verify.clone(),
     }
 }
@@ -300,6 +304,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         },
         read: DirStats::default(),
         write: DirStats::default(),
+        flush: DirStats::default(),
         series: Vec::new(),
         outstanding: 0,
         mean_outstanding: None,

@@ -108,6 +108,14 @@ pub struct Workload {
     pub time: Duration,
     /// Bytes of each target to use, from offset 0; `None` = the whole target.
     pub span: Option<u64>,
+    /// Each stream issues a flush (NBD FLUSH, SCSI SYNCHRONIZE CACHE, fdatasync) after every
+    /// this many writes; 0: never. Flushes have their own latency histogram.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flush_every: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 mod secs {
@@ -179,6 +187,9 @@ impl Workload {
         }
         if self.time.is_zero() {
             return Err("the measured time must be longer than zero".into());
+        }
+        if self.flush_every > 0 && !self.has_writes() {
+            return Err("flush_every needs writes to flush".into());
         }
         if self.segments.iter().all(|s| s.weight == 0) {
             return Err("every segment has weight 0".into());
@@ -283,6 +294,8 @@ pub struct WorkloadFile {
     pub time: Option<String>,
     pub size: Option<String>,
     pub align: Option<String>,
+    /// A flush after every N writes of each stream.
+    pub flush_every: Option<u32>,
     #[serde(default, rename = "segment")]
     pub segments: Vec<SegmentFile>,
 }
@@ -366,6 +379,7 @@ impl WorkloadFile {
                 .as_deref()
                 .map(|s| parse_size(s).map_err(|e| format!("size: {e}")))
                 .transpose()?,
+            flush_every: self.flush_every.unwrap_or(0),
         })
     }
 }

@@ -90,6 +90,8 @@ struct SuiteFile {
     workers: Option<u32>,
     size: Option<String>,
     align: Option<String>,
+    /// A flush after every N writes, in every workload that writes.
+    flush_every: Option<u32>,
     #[serde(default)]
     workload: Vec<WorkloadDef>,
     #[serde(default)]
@@ -176,11 +178,15 @@ impl Base<'_> {
             time: time.clone().or_else(|| self.f.time.clone()),
             size: size.clone().or_else(|| self.f.size.clone()),
             align: align.clone().or_else(|| self.f.align.clone()),
+            flush_every: None,
             segments,
         };
-        let w = wf
+        let mut w = wf
             .into_workload(&Defaults::default())
             .map_err(|e| format!("workload {name}: {e}"))?;
+        if w.has_writes() {
+            w.flush_every = self.f.flush_every.unwrap_or(0);
+        }
         w.validate().map_err(|e| format!("workload {name}: {e}"))?;
         Ok(w)
     }

@@ -209,6 +209,7 @@ fn workload(read_pct: f64, secs: f64) -> Workload {
         ramp: Duration::ZERO,
         time: Duration::from_secs_f64(secs),
         span: None,
+        flush_every: 0,
     }
 }
 

@@ -131,6 +131,7 @@ fn spec(bs: u64, read: f64, random: f64, qd: u32) -> Workload {
         ramp: std::time::Duration::from_secs(5),
         time: std::time::Duration::from_secs(10),
         span: None,
+        flush_every: 0,
     }
 }
 

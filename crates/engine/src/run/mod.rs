@@ -116,6 +116,8 @@ pub struct TargetRun {
     pub info: TargetInfo,
     pub read: DirStats,
     pub write: DirStats,
+    /// Flushes (`flush_every`): counted apart, not in IOPS or MB/s.
+    pub flush: DirStats,
     pub series: Vec<Second>,
     /// I/Os kept in flight on this target (workers × qd).
     pub outstanding: u64,
@@ -159,6 +161,7 @@ pub(super) struct StreamOut {
     target: usize,
     read: DirStats,
     write: DirStats,
+    flush: DirStats,
     series: Vec<Second>,
     stats: std::collections::BTreeMap<String, serde_json::Value>,
     verify: Option<crate::verify::VerifyReport>,
@@ -294,6 +297,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 info,
                 read: DirStats::default(),
                 write: DirStats::default(),
+                flush: DirStats::default(),
                 series: Vec::new(),
                 outstanding: w.workers as u64 * w.qd as u64,
                 mean_outstanding,
@@ -306,6 +310,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         let t = &mut targets[o.target];
         t.read.merge(&o.read);
         t.write.merge(&o.write);
+        t.flush.merge(&o.flush);
         if t.series.len() < o.series.len() {
             t.series.resize(o.series.len(), Second::default());
         }

@@ -170,6 +170,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     );
     let mut stamper = Stamper::new(&ctx.data, ctx.run_id, ctx.worker as u32);
     let mut s = StreamState::new(depth, w.time);
+    s.flush_every = w.flush_every;
     if let Some(v) = &ctx.verify {
         stamper = stamper.with_unit(v.unit as usize);
         s.verify = Some(StreamVerify {
@@ -199,6 +200,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         target: ctx.target_idx,
         read: s.read,
         write: s.write,
+        flush: s.flush,
         series: s.series,
         stats: queue.stats(),
         verify: s.verify.map(|v| v.rep),
@@ -224,8 +226,14 @@ struct StreamState {
     batch: Vec<Io>,
     done: Vec<Completion>,
     inflight: usize,
+    /// Of those, flushes.
+    flushing: usize,
     read: DirStats,
     write: DirStats,
+    flush: DirStats,
+    /// A flush after every this many writes (0: none), and the writes since the last.
+    flush_every: u32,
+    writes_since_flush: u32,
     series: Vec<Second>,
     /// Tags with an I/O in flight (to settle them if the stream fails).
     busy: Vec<bool>,
@@ -247,8 +255,12 @@ impl StreamState {
             batch: Vec::with_capacity(d),
             done: Vec::with_capacity(d),
             inflight: 0,
+            flushing: 0,
             read: DirStats::default(),
             write: DirStats::default(),
+            flush: DirStats::default(),
+            flush_every: 0,
+            writes_since_flush: 0,
             series: vec![Second::default(); time.as_secs() as usize + 2],
             busy: vec![false; d],
             verify: None,
@@ -297,6 +309,8 @@ impl StreamState {
         let Some(sv) = &mut self.verify else { return };
         let (off, len) = (self.offset[t], self.len[t] as u64);
         match self.op[t] {
+            // A flush locks no range.
+            Op::Flush => {}
             Op::Write if c.result < 0 => {
                 sv.rep.writes_unconfirmed += 1;
                 sv.v.map.commit_either(off, len, &sv.cells[t]);
@@ -323,11 +337,13 @@ impl StreamState {
             }
             self.busy[t] = false;
             let (off, len) = (self.offset[t], self.len[t] as u64);
-            if self.op[t] == Op::Write {
-                sv.rep.writes_unconfirmed += 1;
-                sv.v.map.commit_either(off, len, &sv.cells[t]);
-            } else {
-                sv.v.map.unlock(off, len);
+            match self.op[t] {
+                Op::Write => {
+                    sv.rep.writes_unconfirmed += 1;
+                    sv.v.map.commit_either(off, len, &sv.cells[t]);
+                }
+                Op::Flush => {}
+                _ => sv.v.map.unlock(off, len),
             }
         }
     }
@@ -347,6 +363,19 @@ impl StreamState {
             self.batch.clear();
             while let Some(tag) = self.free.pop() {
                 let t = tag as usize;
+                if self.flush_every > 0 && self.writes_since_flush >= self.flush_every {
+                    self.writes_since_flush = 0;
+                    self.busy[t] = true;
+                    (self.op[t], self.len[t], self.offset[t]) = (Op::Flush, 0, 0);
+                    self.batch.push(Io {
+                        tag,
+                        op: Op::Flush,
+                        offset: 0,
+                        len: 0,
+                        buf: t * lay.slot,
+                    });
+                    continue;
+                }
                 let p = match self.draw(gen, t) {
                     Ok(p) => p,
                     Err(e) => {
@@ -368,6 +397,7 @@ impl StreamState {
                     _ => t * lay.slot,
                 };
                 self.busy[t] = true;
+                self.writes_since_flush += u32::from(p.op == Op::Write);
                 self.op[t] = p.op;
                 self.len[t] = p.len;
                 self.offset[t] = p.offset;
@@ -387,18 +417,24 @@ impl StreamState {
                     self.submit_ns[io.tag as usize] = submitted;
                 }
                 self.inflight += self.batch.len();
+                self.flushing += self.batch.iter().filter(|io| io.op == Op::Flush).count();
+                // Little's law is about reads and writes: flushes are counted apart.
                 ctx.live
                     .inflight
-                    .store(self.inflight as u64, Ordering::Relaxed);
+                    .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);
                 q.submit(&self.batch)?;
             }
             self.done.clear();
             q.reap(1, &mut self.done)?;
             let now = t0.elapsed().as_nanos() as u64;
             self.inflight -= self.done.len();
+            if self.flushing > 0 {
+                let op = &self.op;
+                self.flushing -= self.done.iter().filter(|c| op[c.tag as usize] == Op::Flush).count();
+            }
             ctx.live
                 .inflight
-                .store(self.inflight as u64, Ordering::Relaxed);
+                .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);
             if now >= ctx.end_ns
                 || ctx.shared.abort.load(Ordering::Relaxed)
                 || ctx.shared.stop.load(Ordering::Relaxed)
@@ -423,7 +459,10 @@ impl StreamState {
                 }
                 let len = self.len[t] as u64;
                 bytes += len;
-                if in_window {
+                if in_window && self.op[t] == Op::Flush {
+                    self.flush.ios += 1;
+                    self.flush.hist.record(now.saturating_sub(self.submit_ns[t]));
+                } else if in_window {
                     let lat = now.saturating_sub(self.submit_ns[t]);
                     let last = self.series.len() - 1;
                     let b = &mut self.series[sec.min(last)];
