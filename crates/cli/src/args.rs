@@ -95,8 +95,12 @@ pub struct VerifyArgs {
     #[arg(required = true, value_name = "TARGET")]
     pub targets: Vec<String>,
     /// Accept only this run's data (the `run_id` of its result, 16 hex digits).
-    #[arg(long, value_name = "HEX")]
+    #[arg(long, value_name = "HEX", conflicts_with = "verify_state")]
     pub run_id: Option<String>,
+    /// Check against the generation map a run kept with --verify-state FILE: each block
+    /// must hold its last generation, or the one a flush made durable (after a crash).
+    #[arg(long, value_name = "FILE")]
+    pub verify_state: Option<std::path::PathBuf>,
     /// Check the first SIZE bytes (default: the whole target).
     #[arg(long, value_name = "SIZE")]
     pub span: Option<String>,
@@ -141,6 +145,12 @@ pub struct DataArgs {
     /// writes; flush latency is reported apart. In compare: every workload that writes.
     #[arg(long, value_name = "N")]
     pub flush_every: Option<u32>,
+    /// Keep the verification's generation map in FILE (implies --verify; one target): it
+    /// survives a crash or a target restart, records what each flush made durable, and a
+    /// later run with the same FILE continues the session. `sanbench verify TARGET
+    /// --verify-state FILE` then accepts, per block, its last generation or its durable one.
+    #[arg(long, value_name = "FILE")]
+    pub verify_state: Option<std::path::PathBuf>,
 }
 
 impl Default for DataArgs {
@@ -151,6 +161,7 @@ impl Default for DataArgs {
             compress: 0.0,
             verify: false,
             flush_every: None,
+            verify_state: None,
         }
     }
 }

@@ -76,7 +76,11 @@ pub fn summary(doc: &RunDoc) -> String {
         };
         row(&mut out, &name, r);
         let flush = r.flush.clone().unwrap_or_default();
-        for (dir, d) in [("  read", &r.read), ("  write", &r.write), ("  flush", &flush)] {
+        for (dir, d) in [
+            ("  read", &r.read),
+            ("  write", &r.write),
+            ("  flush", &flush),
+        ] {
             if d.ios > 0 && (d.ios != r.ios || dir == "  flush") {
                 let l = &d.latency_us;
                 let _ = writeln!(

@@ -13,12 +13,14 @@ use crate::error::{usage, CliError};
 use crate::progress::ProgressLine;
 
 /// The data flags, parsed once.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct DataPlan {
     pub mode: Mode,
     pub spec: DataSpec,
     /// `--verify`.
     pub verify: bool,
+    /// `--verify-state FILE`.
+    pub state: Option<std::path::PathBuf>,
 }
 
 impl DataPlan {
@@ -40,7 +42,8 @@ impl DataPlan {
         Ok(DataPlan {
             mode,
             spec,
-            verify: a.verify,
+            verify: a.verify || a.verify_state.is_some(),
+            state: a.verify_state.clone(),
         })
     }
 
@@ -114,8 +117,13 @@ pub fn verifiers<'a>(
             per_target: vec![None; targets.len()],
         });
     }
-    let run_id = sanbench_engine::stamp::new_run_id()
+    let mut run_id = sanbench_engine::stamp::new_run_id()
         .map_err(|e| CliError::Failed(anyhow::anyhow!("getrandom for the run's id: {e}")))?;
+    if plan.state.is_some() && targets.len() != 1 {
+        return Err(usage(
+            "--verify-state keeps the map of one target: give one target (or one file each run)",
+        ));
+    }
     let mut out = Vec::with_capacity(targets.len());
     for (t, &span) in targets.iter().zip(spans) {
         let info = t.info();
@@ -126,9 +134,23 @@ pub fn verifiers<'a>(
             }
         }
         let granule = verify::granule_for(unit, workloads.clone());
-        out.push(Some(std::sync::Arc::new(Verifier::new(
-            run_id, unit, granule, span,
-        ))));
+        let v = match &plan.state {
+            None => Verifier::new(run_id, unit, granule, span),
+            Some(path) => {
+                let (v, resumed) = Verifier::with_state(path, run_id, unit, granule, span)?;
+                if resumed {
+                    eprintln!(
+                        "{}: continuing the verification session {:016x} kept in {}",
+                        info.uri,
+                        v.run_id,
+                        path.display()
+                    );
+                }
+                run_id = v.run_id;
+                v
+            }
+        };
+        out.push(Some(std::sync::Arc::new(v)));
     }
     Ok(Verifiers {
         run_id: Some(run_id),

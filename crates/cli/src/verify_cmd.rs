@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use sanbench_engine::units::parse_size;
-use sanbench_engine::verify::{self, pass, Checker, Strict, VerifyReport};
+use sanbench_engine::verify::{self, pass, Checker, Strict, Verifier, VerifyReport};
 use serde::{Deserialize, Serialize};
 
 use crate::args::VerifyArgs;
@@ -60,21 +60,51 @@ pub fn run(a: VerifyArgs) -> Result<(), CliError> {
         run_id: run_id.map(|id| format!("{id:016x}")),
         targets: Vec::new(),
     };
+    let state = match &a.verify_state {
+        Some(path) => {
+            if targets.len() != 1 {
+                return Err(usage(
+                    "--verify-state holds the map of one target: give one",
+                ));
+            }
+            Some(Verifier::open_state(path)?)
+        }
+        None => None,
+    };
+    if let Some(v) = &state {
+        doc.run_id = Some(format!("{:016x}", v.run_id));
+    }
     for t in &targets {
         let info = t.info();
-        let span = span.unwrap_or(info.size).min(info.size);
+        let mut span = span.unwrap_or(info.size).min(info.size);
         let unit = verify::unit_for(info.block_size);
-        let mut checker = Checker::new(
-            run_id.unwrap_or(0),
-            unit,
-            unit as u64,
-            Strict::Stamped(run_id),
-            false,
-        );
-        let mut rep = VerifyReport {
-            unit,
-            granule: unit as u64,
-            ..VerifyReport::default()
+        let (mut checker, mut rep) = match &state {
+            // Blocks the session never wrote predate it: only their consistency is checked.
+            Some(v) => {
+                if v.span > info.size {
+                    return Err(usage(format!(
+                        "{}: the verification state covers {} bytes, the target has {}",
+                        info.uri, v.span, info.size
+                    )));
+                }
+                span = span.min(v.span);
+                let c = Checker::new(v.run_id, v.unit, v.granule(), Strict::No, false);
+                (c, v.report())
+            }
+            None => (
+                Checker::new(
+                    run_id.unwrap_or(0),
+                    unit,
+                    unit as u64,
+                    Strict::Stamped(run_id),
+                    false,
+                ),
+                VerifyReport {
+                    unit,
+                    granule: unit as u64,
+                    ..VerifyReport::default()
+                },
+            ),
         };
         let t0 = Instant::now();
         let r = pass::verify_span(
@@ -83,7 +113,7 @@ pub fn run(a: VerifyArgs) -> Result<(), CliError> {
             bs,
             a.qd,
             &mut checker,
-            None,
+            state.as_ref().map(|v| &v.map),
             &mut rep,
             timeout,
             &stop,

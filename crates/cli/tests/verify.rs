@@ -367,3 +367,139 @@ fn a_tgtd_lun_corrupted_between_runs_is_caught() {
     let (code, v, err) = json_of(&["verify", &uri, "--run-id", &run_id, "--quiet"]);
     expect_corruption(&v, code, &err);
 }
+
+/// `sanbench serve nbd --file` on a fresh port.
+fn serve_file(file: &Path, port: u16) -> Server {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sanbench"))
+        .args(["serve", "nbd", "--size", "16M", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--file")
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_port(port, "serve nbd");
+    Server(child)
+}
+
+#[test]
+fn a_server_killed_mid_run_verifies_from_the_kept_state() {
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let (img, state) = (dir.path().join("disk.img"), dir.path().join("map.vs"));
+    let port = sanbench_testkit::free_port();
+    let uri = format!("nbd://127.0.0.1:{port}");
+    let mut server = serve_file(&img, port);
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_sanbench"))
+        .args(["run", &uri, "--verify-state"])
+        .arg(&state)
+        .args([
+            "--flush-every",
+            "16",
+            "--read",
+            "50",
+            "--random",
+            "100",
+            "--bs",
+            "4k",
+            "--qd",
+            "8",
+            "--time",
+            "20s",
+            "--ramp",
+            "0s",
+            "--quiet",
+            "--no-monitor",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Into the measured window (after the fill), then kill -9 the server under load.
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = server.0.kill();
+    let _ = server.0.wait();
+    let out = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the run must fail with its server: {err}"
+    );
+    let _server = serve_file(&img, port);
+    let st = state.to_str().unwrap();
+    let (code, v, err) = json_of(&["verify", &uri, "--verify-state", st]);
+    assert_eq!(code, 0, "{err}");
+    let v = &v["targets"][0]["verify"];
+    assert_eq!(v["units"], 32768, "{v}");
+    assert_eq!(
+        v["units_unknown"], 0,
+        "the fill is part of the session: {v}"
+    );
+    // One corrupted block of the file is found, at its offset.
+    let mut b = read_at(&img, (1 << 20) + 100, 1);
+    b[0] ^= 0xff;
+    patch(&img, (1 << 20) + 100, &b);
+    let (code, v, err) = json_of(&["verify", &uri, "--verify-state", st, "--quiet"]);
+    assert_eq!(code, 3, "{err}");
+    let v = &v["targets"][0]["verify"];
+    assert_eq!(bad_offsets(v, "wrong_data"), vec![1 << 20], "{v}");
+    assert_eq!(v["bad"]["wrong_data"], 1, "{v}");
+}
+
+#[test]
+fn a_verification_session_continues_and_catches_a_lost_write() {
+    // Run 1 writes with a state file; the file target then loses one block's last write
+    // (its older content put back); the state's generations name it stale.
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let (f, state) = (dir.path().join("disk"), dir.path().join("map.vs"));
+    let fs = f.to_str().unwrap();
+    let st = state.to_str().unwrap();
+    let base = [
+        "--verify-state",
+        st,
+        "--read",
+        "0",
+        "--random",
+        "0",
+        "--bs",
+        "64k",
+        "--qd",
+        "4",
+        "--time",
+        "1s",
+        "--ramp",
+        "0s",
+        "--quiet",
+        "--no-monitor",
+    ];
+    let (code, doc, err) = json_of(&[&["run", fs, "--size", "1M"][..], &base[..]].concat());
+    assert_eq!(code, 0, "{err}");
+    let old = read_at(&f, 0, 65536);
+    let (code, doc2, err) = json_of(&[&["run", fs][..], &base[..]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        doc["run_id"], doc2["run_id"],
+        "the second run continues the session"
+    );
+    assert!(err.is_empty() || !err.contains("panicked"));
+    let cur = read_at(&f, 0, 65536);
+    patch(&f, 0, &old);
+    let (code, v, err) = json_of(&["verify", fs, "--verify-state", st, "--quiet"]);
+    assert_eq!(code, 3, "{err}");
+    let v = &v["targets"][0]["verify"];
+    // A whole 64 KiB write put back: 128 stale units (the first 20 kept with details).
+    assert_eq!(v["bad"]["stale"], 128, "{v}");
+    assert!(bad_offsets(v, "stale").iter().all(|o| *o < 65536), "{v}");
+    // Part of a write put back is torn: the granule holds two generations.
+    patch(&f, 0, &cur);
+    patch(&f, 0, &old[..4096]);
+    let (code, v, _) = json_of(&["verify", fs, "--verify-state", st, "--quiet"]);
+    assert_eq!(code, 3);
+    let v = &v["targets"][0]["verify"];
+    assert_eq!(
+        (v["bad"]["torn"].as_u64(), v["bad"]["stale"].as_u64()),
+        (Some(8), Some(0)),
+        "{v}"
+    );
+}

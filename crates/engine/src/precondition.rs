@@ -423,10 +423,26 @@ pub fn fill(
             ));
         }
     }
-    q.close()?;
     if let Some(v) = verify {
+        // The fill's data is the verification's durable baseline: flush it, then record it.
+        let flush = Io {
+            tag: 0,
+            op: Op::Flush,
+            offset: 0,
+            len: 0,
+            buf: 0,
+        };
+        q.submit(&[flush])?;
+        done.clear();
+        q.reap(1, &mut done)?;
+        let flushed = done.first().is_some_and(|c| c.result >= 0);
         v.map.set_all(1);
+        if flushed {
+            v.map.set_all_durable(1);
+            v.map.sync_durable();
+        }
     }
+    q.close()?;
     progress(total, total);
     Ok(Filled {
         bytes: total,

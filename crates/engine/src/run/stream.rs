@@ -179,6 +179,10 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
             rep: VerifyReport::default(),
             cells: vec![Vec::new(); depth as usize],
             shift: v.granule().trailing_zeros(),
+            track_durable: v.map.tracks_durable() && w.flush_every > 0,
+            pending: Vec::new(),
+            pending_gens: Vec::new(),
+            covers: vec![(Vec::new(), Vec::new()); depth as usize],
         });
     }
     let result = s
@@ -215,6 +219,40 @@ struct StreamVerify {
     rep: VerifyReport,
     cells: Vec<Vec<u8>>,
     shift: u32,
+    /// With a state file and flushes: writes completed since the last flush was sent (range
+    /// and where its generations start in `pending_gens`), and per flush tag what it covers.
+    track_durable: bool,
+    pending: Vec<Written>,
+    pending_gens: Vec<u8>,
+    covers: Vec<(Vec<Written>, Vec<u8>)>,
+}
+
+/// A completed write awaiting a flush: offset, length, and where its generations start.
+type Written = (u64, u64, usize);
+
+impl StreamVerify {
+    /// A flush is being sent on tag `t`: it covers every write completed so far.
+    fn flush_sent(&mut self, t: usize) {
+        if self.track_durable {
+            let c = &mut self.covers[t];
+            c.0.clear();
+            c.1.clear();
+            std::mem::swap(&mut c.0, &mut self.pending);
+            std::mem::swap(&mut c.1, &mut self.pending_gens);
+        }
+    }
+
+    /// The flush on tag `t` completed: what it covered is durable (the checkpoint).
+    fn flush_done(&mut self, t: usize, ok: bool) {
+        if !self.track_durable || !ok {
+            return;
+        }
+        let (ranges, gens) = &self.covers[t];
+        for &(off, len, at) in ranges {
+            self.v.map.set_durable(off, len, &gens[at..]);
+        }
+        self.v.map.sync_durable();
+    }
 }
 
 struct StreamState {
@@ -310,12 +348,18 @@ impl StreamState {
         let (off, len) = (self.offset[t], self.len[t] as u64);
         match self.op[t] {
             // A flush locks no range.
-            Op::Flush => {}
+            Op::Flush => sv.flush_done(t, c.result >= 0),
             Op::Write if c.result < 0 => {
                 sv.rep.writes_unconfirmed += 1;
                 sv.v.map.commit_either(off, len, &sv.cells[t]);
             }
-            Op::Write => sv.v.map.commit(off, len, &sv.cells[t]),
+            Op::Write => {
+                sv.v.map.commit(off, len, &sv.cells[t]);
+                if sv.track_durable {
+                    sv.pending.push((off, len, sv.pending_gens.len()));
+                    sv.pending_gens.extend_from_slice(&sv.cells[t]);
+                }
+            }
             Op::Read if c.result >= 0 => {
                 // SAFETY: this tag's read has completed; its slot is not reused before the tag
                 // goes back on the free list.
@@ -365,6 +409,9 @@ impl StreamState {
                 let t = tag as usize;
                 if self.flush_every > 0 && self.writes_since_flush >= self.flush_every {
                     self.writes_since_flush = 0;
+                    if let Some(sv) = &mut self.verify {
+                        sv.flush_sent(t);
+                    }
                     self.busy[t] = true;
                     (self.op[t], self.len[t], self.offset[t]) = (Op::Flush, 0, 0);
                     self.batch.push(Io {
@@ -430,7 +477,11 @@ impl StreamState {
             self.inflight -= self.done.len();
             if self.flushing > 0 {
                 let op = &self.op;
-                self.flushing -= self.done.iter().filter(|c| op[c.tag as usize] == Op::Flush).count();
+                self.flushing -= self
+                    .done
+                    .iter()
+                    .filter(|c| op[c.tag as usize] == Op::Flush)
+                    .count();
             }
             ctx.live
                 .inflight
@@ -461,7 +512,9 @@ impl StreamState {
                 bytes += len;
                 if in_window && self.op[t] == Op::Flush {
                     self.flush.ios += 1;
-                    self.flush.hist.record(now.saturating_sub(self.submit_ns[t]));
+                    self.flush
+                        .hist
+                        .record(now.saturating_sub(self.submit_ns[t]));
                 } else if in_window {
                     let lat = now.saturating_sub(self.submit_ns[t]);
                     let last = self.series.len() - 1;

@@ -43,6 +43,8 @@ pub struct Checker {
     older: Vec<(u64, Stamp)>,
     /// Granules (from the read's first) where a current unit was found.
     current: Vec<u64>,
+    /// The durable generation of the unit being checked (0: none).
+    durable: u8,
     keys: KeyCache,
 }
 
@@ -67,6 +69,7 @@ impl Checker {
             inline,
             older: Vec::new(),
             current: Vec::new(),
+            durable: 0,
             keys: KeyCache::default(),
         }
     }
@@ -89,6 +92,19 @@ impl Checker {
     /// Checks `buf`, read at `io_off`, against `cells` (the map cells of the granules it
     /// covers, first granule first), recording bad blocks in `rep`.
     pub fn check(&mut self, buf: &[u8], io_off: u64, cells: &[u8], rep: &mut VerifyReport) {
+        self.check_durable(buf, io_off, cells, &[], rep)
+    }
+
+    /// As [`check`](Self::check), also accepting each granule's durable generation from
+    /// `durable` (same indexing as `cells`; empty: none), after a crash.
+    pub fn check_durable(
+        &mut self,
+        buf: &[u8],
+        io_off: u64,
+        cells: &[u8],
+        durable: &[u8],
+        rep: &mut VerifyReport,
+    ) {
         rep.reads += 1;
         rep.bytes += buf.len() as u64;
         self.older.clear();
@@ -97,10 +113,9 @@ impl Checker {
         let mut at = 0usize;
         while at < buf.len() {
             let off = io_off + at as u64;
-            let cell = cells
-                .get(((off >> self.shift) - first) as usize)
-                .copied()
-                .unwrap_or(0);
+            let gi = ((off >> self.shift) - first) as usize;
+            let cell = cells.get(gi).copied().unwrap_or(0);
+            self.durable = durable.get(gi).copied().unwrap_or(0);
             let rest = &buf[at..];
             let u = Unit {
                 off,
@@ -161,7 +176,9 @@ impl Checker {
                     Class::WrongData
                 } else if s.generation <= GEN as u32 && g == want {
                     return true;
-                } else if either && s.generation <= GEN as u32 && g == prev_gen(want) {
+                } else if s.generation <= GEN as u32
+                    && ((either && g == prev_gen(want)) || (self.durable != 0 && g == self.durable))
+                {
                     return false;
                 } else {
                     // An older generation: stale, or torn if the read also holds current

@@ -11,7 +11,9 @@
 //! Cost: one byte per granule, 2^40 / granule bytes per TiB (256 MiB at 4 KiB, 2 GiB at 512 B);
 //! the CLI picks the largest granule every I/O of the workload is aligned to.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
+
+use super::state::{Cells, Mapping};
 
 pub const BUSY: u8 = 0x80;
 pub const EITHER: u8 = 0x40;
@@ -38,7 +40,10 @@ pub fn prev_gen(g: u8) -> u8 {
 
 pub struct GenMap {
     shift: u32,
-    cells: Box<[AtomicU8]>,
+    cells: Cells,
+    /// Per granule, the generation known durable (`--verify-state` only).
+    durable: Option<Cells>,
+    _mapping: Option<Mapping>,
 }
 
 impl GenMap {
@@ -48,8 +53,68 @@ impl GenMap {
         let n = span.div_ceil(1 << shift) as usize;
         GenMap {
             shift,
-            cells: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            cells: Cells::heap(n),
+            durable: None,
+            _mapping: None,
         }
+    }
+
+    /// A map over a state file's arrays. Cells left BUSY by a process that died with I/O in
+    /// flight become "the next generation or this one" (a write may or may not have landed).
+    pub fn mapped(granule: u64, mapping: Mapping, cur: Cells, dur: Cells) -> GenMap {
+        let m = GenMap {
+            shift: granule.max(1).trailing_zeros(),
+            cells: cur,
+            durable: Some(dur),
+            _mapping: Some(mapping),
+        };
+        for c in m.cells.as_slice() {
+            let v = c.load(Ordering::Relaxed);
+            if v & BUSY != 0 {
+                c.store(next_gen(v) | EITHER, Ordering::Relaxed);
+            }
+        }
+        m
+    }
+
+    /// Whether the map keeps durable generations (a state file).
+    pub fn tracks_durable(&self) -> bool {
+        self.durable.is_some()
+    }
+
+    /// Records `gens` (one per granule of the range) as durable.
+    pub fn set_durable(&self, offset: u64, len: u64, gens: &[u8]) {
+        if let Some(d) = &self.durable {
+            let d = d.as_slice();
+            for (i, g) in self.range(offset, len).zip(gens) {
+                d[i].store(g & GEN, Ordering::Release);
+            }
+        }
+    }
+
+    /// Sets every durable cell to `gen`.
+    pub fn set_all_durable(&self, gen: u8) {
+        if let Some(d) = &self.durable {
+            for c in d.as_slice() {
+                c.store(gen & GEN, Ordering::Release);
+            }
+        }
+    }
+
+    /// Writes the durable array back to the state file.
+    pub fn sync_durable(&self) {
+        if let Some(d) = &self.durable {
+            d.sync();
+        }
+    }
+
+    /// The durable generation of the granule holding `offset` (0: none known).
+    pub fn durable_at(&self, offset: u64) -> u8 {
+        self.durable.as_ref().map_or(0, |d| {
+            d.as_slice()
+                .get(self.index(offset))
+                .map_or(0, |c| c.load(Ordering::Acquire))
+        })
     }
 
     pub fn granule(&self) -> u64 {
@@ -57,11 +122,11 @@ impl GenMap {
     }
 
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.cells.as_slice().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.len() == 0
     }
 
     /// The granules `[offset, offset + len)` covers.
@@ -69,7 +134,8 @@ impl GenMap {
     pub fn range(&self, offset: u64, len: u64) -> std::ops::Range<usize> {
         let a = (offset >> self.shift) as usize;
         let b = ((offset + len.max(1) - 1) >> self.shift) as usize + 1;
-        a.min(self.cells.len())..b.min(self.cells.len())
+        let n = self.len();
+        a.min(n)..b.min(n)
     }
 
     /// Index of the granule holding byte `offset`.
@@ -84,10 +150,10 @@ impl GenMap {
         let r = self.range(offset, len);
         out.clear();
         for i in r.clone() {
-            let old = self.cells[i].fetch_or(BUSY, Ordering::Acquire);
+            let old = self.cells.as_slice()[i].fetch_or(BUSY, Ordering::Acquire);
             if old & BUSY != 0 {
                 for j in r.start..i {
-                    self.cells[j].fetch_and(!BUSY, Ordering::Release);
+                    self.cells.as_slice()[j].fetch_and(!BUSY, Ordering::Release);
                 }
                 out.clear();
                 return false;
@@ -100,14 +166,14 @@ impl GenMap {
     /// Ends a lock without changing the cells (a read, or a write that was never sent).
     pub fn unlock(&self, offset: u64, len: u64) {
         for i in self.range(offset, len) {
-            self.cells[i].fetch_and(!BUSY, Ordering::Release);
+            self.cells.as_slice()[i].fetch_and(!BUSY, Ordering::Release);
         }
     }
 
     /// Ends a write's lock by storing its generations (one per granule, no flag bits).
     pub fn commit(&self, offset: u64, len: u64, gens: &[u8]) {
         for (i, g) in self.range(offset, len).zip(gens) {
-            self.cells[i].store(g & GEN, Ordering::Release);
+            self.cells.as_slice()[i].store(g & GEN, Ordering::Release);
         }
     }
 
@@ -115,13 +181,13 @@ impl GenMap {
     /// block holds either the new generation or the one before.
     pub fn commit_either(&self, offset: u64, len: u64, gens: &[u8]) {
         for (i, g) in self.range(offset, len).zip(gens) {
-            self.cells[i].store((g & GEN) | EITHER, Ordering::Release);
+            self.cells.as_slice()[i].store((g & GEN) | EITHER, Ordering::Release);
         }
     }
 
     /// Sets every cell to `gen` (after the span was written in one pass).
     pub fn set_all(&self, gen: u8) {
-        for c in self.cells.iter() {
+        for c in self.cells.as_slice() {
             c.store(gen & GEN, Ordering::Release);
         }
     }
@@ -129,6 +195,7 @@ impl GenMap {
     /// The cell of the granule holding byte `offset`.
     pub fn get(&self, offset: u64) -> u8 {
         self.cells
+            .as_slice()
             .get(self.index(offset))
             .map_or(0, |c| c.load(Ordering::Acquire))
     }

@@ -15,6 +15,7 @@ pub mod check;
 pub mod map;
 pub mod pass;
 pub mod report;
+pub mod state;
 
 pub use check::{Checker, Strict};
 pub use map::GenMap;
@@ -40,6 +41,63 @@ impl Verifier {
             span,
             map: GenMap::new(span, granule.max(unit as u64)),
         }
+    }
+
+    /// A verifier whose map lives in the state file at `path`: a new session (the file is
+    /// created) or, when the file exists for the same target geometry, the session it holds
+    /// (its run id and generations; `resumed` is then true).
+    pub fn with_state(
+        path: &std::path::Path,
+        run_id: u64,
+        unit: u32,
+        granule: u64,
+        span: u64,
+    ) -> Result<(Verifier, bool), crate::EngineError> {
+        let granule = granule.max(unit as u64);
+        let want = state::Geometry {
+            run_id,
+            unit,
+            granule,
+            span,
+            cells: span.div_ceil(granule),
+        };
+        let (g, create) = match state::read_geometry(path)? {
+            None => (want, true),
+            Some(g) if (g.unit, g.granule, g.span) == (unit, granule, span) => (g, false),
+            Some(g) => {
+                return Err(crate::EngineError::Invalid(format!(
+                    "--verify-state {}: kept for a span of {} B in {} B granules of {} B units,                      not this run's {span} B, {granule} B, {unit} B (another file, or remove it                      to start over)",
+                    path.display(),
+                    g.span,
+                    g.granule,
+                    g.unit
+                )))
+            }
+        };
+        let (mapping, cur, dur) = state::map(path, g, create)?;
+        Ok((
+            Verifier {
+                run_id: g.run_id,
+                unit,
+                span,
+                map: GenMap::mapped(granule, mapping, cur, dur),
+            },
+            !create,
+        ))
+    }
+
+    /// The session a state file holds, for `sanbench verify --verify-state`.
+    pub fn open_state(path: &std::path::Path) -> Result<Verifier, crate::EngineError> {
+        let g = state::read_geometry(path)?.ok_or_else(|| {
+            crate::EngineError::Invalid(format!("--verify-state {}: no such file", path.display()))
+        })?;
+        let (mapping, cur, dur) = state::map(path, g, false)?;
+        Ok(Verifier {
+            run_id: g.run_id,
+            unit: g.unit,
+            span: g.span,
+            map: GenMap::mapped(g.granule, mapping, cur, dur),
+        })
     }
 
     pub fn granule(&self) -> u64 {

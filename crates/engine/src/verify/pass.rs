@@ -49,6 +49,7 @@ pub fn verify_span(
     let mut batch = Vec::with_capacity(depth as usize);
     let mut done: Vec<Completion> = Vec::with_capacity(depth as usize);
     let mut cells: Vec<u8> = Vec::new();
+    let mut durable: Vec<u8> = Vec::new();
     let (mut off, mut inflight, mut reads) = (0u64, 0usize, 0u64);
     while off < span || inflight > 0 {
         batch.clear();
@@ -90,16 +91,18 @@ pub fn verify_span(
                 });
             }
             cells.clear();
+            durable.clear();
             if let Some(m) = map {
-                cells.extend(
-                    m.range(o, len as u64)
-                        .map(|i| m.get(i as u64 * m.granule())),
-                );
+                let g = m.granule();
+                cells.extend(m.range(o, len as u64).map(|i| m.get(i as u64 * g)));
+                if m.tracks_durable() {
+                    durable.extend(m.range(o, len as u64).map(|i| m.durable_at(i as u64 * g)));
+                }
             }
             // SAFETY: the read of this tag completed and the tag is not reused until it is
             // pushed back below.
             let buf = unsafe { arena.slice(c.tag as usize * lay.slot, len as usize) };
-            checker.check(buf, o, &cells, rep);
+            checker.check_durable(buf, o, &cells, &durable, rep);
             free.push(c.tag);
             reads += 1;
             if reads % 64 == 0 {

@@ -182,9 +182,12 @@ impl Server {
                 (store, cfg.size)
             }
             Some(path) => {
+                // Created when missing, as `serve nbd --file` says (never for a read-only export).
                 let f = OpenOptions::new()
                     .read(true)
                     .write(!cfg.read_only)
+                    .create(!cfg.read_only && cfg.size > 0)
+                    .truncate(false)
                     .open(path)
                     .map_err(|e| NbdError::io(format!("open {}", path.display()), e))?;
                 let len = f
