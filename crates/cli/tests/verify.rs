@@ -503,3 +503,45 @@ fn a_verification_session_continues_and_catches_a_lost_write() {
         "{v}"
     );
 }
+
+#[test]
+fn a_verified_comparison_checks_every_cell_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sanbench()
+        .args([
+            "compare",
+            "--suite",
+            "quick",
+            "--time",
+            "0.5s",
+            "--ramp",
+            "0.1s",
+            "--no-store",
+            "--verify",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.path())
+        .args(["a=mem:32M", "b=mem:48M"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 10);
+    for c in cells {
+        let v = &c["result"]["verify"];
+        assert_eq!(v["bad"]["wrong_data"], 0, "{c}");
+        // The fill before the first cell makes every block known to every later cell.
+        assert_eq!(v["units_unknown"], 0, "{v}");
+    }
+    let reads: u64 = cells
+        .iter()
+        .map(|c| c["result"]["verify"]["reads"].as_u64().unwrap())
+        .sum();
+    assert!(reads > 1000, "{reads}");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("## Data verification"), "{md}");
+}

@@ -239,8 +239,11 @@ pub fn prepare(
     let written = alloc
         .as_ref()
         .is_some_and(|a| a.unwritten_bytes == 0 && a.checked_bytes >= span);
+    // A new verification session fills even a span reported written: then every block's
+    // generation is known, instead of only the ones the run writes.
+    let new_session = verify.is_some_and(|v| !v.resumed);
     match plan {
-        Some(p) if !(mode == Mode::Auto && written && !p.purge) => {
+        Some(p) if !(mode == Mode::Auto && written && !p.purge && !new_session) => {
             let f = fill(target, span, &p, data, io_timeout, stop, verify, progress)?;
             done(&mut rep, &f, p.passes);
             Ok((rep, Some(f)))

@@ -31,6 +31,8 @@ pub struct Verifier {
     pub unit: u32,
     pub span: u64,
     pub map: GenMap,
+    /// Continues a session kept in a state file (its map already knows the span).
+    pub resumed: bool,
 }
 
 impl Verifier {
@@ -40,6 +42,7 @@ impl Verifier {
             unit,
             span,
             map: GenMap::new(span, granule.max(unit as u64)),
+            resumed: false,
         }
     }
 
@@ -81,6 +84,7 @@ impl Verifier {
                 unit,
                 span,
                 map: GenMap::mapped(granule, mapping, cur, dur),
+                resumed: !create,
             },
             !create,
         ))
@@ -97,6 +101,7 @@ impl Verifier {
             unit: g.unit,
             span: g.span,
             map: GenMap::mapped(g.granule, mapping, cur, dur),
+            resumed: true,
         })
     }
 
