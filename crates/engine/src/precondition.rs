@@ -243,7 +243,7 @@ pub fn prepare(
     // generation is known, instead of only the ones the run writes.
     let new_session = verify.is_some_and(|v| !v.resumed);
     match plan {
-        Some(p) if !(mode == Mode::Auto && written && !p.purge && !new_session) => {
+        Some(p) if mode != Mode::Auto || !written || p.purge || new_session => {
             let f = fill(target, span, &p, data, io_timeout, stop, verify, progress)?;
             done(&mut rep, &f, p.passes);
             Ok((rep, Some(f)))
