@@ -218,6 +218,15 @@ pub struct RunArgs {
     /// Span of each target to use; also the size a missing file is created at.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
+    /// Open loop: issue this many I/Os per second per target (split over the workers) at
+    /// their intended times, whatever the target does; --qd caps what is outstanding.
+    /// Latency is then response time from the intended time (no coordinated omission), with
+    /// service time and issue lag beside it.
+    #[arg(long, value_name = "IOPS")]
+    pub rate: Option<f64>,
+    /// Open-loop arrivals: fixed (every 1/rate) or poisson (seeded exponential gaps).
+    #[arg(long, value_name = "fixed|poisson", requires = "rate")]
+    pub arrival: Option<String>,
 
     #[command(flatten)]
     pub engine: EngineArgs,

@@ -102,6 +102,26 @@ pub fn summary(doc: &RunDoc) -> String {
         row(&mut out, "all", all);
     }
     for r in &doc.results {
+        if let (Some(o), Some(sv), Some(lag)) = (&r.open_loop, &r.service_us, &r.issue_lag_us) {
+            let _ = writeln!(
+                out,
+                "open loop on {}: asked {} IOPS ({} arrivals), achieved {}; latency above is \
+                 response time from the intended issue time; service mean {} p99 {} µs, \
+                 issue lag p99 {} µs; {}",
+                r.target,
+                si(o.asked_iops),
+                o.arrival,
+                si(o.achieved_iops),
+                lat(sv.mean),
+                lat(sv.p99),
+                lat(lag.p99),
+                if o.valid {
+                    "valid".to_string()
+                } else {
+                    format!("INVALID: {}", o.invalid.join("; "))
+                }
+            );
+        }
         if let Some(p) = &r.precondition {
             let _ = writeln!(out, "span of {}: {}", r.target, p.note);
         }

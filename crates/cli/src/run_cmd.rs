@@ -71,6 +71,12 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
     if a.data.flush_every.is_some() {
         file.flush_every = a.data.flush_every;
     }
+    if a.rate.is_some() {
+        file.rate = a.rate;
+    }
+    if a.arrival.is_some() {
+        file.arrival = a.arrival.clone();
+    }
     let w = file.into_workload(&Defaults::default()).map_err(usage)?;
     w.validate().map_err(usage)?;
     Ok(w)

@@ -174,6 +174,8 @@ mod tests {
             time: Duration::from_secs(1),
             span: None,
             flush_every: 0,
+            rate: None,
+            arrival: crate::run::pacer::Arrival::Fixed,
         }
     }
 

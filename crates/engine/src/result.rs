@@ -54,6 +54,12 @@ pub struct DirResult {
     /// Binary mebibytes (2^20 B) per second.
     pub mib_per_s: f64,
     pub latency_us: LatencyUs,
+    /// Open loop: service time (completion minus submission; `latency_us` is then the
+    /// response time from the intended issue time) and issue lag (submission minus intended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_us: Option<LatencyUs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_lag_us: Option<LatencyUs>,
 }
 
 /// One second of the measured window.
@@ -148,12 +154,65 @@ pub struct TargetResult {
     /// Whether the span held written data before the window (see the precondition module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precondition: Option<crate::precondition::Report>,
+    /// Open loop (`--rate`): asked and achieved rate, whether the point is valid; then
+    /// `latency_us` is response time and these are service time and issue lag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_us: Option<LatencyUs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_lag_us: Option<LatencyUs>,
     /// Flushes (`--flush-every`): their count and latency, apart from reads and writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush: Option<DirResult>,
     /// What `--verify` found: reads checked, bad blocks per class, the first bad blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyReport>,
+}
+
+/// Most the issue lag's p99 may be for an open-loop point to be valid: beyond it, the
+/// generator, not the target, shaped the arrivals.
+pub const LAG_P99_BOUND_US: f64 = 100.0;
+/// Most the achieved rate may fall short of the asked one for a valid point.
+pub const RATE_SHORTFALL: f64 = 0.02;
+
+/// An open-loop load point.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    pub asked_iops: f64,
+    pub achieved_iops: f64,
+    pub arrival: String,
+    /// The bound on the issue lag's p99 this point was held to.
+    pub issue_lag_p99_bound_us: f64,
+    pub valid: bool,
+    /// Why not, when not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
+}
+
+impl OpenLoop {
+    fn judge(asked: f64, achieved: f64, arrival: String, lag_p99_us: f64) -> OpenLoop {
+        let mut invalid = Vec::new();
+        if achieved < asked * (1.0 - RATE_SHORTFALL) {
+            invalid.push(format!(
+                "achieved {achieved:.0} I/Os per second, more than {:.0} % below the asked {asked:.0}",
+                RATE_SHORTFALL * 100.0
+            ));
+        }
+        if lag_p99_us > LAG_P99_BOUND_US {
+            invalid.push(format!(
+                "issue lag p99 {lag_p99_us:.1} µs above the bound of {LAG_P99_BOUND_US} µs: the generator fell behind its schedule"
+            ));
+        }
+        OpenLoop {
+            asked_iops: asked,
+            achieved_iops: achieved,
+            arrival,
+            issue_lag_p99_bound_us: LAG_P99_BOUND_US,
+            valid: invalid.is_empty(),
+            invalid,
+        }
+    }
 }
 
 /// The whole document.
@@ -202,7 +261,7 @@ pub struct ProcessCpu {
     pub cpu_us_per_io: f64,
 }
 
-fn dir_result(d: &DirStats, secs: f64) -> DirResult {
+fn dir_result(d: &DirStats, secs: f64, open: bool) -> DirResult {
     let per_s = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
     DirResult {
         ios: d.ios,
@@ -210,7 +269,9 @@ fn dir_result(d: &DirStats, secs: f64) -> DirResult {
         iops: per_s(d.ios as f64),
         mb_per_s: per_s(d.bytes as f64) / 1e6,
         mib_per_s: per_s(d.bytes as f64) / (1u64 << 20) as f64,
-        latency_us: LatencyUs::from_hist(&d.hist),
+        latency_us: LatencyUs::from_hist(if open { &d.response } else { &d.hist }),
+        service_us: open.then(|| LatencyUs::from_hist(&d.hist)),
+        issue_lag_us: open.then(|| LatencyUs::from_hist(&d.lag)),
     }
 }
 
@@ -238,12 +299,24 @@ fn samples(series: &[Second]) -> Vec<Sample> {
 
 /// Builds the result of one target (or, with `info = None`, of an aggregate).
 pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult {
-    let mut both = t.read.hist.clone();
-    both.merge(&t.write.hist);
+    let mut service = t.read.hist.clone();
+    service.merge(&t.write.hist);
+    let mut lag = t.read.lag.clone();
+    lag.merge(&t.write.lag);
+    // Open loop: the headline latency is response time, from the intended issue time.
+    let both = match t.open_loop {
+        Some(_) => {
+            let mut r = t.read.response.clone();
+            r.merge(&t.write.response);
+            r
+        }
+        None => service.clone(),
+    };
     let ios = t.read.ios + t.write.ios;
     let bytes = t.read.bytes + t.write.bytes;
     let iops = if secs > 0.0 { ios as f64 / secs } else { 0.0 };
-    let mean_s = both.mean_ns() / 1e9;
+    // In-flight counts cover submitted I/Os only: Little's law uses the service time.
+    let mean_s = service.mean_ns() / 1e9;
     TargetResult {
         target: t.info.uri.clone(),
         engine: t.info.engine.clone(),
@@ -261,8 +334,8 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         } else {
             0.0
         },
-        read: dir_result(&t.read, secs),
-        write: dir_result(&t.write, secs),
+        read: dir_result(&t.read, secs, t.open_loop.is_some()),
+        write: dir_result(&t.write, secs, t.open_loop.is_some()),
         latency_us: LatencyUs::from_hist(&both),
         latency_ms_buckets: both.ms_buckets(24),
         histogram_ns: both.buckets(),
@@ -289,7 +362,17 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         power: None,
         efficiency: Efficiency::default(),
         precondition: None,
-        flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs)),
+        open_loop: t.open_loop.map(|(asked, arrival)| {
+            OpenLoop::judge(
+                asked,
+                iops,
+                arrival.to_string(),
+                LatencyUs::from_hist(&lag).p99,
+            )
+        }),
+        service_us: t.open_loop.map(|_| LatencyUs::from_hist(&service)),
+        issue_lag_us: t.open_loop.map(|_| LatencyUs::from_hist(&lag)),
+        flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs, false)),
         verify: t.verify.clone(),
     }
 }
@@ -310,6 +393,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         mean_outstanding: None,
         queue_stats: Vec::new(),
         verify: None,
+        open_loop: None,
     };
     for t in &out.targets {
         all.read.ios += t.read.ios;

@@ -112,6 +112,21 @@ pub struct Workload {
     /// this many writes; 0: never. Flushes have their own latency histogram.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub flush_every: u32,
+    /// Open loop: I/Os per second per target (split over the workers), issued at their
+    /// intended times; `None`: closed loop (`qd` always outstanding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// How open-loop I/Os arrive.
+    #[serde(default = "fixed", skip_serializing_if = "is_fixed")]
+    pub arrival: crate::run::pacer::Arrival,
+}
+
+fn fixed() -> crate::run::pacer::Arrival {
+    crate::run::pacer::Arrival::Fixed
+}
+
+fn is_fixed(a: &crate::run::pacer::Arrival) -> bool {
+    *a == crate::run::pacer::Arrival::Fixed
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -187,6 +202,13 @@ impl Workload {
         }
         if self.time.is_zero() {
             return Err("the measured time must be longer than zero".into());
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && (1.0..=1e9).contains(&r)) {
+                return Err(format!(
+                    "rate {r} is out of range (1..=1e9 I/Os per second)"
+                ));
+            }
         }
         if self.flush_every > 0 && !self.has_writes() {
             return Err("flush_every needs writes to flush".into());
@@ -296,6 +318,10 @@ pub struct WorkloadFile {
     pub align: Option<String>,
     /// A flush after every N writes of each stream.
     pub flush_every: Option<u32>,
+    /// Open loop: I/Os per second per target.
+    pub rate: Option<f64>,
+    /// Open-loop arrivals: "fixed" or "poisson".
+    pub arrival: Option<String>,
     #[serde(default, rename = "segment")]
     pub segments: Vec<SegmentFile>,
 }
@@ -380,6 +406,11 @@ impl WorkloadFile {
                 .map(|s| parse_size(s).map_err(|e| format!("size: {e}")))
                 .transpose()?,
             flush_every: self.flush_every.unwrap_or(0),
+            rate: self.rate,
+            arrival: match &self.arrival {
+                Some(a) => a.parse()?,
+                None => crate::run::pacer::Arrival::Fixed,
+            },
         })
     }
 }

@@ -179,6 +179,8 @@ impl Base<'_> {
             size: size.clone().or_else(|| self.f.size.clone()),
             align: align.clone().or_else(|| self.f.align.clone()),
             flush_every: None,
+            rate: None,
+            arrival: None,
             segments,
         };
         let mut w = wf

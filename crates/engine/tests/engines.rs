@@ -210,6 +210,8 @@ fn workload(read_pct: f64, secs: f64) -> Workload {
         time: Duration::from_secs_f64(secs),
         span: None,
         flush_every: 0,
+        rate: None,
+        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
     }
 }
 

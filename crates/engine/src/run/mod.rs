@@ -11,7 +11,10 @@
 //! * [`stream`]: one stream's loop (timing, stamped write data, counting).
 
 mod check;
+mod open;
+pub mod pacer;
 mod shared;
+mod state;
 mod stream;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,7 +82,12 @@ pub struct Progress {
 pub struct DirStats {
     pub ios: u64,
     pub bytes: u64,
+    /// Service time: completion minus submission.
     pub hist: LatencyHistogram,
+    /// Open loop only: response time (completion minus intended issue time) and issue lag
+    /// (submission minus intended time).
+    pub response: LatencyHistogram,
+    pub lag: LatencyHistogram,
 }
 
 impl DirStats {
@@ -87,6 +95,8 @@ impl DirStats {
         self.ios += o.ios;
         self.bytes += o.bytes;
         self.hist.merge(&o.hist);
+        self.response.merge(&o.response);
+        self.lag.merge(&o.lag);
     }
 }
 
@@ -127,6 +137,8 @@ pub struct TargetRun {
     pub queue_stats: Vec<std::collections::BTreeMap<String, serde_json::Value>>,
     /// What the verification found (verified runs only; every read, ramp included).
     pub verify: Option<crate::verify::VerifyReport>,
+    /// Open loop: the asked rate (I/Os per second on this target) and the arrivals.
+    pub open_loop: Option<(f64, pacer::Arrival)>,
 }
 
 /// The outcome of a run.
@@ -303,6 +315,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 mean_outstanding,
                 queue_stats: Vec::new(),
                 verify: verifier(ti).map(|v| v.report()),
+                open_loop: w.rate.map(|r| (r, w.arrival)),
             }
         })
         .collect();

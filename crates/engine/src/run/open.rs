@@ -1,0 +1,79 @@
+//! The open loop (`--rate`): I/Os are issued at their intended times from a fixed schedule
+//! ([`Pacer`]), whatever the target does; `qd` only caps what is outstanding, and an I/O held
+//! back by the cap keeps its intended time, so the wait counts. Each completion is measured
+//! three ways: response time from the intended time (the headline), service time from the
+//! actual submission, and the issue lag between the two.
+//!
+//! Waiting: with nothing in flight the stream sleeps until shortly before the next arrival
+//! and spins the rest ([`SPIN_NS`]); with I/O in flight it polls the queue (`reap(0)`) so a
+//! completion is seen when it happens and an arrival is never missed by sleeping through it.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::pacer::Pacer;
+use super::state::{Fill, StreamState};
+use super::stream::StreamCtx;
+use crate::engine::Queue;
+use crate::error::EngineError;
+use crate::gen::Generator;
+
+/// The last stretch before an arrival is spun, not slept: a timer wakes up late by tens of µs.
+pub(super) const SPIN_NS: u64 = 150_000;
+
+pub(super) fn drive(
+    s: &mut StreamState,
+    q: &mut dyn Queue,
+    gen: &mut Generator,
+    f: &mut Fill<'_>,
+    ctx: &StreamCtx<'_>,
+    t0: Instant,
+    rate: f64,
+) -> Result<(), EngineError> {
+    let w = ctx.workload;
+    let per_stream = rate / w.workers as f64;
+    // Worker k of n starts k/n of a gap late, so fixed arrivals of the workers interleave.
+    let start = (1e9 / per_stream * ctx.worker as f64 / w.workers as f64) as u64;
+    let seed = ctx.seed ^ ((ctx.worker as u64) << 32) ^ ((ctx.target_idx as u64) << 48);
+    let mut pacer = Pacer::new(w.arrival, per_stream, start, seed);
+    s.intended = vec![0; s.op.len()];
+    // The kernel may defer a sleeping thread's wake-up by its timer slack (50 µs by default)
+    // to batch timers: an open-loop stream wants its arrivals on time.
+    // SAFETY: prctl with an integer argument changes only this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    loop {
+        let now = t0.elapsed().as_nanos() as u64;
+        if now >= ctx.end_ns
+            || ctx.shared.abort.load(Ordering::Relaxed)
+            || ctx.shared.stop.load(Ordering::Relaxed)
+        {
+            return Ok(());
+        }
+        s.batch.clear();
+        // Every arrival that is due, while the cap allows; late ones go at once.
+        while pacer.next_ns() <= now {
+            let Some(tag) = s.free.pop() else { break };
+            if s.prepare(tag, gen, f)? {
+                s.intended[tag as usize] = pacer.take();
+            }
+        }
+        s.send(q, ctx, t0)?;
+        if s.inflight > 0 {
+            s.done.clear();
+            q.reap(0, &mut s.done)?;
+            if !s.done.is_empty() {
+                let now = t0.elapsed().as_nanos() as u64;
+                s.reaped(ctx);
+                s.count(now, ctx, f.lay, f.arena)?;
+                continue;
+            }
+        }
+        let next = pacer.next_ns().min(ctx.end_ns);
+        let now = t0.elapsed().as_nanos() as u64;
+        if s.inflight == 0 && next > now + SPIN_NS {
+            std::thread::sleep(Duration::from_nanos(next - now - SPIN_NS));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! A stream's state and the steps both of its loops share: drawing an I/O (with the
+//! verification's locks), sending a batch, counting a reaped batch into the window's
+//! statistics, settling every completion with the verification, draining at the end.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::stream::{stamp_slot, Layout, StreamCtx};
+use super::{DirStats, Second};
+use crate::arena::Arena;
+use crate::engine::{Completion, Io, Op, Queue};
+use crate::error::EngineError;
+use crate::gen::Generator;
+use crate::stamp::Stamper;
+use crate::verify::map::next_gen;
+use crate::verify::{Checker, Verifier, VerifyReport};
+
+/// A stream's share of the verification: its checker, what it found, and the map cells each
+/// tag's I/O locked (for a write, the generations it writes).
+pub(super) struct StreamVerify {
+    pub(super) v: Arc<Verifier>,
+    pub(super) checker: Checker,
+    pub(super) rep: VerifyReport,
+    pub(super) cells: Vec<Vec<u8>>,
+    pub(super) shift: u32,
+    /// With a state file and flushes: writes completed since the last flush was sent (range
+    /// and where its generations start in `pending_gens`), and per flush tag what it covers.
+    pub(super) track_durable: bool,
+    pub(super) pending: Vec<Written>,
+    pub(super) pending_gens: Vec<u8>,
+    pub(super) covers: Vec<(Vec<Written>, Vec<u8>)>,
+}
+
+/// A completed write awaiting a flush: offset, length, and where its generations start.
+type Written = (u64, u64, usize);
+
+impl StreamVerify {
+    /// A flush is being sent on tag `t`: it covers every write completed so far.
+    fn flush_sent(&mut self, t: usize) {
+        if self.track_durable {
+            let c = &mut self.covers[t];
+            c.0.clear();
+            c.1.clear();
+            std::mem::swap(&mut c.0, &mut self.pending);
+            std::mem::swap(&mut c.1, &mut self.pending_gens);
+        }
+    }
+
+    /// The flush on tag `t` completed: what it covered is durable (the checkpoint).
+    fn flush_done(&mut self, t: usize, ok: bool) {
+        if !self.track_durable || !ok {
+            return;
+        }
+        let (ranges, gens) = &self.covers[t];
+        for &(off, len, at) in ranges {
+            self.v.map.set_durable(off, len, &gens[at..]);
+        }
+        self.v.map.sync_durable();
+    }
+}
+
+pub(super) struct StreamState {
+    pub(super) free: Vec<u32>,
+    pub(super) op: Vec<Op>,
+    pub(super) len: Vec<u32>,
+    pub(super) offset: Vec<u64>,
+    pub(super) submit_ns: Vec<u64>,
+    /// Open loop: each tag's intended issue time (empty in a closed-loop run).
+    pub(super) intended: Vec<u64>,
+    pub(super) batch: Vec<Io>,
+    pub(super) done: Vec<Completion>,
+    pub(super) inflight: usize,
+    /// Of those, flushes.
+    pub(super) flushing: usize,
+    pub(super) read: DirStats,
+    pub(super) write: DirStats,
+    pub(super) flush: DirStats,
+    /// A flush after every this many writes (0: none), and the writes since the last.
+    pub(super) flush_every: u32,
+    pub(super) writes_since_flush: u32,
+    pub(super) series: Vec<Second>,
+    /// Tags with an I/O in flight (to settle them if the stream fails).
+    pub(super) busy: Vec<bool>,
+    pub(super) verify: Option<StreamVerify>,
+}
+
+/// Draws that may collide in a row before the span is deemed too small for the depth.
+const MAX_REDRAWS: u32 = 1 << 20;
+
+impl StreamState {
+    pub(super) fn new(depth: u32, time: Duration) -> StreamState {
+        let d = depth as usize;
+        StreamState {
+            free: (0..depth).rev().collect(),
+            op: vec![Op::Read; d],
+            len: vec![0; d],
+            offset: vec![0; d],
+            submit_ns: vec![0; d],
+            intended: Vec::new(),
+            batch: Vec::with_capacity(d),
+            done: Vec::with_capacity(d),
+            inflight: 0,
+            flushing: 0,
+            read: DirStats::default(),
+            write: DirStats::default(),
+            flush: DirStats::default(),
+            flush_every: 0,
+            writes_since_flush: 0,
+            series: vec![Second::default(); time.as_secs() as usize + 2],
+            busy: vec![false; d],
+            verify: None,
+        }
+    }
+
+    /// Draws the next I/O; under verification, one that overlaps no in-flight I/O of the run,
+    /// with its granules locked.
+    #[inline]
+    pub(super) fn draw(
+        &mut self,
+        gen: &mut Generator,
+        tag: usize,
+    ) -> Result<crate::gen::Planned, EngineError> {
+        let Some(sv) = &mut self.verify else {
+            return Ok(gen.plan());
+        };
+        for _ in 0..MAX_REDRAWS {
+            let p = gen.plan();
+            if sv
+                .v
+                .map
+                .try_lock(p.offset, p.len as u64, &mut sv.cells[tag])
+            {
+                if p.op == Op::Write {
+                    for c in sv.cells[tag].iter_mut() {
+                        *c = next_gen(*c);
+                    }
+                }
+                return Ok(p);
+            }
+            sv.rep.redrawn += 1;
+        }
+        Err(EngineError::Invalid(format!(
+            "--verify: {MAX_REDRAWS} draws in a row overlapped I/O in flight; the span is too small for this depth"
+        )))
+    }
+
+    /// Settles a completion with the verification: a write's generations go into the map
+    /// (EITHER when it failed), a read is checked against what it locked. Every completion
+    /// passes here, counted or not.
+    #[inline]
+    pub(super) fn settle(&mut self, c: Completion, lay: &Layout, arena: &Arena) {
+        let t = c.tag as usize;
+        self.busy[t] = false;
+        let Some(sv) = &mut self.verify else { return };
+        let (off, len) = (self.offset[t], self.len[t] as u64);
+        match self.op[t] {
+            // A flush locks no range.
+            Op::Flush => sv.flush_done(t, c.result >= 0),
+            Op::Write if c.result < 0 => {
+                sv.rep.writes_unconfirmed += 1;
+                sv.v.map.commit_either(off, len, &sv.cells[t]);
+            }
+            Op::Write => {
+                sv.v.map.commit(off, len, &sv.cells[t]);
+                if sv.track_durable {
+                    sv.pending.push((off, len, sv.pending_gens.len()));
+                    sv.pending_gens.extend_from_slice(&sv.cells[t]);
+                }
+            }
+            Op::Read if c.result >= 0 => {
+                // SAFETY: this tag's read has completed; its slot is not reused before the tag
+                // goes back on the free list.
+                let buf = unsafe { arena.slice(t * lay.slot, len as usize) };
+                sv.checker.check(buf, off, &sv.cells[t], &mut sv.rep);
+                sv.v.map.unlock(off, len);
+            }
+            _ => sv.v.map.unlock(off, len),
+        }
+    }
+
+    /// After a failure: I/O still in flight has an unknown outcome (writes accept either
+    /// generation from now on) and must not keep its granules locked.
+    pub(super) fn abandon(&mut self) {
+        let Some(sv) = &mut self.verify else { return };
+        for t in 0..self.busy.len() {
+            if !self.busy[t] {
+                continue;
+            }
+            self.busy[t] = false;
+            let (off, len) = (self.offset[t], self.len[t] as u64);
+            match self.op[t] {
+                Op::Write => {
+                    sv.rep.writes_unconfirmed += 1;
+                    sv.v.map.commit_either(off, len, &sv.cells[t]);
+                }
+                Op::Flush => {}
+                _ => sv.v.map.unlock(off, len),
+            }
+        }
+    }
+
+    pub(super) fn io_error(&self, c: Completion) -> EngineError {
+        let t = c.tag as usize;
+        EngineError::Io {
+            op: match self.op[t] {
+                Op::Read => "read",
+                Op::Write => "write",
+                Op::Flush => "flush",
+                Op::Trim => "trim",
+            },
+            offset: self.offset[t],
+            source: std::io::Error::from_raw_os_error(-c.result),
+        }
+    }
+
+    /// Frees the tags of the batch just reaped without counting it (the caller has already
+    /// taken it off `inflight`).
+    pub(super) fn retire_uncounted(
+        &mut self,
+        lay: &Layout,
+        arena: &Arena,
+    ) -> Result<(), EngineError> {
+        for i in 0..self.done.len() {
+            let c = self.done[i];
+            self.settle(c, lay, arena);
+            if c.result < 0 {
+                return Err(self.io_error(c));
+            }
+            self.free.push(c.tag);
+        }
+        self.done.clear();
+        Ok(())
+    }
+
+    /// Waits for every I/O still in flight, so no engine writes into the arena after the run.
+    pub(super) fn drain(
+        &mut self,
+        q: &mut dyn Queue,
+        lay: &Layout,
+        arena: &Arena,
+    ) -> Result<(), EngineError> {
+        while self.inflight > 0 {
+            self.done.clear();
+            q.reap(1, &mut self.done)?;
+            if self.done.is_empty() {
+                continue;
+            }
+            self.inflight -= self.done.len();
+            self.retire_uncounted(lay, arena)?;
+        }
+        Ok(())
+    }
+}
+
+impl StreamVerify {
+    pub(super) fn new(v: &Arc<Verifier>, depth: u32, flush_every: u32) -> StreamVerify {
+        StreamVerify {
+            v: v.clone(),
+            checker: v.checker(true),
+            rep: VerifyReport::default(),
+            cells: vec![Vec::new(); depth as usize],
+            shift: v.granule().trailing_zeros(),
+            track_durable: v.map.tracks_durable() && flush_every > 0,
+            pending: Vec::new(),
+            pending_gens: Vec::new(),
+            covers: vec![(Vec::new(), Vec::new()); depth as usize],
+        }
+    }
+}
+
+/// What a stream needs to fill a write's buffer.
+pub(super) struct Fill<'a> {
+    pub(super) stamper: &'a mut Stamper,
+    pub(super) lay: &'a Layout,
+    pub(super) arena: &'a Arena,
+}
+
+impl StreamState {
+    /// Prepares the next I/O on the free `tag` (a flush when one is due, else a drawn read or
+    /// write with its write data stamped) and adds it to the batch; false for a flush (not an
+    /// arrival of an open-loop schedule).
+    pub(super) fn prepare(
+        &mut self,
+        tag: u32,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<bool, EngineError> {
+        let t = tag as usize;
+        if self.flush_every > 0 && self.writes_since_flush >= self.flush_every {
+            self.writes_since_flush = 0;
+            if let Some(sv) = &mut self.verify {
+                sv.flush_sent(t);
+            }
+            self.busy[t] = true;
+            (self.op[t], self.len[t], self.offset[t]) = (Op::Flush, 0, 0);
+            self.batch.push(Io {
+                tag,
+                op: Op::Flush,
+                offset: 0,
+                len: 0,
+                buf: t * f.lay.slot,
+            });
+            return Ok(false);
+        }
+        let p = match self.draw(gen, t) {
+            Ok(p) => p,
+            Err(e) => {
+                self.free.push(tag);
+                return Err(e);
+            }
+        };
+        let (lay, arena) = (f.lay, f.arena);
+        let buf = match (p.op, &self.verify) {
+            (Op::Write, None) => {
+                // SAFETY: the tag was free, so none of its I/O is in flight.
+                unsafe { stamp_slot(arena, lay, f.stamper, t, p.offset, p.len, |_| 0) }
+            }
+            (Op::Write, Some(sv)) => {
+                let (cells, first) = (&sv.cells[t], p.offset >> sv.shift);
+                let gen_of = |o: u64| cells[((o >> sv.shift) - first) as usize] as u32;
+                // SAFETY: as above.
+                unsafe { stamp_slot(arena, lay, f.stamper, t, p.offset, p.len, gen_of) }
+            }
+            _ => t * lay.slot,
+        };
+        self.busy[t] = true;
+        self.writes_since_flush += u32::from(p.op == Op::Write);
+        self.op[t] = p.op;
+        self.len[t] = p.len;
+        self.offset[t] = p.offset;
+        self.batch.push(Io {
+            tag,
+            op: p.op,
+            offset: p.offset,
+            len: p.len,
+            buf,
+        });
+        Ok(true)
+    }
+
+    /// Hands the batch to the queue; its submission time is read just before (after the
+    /// generator and the stamps, so latency is the target's and the engine's).
+    pub(super) fn send(
+        &mut self,
+        q: &mut dyn Queue,
+        ctx: &StreamCtx<'_>,
+        t0: Instant,
+    ) -> Result<(), EngineError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let submitted = t0.elapsed().as_nanos() as u64;
+        for io in &self.batch {
+            self.submit_ns[io.tag as usize] = submitted;
+        }
+        self.inflight += self.batch.len();
+        self.flushing += self.batch.iter().filter(|io| io.op == Op::Flush).count();
+        // Little's law is about reads and writes: flushes are counted apart.
+        ctx.live
+            .inflight
+            .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);
+        q.submit(&self.batch)
+    }
+
+    /// Takes the batch just reaped off the in-flight counts.
+    pub(super) fn reaped(&mut self, ctx: &StreamCtx<'_>) {
+        self.inflight -= self.done.len();
+        if self.flushing > 0 {
+            let op = &self.op;
+            self.flushing -= self
+                .done
+                .iter()
+                .filter(|c| op[c.tag as usize] == Op::Flush)
+                .count();
+        }
+        ctx.live
+            .inflight
+            .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);
+    }
+
+    /// Settles and counts the batch just reaped, completed at `now`: inside the window into
+    /// the statistics (service time from submission; in an open-loop run also response time
+    /// from the intended issue time and the issue lag), and frees its tags.
+    pub(super) fn count(
+        &mut self,
+        now: u64,
+        ctx: &StreamCtx<'_>,
+        lay: &Layout,
+        arena: &Arena,
+    ) -> Result<(), EngineError> {
+        let in_window = now >= ctx.ramp_ns;
+        let sec = if in_window {
+            ((now - ctx.ramp_ns) / 1_000_000_000) as usize
+        } else {
+            0
+        };
+        let open = !self.intended.is_empty();
+        let mut bytes = 0u64;
+        for i in 0..self.done.len() {
+            let c = self.done[i];
+            let t = c.tag as usize;
+            self.settle(c, lay, arena);
+            if c.result < 0 {
+                return Err(self.io_error(c));
+            }
+            let len = self.len[t] as u64;
+            bytes += len;
+            let service = now.saturating_sub(self.submit_ns[t]);
+            if in_window && self.op[t] == Op::Flush {
+                self.flush.ios += 1;
+                self.flush.hist.record(service);
+            } else if in_window {
+                let (response, lag) = if open {
+                    let i = self.intended[t];
+                    (now.saturating_sub(i), self.submit_ns[t].saturating_sub(i))
+                } else {
+                    (service, 0)
+                };
+                let last = self.series.len() - 1;
+                let b = &mut self.series[sec.min(last)];
+                b.lat_sum_ns += response as u128;
+                let d = if self.op[t] == Op::Write {
+                    b.write_ios += 1;
+                    b.write_bytes += len;
+                    &mut self.write
+                } else {
+                    b.read_ios += 1;
+                    b.read_bytes += len;
+                    &mut self.read
+                };
+                d.ios += 1;
+                d.bytes += len;
+                d.hist.record(service);
+                if open {
+                    d.response.record(response);
+                    d.lag.record(lag);
+                }
+            }
+            self.free.push(c.tag);
+        }
+        ctx.live
+            .ios
+            .fetch_add(self.done.len() as u64, Ordering::Relaxed);
+        ctx.live.bytes.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+}
