@@ -277,6 +277,14 @@ pub struct CompareArgs {
     /// Repetitions of the whole matrix (mean and 95 % confidence interval from these).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub repeat: u32,
+    /// Response-time curve: after the closed-loop cells, run every workload on every target
+    /// open loop at these percentages of its own closed-loop maximum (SPC-1 uses
+    /// 10,50,80,90,95,100); a suite's `curve` key does the same.
+    #[arg(long, value_name = "PCT,PCT,...")]
+    pub curve: Option<String>,
+    /// A target's curve stops climbing once its mean response time passes this.
+    #[arg(long, default_value = "100ms", value_name = "DURATION")]
+    pub curve_stop: String,
     /// Directory for report.html, report.md, results.json, results.csv.
     #[arg(long, default_value = "sanbench-report", value_name = "DIR")]
     pub out: PathBuf,

@@ -136,18 +136,122 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
 }
 
 /// What every cell of one comparison shares.
-struct CellCtx<'a> {
-    a: &'a CompareArgs,
-    data: &'a DataPlan,
-    size: Option<u64>,
-    progress: &'a ProgressLine,
-    mon: Option<&'a MonitorSetup>,
+pub(crate) struct CellCtx<'a> {
+    pub(crate) a: &'a CompareArgs,
+    pub(crate) data: &'a DataPlan,
+    pub(crate) size: Option<u64>,
+    pub(crate) progress: &'a ProgressLine,
+    pub(crate) mon: Option<&'a MonitorSetup>,
     /// Per target (index as in the comparison): its verifier under `--verify`.
-    verify: &'a [Option<Arc<Verifier>>],
-    run_id: Option<u64>,
+    pub(crate) verify: &'a [Option<Arc<Verifier>>],
+    pub(crate) run_id: Option<u64>,
 }
 
-fn run_cell(
+/// What a comparison keeps as cells complete: the document, the store, per-target state.
+pub(crate) struct Book<'a> {
+    pub(crate) cmp: Comparison,
+    pub(crate) recorder: Option<crate::store_cmd::Recorder>,
+    pub(crate) out: &'a Path,
+    pub(crate) quiet: bool,
+    pub(crate) preconditions: Vec<Report>,
+    pub(crate) baselines: Vec<Option<Baseline>>,
+    pub(crate) bad_blocks: u64,
+}
+
+impl Book<'_> {
+    /// Files one completed cell: into the document, the store and results.json at once (a
+    /// crash keeps what ran), with its line on the terminal.
+    pub(crate) fn record(
+        &mut self,
+        ti: usize,
+        workload: &str,
+        rep: u32,
+        load_pct: Option<f64>,
+        mut r: TargetResult,
+        host: Option<serde_json::Value>,
+    ) -> Result<&TargetResult, CliError> {
+        let cmp = &mut self.cmp;
+        r.precondition = Some(self.preconditions[ti].clone());
+        if cmp.manifest.is_null() {
+            cmp.manifest = host.unwrap_or_default();
+        }
+        if cmp.targets[ti].baseline.is_none() {
+            cmp.targets[ti].baseline =
+                self.baselines[ti].and_then(|b| serde_json::to_value(b).ok());
+        }
+        if cmp.targets[ti].manifest.is_null() {
+            if let Some(info) = &r.info {
+                cmp.targets[ti].manifest = serde_json::to_value(info).unwrap_or_default();
+            }
+        }
+        let iops: Vec<f64> = r.timeseries.iter().map(|s| s.iops).collect();
+        if !self.quiet {
+            eprintln!(
+                "    {:>10} IOPS {:>9.1} MB/s  mean {:.1} µs  p99 {:.1} µs{}",
+                crate::output::si(r.iops),
+                r.mb_per_s,
+                r.latency_us.mean,
+                r.latency_us.p99,
+                match &r.open_loop {
+                    Some(o) if !o.valid => format!("  (invalid point: {})", o.invalid.join("; ")),
+                    _ => String::new(),
+                }
+            );
+        }
+        if let Some(v) = &r.verify {
+            if !self.quiet || v.bad_total() > 0 {
+                eprintln!("    {}", v.summary());
+            }
+            for b in v.bad_blocks.iter().take(3) {
+                eprintln!("      {}", crate::output::bad_block_line(b));
+            }
+            self.bad_blocks += v.bad_total();
+        }
+        let cell = Cell {
+            workload: workload.to_string(),
+            target: cmp.targets[ti].name.clone(),
+            repeat: rep,
+            steady: steady_state(&iops, 5),
+            load_pct,
+            result: r,
+        };
+        if let Some(rec) = self.recorder.as_mut() {
+            rec.cell(&cell)?;
+        }
+        cmp.cells.push(cell);
+        write_results(cmp, self.out)?;
+        Ok(&cmp.cells[cmp.cells.len() - 1].result)
+    }
+}
+
+/// The curve levels: `--curve` or the suite's `curve`, ascending, each in (0, 200].
+fn curve_levels(a: &CompareArgs, s: &Suite) -> Result<Vec<f64>, CliError> {
+    let mut v: Vec<f64> = match &a.curve {
+        Some(list) => list
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .map_err(|_| usage(format!("--curve: '{x}' is not a percentage")))
+            })
+            .collect::<Result<_, _>>()?,
+        None => s.curve.clone(),
+    };
+    if let Some(x) = v
+        .iter()
+        .find(|x| !(x.is_finite() && **x > 0.0 && **x <= 200.0))
+    {
+        return Err(usage(format!(
+            "--curve: {x} is not a load level between 0 and 200 %"
+        )));
+    }
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    Ok(v)
+}
+
+pub(crate) fn run_cell(
     cx: &CellCtx<'_>,
     w: &SuiteWorkload,
     ti: usize,
@@ -253,11 +357,14 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
     let size = parse_flag("--size", a.size.as_deref(), parse_size)?;
     let mon = crate::monitoring::setup(&a.monitor)?;
     // One idle baseline per target, measured before its first workload and reused after.
-    let mut baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
+    let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
+    let curve = curve_levels(&a, &p.suite)?;
+    let curve_stop =
+        parse_duration(&a.curve_stop).map_err(|e| usage(format!("--curve-stop: {e}")))?;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| usage(format!("cannot create {}: {e}", a.out.display())))?;
     let stop = crate::signals::stop_flag();
-    let mut cmp = Comparison {
+    let cmp = Comparison {
         schema: COMPARE_SCHEMA.into(),
         sanbench_version: env!("CARGO_PKG_VERSION").into(),
         started_at: rfc3339(std::time::SystemTime::now()),
@@ -295,8 +402,9 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         cells: Vec::new(),
         manifest: serde_json::Value::Null,
         incomplete: false,
+        curve: curve.clone(),
     };
-    let mut recorder = if a.no_store {
+    let recorder = if a.no_store {
         None
     } else {
         Some(crate::store_cmd::Recorder::begin(a.db.as_deref(), &cmp)?)
@@ -311,8 +419,16 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
     let mut left: Duration = order.iter().map(|(_, w, _)| per_cell[*w]).sum();
     let progress = ProgressLine::new(a.quiet);
     let (preconditions, vs) = precondition_all(&a, &p, &data, size, &progress)?;
+    let mut book = Book {
+        cmp,
+        recorder,
+        out: &a.out,
+        quiet: a.quiet,
+        preconditions,
+        baselines,
+        bad_blocks: 0,
+    };
     let mut failure = None;
-    let mut bad_blocks = 0u64;
     for (i, (rep, wi, ti)) in order.iter().enumerate() {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
@@ -342,52 +458,9 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
             verify: &vs.per_target,
             run_id: vs.run_id,
         };
-        match run_cell(&cx, w, *ti, uri, name, &mut baselines[*ti]) {
-            Ok((mut r, host)) => {
-                r.precondition = Some(preconditions[*ti].clone());
-                if cmp.manifest.is_null() {
-                    cmp.manifest = host.unwrap_or_default();
-                }
-                if cmp.targets[*ti].baseline.is_none() {
-                    cmp.targets[*ti].baseline =
-                        baselines[*ti].and_then(|b| serde_json::to_value(b).ok());
-                }
-                if cmp.targets[*ti].manifest.is_null() {
-                    if let Some(info) = &r.info {
-                        cmp.targets[*ti].manifest = serde_json::to_value(info).unwrap_or_default();
-                    }
-                }
-                let iops: Vec<f64> = r.timeseries.iter().map(|s| s.iops).collect();
-                if !a.quiet {
-                    eprintln!(
-                        "    {:>10} IOPS {:>9.1} MB/s  mean {:.1} µs  p99 {:.1} µs",
-                        crate::output::si(r.iops),
-                        r.mb_per_s,
-                        r.latency_us.mean,
-                        r.latency_us.p99
-                    );
-                }
-                if let Some(v) = &r.verify {
-                    if !a.quiet || v.bad_total() > 0 {
-                        eprintln!("    {}", v.summary());
-                    }
-                    for b in v.bad_blocks.iter().take(3) {
-                        eprintln!("      {}", crate::output::bad_block_line(b));
-                    }
-                    bad_blocks += v.bad_total();
-                }
-                let cell = Cell {
-                    workload: w.id.clone(),
-                    target: name.clone(),
-                    repeat: *rep,
-                    steady: steady_state(&iops, 5),
-                    result: r,
-                };
-                if let Some(rec) = recorder.as_mut() {
-                    rec.cell(&cell)?;
-                }
-                cmp.cells.push(cell);
-                write_results(&cmp, &a.out)?;
+        match run_cell(&cx, w, *ti, uri, name, &mut book.baselines[*ti]) {
+            Ok((r, host)) => {
+                book.record(*ti, &w.id, *rep, None, r, host)?;
             }
             Err(e) => {
                 failure = Some(e);
@@ -396,7 +469,30 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         }
         left = left.saturating_sub(per_cell[*wi]);
     }
-    cmp.incomplete = cmp.cells.len() < order.len();
+    let closed_cells = book.cmp.cells.len();
+    if failure.is_none() && !curve.is_empty() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let cx = CellCtx {
+            a: &a,
+            data: &data,
+            size,
+            progress: &progress,
+            mon: mon.as_ref(),
+            verify: &vs.per_target,
+            run_id: vs.run_id,
+        };
+        let plan = crate::curve::CurvePlan {
+            levels: curve.clone(),
+            stop_us: curve_stop.as_secs_f64() * 1e6,
+        };
+        failure = crate::curve::run(&cx, &p, &plan, &mut book).err();
+    }
+    let Book {
+        mut cmp,
+        mut recorder,
+        bad_blocks,
+        ..
+    } = book;
+    cmp.incomplete = closed_cells < order.len() || failure.is_some();
     if let Some(rec) = recorder.as_mut() {
         rec.finish(cmp.incomplete)?;
     }

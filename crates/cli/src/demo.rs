@@ -44,6 +44,8 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         lab: None,
         suite: a.suite.clone(),
         repeat: a.repeat,
+        curve: None,
+        curve_stop: "100ms".into(),
         out: a.out.clone(),
         db: a.db.clone(),
         no_store: a.no_store,

@@ -4,6 +4,7 @@
 
 mod args;
 mod compare;
+mod curve;
 mod demo;
 mod error;
 mod lab_cmd;

@@ -217,3 +217,78 @@ fn response_time_follows_queueing_theory_on_a_server_of_known_service_time() {
     assert!(w > 10.0 * d, "past saturation: {w} ms");
     assert_eq!(over["open_loop"]["valid"], false);
 }
+
+#[test]
+fn a_curve_runs_every_level_of_every_target_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "name = \"curve-test\"\ncurve = [90, 10]\ntime = \"0.5s\"\nramp = \"0.1s\"\n\
+         [[workload]]\nid = \"rr\"\nqd = 8\n[[workload.segment]]\nbs = \"4k\"\nread = 100\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args(["compare", "--no-store", "--quiet", "--suite"])
+        .arg(&suite)
+        .arg("--out")
+        .arg(dir.path())
+        .args(["a=mem:16M", "b=null:"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(doc["curve"], serde_json::json!([10.0, 90.0]));
+    let cells = doc["cells"].as_array().unwrap();
+    let closed: Vec<&Value> = cells.iter().filter(|c| c["load_pct"].is_null()).collect();
+    assert_eq!(closed.len(), 2);
+    for (name, max) in closed
+        .iter()
+        .map(|c| (&c["target"], c["result"]["iops"].as_f64().unwrap()))
+    {
+        for pct in [10.0, 90.0] {
+            let p = cells
+                .iter()
+                .find(|c| &c["target"] == name && c["load_pct"] == pct)
+                .unwrap_or_else(|| panic!("no {pct} % point for {name}"));
+            let asked = p["result"]["open_loop"]["asked_iops"].as_f64().unwrap();
+            assert!(
+                (asked - max * pct / 100.0).abs() < 1.0,
+                "{asked} vs {max} x {pct} %"
+            );
+            assert!(p["result"]["service_us"].is_object());
+        }
+    }
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("## Response time under load"), "{md}");
+    assert!(md.contains("| a | 10 % |"), "{md}");
+    // The closed-loop tables are not polluted by the curve's points.
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(html.contains("Response time vs IOPS"));
+}
+
+#[test]
+fn bad_rates_are_refused() {
+    for args in [
+        &["run", "null:", "--rate", "0"][..],
+        &["run", "null:", "--rate", "1000", "--arrival", "burst"][..],
+        &["run", "null:", "--arrival", "poisson"][..],
+        &["compare", "null:", "--curve", "10,abc"][..],
+        &["compare", "null:", "--curve", "0,50"][..],
+    ] {
+        let out = Command::cargo_bin("sanbench")
+            .unwrap()
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

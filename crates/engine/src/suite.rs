@@ -73,6 +73,9 @@ pub struct Suite {
     /// sequential writes, the default) or "pts" (SNIA PTS: purge, then 2x the span in 128 KiB
     /// sequential writes; under `auto` a PTS suite writes sanbench's own targets this way).
     pub precondition: String,
+    /// Response-time curve levels (percent of each target's closed-loop maximum) that
+    /// `compare` runs after the closed-loop cells; empty: none.
+    pub curve: Vec<f64>,
     pub workloads: Vec<SuiteWorkload>,
 }
 
@@ -92,6 +95,9 @@ struct SuiteFile {
     align: Option<String>,
     /// A flush after every N writes, in every workload that writes.
     flush_every: Option<u32>,
+    /// Response-time curve levels.
+    #[serde(default)]
+    curve: Vec<f64>,
     #[serde(default)]
     workload: Vec<WorkloadDef>,
     #[serde(default)]
@@ -307,6 +313,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
         description: f.description.clone(),
         source: f.source.clone(),
         precondition,
+        curve: f.curve.clone(),
         workloads,
     })
 }

@@ -56,6 +56,7 @@ fn doc(names: &[&str], workloads: &[(&str, &str)], values: &[(&str, &str, &[f64]
                 repeat: i as u32,
                 result: r,
                 steady: None,
+                load_pct: None,
             });
         }
     }

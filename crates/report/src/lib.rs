@@ -10,6 +10,7 @@
 
 pub mod analysis;
 pub mod card;
+pub mod curve;
 pub mod diff;
 pub mod export;
 pub mod findings;

@@ -250,6 +250,7 @@ pub fn sample_comparison() -> Comparison {
                     repeat,
                     result: result(p, w, repeat),
                     steady: None,
+                    load_pct: None,
                 });
             }
         }
@@ -283,5 +284,6 @@ pub fn sample_comparison() -> Comparison {
             "governor": "performance",
         }),
         incomplete: false,
+        curve: Vec::new(),
     }
 }

@@ -59,6 +59,10 @@ pub struct Cell {
     /// Time-based steady-state check over the per-second IOPS series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyState>,
+    /// A point of a response-time curve (`--curve`): the percentage of the target's
+    /// closed-loop maximum it was run at, open loop. `None`: a closed-loop cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_pct: Option<f64>,
 }
 
 /// The whole comparison.
@@ -83,6 +87,10 @@ pub struct Comparison {
     /// True when the run stopped before every cell ran.
     #[serde(default)]
     pub incomplete: bool,
+    /// Response-time curve levels (percent of each target's closed-loop maximum), when the
+    /// comparison ran them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<f64>,
 }
 
 impl Comparison {
@@ -94,6 +102,18 @@ impl Comparison {
     ) -> impl Iterator<Item = &'a Cell> + 'a {
         self.cells
             .iter()
-            .filter(move |c| c.workload == workload && c.target == target)
+            .filter(move |c| c.workload == workload && c.target == target && c.load_pct.is_none())
+    }
+
+    /// The curve points of one workload on one target at one level, all repetitions.
+    pub fn curve_cells_of<'a>(
+        &'a self,
+        workload: &'a str,
+        target: &'a str,
+        pct: f64,
+    ) -> impl Iterator<Item = &'a Cell> + 'a {
+        self.cells.iter().filter(move |c| {
+            c.workload == workload && c.target == target && c.load_pct == Some(pct)
+        })
     }
 }

@@ -43,6 +43,7 @@ impl Exporter for HtmlExporter {
         html_charts::scaling(r, &mut s);
         html_charts::timeseries(r, &mut s);
         tables(r, &mut s);
+        super::html_curves::curves(r, &mut s);
         verification(r, &mut s);
         environment(r, &mut s);
         let _ = write!(

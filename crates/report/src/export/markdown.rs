@@ -138,6 +138,7 @@ impl Exporter for MarkdownExporter {
         if modeled {
             s.push_str("\n\\* modeled power (no meter): an estimate, not a measurement.\n");
         }
+        curves(r, &mut s);
         verification(r, &mut s);
         let _ = writeln!(
             s,
@@ -197,6 +198,59 @@ fn verification(r: &Report, s: &mut String) {
                         f.offset, f.generation, f.run_id
                     )),
                 b.excerpt
+            );
+        }
+    }
+}
+
+/// "## Response time under load": the SPC-style table of every curve.
+fn curves(r: &Report, s: &mut String) {
+    let curves = crate::curve::curves(r.cmp);
+    if curves.is_empty() {
+        return;
+    }
+    s.push_str(
+        "\n## Response time under load\n\nOpen loop at each share of the target's own \
+         closed-loop maximum; response time runs from each I/O's intended issue time. \
+         ✗ marks a point whose rate was missed by more than 2 % or whose issue lag p99 \
+         passed its bound.\n",
+    );
+    for w in &r.cmp.workloads {
+        let mine: Vec<_> = curves.iter().filter(|c| c.workload == w.id).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "\n### {}\n\n| Target | Load | Asked IOPS | Achieved IOPS | Mean µs | p99 µs |\n\
+             |---|---:|---:|---:|---:|---:|",
+            md_cell(&w.title)
+        );
+        for c in &mine {
+            for p in &c.points {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} % | {:.0} | {:.0}{} | {:.1} | {:.1} |",
+                    md_cell(&c.target),
+                    p.pct,
+                    p.asked_iops,
+                    p.achieved_iops,
+                    if p.valid { "" } else { " ✗" },
+                    p.mean_us,
+                    p.p99_us
+                );
+            }
+        }
+        let least = crate::curve::least_response(&curves, &w.id);
+        if !least.is_empty() {
+            let parts: Vec<String> = least
+                .iter()
+                .map(|(t, us)| format!("{} {us:.1} µs", md_cell(t)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "\nLeast response time (lowest level): {}.",
+                parts.join(", ")
             );
         }
     }

@@ -4,6 +4,7 @@ mod csv;
 mod html;
 mod html_assets;
 mod html_charts;
+mod html_curves;
 mod json;
 mod markdown;
 
