@@ -2,7 +2,11 @@
 //! open-loop points' achieved rate and response time over the repetitions, for the SPC-style
 //! table and the response-time vs IOPS chart ("hockey stick").
 
+use sanbench_stats::{holm, mean_ci95, welch_p};
 use sanbench_store::Comparison;
+
+use crate::analysis::Category;
+use crate::findings::{fmt_ratio, Finding, ALPHA, MIN_REPEATS};
 
 /// One level of one target's curve, averaged over its repetitions.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,4 +85,152 @@ pub fn least_response(curves: &[Curve], workload: &str) -> Vec<(String, f64)> {
         .filter(|c| c.workload == workload)
         .filter_map(|c| Some((c.target.clone(), c.points.first()?.mean_us)))
         .collect()
+}
+
+/// Findings on the curves: "At 80 % of its maximum, A's p99 response time is 3.2x lower than
+/// B's (4 KiB random read)". One question per (workload, level, pair of graded targets) with
+/// at least [`MIN_REPEATS`] valid repetitions each: Welch's test on the log of the p99s, Holm
+/// over every curve question of the comparison (the curve findings are their own family at
+/// [`ALPHA`]), and a difference larger than `min_rel`.
+pub fn findings(c: &Comparison, min_rel: f64) -> Vec<Finding> {
+    let graded: Vec<&str> = c
+        .targets
+        .iter()
+        .filter(|t| !t.reference)
+        .map(|t| t.name.as_str())
+        .collect();
+    // (workload, pct, a, b, p, mean p99 of a, of b)
+    let mut qs: Vec<(usize, f64, &str, &str, f64, f64, f64)> = Vec::new();
+    let p99s = |w: &str, t: &str, pct: f64| -> Option<Vec<f64>> {
+        let v: Vec<&sanbench_engine::result::TargetResult> =
+            c.curve_cells_of(w, t, pct).map(|c| &c.result).collect();
+        let valid = v
+            .iter()
+            .all(|r| r.open_loop.as_ref().is_some_and(|o| o.valid));
+        (valid && v.len() >= MIN_REPEATS && v.iter().all(|r| r.latency_us.p99 > 0.0))
+            .then(|| v.iter().map(|r| r.latency_us.p99).collect())
+    };
+    for (wi, w) in c.workloads.iter().enumerate() {
+        for &pct in &c.curve {
+            for (i, a) in graded.iter().enumerate() {
+                for b in &graded[i + 1..] {
+                    let (Some(xa), Some(xb)) = (p99s(&w.id, a, pct), p99s(&w.id, b, pct)) else {
+                        continue;
+                    };
+                    let la: Vec<f64> = xa.iter().map(|x| x.ln()).collect();
+                    let lb: Vec<f64> = xb.iter().map(|x| x.ln()).collect();
+                    if let Some(p) = welch_p(&mean_ci95(&la), &mean_ci95(&lb)) {
+                        let m = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+                        qs.push((wi, pct, a, b, p, m(&xa), m(&xb)));
+                    }
+                }
+            }
+        }
+    }
+    let ps: Vec<f64> = qs.iter().map(|q| q.4).collect();
+    let mut out = Vec::new();
+    for (q, sig) in qs.iter().zip(holm(&ps, ALPHA)) {
+        let &(wi, pct, a, b, _, ma, mb) = q;
+        let (better, worse, r) = if ma < mb {
+            (a, b, mb / ma)
+        } else {
+            (b, a, ma / mb)
+        };
+        if !sig || r - 1.0 <= min_rel {
+            continue;
+        }
+        let w = &c.workloads[wi];
+        out.push(Finding {
+            category: Category::Latency,
+            label: format!("p99 response time at {pct} % load"),
+            better: better.to_string(),
+            worse: worse.to_string(),
+            average: r,
+            tests: 1,
+            compared: 1,
+            max: r,
+            max_workload: w.id.clone(),
+            max_title: w.title.clone(),
+            modeled_power: false,
+            text: format!(
+                "At {pct} % of its maximum, {better}'s p99 response time is {} lower than \
+                 {worse}'s ({})",
+                fmt_ratio(r),
+                w.title
+            ),
+        });
+    }
+    out.sort_by(|x, y| y.average.total_cmp(&x.average));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sanbench_engine::result::{OpenLoop, TargetResult};
+    use sanbench_store::fixture::sample_comparison;
+    use sanbench_store::Cell;
+
+    fn with_curve(p99: &[(&str, [f64; 3])]) -> Comparison {
+        let mut c = sample_comparison();
+        c.curve = vec![80.0];
+        let w = c.workloads[0].id.clone();
+        for (t, xs) in p99 {
+            for (rep, &x) in xs.iter().enumerate() {
+                let mut r = TargetResult {
+                    iops: 1000.0,
+                    open_loop: Some(OpenLoop {
+                        asked_iops: 1000.0,
+                        achieved_iops: 1000.0,
+                        valid: true,
+                        ..OpenLoop::default()
+                    }),
+                    ..TargetResult::default()
+                };
+                r.latency_us.p99 = x;
+                r.latency_us.mean = x / 3.0;
+                c.cells.push(Cell {
+                    workload: w.clone(),
+                    target: t.to_string(),
+                    repeat: rep as u32,
+                    result: r,
+                    steady: None,
+                    load_pct: Some(80.0),
+                });
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn a_real_difference_at_a_level_is_a_finding_and_noise_is_not() {
+        let names: Vec<String> = sample_comparison()
+            .targets
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        let (a, b) = (names[0].as_str(), names[1].as_str());
+        let c = with_curve(&[(a, [100.0, 102.0, 98.0]), (b, [320.0, 330.0, 310.0])]);
+        let f = findings(&c, 0.10);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].text.starts_with(&format!(
+                "At 80 % of its maximum, {a}'s p99 response time is 3.2x lower than {b}'s"
+            )),
+            "{}",
+            f[0].text
+        );
+        let curves = curves(&c);
+        assert_eq!(curves.len(), 2);
+        assert_eq!(curves[0].points[0].repeats, 3);
+        // Within the noise: nothing.
+        let c = with_curve(&[(a, [100.0, 130.0, 90.0]), (b, [110.0, 95.0, 125.0])]);
+        assert!(findings(&c, 0.10).is_empty());
+        // An invalid point never makes a finding.
+        let mut c = with_curve(&[(a, [100.0, 102.0, 98.0]), (b, [320.0, 330.0, 310.0])]);
+        if let Some(o) = c.cells.last_mut().unwrap().result.open_loop.as_mut() {
+            o.valid = false;
+        }
+        assert!(findings(&c, 0.10).is_empty());
+    }
 }

@@ -82,7 +82,8 @@ pub struct Report<'a> {
 impl<'a> Report<'a> {
     pub fn new(cmp: &'a Comparison, options: &Options) -> Report<'a> {
         let analysis = Analysis::new(cmp);
-        let findings = analysis::findings(cmp, &analysis, options.min_rel);
+        let mut findings = analysis::findings(cmp, &analysis, options.min_rel);
+        findings.extend(curve::findings(cmp, options.min_rel));
         let card = card::card(cmp, &analysis, &options.weights);
         let verification = verification::verification(cmp);
         let mut caveats = verification::caveats(&verification);
