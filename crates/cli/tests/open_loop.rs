@@ -135,6 +135,16 @@ fn a_stalled_server_shows_in_response_time_not_in_service_time() {
         "{waited} I/Os waited >= 200 ms: {r}"
     );
     assert!(r["latency_us"]["max"].as_f64().unwrap() >= 400_000.0, "{r}");
+    // The service-time histogram holds no such wait beyond the few I/Os in the server.
+    let service_long: u64 = r["service_histogram_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b[0].as_u64().unwrap() >= 200_000_000)
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    assert!(service_long <= 8, "{service_long} service times >= 200 ms");
+    assert!(!r["issue_lag_histogram_ns"].as_array().unwrap().is_empty());
     // Only the qd 4 in the server when it stopped waited in service: p99 stays small.
     assert!(r["service_us"]["p99"].as_f64().unwrap() < 50_000.0, "{r}");
     // The generator was held back by the cap: the point says it is not a clean load point.

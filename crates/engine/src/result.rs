@@ -162,6 +162,12 @@ pub struct TargetResult {
     pub service_us: Option<LatencyUs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issue_lag_us: Option<LatencyUs>,
+    /// Open loop: the service-time and issue-lag histograms, as `histogram_ns` (which then
+    /// holds response time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service_histogram_ns: Vec<(u64, u64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issue_lag_histogram_ns: Vec<(u64, u64)>,
     /// Flushes (`--flush-every`): their count and latency, apart from reads and writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush: Option<DirResult>,
@@ -372,6 +378,16 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         }),
         service_us: t.open_loop.map(|_| LatencyUs::from_hist(&service)),
         issue_lag_us: t.open_loop.map(|_| LatencyUs::from_hist(&lag)),
+        service_histogram_ns: if t.open_loop.is_some() {
+            service.buckets()
+        } else {
+            Vec::new()
+        },
+        issue_lag_histogram_ns: if t.open_loop.is_some() {
+            lag.buckets()
+        } else {
+            Vec::new()
+        },
         flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs, false)),
         verify: t.verify.clone(),
     }
