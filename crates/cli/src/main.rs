@@ -8,6 +8,7 @@ mod curve;
 mod demo;
 mod error;
 mod lab_cmd;
+mod launcher;
 mod monitoring;
 mod monitors_cmd;
 mod output;
@@ -63,6 +64,10 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Some(msg) = launcher::refuse_without_mpi() {
+        eprintln!("sanbench: {msg}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(a),
         Command::Suite { command } => suite_cmd::run(command),

@@ -308,3 +308,23 @@ fn chap_options_are_checked() {
         "different secrets",
     );
 }
+
+#[test]
+fn started_as_one_of_several_ranks_without_mpi_is_refused() {
+    for (k, n, rk) in [
+        ("OMPI_COMM_WORLD_SIZE", "4", "OMPI_COMM_WORLD_RANK"),
+        ("SLURM_STEP_NUM_TASKS", "2", "SLURM_PROCID"),
+    ] {
+        let out = assert_cmd::Command::cargo_bin("sanbench")
+            .unwrap()
+            .args(["run", "null:", "--time", "1"])
+            .env(k, n)
+            .env(rk, "1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("without the mpi feature"), "{err}");
+    }
+}
