@@ -399,3 +399,99 @@ fn stream_threads_outlive_the_window_end() {
     seen.sort();
     assert_eq!(seen, ["sb-w0-t2", "sb-w1-t2"]);
 }
+
+/// A target whose I/O on tag t takes `delay` x (1 + t): the tags fall out of step, so a drain
+/// after Ctrl-C waits for I/O submitted up to `delay` x depth earlier.
+struct Slow {
+    info: TargetInfo,
+    delay: Duration,
+}
+
+struct SlowQueue {
+    delay: Duration,
+    pending: Vec<(Instant, u32)>,
+}
+
+impl Target for Slow {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+    fn open_queue(
+        &self,
+        _cfg: &sanbench_engine::QueueConfig,
+    ) -> Result<Box<dyn sanbench_engine::Queue>, sanbench_engine::EngineError> {
+        Ok(Box::new(SlowQueue {
+            delay: self.delay,
+            pending: Vec::new(),
+        }))
+    }
+}
+
+impl sanbench_engine::Queue for SlowQueue {
+    fn submit(&mut self, ios: &[sanbench_engine::Io]) -> Result<(), sanbench_engine::EngineError> {
+        let now = Instant::now();
+        self.pending
+            .extend(ios.iter().map(|io| (now + self.delay * io.tag, io.tag)));
+        self.pending.sort();
+        Ok(())
+    }
+    fn reap(
+        &mut self,
+        min: usize,
+        out: &mut Vec<sanbench_engine::Completion>,
+    ) -> Result<(), sanbench_engine::EngineError> {
+        if min > 0 {
+            if let Some(&(t, _)) = self.pending.first() {
+                std::thread::sleep((t + self.delay).saturating_duration_since(Instant::now()));
+            }
+        }
+        let now = Instant::now();
+        let (done, rest): (Vec<_>, Vec<_>) = self
+            .pending
+            .drain(..)
+            .partition(|(t, _)| now >= *t + self.delay);
+        self.pending = rest;
+        out.extend(
+            done.into_iter()
+                .map(|(_, tag)| sanbench_engine::Completion { tag, result: 0 }),
+        );
+        Ok(())
+    }
+}
+
+#[test]
+fn a_stopped_run_s_window_ends_at_the_stop_not_after_the_drain() {
+    let slow: Arc<dyn Target> = Arc::new(Slow {
+        info: TargetInfo {
+            uri: "slow:".into(),
+            engine: "test".into(),
+            size: 64 << 20,
+            block_size: 512,
+            ..TargetInfo::default()
+        },
+        delay: Duration::from_millis(150),
+    });
+    let p = plan(vec![slow], 60.0, Duration::from_secs(5));
+    let stop = p.stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1000));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let t0 = Instant::now();
+    let out = run(&p, &NoObserver).unwrap();
+    assert!(out.stopped_early);
+    // The stop is seen at the next completion (within 150 ms); the drain of what is still in
+    // flight (up to 600 ms, QD 4) must not be in the window.
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(1300),
+        "no drain to exclude: {took:?}"
+    );
+    assert!(
+        out.window <= Duration::from_millis(1200),
+        "window {:?} includes the drain (run took {took:?})",
+        out.window
+    );
+    let ios = out.targets[0].read.ios + out.targets[0].write.ios;
+    assert!(ios > 0);
+}

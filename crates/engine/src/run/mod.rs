@@ -285,6 +285,11 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         .get()
         .map(|t| t.elapsed().as_nanos() as u64)
         .unwrap_or(0);
+    // Ctrl-C: the window ends where the streams stopped counting, not after the drain.
+    let elapsed_ns = match shared.stopped_at.load(Ordering::Relaxed) {
+        0 => elapsed_ns,
+        at => elapsed_ns.min(at),
+    };
     let stopped_early = plan.stop.load(Ordering::Relaxed) && elapsed_ns < end_ns;
     let window = Duration::from_nanos(elapsed_ns.clamp(ramp_ns, end_ns) - ramp_ns);
 

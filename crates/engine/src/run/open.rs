@@ -47,6 +47,9 @@ pub(super) fn drive(
             || ctx.shared.abort.load(Ordering::Relaxed)
             || ctx.shared.stop.load(Ordering::Relaxed)
         {
+            if now < ctx.end_ns && ctx.shared.stop.load(Ordering::Relaxed) {
+                ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
+            }
             return Ok(());
         }
         s.batch.clear();

@@ -36,6 +36,10 @@ pub(super) struct Shared {
     pub(super) start: OnceLock<Instant>,
     pub(super) abort: AtomicBool,
     pub(super) stop: Arc<AtomicBool>,
+    /// When a stopped run's last stream saw the stop (ns since the start; 0: not stopped):
+    /// every completion counted came before it, none after, so the window ends there and
+    /// not where the drain that follows ends.
+    pub(super) stopped_at: AtomicU64,
     pub(super) first_error: Mutex<Option<RunError>>,
     /// Set once the coordinator has closed the window (the observer took its end readings).
     pub(super) window_closed: Mutex<bool>,
@@ -48,6 +52,7 @@ impl Shared {
             start: OnceLock::new(),
             abort: AtomicBool::new(false),
             stop,
+            stopped_at: AtomicU64::new(0),
             first_error: Mutex::new(None),
             window_closed: Mutex::new(false),
             window_closed_cv: Condvar::new(),

@@ -233,6 +233,9 @@ fn drive(
             || ctx.shared.abort.load(Ordering::Relaxed)
             || ctx.shared.stop.load(Ordering::Relaxed)
         {
+            if now < ctx.end_ns && ctx.shared.stop.load(Ordering::Relaxed) {
+                ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
+            }
             // Completions at or after the end are outside the window.
             s.retire_uncounted(f.lay, f.arena)?;
             return Ok(());
