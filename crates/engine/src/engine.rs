@@ -142,6 +142,25 @@ pub trait Queue: Send {
     /// Fails with [`EngineError::Timeout`] when nothing completes within the I/O timeout.
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError>;
 
+    /// Appends what completes by `deadline`, returning as soon as anything has (or at the
+    /// deadline with nothing): the open loop's wait, which must wake for a completion and for
+    /// the next arrival alike without holding a core. Engines that can sleep on their
+    /// completions (a ring, a socket) override it; the default polls `reap(0)`.
+    fn reap_until(
+        &mut self,
+        deadline: std::time::Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        loop {
+            let n = out.len();
+            self.reap(0, out)?;
+            if out.len() > n || std::time::Instant::now() >= deadline {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     /// Per-queue facts worth reporting (e.g. which completion path ran), merged into the
     /// result's engine parameters after the run.
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {

@@ -194,6 +194,30 @@ impl Queue for UringQueue {
         }
     }
 
+    fn reap_until(
+        &mut self,
+        deadline: std::time::Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        let rest = deadline.saturating_duration_since(std::time::Instant::now());
+        if !rest.is_zero() && self.ring.completion().is_empty() {
+            let ts = types::Timespec::new()
+                .sec(rest.as_secs())
+                .nsec(rest.subsec_nanos());
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self.ring.submitter().submit_with_args(1, &args) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                    ) => {}
+                Err(e) => return Err(EngineError::sys("io_uring_enter", e)),
+            }
+        }
+        self.reap(0, out)
+    }
+
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         let mut m = BTreeMap::new();
         m.insert("fixed_buffers".into(), self.fixed_buffers.into());

@@ -4,9 +4,10 @@
 //! three ways: response time from the intended time (the headline), service time from the
 //! actual submission, and the issue lag between the two.
 //!
-//! Waiting: with nothing in flight the stream sleeps until shortly before the next arrival
-//! and spins the rest ([`SPIN_NS`]); with I/O in flight it polls the queue (`reap(0)`) so a
-//! completion is seen when it happens and an arrival is never missed by sleeping through it.
+//! Waiting: until shortly before the next arrival ([`SPIN_NS`]) the stream sleeps, with I/O
+//! in flight in the engine's own wait (`Queue::reap_until`: a ring's timed wait, a socket's
+//! ppoll), so that a completion wakes it at once and a server on the same cores gets them;
+//! the last stretch before an arrival is spun.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -61,22 +62,23 @@ pub(super) fn drive(
             }
         }
         s.send(q, ctx, t0)?;
+        let next = pacer.next_ns().min(ctx.end_ns);
+        let now = t0.elapsed().as_nanos() as u64;
+        // Wake for a completion or shortly before the next arrival, whichever comes first,
+        // sleeping in the engine (a ring's or socket's wait) where it can.
+        let wake = t0 + Duration::from_nanos(next.saturating_sub(SPIN_NS).max(now));
         if s.inflight > 0 {
             s.done.clear();
-            q.reap(0, &mut s.done)?;
+            q.reap_until(wake, &mut s.done)?;
             if !s.done.is_empty() {
                 let now = t0.elapsed().as_nanos() as u64;
                 s.reaped(ctx);
                 s.count(now, ctx, f.lay, f.arena)?;
                 continue;
             }
-        }
-        let next = pacer.next_ns().min(ctx.end_ns);
-        let now = t0.elapsed().as_nanos() as u64;
-        if s.inflight == 0 && next > now + SPIN_NS {
+        } else if next > now + SPIN_NS {
             std::thread::sleep(Duration::from_nanos(next - now - SPIN_NS));
-        } else {
-            std::hint::spin_loop();
         }
+        std::hint::spin_loop();
     }
 }

@@ -130,6 +130,27 @@ impl Session {
         }
     }
 
+    /// `Queue::reap_until`: waits in ppoll until a completion is buffered or `deadline`
+    /// passes. Held commands go out first (an open loop's command waits on its schedule, not
+    /// for company); with the socket full it only polls.
+    pub(crate) fn wait_until(&mut self, deadline: Instant) -> Result<(), EngineError> {
+        if self.unsent_cmds > 0 && !self.blocked {
+            self.flush()?;
+        }
+        self.wait_for(0)?;
+        while self.done.is_empty() && self.outstanding() > 0 && !self.blocked {
+            let now = Instant::now();
+            if now >= deadline || !self.link.readable_within(deadline - now)? {
+                break;
+            }
+            if let Recv::Data = self.link.recv(&mut self.rx, false)? {
+                self.counters.recvs += 1;
+                self.process()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until `min` completions are buffered (fewer when fewer are outstanding).
     pub(crate) fn wait_for(&mut self, min: usize) -> Result<(), EngineError> {
         let want = min.min(self.done.len() + self.outstanding());

@@ -96,6 +96,16 @@ impl Queue for Session {
         Ok(())
     }
 
+    fn reap_until(
+        &mut self,
+        deadline: std::time::Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        self.wait_until(deadline)?;
+        out.append(&mut self.done);
+        Ok(())
+    }
+
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         self.stats_map()
     }

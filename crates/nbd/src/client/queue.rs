@@ -595,6 +595,14 @@ impl Queue for NbdQueue {
         Ok(())
     }
 
+    fn reap_until(
+        &mut self,
+        deadline: std::time::Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        self.reap_by(deadline, out)
+    }
+
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         let mut m = BTreeMap::new();
         m.insert("nbd_send_calls".into(), json!(self.sends));

@@ -2,13 +2,38 @@
 //! or for room to send while draining replies (a full socket).
 
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use sanbench_engine::EngineError;
+use sanbench_engine::{Completion, EngineError};
 
 use super::NbdQueue;
 
 impl NbdQueue {
+    /// `Queue::reap_until`: what completes by `deadline`, sleeping in ppoll meanwhile. Held
+    /// requests go out first: in an open loop a request waits on its schedule, not for
+    /// company.
+    pub(super) fn reap_by(
+        &mut self,
+        deadline: Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        if self.unsent > 0 {
+            self.send_all()?;
+        }
+        if self.inflight > 0 {
+            self.recv_some(false)?;
+        }
+        while self.ready.is_empty() && self.inflight > 0 {
+            let now = Instant::now();
+            if now >= deadline || !self.readable_within(deadline - now)? {
+                break;
+            }
+            self.recv_some(false)?;
+        }
+        out.append(&mut self.ready);
+        Ok(())
+    }
+
     /// Whether a reply arrives within `d` (ppoll for POLLIN).
     pub(super) fn readable_within(&mut self, d: Duration) -> Result<bool, EngineError> {
         let mut pfd = libc::pollfd {
