@@ -145,6 +145,10 @@ pub struct DataArgs {
     /// writes; flush latency is reported apart. In compare: every workload that writes.
     #[arg(long, value_name = "N")]
     pub flush_every: Option<u32>,
+    /// Percent of writes sent with forced unit access (NBD FUA flag, the SCSI FUA bit,
+    /// RWF_DSYNC for files): durable when they complete; their latency is reported apart.
+    #[arg(long, value_name = "PCT")]
+    pub fua: Option<f64>,
     /// Keep the verification's generation map in FILE (implies --verify; one target): it
     /// survives a crash or a target restart, records what each flush made durable, and a
     /// later run with the same FILE continues the session. `sanbench verify TARGET
@@ -161,6 +165,7 @@ impl Default for DataArgs {
             compress: 0.0,
             verify: false,
             flush_every: None,
+            fua: None,
             verify_state: None,
         }
     }

@@ -73,11 +73,15 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
         return Err(usage("--time must be longer than zero"));
     }
     suite.scale(time, ramp);
-    if let Some(n) = a.data.flush_every {
-        for w in suite.workloads.iter_mut() {
-            if w.workload.has_writes() {
+    for w in suite.workloads.iter_mut() {
+        if w.workload.has_writes() {
+            if let Some(n) = a.data.flush_every {
                 w.workload.flush_every = n;
             }
+            if let Some(p) = a.data.fua {
+                w.workload.fua_pct = p;
+            }
+            w.workload.validate().map_err(usage)?;
         }
     }
     if a.repeat == 0 {

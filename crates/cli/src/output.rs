@@ -76,12 +76,14 @@ pub fn summary(doc: &RunDoc) -> String {
         };
         row(&mut out, &name, r);
         let flush = r.flush.clone().unwrap_or_default();
+        let fua = r.fua.clone().unwrap_or_default();
         for (dir, d) in [
             ("  read", &r.read),
             ("  write", &r.write),
+            ("  write (FUA)", &fua),
             ("  flush", &flush),
         ] {
-            if d.ios > 0 && (d.ios != r.ios || dir == "  flush") {
+            if d.ios > 0 && (d.ios != r.ios || (dir != "  read" && dir != "  write")) {
                 let l = &d.latency_us;
                 let _ = writeln!(
                     out,

@@ -71,6 +71,9 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
     if a.data.flush_every.is_some() {
         file.flush_every = a.data.flush_every;
     }
+    if a.data.fua.is_some() {
+        file.fua = a.data.fua;
+    }
     if a.rate.is_some() {
         file.rate = a.rate;
     }

@@ -49,6 +49,9 @@ pub struct Io {
     pub len: u32,
     /// Offset of the data in the queue's arena (source for writes, destination for reads).
     pub buf: usize,
+    /// A write that must be on stable storage when it completes (NBD_CMD_FLAG_FUA, the SCSI
+    /// FUA bit, RWF_DSYNC); ignored for other operations.
+    pub fua: bool,
 }
 
 /// The outcome of one I/O.

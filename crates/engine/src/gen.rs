@@ -54,6 +54,8 @@ pub struct Planned {
     pub op: Op,
     pub offset: u64,
     pub len: u32,
+    /// A write with forced unit access (`fua_pct` of writes).
+    pub fua: bool,
 }
 
 /// Per-(worker, target) generator. Sequential streams of different workers start at different
@@ -66,6 +68,8 @@ pub struct Generator {
     /// Cumulative weights on a 32-bit scale, for segment choice.
     cum: Vec<u64>,
     span: u64,
+    /// Writes are FUA when a 32-bit draw falls below this.
+    fua_thresh: u64,
 }
 
 impl Generator {
@@ -117,6 +121,7 @@ impl Generator {
             segs,
             cum,
             span,
+            fua_thresh: threshold(w.fua_pct),
         }
     }
 
@@ -149,10 +154,13 @@ impl Generator {
             s.cursor += len;
             o
         };
+        // One more draw only when FUA writes are asked for (the common path stays as it was).
+        let fua = !is_read && self.fua_thresh > 0 && (self.rng.next_u64() >> 32) < self.fua_thresh;
         Planned {
             op: if is_read { Op::Read } else { Op::Write },
             offset,
             len: len as u32,
+            fua,
         }
     }
 }
@@ -174,6 +182,7 @@ mod tests {
             time: Duration::from_secs(1),
             span: None,
             flush_every: 0,
+            fua_pct: 0.0,
             rate: None,
             arrival: crate::run::pacer::Arrival::Fixed,
         }

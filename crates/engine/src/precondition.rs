@@ -385,6 +385,7 @@ pub fn fill(
                 };
                 offset_of[tag as usize] = off;
                 batch.push(Io {
+                    fua: false,
                     tag,
                     op: Op::Write,
                     offset: off,
@@ -429,6 +430,7 @@ pub fn fill(
     if let Some(v) = verify {
         // The fill's data is the verification's durable baseline: flush it, then record it.
         let flush = Io {
+            fua: false,
             tag: 0,
             op: Op::Flush,
             offset: 0,
@@ -463,6 +465,7 @@ fn purge(q: &mut dyn crate::engine::Queue, span: u64, depth: u32) -> Result<bool
     while off < span {
         let len = (span - off).min(PIECE) as u32;
         let io = Io {
+            fua: false,
             tag: 0,
             op: Op::Trim,
             offset: off,
@@ -502,6 +505,7 @@ mod tests {
             })
             .unwrap();
         let io = Io {
+            fua: false,
             tag: 0,
             op: Op::Read,
             offset: 0,

@@ -171,6 +171,9 @@ pub struct TargetResult {
     /// Flushes (`--flush-every`): their count and latency, apart from reads and writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush: Option<DirResult>,
+    /// FUA writes (`--fua`): their count and latency (they are also in `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fua: Option<DirResult>,
     /// What `--verify` found: reads checked, bad blocks per class, the first bad blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyReport>,
@@ -389,6 +392,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             Vec::new()
         },
         flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs, false)),
+        fua: (t.fua.ios > 0).then(|| dir_result(&t.fua, secs, false)),
         verify: t.verify.clone(),
     }
 }
@@ -404,6 +408,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         read: DirStats::default(),
         write: DirStats::default(),
         flush: DirStats::default(),
+        fua: DirStats::default(),
         series: Vec::new(),
         outstanding: 0,
         mean_outstanding: None,

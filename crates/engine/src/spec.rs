@@ -112,6 +112,10 @@ pub struct Workload {
     /// this many writes; 0: never. Flushes have their own latency histogram.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub flush_every: u32,
+    /// Percent of writes sent with forced unit access (durable on completion); their latency
+    /// is also reported apart.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub fua_pct: f64,
     /// Open loop: I/Os per second per target (split over the workers), issued at their
     /// intended times; `None`: closed loop (`qd` always outstanding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +135,10 @@ fn is_fixed(a: &crate::run::pacer::Arrival) -> bool {
 
 fn is_zero(v: &u32) -> bool {
     *v == 0
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 mod secs {
@@ -209,6 +217,9 @@ impl Workload {
                     "rate {r} is out of range (1..=1e9 I/Os per second)"
                 ));
             }
+        }
+        if !(0.0..=100.0).contains(&self.fua_pct) || self.fua_pct.is_nan() {
+            return Err(format!("fua {}% is not between 0 and 100", self.fua_pct));
         }
         if self.flush_every > 0 && !self.has_writes() {
             return Err("flush_every needs writes to flush".into());
@@ -318,6 +329,8 @@ pub struct WorkloadFile {
     pub align: Option<String>,
     /// A flush after every N writes of each stream.
     pub flush_every: Option<u32>,
+    /// Percent of writes with forced unit access.
+    pub fua: Option<f64>,
     /// Open loop: I/Os per second per target.
     pub rate: Option<f64>,
     /// Open-loop arrivals: "fixed" or "poisson".
@@ -406,6 +419,7 @@ impl WorkloadFile {
                 .map(|s| parse_size(s).map_err(|e| format!("size: {e}")))
                 .transpose()?,
             flush_every: self.flush_every.unwrap_or(0),
+            fua_pct: self.fua.unwrap_or(0.0),
             rate: self.rate,
             arrival: match &self.arrival {
                 Some(a) => a.parse()?,

@@ -185,6 +185,7 @@ impl Base<'_> {
             size: size.clone().or_else(|| self.f.size.clone()),
             align: align.clone().or_else(|| self.f.align.clone()),
             flush_every: None,
+            fua: None,
             rate: None,
             arrival: None,
             segments,

@@ -27,7 +27,11 @@ fn do_io(file: &File, arena: &Arena, io: &Io) -> i32 {
         Op::Write => {
             // SAFETY: write sources are only read.
             let buf = unsafe { arena.slice(io.buf, len) };
-            file.write_all_at(buf, io.offset)
+            if io.fua {
+                write_dsync(file, buf, io.offset)
+            } else {
+                file.write_all_at(buf, io.offset)
+            }
         }
         Op::Flush => file.sync_data(),
         Op::Trim => return -libc::EOPNOTSUPP,
@@ -37,6 +41,40 @@ fn do_io(file: &File, arena: &Arena, io: &Io) -> i32 {
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => -libc::ENXIO,
         Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
     }
+}
+
+/// A FUA write: `pwritev2` with RWF_DSYNC until every byte is written.
+fn write_dsync(file: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    while !buf.is_empty() {
+        let iov = libc::iovec {
+            iov_base: buf.as_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: one iovec over a live buffer; the fd is open for writing.
+        let n = unsafe {
+            libc::pwritev2(
+                file.as_raw_fd(),
+                &iov,
+                1,
+                offset as libc::off_t,
+                libc::RWF_DSYNC,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        buf = &buf[n as usize..];
+        offset += n as u64;
+    }
+    Ok(())
 }
 
 struct Chan {

@@ -71,6 +71,7 @@ impl UringQueue {
             reqs: vec![
                 (
                     Io {
+                        fua: false,
                         tag: 0,
                         op: Op::Read,
                         offset: 0,
@@ -95,6 +96,8 @@ impl UringQueue {
         // SAFETY: in bounds (asserted); the region belongs to this I/O until it completes.
         let ptr = unsafe { self.arena.as_ptr().add(io.buf + done as usize) };
         let off = io.offset + done as u64;
+        // FUA: RWF_DSYNC makes this write durable (data and what is needed to read it back).
+        let rw_flags = if io.fua { libc::RWF_DSYNC } else { 0 };
         macro_rules! sqe {
             ($fd:expr) => {
                 match (io.op, self.fixed_buffers) {
@@ -103,9 +106,13 @@ impl UringQueue {
                     }
                     (Op::Write, true) => opcode::WriteFixed::new($fd, ptr, len, 0)
                         .offset(off)
+                        .rw_flags(rw_flags)
                         .build(),
                     (Op::Read, false) => opcode::Read::new($fd, ptr, len).offset(off).build(),
-                    (Op::Write, false) => opcode::Write::new($fd, ptr, len).offset(off).build(),
+                    (Op::Write, false) => opcode::Write::new($fd, ptr, len)
+                        .offset(off)
+                        .rw_flags(rw_flags)
+                        .build(),
                     (Op::Flush, _) => opcode::Fsync::new($fd).build(),
                     (Op::Trim, _) => opcode::Fallocate::new($fd, len as u64)
                         .offset(off)

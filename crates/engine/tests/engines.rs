@@ -49,6 +49,7 @@ fn write_read_back(t: &dyn Target) {
         .collect();
     let writes: Vec<Io> = (0..DEPTH)
         .map(|i| Io {
+            fua: false,
             tag: i,
             op: Op::Write,
             offset: offsets[i as usize],
@@ -61,6 +62,7 @@ fn write_read_back(t: &dyn Target) {
     assert!(done.iter().all(|c| c.result == 0), "{done:?}");
     let reads: Vec<Io> = (0..DEPTH)
         .map(|i| Io {
+            fua: false,
             tag: i,
             op: Op::Read,
             offset: offsets[i as usize],
@@ -210,6 +212,7 @@ fn workload(read_pct: f64, secs: f64) -> Workload {
         time: Duration::from_secs_f64(secs),
         span: None,
         flush_every: 0,
+        fua_pct: 0.0,
         rate: None,
         arrival: sanbench_engine::run::pacer::Arrival::Fixed,
     }

@@ -65,6 +65,7 @@ fn read_past_end_is_check_condition() {
     let size = target.info().size;
     let ios = [
         Io {
+            fua: false,
             tag: 0,
             op: Op::Read,
             offset: size,
@@ -72,6 +73,7 @@ fn read_past_end_is_check_condition() {
             buf: 0,
         },
         Io {
+            fua: false,
             tag: 1,
             op: Op::Read,
             offset: size - 512,
@@ -101,6 +103,7 @@ fn run_until_error(q: &mut dyn sanbench_engine::Queue, on_first: impl FnOnce()) 
     let mut out = Vec::new();
     let ios: Vec<Io> = (0..32)
         .map(|t| Io {
+            fua: false,
             tag: t,
             op: Op::Read,
             offset: t as u64 * 65536,

@@ -34,6 +34,7 @@ fn write_blocks(t: &dyn Target, offsets: &[u64]) {
         .iter()
         .enumerate()
         .map(|(i, &offset)| Io {
+            fua: false,
             tag: i as u32,
             op: Op::Write,
             offset,

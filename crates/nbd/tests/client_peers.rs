@@ -80,6 +80,7 @@ fn write_read_verify(target: &dyn Target, opts_label: &str) {
             // SAFETY (test): nothing is in flight yet.
             unsafe { arena.slice_mut(i * BS, len as usize) }.copy_from_slice(&data[i]);
             Io {
+                fua: false,
                 tag: i as u32,
                 op: Op::Write,
                 offset,
@@ -95,6 +96,7 @@ fn write_read_verify(target: &dyn Target, opts_label: &str) {
         .iter()
         .enumerate()
         .map(|(i, &(offset, len))| Io {
+            fua: false,
             tag: i as u32,
             op: Op::Read,
             offset,
@@ -120,6 +122,7 @@ fn write_read_verify(target: &dyn Target, opts_label: &str) {
     // Flush and trim go through.
     q.submit(&[
         Io {
+            fua: false,
             tag: 0,
             op: Op::Flush,
             offset: 0,
@@ -127,6 +130,7 @@ fn write_read_verify(target: &dyn Target, opts_label: &str) {
             buf: 0,
         },
         Io {
+            fua: false,
             tag: 1,
             op: Op::Trim,
             offset: 0,
@@ -139,6 +143,7 @@ fn write_read_verify(target: &dyn Target, opts_label: &str) {
     assert!(done.iter().all(|c| c.result == 0), "{opts_label}: {done:?}");
     // A read past the end fails with an errno, not a broken connection.
     q.submit(&[Io {
+        fua: false,
         tag: 2,
         op: Op::Read,
         offset: size,
@@ -197,6 +202,7 @@ fn aligned_round_trip(t: &dyn Target) {
     unsafe { arena.slice_mut(0, data.len()) }.copy_from_slice(&data);
     let w: Vec<Io> = (0..32u32)
         .map(|i| Io {
+            fua: false,
             tag: i,
             op: Op::Write,
             offset: i as u64 * 8192,
@@ -263,6 +269,7 @@ fn out_of_order_completions_at_depth_32() {
         // A mix of big and small reads: small ones tend to finish first.
         let ios: Vec<Io> = (0..32u32)
             .map(|i| Io {
+                fua: false,
                 tag: i,
                 op: Op::Read,
                 offset: (i as u64 * BS as u64 + round * 4096) % (60 << 20),
@@ -390,6 +397,7 @@ fn server_that_stops_answering_times_out_in_reap() {
         .open_queue(&qcfg(4, &arena, Duration::from_millis(300)))
         .unwrap();
     q.submit(&[Io {
+        fua: false,
         tag: 0,
         op: Op::Read,
         offset: 0,
@@ -417,6 +425,7 @@ fn killed_server_reads_as_disconnected() {
         .open_queue(&qcfg(8, &arena, Duration::from_secs(5)))
         .unwrap();
     q.submit(&[Io {
+        fua: false,
         tag: 0,
         op: Op::Write,
         offset: 0,
@@ -429,6 +438,7 @@ fn killed_server_reads_as_disconnected() {
     let t0 = Instant::now();
     let ios: Vec<Io> = (0..8u32)
         .map(|i| Io {
+            fua: false,
             tag: i,
             op: Op::Read,
             offset: i as u64 * 4096,
@@ -476,6 +486,7 @@ fn held_requests_all_go_out_and_data_verifies() {
                 unsafe { arena.slice_mut(buf, BS) }.copy_from_slice(&pattern(BS, n as u64 + 7));
             }
             q.submit(&[Io {
+                fua: false,
                 tag,
                 op,
                 offset: block(n),

@@ -111,6 +111,7 @@ impl Good {
         let off = self.round * 8192 % (SIZE - 8192);
         self.q
             .submit(&[Io {
+                fua: false,
                 tag: 0,
                 op: Op::Write,
                 offset: off,
@@ -122,6 +123,7 @@ impl Good {
         self.q.reap(1, &mut out).unwrap();
         self.q
             .submit(&[Io {
+                fua: false,
                 tag: 1,
                 op: Op::Read,
                 offset: off,

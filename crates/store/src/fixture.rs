@@ -132,6 +132,7 @@ fn spec(bs: u64, read: f64, random: f64, qd: u32) -> Workload {
         time: std::time::Duration::from_secs(10),
         span: None,
         flush_every: 0,
+        fua_pct: 0.0,
         rate: None,
         arrival: sanbench_engine::run::pacer::Arrival::Fixed,
     }

@@ -128,6 +128,8 @@ pub struct TargetRun {
     pub write: DirStats,
     /// Flushes (`flush_every`): counted apart, not in IOPS or MB/s.
     pub flush: DirStats,
+    /// FUA writes (`fua_pct`), also counted in `write`.
+    pub fua: DirStats,
     pub series: Vec<Second>,
     /// I/Os kept in flight on this target (workers × qd).
     pub outstanding: u64,
@@ -174,6 +176,7 @@ pub(super) struct StreamOut {
     read: DirStats,
     write: DirStats,
     flush: DirStats,
+    fua: DirStats,
     series: Vec<Second>,
     stats: std::collections::BTreeMap<String, serde_json::Value>,
     verify: Option<crate::verify::VerifyReport>,
@@ -315,6 +318,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 read: DirStats::default(),
                 write: DirStats::default(),
                 flush: DirStats::default(),
+                fua: DirStats::default(),
                 series: Vec::new(),
                 outstanding: w.workers as u64 * w.qd as u64,
                 mean_outstanding,
@@ -329,6 +333,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         t.read.merge(&o.read);
         t.write.merge(&o.write);
         t.flush.merge(&o.flush);
+        t.fua.merge(&o.fua);
         if t.series.len() < o.series.len() {
             t.series.resize(o.series.len(), Second::default());
         }

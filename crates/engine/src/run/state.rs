@@ -76,6 +76,9 @@ pub(super) struct StreamState {
     pub(super) read: DirStats,
     pub(super) write: DirStats,
     pub(super) flush: DirStats,
+    /// FUA writes (also counted as writes), and which tags carry one.
+    pub(super) fua_stats: DirStats,
+    pub(super) fua: Vec<bool>,
     /// A flush after every this many writes (0: none), and the writes since the last.
     pub(super) flush_every: u32,
     pub(super) writes_since_flush: u32,
@@ -105,6 +108,8 @@ impl StreamState {
             read: DirStats::default(),
             write: DirStats::default(),
             flush: DirStats::default(),
+            fua_stats: DirStats::default(),
+            fua: vec![false; d],
             flush_every: 0,
             writes_since_flush: 0,
             series: vec![Second::default(); time.as_secs() as usize + 2],
@@ -294,7 +299,9 @@ impl StreamState {
             }
             self.busy[t] = true;
             (self.op[t], self.len[t], self.offset[t]) = (Op::Flush, 0, 0);
+            self.fua[t] = false;
             self.batch.push(Io {
+                fua: false,
                 tag,
                 op: Op::Flush,
                 offset: 0,
@@ -327,9 +334,11 @@ impl StreamState {
         self.busy[t] = true;
         self.writes_since_flush += u32::from(p.op == Op::Write);
         self.op[t] = p.op;
+        self.fua[t] = p.fua;
         self.len[t] = p.len;
         self.offset[t] = p.offset;
         self.batch.push(Io {
+            fua: p.fua,
             tag,
             op: p.op,
             offset: p.offset,
@@ -435,6 +444,11 @@ impl StreamState {
                 if open {
                     d.response.record(response);
                     d.lag.record(lag);
+                }
+                if self.fua[t] && self.op[t] == Op::Write {
+                    self.fua_stats.ios += 1;
+                    self.fua_stats.bytes += len;
+                    self.fua_stats.hist.record(service);
                 }
             }
             self.free.push(c.tag);

@@ -203,6 +203,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         read: s.read,
         write: s.write,
         flush: s.flush,
+        fua: s.fua_stats,
         series: s.series,
         stats: queue.stats(),
         verify: s.verify.map(|v| v.rep),

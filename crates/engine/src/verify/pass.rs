@@ -63,6 +63,7 @@ pub fn verify_span(
             }
             ios[tag as usize] = (off, len as u32);
             batch.push(Io {
+                fua: false,
                 tag,
                 op: Op::Read,
                 offset: off,

@@ -244,6 +244,10 @@ impl Session {
                     cdb[2..6].copy_from_slice(&(lba as u32).to_be_bytes());
                     cdb[7..9].copy_from_slice(&(blocks as u16).to_be_bytes());
                 }
+                if !read && io.fua {
+                    // FUA: the write is on the medium when the target reports it done.
+                    cdb[1] |= 0x08;
+                }
                 if read {
                     Dir::In
                 } else {

@@ -109,6 +109,7 @@ pub fn drive(
             // SAFETY (test): the slot of a free tag is not in flight.
             before(unsafe { arena.slice_mut(buf, len as usize) }, seed, op);
             batch.push(Io {
+                fua: false,
                 tag,
                 op,
                 offset,

@@ -193,6 +193,12 @@ impl NbdQueue {
         }
         let (command, flags) = match io.op {
             Op::Read => (cmd::READ, 0),
+            Op::Write if io.fua && self.flags & tflags::SEND_FUA == 0 => {
+                return Err(EngineError::Unsupported(
+                    "FUA writes on an NBD export without SEND_FUA",
+                ))
+            }
+            Op::Write if io.fua => (cmd::WRITE, self.write_flags | cmd_flags::FUA),
             Op::Write => (cmd::WRITE, self.write_flags),
             Op::Flush if self.flags & tflags::SEND_FLUSH == 0 => {
                 // Nothing to make durable on a server without a write cache.
