@@ -278,6 +278,7 @@ pub(crate) fn run_cell(
         run_id: cx.run_id,
         // n copies of one target share its map (they drive one store).
         verify: vec![cx.verify[ti].clone(); n],
+        clock: None,
     };
     let (doc, used) = execute(&plan, progress, mon, *baseline)?;
     if baseline.is_none() {

@@ -330,6 +330,7 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         stop: crate::signals::stop_flag(),
         run_id,
         verify,
+        clock: None,
     };
     let mon = crate::monitoring::setup(&a.monitor)?;
     let (mut doc, _) = execute(&plan, &progress, mon.as_ref(), None)?;

@@ -295,6 +295,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         stop: Arc::new(AtomicBool::new(false)),
         run_id: None,
         verify: Vec::new(),
+        clock: None,
     }
 }
 
@@ -497,4 +498,98 @@ fn a_stopped_run_s_window_ends_at_the_stop_not_after_the_drain() {
     );
     let ios = out.targets[0].read.ios + out.targets[0].write.ios;
     assert!(ios > 0);
+}
+
+/// A target of exactly known service time on a clock the test owns: every I/O completes
+/// `service` after its submission; reaping moves the clock to the next completion.
+struct Exact {
+    info: TargetInfo,
+    service: u64,
+    clock: Arc<sanbench_engine::run::clock::Manual>,
+}
+
+struct ExactQueue {
+    service: u64,
+    clock: Arc<sanbench_engine::run::clock::Manual>,
+    pending: Vec<(u64, u32)>,
+}
+
+impl Target for Exact {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+    fn open_queue(&self, _cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        Ok(Box::new(ExactQueue {
+            service: self.service,
+            clock: self.clock.clone(),
+            pending: Vec::new(),
+        }))
+    }
+}
+
+impl Queue for ExactQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        use sanbench_engine::run::clock::Clock;
+        let now = self.clock.now_ns();
+        self.pending
+            .extend(ios.iter().map(|io| (now + self.service, io.tag)));
+        Ok(())
+    }
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        use sanbench_engine::run::clock::Clock;
+        self.pending.sort();
+        if min > 0 {
+            if let Some(&(t, _)) = self.pending.first() {
+                self.clock.advance_to(t);
+            }
+        }
+        let now = self.clock.now_ns();
+        let due = self.pending.iter().take_while(|(t, _)| *t <= now).count();
+        out.extend(
+            self.pending
+                .drain(..due)
+                .map(|(_, tag)| Completion { tag, result: 0 }),
+        );
+        Ok(())
+    }
+}
+
+/// With a target of known service time on a clock the test drives, the scheduler's figures
+/// are exact: every latency is the service time, and the window holds exactly the I/Os that
+/// complete inside it.
+#[test]
+fn a_fake_target_on_a_manual_clock_gives_exact_figures() {
+    use sanbench_engine::run::clock::Manual;
+    let clock = Arc::new(Manual::new());
+    let t: Arc<dyn Target> = Arc::new(Exact {
+        info: TargetInfo {
+            uri: "exact:".into(),
+            engine: "test".into(),
+            size: 64 << 20,
+            block_size: 512,
+            ..TargetInfo::default()
+        },
+        service: 100_000,
+        clock: clock.clone(),
+    });
+    let mut p = plan(vec![t], 1.0, Duration::from_secs(5));
+    p.workload.workers = 1;
+    p.workload.qd = 4;
+    p.workload.ramp = Duration::from_millis(500);
+    p.clock = Some(clock.clone());
+    let out = run(&p, &NoObserver).unwrap();
+    let r = &out.targets[0];
+    // Four I/Os every 100 µs; completions at k x 100 µs, counted for k x 100 µs in
+    // [0.5 s, 1.5 s): k = 5000..14999, 10,000 batches of 4.
+    assert_eq!(r.read.ios + r.write.ios, 40_000);
+    let mut all = r.read.hist.clone();
+    all.merge(&r.write.hist);
+    assert_eq!(all.count(), 40_000);
+    assert_eq!(all.mean_ns(), 100_000.0);
+    let s = all.summary();
+    assert_eq!((s.min, s.max), (100_000, 100_000));
+    assert_eq!(out.window, Duration::from_secs(1));
+    // One second per element of the series, 40,000 I/Os in it.
+    assert_eq!(r.series.len(), 1);
+    assert_eq!(r.series[0].read_ios + r.series[0].write_ios, 40_000);
 }

@@ -11,6 +11,7 @@
 //! * [`stream`]: one stream's loop (timing, stamped write data, counting).
 
 mod check;
+pub mod clock;
 mod open;
 pub mod pacer;
 mod shared;
@@ -51,6 +52,10 @@ pub struct RunPlan {
     /// Per target (by index; empty or `None`: not verified): the generation map and checks of
     /// `--verify`, kept by the caller across runs (the cells of a comparison).
     pub verify: Vec<Option<Arc<crate::verify::Verifier>>>,
+    /// The run's clock; `None`: the real one, started when the queues are open. Tests pass a
+    /// [`clock::Manual`] that their fake target advances (closed loop only: the open loop
+    /// sleeps on the real clock).
+    pub clock: Option<Arc<dyn clock::Clock>>,
 }
 
 /// Called by the scheduler's coordinating thread; monitors hook in here.
@@ -204,6 +209,12 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         })?,
     };
     let verifier = |ti: usize| plan.verify.get(ti).cloned().flatten();
+    if plan.clock.is_some() && w.rate.is_some() {
+        return Err(bad(
+            "clock",
+            EngineError::Invalid("an open-loop run needs the real clock".into()),
+        ));
+    }
     for ti in 0..plan.targets.len() {
         if let Some(v) = verifier(ti) {
             if v.run_id != run_id {
@@ -265,9 +276,14 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         barrier.wait();
         let t0 = Instant::now();
         let _ = shared.start.set(t0);
+        let _ = shared.clock.set(
+            plan.clock
+                .clone()
+                .unwrap_or_else(|| Arc::new(clock::Monotonic(t0))),
+        );
         barrier.wait();
         let samples = (!shared.abort.load(Ordering::Relaxed))
-            .then(|| coordinate(t0, ramp_ns, end_ns, &shared, &lives, observer, plan.seed));
+            .then(|| coordinate(ramp_ns, end_ns, &shared, &lives, observer, plan.seed));
         shared.close_window();
         let outs = handles
             .into_iter()
@@ -283,11 +299,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     {
         return Err(e);
     }
-    let elapsed_ns = shared
-        .start
-        .get()
-        .map(|t| t.elapsed().as_nanos() as u64)
-        .unwrap_or(0);
+    let elapsed_ns = shared.clock.get().map(|c| c.now_ns()).unwrap_or(0);
     // Ctrl-C: the window ends where the streams stopped counting, not after the drain.
     let elapsed_ns = match shared.stopped_at.load(Ordering::Relaxed) {
         0 => elapsed_ns,

@@ -34,6 +34,8 @@ impl Live {
 
 pub(super) struct Shared {
     pub(super) start: OnceLock<Instant>,
+    /// The run's clock, set with `start` (the real one unless the plan brings its own).
+    pub(super) clock: OnceLock<Arc<dyn super::clock::Clock>>,
     pub(super) abort: AtomicBool,
     pub(super) stop: Arc<AtomicBool>,
     /// When a stopped run's last stream saw the stop (ns since the start; 0: not stopped):
@@ -50,6 +52,7 @@ impl Shared {
     pub(super) fn new(stop: Arc<AtomicBool>) -> Arc<Shared> {
         Arc::new(Shared {
             start: OnceLock::new(),
+            clock: OnceLock::new(),
             abort: AtomicBool::new(false),
             stop,
             stopped_at: AtomicU64::new(0),
@@ -108,6 +111,7 @@ impl Shared {
 }
 
 /// Per stream, the sum of its in-flight counts over the window's samples.
+#[derive(Default)]
 pub(super) struct Samples {
     pub(super) count: u64,
     pub(super) inflight_sum: Vec<u64>,
@@ -121,7 +125,6 @@ impl Samples {
 }
 
 pub(super) fn coordinate(
-    t0: Instant,
     ramp_ns: u64,
     end_ns: u64,
     shared: &Shared,
@@ -129,6 +132,9 @@ pub(super) fn coordinate(
     observer: &dyn Observer,
     seed: u64,
 ) -> Samples {
+    let Some(clock) = shared.clock.get() else {
+        return Samples::default();
+    };
     let mut samples = Samples {
         count: 0,
         inflight_sum: vec![0; lives.len()],
@@ -147,7 +153,7 @@ pub(super) fn coordinate(
     let mut last_tick = 0u64;
     let (mut last_ios, mut last_bytes) = (0u64, 0u64);
     loop {
-        let now = t0.elapsed().as_nanos() as u64;
+        let now = clock.now_ns();
         if shared.abort.load(Ordering::Relaxed) || shared.stop.load(Ordering::Relaxed) {
             break;
         }

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::stream::{stamp_slot, Layout, StreamCtx};
 use super::{DirStats, Second};
@@ -348,18 +348,18 @@ impl StreamState {
         Ok(true)
     }
 
-    /// Hands the batch to the queue; its submission time is read just before (after the
-    /// generator and the stamps, so latency is the target's and the engine's).
+    /// Hands the batch to the queue; `submitted`, its submission time, is read by the caller
+    /// just before (after the generator and the stamps, so latency is the target's and the
+    /// engine's).
     pub(super) fn send(
         &mut self,
         q: &mut dyn Queue,
         ctx: &StreamCtx<'_>,
-        t0: Instant,
+        submitted: u64,
     ) -> Result<(), EngineError> {
         if self.batch.is_empty() {
             return Ok(());
         }
-        let submitted = t0.elapsed().as_nanos() as u64;
         for io in &self.batch {
             self.submit_ns[io.tag as usize] = submitted;
         }

@@ -19,8 +19,9 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::clock::Clock;
 use super::shared::{Live, OutliveWindow, Shared};
 use super::state::{Fill, StreamState, StreamVerify};
 use super::{RunError, StreamOut};
@@ -161,6 +162,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         return None;
     }
     let t0 = *ctx.shared.start.get()?;
+    let clock = ctx.shared.clock.get()?.clone();
     let mut gen = Generator::new(
         w,
         ctx.span,
@@ -181,7 +183,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         arena: &arena,
     };
     let driven = match w.rate {
-        None => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0),
+        None => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),
         Some(rate) => super::open::drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0, rate),
     };
     let result = driven
@@ -218,17 +220,17 @@ fn drive(
     gen: &mut Generator,
     f: &mut Fill<'_>,
     ctx: &StreamCtx<'_>,
-    t0: Instant,
+    clock: &dyn Clock,
 ) -> Result<(), EngineError> {
     loop {
         s.batch.clear();
         while let Some(tag) = s.free.pop() {
             s.prepare(tag, gen, f)?;
         }
-        s.send(q, ctx, t0)?;
+        s.send(q, ctx, clock.now_ns())?;
         s.done.clear();
         q.reap(1, &mut s.done)?;
-        let now = t0.elapsed().as_nanos() as u64;
+        let now = clock.now_ns();
         s.reaped(ctx);
         if now >= ctx.end_ns
             || ctx.shared.abort.load(Ordering::Relaxed)
