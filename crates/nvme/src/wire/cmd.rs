@@ -1,0 +1,402 @@
+//! NVMe commands as NVMe/TCP carries them: opcodes, the SGL descriptors a TCP capsule may hold,
+//! [`Command::parse`] (an SQE typed, or the status to complete it with), and builders for the
+//! host side. Command fields: NVMe Base 2.0 §5 (admin), NVM Command Set 1.0 §3 (I/O), NVMe over
+//! Fabrics 1.1 §3 (Fabrics commands, whose FCTYPE sits where the NSID would be).
+
+use super::fabrics::Connect;
+use super::header::{SglDesc, Sqe};
+use super::status::Status;
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::FromZeros;
+
+/// Admin opcodes.
+pub mod admin {
+    pub const GET_LOG_PAGE: u8 = 0x02;
+    pub const IDENTIFY: u8 = 0x06;
+    pub const ABORT: u8 = 0x08;
+    pub const SET_FEATURES: u8 = 0x09;
+    pub const GET_FEATURES: u8 = 0x0a;
+    pub const ASYNC_EVENT: u8 = 0x0c;
+    pub const KEEP_ALIVE: u8 = 0x18;
+    /// Fabrics commands, admin or I/O queue alike.
+    pub const FABRICS: u8 = 0x7f;
+}
+
+/// NVM command set opcodes.
+pub mod io {
+    pub const FLUSH: u8 = 0x00;
+    pub const WRITE: u8 = 0x01;
+    pub const READ: u8 = 0x02;
+    pub const WRITE_ZEROES: u8 = 0x08;
+    pub const DSM: u8 = 0x09;
+}
+
+/// Fabrics command types.
+pub mod fctype {
+    pub const PROPERTY_SET: u8 = 0x00;
+    pub const CONNECT: u8 = 0x01;
+    pub const PROPERTY_GET: u8 = 0x04;
+}
+
+/// Feature identifiers.
+pub mod feature {
+    pub const NUM_QUEUES: u8 = 0x07;
+    pub const ASYNC_EVENT_CONFIG: u8 = 0x0b;
+    pub const KATO: u8 = 0x0f;
+    pub const VOLATILE_WC: u8 = 0x06;
+}
+
+/// SGL descriptor type bytes NVMe/TCP uses (NVMe/TCP 1.0 §3.3.3).
+pub mod sgl {
+    /// Data block, offset subtype: data inside the capsule.
+    pub const IN_CAPSULE: u8 = 0x01;
+    /// Transport data block, transport-specific subtype A: data moved by R2T/H2CData or C2HData.
+    pub const TRANSPORT: u8 = 0x5a;
+}
+
+/// PSDT = 01b: the data pointer is an SGL.
+pub const FLAGS_SGL: u8 = 0x40;
+
+/// Where a command's data is, as its SGL says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataPtr {
+    /// `len` bytes inside the capsule, starting `offset` bytes into its data.
+    InCapsule { offset: u64, len: u32 },
+    /// `len` bytes moved by the transport (C2HData, or R2T and H2CData).
+    Transport { len: u32 },
+}
+
+impl DataPtr {
+    pub fn len(self) -> u32 {
+        match self {
+            DataPtr::InCapsule { len, .. } | DataPtr::Transport { len } => len,
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn parse(d: &SglDesc) -> Result<DataPtr, Status> {
+        match d.sgl_type {
+            sgl::IN_CAPSULE => Ok(DataPtr::InCapsule {
+                offset: d.addr.get(),
+                len: d.length.get(),
+            }),
+            sgl::TRANSPORT => {
+                if d.addr.get() != 0 {
+                    return Err(Status::SGL_INVALID_OFFSET);
+                }
+                Ok(DataPtr::Transport {
+                    len: d.length.get(),
+                })
+            }
+            _ => Err(Status::SGL_INVALID_TYPE),
+        }
+    }
+
+    pub fn to_desc(self) -> SglDesc {
+        let mut d = SglDesc::new_zeroed();
+        match self {
+            DataPtr::InCapsule { offset, len } => {
+                d.addr = U64::new(offset);
+                d.length = U32::new(len);
+                d.sgl_type = sgl::IN_CAPSULE;
+            }
+            DataPtr::Transport { len } => {
+                d.length = U32::new(len);
+                d.sgl_type = sgl::TRANSPORT;
+            }
+        }
+        d
+    }
+}
+
+/// A block range of a Read, Write or Write Zeroes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rw {
+    pub nsid: u32,
+    pub slba: u64,
+    /// Number of logical blocks (1-based here; 0's based on the wire).
+    pub nlb: u32,
+    pub fua: bool,
+}
+
+/// An SQE typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Connect(Connect),
+    PropertyGet {
+        eight: bool,
+        offset: u32,
+    },
+    PropertySet {
+        eight: bool,
+        offset: u32,
+        value: u64,
+    },
+    Identify {
+        cns: u8,
+        cntid: u16,
+        nsid: u32,
+        csi: u8,
+    },
+    SetFeatures {
+        fid: u8,
+        cdw11: u32,
+        nsid: u32,
+    },
+    GetFeatures {
+        fid: u8,
+        sel: u8,
+        nsid: u32,
+    },
+    GetLogPage {
+        lid: u8,
+        lsp: u8,
+        numd: u32,
+        offset: u64,
+        nsid: u32,
+    },
+    AsyncEvent,
+    KeepAlive,
+    Abort,
+    Read(Rw),
+    Write(Rw),
+    Flush {
+        nsid: u32,
+    },
+    WriteZeroes(Rw),
+    /// Dataset Management: `nr` ranges (1-based), deallocate bit.
+    Dsm {
+        nsid: u32,
+        nr: u32,
+        deallocate: bool,
+    },
+}
+
+impl Command {
+    /// Types `sqe`, received on the admin queue when `admin`. Unknown opcodes get
+    /// INVALID_OPCODE; fused commands and PRP data pointers INVALID_FIELD.
+    pub fn parse(sqe: &Sqe, admin: bool) -> Result<Command, Status> {
+        if sqe.flags & 0x03 != 0 || (sqe.flags & 0xc0) != FLAGS_SGL {
+            return Err(Status::INVALID_FIELD);
+        }
+        let nsid = sqe.nsid.get();
+        let c10 = sqe.cdw10.get();
+        let c11 = sqe.cdw11.get();
+        let c12 = sqe.cdw12.get();
+        let c13 = sqe.cdw13.get();
+        if sqe.opcode == admin::FABRICS {
+            let fct = nsid as u8;
+            return Ok(match fct {
+                fctype::CONNECT => Command::Connect(Connect::from_sqe(sqe)),
+                fctype::PROPERTY_GET if admin => Command::PropertyGet {
+                    eight: c10 & 7 == 1,
+                    offset: c11,
+                },
+                fctype::PROPERTY_SET if admin => Command::PropertySet {
+                    eight: c10 & 7 == 1,
+                    offset: c11,
+                    value: c12 as u64 | (c13 as u64) << 32,
+                },
+                _ => return Err(Status::INVALID_OPCODE),
+            });
+        }
+        let rw = || Rw {
+            nsid,
+            slba: c10 as u64 | (c11 as u64) << 32,
+            nlb: (c12 & 0xffff) + 1,
+            fua: c12 & (1 << 30) != 0,
+        };
+        Ok(if admin {
+            match sqe.opcode {
+                admin::IDENTIFY => Command::Identify {
+                    cns: c10 as u8,
+                    cntid: (c10 >> 16) as u16,
+                    nsid,
+                    csi: (c11 >> 24) as u8,
+                },
+                admin::SET_FEATURES => Command::SetFeatures {
+                    fid: c10 as u8,
+                    cdw11: c11,
+                    nsid,
+                },
+                admin::GET_FEATURES => Command::GetFeatures {
+                    fid: c10 as u8,
+                    sel: ((c10 >> 8) & 7) as u8,
+                    nsid,
+                },
+                admin::GET_LOG_PAGE => Command::GetLogPage {
+                    lid: c10 as u8,
+                    lsp: ((c10 >> 8) & 0x7f) as u8,
+                    numd: ((c10 >> 16) | ((c11 & 0xffff) << 16)).saturating_add(1),
+                    offset: c12 as u64 | (c13 as u64) << 32,
+                    nsid,
+                },
+                admin::ASYNC_EVENT => Command::AsyncEvent,
+                admin::KEEP_ALIVE => Command::KeepAlive,
+                admin::ABORT => Command::Abort,
+                _ => return Err(Status::INVALID_OPCODE),
+            }
+        } else {
+            match sqe.opcode {
+                io::READ => Command::Read(rw()),
+                io::WRITE => Command::Write(rw()),
+                io::FLUSH => Command::Flush { nsid },
+                io::WRITE_ZEROES => Command::WriteZeroes(rw()),
+                io::DSM => Command::Dsm {
+                    nsid,
+                    nr: (c10 & 0xff) + 1,
+                    deallocate: c11 & 4 != 0,
+                },
+                _ => return Err(Status::INVALID_OPCODE),
+            }
+        })
+    }
+}
+
+/// An SQE with the opcode, command id and an SGL data pointer set, everything else zero.
+pub fn sqe(opcode: u8, command_id: u16, nsid: u32, data: DataPtr) -> Sqe {
+    let mut s = Sqe::new_zeroed();
+    s.opcode = opcode;
+    s.flags = FLAGS_SGL;
+    s.command_id.set(command_id);
+    s.nsid.set(nsid);
+    s.dptr = data.to_desc();
+    s
+}
+
+/// Read or Write of `rw.nlb` blocks.
+pub fn rw_sqe(opcode: u8, command_id: u16, rw: Rw, data: DataPtr) -> Sqe {
+    let mut s = sqe(opcode, command_id, rw.nsid, data);
+    s.cdw10.set(rw.slba as u32);
+    s.cdw11.set((rw.slba >> 32) as u32);
+    s.cdw12
+        .set((rw.nlb.saturating_sub(1) & 0xffff) | if rw.fua { 1 << 30 } else { 0 });
+    s
+}
+
+pub fn identify_sqe(command_id: u16, cns: u8, nsid: u32, len: u32) -> Sqe {
+    let mut s = sqe(
+        admin::IDENTIFY,
+        command_id,
+        nsid,
+        DataPtr::Transport { len },
+    );
+    s.cdw10.set(cns as u32);
+    s
+}
+
+pub fn set_features_sqe(command_id: u16, fid: u8, cdw11: u32) -> Sqe {
+    let mut s = sqe(
+        admin::SET_FEATURES,
+        command_id,
+        0,
+        DataPtr::Transport { len: 0 },
+    );
+    s.cdw10.set(fid as u32);
+    s.cdw11.set(cdw11);
+    s
+}
+
+pub fn property_get_sqe(command_id: u16, offset: u32, eight: bool) -> Sqe {
+    let mut s = sqe(
+        admin::FABRICS,
+        command_id,
+        fctype::PROPERTY_GET as u32,
+        DataPtr::Transport { len: 0 },
+    );
+    s.cdw10.set(eight as u32);
+    s.cdw11.set(offset);
+    s
+}
+
+pub fn property_set_sqe(command_id: u16, offset: u32, value: u64, eight: bool) -> Sqe {
+    let mut s = sqe(
+        admin::FABRICS,
+        command_id,
+        fctype::PROPERTY_SET as u32,
+        DataPtr::Transport { len: 0 },
+    );
+    s.cdw10.set(eight as u32);
+    s.cdw11.set(offset);
+    s.cdw12.set(value as u32);
+    s.cdw13.set((value >> 32) as u32);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rw_round_trip() {
+        let rw = Rw {
+            nsid: 1,
+            slba: 0x1_2345_6789,
+            nlb: 8,
+            fua: true,
+        };
+        let s = rw_sqe(
+            io::WRITE,
+            7,
+            rw,
+            DataPtr::InCapsule {
+                offset: 0,
+                len: 4096,
+            },
+        );
+        assert_eq!(Command::parse(&s, false), Ok(Command::Write(rw)));
+        assert_eq!(
+            DataPtr::parse(&s.dptr),
+            Ok(DataPtr::InCapsule {
+                offset: 0,
+                len: 4096
+            })
+        );
+        // I/O opcodes are not admin commands.
+        assert_eq!(Command::parse(&s, true), Err(Status::INVALID_OPCODE));
+    }
+
+    #[test]
+    fn property_round_trip() {
+        let s = property_set_sqe(1, 0x14, 0x460001, false);
+        assert_eq!(
+            Command::parse(&s, true),
+            Ok(Command::PropertySet {
+                eight: false,
+                offset: 0x14,
+                value: 0x460001
+            })
+        );
+        let g = property_get_sqe(2, 0, true);
+        assert_eq!(
+            Command::parse(&g, true),
+            Ok(Command::PropertyGet {
+                eight: true,
+                offset: 0
+            })
+        );
+        assert_eq!(Command::parse(&g, false), Err(Status::INVALID_OPCODE));
+    }
+
+    #[test]
+    fn prp_and_fused_refused() {
+        let mut s = identify_sqe(1, 1, 0, 4096);
+        s.flags = 0;
+        assert_eq!(Command::parse(&s, true), Err(Status::INVALID_FIELD));
+        s.flags = FLAGS_SGL | 1;
+        assert_eq!(Command::parse(&s, true), Err(Status::INVALID_FIELD));
+    }
+
+    #[test]
+    fn sgl_types() {
+        let mut d = DataPtr::Transport { len: 512 }.to_desc();
+        assert_eq!(d.sgl_type, 0x5a);
+        d.addr.set(8);
+        assert_eq!(DataPtr::parse(&d), Err(Status::SGL_INVALID_OFFSET));
+        d.sgl_type = 0x00;
+        assert_eq!(DataPtr::parse(&d), Err(Status::SGL_INVALID_TYPE));
+    }
+}

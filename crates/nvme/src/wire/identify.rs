@@ -1,0 +1,377 @@
+//! Identify data structures (NVMe Base 2.0 §5.17.2; NVM Command Set 1.0 §4.1.5): controller
+//! (CNS 01h, with the Fabrics fields of NVMe-oF 1.1 §4.1), namespace (CNS 00h), active
+//! namespace list (CNS 02h) and namespace identification descriptors (CNS 03h). Only the fields
+//! sanbench sets or reads are typed; the rest of the 4096 bytes stay zero. Each field's offset
+//! is a named constant next to its encode and decode.
+
+use super::WireError;
+
+pub const IDENTIFY_LEN: usize = 4096;
+
+/// CNS values.
+pub mod cns {
+    pub const NAMESPACE: u8 = 0x00;
+    pub const CONTROLLER: u8 = 0x01;
+    pub const ACTIVE_NS_LIST: u8 = 0x02;
+    pub const NS_DESC_LIST: u8 = 0x03;
+}
+
+fn put(b: &mut [u8], at: usize, v: &[u8]) {
+    b[at..at + v.len()].copy_from_slice(v);
+}
+
+fn get<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut w = [0u8; N];
+    w.copy_from_slice(&b[at..at + N]);
+    w
+}
+
+fn text<const N: usize>(s: &str) -> [u8; N] {
+    // ASCII, space padded (§1.5: ASCII string fields).
+    let mut w = [b' '; N];
+    for (d, c) in w.iter_mut().zip(s.bytes().filter(u8::is_ascii)) {
+        *d = c;
+    }
+    w
+}
+
+fn check_len(b: &[u8], what: &'static str) -> Result<(), WireError> {
+    if b.len() < IDENTIFY_LEN {
+        return Err(WireError::Length {
+            what,
+            len: b.len(),
+            want: IDENTIFY_LEN,
+        });
+    }
+    Ok(())
+}
+
+/// Controller type (CNTRLTYPE).
+pub const CNTRLTYPE_IO: u8 = 1;
+pub const CNTRLTYPE_DISCOVERY: u8 = 2;
+
+/// Identify Controller, the fields sanbench uses.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IdCtrl {
+    pub vid: u16,
+    pub sn: String,
+    pub mn: String,
+    pub fr: String,
+    /// Maximum data transfer size, a power of two in 4 KiB pages (0: no limit).
+    pub mdts: u8,
+    pub cntlid: u16,
+    pub ver: u32,
+    pub cntrltype: u8,
+    /// Asynchronous Event Request limit, 0's based.
+    pub aerl: u8,
+    /// Keep-alive granularity in 100 ms units (0: keep-alive not supported).
+    pub kas: u16,
+    pub maxcmd: u16,
+    /// Number of namespaces (the largest NSID).
+    pub nn: u32,
+    /// Optional NVM commands: bit 2 DSM, bit 3 Write Zeroes.
+    pub oncs: u16,
+    /// Volatile write cache present (bit 0).
+    pub vwc: u8,
+    pub sgls: u32,
+    pub subnqn: String,
+    /// I/O queue command capsule size in 16-byte units (SQE plus in-capsule data).
+    pub ioccsz: u32,
+    /// I/O queue response capsule size in 16-byte units.
+    pub iorcsz: u32,
+    pub icdoff: u16,
+    pub msdbd: u8,
+}
+
+mod ctrl_off {
+    pub const VID: usize = 0;
+    pub const SN: usize = 4;
+    pub const MN: usize = 24;
+    pub const FR: usize = 64;
+    pub const MDTS: usize = 77;
+    pub const CNTLID: usize = 78;
+    pub const VER: usize = 80;
+    pub const CNTRLTYPE: usize = 111;
+    pub const AERL: usize = 259;
+    pub const LPA: usize = 261;
+    pub const KAS: usize = 320;
+    pub const SQES: usize = 512;
+    pub const CQES: usize = 513;
+    pub const MAXCMD: usize = 514;
+    pub const NN: usize = 516;
+    pub const ONCS: usize = 520;
+    pub const VWC: usize = 525;
+    pub const SGLS: usize = 536;
+    pub const SUBNQN: usize = 768;
+    pub const IOCCSZ: usize = 1792;
+    pub const IORCSZ: usize = 1796;
+    pub const ICDOFF: usize = 1800;
+    pub const MSDBD: usize = 1803;
+}
+
+impl IdCtrl {
+    pub fn encode(&self) -> Vec<u8> {
+        use ctrl_off::*;
+        let mut b = vec![0u8; IDENTIFY_LEN];
+        put(&mut b, VID, &self.vid.to_le_bytes());
+        put(&mut b, VID + 2, &self.vid.to_le_bytes());
+        put(&mut b, SN, &text::<20>(&self.sn));
+        put(&mut b, MN, &text::<40>(&self.mn));
+        put(&mut b, FR, &text::<8>(&self.fr));
+        b[MDTS] = self.mdts;
+        put(&mut b, CNTLID, &self.cntlid.to_le_bytes());
+        put(&mut b, VER, &self.ver.to_le_bytes());
+        b[CNTRLTYPE] = self.cntrltype;
+        b[AERL] = self.aerl;
+        // LPA bit 2: extended data for Get Log Page.
+        b[LPA] = 1 << 2;
+        put(&mut b, KAS, &self.kas.to_le_bytes());
+        // 64-byte SQEs and 16-byte CQEs, required and maximum.
+        b[SQES] = 0x66;
+        b[CQES] = 0x44;
+        put(&mut b, MAXCMD, &self.maxcmd.to_le_bytes());
+        put(&mut b, NN, &self.nn.to_le_bytes());
+        put(&mut b, ONCS, &self.oncs.to_le_bytes());
+        b[VWC] = self.vwc;
+        put(&mut b, SGLS, &self.sgls.to_le_bytes());
+        let n = self.subnqn.len().min(255);
+        put(&mut b, SUBNQN, &self.subnqn.as_bytes()[..n]);
+        put(&mut b, IOCCSZ, &self.ioccsz.to_le_bytes());
+        put(&mut b, IORCSZ, &self.iorcsz.to_le_bytes());
+        put(&mut b, ICDOFF, &self.icdoff.to_le_bytes());
+        b[MSDBD] = self.msdbd;
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<IdCtrl, WireError> {
+        use ctrl_off::*;
+        check_len(b, "Identify Controller")?;
+        let s = |at: usize, n: usize| {
+            String::from_utf8_lossy(&b[at..at + n])
+                .trim_end_matches([' ', '\0'])
+                .to_string()
+        };
+        let nqn = &b[SUBNQN..SUBNQN + 256];
+        let nqn_end = nqn.iter().position(|&c| c == 0).unwrap_or(256);
+        Ok(IdCtrl {
+            vid: u16::from_le_bytes(get(b, VID)),
+            sn: s(SN, 20),
+            mn: s(MN, 40),
+            fr: s(FR, 8),
+            mdts: b[MDTS],
+            cntlid: u16::from_le_bytes(get(b, CNTLID)),
+            ver: u32::from_le_bytes(get(b, VER)),
+            cntrltype: b[CNTRLTYPE],
+            aerl: b[AERL],
+            kas: u16::from_le_bytes(get(b, KAS)),
+            maxcmd: u16::from_le_bytes(get(b, MAXCMD)),
+            nn: u32::from_le_bytes(get(b, NN)),
+            oncs: u16::from_le_bytes(get(b, ONCS)),
+            vwc: b[VWC],
+            sgls: u32::from_le_bytes(get(b, SGLS)),
+            subnqn: String::from_utf8_lossy(&nqn[..nqn_end]).into_owned(),
+            ioccsz: u32::from_le_bytes(get(b, IOCCSZ)),
+            iorcsz: u32::from_le_bytes(get(b, IORCSZ)),
+            icdoff: u16::from_le_bytes(get(b, ICDOFF)),
+            msdbd: b[MSDBD],
+        })
+    }
+}
+
+/// Identify Namespace, the fields sanbench uses: one LBA format.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IdNs {
+    /// Size, capacity and utilization in logical blocks.
+    pub nsze: u64,
+    pub ncap: u64,
+    pub nuse: u64,
+    /// Bit 0: thin provisioning; bit 3: NGUID/EUI64 never reused.
+    pub nsfeat: u8,
+    /// Logical block size as a power of two (LBAF0.LBADS).
+    pub lbads: u8,
+    /// Deallocated blocks read back as zeros (DLFEAT = 001b) and Write Zeroes deallocates.
+    pub dlfeat: u8,
+    pub nguid: [u8; 16],
+}
+
+mod ns_off {
+    pub const NSZE: usize = 0;
+    pub const NCAP: usize = 8;
+    pub const NUSE: usize = 16;
+    pub const NSFEAT: usize = 24;
+    pub const NLBAF: usize = 25;
+    pub const FLBAS: usize = 26;
+    pub const DLFEAT: usize = 33;
+    pub const NGUID: usize = 104;
+    pub const LBAF0: usize = 128;
+}
+
+impl IdNs {
+    pub fn block_size(&self) -> u64 {
+        1u64.checked_shl(self.lbads as u32).unwrap_or(0)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        use ns_off::*;
+        let mut b = vec![0u8; IDENTIFY_LEN];
+        put(&mut b, NSZE, &self.nsze.to_le_bytes());
+        put(&mut b, NCAP, &self.ncap.to_le_bytes());
+        put(&mut b, NUSE, &self.nuse.to_le_bytes());
+        b[NSFEAT] = self.nsfeat;
+        b[NLBAF] = 0;
+        b[FLBAS] = 0;
+        b[DLFEAT] = self.dlfeat;
+        put(&mut b, NGUID, &self.nguid);
+        b[LBAF0 + 2] = self.lbads;
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<IdNs, WireError> {
+        use ns_off::*;
+        check_len(b, "Identify Namespace")?;
+        let f = (b[FLBAS] & 0x0f) as usize;
+        Ok(IdNs {
+            nsze: u64::from_le_bytes(get(b, NSZE)),
+            ncap: u64::from_le_bytes(get(b, NCAP)),
+            nuse: u64::from_le_bytes(get(b, NUSE)),
+            nsfeat: b[NSFEAT],
+            lbads: b[LBAF0 + 4 * f + 2],
+            dlfeat: b[DLFEAT],
+            nguid: get(b, NGUID),
+        })
+    }
+}
+
+/// Active namespace list: the NSIDs above `after`, ascending, up to 1024 of them.
+pub fn encode_ns_list(nsids: &[u32], after: u32) -> Vec<u8> {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    for (i, id) in nsids.iter().filter(|&&n| n > after).take(1024).enumerate() {
+        put(&mut b, i * 4, &id.to_le_bytes());
+    }
+    b
+}
+
+pub fn decode_ns_list(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .take(1024)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .take_while(|&n| n != 0)
+        .collect()
+}
+
+/// Namespace identification descriptor types (NIDT).
+pub mod nidt {
+    pub const EUI64: u8 = 1;
+    pub const NGUID: u8 = 2;
+    pub const UUID: u8 = 3;
+    pub const CSI: u8 = 4;
+}
+
+/// One namespace identification descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NsDesc {
+    pub nidt: u8,
+    pub nid: Vec<u8>,
+}
+
+/// The descriptor list (CNS 03h) in a 4096-byte page.
+pub fn encode_ns_descs(descs: &[NsDesc]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(IDENTIFY_LEN);
+    for d in descs {
+        let n = d.nid.len().min(255);
+        if b.len() + 4 + n > IDENTIFY_LEN {
+            break;
+        }
+        b.extend_from_slice(&[d.nidt, n as u8, 0, 0]);
+        b.extend_from_slice(&d.nid[..n]);
+    }
+    b.resize(IDENTIFY_LEN, 0);
+    b
+}
+
+/// Reads descriptors until a zero type or the end; a descriptor running past the end is an
+/// error.
+pub fn decode_ns_descs(b: &[u8]) -> Result<Vec<NsDesc>, WireError> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 4 <= b.len() && b[at] != 0 {
+        let n = b[at + 1] as usize;
+        let nid = b.get(at + 4..at + 4 + n).ok_or(WireError::Length {
+            what: "namespace identification descriptor",
+            len: b.len() - at,
+            want: 4 + n,
+        })?;
+        out.push(NsDesc {
+            nidt: b[at],
+            nid: nid.to_vec(),
+        });
+        at += 4 + n;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctrl_round_trip() {
+        let c = IdCtrl {
+            vid: 0x1b36,
+            sn: "sb0001".into(),
+            mn: "sanbench".into(),
+            fr: "0.1".into(),
+            mdts: 5,
+            cntlid: 1,
+            ver: 0x10300,
+            cntrltype: CNTRLTYPE_IO,
+            aerl: 3,
+            kas: 1,
+            maxcmd: 128,
+            nn: 1,
+            oncs: 0x0c,
+            vwc: 1,
+            sgls: 1,
+            subnqn: "nqn.2026-11.io.sanbench:ram".into(),
+            ioccsz: 4 + 512,
+            iorcsz: 1,
+            icdoff: 0,
+            msdbd: 1,
+        };
+        assert_eq!(IdCtrl::decode(&c.encode()).unwrap(), c);
+        assert!(IdCtrl::decode(&[0; 100]).is_err());
+    }
+
+    #[test]
+    fn ns_round_trip() {
+        let n = IdNs {
+            nsze: 1 << 21,
+            ncap: 1 << 21,
+            nuse: 0,
+            nsfeat: 1,
+            lbads: 9,
+            dlfeat: 1,
+            nguid: [3; 16],
+        };
+        let d = IdNs::decode(&n.encode()).unwrap();
+        assert_eq!(d, n);
+        assert_eq!(d.block_size(), 512);
+    }
+
+    #[test]
+    fn lists() {
+        assert_eq!(decode_ns_list(&encode_ns_list(&[1, 2, 5], 1)), vec![2, 5]);
+        let descs = vec![
+            NsDesc {
+                nidt: nidt::NGUID,
+                nid: vec![9; 16],
+            },
+            NsDesc {
+                nidt: nidt::CSI,
+                nid: vec![0],
+            },
+        ];
+        assert_eq!(decode_ns_descs(&encode_ns_descs(&descs)).unwrap(), descs);
+        assert!(decode_ns_descs(&[2, 16, 0, 0, 1]).is_err());
+    }
+}
