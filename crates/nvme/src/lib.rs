@@ -9,4 +9,6 @@
 //! Invariant: `wire` never imports `std::net`; decoders return a value, `Incomplete { needed }`
 //! or a typed error, and never panic on any input.
 
+pub mod host;
+pub mod target;
 pub mod wire;
