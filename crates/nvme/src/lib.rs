@@ -10,5 +10,6 @@
 //! or a typed error, and never panic on any input.
 
 pub mod host;
+pub mod initiator;
 pub mod target;
 pub mod wire;

@@ -201,6 +201,38 @@ impl Connection {
         self.rbuf.len() - self.consumed
     }
 
+    /// True when a whole PDU is buffered, so [`Connection::recv`] returns without waiting.
+    pub fn has_pdu(&self) -> bool {
+        let b = &self.rbuf[self.consumed..];
+        b.len() >= 8 && b.len() >= u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize
+    }
+
+    /// Reads what the socket has without waiting; false when it had nothing.
+    pub fn try_fill(&mut self) -> Result<bool, HostError> {
+        self.s.set_nonblocking(true)?;
+        let have = self.rbuf.len();
+        self.rbuf.resize(have + 64 * 1024, 0);
+        let r = self.s.read(&mut self.rbuf[have..]);
+        let _ = self.s.set_nonblocking(false);
+        match r {
+            Ok(0) => {
+                self.rbuf.truncate(have);
+                Err(HostError::Closed)
+            }
+            Ok(n) => {
+                self.rbuf.truncate(have + n);
+                Ok(true)
+            }
+            Err(e) => {
+                self.rbuf.truncate(have);
+                match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(false),
+                    _ => Err(HostError::Io(e)),
+                }
+            }
+        }
+    }
+
     /// Waits for the next PDU.
     pub fn recv(&mut self) -> Result<Event<'_>, HostError> {
         self.next_pdu(|p| {
