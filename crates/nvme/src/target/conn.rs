@@ -290,11 +290,21 @@ impl Conn {
             Pdu::CapsuleCmd(c, data) => self.command(&c, data),
             Pdu::H2cData(h, data) => self.h2c_data(&h, data),
             Pdu::H2cTermReq(..) => Err(End::Closed),
-            _ => Err(fatal(
-                fes::INVALID_HEADER_FIELD,
-                0,
-                "PDU type a host does not send, or a second ICReq",
-            )),
+            other => {
+                let name = match other {
+                    Pdu::IcReq(_) => "a second ICReq",
+                    Pdu::IcResp(_) => "an ICResp",
+                    Pdu::C2hTermReq(..) => "a C2HTermReq",
+                    Pdu::CapsuleResp(_) => "a CapsuleResp",
+                    Pdu::C2hData(..) => "a C2HData",
+                    _ => "an R2T",
+                };
+                Err(fatal(
+                    fes::INVALID_HEADER_FIELD,
+                    0,
+                    format!("{name}, a PDU a host does not send here"),
+                ))
+            }
         }
     }
 
