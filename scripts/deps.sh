@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sanbench's tests and benchmarks drive as reference peers.
-# Idempotent: does nothing when everything is present. Needs root (CI runs as root).
+# qemu-system-x86, busybox-static, linux-image-amd64, socat: the Linux kernel as an NVMe/TCP
+# peer in a TCG guest (crates/testkit/src/vm.rs). Idempotent: does nothing when everything is
+# present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
-      iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python)
+      iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python
+      qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,7 +41,7 @@ pub enum Command {
     Diff(DiffArgs),
     /// What this host can measure: CPU, network, power sources.
     Monitors(MonitorArgs),
-    /// Serve a RAM-disk (or file) target: nbd or iscsi.
+    /// Serve a RAM-disk (or file) target: nbd, iscsi or nvme.
     Serve {
         #[command(subcommand)]
         command: ServeCommand,
@@ -360,6 +360,32 @@ pub enum ServeCommand {
     Nbd(ServeNbdArgs),
     /// An iSCSI target with RAM-backed LUNs (numbered from 0), discovery, digests, CHAP.
     Iscsi(ServeIscsiArgs),
+    /// An NVMe/TCP target: a discovery controller and one NVM subsystem whose namespace 1 is
+    /// RAM-backed (or a file), several I/O queues, digests, keep-alive.
+    Nvme(ServeNvmeArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeNvmeArgs {
+    /// Namespace size (RAM is allocated as written).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    #[arg(long, default_value = "127.0.0.1:4420", value_name = "ADDR")]
+    pub listen: String,
+    /// The NVM subsystem's NQN.
+    #[arg(
+        long,
+        default_value = "nqn.2026-11.io.sanbench:ram",
+        value_name = "NQN"
+    )]
+    pub nqn: String,
+    /// Back the namespace with this file instead of RAM (created or extended to --size).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -1,4 +1,4 @@
-//! `sanbench serve nbd|iscsi`: the built-in RAM-disk targets, in the foreground until Ctrl-C or
+//! `sanbench serve nbd|iscsi|nvme`: the built-in RAM-disk targets, in the foreground until Ctrl-C or
 //! SIGTERM, then a clean exit with a summary line that ends with the bytes the store holds
 //! ("allocated N bytes"): scripts precondition a server, stop it and read that figure.
 
@@ -7,13 +7,14 @@ use std::net::SocketAddr;
 use anyhow::Context;
 use sanbench_engine::units::{format_size, parse_duration, parse_size};
 
-use crate::args::{ServeCommand, ServeIscsiArgs, ServeNbdArgs};
+use crate::args::{ServeCommand, ServeIscsiArgs, ServeNbdArgs, ServeNvmeArgs};
 use crate::error::{usage, CliError};
 
 pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
     match cmd {
         ServeCommand::Nbd(a) => nbd(a),
         ServeCommand::Iscsi(a) => iscsi(a),
+        ServeCommand::Nvme(a) => nvme(a),
     }
 }
 
@@ -147,6 +148,49 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
     eprintln!(
         "sanbench iscsi target: stopped ({} connections, allocated {} bytes)",
         stats.connections.load(std::sync::atomic::Ordering::Relaxed),
+        stats.allocated_bytes()
+    );
+    Ok(())
+}
+
+fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
+    let size = match (&a.size, &a.file) {
+        (Some(s), _) => parse_size(s).map_err(|e| usage(format!("--size: {e}")))?,
+        (None, Some(_)) => 0,
+        (None, None) => return Err(usage("give --size (or --file to serve a file)")),
+    };
+    if size < 512 && a.file.is_none() {
+        return Err(usage("--size must be at least 512 bytes"));
+    }
+    let cfg = sanbench_nvme::target::TargetConfig {
+        listen: listen_addr(&a.listen)?,
+        nqn: a.nqn.clone(),
+        size,
+        file: a.file.clone(),
+        prealloc: a.prealloc,
+        ..Default::default()
+    };
+    let t = sanbench_nvme::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
+    let addr = t.local_addr();
+    // Before the ready line: whoever reads it may send SIGINT at once.
+    let stop = crate::signals::stop_flag();
+    println!(
+        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}); discovery at nvme+tcp://{addr}; \
+         Ctrl-C to stop",
+        a.nqn,
+        format_size(t.size()),
+        match (&a.file, a.prealloc) {
+            (Some(p), _) => format!("file {}", p.display()),
+            (None, false) => "RAM, allocated as written".into(),
+            (None, true) => "RAM, preallocated".into(),
+        },
+    );
+    let stats = t.stats();
+    t.run(stop).context("nvme target")?;
+    eprintln!(
+        "sanbench nvme target: stopped ({} connections, {} ended by an error, allocated {} bytes)",
+        stats.connections.load(std::sync::atomic::Ordering::Relaxed),
+        stats.failed.load(std::sync::atomic::Ordering::Relaxed),
         stats.allocated_bytes()
     );
     Ok(())

@@ -22,6 +22,9 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
                 let (base, opts) = iscsi_options(uri)?;
                 sanbench_iscsi::initiator::open(&base, &opts)?.into()
             }
+            TargetUri::Network { scheme, uri } if scheme == "nvme+tcp" => {
+                sanbench_nvme::initiator::open(uri)?.into()
+            }
             TargetUri::Network { scheme, .. } => {
                 return Err(usage(format!(
                     "{s}: the {scheme} engine is not built into this sanbench yet"

@@ -9,4 +9,7 @@
 //! Invariant: `wire` never imports `std::net`; decoders return a value, `Incomplete { needed }`
 //! or a typed error, and never panic on any input.
 
+pub mod host;
+pub mod initiator;
+pub mod target;
 pub mod wire;

@@ -268,3 +268,4 @@ mod tests {
             .all(|&p| TcpListener::bind(("127.0.0.1", p)).is_ok()));
     }
 }
+pub mod vm;

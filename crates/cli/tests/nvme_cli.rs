@@ -1,0 +1,116 @@
+//! `sanbench serve nvme` driven by `sanbench run` over `nvme+tcp://`, every read's data
+//! checked (--verify), with and without digests, writes in the capsule and on R2Ts, several
+//! workers (one I/O queue each); then the server's summary on SIGINT.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("sanbench")
+}
+
+fn serve() -> (Child, String) {
+    let mut child = Command::new(bin())
+        .args(["serve", "nvme", "--size", "32M", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let uri = line
+        .split_whitespace()
+        .find(|w| w.starts_with("nvme+tcp://") && w.ends_with("/1"))
+        .unwrap_or_else(|| panic!("no URI in {line:?}"))
+        .to_string();
+    (child, uri)
+}
+
+fn run(uri: &str, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(bin())
+        .args([
+            "run",
+            uri,
+            "--time",
+            "1s",
+            "--ramp",
+            "0",
+            "--quiet",
+            "--no-monitor",
+        ])
+        .args(["--verify", "--json", "-"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn run_verify_against_serve_nvme() {
+    let (mut child, uri) = serve();
+    // 4 KiB writes go in the capsule, 128 KiB ones on R2Ts; reads of both are checked.
+    let v = run(
+        &uri,
+        &[
+            "--precondition",
+            "fill",
+            "--bs",
+            "4k",
+            "--read",
+            "50",
+            "--qd",
+            "8",
+        ],
+    );
+    let r = &v["results"][0];
+    assert_eq!(r["info"]["params"]["model"], "SANBENCH", "{v}");
+    assert_eq!(r["info"]["params"]["in_capsule_bytes"], 8192);
+    assert!(
+        r["queues"][0]["in_capsule_writes"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
+    let digests = format!("{uri}?digest=header,data");
+    let v = run(
+        &digests,
+        &[
+            "--bs",
+            "128k",
+            "--read",
+            "50",
+            "--qd",
+            "4",
+            "--workers",
+            "3",
+        ],
+    );
+    let r = &v["results"][0];
+    assert_eq!(r["info"]["params"]["header_digest"], true, "{v}");
+    assert_eq!(r["info"]["params"]["data_digest"], true);
+    assert!(r["queues"][0]["r2t_writes"].as_u64().unwrap() > 0, "{v}");
+    assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("0 ended by an error"), "{err}");
+}

@@ -1,0 +1,325 @@
+//! The host side of one NVMe/TCP connection: the ICReq/ICResp exchange, sending capsules and
+//! H2CData, and receiving R2T, C2HData and CapsuleResp PDUs as [`Event`]s. Every wait has the
+//! connection's timeout, so a dead controller is a typed [`HostError::Timeout`].
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use zerocopy::little_endian::{U16, U32};
+
+use super::HostError;
+use crate::wire::cmd::DataPtr;
+use crate::wire::header::{
+    digest_bits, flags, pdu_type, zeroed, CapsuleCmd, CommonHeader, Cqe, DataHdr, IcReq, Sqe,
+};
+use crate::wire::pdu::{encode_pdu, parse_pdu, Pdu, PduRef, RxConfig, TxConfig};
+use crate::wire::Parsed;
+
+/// What a host asks for when it connects.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    pub header_digest: bool,
+    pub data_digest: bool,
+    pub hostnqn: String,
+    pub hostid: [u8; 16],
+    /// Every wait (connect, a reply) ends with [`HostError::Timeout`] after this long.
+    pub timeout: Duration,
+    /// Keep-alive timeout asked of the controller (ms); 0 for none.
+    pub kato_ms: u32,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            header_digest: false,
+            data_digest: false,
+            hostnqn: "nqn.2014-08.org.nvmexpress:uuid:5a9b0000-0000-4000-8000-73616e62656e".into(),
+            hostid: *b"sanbench-host-id",
+            timeout: Duration::from_secs(30),
+            kato_ms: 0,
+        }
+    }
+}
+
+/// A received PDU, as the host needs it.
+#[derive(Debug)]
+pub enum Event<'a> {
+    R2t {
+        cid: u16,
+        ttag: u16,
+        offset: u32,
+        len: u32,
+    },
+    Data {
+        cid: u16,
+        offset: u32,
+        data: &'a [u8],
+        /// The controller sent SUCCESS: no CapsuleResp follows.
+        success: bool,
+    },
+    Resp(Cqe),
+}
+
+pub struct Connection {
+    s: TcpStream,
+    rx: RxConfig,
+    tx: TxConfig,
+    rbuf: Vec<u8>,
+    consumed: usize,
+    wbuf: Vec<u8>,
+    /// MAXH2CDATA from the ICResp.
+    pub maxh2cdata: u32,
+    /// The most data a command may carry in its capsule (0 before Identify says).
+    pub in_capsule: usize,
+    pub header_digest: bool,
+    pub data_digest: bool,
+}
+
+impl Connection {
+    /// Connects and exchanges ICReq/ICResp; the digests asked for are required.
+    pub fn open(addr: SocketAddr, o: &HostOptions) -> Result<Connection, HostError> {
+        let s = TcpStream::connect_timeout(&addr, o.timeout).map_err(|e| {
+            if e.kind() == io::ErrorKind::TimedOut {
+                HostError::Timeout("connecting")
+            } else {
+                HostError::Io(e)
+            }
+        })?;
+        let _ = s.set_nodelay(true);
+        s.set_read_timeout(Some(o.timeout))?;
+        s.set_write_timeout(Some(o.timeout))?;
+        let mut c = Connection {
+            s,
+            rx: RxConfig {
+                header_digest: false,
+                data_digest: false,
+                max_data: 0,
+            },
+            tx: TxConfig::default(),
+            rbuf: Vec::with_capacity(256 * 1024),
+            consumed: 0,
+            wbuf: Vec::with_capacity(64 * 1024),
+            maxh2cdata: 0,
+            in_capsule: 0,
+            header_digest: o.header_digest,
+            data_digest: o.data_digest,
+        };
+        let mut req: IcReq = zeroed();
+        req.ch = CommonHeader::new(pdu_type::IC_REQ);
+        req.digest = if o.header_digest {
+            digest_bits::HDGST_ENABLE
+        } else {
+            0
+        } | if o.data_digest {
+            digest_bits::DDGST_ENABLE
+        } else {
+            0
+        };
+        encode_pdu(&mut c.wbuf, &req, &[], &c.tx);
+        c.flush()?;
+        let resp = c.next_pdu(|p| match p {
+            Pdu::IcResp(r) => Ok(r),
+            other => Err(HostError::Protocol(format!(
+                "expected an ICResp, got {other:?}"
+            ))),
+        })?;
+        let hd = resp.digest & digest_bits::HDGST_ENABLE != 0;
+        let dd = resp.digest & digest_bits::DDGST_ENABLE != 0;
+        if hd != o.header_digest || dd != o.data_digest {
+            return Err(HostError::Protocol(format!(
+                "asked for header digest {} and data digest {}, the controller granted {hd} and {dd}",
+                o.header_digest, o.data_digest
+            )));
+        }
+        c.maxh2cdata = resp.maxh2cdata.get();
+        c.rx = RxConfig {
+            header_digest: hd,
+            data_digest: dd,
+            max_data: 4 << 20,
+        };
+        c.tx = TxConfig {
+            header_digest: hd,
+            data_digest: dd,
+            pda: resp.cpda,
+        };
+        Ok(c)
+    }
+
+    pub fn set_timeout(&self, t: Duration) -> Result<(), HostError> {
+        self.s.set_read_timeout(Some(t))?;
+        Ok(())
+    }
+
+    /// Queues a command capsule; `data` goes in the capsule (the SGL says so).
+    pub fn send_cmd(&mut self, mut sqe: Sqe, data: &[u8]) {
+        if !data.is_empty() {
+            sqe.dptr = DataPtr::InCapsule {
+                offset: 0,
+                len: data.len() as u32,
+            }
+            .to_desc();
+        }
+        let mut c: CapsuleCmd = zeroed();
+        c.ch = CommonHeader::new(pdu_type::CAPSULE_CMD);
+        c.sqe = sqe;
+        encode_pdu(&mut self.wbuf, &c, data, &self.tx);
+    }
+
+    /// Queues H2CData PDUs answering an R2T for `data` (the asked range), in pieces of at most
+    /// MAXH2CDATA, the last one flagged.
+    pub fn send_h2c(&mut self, cid: u16, ttag: u16, offset: u32, data: &[u8]) {
+        let piece = (self.maxh2cdata as usize).max(4096);
+        let mut at = 0;
+        while at < data.len() {
+            let n = piece.min(data.len() - at);
+            let mut h: DataHdr = zeroed();
+            h.ch = CommonHeader::new(pdu_type::H2C_DATA);
+            if at + n == data.len() {
+                h.ch.flags = flags::LAST_PDU;
+            }
+            h.command_id = U16::new(cid);
+            h.ttag = U16::new(ttag);
+            h.data_offset = U32::new(offset + at as u32);
+            h.data_length = U32::new(n as u32);
+            encode_pdu(&mut self.wbuf, &h, &data[at..at + n], &self.tx);
+            at += n;
+        }
+    }
+
+    /// Sends what is queued.
+    pub fn flush(&mut self) -> Result<(), HostError> {
+        if !self.wbuf.is_empty() {
+            self.s.write_all(&self.wbuf).map_err(HostError::from_io)?;
+            self.wbuf.clear();
+        }
+        Ok(())
+    }
+
+    /// Bytes received and not yet consumed (a whole PDU may be among them).
+    pub fn buffered(&self) -> usize {
+        self.rbuf.len() - self.consumed
+    }
+
+    /// True when a whole PDU is buffered, so [`Connection::recv`] returns without waiting.
+    pub fn has_pdu(&self) -> bool {
+        let b = &self.rbuf[self.consumed..];
+        b.len() >= 8 && b.len() >= u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize
+    }
+
+    /// Reads what the socket has without waiting; false when it had nothing.
+    pub fn try_fill(&mut self) -> Result<bool, HostError> {
+        self.s.set_nonblocking(true)?;
+        let have = self.rbuf.len();
+        self.rbuf.resize(have + 64 * 1024, 0);
+        let r = self.s.read(&mut self.rbuf[have..]);
+        let _ = self.s.set_nonblocking(false);
+        match r {
+            Ok(0) => {
+                self.rbuf.truncate(have);
+                Err(HostError::Closed)
+            }
+            Ok(n) => {
+                self.rbuf.truncate(have + n);
+                Ok(true)
+            }
+            Err(e) => {
+                self.rbuf.truncate(have);
+                match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(false),
+                    _ => Err(HostError::Io(e)),
+                }
+            }
+        }
+    }
+
+    /// Waits for the next PDU.
+    pub fn recv(&mut self) -> Result<Event<'_>, HostError> {
+        self.next_pdu(|p| {
+            Ok(match p {
+                Pdu::R2t(r) => Event::R2t {
+                    cid: r.command_id.get(),
+                    ttag: r.ttag.get(),
+                    offset: r.r2t_offset.get(),
+                    len: r.r2t_length.get(),
+                },
+                Pdu::C2hData(h, data) => Event::Data {
+                    cid: h.command_id.get(),
+                    offset: h.data_offset.get(),
+                    data,
+                    success: h.ch.flags & flags::SUCCESS != 0,
+                },
+                Pdu::CapsuleResp(r) => Event::Resp(r.cqe),
+                Pdu::C2hTermReq(t, _) => {
+                    return Err(HostError::Terminated {
+                        fes: t.fes.get(),
+                        fei: t.fei.get(),
+                    })
+                }
+                other => {
+                    return Err(HostError::Protocol(format!(
+                        "unexpected PDU from the controller: {other:?}"
+                    )))
+                }
+            })
+        })
+    }
+
+    /// Reads until one whole PDU is buffered, then hands it to `f` typed.
+    fn next_pdu<'a, T>(
+        &'a mut self,
+        f: impl FnOnce(Pdu<'a>) -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        if self.consumed > 0 {
+            self.rbuf.drain(..self.consumed);
+            self.consumed = 0;
+        }
+        let (hlen, data_start, data_len, t, fl) = loop {
+            match parse_pdu(&self.rbuf, &self.rx)? {
+                Parsed::Complete { pdu, consumed } => {
+                    self.consumed = consumed;
+                    let start = pdu.data.as_ptr() as usize - self.rbuf.as_ptr() as usize;
+                    break (
+                        pdu.header.len(),
+                        start,
+                        pdu.data.len(),
+                        pdu.pdu_type,
+                        pdu.flags,
+                    );
+                }
+                Parsed::Incomplete { needed } => self.fill(needed)?,
+            }
+        };
+        let p = PduRef {
+            pdu_type: t,
+            flags: fl,
+            header: &self.rbuf[..hlen],
+            data: &self.rbuf[data_start..data_start + data_len],
+        };
+        f(p.decode()?)
+    }
+
+    fn fill(&mut self, needed: usize) -> Result<(), HostError> {
+        let have = self.rbuf.len();
+        self.rbuf.resize(have + needed.max(64 * 1024), 0);
+        let r = self.s.read(&mut self.rbuf[have..]);
+        match r {
+            Ok(0) => {
+                self.rbuf.truncate(have);
+                Err(HostError::Closed)
+            }
+            Ok(n) => {
+                self.rbuf.truncate(have + n);
+                Ok(())
+            }
+            Err(e) => {
+                self.rbuf.truncate(have);
+                if e.kind() == io::ErrorKind::Interrupted {
+                    Ok(())
+                } else {
+                    Err(HostError::from_io(e))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The `nvme+tcp://HOST[:PORT]/SUBSYSNQN[/NSID]` engine (port 4420, namespace 1): the admin
+//! queue connects and enables the controller when the target opens, and keeps it alive from a
+//! thread of its own (Keep Alive every KATO/3); each worker's queue is an I/O queue of its own
+//! connection ([`queue`]). Query keys: `digest=header,data` (either or both; a digest asked
+//! for is required), `hostnqn=NQN`, `kato=MS`.
+
+mod queue;
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use sanbench_engine::{EngineError, Queue, QueueConfig, Target, TargetInfo};
+use serde_json::json;
+
+use crate::host::conn::HostOptions;
+use crate::host::session::{connect_admin, connect_io, AdminSession};
+use crate::host::HostError;
+use crate::target::DISCOVERY_NQN;
+
+pub const DEFAULT_PORT: u16 = 4420;
+
+/// A parsed `nvme+tcp://` URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmeUri {
+    pub host: String,
+    pub port: u16,
+    pub subnqn: String,
+    pub nsid: u32,
+    pub header_digest: bool,
+    pub data_digest: bool,
+    pub hostnqn: Option<String>,
+    pub kato_ms: u32,
+}
+
+impl NvmeUri {
+    pub fn parse(uri: &str) -> Result<NvmeUri, EngineError> {
+        let bad = |why: String| EngineError::Invalid(format!("{uri}: {why}"));
+        let rest = uri
+            .strip_prefix("nvme+tcp://")
+            .ok_or_else(|| bad("not an nvme+tcp:// URI".into()))?;
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (hostport, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
+            let (h, p) = h
+                .split_once(']')
+                .ok_or_else(|| bad("unclosed [ in the address".into()))?;
+            (h.to_string(), p.strip_prefix(':').unwrap_or(""))
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), p),
+                None => (hostport.to_string(), ""),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("no host".into()));
+        }
+        let port = if port.is_empty() {
+            DEFAULT_PORT
+        } else {
+            port.parse()
+                .map_err(|_| bad(format!("port '{port}' is not a number")))?
+        };
+        let mut parts = path.split('/').filter(|s| !s.is_empty());
+        let subnqn = parts.next().unwrap_or("").to_string();
+        if subnqn.is_empty() || subnqn == DISCOVERY_NQN {
+            return Err(bad(
+                "name the NVM subsystem: nvme+tcp://HOST[:PORT]/SUBSYSNQN[/NSID]".into(),
+            ));
+        }
+        let nsid = match parts.next() {
+            Some(n) => n
+                .parse()
+                .ok()
+                .filter(|&n: &u32| n != 0 && n != u32::MAX)
+                .ok_or_else(|| bad(format!("namespace id '{n}' is not 1..0xfffffffe")))?,
+            None => 1,
+        };
+        if parts.next().is_some() {
+            return Err(bad("too many path parts after the NSID".into()));
+        }
+        let mut u = NvmeUri {
+            host,
+            port,
+            subnqn,
+            nsid,
+            header_digest: false,
+            data_digest: false,
+            hostnqn: None,
+            kato_ms: 15_000,
+        };
+        for kv in query.split('&').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            match k {
+                "digest" => {
+                    for d in v.split(',').filter(|s| !s.is_empty()) {
+                        match d {
+                            "header" => u.header_digest = true,
+                            "data" => u.data_digest = true,
+                            "none" => {}
+                            _ => {
+                                return Err(bad(format!("digest '{d}' (use header, data or both)")))
+                            }
+                        }
+                    }
+                }
+                "hostnqn" if !v.is_empty() => u.hostnqn = Some(v.to_string()),
+                "kato" => {
+                    u.kato_ms = v
+                        .parse()
+                        .map_err(|_| bad(format!("kato '{v}' is not milliseconds")))?
+                }
+                _ => return Err(bad(format!("unknown option '{k}' (digest, hostnqn, kato)"))),
+            }
+        }
+        Ok(u)
+    }
+}
+
+pub(crate) fn engine_err(peer: &str, e: HostError, timeout: Duration) -> EngineError {
+    match e {
+        HostError::Timeout(_) => EngineError::Timeout {
+            peer: peer.to_string(),
+            secs: timeout.as_secs_f64(),
+        },
+        HostError::Closed | HostError::Io(_) | HostError::Terminated { .. } => {
+            EngineError::Disconnected {
+                peer: peer.to_string(),
+                reason: e.to_string(),
+            }
+        }
+        other => EngineError::Protocol {
+            peer: peer.to_string(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+struct NvmeTarget {
+    addr: SocketAddr,
+    uri: NvmeUri,
+    opts: HostOptions,
+    info: TargetInfo,
+    admin: Arc<Mutex<AdminSession>>,
+    next_qid: AtomicU16,
+    stop: Arc<AtomicBool>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+/// Opens the target: connects and enables the controller, identifies the namespace. Asks for
+/// up to 64 I/O queues (one per worker, as many as the controller grants).
+pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
+    let u = NvmeUri::parse(uri)?;
+    let addr = (u.host.as_str(), u.port)
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Connect {
+            addr: format!("{}:{}", u.host, u.port),
+            reason: e.to_string(),
+        })?
+        .next()
+        .ok_or_else(|| EngineError::Connect {
+            addr: format!("{}:{}", u.host, u.port),
+            reason: "no address".into(),
+        })?;
+    let mut opts = HostOptions {
+        header_digest: u.header_digest,
+        data_digest: u.data_digest,
+        timeout: Duration::from_secs(10),
+        kato_ms: u.kato_ms,
+        ..HostOptions::default()
+    };
+    if let Some(h) = &u.hostnqn {
+        opts.hostnqn = h.clone();
+    }
+    let peer = addr.to_string();
+    let a = connect_admin(addr, &u.subnqn, u.nsid, 64, &opts).map_err(|e| match e {
+        HostError::Io(e) => EngineError::Connect {
+            addr: peer.clone(),
+            reason: e.to_string(),
+        },
+        e => engine_err(&peer, e, opts.timeout),
+    })?;
+    let Some(ns) = a.ns.clone() else {
+        return Err(EngineError::Invalid(format!(
+            "{uri}: a discovery controller"
+        )));
+    };
+    let bs = ns.block_size();
+    let mut params = BTreeMap::new();
+    params.insert("transport".into(), json!("tcp"));
+    params.insert("subnqn".into(), json!(u.subnqn));
+    params.insert("nsid".into(), json!(u.nsid));
+    params.insert("cntlid".into(), json!(a.cntlid));
+    params.insert("model".into(), json!(a.id.mn));
+    params.insert("serial".into(), json!(a.id.sn));
+    params.insert("firmware".into(), json!(a.id.fr));
+    params.insert("header_digest".into(), json!(u.header_digest));
+    params.insert("data_digest".into(), json!(u.data_digest));
+    params.insert("maxh2cdata".into(), json!(a.conn.maxh2cdata));
+    params.insert(
+        "in_capsule_bytes".into(),
+        json!((a.id.ioccsz as u64 * 16).saturating_sub(64)),
+    );
+    params.insert("io_queues_granted".into(), json!(a.queues));
+    params.insert(
+        "max_queue_entries".into(),
+        json!(crate::wire::fabrics::prop::cap_mqes(a.cap)),
+    );
+    params.insert("maxcmd".into(), json!(a.id.maxcmd));
+    params.insert("kato_ms".into(), json!(u.kato_ms));
+    let max_transfer = (a.id.mdts != 0)
+        .then(|| 4096u64.checked_shl(a.id.mdts as u32))
+        .flatten()
+        .map(|m| m.min(u32::MAX as u64) as u32);
+    if let Some(m) = max_transfer {
+        params.insert("mdts_bytes".into(), json!(m));
+    }
+    let info = TargetInfo {
+        uri: uri.to_string(),
+        engine: "nvme".into(),
+        size: ns.nsze * bs,
+        block_size: bs as u32,
+        max_transfer,
+        read_only: false,
+        params,
+    };
+    let admin = Arc::new(Mutex::new(a));
+    let stop = Arc::new(AtomicBool::new(false));
+    let keeper = (u.kato_ms > 0).then(|| {
+        let (admin, stop) = (admin.clone(), stop.clone());
+        let every = Duration::from_millis(u.kato_ms as u64 / 3);
+        std::thread::spawn(move || {
+            let mut last = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                if last.elapsed() >= every {
+                    last = Instant::now();
+                    let mut a = admin.lock().unwrap_or_else(|p| p.into_inner());
+                    if a.keep_alive().is_err() {
+                        return;
+                    }
+                }
+            }
+        })
+    });
+    Ok(Box::new(NvmeTarget {
+        addr,
+        uri: u,
+        opts,
+        info,
+        admin,
+        next_qid: AtomicU16::new(1),
+        stop,
+        keeper,
+    }))
+}
+
+impl Target for NvmeTarget {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        let (granted, conn) = {
+            let a = self.admin.lock().unwrap_or_else(|p| p.into_inner());
+            let qid = self.next_qid.fetch_add(1, Ordering::Relaxed);
+            if qid > a.queues {
+                return Err(EngineError::Invalid(format!(
+                    "{}: the controller granted {} I/O queues, fewer than the workers",
+                    self.info.uri, a.queues
+                )));
+            }
+            let mut o = self.opts.clone();
+            o.timeout = cfg.io_timeout;
+            let entries = (cfg.depth + 1).min(u16::MAX as u32) as u16;
+            let c = connect_io(self.addr, &self.uri.subnqn, &a, qid, entries, &o)
+                .map_err(|e| engine_err(&self.addr.to_string(), e, o.timeout))?;
+            (a.queues, c)
+        };
+        let _ = granted;
+        Ok(Box::new(queue::NvmeQueue::new(
+            conn,
+            cfg,
+            self.uri.nsid,
+            self.info.block_size,
+            self.addr.to_string(),
+        )))
+    }
+}
+
+impl Drop for NvmeTarget {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(k) = self.keeper.take() {
+            let _ = k.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris() {
+        let u = NvmeUri::parse("nvme+tcp://10.0.0.1/nqn.a:b").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.subnqn.as_str(), u.nsid),
+            ("10.0.0.1", 4420, "nqn.a:b", 1)
+        );
+        let u = NvmeUri::parse("nvme+tcp://[::1]:4421/nqn.x/3?digest=header,data&kato=0").unwrap();
+        assert_eq!(
+            (
+                u.host.as_str(),
+                u.port,
+                u.nsid,
+                u.header_digest,
+                u.data_digest,
+                u.kato_ms
+            ),
+            ("::1", 4421, 3, true, true, 0)
+        );
+        for bad in [
+            "nvme+tcp://h",
+            "nvme+tcp://h:x/nqn",
+            "nvme+tcp://h/nqn/0",
+            "nvme+tcp://h/nqn/1/2",
+            "nvme+tcp://h/nqn?digest=crc",
+            "nvme+tcp://h/nqn?foo=1",
+            "nbd://h/x",
+        ] {
+            assert!(NvmeUri::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

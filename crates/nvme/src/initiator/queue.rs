@@ -1,0 +1,247 @@
+//! One worker's I/O queue: its own connection, commands pipelined up to the queue depth with
+//! the scheduler's tag as the command id. Writes up to the controller's in-capsule size (IOCCSZ)
+//! travel in the capsule; larger ones wait for R2Ts and go out as H2CData straight from the
+//! arena; reads land from C2HData straight into the arena. Trim is Dataset Management
+//! (deallocate) with its range in the capsule.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig};
+
+use super::engine_err;
+use crate::host::conn::{Connection, Event};
+use crate::wire::cmd::{io, rw_sqe, sqe, DataPtr, Rw};
+use crate::wire::status::Status;
+
+const EIO: i32 = 5;
+
+pub(crate) struct NvmeQueue {
+    conn: Connection,
+    arena: Arc<Arena>,
+    nsid: u32,
+    block: u64,
+    /// In flight, by command id (= tag).
+    slots: Vec<Option<Io>>,
+    inflight: usize,
+    timeout: Duration,
+    peer: String,
+    in_capsule_writes: u64,
+    r2t_writes: u64,
+    failed_status: Option<Status>,
+}
+
+impl NvmeQueue {
+    pub fn new(conn: Connection, cfg: &QueueConfig, nsid: u32, block: u32, peer: String) -> Self {
+        NvmeQueue {
+            conn,
+            arena: cfg.arena.clone(),
+            nsid,
+            block: block.max(1) as u64,
+            slots: vec![None; cfg.depth.max(1) as usize],
+            inflight: 0,
+            timeout: cfg.io_timeout,
+            peer,
+            in_capsule_writes: 0,
+            r2t_writes: 0,
+            failed_status: None,
+        }
+    }
+
+    fn err(&self, e: crate::host::HostError) -> EngineError {
+        engine_err(&self.peer, e, self.timeout)
+    }
+
+    fn protocol(&self, reason: String) -> EngineError {
+        EngineError::Protocol {
+            peer: self.peer.clone(),
+            reason,
+        }
+    }
+
+    fn slot(&self, cid: u16) -> Result<Io, EngineError> {
+        self.slots
+            .get(cid as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| {
+                self.protocol(format!("a PDU for command {cid}, which is not in flight"))
+            })
+    }
+
+    fn complete(&mut self, cid: u16, result: i32, out: &mut Vec<Completion>) {
+        if let Some(io) = self.slots.get_mut(cid as usize).and_then(Option::take) {
+            self.inflight -= 1;
+            out.push(Completion {
+                tag: io.tag,
+                result,
+            });
+        }
+    }
+
+    /// Handles one received PDU.
+    fn event(&mut self, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        let ev = match self.conn.recv() {
+            Ok(e) => e,
+            Err(e) => return Err(self.err(e)),
+        };
+        match ev {
+            Event::Resp(q) => {
+                let cid = q.command_id.get();
+                let st = Status::from_field(q.status.get());
+                let _ = self.slot(cid)?;
+                if !st.is_success() {
+                    self.failed_status = Some(st);
+                }
+                self.complete(cid, if st.is_success() { 0 } else { -EIO }, out);
+            }
+            Event::Data {
+                cid,
+                offset,
+                data,
+                success,
+            } => {
+                let end = offset as u64 + data.len() as u64;
+                let io = match self.slots.get(cid as usize).copied().flatten() {
+                    Some(io) if io.op == Op::Read && end <= io.len as u64 => io,
+                    _ => {
+                        return Err(EngineError::Protocol {
+                            peer: self.peer.clone(),
+                            reason: format!(
+                                "C2HData [{offset}, {end}) for command {cid}, not a read in flight \
+                                 that long"
+                            ),
+                        })
+                    }
+                };
+                // SAFETY: the scheduler gives each in-flight I/O its own arena region and
+                // this read owns [buf, buf + len) until it completes.
+                let dst = unsafe { self.arena.slice_mut(io.buf + offset as usize, data.len()) };
+                dst.copy_from_slice(data);
+                if success {
+                    self.complete(cid, 0, out);
+                }
+            }
+            Event::R2t {
+                cid,
+                ttag,
+                offset,
+                len,
+            } => {
+                let io = self.slot(cid)?;
+                let end = offset as u64 + len as u64;
+                if io.op != Op::Write || end > io.len as u64 || len == 0 {
+                    return Err(self.protocol(format!(
+                        "R2T [{offset}, {end}) for command {cid} of {} bytes",
+                        io.len
+                    )));
+                }
+                // SAFETY: a write's region is only read while it is in flight.
+                let src = unsafe { self.arena.slice(io.buf + offset as usize, len as usize) };
+                self.conn.send_h2c(cid, ttag, offset, src);
+                self.conn.flush().map_err(|e| self.err(e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Queue for NvmeQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        for io in ios {
+            let cid = io.tag as u16;
+            let Some(slot) = self.slots.get_mut(io.tag as usize) else {
+                return Err(EngineError::Invalid(format!(
+                    "tag {} above the queue depth",
+                    io.tag
+                )));
+            };
+            if slot.is_some() {
+                return Err(EngineError::Invalid(format!(
+                    "tag {} already in flight",
+                    io.tag
+                )));
+            }
+            if !io.offset.is_multiple_of(self.block) || !(io.len as u64).is_multiple_of(self.block)
+            {
+                return Err(EngineError::Invalid(format!(
+                    "{} bytes at {} are not whole {}-byte blocks",
+                    io.len, io.offset, self.block
+                )));
+            }
+            let rw = Rw {
+                nsid: self.nsid,
+                slba: io.offset / self.block,
+                nlb: (io.len as u64 / self.block) as u32,
+                fua: false,
+            };
+            *slot = Some(*io);
+            self.inflight += 1;
+            match io.op {
+                Op::Read => {
+                    let s = rw_sqe(io::READ, cid, rw, DataPtr::Transport { len: io.len });
+                    self.conn.send_cmd(s, &[]);
+                }
+                Op::Write if io.len as usize <= self.conn.in_capsule => {
+                    let s = rw_sqe(io::WRITE, cid, rw, DataPtr::Transport { len: io.len });
+                    // SAFETY: the write's region is not written while it is in flight.
+                    let src = unsafe { self.arena.slice(io.buf, io.len as usize) };
+                    self.conn.send_cmd(s, src);
+                    self.in_capsule_writes += 1;
+                }
+                Op::Write => {
+                    let s = rw_sqe(io::WRITE, cid, rw, DataPtr::Transport { len: io.len });
+                    self.conn.send_cmd(s, &[]);
+                    self.r2t_writes += 1;
+                }
+                Op::Flush => {
+                    let s = sqe(io::FLUSH, cid, self.nsid, DataPtr::Transport { len: 0 });
+                    self.conn.send_cmd(s, &[]);
+                }
+                Op::Trim => {
+                    let mut s = sqe(io::DSM, cid, self.nsid, DataPtr::Transport { len: 0 });
+                    s.cdw10.set(0); // one range
+                    s.cdw11.set(1 << 2); // deallocate
+                    let mut r = [0u8; 16];
+                    r[4..8].copy_from_slice(&rw.nlb.to_le_bytes());
+                    r[8..16].copy_from_slice(&rw.slba.to_le_bytes());
+                    self.conn.send_cmd(s, &r);
+                }
+            }
+        }
+        self.conn.flush().map_err(|e| self.err(e))
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        let start = out.len();
+        let want = min.min(self.inflight);
+        loop {
+            while self.conn.has_pdu() {
+                self.event(out)?;
+            }
+            if out.len() - start >= want && (want > 0 || self.inflight == 0) {
+                return Ok(());
+            }
+            if want == 0 {
+                // A poll: take what the socket has, without waiting.
+                match self.conn.try_fill() {
+                    Ok(true) => continue,
+                    Ok(false) => return Ok(()),
+                    Err(e) => return Err(self.err(e)),
+                }
+            }
+            self.event(out)?;
+        }
+    }
+
+    fn stats(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut m = BTreeMap::new();
+        m.insert("in_capsule_writes".into(), self.in_capsule_writes.into());
+        m.insert("r2t_writes".into(), self.r2t_writes.into());
+        if let Some(st) = self.failed_status {
+            m.insert("last_error_status".into(), st.to_string().into());
+        }
+        m
+    }
+}

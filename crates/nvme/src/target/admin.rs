@@ -1,0 +1,324 @@
+//! The admin queue: Fabrics Connect (for every queue), Property Get/Set, Identify, Set/Get
+//! Features, Get Log Page (the discovery log on the discovery controller; empty error, SMART
+//! and firmware pages), Asynchronous Event Requests (held: no event is ever reported), Keep
+//! Alive and Abort. Every command but Connect and the property commands needs CSTS.RDY
+//! (NVMe Base 2.0 §3.5.1: Command Sequence Error otherwise).
+
+use std::sync::atomic::Ordering;
+
+use super::conn::{Conn, End, Queue};
+use super::ctrl::{ADMIN_QUEUE_SIZE, BLOCK, DISCOVERY_NQN};
+use super::io::MDTS;
+use crate::wire::cmd::{feature, Command, DataPtr};
+use crate::wire::fabrics::{nqn_str, prop, Connect, ConnectData};
+use crate::wire::identify::{
+    cns, encode_ns_descs, encode_ns_list, nidt, IdCtrl, IdNs, NsDesc, CNTRLTYPE_DISCOVERY,
+    CNTRLTYPE_IO, IDENTIFY_LEN,
+};
+use crate::wire::status::Status;
+
+/// Asynchronous Event Request Limit, 0's based.
+const AERL: u8 = 3;
+/// CAP.TO: 5 s in 500 ms units.
+const CAP_TO: u8 = 10;
+/// Discovery log page.
+const LID_DISCOVERY: u8 = 0x70;
+
+/// Connect's "invalid parameter" result: the offset of the bad field in the SQE...
+fn ipo_sqe(off: u32) -> u64 {
+    off as u64
+}
+
+/// ...or in the Connect data (IATTR set).
+fn ipo_data(off: u32) -> u64 {
+    (1 << 16) | off as u64
+}
+
+impl Conn {
+    pub(super) fn connect(&mut self, cid: u16, c: &Connect, data: &[u8]) -> Result<(), End> {
+        if self.q.is_some() {
+            return self.resp(cid, Status::CMD_SEQ_ERROR, 0);
+        }
+        if c.recfmt != 0 {
+            return self.resp(cid, Status::CONNECT_FORMAT, 0);
+        }
+        let Ok(d) = ConnectData::parse(data) else {
+            return self.resp(cid, Status::SGL_INVALID_DATA, 0);
+        };
+        let bad = Status::CONNECT_INVALID_PARAM;
+        let Some(sub) = nqn_str(&d.subsysnqn) else {
+            return self.resp(cid, bad, ipo_data(256));
+        };
+        let Some(host) = nqn_str(&d.hostnqn).filter(|h| !h.is_empty()) else {
+            return self.resp(cid, bad, ipo_data(512));
+        };
+        let discovery = sub == DISCOVERY_NQN;
+        if !discovery && sub != self.sh.cfg.nqn {
+            return self.resp(cid, bad, ipo_data(256));
+        }
+        if c.qid == 0 {
+            if d.cntlid.get() != 0xffff {
+                return self.resp(cid, bad, ipo_data(16));
+            }
+            if c.sqsize == 0 || c.sqsize >= ADMIN_QUEUE_SIZE {
+                return self.resp(cid, bad, ipo_sqe(44));
+            }
+            let Some(ctrl) = self.sh.create_ctrl(host, discovery, c.kato) else {
+                return self.resp(cid, Status::CONNECT_CTRL_BUSY, 0);
+            };
+            let id = ctrl.cntlid;
+            self.q = Some(Queue {
+                qid: 0,
+                size: c.sqsize + 1,
+                ctrl,
+            });
+            return self.resp(cid, Status::SUCCESS, id as u64);
+        }
+        if discovery {
+            return self.resp(cid, bad, ipo_sqe(42));
+        }
+        let Some(ctrl) = self
+            .sh
+            .find_ctrl(d.cntlid.get())
+            .filter(|x| x.hostnqn == host && !x.discovery)
+        else {
+            return self.resp(cid, bad, ipo_data(16));
+        };
+        if !ctrl.ready() {
+            return self.resp(cid, Status::CMD_SEQ_ERROR, 0);
+        }
+        let granted = ctrl.queues_granted.load(Ordering::Relaxed);
+        let max = if granted > 0 {
+            granted
+        } else {
+            self.sh.cfg.max_io_queues
+        };
+        if c.qid > max {
+            return self.resp(cid, bad, ipo_sqe(42));
+        }
+        if c.sqsize == 0 || c.sqsize >= self.sh.cfg.max_queue_size {
+            return self.resp(cid, bad, ipo_sqe(44));
+        }
+        if !ctrl.claim_queue(c.qid) {
+            return self.resp(cid, bad, ipo_sqe(42));
+        }
+        let id = ctrl.cntlid;
+        self.q = Some(Queue {
+            qid: c.qid,
+            size: c.sqsize + 1,
+            ctrl,
+        });
+        self.resp(cid, Status::SUCCESS, id as u64)
+    }
+}
+
+pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Result<(), End> {
+    let Some(ctrl) = c.q.as_ref().map(|q| q.ctrl.clone()) else {
+        return c.resp(cid, Status::CMD_SEQ_ERROR, 0);
+    };
+    let cfg = &c.sh.cfg;
+    match cmd {
+        Command::PropertyGet { eight, offset } => {
+            let (v, wide) = match offset {
+                prop::CAP => (prop::cap(cfg.max_queue_size, CAP_TO), true),
+                prop::VS => (prop::VS_1_3 as u64, false),
+                prop::CC => (ctrl.cc.load(Ordering::Relaxed) as u64, false),
+                prop::CSTS => (ctrl.csts.load(Ordering::Relaxed) as u64, false),
+                _ => return c.resp(cid, Status::INVALID_FIELD, 0),
+            };
+            if wide != eight {
+                return c.resp(cid, Status::INVALID_FIELD, 0);
+            }
+            return c.resp(cid, Status::SUCCESS, v);
+        }
+        Command::PropertySet {
+            eight,
+            offset,
+            value,
+        } => {
+            if offset != prop::CC || eight {
+                return c.resp(cid, Status::INVALID_FIELD, 0);
+            }
+            ctrl.set_cc(value as u32);
+            return c.resp(cid, Status::SUCCESS, 0);
+        }
+        _ => {}
+    }
+    if !ctrl.ready() {
+        return c.resp(cid, Status::CMD_SEQ_ERROR, 0);
+    }
+    // Any admin command restarts the keep-alive timer (Traffic Based Keep Alive is not
+    // advertised, but a host that is talking is alive).
+    ctrl.keep_alive();
+    let to_host = |c: &mut Conn, data: Vec<u8>| -> Result<(), End> {
+        match dp {
+            DataPtr::Transport { len } => {
+                c.c2h(cid, &data, len);
+                c.resp(cid, Status::SUCCESS, 0)
+            }
+            DataPtr::InCapsule { .. } => c.resp(cid, Status::SGL_INVALID_TYPE, 0),
+        }
+    };
+    match cmd {
+        Command::Identify { cns, nsid, csi, .. } => {
+            let ns_ok = nsid == 1 && !ctrl.discovery;
+            let data = match cns {
+                cns::CONTROLLER => identify_ctrl(c, ctrl.cntlid, ctrl.discovery),
+                cns::NAMESPACE if ns_ok => IdNs {
+                    nsze: c.sh.blocks,
+                    ncap: c.sh.blocks,
+                    nuse: c.sh.store.allocated_bytes().min(c.sh.blocks * BLOCK) / BLOCK,
+                    nsfeat: 1,
+                    lbads: BLOCK.trailing_zeros() as u8,
+                    dlfeat: 1,
+                    nguid: c.sh.nguid,
+                }
+                .encode(),
+                cns::ACTIVE_NS_LIST => {
+                    let list: &[u32] = if ctrl.discovery { &[] } else { &[1] };
+                    encode_ns_list(list, nsid)
+                }
+                cns::NS_DESC_LIST if ns_ok => encode_ns_descs(&[
+                    NsDesc {
+                        nidt: nidt::NGUID,
+                        nid: c.sh.nguid.to_vec(),
+                    },
+                    NsDesc {
+                        nidt: nidt::CSI,
+                        nid: vec![0],
+                    },
+                ]),
+                // I/O command set specific namespace and controller data of the NVM set: no
+                // limits to report, all zeros.
+                0x05 if ns_ok && csi == 0 => vec![0; IDENTIFY_LEN],
+                0x06 if csi == 0 && !ctrl.discovery => vec![0; IDENTIFY_LEN],
+                cns::NAMESPACE | cns::NS_DESC_LIST | 0x05 => {
+                    return c.resp(cid, Status::INVALID_NS, 0)
+                }
+                _ => return c.resp(cid, Status::INVALID_FIELD, 0),
+            };
+            to_host(c, data)
+        }
+        Command::SetFeatures { fid, cdw11, .. } => match fid {
+            feature::NUM_QUEUES => {
+                let (nsqr, ncqr) = (cdw11 & 0xffff, cdw11 >> 16);
+                if nsqr == 0xffff || ncqr == 0xffff {
+                    return c.resp(cid, Status::INVALID_FIELD, 0);
+                }
+                let max = cfg.max_io_queues as u32;
+                let n = (nsqr + 1).min(ncqr + 1).min(max).max(1);
+                ctrl.queues_granted.store(n as u16, Ordering::Relaxed);
+                c.resp(cid, Status::SUCCESS, ((n - 1) | (n - 1) << 16) as u64)
+            }
+            feature::KATO => {
+                ctrl.kato_ms.store(cdw11, Ordering::Relaxed);
+                c.resp(cid, Status::SUCCESS, 0)
+            }
+            feature::ASYNC_EVENT_CONFIG | feature::VOLATILE_WC => c.resp(cid, Status::SUCCESS, 0),
+            _ => c.resp(cid, Status::INVALID_FIELD, 0),
+        },
+        Command::GetFeatures { fid, .. } => {
+            let v = match fid {
+                feature::NUM_QUEUES => {
+                    let g = ctrl.queues_granted.load(Ordering::Relaxed);
+                    let n = if g > 0 { g } else { cfg.max_io_queues } as u32 - 1;
+                    n | n << 16
+                }
+                feature::KATO => ctrl.kato_ms.load(Ordering::Relaxed),
+                feature::ASYNC_EVENT_CONFIG => 0,
+                feature::VOLATILE_WC => 1,
+                _ => return c.resp(cid, Status::INVALID_FIELD, 0),
+            };
+            c.resp(cid, Status::SUCCESS, v as u64)
+        }
+        Command::GetLogPage {
+            lid, numd, offset, ..
+        } => {
+            let page = match lid {
+                LID_DISCOVERY if ctrl.discovery => discovery_log(c),
+                0x01..=0x03 => vec![0; 512],
+                _ => return c.resp(cid, Status::INVALID_LOG_PAGE, 0),
+            };
+            let want = (numd as u64 * 4).min(dp.len() as u64) as usize;
+            let Ok(start) = usize::try_from(offset) else {
+                return c.resp(cid, Status::INVALID_FIELD, 0);
+            };
+            if start % 4 != 0 || start > page.len() {
+                return c.resp(cid, Status::INVALID_FIELD, 0);
+            }
+            let mut out = page[start..].to_vec();
+            out.resize(want, 0);
+            to_host(c, out)
+        }
+        Command::AsyncEvent => {
+            if c.aers > AERL as u32 {
+                return c.resp(cid, Status::ASYNC_LIMIT, 0);
+            }
+            c.aers += 1;
+            Ok(())
+        }
+        Command::KeepAlive => c.resp(cid, Status::SUCCESS, 0),
+        // Nothing waits long enough to abort: "command not aborted" (DW0 bit 0).
+        Command::Abort => c.resp(cid, Status::SUCCESS, 1),
+        _ => c.resp(cid, Status::INVALID_OPCODE, 0),
+    }
+}
+
+fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
+    let cfg = &c.sh.cfg;
+    IdCtrl {
+        // No PCI vendor: sanbench is recognised by its model number.
+        vid: 0,
+        sn: format!("{:08x}", crc32c::crc32c(c.sh.nguid.as_slice())),
+        mn: "SANBENCH".into(),
+        fr: env!("CARGO_PKG_VERSION").into(),
+        mdts: MDTS,
+        cntlid,
+        ver: prop::VS_1_3,
+        cntrltype: if discovery {
+            CNTRLTYPE_DISCOVERY
+        } else {
+            CNTRLTYPE_IO
+        },
+        aerl: AERL,
+        kas: 10,
+        maxcmd: cfg.max_queue_size,
+        nn: if discovery { 0 } else { 1 },
+        // Dataset Management and Write Zeroes.
+        oncs: if discovery { 0 } else { 1 << 2 | 1 << 3 },
+        vwc: if discovery { 0 } else { 1 },
+        // SGLs supported (no alignment), in-capsule data offsets (bit 20).
+        sgls: 1 | 1 << 20,
+        subnqn: if discovery {
+            DISCOVERY_NQN.into()
+        } else {
+            cfg.nqn.clone()
+        },
+        ioccsz: (64 + cfg.in_capsule) / 16,
+        iorcsz: 1,
+        icdoff: 0,
+        msdbd: 1,
+    }
+    .encode()
+}
+
+/// The discovery log page (NVMe-oF 1.1 §5.3): one NVM subsystem at the listening address.
+fn discovery_log(c: &Conn) -> Vec<u8> {
+    let mut b = vec![0u8; 2048];
+    b[0..8].copy_from_slice(&1u64.to_le_bytes()); // generation counter
+    b[8..16].copy_from_slice(&1u64.to_le_bytes()); // one record
+    let e = &mut b[1024..];
+    e[0] = 3; // TCP
+    e[1] = if c.sh.local.is_ipv4() { 1 } else { 2 };
+    e[2] = 2; // NVM subsystem
+    e[4..6].copy_from_slice(&1u16.to_le_bytes());
+    e[6..8].copy_from_slice(&0xffffu16.to_le_bytes());
+    e[8..10].copy_from_slice(&ADMIN_QUEUE_SIZE.to_le_bytes());
+    let svc = c.sh.local.port().to_string();
+    e[32..32 + svc.len()].copy_from_slice(svc.as_bytes());
+    let nqn = c.sh.cfg.nqn.as_bytes();
+    e[256..256 + nqn.len()].copy_from_slice(nqn);
+    let addr = c.sh.local.ip().to_string();
+    e[512..512 + addr.len()].copy_from_slice(addr.as_bytes());
+    b
+}

@@ -1,0 +1,464 @@
+//! One connection (one queue pair): the ICReq/ICResp exchange, then PDUs in and out until the
+//! host closes, the controller goes away or the host breaks the protocol. A broken PDU ends the
+//! connection with a C2HTermReq naming the error (NVMe/TCP 1.0 §3.6.2.9, §3.7: fatal errors);
+//! a bad command only fails that command with a status.
+//!
+//! Replies gather in `wbuf` and go out when no whole PDU is left to handle, so a pipelining
+//! host's commands are answered in one write.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zerocopy::little_endian::{U16, U32};
+
+use super::ctrl::{Ctrl, Shared, ADMIN_QUEUE_SIZE};
+use super::io::PendingWrite;
+use crate::wire::cmd::{Command, DataPtr};
+use crate::wire::header::{
+    digest_bits, flags, pdu_type, zeroed, CapsuleCmd, CapsuleResp, CommonHeader, Cqe, DataHdr,
+    IcResp, R2t, TermReq,
+};
+use crate::wire::pdu::{encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
+use crate::wire::status::Status;
+use crate::wire::{fes, Parsed, WireError};
+
+/// Why a connection ended other than by the host closing it.
+#[derive(Debug)]
+pub(crate) enum End {
+    Closed,
+    Io(io::Error),
+    Fatal { fes: u16, fei: u32, what: String },
+}
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            End::Closed => write!(f, "closed"),
+            End::Io(e) => write!(f, "{e}"),
+            End::Fatal { fes, fei, what } => write!(f, "{what} (C2HTermReq FES {fes} FEI {fei})"),
+        }
+    }
+}
+
+impl From<io::Error> for End {
+    fn from(e: io::Error) -> End {
+        End::Io(e)
+    }
+}
+
+pub(crate) fn fatal(fes: u16, fei: u32, what: impl Into<String>) -> End {
+    End::Fatal {
+        fes,
+        fei,
+        what: what.into(),
+    }
+}
+
+impl From<WireError> for End {
+    fn from(e: WireError) -> End {
+        let (fes, fei) = e.fes();
+        fatal(fes, fei, e.to_string())
+    }
+}
+
+/// The queue a Connect bound this connection to.
+pub(crate) struct Queue {
+    pub qid: u16,
+    /// Entries (1-based).
+    pub size: u16,
+    pub ctrl: Arc<Ctrl>,
+}
+
+pub(crate) struct Conn {
+    s: TcpStream,
+    pub sh: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    rx: RxConfig,
+    tx: TxConfig,
+    wbuf: Vec<u8>,
+    pub q: Option<Queue>,
+    sqhd: u16,
+    pub pending: HashMap<u16, PendingWrite>,
+    next_ttag: u16,
+    /// Asynchronous Event Requests held (no event is ever reported).
+    pub aers: u32,
+}
+
+/// Before its ICReq, and between commands when the queue has no keep-alive, a host may be
+/// silent this long.
+const IDLE_LIMIT: Duration = Duration::from_secs(30);
+
+pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Result<(), End> {
+    let _ = s.set_nodelay(true);
+    s.set_read_timeout(Some(Duration::from_millis(200)))?;
+    // A host that stops reading must not hold its thread forever.
+    s.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let mut c = Conn {
+        s,
+        sh,
+        stop,
+        rx: RxConfig {
+            header_digest: false,
+            data_digest: false,
+            max_data: 0,
+        },
+        tx: TxConfig::default(),
+        wbuf: Vec::with_capacity(256 * 1024),
+        q: None,
+        sqhd: 0,
+        pending: HashMap::new(),
+        next_ttag: 0,
+        aers: 0,
+    };
+    let r = c.run();
+    if let Some(q) = c.q.take() {
+        if q.qid == 0 {
+            c.sh.remove_ctrl(&q.ctrl);
+        } else {
+            q.ctrl.release_queue(q.qid);
+        }
+    }
+    match r {
+        Ok(()) | Err(End::Closed) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl Conn {
+    fn run(&mut self) -> Result<(), End> {
+        let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
+        let mut pos = 0;
+        let mut ic_done = false;
+        let mut last_rx = Instant::now();
+        loop {
+            let parsed = parse_pdu(&buf[pos..], &self.rx);
+            let r = match parsed {
+                Ok(Parsed::Complete { pdu, consumed }) => {
+                    let r = pdu
+                        .decode()
+                        .map_err(End::from)
+                        .and_then(|p| self.handle(p, &mut ic_done));
+                    if r.is_ok() {
+                        pos += consumed;
+                    }
+                    r
+                }
+                Ok(Parsed::Incomplete { needed }) => {
+                    self.flush()?;
+                    if pos > 0 {
+                        buf.drain(..pos);
+                        pos = 0;
+                    }
+                    if self.fill(&mut buf, needed)? {
+                        last_rx = Instant::now();
+                    } else {
+                        self.check_alive(ic_done, last_rx)?;
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(End::from(e)),
+            };
+            if let Err(e) = r {
+                if let End::Fatal { fes, fei, .. } = &e {
+                    let end = buf.len().min(pos + 128);
+                    self.term(*fes, *fei, &buf[pos..end]);
+                }
+                return Err(e);
+            }
+            if self.wbuf.len() > 1 << 20 {
+                self.flush()?;
+            }
+        }
+    }
+
+    /// Reads what the socket has (at least one byte, at most what fits); false on a timeout.
+    fn fill(&mut self, buf: &mut Vec<u8>, needed: usize) -> Result<bool, End> {
+        let have = buf.len();
+        let want = needed.max(64 * 1024);
+        buf.resize(have + want, 0);
+        let r = self.s.read(&mut buf[have..]);
+        match r {
+            Ok(0) => {
+                buf.truncate(have);
+                Err(End::Closed)
+            }
+            Ok(n) => {
+                buf.truncate(have + n);
+                Ok(true)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                buf.truncate(have);
+                Ok(false)
+            }
+            Err(e) => {
+                buf.truncate(have);
+                Err(End::Io(e))
+            }
+        }
+    }
+
+    fn check_alive(&self, ic_done: bool, last_rx: Instant) -> Result<(), End> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(End::Closed);
+        }
+        let now = Instant::now();
+        match &self.q {
+            Some(q) if q.ctrl.dead.load(Ordering::Relaxed) => Err(End::Closed),
+            Some(q) if q.qid == 0 && q.ctrl.keep_alive_expired(now) => {
+                self.sh.remove_ctrl(&q.ctrl);
+                Err(End::Io(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "keep-alive timeout expired",
+                )))
+            }
+            Some(q) if q.ctrl.kato_ms.load(Ordering::Relaxed) != 0 => Ok(()),
+            _ if !ic_done || self.q.is_none() => {
+                if now.duration_since(last_rx) > IDLE_LIMIT {
+                    Err(End::Io(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "host silent before connecting",
+                    )))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), End> {
+        if !self.wbuf.is_empty() {
+            self.s.write_all(&self.wbuf)?;
+            self.wbuf.clear();
+        }
+        Ok(())
+    }
+
+    /// Sends a C2HTermReq carrying the offending header, best effort (the connection closes).
+    fn term(&mut self, fes: u16, fei: u32, offending: &[u8]) {
+        let mut t: TermReq = zeroed();
+        t.ch = CommonHeader::new(pdu_type::C2H_TERM_REQ);
+        t.fes = U16::new(fes);
+        t.fei = U32::new(fei);
+        let _ = self.flush();
+        encode_pdu(&mut self.wbuf, &t, offending, &self.tx);
+        let _ = self.flush();
+    }
+
+    fn handle(&mut self, p: Pdu<'_>, ic_done: &mut bool) -> Result<(), End> {
+        if !*ic_done {
+            let Pdu::IcReq(req) = p else {
+                return Err(fatal(
+                    fes::PDU_SEQUENCE_ERROR,
+                    0,
+                    "first PDU is not an ICReq",
+                ));
+            };
+            let hd = req.digest & digest_bits::HDGST_ENABLE != 0;
+            let dd = req.digest & digest_bits::DDGST_ENABLE != 0;
+            let mut r: IcResp = zeroed();
+            r.ch = CommonHeader::new(pdu_type::IC_RESP);
+            r.cpda = 0;
+            r.digest = req.digest & (digest_bits::HDGST_ENABLE | digest_bits::DDGST_ENABLE);
+            r.maxh2cdata = U32::new(self.sh.cfg.max_h2c_data);
+            encode_pdu(&mut self.wbuf, &r, &[], &self.tx);
+            self.rx = RxConfig {
+                header_digest: hd,
+                data_digest: dd,
+                max_data: self.sh.cfg.max_h2c_data.max(self.sh.cfg.in_capsule),
+            };
+            self.tx = TxConfig {
+                header_digest: hd,
+                data_digest: dd,
+                pda: req.hpda,
+            };
+            *ic_done = true;
+            return Ok(());
+        }
+        match p {
+            Pdu::CapsuleCmd(c, data) => self.command(&c, data),
+            Pdu::H2cData(h, data) => self.h2c_data(&h, data),
+            Pdu::H2cTermReq(..) => Err(End::Closed),
+            other => {
+                let name = match other {
+                    Pdu::IcReq(_) => "a second ICReq",
+                    Pdu::IcResp(_) => "an ICResp",
+                    Pdu::C2hTermReq(..) => "a C2HTermReq",
+                    Pdu::CapsuleResp(_) => "a CapsuleResp",
+                    Pdu::C2hData(..) => "a C2HData",
+                    _ => "an R2T",
+                };
+                Err(fatal(
+                    fes::INVALID_HEADER_FIELD,
+                    0,
+                    format!("{name}, a PDU a host does not send here"),
+                ))
+            }
+        }
+    }
+
+    fn command(&mut self, c: &CapsuleCmd, data: &[u8]) -> Result<(), End> {
+        let sqe = &c.sqe;
+        let cid = sqe.command_id.get();
+        let qsize = self.q.as_ref().map_or(ADMIN_QUEUE_SIZE, |q| q.size).max(1);
+        self.sqhd = (self.sqhd + 1) % qsize;
+        let admin = self.q.as_ref().is_none_or(|q| q.qid == 0);
+        let cmd = match Command::parse(sqe, admin) {
+            Ok(c) => c,
+            Err(st) => return self.resp(cid, st, 0),
+        };
+        if self.q.is_none() && !matches!(cmd, Command::Connect(_)) {
+            return self.resp(cid, Status::CMD_SEQ_ERROR, 0);
+        }
+        let dp = match DataPtr::parse(&sqe.dptr) {
+            Ok(d) => d,
+            Err(st) => return self.resp(cid, st, 0),
+        };
+        let limit = if admin { 8192 } else { self.sh.cfg.in_capsule } as usize;
+        match dp {
+            DataPtr::InCapsule { offset, len } => {
+                if offset != 0 {
+                    return self.resp(cid, Status::SGL_INVALID_OFFSET, 0);
+                }
+                if len as usize != data.len() || data.len() > limit {
+                    return self.resp(cid, Status::SGL_INVALID_DATA, 0);
+                }
+            }
+            DataPtr::Transport { .. } if !data.is_empty() => {
+                return self.resp(cid, Status::SGL_INVALID_DATA, 0)
+            }
+            DataPtr::Transport { .. } => {}
+        }
+        if self.pending.values().any(|p| p.cid == cid) {
+            return self.resp(cid, Status::CMDID_CONFLICT, 0);
+        }
+        match cmd {
+            Command::Connect(c) => self.connect(cid, &c, data),
+            cmd if admin => super::admin::handle(self, cid, cmd, dp),
+            cmd => super::io::handle(self, cid, cmd, dp, data),
+        }
+    }
+
+    /// Appends a CapsuleResp.
+    pub fn resp(&mut self, cid: u16, st: Status, result: u64) -> Result<(), End> {
+        let mut r: CapsuleResp = zeroed();
+        r.ch = CommonHeader::new(pdu_type::CAPSULE_RESP);
+        r.cqe = Cqe {
+            result: result.into(),
+            sq_head: self.sqhd.into(),
+            sq_id: self.q.as_ref().map_or(0, |q| q.qid).into(),
+            command_id: cid.into(),
+            status: st.to_field().into(),
+        };
+        encode_pdu(&mut self.wbuf, &r, &[], &self.tx);
+        Ok(())
+    }
+
+    /// Appends C2HData PDUs carrying `data` (at most `limit` bytes of it, the SGL's length),
+    /// in pieces of at most 128 KiB, the last one flagged.
+    pub fn c2h(&mut self, cid: u16, data: &[u8], limit: u32) {
+        let data = &data[..data.len().min(limit as usize)];
+        let piece = 128 * 1024;
+        let mut off = 0;
+        while off < data.len() {
+            let n = piece.min(data.len() - off);
+            let mut h: DataHdr = zeroed();
+            h.ch = CommonHeader::new(pdu_type::C2H_DATA);
+            if off + n == data.len() {
+                h.ch.flags = flags::LAST_PDU;
+            }
+            h.command_id = U16::new(cid);
+            h.data_offset = U32::new(off as u32);
+            h.data_length = U32::new(n as u32);
+            encode_pdu(&mut self.wbuf, &h, &data[off..off + n], &self.tx);
+            off += n;
+        }
+    }
+
+    /// Registers a write whose data the host sends after an R2T for all of it.
+    pub fn r2t(&mut self, cid: u16, w: PendingWrite) -> Result<(), End> {
+        let qsize = self.q.as_ref().map_or(1, |q| q.size) as usize;
+        if self.pending.len() >= qsize {
+            // More writes in flight than the queue holds: the host overran its queue.
+            return Err(fatal(
+                fes::PDU_SEQUENCE_ERROR,
+                0,
+                "more commands than queue entries",
+            ));
+        }
+        let mut ttag = self.next_ttag;
+        while self.pending.contains_key(&ttag) {
+            ttag = ttag.wrapping_add(1);
+        }
+        self.next_ttag = ttag.wrapping_add(1);
+        let mut r: R2t = zeroed();
+        r.ch = CommonHeader::new(pdu_type::R2T);
+        r.command_id = U16::new(cid);
+        r.ttag = U16::new(ttag);
+        r.r2t_offset = U32::new(0);
+        r.r2t_length = U32::new(w.len as u32);
+        encode_pdu(&mut self.wbuf, &r, &[], &self.tx);
+        self.pending.insert(ttag, w);
+        Ok(())
+    }
+
+    fn h2c_data(&mut self, h: &DataHdr, data: &[u8]) -> Result<(), End> {
+        let ttag = h.ttag.get();
+        let Some(w) = self.pending.get_mut(&ttag) else {
+            return Err(fatal(
+                fes::INVALID_HEADER_FIELD,
+                10,
+                "H2CData for an unknown transfer tag",
+            ));
+        };
+        if w.cid != h.command_id.get() {
+            return Err(fatal(
+                fes::INVALID_HEADER_FIELD,
+                8,
+                "H2CData command id differs from its R2T's",
+            ));
+        }
+        if data.len() > self.sh.cfg.max_h2c_data as usize {
+            return Err(fatal(
+                fes::R2T_LIMIT_EXCEEDED,
+                16,
+                "H2CData above MAXH2CDATA",
+            ));
+        }
+        let off = h.data_offset.get() as usize;
+        if off != w.buf.len() || off + data.len() > w.len {
+            return Err(fatal(
+                fes::DATA_OUT_OF_RANGE,
+                12,
+                "H2CData outside what the R2T asked for",
+            ));
+        }
+        w.buf.extend_from_slice(data);
+        let done = w.buf.len() == w.len;
+        if done != (h.ch.flags & flags::LAST_PDU != 0) {
+            return Err(fatal(
+                fes::INVALID_HEADER_FIELD,
+                1,
+                "LAST_PDU flag does not match the end of the data",
+            ));
+        }
+        if done {
+            if let Some(w) = self.pending.remove(&ttag) {
+                let st = super::io::finish_write(&self.sh, &w);
+                self.resp(w.cid, st, 0)?;
+            }
+        }
+        Ok(())
+    }
+}

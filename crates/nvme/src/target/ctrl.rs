@@ -1,0 +1,198 @@
+//! State shared by the target's connections: the subsystem (namespace store, identity), and
+//! the controllers the admin queues' Connects create, with their properties (CC, CSTS) and
+//! keep-alive timers. Properties follow NVMe Base 2.0 §3.1.3 and the enable / shutdown
+//! handshakes of §3.5: CSTS.RDY follows CC.EN at once, as nothing needs preparing.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sanbench_blockstore::BlockStore;
+
+use super::TargetConfig;
+use crate::wire::fabrics::prop;
+
+pub const DISCOVERY_NQN: &str = "nqn.2014-08.org.nvmexpress.discovery";
+/// The namespace's logical block size.
+pub const BLOCK: u64 = 512;
+/// Admin queue entries (Linux's host asks for 32).
+pub const ADMIN_QUEUE_SIZE: u16 = 32;
+
+pub(crate) struct Shared {
+    pub cfg: TargetConfig,
+    pub store: BlockStore,
+    pub blocks: u64,
+    pub local: SocketAddr,
+    /// Namespace GUID, derived from the NQN and the port so two targets differ.
+    pub nguid: [u8; 16],
+    ctrls: Mutex<HashMap<u16, Arc<Ctrl>>>,
+    next_cntlid: AtomicU16,
+}
+
+impl Shared {
+    pub fn new(cfg: TargetConfig, store: BlockStore, local: SocketAddr) -> Shared {
+        let seed = format!("{}:{}", cfg.nqn, local);
+        let a = crc32c::crc32c(seed.as_bytes());
+        let b = crc32c::crc32c_append(a, b"nguid");
+        let mut nguid = [0u8; 16];
+        nguid[..4].copy_from_slice(&a.to_be_bytes());
+        nguid[4..8].copy_from_slice(&b.to_be_bytes());
+        nguid[8..16].copy_from_slice(b"sanbench");
+        Shared {
+            blocks: store.size() / BLOCK,
+            cfg,
+            store,
+            local,
+            nguid,
+            ctrls: Mutex::new(HashMap::new()),
+            next_cntlid: AtomicU16::new(1),
+        }
+    }
+
+    /// A new controller for a host, or `None` when all ids are taken.
+    pub fn create_ctrl(&self, hostnqn: &str, discovery: bool, kato_ms: u32) -> Option<Arc<Ctrl>> {
+        let mut map = self.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..0xffef {
+            let id = self.next_cntlid.fetch_add(1, Ordering::Relaxed);
+            // 0xfff0..=0xffff are reserved (0xffff: "any controller" in Connect).
+            let id = (id % 0xffef) + 1;
+            if let std::collections::hash_map::Entry::Vacant(v) = map.entry(id) {
+                let c = Arc::new(Ctrl::new(id, hostnqn.to_string(), discovery, kato_ms));
+                v.insert(c.clone());
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    pub fn find_ctrl(&self, cntlid: u16) -> Option<Arc<Ctrl>> {
+        let map = self.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&cntlid).cloned()
+    }
+
+    /// Ends a controller: its I/O queues see `dead` and close.
+    pub fn remove_ctrl(&self, c: &Ctrl) {
+        c.dead.store(true, Ordering::Relaxed);
+        let mut map = self.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(&c.cntlid);
+    }
+}
+
+pub(crate) struct Ctrl {
+    pub cntlid: u16,
+    pub hostnqn: String,
+    pub discovery: bool,
+    pub cc: AtomicU32,
+    pub csts: AtomicU32,
+    pub kato_ms: AtomicU32,
+    /// I/O queues granted by Set Features (Number of Queues), 0 until asked.
+    pub queues_granted: AtomicU16,
+    pub dead: AtomicBool,
+    last_keep_alive: Mutex<Instant>,
+    io_queues: Mutex<HashSet<u16>>,
+}
+
+impl Ctrl {
+    fn new(cntlid: u16, hostnqn: String, discovery: bool, kato_ms: u32) -> Ctrl {
+        Ctrl {
+            cntlid,
+            hostnqn,
+            discovery,
+            cc: AtomicU32::new(0),
+            csts: AtomicU32::new(0),
+            kato_ms: AtomicU32::new(kato_ms),
+            queues_granted: AtomicU16::new(0),
+            dead: AtomicBool::new(false),
+            last_keep_alive: Mutex::new(Instant::now()),
+            io_queues: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn ready(&self) -> bool {
+        self.csts.load(Ordering::Relaxed) & prop::CSTS_RDY != 0
+    }
+
+    /// A Property Set of CC: enable, disable (reset) or shut down.
+    pub fn set_cc(&self, v: u32) {
+        let old = self.cc.swap(v, Ordering::Relaxed);
+        let mut csts = self.csts.load(Ordering::Relaxed);
+        if v & prop::CC_EN != 0 && old & prop::CC_EN == 0 {
+            csts |= prop::CSTS_RDY;
+        }
+        if v & prop::CC_EN == 0 {
+            csts &= !(prop::CSTS_RDY | prop::CSTS_SHST_CMPLT);
+        }
+        if v & prop::CC_SHN_MASK != 0 {
+            csts |= prop::CSTS_SHST_CMPLT;
+        }
+        self.csts.store(csts, Ordering::Relaxed);
+    }
+
+    pub fn keep_alive(&self) {
+        *self
+            .last_keep_alive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+
+    /// True once the host has been silent for longer than KATO (plus a second of grace, as
+    /// the host may send its keep-alive late by its own timer's granularity).
+    pub fn keep_alive_expired(&self, now: Instant) -> bool {
+        let kato = self.kato_ms.load(Ordering::Relaxed);
+        if kato == 0 {
+            return false;
+        }
+        let last = *self
+            .last_keep_alive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        now.saturating_duration_since(last) > Duration::from_millis(kato as u64 + 1000)
+    }
+
+    /// Claims an I/O queue id; false if it is already connected.
+    pub fn claim_queue(&self, qid: u16) -> bool {
+        self.io_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(qid)
+    }
+
+    pub fn release_queue(&self, qid: u16) {
+        self.io_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&qid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enable_and_shutdown() {
+        let c = Ctrl::new(1, "h".into(), false, 0);
+        assert!(!c.ready());
+        c.set_cc(prop::CC_ENABLE);
+        assert!(c.ready());
+        c.set_cc(prop::CC_ENABLE | 1 << 14);
+        assert_ne!(c.csts.load(Ordering::Relaxed) & prop::CSTS_SHST_CMPLT, 0);
+        c.set_cc(0);
+        assert!(!c.ready());
+    }
+
+    #[test]
+    fn keep_alive_timer() {
+        let c = Ctrl::new(1, "h".into(), false, 100);
+        let now = Instant::now();
+        assert!(!c.keep_alive_expired(now));
+        assert!(c.keep_alive_expired(now + Duration::from_millis(1200)));
+        c.kato_ms.store(0, Ordering::Relaxed);
+        assert!(!c.keep_alive_expired(now + Duration::from_secs(100)));
+        assert!(c.claim_queue(1) && !c.claim_queue(1));
+        c.release_queue(1);
+        assert!(c.claim_queue(1));
+    }
+}

@@ -1,0 +1,173 @@
+//! I/O queue commands (NVM Command Set 1.0 §3): Read, Write, Flush, Write Zeroes, Dataset
+//! Management (deallocate) on NSID 1, checked against the namespace's size and the largest
+//! transfer (MDTS) before the store is touched.
+
+use super::conn::{Conn, End};
+use super::ctrl::{Shared, BLOCK};
+use crate::wire::cmd::{Command, DataPtr, Rw};
+use crate::wire::status::Status;
+
+/// MDTS in 4 KiB pages as a power of two: 1 MiB per command.
+pub const MDTS: u8 = 8;
+pub const MAX_TRANSFER: u64 = 4096 << MDTS;
+
+/// What an R2T's data is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Write {
+        fua: bool,
+    },
+    /// Dataset Management ranges.
+    Dsm {
+        deallocate: bool,
+    },
+}
+
+/// A command waiting for its data from H2CData PDUs.
+pub(crate) struct PendingWrite {
+    pub cid: u16,
+    pub off: u64,
+    pub len: usize,
+    pub buf: Vec<u8>,
+    pub kind: Kind,
+}
+
+fn range(sh: &Shared, rw: &Rw) -> Result<(u64, u64), Status> {
+    if rw.nsid != 1 {
+        return Err(Status::INVALID_NS);
+    }
+    let end = rw
+        .slba
+        .checked_add(rw.nlb as u64)
+        .ok_or(Status::LBA_RANGE)?;
+    if end > sh.blocks {
+        return Err(Status::LBA_RANGE);
+    }
+    Ok((rw.slba * BLOCK, rw.nlb as u64 * BLOCK))
+}
+
+pub(crate) fn handle(
+    c: &mut Conn,
+    cid: u16,
+    cmd: Command,
+    dp: DataPtr,
+    data: &[u8],
+) -> Result<(), End> {
+    let st = match cmd {
+        Command::Read(rw) | Command::Write(rw) => {
+            let (off, len) = match range(&c.sh, &rw) {
+                Ok(r) => r,
+                Err(st) => return c.resp(cid, st, 0),
+            };
+            if len > MAX_TRANSFER {
+                return c.resp(cid, Status::INVALID_FIELD, 0);
+            }
+            if dp.len() as u64 != len {
+                return c.resp(cid, Status::SGL_INVALID_DATA, 0);
+            }
+            let read = matches!(cmd, Command::Read(_));
+            match (read, dp) {
+                (true, DataPtr::Transport { .. }) => {
+                    let mut buf = Vec::with_capacity(len as usize);
+                    if c.sh.store.read_append(off, len as usize, &mut buf).is_err() {
+                        Status::INTERNAL
+                    } else {
+                        c.c2h(cid, &buf, len as u32);
+                        Status::SUCCESS
+                    }
+                }
+                (true, DataPtr::InCapsule { .. }) => Status::SGL_INVALID_TYPE,
+                (false, DataPtr::InCapsule { .. }) => match c.sh.store.write(off, data, rw.fua) {
+                    Ok(()) => Status::SUCCESS,
+                    Err(_) => Status::INTERNAL,
+                },
+                (false, DataPtr::Transport { .. }) => {
+                    let w = PendingWrite {
+                        cid,
+                        off,
+                        len: len as usize,
+                        buf: Vec::with_capacity(len as usize),
+                        kind: Kind::Write { fua: rw.fua },
+                    };
+                    return c.r2t(cid, w);
+                }
+            }
+        }
+        Command::Flush { nsid } if nsid == 1 || nsid == u32::MAX => match c.sh.store.flush() {
+            Ok(()) => Status::SUCCESS,
+            Err(_) => Status::INTERNAL,
+        },
+        Command::WriteZeroes(rw) => match range(&c.sh, &rw) {
+            Ok((off, len)) => match c.sh.store.zero(off, len, false) {
+                Ok(()) => Status::SUCCESS,
+                Err(_) => Status::INTERNAL,
+            },
+            Err(st) => st,
+        },
+        Command::Dsm {
+            nsid: 1,
+            nr,
+            deallocate,
+        } => {
+            let len = nr as usize * 16;
+            if dp.len() as usize != len {
+                return c.resp(cid, Status::SGL_INVALID_DATA, 0);
+            }
+            match dp {
+                DataPtr::InCapsule { .. } => dsm(&c.sh, data, deallocate),
+                DataPtr::Transport { .. } => {
+                    let w = PendingWrite {
+                        cid,
+                        off: 0,
+                        len,
+                        buf: Vec::with_capacity(len),
+                        kind: Kind::Dsm { deallocate },
+                    };
+                    return c.r2t(cid, w);
+                }
+            }
+        }
+        Command::Flush { .. } | Command::Dsm { .. } => Status::INVALID_NS,
+        _ => Status::INVALID_OPCODE,
+    };
+    c.resp(cid, st, 0)
+}
+
+/// Deallocates each range (16 bytes: attributes, NLB, SLBA); every range is checked first.
+fn dsm(sh: &Shared, ranges: &[u8], deallocate: bool) -> Status {
+    let mut parsed = Vec::new();
+    for r in ranges.chunks_exact(16) {
+        let nlb = u32::from_le_bytes([r[4], r[5], r[6], r[7]]);
+        let mut s = [0u8; 8];
+        s.copy_from_slice(&r[8..16]);
+        let rw = Rw {
+            nsid: 1,
+            slba: u64::from_le_bytes(s),
+            nlb,
+            fua: false,
+        };
+        match range(sh, &rw) {
+            Ok(x) => parsed.push(x),
+            Err(st) => return st,
+        }
+    }
+    if deallocate {
+        for (off, len) in parsed {
+            if len > 0 && sh.store.trim(off, len).is_err() {
+                return Status::INTERNAL;
+            }
+        }
+    }
+    Status::SUCCESS
+}
+
+/// Carries out a command whose data has all arrived.
+pub(crate) fn finish_write(sh: &Shared, w: &PendingWrite) -> Status {
+    match w.kind {
+        Kind::Write { fua } => match sh.store.write(w.off, &w.buf, fua) {
+            Ok(()) => Status::SUCCESS,
+            Err(_) => Status::INTERNAL,
+        },
+        Kind::Dsm { deallocate } => dsm(sh, &w.buf, deallocate),
+    }
+}

@@ -1,0 +1,222 @@
+//! The NVMe/TCP target: a discovery controller and one NVM subsystem with one namespace (NSID 1)
+//! over a [`BlockStore`] (the same store as the NBD and iSCSI servers), several I/O queues per
+//! controller, header and data digests, keep-alive. One thread per connection (an admin or an
+//! I/O queue); a connection's protocol error ends only that connection (after a C2HTermReq),
+//! and a controller's queues end with its admin queue or its keep-alive timer.
+//!
+//! Controllers are dynamic (NVMe-oF 1.1 §3.3): the admin queue's Connect creates one and
+//! returns its id, which the same host names in each I/O queue's Connect.
+
+mod admin;
+mod conn;
+mod ctrl;
+mod io;
+
+use std::fs::OpenOptions;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sanbench_blockstore::BlockStore;
+use thiserror::Error;
+
+pub use ctrl::DISCOVERY_NQN;
+
+/// Errors of starting or running the target.
+#[derive(Debug, Error)]
+pub enum TargetError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open backing file {path}: {source}")]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("cannot set up the namespace's store: {0}")]
+    Store(#[source] sanbench_blockstore::StoreError),
+    #[error("accept failed: {0}")]
+    Accept(#[source] std::io::Error),
+}
+
+/// What to serve.
+#[derive(Debug, Clone)]
+pub struct TargetConfig {
+    pub listen: SocketAddr,
+    /// The NVM subsystem's NQN.
+    pub nqn: String,
+    /// Namespace size in bytes (rounded down to 512-byte blocks).
+    pub size: u64,
+    /// Back the namespace with this file instead of RAM.
+    pub file: Option<PathBuf>,
+    /// Allocate (and touch) all RAM, or the file's blocks, at start.
+    pub prealloc: bool,
+    /// I/O queues per controller.
+    pub max_io_queues: u16,
+    /// Entries per I/O queue (CAP.MQES + 1).
+    pub max_queue_size: u16,
+    /// In-capsule data an I/O command may carry (IOCCSZ is this plus the 64-byte SQE).
+    pub in_capsule: u32,
+    /// MAXH2CDATA: the largest H2CData PDU accepted.
+    pub max_h2c_data: u32,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        TargetConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 4420)),
+            nqn: "nqn.2026-11.io.sanbench:ram".into(),
+            size: 1 << 30,
+            file: None,
+            prealloc: false,
+            max_io_queues: 64,
+            max_queue_size: 1024,
+            in_capsule: 8192,
+            max_h2c_data: 128 * 1024,
+        }
+    }
+}
+
+/// What a caller can watch while the target runs.
+pub struct TargetStats {
+    pub connections: AtomicU64,
+    /// Connections ended by a protocol error or a dead peer.
+    pub failed: AtomicU64,
+    /// Why the last failed connection ended.
+    pub last_error: Mutex<Option<String>>,
+    shared: Arc<ctrl::Shared>,
+}
+
+impl TargetStats {
+    pub fn allocated_bytes(&self) -> u64 {
+        self.shared.store.allocated_bytes()
+    }
+}
+
+/// A bound, not yet running target.
+pub struct Target {
+    listener: TcpListener,
+    shared: Arc<ctrl::Shared>,
+    stats: Arc<TargetStats>,
+}
+
+impl Target {
+    pub fn bind(cfg: TargetConfig) -> Result<Target, TargetError> {
+        if cfg.nqn.is_empty() || cfg.nqn.len() > 223 || cfg.nqn == DISCOVERY_NQN {
+            return Err(TargetError::Config(format!(
+                "NQN '{}' must be 1-223 bytes and not the discovery NQN",
+                cfg.nqn
+            )));
+        }
+        if cfg.max_io_queues == 0 || cfg.max_queue_size < 2 || !cfg.in_capsule.is_multiple_of(16) {
+            return Err(TargetError::Config(
+                "need at least one I/O queue of 2 entries; in-capsule size a multiple of 16".into(),
+            ));
+        }
+        let store = match &cfg.file {
+            Some(p) => {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(p)
+                    .map_err(|source| TargetError::File {
+                        path: p.clone(),
+                        source,
+                    })?;
+                let len = f
+                    .metadata()
+                    .map_err(|source| TargetError::File {
+                        path: p.clone(),
+                        source,
+                    })?
+                    .len();
+                let size = if cfg.size >= 512 { cfg.size } else { len };
+                BlockStore::file(f, size, cfg.prealloc).map_err(TargetError::Store)?
+            }
+            None => BlockStore::ram(cfg.size, cfg.prealloc).map_err(TargetError::Store)?,
+        };
+        if store.size() < 512 {
+            return Err(TargetError::Config(
+                "the namespace needs at least 512 bytes".into(),
+            ));
+        }
+        let listener = TcpListener::bind(cfg.listen).map_err(|source| TargetError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+        let local = listener.local_addr().map_err(|source| TargetError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+        let shared = Arc::new(ctrl::Shared::new(cfg, store, local));
+        let stats = Arc::new(TargetStats {
+            connections: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+            shared: shared.clone(),
+        });
+        Ok(Target {
+            listener,
+            shared,
+            stats,
+        })
+    }
+
+    pub fn stats(&self) -> Arc<TargetStats> {
+        self.stats.clone()
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
+    }
+
+    /// Namespace size in bytes.
+    pub fn size(&self) -> u64 {
+        self.shared.blocks * ctrl::BLOCK
+    }
+
+    /// Serves until `shutdown` becomes true, then waits for connection threads to end.
+    pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), TargetError> {
+        self.listener
+            .set_nonblocking(true)
+            .map_err(TargetError::Accept)?;
+        let mut threads = Vec::new();
+        while !shutdown.load(Ordering::Relaxed) {
+            match self.listener.accept() {
+                Ok((s, _)) => {
+                    self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                    let sh = self.shared.clone();
+                    let stop = shutdown.clone();
+                    let stats = self.stats.clone();
+                    threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
+                    threads.push(std::thread::spawn(move || {
+                        if let Err(e) = conn::serve(s, sh, stop) {
+                            stats.failed.fetch_add(1, Ordering::Relaxed);
+                            *stats.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                                Some(e.to_string());
+                        }
+                    }));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(TargetError::Accept(e)),
+            }
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+        Ok(())
+    }
+}
