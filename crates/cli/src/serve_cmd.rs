@@ -53,7 +53,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     };
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
-    println!(
+    outln!(
         "sanbench nbd server: nbd://{addr}/{} ({}, {}{}); Ctrl-C to stop",
         a.export,
         format_size(server.size()),
@@ -125,7 +125,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
     let addr = t.local_addr();
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
-    println!(
+    outln!(
         "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}); Ctrl-C to stop",
         a.iqn,
         a.luns,
