@@ -96,8 +96,26 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         })
         .transpose()
     };
-    let chap = credentials("--chap", a.chap.as_deref())?;
-    let target_chap = credentials("--target-chap", a.target_chap.as_deref())?;
+    // A flag's value, or the first line of its file (a command line is visible to every user
+    // of the host; a file can be readable by its owner only).
+    let from_file = |flag: &str, f: Option<&std::path::PathBuf>| {
+        f.map(|f| {
+            std::fs::read_to_string(f)
+                .map_err(|e| usage(format!("{flag} {}: {e}", f.display())))
+                .map(|t| t.lines().next().unwrap_or("").trim_end().to_string())
+        })
+        .transpose()
+    };
+    let chap_text = match from_file("--chap-file", a.chap_file.as_ref())? {
+        Some(t) => Some(t),
+        None => a.chap.clone(),
+    };
+    let target_text = match from_file("--target-chap-file", a.target_chap_file.as_ref())? {
+        Some(t) => Some(t),
+        None => a.target_chap.clone(),
+    };
+    let chap = credentials("--chap", chap_text.as_deref())?;
+    let target_chap = credentials("--target-chap", target_text.as_deref())?;
     match (&chap, &target_chap) {
         (None, Some(_)) => {
             return Err(usage(
@@ -111,6 +129,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         }
         _ => {}
     }
+    let (cfg_chap, cfg_target_chap) = (chap.is_some(), target_chap.is_some());
     let cfg = sanbench_iscsi::target::TargetConfig {
         listen: listen_addr(&a.listen)?,
         iqn: a.iqn.clone(),
@@ -136,9 +155,9 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
             (None, false) => "RAM, allocated as written".into(),
             (None, true) => "RAM, preallocated".into(),
         },
-        match (&a.chap, &a.target_chap) {
-            (Some(_), Some(_)) => ", CHAP required, mutual CHAP offered",
-            (Some(_), None) => ", CHAP required",
+        match (cfg_chap, cfg_target_chap) {
+            (true, true) => ", CHAP required, mutual CHAP offered",
+            (true, false) => ", CHAP required",
             _ => "",
         }
     );
