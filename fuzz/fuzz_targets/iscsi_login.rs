@@ -13,7 +13,10 @@ fuzz_target!(|data: &[u8]| {
         ..Default::default()
     };
     let mut t = TargetLogin::new(cfg, 1, 1);
-    let mut rnd = |b: &mut [u8]| b.fill(7);
+    let mut rnd = |b: &mut [u8]| {
+        b.fill(7);
+        Ok(())
+    };
     for msg in data.get(1..).unwrap_or(&[]).split(|&b| b == 0xfe) {
         if msg.len() < 48 {
             continue;

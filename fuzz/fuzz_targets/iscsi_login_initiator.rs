@@ -28,7 +28,10 @@ fuzz_target!(|data: &[u8]| {
         let Ok(Bhs::LoginResponse(resp)) = Bhs::decode(&msg[..48]) else {
             continue;
         };
-        match login.on_response(&resp, &msg[48..], &mut |b: &mut [u8]| b.fill(3)) {
+        match login.on_response(&resp, &msg[48..], &mut |b: &mut [u8]| {
+            b.fill(3);
+            Ok(())
+        }) {
             Ok(InitiatorStep::Send(..)) => {}
             Ok(InitiatorStep::Done(outcome)) => {
                 assert_eq!(outcome.params.our_max_recv_data_segment_length, ours);

@@ -403,13 +403,20 @@ pub struct ServeIscsiArgs {
         value_name = "IQN"
     )]
     pub iqn: String,
-    /// Require CHAP from initiators.
-    #[arg(long, value_name = "USER:SECRET")]
+    /// Require CHAP from initiators (visible to every user of the host in `ps`: prefer
+    /// --chap-file).
+    #[arg(long, value_name = "USER:SECRET", conflicts_with = "chap_file")]
     pub chap: Option<String>,
+    /// Require CHAP from initiators, USER:SECRET read from the first line of FILE.
+    #[arg(long, value_name = "FILE")]
+    pub chap_file: Option<PathBuf>,
     /// The target's own CHAP name and secret, for initiators that ask it to prove itself
     /// (mutual CHAP; needs --chap, and a different secret).
-    #[arg(long, value_name = "NAME:SECRET")]
+    #[arg(long, value_name = "NAME:SECRET", conflicts_with = "target_chap_file")]
     pub target_chap: Option<String>,
+    /// The target's own NAME:SECRET (mutual CHAP), read from the first line of FILE.
+    #[arg(long, value_name = "FILE")]
+    pub target_chap_file: Option<PathBuf>,
     /// Back LUN 0 with this file instead of RAM.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,

@@ -504,16 +504,16 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
     let files = sanbench_report::render_dir(&cmp, &a.out, &sanbench_report::Options::default())
         .context("writing the report")?;
     if !a.quiet {
-        print!("{}", crate::output::compare_table(&cmp));
+        out!("{}", crate::output::compare_table(&cmp));
     }
-    println!();
+    outln!();
     crate::store_cmd::print_findings(&cmp);
-    println!();
+    outln!();
     for f in &files {
-        println!("wrote {}", f.display());
+        outln!("wrote {}", f.display());
     }
     if let Some(rec) = &recorder {
-        println!("recorded as run {} in {}", rec.run, rec.path.display());
+        outln!("recorded as run {} in {}", rec.run, rec.path.display());
     }
     if let Some(e) = failure {
         return Err(e);

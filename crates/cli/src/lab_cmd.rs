@@ -47,7 +47,7 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
         );
     }
     for l in &lab.state.links {
-        println!(
+        outln!(
             "link {:<8} {:>8} mtu {:<5} offloads {:<3} {:<8} host {} {} <-> {} {} in {}",
             l.info.name,
             l.rate,
@@ -66,10 +66,10 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
         );
     }
     for t in &lab.state.targets {
-        println!("  {:<16} {}", t.name, t.uri);
+        outln!("  {:<16} {}", t.name, t.uri);
     }
-    println!("lab file: {}", lab.path.display());
-    println!(
+    outln!("lab file: {}", lab.path.display());
+    outln!(
         "next: sanbench compare --lab {} --suite lab; sanbench lab down{}",
         lab.path.display(),
         match &a.state.state {
@@ -85,10 +85,10 @@ fn down(a: LabStateArgs) -> Result<(), CliError> {
     let path = state_path(&a);
     let done = sanbench_lab::down(&System, &path).map_err(lab_err)?;
     if done.is_empty() {
-        println!("sanbench lab: nothing to remove");
+        outln!("sanbench lab: nothing to remove");
     }
     for d in &done {
-        println!("{d}");
+        outln!("{d}");
     }
     Ok(())
 }
@@ -96,6 +96,6 @@ fn down(a: LabStateArgs) -> Result<(), CliError> {
 fn status(a: LabStateArgs) -> Result<(), CliError> {
     preflight(false).map_err(lab_err)?;
     let s = sanbench_lab::status(&System, &state_path(&a)).map_err(lab_err)?;
-    print!("{s}");
+    out!("{s}");
     Ok(())
 }

@@ -2,6 +2,9 @@
 //! else is in the library crates. Exit codes: 0 ok, 1 the run failed, 2 bad usage or input
 //! (always with one clear line on stderr).
 
+#[macro_use]
+mod stdout;
+
 mod args;
 mod compare;
 mod curve;
@@ -81,8 +84,15 @@ fn main() -> ExitCode {
         Command::Serve { command } => serve_cmd::run(command),
         Command::Lab { command } => lab_cmd::run(command),
     };
+    let unwritten = stdout::finish();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => match unwritten {
+            None => ExitCode::SUCCESS,
+            Some(e) => {
+                eprintln!("sanbench: writing to stdout: {e}");
+                ExitCode::from(1)
+            }
+        },
         Err(e) => {
             eprintln!("sanbench: {}", e.message());
             ExitCode::from(e.code())

@@ -21,7 +21,7 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
         None,
         &InspectOptions::default(),
     );
-    println!(
+    outln!(
         "host: {} ({} CPUs, {}), kernel {}, governor {}",
         m.hostname.as_deref().unwrap_or("?"),
         m.cpu_count,
@@ -29,11 +29,11 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
         m.kernel.as_deref().unwrap_or("?"),
         m.governor.as_deref().unwrap_or("none (no cpufreq)")
     );
-    println!("cpu: /proc/stat per core and in all; per process and thread from /proc/PID/task");
-    println!("network: /proc/net/dev per interface");
-    println!("power sources (first available measured source wins; the model only where none):");
+    outln!("cpu: /proc/stat per core and in all; per process and thread from /proc/PID/task");
+    outln!("network: /proc/net/dev per interface");
+    outln!("power sources (first available measured source wins; the model only where none):");
     for s in detect(root, &opts) {
-        println!(
+        outln!(
             "  {:<10} {:<13} {}",
             s.name,
             match (s.available, s.modeled) {
@@ -44,6 +44,6 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
             s.detail
         );
     }
-    println!("  * modeled: every figure from it is labeled modeled in every output");
+    outln!("  * modeled: every figure from it is labeled modeled in every output");
     Ok(())
 }

@@ -1,6 +1,5 @@
 //! `sanbench run`: build the workload from flags or a spec file, open the targets, run, report.
 
-use std::io::Write;
 use std::sync::Mutex;
 
 use anyhow::Context;
@@ -186,10 +185,7 @@ pub fn build_doc(
 pub fn write_json(doc: &RunDoc, path: &std::path::Path) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(doc).context("serializing the result")?;
     if path.as_os_str() == "-" {
-        let mut o = std::io::stdout().lock();
-        o.write_all(text.as_bytes())
-            .and_then(|_| o.write_all(b"\n"))
-            .context("writing the result to stdout")?;
+        crate::stdout::write_bytes(format!("{text}\n").as_bytes());
     } else {
         // Write beside and rename, so a crash never leaves half a document.
         let tmp = path.with_extension("json.tmp");
@@ -344,7 +340,7 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         if to_stdout {
             eprint!("{s}");
         } else {
-            print!("{s}");
+            out!("{s}");
         }
     }
     crate::precondition::verdict(&doc, a.quiet)

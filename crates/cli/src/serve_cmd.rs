@@ -54,7 +54,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     };
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
-    println!(
+    outln!(
         "sanbench nbd server: nbd://{addr}/{} ({}, {}{}); Ctrl-C to stop",
         a.export,
         format_size(server.size()),
@@ -97,8 +97,26 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         })
         .transpose()
     };
-    let chap = credentials("--chap", a.chap.as_deref())?;
-    let target_chap = credentials("--target-chap", a.target_chap.as_deref())?;
+    // A flag's value, or the first line of its file (a command line is visible to every user
+    // of the host; a file can be readable by its owner only).
+    let from_file = |flag: &str, f: Option<&std::path::PathBuf>| {
+        f.map(|f| {
+            std::fs::read_to_string(f)
+                .map_err(|e| usage(format!("{flag} {}: {e}", f.display())))
+                .map(|t| t.lines().next().unwrap_or("").trim_end().to_string())
+        })
+        .transpose()
+    };
+    let chap_text = match from_file("--chap-file", a.chap_file.as_ref())? {
+        Some(t) => Some(t),
+        None => a.chap.clone(),
+    };
+    let target_text = match from_file("--target-chap-file", a.target_chap_file.as_ref())? {
+        Some(t) => Some(t),
+        None => a.target_chap.clone(),
+    };
+    let chap = credentials("--chap", chap_text.as_deref())?;
+    let target_chap = credentials("--target-chap", target_text.as_deref())?;
     match (&chap, &target_chap) {
         (None, Some(_)) => {
             return Err(usage(
@@ -112,6 +130,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         }
         _ => {}
     }
+    let (cfg_chap, cfg_target_chap) = (chap.is_some(), target_chap.is_some());
     let cfg = sanbench_iscsi::target::TargetConfig {
         listen: listen_addr(&a.listen)?,
         iqn: a.iqn.clone(),
@@ -126,7 +145,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
     let addr = t.local_addr();
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
-    println!(
+    outln!(
         "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}); Ctrl-C to stop",
         a.iqn,
         a.luns,
@@ -137,9 +156,9 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
             (None, false) => "RAM, allocated as written".into(),
             (None, true) => "RAM, preallocated".into(),
         },
-        match (&a.chap, &a.target_chap) {
-            (Some(_), Some(_)) => ", CHAP required, mutual CHAP offered",
-            (Some(_), None) => ", CHAP required",
+        match (cfg_chap, cfg_target_chap) {
+            (true, true) => ", CHAP required, mutual CHAP offered",
+            (true, false) => ", CHAP required",
             _ => "",
         }
     );

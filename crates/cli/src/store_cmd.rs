@@ -58,15 +58,18 @@ pub fn history(a: HistoryArgs) -> Result<(), CliError> {
     let (store, path) = open(a.db.as_deref())?;
     let runs = store.list().context("listing runs")?;
     if runs.is_empty() {
-        println!("no runs recorded in {}", path.display());
+        outln!("no runs recorded in {}", path.display());
         return Ok(());
     }
-    println!(
+    outln!(
         "{:>5}  {:<24} {:<18} {:>5}  targets",
-        "run", "started (UTC)", "suite", "cells"
+        "run",
+        "started (UTC)",
+        "suite",
+        "cells"
     );
     for r in runs {
-        println!(
+        outln!(
             "{:>5}  {:<24} {:<18} {:>5}  {}{}",
             r.id.to_string(),
             r.started_at,
@@ -92,7 +95,7 @@ pub fn report(a: ReportArgs) -> Result<(), CliError> {
     let files = render_dir(&cmp, &a.out, &Options::default()).context("writing the report")?;
     print_findings(&cmp);
     for f in files {
-        println!("wrote {}", f.display());
+        outln!("wrote {}", f.display());
     }
     Ok(())
 }
@@ -133,7 +136,7 @@ pub fn diff(a: DiffArgs) -> Result<(), CliError> {
         .load(run_id(&a.run_b)?)
         .map_err(|e| usage(e.to_string()))?;
     let d = sanbench_report::diff(&ra, &rb, a.min_rel);
-    print!("{}", sanbench_report::render_diff_text(&d));
+    out!("{}", sanbench_report::render_diff_text(&d));
     Ok(())
 }
 
@@ -142,16 +145,16 @@ pub fn diff(a: DiffArgs) -> Result<(), CliError> {
 pub fn print_findings(cmp: &Comparison) {
     let report = Report::new(cmp, &Options::default());
     for c in &report.caveats {
-        println!("warning: {c}");
+        outln!("warning: {c}");
     }
     if report.findings.is_empty() {
-        println!(
+        outln!(
             "Key Findings: {}",
             sanbench_report::findings::none_text(report.withheld.as_deref())
         );
         return;
     }
-    println!("Key Findings:");
+    outln!("Key Findings:");
     let mut labels: Vec<&str> = Vec::new();
     for f in &report.findings {
         if !labels.contains(&f.label.as_str()) {
@@ -167,12 +170,12 @@ pub fn print_findings(cmp: &Comparison) {
             .collect();
         of.sort_by(|a, b| b.average.total_cmp(&a.average));
         for f in of.into_iter().take(2) {
-            println!("  - {}", f.text);
+            outln!("  - {}", f.text);
             shown += 1;
         }
     }
     if shown < report.findings.len() {
-        println!(
+        outln!(
             "  ({} more in report.html and report.md)",
             report.findings.len() - shown
         );

@@ -12,7 +12,7 @@ pub fn run(cmd: SuiteCommand) -> Result<(), CliError> {
             for name in suite::builtin_names() {
                 let s = suite::load(name).map_err(usage)?;
                 let mins = s.duration(1).as_secs_f64() / 60.0;
-                println!(
+                outln!(
                     "{name:<20} {:>3} workloads, {:>6.1} min per target  {}",
                     s.workloads.len(),
                     mins,
@@ -23,13 +23,18 @@ pub fn run(cmd: SuiteCommand) -> Result<(), CliError> {
         }
         SuiteCommand::Show { name } => {
             let s = suite::load(&name).map_err(usage)?;
-            println!("{}: {}", s.name, s.description);
+            outln!("{}: {}", s.name, s.description);
             if let Some(src) = &s.source {
-                println!("source: {src}");
+                outln!("source: {src}");
             }
-            println!(
+            outln!(
                 "{:<28} {:<10} {:>5} {:>4} {:>8} {:>7}  access specification",
-                "id", "group", "qd", "wkr", "ramp+time", "targets"
+                "id",
+                "group",
+                "qd",
+                "wkr",
+                "ramp+time",
+                "targets"
             );
             for w in &s.workloads {
                 let wl = &w.workload;
@@ -44,7 +49,7 @@ pub fn run(cmd: SuiteCommand) -> Result<(), CliError> {
                         d
                     })
                     .collect();
-                println!(
+                outln!(
                     "{:<28} {:<10} {:>5} {:>4} {:>4.0}+{:<4.0} {:>7}  {}{}",
                     w.id,
                     w.group,

@@ -123,7 +123,20 @@ fn iscsi_options(
             "submit_batch" => o.submit_batch = submit_batch(&shown, v)?,
             "target_user" if !v.is_empty() => target_user = Some(v.to_string()),
             "target_password" if !v.is_empty() => target_password = Some(v.to_string()),
-            _ => return Err(usage(format!("{shown}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch, target_user, target_password)"))),
+            // Kept off the command line, which every user of the host can read.
+            "target_password_file" if !v.is_empty() => {
+                target_password = Some(
+                    sanbench_iscsi::initiator::uri::secret_from_file(v)
+                        .map_err(|e| usage(format!("{shown}: {e}")))?,
+                )
+            }
+            "target_password_env" if !v.is_empty() => {
+                target_password = Some(
+                    sanbench_iscsi::initiator::uri::secret_from_env(v)
+                        .map_err(|e| usage(format!("{shown}: {e}")))?,
+                )
+            }
+            _ => return Err(usage(format!("{shown}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch, target_user, target_password, target_password_file, target_password_env)"))),
         }
     }
     o.target_chap = match (target_user, target_password) {

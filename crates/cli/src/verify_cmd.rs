@@ -1,7 +1,6 @@
 //! `sanbench verify TARGET`: reads a whole span back and checks every unit a sanbench run
 //! wrote (the engine's verify::pass does the reading; this is flags, output and exit code 3).
 
-use std::io::Write;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -137,10 +136,7 @@ pub fn run(a: VerifyArgs) -> Result<(), CliError> {
     if let Some(path) = &a.json {
         let text = serde_json::to_string_pretty(&doc).context("serializing the findings")?;
         if path.as_os_str() == "-" {
-            let mut o = std::io::stdout().lock();
-            o.write_all(text.as_bytes())
-                .and_then(|_| o.write_all(b"\n"))
-                .context("writing the findings to stdout")?;
+            crate::stdout::write_bytes(format!("{text}\n").as_bytes());
         } else {
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
         }

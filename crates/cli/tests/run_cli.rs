@@ -328,3 +328,69 @@ fn started_as_one_of_several_ranks_without_mpi_is_refused() {
         assert!(err.contains("without the mpi feature"), "{err}");
     }
 }
+
+/// Secrets kept off the command line: the target's from --chap-file and --target-chap-file,
+/// the initiator's from `USER%@FILE@` and `target_password_env=`; a missing file is bad input.
+#[test]
+fn iscsi_chap_secrets_from_files_and_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ichap, tchap, isecret) = (
+        dir.path().join("chap"),
+        dir.path().join("target-chap"),
+        dir.path().join("secret"),
+    );
+    std::fs::write(&ichap, "bench:initiator-secret-7\n").unwrap();
+    std::fs::write(&tchap, "tgt:target-secret-8\n").unwrap();
+    std::fs::write(&isecret, "initiator-secret-7\n").unwrap();
+    let s = IscsiServer::start(&[
+        "--chap-file",
+        ichap.to_str().unwrap(),
+        "--target-chap-file",
+        tchap.to_str().unwrap(),
+    ]);
+    let uri = format!(
+        "iscsi://bench%@{}@{}/iqn.2026-11.io.sanbench:ram/0\
+         ?target_user=tgt&target_password_env=SB_TEST_TARGET_SECRET",
+        isecret.display(),
+        s.portal
+    );
+    let out = sanbench()
+        .args(["run", "--json", "-", "--quiet", "--time", "300ms", &uri])
+        .env("SB_TEST_TARGET_SECRET", "target-secret-8")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("secret-7") && !text.contains("secret-8"));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["results"][0]["info"]["params"]["auth"], "CHAP (mutual)");
+    // A wrong secret in the file fails the login (exit 1).
+    std::fs::write(&isecret, "initiator-secret-0\n").unwrap();
+    let out = sanbench()
+        .args(["run", "--time", "300ms", &uri])
+        .env("SB_TEST_TARGET_SECRET", "target-secret-8")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    drop(s);
+    let missing = dir.path().join("none");
+    expect_usage_error(
+        &[
+            "serve",
+            "iscsi",
+            "--size",
+            "1M",
+            "--chap-file",
+            missing.to_str().unwrap(),
+        ],
+        "--chap-file",
+    );
+    expect_usage_error(
+        &[
+            "run",
+            &format!("iscsi://bench%@{}@127.0.0.1:9/iqn.x:y/0", missing.display()),
+        ],
+        "CHAP secret file",
+    );
+}

@@ -15,21 +15,26 @@
 pub mod initiator;
 pub mod scsi;
 
-/// Fills `b` from the kernel's random source (CHAP challenges and identifiers); falls back to
-/// the clock if /dev/urandom cannot be read.
-pub(crate) fn os_random(b: &mut [u8]) {
-    use std::io::Read;
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(b))
-        .is_err()
-    {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        b.iter_mut()
-            .enumerate()
-            .for_each(|(i, x)| *x = (t >> (i % 16 * 8)) as u8 ^ i as u8);
+/// Fills `b` from the kernel (getrandom(2), as the engine's run ids): CHAP challenges and
+/// identifiers, the target's first StatSN. An error fails the login that asked; there is no
+/// time-based fallback, since a challenge one can predict lets a recorded response be replayed.
+pub(crate) fn os_random(b: &mut [u8]) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < b.len() {
+        let rest = &mut b[done..];
+        // SAFETY: getrandom writes at most `rest.len()` bytes into the buffer we own.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        // Requests over 256 bytes may come back short; the rest is asked for again.
+        done += n as usize;
     }
+    Ok(())
 }
 
 pub mod target;

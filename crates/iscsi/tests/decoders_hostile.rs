@@ -50,7 +50,8 @@ fn all_decoders(b: &[u8]) {
             1,
         );
         let _ = t.on_request(&req, b.get(48..).unwrap_or(&[]), &mut |x: &mut [u8]| {
-            x.fill(1)
+            x.fill(1);
+            Ok(())
         });
     }
 }

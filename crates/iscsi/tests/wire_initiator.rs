@@ -89,7 +89,10 @@ impl Client {
                 return Err("not a login response".into());
             };
             match l
-                .on_response(&r, &d, &mut |b: &mut [u8]| b.fill(9))
+                .on_response(&r, &d, &mut |b: &mut [u8]| {
+                    b.fill(9);
+                    Ok(())
+                })
                 .map_err(|e| e.to_string())?
             {
                 InitiatorStep::Send(q, d) => c.send(Bhs::LoginRequest(q), &d),

@@ -1,5 +1,9 @@
 //! `iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN`, the libiscsi URI form (without its `?`
 //! options). The IQN may contain `:`; HOST may be an IPv6 literal in brackets.
+//!
+//! A command line is visible to every user of the host (`ps`, /proc/PID/cmdline), so the
+//! secret can instead be named: `USER%@FILE@HOST` reads it from FILE (its first line; the path
+//! may hold `/` but not `@`) and `USER%$VAR@HOST` from the environment variable VAR.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -31,10 +35,27 @@ impl IscsiUri {
         let rest = uri
             .strip_prefix("iscsi://")
             .ok_or_else(|| invalid(uri, "not an iscsi:// URI"))?;
+        // USER%@FILE@: the file's path may hold '/', so it is cut out before the authority.
+        let (file_cred, rest) = match rest.split_once("%@") {
+            Some((user, after)) if !user.contains('/') => {
+                let (file, rest) = after
+                    .split_once('@')
+                    .ok_or_else(|| invalid(uri, "USER%@FILE must be followed by @HOST"))?;
+                if user.is_empty() || file.is_empty() {
+                    return Err(invalid(uri, "empty CHAP user or secret file"));
+                }
+                let secret = secret_from_file(file).map_err(|e| invalid(uri, &e))?;
+                (Some((user.to_string(), secret)), rest)
+            }
+            _ => (None, rest),
+        };
         let (authority, path) = rest
             .split_once('/')
             .ok_or_else(|| invalid(uri, "missing /IQN/LUN"))?;
         let (chap, hostport) = match authority.rsplit_once('@') {
+            Some(_) if file_cred.is_some() => {
+                return Err(invalid(uri, "more than one set of credentials"))
+            }
             Some((cred, hp)) => {
                 let (user, secret) = cred
                     .split_once('%')
@@ -42,9 +63,13 @@ impl IscsiUri {
                 if user.is_empty() || secret.is_empty() {
                     return Err(invalid(uri, "empty CHAP user or secret"));
                 }
-                (Some((user.to_string(), secret.to_string())), hp)
+                let secret = match secret.strip_prefix('$') {
+                    Some(var) => secret_from_env(var).map_err(|e| invalid(uri, &e))?,
+                    None => secret.to_string(),
+                };
+                (Some((user.to_string(), secret)), hp)
             }
-            None => (None, authority),
+            None => (file_cred, authority),
         };
         let (host, port) = split_host_port(hostport).ok_or_else(|| invalid(uri, "bad port"))?;
         if host.is_empty() {
@@ -95,6 +120,26 @@ impl IscsiUri {
     }
 }
 
+/// A CHAP secret from the first line of `path` (a trailing newline is not part of it).
+pub fn secret_from_file(path: &str) -> Result<String, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("CHAP secret file {path}: {e}"))?;
+    let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+    if line.is_empty() {
+        return Err(format!("CHAP secret file {path} is empty"));
+    }
+    Ok(line.to_string())
+}
+
+/// A CHAP secret from the environment variable `var`.
+pub fn secret_from_env(var: &str) -> Result<String, String> {
+    match std::env::var(var) {
+        Ok(s) if !s.is_empty() => Ok(s),
+        Ok(_) => Err(format!("CHAP secret variable {var} is empty")),
+        Err(_) => Err(format!("CHAP secret variable {var} is not set")),
+    }
+}
+
 fn split_host_port(s: &str) -> Option<(&str, u16)> {
     if let Some(v6) = s.strip_prefix('[') {
         let (host, rest) = v6.split_once(']')?;
@@ -129,6 +174,43 @@ mod tests {
         assert_eq!(u.chap, Some(("bob".into(), "s3cr3t".into())));
         let u = IscsiUri::parse("iscsi://localhost/iqn.x/7").unwrap();
         assert_eq!((u.port, u.lun), (3260, 7));
+    }
+
+    #[test]
+    fn secrets_come_from_a_file_or_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("secret");
+        std::fs::write(&f, "fr0m-a-f1le\nignored\n").unwrap();
+        let uri = format!("iscsi://bob%@{}@127.0.0.1:3261/iqn.x:y/0", f.display());
+        let u = IscsiUri::parse(&uri).unwrap();
+        assert_eq!(u.chap, Some(("bob".into(), "fr0m-a-f1le".into())));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.iqn.as_str()),
+            ("127.0.0.1", 3261, "iqn.x:y")
+        );
+        // The redacted form names the file, never its contents.
+        assert!(!sanbench_engine::uri::redact(&uri).contains("fr0m"));
+
+        std::env::set_var("SANBENCH_TEST_URI_SECRET", "fr0m-env");
+        let u = IscsiUri::parse("iscsi://bob%$SANBENCH_TEST_URI_SECRET@h/iqn.x/1").unwrap();
+        assert_eq!(u.chap, Some(("bob".into(), "fr0m-env".into())));
+
+        // Missing or empty sources are bad input, naming the source and not a secret.
+        std::fs::write(&f, "\n").unwrap();
+        let missing = dir.path().join("nope");
+        for bad in [
+            format!("iscsi://bob%@{}@h/iqn/0", f.display()),
+            format!("iscsi://bob%@{}@h/iqn/0", missing.display()),
+            format!("iscsi://bob%@{}", missing.display()),
+            "iscsi://bob%$SANBENCH_TEST_URI_UNSET@h/iqn/0".to_string(),
+        ] {
+            let e = IscsiUri::parse(&bad).unwrap_err();
+            assert!(e.is_usage(), "{bad}: {e}");
+            assert!(
+                e.to_string().contains("CHAP secret") || e.to_string().contains("@HOST"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -290,13 +290,19 @@ impl Conn {
 
     fn on_login(&mut self, req: &LoginRequest, data: &[u8]) {
         let sh = self.shared.clone();
+        // The first StatSN is drawn from the OS as the CHAP challenges are; without it the
+        // login fails (target error) rather than starting from a guessable number.
+        let mut s = [0u8; 4];
+        let seeded = self.login.is_some() || crate::os_random(&mut s).is_ok();
         let login = self.login.get_or_insert_with(|| {
             let tsih = sh.next_tsih.fetch_add(1, Ordering::Relaxed).max(1);
-            let mut s = [0u8; 4];
-            crate::os_random(&mut s);
             TargetLogin::new(sh.login.clone(), tsih, u32::from_be_bytes(s) & 0xffff)
         });
-        let reply = login.on_request(req, data, &mut crate::os_random);
+        let reply = if seeded {
+            login.on_request(req, data, &mut crate::os_random)
+        } else {
+            login.refuse(req, crate::wire::login::status::TARGET_ERROR)
+        };
         encode_pdu(
             &mut self.out,
             &Bhs::LoginResponse(reply.header.clone()).encode(),

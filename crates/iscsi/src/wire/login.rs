@@ -207,12 +207,18 @@ impl TargetLogin {
         self.reply(req, st, false, Vec::new())
     }
 
+    /// Refuses the request with status `st` (class, detail) without looking at it: for a
+    /// failure outside the negotiation (no random bytes for the session's first StatSN).
+    pub fn refuse(&mut self, req: &LoginRequest, st: (u8, u8)) -> LoginReply {
+        self.fail(req, st)
+    }
+
     /// Handles one Login Request. `random` fills CHAP challenges.
     pub fn on_request(
         &mut self,
         req: &LoginRequest,
         data: &[u8],
-        random: &mut dyn FnMut(&mut [u8]),
+        random: &mut dyn FnMut(&mut [u8]) -> std::io::Result<()>,
     ) -> LoginReply {
         if self.first {
             self.isid = req.isid;
@@ -329,7 +335,7 @@ impl TargetLogin {
         req: &LoginRequest,
         pairs: &[Pair],
         out: &mut Vec<Pair>,
-        random: &mut dyn FnMut(&mut [u8]),
+        random: &mut dyn FnMut(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<(), (u8, u8)> {
         let security = req.csg == Stage::Security;
         for p in pairs {
@@ -363,7 +369,9 @@ impl TargetLogin {
                         return Err(status::AUTH_FAILURE);
                     };
                     let mut idc = vec![0u8; 1 + alg.challenge_len()];
-                    random(&mut idc);
+                    // No random bytes from the OS: the login fails (a guessable challenge
+                    // would let a recorded response be replayed).
+                    random(&mut idc).map_err(|_| status::TARGET_ERROR)?;
                     let (id, challenge) = (idc[0], idc[1..].to_vec());
                     out.push(Pair::new("CHAP_A", alg.code()));
                     out.push(Pair::new("CHAP_I", id.to_string()));

@@ -183,7 +183,7 @@ impl InitiatorLogin {
         &mut self,
         resp: &LoginResponse,
         data: &[u8],
-        random: &mut dyn FnMut(&mut [u8]),
+        random: &mut dyn FnMut(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<InitiatorStep, WireError> {
         if resp.status_class != 0 {
             return Err(WireError::Login(format!(
@@ -262,7 +262,7 @@ impl InitiatorLogin {
     fn chap_step(
         &mut self,
         pairs: &[Pair],
-        random: &mut dyn FnMut(&mut [u8]),
+        random: &mut dyn FnMut(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<InitiatorStep, WireError> {
         let Some((user, secret)) = self.cfg.chap.clone() else {
             return Err(WireError::Login(
@@ -306,7 +306,10 @@ impl InitiatorLogin {
             // prove nothing).
             let mut idc = vec![0u8; 1 + alg.challenge_len()];
             loop {
-                random(&mut idc);
+                // No random bytes from the OS: the login fails, never a guessable challenge.
+                random(&mut idc).map_err(|e| {
+                    WireError::Login(format!("no random bytes for our CHAP challenge: {e}"))
+                })?;
                 if idc[1..] != challenge[..] {
                     break;
                 }
@@ -360,14 +363,37 @@ mod tests {
         icfg: InitiatorLoginConfig,
         tcfg: TargetLoginConfig,
     ) -> Result<(LoginOutcome, LoginOutcome), String> {
+        run_with(icfg, tcfg, true, true)
+    }
+
+    /// A login; `t_random` / `i_random` false: that side's random source fails.
+    fn run_with(
+        icfg: InitiatorLoginConfig,
+        tcfg: TargetLoginConfig,
+        t_random: bool,
+        i_random: bool,
+    ) -> Result<(LoginOutcome, LoginOutcome), String> {
         let mut i = InitiatorLogin::new(icfg);
         let mut t = TargetLogin::new(tcfg, 7, 100);
-        let mut rnd = |b: &mut [u8]| b.iter_mut().enumerate().for_each(|(n, x)| *x = n as u8);
+        let no_entropy = || std::io::Error::from_raw_os_error(libc::ENOSYS);
+        let mut rnd = |b: &mut [u8]| {
+            if !t_random {
+                return Err(no_entropy());
+            }
+            b.iter_mut().enumerate().for_each(|(n, x)| *x = n as u8);
+            Ok(())
+        };
         let (mut req, mut data) = i.start();
         for _ in 0..10 {
             let r = t.on_request(&req, &data, &mut rnd);
             let tout = r.outcome.clone();
-            let mut irnd = |b: &mut [u8]| b.iter_mut().for_each(|x| *x = 0x5a);
+            let mut irnd = |b: &mut [u8]| {
+                if !i_random {
+                    return Err(no_entropy());
+                }
+                b.fill(0x5a);
+                Ok(())
+            };
             match i
                 .on_response(&r.header, &r.data, &mut irnd)
                 .map_err(|e| e.to_string())?
@@ -422,6 +448,48 @@ mod tests {
         assert!(run(bad, tc.clone()).is_err());
         let none = InitiatorLoginConfig { chap: None, ..ic };
         assert!(run(none, tc).is_err());
+    }
+
+    #[test]
+    fn no_random_bytes_fail_the_login() {
+        let ic = InitiatorLoginConfig {
+            target_name: Some("iqn.t".into()),
+            chap: Some(("user".into(), "initiator-secret".into())),
+            target_chap: Some(("tgt".into(), "target-secret".into())),
+            ..Default::default()
+        };
+        let tc = TargetLoginConfig {
+            chap: ic.chap.clone(),
+            target_chap: ic.target_chap.clone(),
+            ..tcfg()
+        };
+        // The target cannot draw its challenge: it answers Target Error (3/0), no challenge.
+        let e = run_with(ic.clone(), tc.clone(), false, true).unwrap_err();
+        assert!(e.contains("status class 3 detail 0"), "{e}");
+        // The initiator cannot draw its mutual-CHAP challenge: the login fails on its side.
+        let e = run_with(ic.clone(), tc.clone(), true, false).unwrap_err();
+        assert!(e.contains("no random bytes"), "{e}");
+        // One-way CHAP needs no initiator randomness.
+        let one_way = InitiatorLoginConfig {
+            target_chap: None,
+            ..ic
+        };
+        let tc = TargetLoginConfig {
+            target_chap: None,
+            ..tc
+        };
+        assert!(run_with(one_way, tc, true, false).is_ok());
+    }
+
+    #[test]
+    fn os_random_fills_from_getrandom() {
+        // Long enough that getrandom may answer short and be asked again.
+        let mut a = vec![0u8; 4096];
+        let mut b = vec![0u8; 4096];
+        crate::os_random(&mut a).unwrap();
+        crate::os_random(&mut b).unwrap();
+        assert_ne!(a, b);
+        assert!(a[4000..].iter().any(|x| *x != 0));
     }
 
     #[test]
@@ -492,7 +560,10 @@ mod tests {
         };
         let data = text::encode_vec(&[Pair::new("AuthMethod", "None")]);
         let e = i
-            .on_response(&resp, &data, &mut |b: &mut [u8]| b.fill(1))
+            .on_response(&resp, &data, &mut |b: &mut [u8]| {
+                b.fill(1);
+                Ok(())
+            })
             .unwrap_err();
         assert!(e.to_string().contains("target failed mutual CHAP"), "{e}");
     }
