@@ -125,7 +125,7 @@ impl Generator {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn plan(&mut self) -> Planned {
         let r = self.rng.next_u64();
         let pick = r & 0xffff_ffff;

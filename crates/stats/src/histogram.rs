@@ -51,13 +51,15 @@ impl LatencyHistogram {
     }
 
     /// Records one latency. Zero is recorded as 1 ns (the floor of the histogram's range).
-    #[inline]
+    /// Always inlined: it is on every completion's path, and a call there was seen to cost
+    /// the null generator a fifth of its speed.
+    #[inline(always)]
     pub fn record(&mut self, ns: u64) {
         self.record_n(ns, 1);
     }
 
     /// Records `n` I/Os that share one latency (one clock read for a batch of completions).
-    #[inline]
+    #[inline(always)]
     pub fn record_n(&mut self, ns: u64, n: u64) {
         if n == 0 {
             return;

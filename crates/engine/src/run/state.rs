@@ -120,8 +120,21 @@ impl StreamState {
 
     /// Draws the next I/O; under verification, one that overlaps no in-flight I/O of the run,
     /// with its granules locked.
-    #[inline]
+    #[inline(always)]
     pub(super) fn draw(
+        &mut self,
+        gen: &mut Generator,
+        tag: usize,
+    ) -> Result<crate::gen::Planned, EngineError> {
+        if self.verify.is_none() {
+            return Ok(gen.plan());
+        }
+        self.draw_verified(gen, tag)
+    }
+
+    /// [`draw`](Self::draw) under verification: out of line, so the plain path stays small.
+    #[inline(never)]
+    fn draw_verified(
         &mut self,
         gen: &mut Generator,
         tag: usize,
@@ -155,9 +168,9 @@ impl StreamState {
     /// passes here, counted or not.
     #[inline]
     pub(super) fn settle(&mut self, c: Completion, lay: &Layout, arena: &Arena) {
+        let Some(sv) = &mut self.verify else { return };
         let t = c.tag as usize;
         self.busy[t] = false;
-        let Some(sv) = &mut self.verify else { return };
         let (off, len) = (self.offset[t], self.len[t] as u64);
         match self.op[t] {
             // A flush locks no range.
@@ -285,6 +298,7 @@ impl StreamState {
     /// Prepares the next I/O on the free `tag` (a flush when one is due, else a drawn read or
     /// write with its write data stamped) and adds it to the batch; false for a flush (not an
     /// arrival of an open-loop schedule).
+    #[inline(always)]
     pub(super) fn prepare(
         &mut self,
         tag: u32,
@@ -297,7 +311,9 @@ impl StreamState {
             if let Some(sv) = &mut self.verify {
                 sv.flush_sent(t);
             }
-            self.busy[t] = true;
+            if self.verify.is_some() {
+                self.busy[t] = true;
+            }
             (self.op[t], self.len[t], self.offset[t]) = (Op::Flush, 0, 0);
             self.fua[t] = false;
             self.batch.push(Io {
@@ -323,15 +339,12 @@ impl StreamState {
                 // SAFETY: the tag was free, so none of its I/O is in flight.
                 unsafe { stamp_slot(arena, lay, f.stamper, t, p.offset, p.len, |_| 0) }
             }
-            (Op::Write, Some(sv)) => {
-                let (cells, first) = (&sv.cells[t], p.offset >> sv.shift);
-                let gen_of = |o: u64| cells[((o >> sv.shift) - first) as usize] as u32;
-                // SAFETY: as above.
-                unsafe { stamp_slot(arena, lay, f.stamper, t, p.offset, p.len, gen_of) }
-            }
+            (Op::Write, Some(sv)) => stamp_verified(sv, f, t, p.offset, p.len),
             _ => t * lay.slot,
         };
-        self.busy[t] = true;
+        if self.verify.is_some() {
+            self.busy[t] = true;
+        }
         self.writes_since_flush += u32::from(p.op == Op::Write);
         self.op[t] = p.op;
         self.fua[t] = p.fua;
@@ -351,6 +364,7 @@ impl StreamState {
     /// Hands the batch to the queue; `submitted`, its submission time, is read by the caller
     /// just before (after the generator and the stamps, so latency is the target's and the
     /// engine's).
+    #[inline]
     pub(super) fn send(
         &mut self,
         q: &mut dyn Queue,
@@ -364,12 +378,57 @@ impl StreamState {
             self.submit_ns[io.tag as usize] = submitted;
         }
         self.inflight += self.batch.len();
-        self.flushing += self.batch.iter().filter(|io| io.op == Op::Flush).count();
+        if self.flush_every > 0 {
+            self.flushing += self.batch.iter().filter(|io| io.op == Op::Flush).count();
+        }
         // Little's law is about reads and writes: flushes are counted apart.
         ctx.live
             .inflight
             .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);
         q.submit(&self.batch)
+    }
+
+    /// Counts a completion inside the window that is a flush, a FUA write, or part of an open
+    /// loop (response time and issue lag beside the service time).
+    #[cold]
+    #[inline(never)]
+    fn count_extra(&mut self, t: usize, now: u64, service: u64, sec: usize, len: u64) {
+        if self.op[t] == Op::Flush {
+            self.flush.ios += 1;
+            self.flush.hist.record(service);
+            return;
+        }
+        let open = !self.intended.is_empty();
+        let (response, lag) = if open {
+            let i = self.intended[t];
+            (now.saturating_sub(i), self.submit_ns[t].saturating_sub(i))
+        } else {
+            (service, 0)
+        };
+        let last = self.series.len() - 1;
+        let b = &mut self.series[sec.min(last)];
+        b.lat_sum_ns += response as u128;
+        let d = if self.op[t] == Op::Write {
+            b.write_ios += 1;
+            b.write_bytes += len;
+            &mut self.write
+        } else {
+            b.read_ios += 1;
+            b.read_bytes += len;
+            &mut self.read
+        };
+        d.ios += 1;
+        d.bytes += len;
+        d.hist.record(service);
+        if open {
+            d.response.record(response);
+            d.lag.record(lag);
+        }
+        if self.fua[t] && self.op[t] == Op::Write {
+            self.fua_stats.ios += 1;
+            self.fua_stats.bytes += len;
+            self.fua_stats.hist.record(service);
+        }
     }
 
     /// Takes the batch just reaped off the in-flight counts.
@@ -391,6 +450,7 @@ impl StreamState {
     /// Settles and counts the batch just reaped, completed at `now`: inside the window into
     /// the statistics (service time from submission; in an open-loop run also response time
     /// from the intended issue time and the issue lag), and frees its tags.
+    #[inline(always)]
     pub(super) fn count(
         &mut self,
         now: u64,
@@ -409,46 +469,38 @@ impl StreamState {
         for i in 0..self.done.len() {
             let c = self.done[i];
             let t = c.tag as usize;
-            self.settle(c, lay, arena);
+            if self.verify.is_some() {
+                self.settle(c, lay, arena);
+            }
             if c.result < 0 {
                 return Err(self.io_error(c));
             }
             let len = self.len[t] as u64;
             bytes += len;
             let service = now.saturating_sub(self.submit_ns[t]);
-            if in_window && self.op[t] == Op::Flush {
-                self.flush.ios += 1;
-                self.flush.hist.record(service);
-            } else if in_window {
-                let (response, lag) = if open {
-                    let i = self.intended[t];
-                    (now.saturating_sub(i), self.submit_ns[t].saturating_sub(i))
+            if in_window {
+                // The common case (closed loop, a read or a plain write) stays small enough
+                // to be inlined whole; flushes, FUA writes and open-loop times go through
+                // `count_extra`, kept out of line.
+                let op = self.op[t];
+                if op == Op::Flush || open || self.fua[t] {
+                    self.count_extra(t, now, service, sec, len);
                 } else {
-                    (service, 0)
-                };
-                let last = self.series.len() - 1;
-                let b = &mut self.series[sec.min(last)];
-                b.lat_sum_ns += response as u128;
-                let d = if self.op[t] == Op::Write {
-                    b.write_ios += 1;
-                    b.write_bytes += len;
-                    &mut self.write
-                } else {
-                    b.read_ios += 1;
-                    b.read_bytes += len;
-                    &mut self.read
-                };
-                d.ios += 1;
-                d.bytes += len;
-                d.hist.record(service);
-                if open {
-                    d.response.record(response);
-                    d.lag.record(lag);
-                }
-                if self.fua[t] && self.op[t] == Op::Write {
-                    self.fua_stats.ios += 1;
-                    self.fua_stats.bytes += len;
-                    self.fua_stats.hist.record(service);
+                    let last = self.series.len() - 1;
+                    let b = &mut self.series[sec.min(last)];
+                    b.lat_sum_ns += service as u128;
+                    let d = if op == Op::Write {
+                        b.write_ios += 1;
+                        b.write_bytes += len;
+                        &mut self.write
+                    } else {
+                        b.read_ios += 1;
+                        b.read_bytes += len;
+                        &mut self.read
+                    };
+                    d.ios += 1;
+                    d.bytes += len;
+                    d.hist.record(service);
                 }
             }
             self.free.push(c.tag);
@@ -459,4 +511,14 @@ impl StreamState {
         ctx.live.bytes.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
+}
+
+/// Stamps a verified write with its granules' next generations (out of line: the plain path
+/// stays small enough for the compiler to keep its hot calls inline).
+#[inline(never)]
+fn stamp_verified(sv: &StreamVerify, f: &mut Fill<'_>, t: usize, offset: u64, len: u32) -> usize {
+    let (cells, first) = (&sv.cells[t], offset >> sv.shift);
+    let gen_of = |o: u64| cells[((o >> sv.shift) - first) as usize] as u32;
+    // SAFETY: the tag was free, so none of its I/O is in flight.
+    unsafe { stamp_slot(f.arena, f.lay, f.stamper, t, offset, len, gen_of) }
 }
