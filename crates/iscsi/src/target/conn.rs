@@ -386,24 +386,29 @@ impl Conn {
     }
 
     fn on_tmf(&mut self, t: &TaskMgmtRequest) {
+        use crate::wire::codes::{tmf_function as f, tmf_response as r};
         let response = match t.function {
             // A task that already completed "does not exist" (§11.6.1); one whose command has
             // not arrived yet (RefCmdSN not below ExpCmdSN) counts as aborted.
-            1 => {
+            f::ABORT_TASK => {
                 if self.tasks.remove(&t.ref_task_tag).is_some()
                     || !sn_lt(t.ref_cmd_sn, self.exp_cmd_sn)
                 {
-                    0
+                    r::COMPLETE
                 } else {
-                    1
+                    r::TASK_DOES_NOT_EXIST
                 }
             }
-            2 | 4 | 5 | 6 | 7 => {
+            f::ABORT_TASK_SET
+            | f::CLEAR_TASK_SET
+            | f::LOGICAL_UNIT_RESET
+            | f::TARGET_WARM_RESET
+            | f::TARGET_COLD_RESET => {
                 self.tasks.clear();
-                0
+                r::COMPLETE
             }
-            3 | 8 => 5,
-            _ => 255,
+            f::CLEAR_ACA | f::TASK_REASSIGN => r::FUNCTION_NOT_SUPPORTED,
+            _ => r::REJECTED,
         };
         let r = TaskMgmtResponse {
             response,
@@ -413,7 +418,7 @@ impl Conn {
             max_cmd_sn: self.max_cmd_sn(),
         };
         self.send(Bhs::TaskMgmtResponse(r), &[]);
-        if t.function == 7 {
+        if t.function == crate::wire::codes::tmf_function::TARGET_COLD_RESET {
             self.close = true;
         }
     }
