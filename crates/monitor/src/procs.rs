@@ -1,4 +1,4 @@
-//! CPU time of processes, threads and kernel threads, grouped (MEASURE.md, "CPU").
+//! CPU time of processes, threads and kernel threads, grouped (docs/MEASURE.md, "CPU").
 //!
 //! `/proc/PID/stat` and `/proc/PID/task/TID/stat` give user and system time in USER_HZ ticks
 //! ([`stat`] parses them); [`groups`] holds what is grouped and reported; this file is the
