@@ -295,8 +295,17 @@ mod tests {
         while BLOCKED.load(Ordering::SeqCst) < 4 {
             std::thread::sleep(Duration::from_millis(1));
         }
+        // Dropped on a thread of its own, so that a drop that hangs fails the test instead of
+        // hanging it.
+        let (done_tx, done_rx) = mpsc::channel();
         let t0 = Instant::now();
-        drop(q);
+        std::thread::spawn(move || {
+            drop(q);
+            let _ = done_tx.send(());
+        });
+        done_rx
+            .recv_timeout(EXIT_GRACE + Duration::from_secs(10))
+            .expect("SyncQueue::drop hung on threads blocked in the device");
         let took = t0.elapsed();
         assert!(
             took >= EXIT_GRACE && took < EXIT_GRACE + Duration::from_secs(2),
