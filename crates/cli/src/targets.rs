@@ -33,6 +33,19 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
             TargetUri::Mem { .. } => shared_mem(s, &t, opts)?,
             _ => open_local(s, &t, opts)?,
         };
+        // An engine other than the one asked for (io_uring without extended-argument wait):
+        // said once here, and kept in the target's params in every result.
+        if let Some(n) = target
+            .info()
+            .params
+            .get("engine_note")
+            .and_then(|v| v.as_str())
+        {
+            eprintln!(
+                "note: {}: {n}",
+                sanbench_engine::uri::redact(&target.info().uri)
+            );
+        }
         out.push(target);
     }
     Ok(out)

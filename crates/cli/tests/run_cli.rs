@@ -190,6 +190,17 @@ fn spec_file_errors_name_the_line() {
         &["run", "mem:1G", "--spec", spec.to_str().unwrap()],
         "line 4: unknown field `reed`",
     );
+    // Weights whose sum overflows the generator's 32-bit scale are bad input, not a skew.
+    std::fs::write(
+        &spec,
+        "[[segment]]\nbs = \"4k\"\nweight = 4294967295\n\
+         [[segment]]\nbs = \"8k\"\nweight = 4294967295\n",
+    )
+    .unwrap();
+    expect_usage_error(
+        &["run", "mem:1G", "--spec", spec.to_str().unwrap()],
+        "segment weights sum to 8589934590",
+    );
 }
 
 /// `sanbench serve iscsi` with one-way and mutual CHAP, on a port the kernel picks; stopped

@@ -243,17 +243,11 @@ impl FileTarget {
                 crate::arena::ALIGN
             )));
         }
-        let kind = match opts.engine {
-            EngineKind::Auto if crate::uring::available() => EngineKind::Uring,
-            EngineKind::Auto => EngineKind::Sync,
-            EngineKind::Uring if !crate::uring::available() => {
-                return Err(EngineError::Invalid(
-                    "io_uring is not available on this kernel; use --engine sync".into(),
-                ))
-            }
-            k => k,
-        };
+        let (kind, engine_note) = choose_engine(opts.engine, crate::uring::support())?;
         let mut params = BTreeMap::new();
+        if let Some(n) = engine_note {
+            params.insert("engine_note".into(), n.into());
+        }
         params.insert("path".into(), shown.clone().into());
         params.insert(
             "kind".into(),
@@ -291,6 +285,32 @@ impl FileTarget {
             keep_cache: opts.keep_cache,
         })
     }
+}
+
+/// Note on a target that asked for io_uring (or auto) on a kernel whose rings lack the
+/// extended-argument wait (before 5.11): the sync engine runs it instead.
+pub const NO_EXT_ARG_NOTE: &str = "io_uring without extended-argument wait (kernel before \
+     5.11): the sync engine (pread/pwrite threads) ran this target instead";
+
+/// The engine a file target runs on, and a note when it is not the one asked for.
+fn choose_engine(
+    asked: EngineKind,
+    support: crate::uring::Support,
+) -> Result<(EngineKind, Option<&'static str>), EngineError> {
+    use crate::uring::Support;
+    Ok(match (asked, support) {
+        (EngineKind::Auto | EngineKind::Uring, Support::Full) => (EngineKind::Uring, None),
+        (EngineKind::Auto | EngineKind::Uring, Support::NoExtArg) => {
+            (EngineKind::Sync, Some(NO_EXT_ARG_NOTE))
+        }
+        (EngineKind::Auto, Support::Unavailable) => (EngineKind::Sync, None),
+        (EngineKind::Uring, Support::Unavailable) => {
+            return Err(EngineError::Invalid(
+                "io_uring is not available on this kernel; use --engine sync".into(),
+            ))
+        }
+        (k, _) => (k, None),
+    })
 }
 
 impl Target for FileTarget {
@@ -335,5 +355,35 @@ impl Target for FileTarget {
                 cfg,
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uring::Support;
+
+    #[test]
+    fn io_uring_without_ext_arg_falls_back_to_sync_with_a_note() {
+        for asked in [EngineKind::Auto, EngineKind::Uring] {
+            assert_eq!(
+                choose_engine(asked, Support::NoExtArg).unwrap(),
+                (EngineKind::Sync, Some(NO_EXT_ARG_NOTE))
+            );
+            assert_eq!(
+                choose_engine(asked, Support::Full).unwrap(),
+                (EngineKind::Uring, None)
+            );
+        }
+        assert_eq!(
+            choose_engine(EngineKind::Auto, Support::Unavailable).unwrap(),
+            (EngineKind::Sync, None)
+        );
+        let e = choose_engine(EngineKind::Uring, Support::Unavailable).unwrap_err();
+        assert!(e.is_usage(), "{e}");
+        assert_eq!(
+            choose_engine(EngineKind::Sync, Support::Full).unwrap(),
+            (EngineKind::Sync, None)
+        );
     }
 }

@@ -74,7 +74,7 @@ pub struct Sample {
     pub lat_mean_us: f64,
 }
 
-/// The Little's-law check of shared/MEASURE.md.
+/// The Little's-law check of docs/MEASURE.md.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LittlesLaw {
     /// I/O slots the generator keeps busy (workers × queue depth).
@@ -90,7 +90,7 @@ pub struct LittlesLaw {
     pub deviation: Option<f64>,
 }
 
-/// Efficiency figures of the studies (definitions in shared/MEASURE.md and the monitor crate);
+/// Efficiency figures of the studies (definitions in docs/MEASURE.md and the monitor crate);
 /// `None` where no measurement supports them. CPU % is system-wide busy % of all cores minus the
 /// idle baseline; watts are above the idle baseline.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

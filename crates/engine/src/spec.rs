@@ -227,6 +227,16 @@ impl Workload {
         if self.segments.iter().all(|s| s.weight == 0) {
             return Err("every segment has weight 0".into());
         }
+        // The generator scales cumulative weights by 2^32 in 64 bits: a sum past u32::MAX
+        // would lose its top bits and pick segments in the wrong shares.
+        let total: u64 = self.segments.iter().map(|s| s.weight as u64).sum();
+        if total > u32::MAX as u64 {
+            return Err(format!(
+                "segment weights sum to {total}, more than {} (weights are relative: divide \
+                 them)",
+                u32::MAX
+            ));
+        }
         for (i, s) in self.segments.iter().enumerate() {
             let n = i + 1;
             for (what, p) in [("read", s.read_pct), ("random", s.random_pct)] {
@@ -490,6 +500,11 @@ read = 100
             ),
             ("size = \"1k\"\n[[segment]]\nbs = \"4k\"", "smaller than"),
             ("[[segment]]\nweight = 0\nbs = \"4k\"", "weight 0"),
+            (
+                "[[segment]]\nweight = 4294967295\nbs = \"4k\"\n\
+                 [[segment]]\nweight = 1\nbs = \"4k\"",
+                "segment weights sum to 4294967296",
+            ),
             ("qd = \"x\"", "line 1"),
         ];
         for (text, want) in cases {

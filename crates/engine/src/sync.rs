@@ -4,10 +4,17 @@
 //! At queue depth 1 the I/O runs inline in `submit` (nothing between the generator and the
 //! system call, the lowest-latency path). Deeper queues get one thread per slot, so that
 //! `depth` I/Os really are in flight at once, as with fio's `psync` and `numjobs`.
+//!
+//! Dropping the queue never hangs: after a stream failed or the target died, a thread may sit
+//! in `pread`/`pwrite` on a device that will not answer. Work not yet started is discarded, the
+//! threads get [`EXIT_GRACE`] (at most the I/O timeout) to finish, and any still blocked are
+//! detached with a note on stderr; they hold their own `Arc`s of the file and the arena, so
+//! the memory they may still write into stays valid.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -15,6 +22,21 @@ use std::time::{Duration, Instant};
 use crate::arena::Arena;
 use crate::engine::{Completion, Io, Op, Queue, QueueConfig};
 use crate::error::EngineError;
+
+/// How long a dropped queue waits for its threads before detaching those still blocked.
+pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Threads detached by dropped queues in this process (for the note and for tests).
+static DETACHED: AtomicUsize = AtomicUsize::new(0);
+
+/// How many sync engine threads were left blocked in a system call by dropped queues.
+pub fn detached_threads() -> usize {
+    DETACHED.load(Ordering::Relaxed)
+}
+
+/// One I/O, done by the calling thread (a function value so tests can stand in a device
+/// that never answers).
+type DoIo = fn(&File, &Arena, &Io) -> i32;
 
 fn do_io(file: &File, arena: &Arena, io: &Io) -> i32 {
     let len = io.len as usize;
@@ -82,6 +104,9 @@ struct Chan {
     todo_cv: Condvar,
     done: Mutex<Vec<Completion>>,
     done_cv: Condvar,
+    /// Threads that have returned; signalled on `exited_cv`.
+    exited: Mutex<usize>,
+    exited_cv: Condvar,
 }
 
 pub struct SyncQueue {
@@ -95,6 +120,10 @@ pub struct SyncQueue {
 
 impl SyncQueue {
     pub fn open(file: Arc<File>, cfg: &QueueConfig) -> SyncQueue {
+        SyncQueue::open_with(file, cfg, do_io)
+    }
+
+    fn open_with(file: Arc<File>, cfg: &QueueConfig, io_fn: DoIo) -> SyncQueue {
         let mut q = SyncQueue {
             file,
             arena: cfg.arena.clone(),
@@ -109,12 +138,18 @@ impl SyncQueue {
                 todo_cv: Condvar::new(),
                 done: Mutex::new(Vec::with_capacity(cfg.depth as usize)),
                 done_cv: Condvar::new(),
+                exited: Mutex::new(0),
+                exited_cv: Condvar::new(),
             });
             for i in 0..cfg.depth {
                 let (c, f, a) = (chan.clone(), q.file.clone(), q.arena.clone());
                 let h = std::thread::Builder::new()
                     .name(format!("sb-sync{}-{i}", cfg.worker))
-                    .spawn(move || worker(&c, &f, &a))
+                    .spawn(move || {
+                        worker(&c, &f, &a, io_fn);
+                        *c.exited.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                        c.exited_cv.notify_all();
+                    })
                     .expect("spawn sync engine thread");
                 q.threads.push(h);
             }
@@ -124,7 +159,7 @@ impl SyncQueue {
     }
 }
 
-fn worker(c: &Chan, file: &File, arena: &Arena) {
+fn worker(c: &Chan, file: &File, arena: &Arena, io_fn: DoIo) {
     loop {
         let io = {
             let mut g = c.todo.lock().unwrap_or_else(|p| p.into_inner());
@@ -138,7 +173,7 @@ fn worker(c: &Chan, file: &File, arena: &Arena) {
                 g = c.todo_cv.wait(g).unwrap_or_else(|p| p.into_inner());
             }
         };
-        let result = do_io(file, arena, &io);
+        let result = io_fn(file, arena, &io);
         c.done
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -210,12 +245,130 @@ impl Queue for SyncQueue {
 
 impl Drop for SyncQueue {
     fn drop(&mut self) {
-        if let Some(c) = &self.chan {
-            c.todo.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
-            c.todo_cv.notify_all();
+        let Some(c) = &self.chan else {
+            return;
+        };
+        {
+            let mut g = c.todo.lock().unwrap_or_else(|p| p.into_inner());
+            // Nothing not yet started is started now: the run is over.
+            g.0.clear();
+            g.1 = true;
         }
-        for h in self.threads.drain(..) {
-            let _ = h.join();
+        c.todo_cv.notify_all();
+        let n = self.threads.len();
+        let deadline = Instant::now() + EXIT_GRACE.min(self.timeout);
+        let mut exited = c.exited.lock().unwrap_or_else(|p| p.into_inner());
+        while *exited < n {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            exited = c
+                .exited_cv
+                .wait_timeout(exited, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
+        let stuck = n - *exited;
+        drop(exited);
+        if stuck == 0 {
+            for h in self.threads.drain(..) {
+                let _ = h.join();
+            }
+            return;
+        }
+        // Joining would wait on the device; the handles are dropped, which detaches them.
+        let running = self.threads.drain(..).filter(|h| !h.is_finished()).count();
+        DETACHED.fetch_add(running, Ordering::Relaxed);
+        eprintln!(
+            "note: sanbench: {running} sync engine thread(s) still blocked in pread/pwrite \
+             after {:.1} s were left behind (the target is not answering)",
+            EXIT_GRACE.min(self.timeout).as_secs_f64()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A device that never answers until the test releases it.
+    static RELEASE: Mutex<Option<mpsc::Receiver<()>>> = Mutex::new(None);
+    static BLOCKED: AtomicUsize = AtomicUsize::new(0);
+
+    fn hang(_: &File, _: &Arena, _: &Io) -> i32 {
+        BLOCKED.fetch_add(1, Ordering::SeqCst);
+        // Holding the lock keeps the other threads blocked too, behind it.
+        let g = RELEASE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(rx) = g.as_ref() {
+            let _ = rx.recv();
+        }
+        -libc::EIO
+    }
+
+    #[test]
+    fn drop_does_not_wait_on_a_device_that_never_answers() {
+        let (tx, rx) = mpsc::channel();
+        *RELEASE.lock().unwrap() = Some(rx);
+        let file = Arc::new(File::open("/dev/null").unwrap());
+        let cfg = QueueConfig {
+            worker: 0,
+            depth: 4,
+            max_len: 4096,
+            arena: Arc::new(Arena::new(4 * 4096)),
+            io_timeout: Duration::from_secs(30),
+        };
+        let mut q = SyncQueue::open_with(file, &cfg, hang);
+        let ios: Vec<Io> = (0..6u32)
+            .map(|i| Io {
+                tag: i,
+                op: Op::Read,
+                offset: 0,
+                len: 512,
+                buf: 0,
+            })
+            .collect();
+        q.submit(&ios).unwrap();
+        while BLOCKED.load(Ordering::SeqCst) < 4 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Dropped on a thread of its own, so that a drop that hangs fails the test instead of
+        // hanging it.
+        let (done_tx, done_rx) = mpsc::channel();
+        let t0 = Instant::now();
+        std::thread::spawn(move || {
+            drop(q);
+            let _ = done_tx.send(());
+        });
+        done_rx
+            .recv_timeout(EXIT_GRACE + Duration::from_secs(10))
+            .expect("SyncQueue::drop hung on threads blocked in the device");
+        let took = t0.elapsed();
+        assert!(
+            took >= EXIT_GRACE && took < EXIT_GRACE + Duration::from_secs(2),
+            "drop took {took:?}"
+        );
+        assert_eq!(detached_threads(), 4);
+        // The two I/Os not started were discarded, not started on the way out.
+        drop(tx);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(BLOCKED.load(Ordering::SeqCst), 4);
+    }
+
+    #[test]
+    fn drop_of_an_idle_queue_is_immediate() {
+        let file = Arc::new(File::open("/dev/null").unwrap());
+        let cfg = QueueConfig {
+            worker: 0,
+            depth: 8,
+            max_len: 4096,
+            arena: Arc::new(Arena::new(8 * 4096)),
+            io_timeout: Duration::from_secs(30),
+        };
+        let q = SyncQueue::open(file, &cfg);
+        let t0 = Instant::now();
+        drop(q);
+        assert!(t0.elapsed() < Duration::from_millis(500));
     }
 }

@@ -4,7 +4,7 @@
 //! `MB`, `GB` with a capital B after a lowercase or capital prefix, written with an explicit `B`
 //! and no `i`, are still binary in fio. sanbench follows fio here so that specs carry over; the
 //! decimal spellings `KB`/`MB` are accepted as binary too and documented as such. Output rates
-//! are decimal MB/s with MiB/s beside them (shared/MEASURE.md).
+//! are decimal MB/s with MiB/s beside them (docs/MEASURE.md).
 
 use std::time::Duration;
 

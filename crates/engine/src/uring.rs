@@ -18,10 +18,30 @@ use crate::arena::Arena;
 use crate::engine::{Completion, Io, Op, Queue, QueueConfig};
 use crate::error::EngineError;
 
-/// Whether this kernel lets us create a ring (it may be disabled by sysctl or seccomp).
+/// What this kernel's io_uring offers the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// Rings, with the extended-argument wait `reap` uses for its timeout (Linux 5.11+).
+    Full,
+    /// Rings without IORING_FEAT_EXT_ARG: `reap` could not bound its wait.
+    NoExtArg,
+    /// No ring at all (old kernel, or disabled by sysctl or seccomp).
+    Unavailable,
+}
+
+/// Probes once per process.
+pub fn support() -> Support {
+    static SUPPORT: OnceLock<Support> = OnceLock::new();
+    *SUPPORT.get_or_init(|| match IoUring::new(2) {
+        Ok(r) if r.params().is_feature_ext_arg() => Support::Full,
+        Ok(_) => Support::NoExtArg,
+        Err(_) => Support::Unavailable,
+    })
+}
+
+/// Whether the io_uring engine can run here.
 pub fn available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| IoUring::new(2).is_ok())
+    support() == Support::Full
 }
 
 pub struct UringQueue {

@@ -484,3 +484,151 @@ fn get_lba_status_and_stats_follow_the_store() {
         ]
     );
 }
+
+/// (key, ASC, ASCQ) from a SCSI Response's data segment (SenseLength, then sense data).
+fn sense_of(data: &[u8]) -> (u8, u8, u8) {
+    let s = &data[2..];
+    if s[0] & 0x7f == 0x72 {
+        (s[1] & 0xf, s[2], s[3])
+    } else {
+        (s[2] & 0xf, s[12], s[13])
+    }
+}
+
+/// A hostile initiator: starts a 16 KiB write, takes the R2T, answers it with `bad` (a
+/// Data-Out built from the R2T) and expects a Reject of `reason` then CHECK CONDITION with
+/// ABORTED COMMAND and `asc_ascq`; the connection stays usable.
+fn bad_data_out(
+    c: &mut Client,
+    bad: impl Fn(&sanbench_iscsi::wire::pdu::R2t) -> (DataOut, usize),
+    reason: u8,
+    asc_ascq: (u8, u8),
+) {
+    let (cdb, _) = Cdb::Write {
+        len: CdbLen::L16,
+        lba: 64,
+        blocks: 32,
+        protect: 0,
+        dpo: false,
+        fua: false,
+        verify: false,
+    }
+    .encode();
+    c.itt += 1;
+    let cmd = ScsiCommand {
+        immediate: false,
+        final_: true,
+        read: false,
+        write: true,
+        attr: 1,
+        lun: 0,
+        itt: c.itt,
+        expected_data_len: 16384,
+        cmd_sn: c.cmd_sn,
+        exp_stat_sn: 0,
+        cdb,
+    };
+    c.cmd_sn += 1;
+    c.send(Bhs::ScsiCommand(cmd), &[]);
+    let (Bhs::R2t(r), _) = c.recv() else {
+        panic!("no R2T")
+    };
+    assert_eq!((r.buffer_offset, r.desired_len), (0, 16384));
+    let (d, len) = bad(&r);
+    c.send(Bhs::DataOut(d.clone()), &vec![0xa5; len]);
+    match c.recv() {
+        (Bhs::Reject(j), hdr) => {
+            assert_eq!(j.reason, reason, "{d:?}");
+            // The Reject carries the offending header (its lengths filled in by the framer).
+            let sent = Bhs::DataOut(d.clone()).encode();
+            assert_eq!((&hdr[..4], &hdr[8..48]), (&sent[..4], &sent[8..48]));
+        }
+        other => panic!("{d:?}: expected a Reject, got {other:?}"),
+    }
+    match c.recv() {
+        (Bhs::ScsiResponse(rsp), sense) => {
+            assert_eq!(rsp.itt, c.itt);
+            assert_eq!(rsp.status, 0x02, "{d:?}: CHECK CONDITION");
+            assert_eq!(sense_of(&sense), (0x0b, asc_ascq.0, asc_ascq.1), "{d:?}");
+        }
+        other => panic!("{d:?}: expected a SCSI Response, got {other:?}"),
+    }
+}
+
+/// Each way a Data-Out can differ from what the R2T asked (RFC 7143 §11.7, DataPDUInOrder=Yes)
+/// is answered with its Reject and ends its task; the connection carries on.
+#[test]
+fn data_out_against_the_r2t_is_checked() {
+    use sanbench_iscsi::wire::pdu_ctl::reject_reason::{INVALID_PDU_FIELD, PROTOCOL_ERROR};
+    let t = start(TargetConfig::default());
+    let mut c = Client::login(t.2, icfg()).unwrap();
+    let pdu = |r: &sanbench_iscsi::wire::pdu::R2t, ttt, sn, off, final_| DataOut {
+        final_,
+        lun: 0,
+        itt: r.itt,
+        ttt,
+        exp_stat_sn: 0,
+        data_sn: sn,
+        buffer_offset: off,
+    };
+    // A tag that names no R2T.
+    bad_data_out(
+        &mut c,
+        |r| (pdu(r, r.ttt ^ 0x55, 0, 0, true), 8192),
+        INVALID_PDU_FIELD,
+        (0x4b, 0x01),
+    );
+    // Unsolicited data (InitialR2T=Yes): TTT 0xffffffff while an R2T is outstanding.
+    bad_data_out(
+        &mut c,
+        |r| (pdu(r, 0xffff_ffff, 0, 0, true), 8192),
+        PROTOCOL_ERROR,
+        (0x0c, 0x0c),
+    );
+    // DataSN not 0 on the first PDU of the sequence.
+    bad_data_out(
+        &mut c,
+        |r| (pdu(r, r.ttt, 1, 0, false), 8192),
+        PROTOCOL_ERROR,
+        (0x4b, 0x00),
+    );
+    // An offset that skips ahead (in order is negotiated).
+    bad_data_out(
+        &mut c,
+        |r| (pdu(r, r.ttt, 0, 512, false), 4096),
+        PROTOCOL_ERROR,
+        (0x4b, 0x05),
+    );
+    // More than the R2T asked: 512 bytes past its 16 KiB in one PDU (the target accepts
+    // 256 KiB segments, so the framer lets it through to the check).
+    bad_data_out(
+        &mut c,
+        |r| (pdu(r, r.ttt, 0, 0, true), 16384 + 512),
+        PROTOCOL_ERROR,
+        (0x4b, 0x02),
+    );
+    // F before the R2T's range is complete.
+    bad_data_out(
+        &mut c,
+        |r| (pdu(r, r.ttt, 0, 0, true), 4096),
+        PROTOCOL_ERROR,
+        (0x0c, 0x0d),
+    );
+    // A Data-Out for no task at all: rejected, nothing else.
+    let stray = DataOut {
+        final_: true,
+        lun: 0,
+        itt: 0xdead,
+        ttt: 9,
+        exp_stat_sn: 0,
+        data_sn: 0,
+        buffer_offset: 0,
+    };
+    c.send(Bhs::DataOut(stray), &[0u8; 512]);
+    match c.recv() {
+        (Bhs::Reject(j), _) => assert_eq!(j.reason, INVALID_PDU_FIELD),
+        other => panic!("expected a Reject, got {other:?}"),
+    }
+    // The connection still works: a proper write and read back.
+    write_read(&mut c);
+}

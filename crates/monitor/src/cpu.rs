@@ -1,4 +1,4 @@
-//! System-wide CPU time from `/proc/stat` (MEASURE.md, "CPU (Linux procfs)").
+//! System-wide CPU time from `/proc/stat` (docs/MEASURE.md, "CPU (Linux procfs)").
 //!
 //! Each `cpu`/`cpuN` line holds cumulative USER_HZ ticks in the order
 //! `user nice system idle iowait irq softirq steal guest guest_nice` (proc(5)). `guest` and

@@ -1,4 +1,4 @@
-//! Work per CPU and per joule (MEASURE.md, "CPU" derived figures and "Power" method).
+//! Work per CPU and per joule (docs/MEASURE.md, "CPU" derived figures and "Power" method).
 //!
 //! All CPU figures use **system-wide** busy time minus the idle baseline, as the studies did
 //! (Perfmon, top): transport work runs in kworkers, softirqs and io_uring workers outside the

@@ -4,7 +4,7 @@
 //! Tests point the root at fixture trees (`tests/fixtures/`) so that each transport, power source
 //! and odd file can be exercised on a 2-core VM without RAPL or a BMC.
 //!
-//! * [`cpu`]: `/proc/stat` deltas, per core and in all (MEASURE.md, "CPU").
+//! * [`cpu`]: `/proc/stat` deltas, per core and in all (docs/MEASURE.md, "CPU").
 //! * [`procs`]: per process, thread and kernel-thread group CPU seconds.
 //! * [`net`]: `/proc/net/dev` deltas and payload-to-wire efficiency.
 //! * [`power`]: RAPL, IPMI DCMI, Watts Up? Pro, a command, a model; energy integration.

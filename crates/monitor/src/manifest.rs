@@ -1,4 +1,4 @@
-//! The environment manifest every result carries (MEASURE.md, "Repeatability"): sanbench
+//! The environment manifest every result carries (docs/MEASURE.md, "Repeatability"): sanbench
 //! version, kernel, CPU model and count, frequency governor, memory, hostname, start time, and
 //! the target device's transport.
 //!

@@ -1,4 +1,4 @@
-//! Network interface counters from `/proc/net/dev` (MEASURE.md, "Network").
+//! Network interface counters from `/proc/net/dev` (docs/MEASURE.md, "Network").
 //!
 //! Byte counts are what the network device saw: Ethernet headers included, preamble, FCS and
 //! inter-frame gap not. So "wire bytes" here means frame bytes at the netdev, and the

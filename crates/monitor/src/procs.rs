@@ -1,8 +1,8 @@
-//! CPU time of processes, threads and kernel threads, grouped (MEASURE.md, "CPU").
+//! CPU time of processes, threads and kernel threads, grouped (docs/MEASURE.md, "CPU").
 //!
-//! `/proc/PID/stat` and `/proc/PID/task/TID/stat` give `utime` (field 14) and `stime` (field 15)
-//! in USER_HZ ticks. The command name (field 2) sits between parentheses and may itself contain
-//! spaces and parentheses, so fields are counted after the **last** `)`.
+//! `/proc/PID/stat` and `/proc/PID/task/TID/stat` give user and system time in USER_HZ ticks
+//! ([`stat`] parses them); [`groups`] holds what is grouped and reported; this file is the
+//! tracker that reads them over a window.
 //!
 //! Groups:
 //! * `self`: sanbench's own process.
@@ -22,135 +22,14 @@
 //! from then on: an upper bound for kernel work, documented as such.
 
 use crate::fsutil::{glob_match, read_into, under};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The fields of a `/proc/[pid]/stat` line that sanbench uses, borrowing the name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskStat<'a> {
-    pub pid: u32,
-    pub comm: &'a str,
-    pub state: char,
-    /// Field 14, ticks.
-    pub utime: u64,
-    /// Field 15, ticks.
-    pub stime: u64,
-    /// Field 20.
-    pub num_threads: u64,
-    /// Field 22, ticks since boot.
-    pub starttime: u64,
-}
+mod groups;
+mod stat;
 
-/// Parses one stat line. The name is everything between the first `(` and the last `)`.
-pub fn parse_task_stat(line: &str) -> Option<TaskStat<'_>> {
-    let open = line.find('(')?;
-    let close = line.rfind(')')?;
-    if close < open {
-        return None;
-    }
-    let pid = line[..open].trim().parse().ok()?;
-    let comm = &line[open + 1..close];
-    // After ")" come fields 3.. : state(3) ppid(4) ... utime(14) stime(15) ... num_threads(20)
-    // itrealvalue(21) starttime(22).
-    let mut it = line[close + 1..].split_ascii_whitespace();
-    let state = it.next()?.chars().next()?;
-    let mut rest = it.skip(10); // fields 4..=13
-    let utime = rest.next()?.parse().ok()?;
-    let stime = rest.next()?.parse().ok()?;
-    let mut rest = rest.skip(4); // 16..=19
-    let num_threads = rest.next()?.parse().ok()?;
-    let mut rest = rest.skip(1); // 21
-    let starttime = rest.next()?.parse().ok()?;
-    Some(TaskStat {
-        pid,
-        comm,
-        state,
-        utime,
-        stime,
-        num_threads,
-        starttime,
-    })
-}
-
-/// What a `--watch` argument names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WatchSpec {
-    Pid(u32),
-    Name(String),
-}
-
-impl WatchSpec {
-    /// All digits → pid, anything else → a process name.
-    pub fn parse(s: &str) -> WatchSpec {
-        match s.parse::<u32>() {
-            Ok(p) => WatchSpec::Pid(p),
-            Err(_) => WatchSpec::Name(s.to_string()),
-        }
-    }
-
-    fn matches(&self, pid: u32, comm: &str) -> bool {
-        match self {
-            WatchSpec::Pid(p) => *p == pid,
-            // comm is truncated to 15 bytes (TASK_COMM_LEN − 1), so compare the prefix too.
-            WatchSpec::Name(n) => comm == n || (comm.len() == 15 && n.starts_with(comm)),
-        }
-    }
-
-    fn label(&self) -> String {
-        match self {
-            WatchSpec::Pid(p) => format!("watch:{p}"),
-            WatchSpec::Name(n) => format!("watch:{n}"),
-        }
-    }
-}
-
-/// Default kernel-thread patterns: storage workqueue kworkers, NBD receive threads, softirq
-/// threads and io_uring workers.
-pub fn default_kernel_patterns() -> Vec<String> {
-    [
-        "kworker/*iscsi*",
-        "kworker/*nvme_tcp*",
-        "kworker/*nvme-wq*",
-        "kworker/*nbd*",
-        "knbd*",
-        "ksoftirqd/*",
-        "iou-wrk-*",
-        "iou-sqp-*",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-/// CPU of one group over the window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct GroupReport {
-    pub name: String,
-    /// user + system seconds.
-    pub cpu_s: f64,
-    pub user_s: f64,
-    pub system_s: f64,
-    /// cpu_s ÷ window seconds × 100: percent of one core (may exceed 100).
-    pub pct_of_core: f64,
-    /// Distinct threads seen during the window (including ones that exited).
-    pub threads: usize,
-    /// Distinct processes seen during the window.
-    pub processes: usize,
-    /// Part of `cpu_s` that is also counted in a self/watch group (io_uring threads).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub overlap_cpu_s: Option<f64>,
-    /// The busiest threads, for attribution.
-    pub top_threads: Vec<ThreadReport>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ThreadReport {
-    pub pid: u32,
-    pub tid: u32,
-    pub name: String,
-    pub cpu_s: f64,
-}
+pub use groups::{default_kernel_patterns, GroupReport, ThreadReport, WatchSpec};
+pub use stat::{parse_task_stat, TaskStat};
 
 /// `(utime, stime)` at the window start (or first sight) and at the last reading.
 #[derive(Clone, Copy, Debug, Default)]
@@ -586,44 +465,6 @@ impl ProcessTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn weird_names() {
-        let line = "4242 ((my (weird) proc)) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
-                    250 75 0 0 20 0 3 0 12345 1000000 100 18446744073709551615";
-        let st = parse_task_stat(line).unwrap();
-        assert_eq!(st.pid, 4242);
-        assert_eq!(st.comm, "(my (weird) proc)");
-        assert_eq!(st.state, 'S');
-        assert_eq!(st.utime, 250);
-        assert_eq!(st.stime, 75);
-        assert_eq!(st.num_threads, 3);
-        assert_eq!(st.starttime, 12345);
-
-        let line = "7 (a b ) c) R 1 1 1 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 9 0 0";
-        let st = parse_task_stat(line).unwrap();
-        assert_eq!(st.comm, "a b ) c");
-        assert_eq!((st.utime, st.stime), (1, 2));
-    }
-
-    #[test]
-    fn truncated_lines_are_none() {
-        assert!(parse_task_stat("").is_none());
-        assert!(parse_task_stat("1 (x) S 1 2 3").is_none());
-        assert!(parse_task_stat("1 )x( S").is_none());
-        assert!(parse_task_stat("x (y) S 1 1 1 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 9").is_none());
-    }
-
-    #[test]
-    fn watch_specs() {
-        assert_eq!(WatchSpec::parse("123"), WatchSpec::Pid(123));
-        let w = WatchSpec::parse("tgtd");
-        assert!(w.matches(5, "tgtd"));
-        assert!(!w.matches(5, "tgtd2"));
-        // comm truncated to 15 bytes.
-        let w = WatchSpec::parse("a-very-long-process-name");
-        assert!(w.matches(5, "a-very-long-pro"));
-    }
 
     #[test]
     fn real_self_process_is_tracked() {

@@ -92,7 +92,7 @@ pub struct CpuReport {
     pub busy_cpu_s: f64,
     /// busy % over the idle baseline, if one was measured.
     pub baseline_busy_pct: Option<f64>,
-    /// `busy_pct − baseline_busy_pct`, at least 0: the CPU the run cost (MEASURE.md).
+    /// `busy_pct − baseline_busy_pct`, at least 0: the CPU the run cost (docs/MEASURE.md).
     pub busy_above_idle_pct: Option<f64>,
     /// user / nice / system / irq / softirq / steal / iowait / idle shares.
     pub breakdown: CpuBreakdown,

@@ -13,7 +13,7 @@
 //!   (`loop/backing_file`), NBD (`pid`).
 //!
 //! For networked transports the interface toward the target is found with `ip route get ADDR`
-//! (or given), and its MTU and `ethtool -k` offloads are recorded (MEASURE.md, "Network").
+//! (or given), and its MTU and `ethtool -k` offloads are recorded (docs/MEASURE.md, "Network").
 
 use crate::cmd::run;
 use crate::error::{MonitorError, Result};

@@ -2,7 +2,7 @@
 //! timestamp format every document uses).
 //!
 //! Everything here takes numbers and returns numbers so that it can be tested exactly. The
-//! definitions follow `shared/MEASURE.md`: latency percentiles come from a log-linear histogram
+//! definitions follow `docs/MEASURE.md`: latency percentiles come from a log-linear histogram
 //! with three significant digits (< 0.1 % relative error), the Little's-law check compares
 //! `IOPS × mean latency` with the number of I/Os kept outstanding, steady state follows the SNIA
 //! PTS criteria, and repeated runs are summarised as mean ± a Student-t 95 % confidence interval.
@@ -18,7 +18,7 @@ pub use repeat::{mean_ci95, ratio_outside_noise, MeanCi};
 pub use signif::{holm, student_t_two_sided_p, welch_p};
 pub use steady::{steady_state, SteadyState};
 
-/// The Little's-law check of `shared/MEASURE.md`: `|IOPS × mean_latency − L| / L`.
+/// The Little's-law check of `docs/MEASURE.md`: `|IOPS × mean_latency − L| / L`.
 ///
 /// `outstanding` (L) is the mean number of I/Os in flight, measured on its own (time-weighted,
 /// by sampling) and not derived from the latencies; `IOPS × mean latency` (λW) must then agree

@@ -122,13 +122,24 @@ struct Spec {
     opts: InitiatorOptions,
 }
 
-/// ISID type 0b10, "random" (RFC 7143 §11.12.5): the process id and a counter make it unique
-/// per queue, so each queue is a new session rather than a reinstatement of another.
-fn new_isid() -> u64 {
+/// ISID type 0b10, "random" (RFC 7143 §11.12.5): B and C (24 bits) drawn from getrandom(2)
+/// once per process, D a per-process counter, so each queue is a new session rather than a
+/// reinstatement of another, and two processes (or hosts) with one initiator name do not
+/// collide by construction. Without random bytes the login fails.
+fn new_isid() -> Result<u64, EngineError> {
+    static BC: std::sync::OnceLock<Result<u64, String>> = std::sync::OnceLock::new();
     static NEXT: AtomicU32 = AtomicU32::new(1);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed) as u64 & 0xff_ffff;
-    let pid = std::process::id() as u64 & 0xffff;
-    0x80 << 40 | pid << 24 | n
+    let bc = BC
+        .get_or_init(|| {
+            let mut b = [0u8; 3];
+            crate::os_random(&mut b)
+                .map(|()| u64::from_be_bytes([0, 0, 0, 0, 0, b[0], b[1], b[2]]))
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| EngineError::sys("getrandom for the iSCSI ISID", std::io::Error::other(e)))?;
+    let d = NEXT.fetch_add(1, Ordering::Relaxed) as u64 & 0xffff;
+    Ok(0x80 << 40 | bc << 16 | d)
 }
 
 fn connect(
@@ -142,7 +153,7 @@ fn connect(
     let cfg = InitiatorLoginConfig {
         initiator_name: o.initiator_name.clone(),
         target_name: Some(spec.uri.iqn.clone()),
-        isid: new_isid(),
+        isid: new_isid()?,
         chap: spec.uri.chap.clone(),
         target_chap: o.target_chap.clone(),
         header_digest: o.header_digest == Digest::Crc32c,
@@ -228,5 +239,21 @@ impl Target for IscsiTarget {
             cfg.io_timeout,
         )?;
         Ok(Box::new(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn isids_are_random_type_and_distinct() {
+        let a = new_isid().unwrap();
+        let b = new_isid().unwrap();
+        assert_eq!(a >> 40, 0x80, "type 0b10 (random), A = 0");
+        assert_ne!(a, b);
+        // Same process: same random B and C, next D.
+        assert_eq!(a >> 16, b >> 16);
+        assert!(a < 1 << 48);
     }
 }

@@ -19,19 +19,19 @@ use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
 
 use super::link::{Link, LoggedIn, RecvBuf};
 use crate::scsi::cdb::op;
-use crate::scsi::sense::{status, Sense};
-use crate::wire::bhs::{encode_lun, Bhs, BHS_LEN};
-use crate::wire::framer::{encode_pdu_with, FrameConfig, PduRef};
+use crate::scsi::sense::{key, status, Sense};
+use crate::wire::bhs::{encode_lun, BHS_LEN};
+use crate::wire::framer::{encode_pdu_with, FrameConfig};
 use crate::wire::keys::SessionParams;
-use crate::wire::pdu::{DataIn, DataOut, R2t, ScsiCommand, ScsiResponse};
-use crate::wire::pdu_ctl::{NopIn, NopOut};
+use crate::wire::pdu::{DataOut, ScsiCommand};
+
+mod receive;
 
 /// Reserved ITT (§11.2.1).
 pub(crate) const NO_TAG: u32 = 0xffff_ffff;
 /// ITTs above the tag space for our own NOP-Out pings and the Logout.
 pub(crate) const PING_ITT: u32 = 0x8000_0000;
 pub(crate) const LOGOUT_ITT: u32 = 0x8000_0001;
-const UNIT_ATTENTION: u8 = 0x6;
 const MAX_UA_RETRIES: u8 = 3;
 
 /// Serial number arithmetic (RFC 1982) on 32-bit sequence numbers.
@@ -425,7 +425,7 @@ impl Session {
         // nothing about this command: it was not executed. Re-issue it, as the Linux SCSI
         // layer does, a bounded number of times.
         if st == status::CHECK_CONDITION
-            && sense.is_some_and(|s| s.key == UNIT_ATTENTION)
+            && sense.is_some_and(|s| s.key == key::UNIT_ATTENTION)
             && t.retries < MAX_UA_RETRIES
         {
             self.counters.unit_attentions += 1;
@@ -466,179 +466,5 @@ impl Session {
         }
         self.inflight -= 1;
         self.done.push(Completion { tag, result });
-    }
-
-    /// Handles one received PDU.
-    pub(crate) fn on_pdu(&mut self, pdu: PduRef<'_>) -> Result<(), EngineError> {
-        let bhs = pdu
-            .decode()
-            .map_err(|e| self.link.proto(format!("bad PDU from target: {e}")))?;
-        match bhs {
-            Bhs::DataIn(d) => self.on_data_in(&d, pdu.data)?,
-            Bhs::ScsiResponse(r) => self.on_response(&r, pdu.data)?,
-            Bhs::R2t(r) => self.on_r2t(&r)?,
-            Bhs::NopIn(n) => self.on_nop_in(&n, pdu.data),
-            Bhs::Reject(r) => {
-                let what = pdu.data.first().map_or(0, |b| b & 0x3f);
-                return Err(self.link.proto(format!(
-                    "target rejected a PDU (opcode {what:#04x}): reason {:#04x} ({})",
-                    r.reason,
-                    reject_text(r.reason)
-                )));
-            }
-            Bhs::AsyncMessage(a) => {
-                self.update_sn(a.exp_cmd_sn, a.max_cmd_sn);
-                self.got_stat_sn(a.stat_sn);
-                self.counters.async_events += 1;
-                match a.event {
-                    2 | 3 => {
-                        return Err(self.link.lost(format!(
-                            "target announced it drops the connection (async event {})",
-                            a.event
-                        )))
-                    }
-                    4 => return Err(self.link.proto("target requests renegotiation")),
-                    _ => {}
-                }
-            }
-            Bhs::LogoutResponse(l) if l.itt == LOGOUT_ITT => {
-                self.got_stat_sn(l.stat_sn);
-                self.logged_out = true;
-            }
-            b => {
-                return Err(self
-                    .link
-                    .proto(format!("unexpected {:?} in full feature phase", b.opcode())))
-            }
-        }
-        self.drain_pending();
-        Ok(())
-    }
-
-    fn on_data_in(&mut self, d: &DataIn, data: &[u8]) -> Result<(), EngineError> {
-        self.update_sn(d.exp_cmd_sn, d.max_cmd_sn);
-        self.counters.data_in_pdus += 1;
-        let t = *self.task(d.itt, "Data-In")?;
-        if t.dir != Some(Dir::In) {
-            return Err(self
-                .link
-                .proto(format!("Data-In for write ITT {:#x}", d.itt)));
-        }
-        if d.data_sn != t.next_data_sn {
-            return Err(self.link.proto(format!(
-                "Data-In DataSN {} for ITT {:#x}, expected {}",
-                d.data_sn, d.itt, t.next_data_sn
-            )));
-        }
-        let end = d.buffer_offset as u64 + data.len() as u64;
-        if end > t.len as u64 {
-            return Err(self.link.proto(format!(
-                "Data-In bytes {}..{end} beyond the {} expected for ITT {:#x}",
-                d.buffer_offset, t.len, d.itt
-            )));
-        }
-        if !data.is_empty() {
-            // SAFETY: the region lies inside this read's arena region (checked above and in
-            // `build`); the scheduler gives the queue exclusive use of it until completion.
-            let dst = unsafe {
-                self.arena
-                    .slice_mut(t.buf + d.buffer_offset as usize, data.len())
-            };
-            dst.copy_from_slice(data);
-        }
-        let task = &mut self.tasks[d.itt as usize];
-        task.got += data.len() as u32;
-        task.next_data_sn += 1;
-        if let Some(st) = d.status {
-            self.got_stat_sn(d.stat_sn);
-            self.complete(d.itt, 0, st, None);
-        }
-        Ok(())
-    }
-
-    fn on_response(&mut self, r: &ScsiResponse, data: &[u8]) -> Result<(), EngineError> {
-        self.update_sn(r.exp_cmd_sn, r.max_cmd_sn);
-        self.got_stat_sn(r.stat_sn);
-        let t = *self.task(r.itt, "SCSI Response")?;
-        if t.dir == Some(Dir::In) && r.status == status::GOOD && r.exp_data_sn != t.next_data_sn {
-            return Err(self.link.proto(format!(
-                "SCSI Response ExpDataSN {} for ITT {:#x} after {} Data-In PDUs",
-                r.exp_data_sn, r.itt, t.next_data_sn
-            )));
-        }
-        // Sense data: a 2-byte length, then the sense bytes (§11.4.7.2).
-        let sense = (data.len() >= 2)
-            .then(|| {
-                let n = u16::from_be_bytes([data[0], data[1]]) as usize;
-                data.get(2..2 + n).and_then(Sense::decode)
-            })
-            .flatten();
-        self.complete(r.itt, r.response, r.status, sense);
-        Ok(())
-    }
-
-    fn on_r2t(&mut self, r: &R2t) -> Result<(), EngineError> {
-        self.update_sn(r.exp_cmd_sn, r.max_cmd_sn);
-        self.counters.r2ts += 1;
-        let t = *self.task(r.itt, "R2T")?;
-        if t.dir != Some(Dir::Out) {
-            return Err(self.link.proto(format!("R2T for read ITT {:#x}", r.itt)));
-        }
-        if r.r2t_sn != t.next_r2t_sn {
-            return Err(self.link.proto(format!(
-                "R2TSN {} for ITT {:#x}, expected {}",
-                r.r2t_sn, r.itt, t.next_r2t_sn
-            )));
-        }
-        let end = r.buffer_offset as u64 + r.desired_len as u64;
-        if end > t.len as u64 {
-            return Err(self.link.proto(format!(
-                "R2T asks for bytes {}..{end} of a {}-byte write (ITT {:#x})",
-                r.buffer_offset, t.len, r.itt
-            )));
-        }
-        self.tasks[r.itt as usize].next_r2t_sn += 1;
-        self.urgent = true;
-        self.data_out(r.itt, r.ttt, r.buffer_offset, end as u32);
-        Ok(())
-    }
-
-    fn on_nop_in(&mut self, n: &NopIn, data: &[u8]) {
-        self.update_sn(n.exp_cmd_sn, n.max_cmd_sn);
-        if n.itt == PING_ITT {
-            self.got_stat_sn(n.stat_sn);
-            self.ping_outstanding = false;
-        }
-        if n.ttt != NO_TAG {
-            // The target pings us: answer with its TTT and data (§11.18), immediate so the
-            // answer needs no CmdSN.
-            self.counters.nop_in_answered += 1;
-            let out = NopOut {
-                immediate: true,
-                lun: n.lun,
-                itt: NO_TAG,
-                ttt: n.ttt,
-                cmd_sn: self.cmd_sn,
-                exp_stat_sn: self.exp_stat_sn,
-            };
-            self.push(Bhs::NopOut(out), data);
-        }
-    }
-}
-
-fn reject_text(r: u8) -> &'static str {
-    match r {
-        0x02 => "data digest error",
-        0x03 => "SNACK reject",
-        0x04 => "protocol error",
-        0x05 => "command not supported",
-        0x06 => "immediate command rejected",
-        0x07 => "task in progress",
-        0x08 => "invalid data ack",
-        0x09 => "invalid PDU field",
-        0x0a => "long operation reject",
-        0x0b => "negotiation reset",
-        0x0c => "waiting for logout",
-        _ => "reserved",
     }
 }

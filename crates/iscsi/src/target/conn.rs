@@ -24,7 +24,10 @@ use crate::wire::pdu::*;
 use crate::wire::pdu_ctl::*;
 use crate::wire::{keys, text, WireError};
 
+mod data_out;
 mod io;
+
+use data_out::Burst;
 
 const RBUF: usize = 1 << 20;
 /// Largest EDTL we buffer for one write command.
@@ -46,6 +49,7 @@ pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool
         stat_sn: 0,
         exp_cmd_sn: 0,
         tasks: HashMap::new(),
+        failed_itts: Default::default(),
         next_ttt: 1,
         close: false,
     };
@@ -60,8 +64,8 @@ struct WriteTask {
     received: u32,
     want: u32,
     unsolicited_done: bool,
-    /// (TTT, next expected DataSN, end offset) of the outstanding R2T.
-    r2t: Option<(u32, u32, u32)>,
+    /// The outstanding R2T.
+    r2t: Option<Burst>,
     r2t_sn: u32,
     unsol_data_sn: u32,
 }
@@ -77,6 +81,8 @@ struct Conn {
     stat_sn: u32,
     exp_cmd_sn: u32,
     tasks: HashMap<u32, WriteTask>,
+    /// ITTs of write tasks ended for a bad Data-Out: the rest of their data is dropped quietly.
+    failed_itts: std::collections::VecDeque<u32>,
     next_ttt: u32,
     close: bool,
 }
@@ -228,7 +234,7 @@ impl Conn {
                     self.on_command(cmd, pdu.data);
                 }
             }
-            Bhs::DataOut(d) if !discovery => self.on_data_out(&d, pdu.data),
+            Bhs::DataOut(d) if !discovery => self.on_data_out(&d, pdu.data, pdu.header),
             Bhs::NopOut(n) => {
                 if n.itt != 0xffff_ffff && self.check_cmd_sn(n.immediate, n.cmd_sn) {
                     let r = NopIn {
@@ -380,24 +386,29 @@ impl Conn {
     }
 
     fn on_tmf(&mut self, t: &TaskMgmtRequest) {
+        use crate::wire::codes::{tmf_function as f, tmf_response as r};
         let response = match t.function {
             // A task that already completed "does not exist" (§11.6.1); one whose command has
             // not arrived yet (RefCmdSN not below ExpCmdSN) counts as aborted.
-            1 => {
+            f::ABORT_TASK => {
                 if self.tasks.remove(&t.ref_task_tag).is_some()
                     || !sn_lt(t.ref_cmd_sn, self.exp_cmd_sn)
                 {
-                    0
+                    r::COMPLETE
                 } else {
-                    1
+                    r::TASK_DOES_NOT_EXIST
                 }
             }
-            2 | 4 | 5 | 6 | 7 => {
+            f::ABORT_TASK_SET
+            | f::CLEAR_TASK_SET
+            | f::LOGICAL_UNIT_RESET
+            | f::TARGET_WARM_RESET
+            | f::TARGET_COLD_RESET => {
                 self.tasks.clear();
-                0
+                r::COMPLETE
             }
-            3 | 8 => 5,
-            _ => 255,
+            f::CLEAR_ACA | f::TASK_REASSIGN => r::FUNCTION_NOT_SUPPORTED,
+            _ => r::REJECTED,
         };
         let r = TaskMgmtResponse {
             response,
@@ -407,7 +418,7 @@ impl Conn {
             max_cmd_sn: self.max_cmd_sn(),
         };
         self.send(Bhs::TaskMgmtResponse(r), &[]);
-        if t.function == 7 {
+        if t.function == crate::wire::codes::tmf_function::TARGET_COLD_RESET {
             self.close = true;
         }
     }

@@ -12,6 +12,7 @@
 
 pub mod bhs;
 pub mod chap;
+pub mod codes;
 pub mod digest;
 pub mod discovery;
 pub mod framer;

@@ -86,9 +86,8 @@ impl NopIn {
     }
 }
 
-/// Task Management Function Request (0x02), §11.5. Functions: 1 ABORT TASK, 2 ABORT TASK SET,
-/// 3 CLEAR ACA, 4 CLEAR TASK SET, 5 LOGICAL UNIT RESET, 6 TARGET WARM RESET, 7 TARGET COLD
-/// RESET, 8 TASK REASSIGN.
+/// Task Management Function Request (0x02), §11.5; functions in
+/// [`super::codes::tmf_function`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskMgmtRequest {
     pub immediate: bool,
@@ -132,9 +131,8 @@ impl TaskMgmtRequest {
     }
 }
 
-/// Task Management Function Response (0x22), §11.6. Responses: 0 complete, 1 task does not
-/// exist, 2 LUN does not exist, 3 task still allegiant, 4 reassignment unsupported, 5 function
-/// not supported, 6 authorization failed, 255 rejected.
+/// Task Management Function Response (0x22), §11.6; responses in
+/// [`super::codes::tmf_response`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskMgmtResponse {
     pub response: u8,

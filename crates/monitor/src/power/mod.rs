@@ -2,7 +2,7 @@
 //!
 //! A source reports either cumulative energy (RAPL counters) or instantaneous watts (BMC, wall
 //! meter, command, model). [`PowerSampler`] turns either into energy over a window: counters are
-//! differenced, watts are integrated with the trapezoid rule (MEASURE.md, "Power": integrate
+//! differenced, watts are integrated with the trapezoid rule (docs/MEASURE.md, "Power": integrate
 //! energy rather than average spot readings). A source that fails mid-run stops the series and
 //! leaves a note; the figures it cannot support are `None`, never guessed.
 

@@ -82,7 +82,11 @@ impl Conn {
             let len = (t.want - t.received).min(p.max_burst_length);
             let ttt = self.next_ttt;
             self.next_ttt = self.next_ttt.wrapping_add(1).max(1);
-            t.r2t = Some((ttt, 0, t.received + len));
+            t.r2t = Some(Burst {
+                ttt,
+                next_sn: 0,
+                end: t.received + len,
+            });
             let r = R2t {
                 lun: t.cmd.lun,
                 itt: t.cmd.itt,
@@ -99,27 +103,44 @@ impl Conn {
         }
     }
 
-    pub(super) fn on_data_out(&mut self, d: &DataOut, data: &[u8]) {
+    /// A Data-Out: checked against what was asked (see [`data_out`]); a violation rejects
+    /// the PDU and ends its task with CHECK CONDITION.
+    pub(super) fn on_data_out(&mut self, d: &DataOut, data: &[u8], header: &[u8; BHS_LEN]) {
         let Some(mut t) = self.tasks.remove(&d.itt) else {
+            // The rest of a task already ended for a bad Data-Out: dropped. Otherwise the ITT
+            // names no write in progress: no task to end, the PDU alone is rejected.
+            if !self.failed_itts.contains(&d.itt) {
+                self.reject(reject_reason::INVALID_PDU_FIELD, header);
+            }
             return;
         };
-        let end = d.buffer_offset as u64 + data.len() as u64;
-        let ok = match t.r2t {
-            _ if end > t.buf.len() as u64 => false,
-            Some((ttt, sn, _)) if d.ttt == ttt => d.data_sn == sn,
-            None if d.ttt == 0xffff_ffff && !t.unsolicited_done => d.data_sn == t.unsol_data_sn,
-            _ => false,
+        let first_burst = self
+            .session
+            .as_ref()
+            .map_or(0, |s| s.0.params.first_burst_length);
+        let expect = data_out::Expect {
+            received: t.received,
+            edtl: t.buf.len() as u32,
+            burst: t.r2t,
+            unsolicited_done: t.unsolicited_done,
+            unsol_data_sn: t.unsol_data_sn,
+            first_burst,
         };
-        if !ok {
-            // Bad DataSN, offset or TTT: fail the command (ERL 0 cannot recover it).
-            return self.check(&t.cmd.clone(), Sense::new(0x0b, 0x0c, 0x0d));
+        if let Err(v) = data_out::check(&expect, d, data.len()) {
+            self.reject(v.reject_reason(), header);
+            if self.failed_itts.len() >= 64 {
+                self.failed_itts.pop_front();
+            }
+            self.failed_itts.push_back(d.itt);
+            return self.check(&t.cmd.clone(), v.sense());
         }
-        t.buf[d.buffer_offset as usize..end as usize].copy_from_slice(data);
+        let end = d.buffer_offset as usize + data.len();
+        t.buf[d.buffer_offset as usize..end].copy_from_slice(data);
         t.received += data.len() as u32;
         match &mut t.r2t {
-            Some((_, sn, r2t_end)) => {
-                *sn += 1;
-                if d.final_ || end as u32 >= *r2t_end {
+            Some(b) => {
+                b.next_sn += 1;
+                if d.final_ || end as u32 >= b.end {
                     t.r2t = None;
                 }
             }
