@@ -7,7 +7,7 @@
 //! host's commands are answered in one write.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use zerocopy::little_endian::{U16, U32};
 
 use super::ctrl::{Ctrl, Shared, ADMIN_QUEUE_SIZE};
 use super::io::PendingWrite;
+use crate::recv::RecvBuf;
 use crate::wire::cmd::{Command, DataPtr};
 use crate::wire::header::{
     digest_bits, flags, pdu_type, zeroed, CapsuleCmd, CapsuleResp, CommonHeader, Cqe, DataHdr,
@@ -130,44 +131,36 @@ pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Res
 
 impl Conn {
     fn run(&mut self) -> Result<(), End> {
-        let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
-        let mut pos = 0;
+        let mut rb = RecvBuf::new(1 << 20);
         let mut ic_done = false;
         let mut last_rx = Instant::now();
         loop {
-            let parsed = parse_pdu(&buf[pos..], &self.rx);
-            let r = match parsed {
-                Ok(Parsed::Complete { pdu, consumed }) => {
-                    let r = pdu
-                        .decode()
-                        .map_err(End::from)
-                        .and_then(|p| self.handle(p, &mut ic_done));
-                    if r.is_ok() {
-                        pos += consumed;
-                    }
-                    r
-                }
+            let r = match parse_pdu(rb.data(), &self.rx) {
+                Ok(Parsed::Complete { pdu, consumed }) => pdu
+                    .decode()
+                    .map_err(End::from)
+                    .and_then(|p| self.handle(p, &mut ic_done))
+                    .map(|()| consumed),
                 Ok(Parsed::Incomplete { needed }) => {
                     self.flush()?;
-                    if pos > 0 {
-                        buf.drain(..pos);
-                        pos = 0;
-                    }
-                    if self.fill(&mut buf, needed)? {
+                    if self.fill(&mut rb, needed)? {
                         last_rx = Instant::now();
                     } else {
                         self.check_alive(ic_done, last_rx)?;
                     }
-                    Ok(())
+                    Ok(0)
                 }
                 Err(e) => Err(End::from(e)),
             };
-            if let Err(e) = r {
-                if let End::Fatal { fes, fei, .. } = &e {
-                    let end = buf.len().min(pos + 128);
-                    self.term(*fes, *fei, &buf[pos..end]);
+            match r {
+                Ok(n) => rb.consume(n),
+                Err(e) => {
+                    if let End::Fatal { fes, fei, .. } = &e {
+                        let d = rb.data();
+                        self.term(*fes, *fei, &d[..d.len().min(128)]);
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
             if self.wbuf.len() > 1 << 20 {
                 self.flush()?;
@@ -175,21 +168,11 @@ impl Conn {
         }
     }
 
-    /// Reads what the socket has (at least one byte, at most what fits); false on a timeout.
-    fn fill(&mut self, buf: &mut Vec<u8>, needed: usize) -> Result<bool, End> {
-        let have = buf.len();
-        let want = needed.max(64 * 1024);
-        buf.resize(have + want, 0);
-        let r = self.s.read(&mut buf[have..]);
-        match r {
-            Ok(0) => {
-                buf.truncate(have);
-                Err(End::Closed)
-            }
-            Ok(n) => {
-                buf.truncate(have + n);
-                Ok(true)
-            }
+    /// Reads what the socket has; false on a timeout.
+    fn fill(&mut self, rb: &mut RecvBuf, needed: usize) -> Result<bool, End> {
+        match rb.fill(&mut self.s, needed) {
+            Ok(0) => Err(End::Closed),
+            Ok(_) => Ok(true),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -198,13 +181,9 @@ impl Conn {
                         | io::ErrorKind::Interrupted
                 ) =>
             {
-                buf.truncate(have);
                 Ok(false)
             }
-            Err(e) => {
-                buf.truncate(have);
-                Err(End::Io(e))
-            }
+            Err(e) => Err(End::Io(e)),
         }
     }
 
