@@ -23,7 +23,7 @@ use crate::wire::header::{
     digest_bits, flags, pdu_type, zeroed, CapsuleCmd, CapsuleResp, CommonHeader, Cqe, DataHdr,
     IcResp, R2t, TermReq,
 };
-use crate::wire::pdu::{encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
+use crate::wire::pdu::{encode_head, encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
 use crate::wire::status::Status;
 use crate::wire::{fes, Parsed, WireError};
 
@@ -348,21 +348,46 @@ impl Conn {
     /// in pieces of at most 128 KiB, the last one flagged.
     pub fn c2h(&mut self, cid: u16, data: &[u8], limit: u32) {
         let data = &data[..data.len().min(limit as usize)];
+        let _ = self.c2h_with(cid, data.len(), |out, at, n| {
+            out.extend_from_slice(&data[at..at + n]);
+            Ok(())
+        });
+    }
+
+    /// C2HData PDUs for `len` bytes that `fill(out, offset, n)` appends piece by piece (a
+    /// store read lands in the send buffer, copied once). On an error `wbuf` is put back.
+    pub fn c2h_with(
+        &mut self,
+        cid: u16,
+        len: usize,
+        mut fill: impl FnMut(&mut Vec<u8>, usize, usize) -> io::Result<()>,
+    ) -> io::Result<()> {
         let piece = 128 * 1024;
+        let mark = self.wbuf.len();
         let mut off = 0;
-        while off < data.len() {
-            let n = piece.min(data.len() - off);
+        while off < len {
+            let n = piece.min(len - off);
             let mut h: DataHdr = zeroed();
             h.ch = CommonHeader::new(pdu_type::C2H_DATA);
-            if off + n == data.len() {
+            if off + n == len {
                 h.ch.flags = flags::LAST_PDU;
             }
             h.command_id = U16::new(cid);
             h.data_offset = U32::new(off as u32);
             h.data_length = U32::new(n as u32);
-            encode_pdu(&mut self.wbuf, &h, &data[off..off + n], &self.tx);
+            let digest = encode_head(&mut self.wbuf, &h, n, &self.tx);
+            let at = self.wbuf.len();
+            if let Err(e) = fill(&mut self.wbuf, off, n) {
+                self.wbuf.truncate(mark);
+                return Err(e);
+            }
+            if digest {
+                let c = crate::wire::crc32c(&self.wbuf[at..]);
+                self.wbuf.extend_from_slice(&c.to_le_bytes());
+            }
             off += n;
         }
+        Ok(())
     }
 
     /// Registers a write whose data the host sends after an R2T for all of it.

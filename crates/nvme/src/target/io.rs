@@ -68,12 +68,13 @@ pub(crate) fn handle(
             let read = matches!(cmd, Command::Read(_));
             match (read, dp) {
                 (true, DataPtr::Transport { .. }) => {
-                    let mut buf = Vec::with_capacity(len as usize);
-                    if c.sh.store.read_append(off, len as usize, &mut buf).is_err() {
-                        Status::INTERNAL
-                    } else {
-                        c.c2h(cid, &buf, len as u32);
-                        Status::SUCCESS
+                    let sh = c.sh.clone();
+                    let r = c.c2h_with(cid, len as usize, |out, at, n| {
+                        sh.store.read_append(off + at as u64, n, out)
+                    });
+                    match r {
+                        Ok(()) => Status::SUCCESS,
+                        Err(_) => Status::INTERNAL,
                     }
                 }
                 (true, DataPtr::InCapsule { .. }) => Status::SGL_INVALID_TYPE,
