@@ -96,8 +96,7 @@ const IDLE_LIMIT: Duration = Duration::from_secs(30);
 pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Result<(), End> {
     let _ = s.set_nodelay(true);
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
-    // A host that stops reading must not hold its thread forever.
-    s.set_write_timeout(Some(Duration::from_secs(10)))?;
+    s.set_write_timeout(Some(sh.cfg.send_timeout))?;
     let mut c = Conn {
         s,
         sh,
