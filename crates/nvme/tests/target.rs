@@ -143,6 +143,9 @@ fn discovery_log_names_the_subsystem() {
     assert!(e[256..].starts_with(NQN.as_bytes()));
     assert!(e[32..].starts_with(t.addr.port().to_string().as_bytes()));
     a.keep_alive().unwrap();
+    // A host asking for far more than the page holds gets the page, not a buffer its size.
+    let big = a.log_page(0x70, 64 << 20).unwrap();
+    assert_eq!(&big[..2048], &log[..]);
 }
 
 /// Reads until the target closes; returns the C2HTermReq's FES if one came first.

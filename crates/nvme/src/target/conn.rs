@@ -447,6 +447,11 @@ impl Conn {
                 "H2CData outside what the R2T asked for",
             ));
         }
+        // Allocated when the data comes, not at the R2T: a host that never sends it costs
+        // nothing.
+        if w.buf.capacity() == 0 {
+            w.buf.reserve_exact(w.len);
+        }
         w.buf.extend_from_slice(data);
         let done = w.buf.len() == w.len;
         if done != (h.ch.flags & flags::LAST_PDU != 0) {

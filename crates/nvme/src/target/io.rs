@@ -87,7 +87,7 @@ pub(crate) fn handle(
                         cid,
                         off,
                         len: len as usize,
-                        buf: Vec::with_capacity(len as usize),
+                        buf: Vec::new(),
                         kind: Kind::Write { fua: rw.fua },
                     };
                     return c.r2t(cid, w);
@@ -121,7 +121,7 @@ pub(crate) fn handle(
                         cid,
                         off: 0,
                         len,
-                        buf: Vec::with_capacity(len),
+                        buf: Vec::new(),
                         kind: Kind::Dsm { deallocate },
                     };
                     return c.r2t(cid, w);
