@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit tests, and interop tests against real peers
-# (fio, nbdkit, qemu-nbd, libnbd tools, tgtd, libiscsi's iscsi-test-cu). Interop tests need
-# root for loop devices and network namespaces, as on CI. Last, every fuzz target runs for
-# SANBENCH_FUZZ_SECONDS (default 10) each (scripts/fuzz.sh).
+# (fio, nbdkit, qemu-nbd, libnbd tools, tgtd, libiscsi's iscsi-test-cu, the Linux kernel's
+# NVMe/TCP host and target in a QEMU TCG guest). Interop tests need root for loop devices and
+# network namespaces, as on CI. Last, every fuzz target runs for SANBENCH_FUZZ_SECONDS (default
+# 10) each (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh

@@ -201,4 +201,32 @@ sleep 100000
     assert_eq!(info.size, 64 << 20);
     assert_eq!(info.params["header_digest"], true);
     assert_eq!(info.params["model"], "Linux", "{:?}", info.params);
+    drop(t);
+    // `sanbench run --verify` against the kernel's target: every read's data checked.
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
+        .args(["run", &format!("nvme+tcp://127.0.0.1:{port}/{NQN}")])
+        .args([
+            "--bs", "16k", "--read", "50", "--qd", "4", "--time", "2s", "--ramp", "0",
+        ])
+        .args([
+            "--precondition",
+            "fill",
+            "--verify",
+            "--quiet",
+            "--no-monitor",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        g.console()
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["results"][0];
+    assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
 }

@@ -84,7 +84,7 @@ pub struct QueueConfig {
 pub struct TargetInfo {
     /// The URI as the user wrote it.
     pub uri: String,
-    /// Engine family: "null", "mem", "io_uring", "sync", "nbd", "iscsi".
+    /// Engine family: "null", "mem", "io_uring", "sync", "nbd", "iscsi", "nvme".
     pub engine: String,
     /// Usable size in bytes.
     pub size: u64,

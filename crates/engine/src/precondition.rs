@@ -174,6 +174,7 @@ pub fn overwritable(info: &TargetInfo) -> Option<&'static str> {
         "iscsi" if param("vendor").trim().eq_ignore_ascii_case("SANBENCH") => {
             Some("sanbench's own iSCSI target")
         }
+        "nvme" if param("model").trim() == "SANBENCH" => Some("sanbench's own NVMe/TCP target"),
         _ => None,
     }
 }
@@ -599,6 +600,11 @@ mod tests {
         info.params.insert("vendor".into(), "LIO-ORG".into());
         assert_eq!(overwritable(&info), None);
         info.params.insert("vendor".into(), "SANBENCH".into());
+        assert!(overwritable(&info).is_some());
+        info.engine = "nvme".into();
+        info.params.insert("model".into(), "Linux".into());
+        assert_eq!(overwritable(&info), None);
+        info.params.insert("model".into(), "SANBENCH".into());
         assert!(overwritable(&info).is_some());
         info.engine = "io_uring".into();
         assert_eq!(overwritable(&info), None);

@@ -327,6 +327,7 @@ mod tests {
                 offset: 0,
                 len: 512,
                 buf: 0,
+                fua: false,
             })
             .collect();
         q.submit(&ios).unwrap();

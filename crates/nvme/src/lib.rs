@@ -11,5 +11,6 @@
 
 pub mod host;
 pub mod initiator;
+mod recv;
 pub mod target;
 pub mod wire;

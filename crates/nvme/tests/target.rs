@@ -12,7 +12,7 @@ use std::time::Duration;
 use sanbench_nvme::host::conn::{Connection, HostOptions};
 use sanbench_nvme::host::session::{connect_admin, connect_io, connect_queue, exec, exec_ok};
 use sanbench_nvme::host::HostError;
-use sanbench_nvme::target::{Target, TargetConfig, DISCOVERY_NQN};
+use sanbench_nvme::target::{Target, TargetConfig, TargetStats, DISCOVERY_NQN};
 use sanbench_nvme::wire::cmd::{io, rw_sqe, DataPtr, Rw};
 use sanbench_nvme::wire::header::{pdu_type, zeroed, CommonHeader, IcReq};
 use sanbench_nvme::wire::pdu::{encode_pdu, TxConfig};
@@ -37,18 +37,23 @@ impl Drop for Running {
 }
 
 fn start() -> Running {
+    start_with(TargetConfig::default()).0
+}
+
+fn start_with(cfg: TargetConfig) -> (Running, Arc<TargetStats>) {
     let t = Target::bind(TargetConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         nqn: NQN.into(),
         size: 64 << 20,
-        ..TargetConfig::default()
+        ..cfg
     })
     .unwrap();
+    let stats = t.stats();
     let addr = t.local_addr();
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let thread = Some(std::thread::spawn(move || t.run(s).unwrap()));
-    Running { addr, stop, thread }
+    (Running { addr, stop, thread }, stats)
 }
 
 fn opts(hd: bool, dd: bool) -> HostOptions {
@@ -138,6 +143,9 @@ fn discovery_log_names_the_subsystem() {
     assert!(e[256..].starts_with(NQN.as_bytes()));
     assert!(e[32..].starts_with(t.addr.port().to_string().as_bytes()));
     a.keep_alive().unwrap();
+    // A host asking for far more than the page holds gets the page, not a buffer its size.
+    let big = a.log_page(0x70, 64 << 20).unwrap();
+    assert_eq!(&big[..2048], &log[..]);
 }
 
 /// Reads until the target closes; returns the C2HTermReq's FES if one came first.
@@ -352,4 +360,46 @@ fn admin_commands_need_ready_and_keep_alive_ends_a_silent_controller() {
         ),
         "{e:?}"
     );
+}
+
+#[test]
+fn a_host_that_stops_reading_is_cut_off_alone() {
+    let (t, stats) = start_with(TargetConfig {
+        send_timeout: Duration::from_millis(500),
+        ..TargetConfig::default()
+    });
+    let o = opts(false, false);
+    let a = connect_admin(t.addr, NQN, 1, 2, &o).unwrap();
+    let mut good = connect_io(t.addr, NQN, &a, 1, 32, &o).unwrap();
+    let mut idle = connect_io(t.addr, NQN, &a, 2, 1024, &o).unwrap();
+    // 512 reads of 1 MiB, never read back: far more than the socket buffers hold.
+    for cid in 0..512u16 {
+        let rw = Rw {
+            nsid: 1,
+            slba: 0,
+            nlb: 2048,
+            fua: false,
+        };
+        idle.send_cmd(
+            rw_sqe(io::READ, cid, rw, DataPtr::Transport { len: 1 << 20 }),
+            &[],
+        );
+    }
+    idle.flush().unwrap();
+    let t0 = std::time::Instant::now();
+    while stats.failed.load(Ordering::Relaxed) == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the stalled host was never cut off"
+        );
+        // The good host keeps working meanwhile.
+        assert_eq!(read(&mut good, 1, 0, 4096).0, Status::SUCCESS);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let e = stats.last_error.lock().unwrap().clone().unwrap_or_default();
+    assert!(
+        e.contains("temporarily unavailable") || e.contains("timed out"),
+        "{e}"
+    );
+    assert_eq!(read(&mut good, 2, 0, 4096).0, Status::SUCCESS);
 }

@@ -2,13 +2,14 @@
 //! H2CData, and receiving R2T, C2HData and CapsuleResp PDUs as [`Event`]s. Every wait has the
 //! connection's timeout, so a dead controller is a typed [`HostError::Timeout`].
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use zerocopy::little_endian::{U16, U32};
 
 use super::HostError;
+use crate::recv::RecvBuf;
 use crate::wire::cmd::DataPtr;
 use crate::wire::header::{
     digest_bits, flags, pdu_type, zeroed, CapsuleCmd, CommonHeader, Cqe, DataHdr, IcReq, Sqe,
@@ -65,8 +66,9 @@ pub struct Connection {
     s: TcpStream,
     rx: RxConfig,
     tx: TxConfig,
-    rbuf: Vec<u8>,
-    consumed: usize,
+    rbuf: RecvBuf,
+    /// Length of the PDU the last event borrowed from `rbuf`, consumed at the next receive.
+    last: usize,
     wbuf: Vec<u8>,
     /// MAXH2CDATA from the ICResp.
     pub maxh2cdata: u32,
@@ -97,8 +99,8 @@ impl Connection {
                 max_data: 0,
             },
             tx: TxConfig::default(),
-            rbuf: Vec::with_capacity(256 * 1024),
-            consumed: 0,
+            rbuf: RecvBuf::new(1 << 20),
+            last: 0,
             wbuf: Vec::with_capacity(64 * 1024),
             maxh2cdata: 0,
             in_capsule: 0,
@@ -198,38 +200,27 @@ impl Connection {
 
     /// Bytes received and not yet consumed (a whole PDU may be among them).
     pub fn buffered(&self) -> usize {
-        self.rbuf.len() - self.consumed
+        self.rbuf.data().len() - self.last
     }
 
     /// True when a whole PDU is buffered, so [`Connection::recv`] returns without waiting.
     pub fn has_pdu(&self) -> bool {
-        let b = &self.rbuf[self.consumed..];
+        let b = &self.rbuf.data()[self.last..];
         b.len() >= 8 && b.len() >= u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize
     }
 
     /// Reads what the socket has without waiting; false when it had nothing.
     pub fn try_fill(&mut self) -> Result<bool, HostError> {
         self.s.set_nonblocking(true)?;
-        let have = self.rbuf.len();
-        self.rbuf.resize(have + 64 * 1024, 0);
-        let r = self.s.read(&mut self.rbuf[have..]);
+        let r = self.rbuf.fill(&mut self.s, 64 * 1024);
         let _ = self.s.set_nonblocking(false);
         match r {
-            Ok(0) => {
-                self.rbuf.truncate(have);
-                Err(HostError::Closed)
-            }
-            Ok(n) => {
-                self.rbuf.truncate(have + n);
-                Ok(true)
-            }
-            Err(e) => {
-                self.rbuf.truncate(have);
-                match e.kind() {
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(false),
-                    _ => Err(HostError::Io(e)),
-                }
-            }
+            Ok(0) => Err(HostError::Closed),
+            Ok(_) => Ok(true),
+            Err(e) => match e.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(false),
+                _ => Err(HostError::Io(e)),
+            },
         }
     }
 
@@ -270,15 +261,14 @@ impl Connection {
         &'a mut self,
         f: impl FnOnce(Pdu<'a>) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
-        if self.consumed > 0 {
-            self.rbuf.drain(..self.consumed);
-            self.consumed = 0;
-        }
+        self.rbuf.consume(self.last);
+        self.last = 0;
         let (hlen, data_start, data_len, t, fl) = loop {
-            match parse_pdu(&self.rbuf, &self.rx)? {
+            let b = self.rbuf.data();
+            match parse_pdu(b, &self.rx)? {
                 Parsed::Complete { pdu, consumed } => {
-                    self.consumed = consumed;
-                    let start = pdu.data.as_ptr() as usize - self.rbuf.as_ptr() as usize;
+                    self.last = consumed;
+                    let start = pdu.data.as_ptr() as usize - b.as_ptr() as usize;
                     break (
                         pdu.header.len(),
                         start,
@@ -290,36 +280,22 @@ impl Connection {
                 Parsed::Incomplete { needed } => self.fill(needed)?,
             }
         };
+        let b = self.rbuf.data();
         let p = PduRef {
             pdu_type: t,
             flags: fl,
-            header: &self.rbuf[..hlen],
-            data: &self.rbuf[data_start..data_start + data_len],
+            header: &b[..hlen],
+            data: &b[data_start..data_start + data_len],
         };
         f(p.decode()?)
     }
 
     fn fill(&mut self, needed: usize) -> Result<(), HostError> {
-        let have = self.rbuf.len();
-        self.rbuf.resize(have + needed.max(64 * 1024), 0);
-        let r = self.s.read(&mut self.rbuf[have..]);
-        match r {
-            Ok(0) => {
-                self.rbuf.truncate(have);
-                Err(HostError::Closed)
-            }
-            Ok(n) => {
-                self.rbuf.truncate(have + n);
-                Ok(())
-            }
-            Err(e) => {
-                self.rbuf.truncate(have);
-                if e.kind() == io::ErrorKind::Interrupted {
-                    Ok(())
-                } else {
-                    Err(HostError::from_io(e))
-                }
-            }
+        match self.rbuf.fill(&mut self.s, needed) {
+            Ok(0) => Err(HostError::Closed),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+            Err(e) => Err(HostError::from_io(e)),
         }
     }
 }

@@ -174,7 +174,8 @@ impl Queue for NvmeQueue {
                 nsid: self.nsid,
                 slba: io.offset / self.block,
                 nlb: (io.len as u64 / self.block) as u32,
-                fua: false,
+                // `--fua`: the write is durable when the controller completes it.
+                fua: io.op == Op::Write && io.fua,
             };
             *slot = Some(*io);
             self.inflight += 1;

@@ -246,8 +246,10 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
             if start % 4 != 0 || start > page.len() {
                 return c.resp(cid, Status::INVALID_FIELD, 0);
             }
+            // Never more than the page holds: the SGL length is the host's to choose, up to
+            // 4 GiB, and a buffer that size would be the host's to allocate.
             let mut out = page[start..].to_vec();
-            out.resize(want, 0);
+            out.truncate(want);
             to_host(c, out)
         }
         Command::AsyncEvent => {

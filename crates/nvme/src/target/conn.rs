@@ -7,7 +7,7 @@
 //! host's commands are answered in one write.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,12 +17,13 @@ use zerocopy::little_endian::{U16, U32};
 
 use super::ctrl::{Ctrl, Shared, ADMIN_QUEUE_SIZE};
 use super::io::PendingWrite;
+use crate::recv::RecvBuf;
 use crate::wire::cmd::{Command, DataPtr};
 use crate::wire::header::{
     digest_bits, flags, pdu_type, zeroed, CapsuleCmd, CapsuleResp, CommonHeader, Cqe, DataHdr,
     IcResp, R2t, TermReq,
 };
-use crate::wire::pdu::{encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
+use crate::wire::pdu::{encode_head, encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
 use crate::wire::status::Status;
 use crate::wire::{fes, Parsed, WireError};
 
@@ -95,8 +96,7 @@ const IDLE_LIMIT: Duration = Duration::from_secs(30);
 pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Result<(), End> {
     let _ = s.set_nodelay(true);
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
-    // A host that stops reading must not hold its thread forever.
-    s.set_write_timeout(Some(Duration::from_secs(10)))?;
+    s.set_write_timeout(Some(sh.cfg.send_timeout))?;
     let mut c = Conn {
         s,
         sh,
@@ -130,44 +130,36 @@ pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Res
 
 impl Conn {
     fn run(&mut self) -> Result<(), End> {
-        let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
-        let mut pos = 0;
+        let mut rb = RecvBuf::new(1 << 20);
         let mut ic_done = false;
         let mut last_rx = Instant::now();
         loop {
-            let parsed = parse_pdu(&buf[pos..], &self.rx);
-            let r = match parsed {
-                Ok(Parsed::Complete { pdu, consumed }) => {
-                    let r = pdu
-                        .decode()
-                        .map_err(End::from)
-                        .and_then(|p| self.handle(p, &mut ic_done));
-                    if r.is_ok() {
-                        pos += consumed;
-                    }
-                    r
-                }
+            let r = match parse_pdu(rb.data(), &self.rx) {
+                Ok(Parsed::Complete { pdu, consumed }) => pdu
+                    .decode()
+                    .map_err(End::from)
+                    .and_then(|p| self.handle(p, &mut ic_done))
+                    .map(|()| consumed),
                 Ok(Parsed::Incomplete { needed }) => {
                     self.flush()?;
-                    if pos > 0 {
-                        buf.drain(..pos);
-                        pos = 0;
-                    }
-                    if self.fill(&mut buf, needed)? {
+                    if self.fill(&mut rb, needed)? {
                         last_rx = Instant::now();
                     } else {
                         self.check_alive(ic_done, last_rx)?;
                     }
-                    Ok(())
+                    Ok(0)
                 }
                 Err(e) => Err(End::from(e)),
             };
-            if let Err(e) = r {
-                if let End::Fatal { fes, fei, .. } = &e {
-                    let end = buf.len().min(pos + 128);
-                    self.term(*fes, *fei, &buf[pos..end]);
+            match r {
+                Ok(n) => rb.consume(n),
+                Err(e) => {
+                    if let End::Fatal { fes, fei, .. } = &e {
+                        let d = rb.data();
+                        self.term(*fes, *fei, &d[..d.len().min(128)]);
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
             if self.wbuf.len() > 1 << 20 {
                 self.flush()?;
@@ -175,21 +167,11 @@ impl Conn {
         }
     }
 
-    /// Reads what the socket has (at least one byte, at most what fits); false on a timeout.
-    fn fill(&mut self, buf: &mut Vec<u8>, needed: usize) -> Result<bool, End> {
-        let have = buf.len();
-        let want = needed.max(64 * 1024);
-        buf.resize(have + want, 0);
-        let r = self.s.read(&mut buf[have..]);
-        match r {
-            Ok(0) => {
-                buf.truncate(have);
-                Err(End::Closed)
-            }
-            Ok(n) => {
-                buf.truncate(have + n);
-                Ok(true)
-            }
+    /// Reads what the socket has; false on a timeout.
+    fn fill(&mut self, rb: &mut RecvBuf, needed: usize) -> Result<bool, End> {
+        match rb.fill(&mut self.s, needed) {
+            Ok(0) => Err(End::Closed),
+            Ok(_) => Ok(true),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -198,13 +180,9 @@ impl Conn {
                         | io::ErrorKind::Interrupted
                 ) =>
             {
-                buf.truncate(have);
                 Ok(false)
             }
-            Err(e) => {
-                buf.truncate(have);
-                Err(End::Io(e))
-            }
+            Err(e) => Err(End::Io(e)),
         }
     }
 
@@ -369,21 +347,46 @@ impl Conn {
     /// in pieces of at most 128 KiB, the last one flagged.
     pub fn c2h(&mut self, cid: u16, data: &[u8], limit: u32) {
         let data = &data[..data.len().min(limit as usize)];
+        let _ = self.c2h_with(cid, data.len(), |out, at, n| {
+            out.extend_from_slice(&data[at..at + n]);
+            Ok(())
+        });
+    }
+
+    /// C2HData PDUs for `len` bytes that `fill(out, offset, n)` appends piece by piece (a
+    /// store read lands in the send buffer, copied once). On an error `wbuf` is put back.
+    pub fn c2h_with(
+        &mut self,
+        cid: u16,
+        len: usize,
+        mut fill: impl FnMut(&mut Vec<u8>, usize, usize) -> io::Result<()>,
+    ) -> io::Result<()> {
         let piece = 128 * 1024;
+        let mark = self.wbuf.len();
         let mut off = 0;
-        while off < data.len() {
-            let n = piece.min(data.len() - off);
+        while off < len {
+            let n = piece.min(len - off);
             let mut h: DataHdr = zeroed();
             h.ch = CommonHeader::new(pdu_type::C2H_DATA);
-            if off + n == data.len() {
+            if off + n == len {
                 h.ch.flags = flags::LAST_PDU;
             }
             h.command_id = U16::new(cid);
             h.data_offset = U32::new(off as u32);
             h.data_length = U32::new(n as u32);
-            encode_pdu(&mut self.wbuf, &h, &data[off..off + n], &self.tx);
+            let digest = encode_head(&mut self.wbuf, &h, n, &self.tx);
+            let at = self.wbuf.len();
+            if let Err(e) = fill(&mut self.wbuf, off, n) {
+                self.wbuf.truncate(mark);
+                return Err(e);
+            }
+            if digest {
+                let c = crate::wire::crc32c(&self.wbuf[at..]);
+                self.wbuf.extend_from_slice(&c.to_le_bytes());
+            }
             off += n;
         }
+        Ok(())
     }
 
     /// Registers a write whose data the host sends after an R2T for all of it.
@@ -443,6 +446,11 @@ impl Conn {
                 12,
                 "H2CData outside what the R2T asked for",
             ));
+        }
+        // Allocated when the data comes, not at the R2T: a host that never sends it costs
+        // nothing.
+        if w.buf.capacity() == 0 {
+            w.buf.reserve_exact(w.len);
         }
         w.buf.extend_from_slice(data);
         let done = w.buf.len() == w.len;

@@ -68,12 +68,13 @@ pub(crate) fn handle(
             let read = matches!(cmd, Command::Read(_));
             match (read, dp) {
                 (true, DataPtr::Transport { .. }) => {
-                    let mut buf = Vec::with_capacity(len as usize);
-                    if c.sh.store.read_append(off, len as usize, &mut buf).is_err() {
-                        Status::INTERNAL
-                    } else {
-                        c.c2h(cid, &buf, len as u32);
-                        Status::SUCCESS
+                    let sh = c.sh.clone();
+                    let r = c.c2h_with(cid, len as usize, |out, at, n| {
+                        sh.store.read_append(off + at as u64, n, out)
+                    });
+                    match r {
+                        Ok(()) => Status::SUCCESS,
+                        Err(_) => Status::INTERNAL,
                     }
                 }
                 (true, DataPtr::InCapsule { .. }) => Status::SGL_INVALID_TYPE,
@@ -86,7 +87,7 @@ pub(crate) fn handle(
                         cid,
                         off,
                         len: len as usize,
-                        buf: Vec::with_capacity(len as usize),
+                        buf: Vec::new(),
                         kind: Kind::Write { fua: rw.fua },
                     };
                     return c.r2t(cid, w);
@@ -120,7 +121,7 @@ pub(crate) fn handle(
                         cid,
                         off: 0,
                         len,
-                        buf: Vec::with_capacity(len),
+                        buf: Vec::new(),
                         kind: Kind::Dsm { deallocate },
                     };
                     return c.r2t(cid, w);

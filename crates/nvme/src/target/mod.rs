@@ -67,6 +67,9 @@ pub struct TargetConfig {
     pub in_capsule: u32,
     /// MAXH2CDATA: the largest H2CData PDU accepted.
     pub max_h2c_data: u32,
+    /// A host that takes nothing of a reply for this long is cut off (one that stopped
+    /// reading must not hold its connection's thread forever).
+    pub send_timeout: Duration,
 }
 
 impl Default for TargetConfig {
@@ -81,6 +84,7 @@ impl Default for TargetConfig {
             max_queue_size: 1024,
             in_capsule: 8192,
             max_h2c_data: 128 * 1024,
+            send_timeout: Duration::from_secs(10),
         }
     }
 }

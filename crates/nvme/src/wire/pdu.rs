@@ -315,26 +315,44 @@ pub fn encode_pdu<H: IntoBytes + Immutable>(
     tx: &TxConfig,
 ) -> usize {
     let start = out.len();
+    let digest = encode_head(out, header, data.len(), tx);
+    out.extend_from_slice(data);
+    if digest {
+        out.extend_from_slice(&crc32c(data).to_le_bytes());
+    }
+    out.len() - start
+}
+
+/// The first part of [`encode_pdu`], for data the caller appends itself (straight from a
+/// store, without an intermediate buffer): everything up to where `data_len` bytes of data
+/// start. Returns whether a data digest (CRC32C of those bytes, little-endian) must follow them.
+pub fn encode_head<H: IntoBytes + Immutable>(
+    out: &mut Vec<u8>,
+    header: &H,
+    data_len: usize,
+    tx: &TxConfig,
+) -> bool {
+    let start = out.len();
     let h = header.as_bytes();
     let hlen = h.len();
     out.extend_from_slice(h);
     let t = h.first().copied().unwrap_or(0);
     let plain = is_plain(t);
     let hd = tx.header_digest && !plain;
-    let dd = tx.data_digest && !plain && !data.is_empty();
+    let dd = tx.data_digest && !plain && data_len > 0;
     let hd_len = if hd { 4 } else { 0 };
     let align = (tx.pda.min(31) as usize + 1) * 4;
-    let pdo = if data.is_empty() {
+    let pdo = if data_len == 0 {
         0
     } else if plain {
         hlen
     } else {
         (hlen + hd_len).div_ceil(align) * align
     };
-    let plen = if data.is_empty() {
+    let plen = if data_len == 0 {
         hlen + hd_len
     } else {
-        pdo + data.len() + if dd { 4 } else { 0 }
+        pdo + data_len + if dd { 4 } else { 0 }
     };
     let mut fl = out[start + 1] & !(flags::HDGSTF | flags::DDGSTF);
     if hd {
@@ -351,15 +369,10 @@ pub fn encode_pdu<H: IntoBytes + Immutable>(
         let c = crc32c(&out[start..start + hlen]);
         out.extend_from_slice(&c.to_le_bytes());
     }
-    if !data.is_empty() {
+    if data_len > 0 {
         out.resize(start + pdo, 0);
-        out.extend_from_slice(data);
-        if dd {
-            out.extend_from_slice(&crc32c(data).to_le_bytes());
-        }
     }
-    debug_assert_eq!(out.len() - start, plen);
-    plen
+    dd
 }
 
 #[cfg(test)]

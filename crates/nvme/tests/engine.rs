@@ -1,0 +1,166 @@
+//! The `nvme+tcp://` engine against the crate's target: every op through the Queue trait
+//! (in-capsule and R2T writes, reads into the arena, trim, flush), and a controller that goes
+//! silent ending `reap` with a typed timeout instead of hanging.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sanbench_engine::{Arena, EngineError, Io, Op, QueueConfig};
+use sanbench_nvme::target::{Target, TargetConfig};
+
+const NQN: &str = "nqn.2026-11.io.sanbench:engine";
+
+fn start() -> (SocketAddr, Arc<AtomicBool>) {
+    let t = Target::bind(TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        nqn: NQN.into(),
+        size: 16 << 20,
+        ..TargetConfig::default()
+    })
+    .unwrap();
+    let addr = t.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    std::thread::spawn(move || t.run(s).unwrap());
+    (addr, stop)
+}
+
+/// A TCP relay in front of `to` that stops passing bytes (both ways) once `frozen` is set,
+/// as a controller that hangs does.
+fn relay(to: SocketAddr, frozen: Arc<AtomicBool>) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(a) = c else { return };
+            let b = TcpStream::connect(to).unwrap();
+            for (mut from, mut into) in [(a.try_clone().unwrap(), b.try_clone().unwrap()), (b, a)] {
+                let frozen = frozen.clone();
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 65536];
+                    from.set_read_timeout(Some(Duration::from_millis(20)))
+                        .unwrap();
+                    loop {
+                        if frozen.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(20));
+                            continue;
+                        }
+                        match from.read(&mut buf) {
+                            Ok(0) => return,
+                            Ok(n) => {
+                                if into.write_all(&buf[..n]).is_err() {
+                                    return;
+                                }
+                            }
+                            Err(e)
+                                if matches!(
+                                    e.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) => {}
+                            Err(_) => return,
+                        }
+                    }
+                });
+            }
+        }
+    });
+    addr
+}
+
+fn qcfg(arena: &Arc<Arena>, timeout: Duration) -> QueueConfig {
+    QueueConfig {
+        worker: 0,
+        depth: 8,
+        max_len: 1 << 20,
+        arena: arena.clone(),
+        io_timeout: timeout,
+    }
+}
+
+fn io(tag: u32, op: Op, offset: u64, len: u32, buf: usize) -> Io {
+    Io {
+        tag,
+        op,
+        offset,
+        len,
+        buf,
+        fua: false,
+    }
+}
+
+#[test]
+fn every_op_through_the_queue() {
+    let (addr, stop) = start();
+    let t = sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}")).unwrap();
+    assert_eq!(t.info().size, 16 << 20);
+    assert_eq!(t.info().block_size, 512);
+    assert_eq!(t.info().max_transfer, Some(1 << 20));
+    let arena = Arc::new(Arena::new(4 << 20));
+    arena.fill_random(7);
+    let mut q = t.open_queue(&qcfg(&arena, Duration::from_secs(5))).unwrap();
+    // Slots: [0, 1 MiB) the write source, [2 MiB, 3 MiB) the read destination.
+    let mut done = Vec::new();
+    q.submit(&[
+        io(0, Op::Write, 0, 4096, 0),
+        io(1, Op::Write, 1 << 20, 1 << 20, 0),
+        io(2, Op::Flush, 0, 0, 0),
+    ])
+    .unwrap();
+    q.reap(3, &mut done).unwrap();
+    assert!(done.iter().all(|c| c.result == 0), "{done:?}");
+    done.clear();
+    q.submit(&[io(3, Op::Read, 1 << 20, 1 << 20, 2 << 20)])
+        .unwrap();
+    q.reap(1, &mut done).unwrap();
+    assert_eq!(done[0].result, 0);
+    // SAFETY: no I/O is in flight.
+    let (w, r) = unsafe { (arena.slice(0, 1 << 20), arena.slice(2 << 20, 1 << 20)) };
+    assert!(w == r, "read back differs");
+    // Trim, then the range reads as zeros.
+    done.clear();
+    q.submit(&[io(4, Op::Trim, 1 << 20, 1 << 20, 0)]).unwrap();
+    q.reap(1, &mut done).unwrap();
+    q.submit(&[io(5, Op::Read, 1 << 20, 4096, 2 << 20)])
+        .unwrap();
+    q.reap(1, &mut done).unwrap();
+    assert!(done.iter().all(|c| c.result == 0), "{done:?}");
+    // SAFETY: no I/O is in flight.
+    assert!(unsafe { arena.slice(2 << 20, 4096) }
+        .iter()
+        .all(|&b| b == 0));
+    // Past the end: a failed completion, not a broken queue.
+    done.clear();
+    q.submit(&[io(6, Op::Read, 16 << 20, 4096, 2 << 20)])
+        .unwrap();
+    q.reap(1, &mut done).unwrap();
+    assert!(done[0].result < 0);
+    assert!(q.stats()["in_capsule_writes"] == 1 && q.stats()["r2t_writes"] == 1);
+    stop.store(true, Ordering::Relaxed);
+}
+
+#[test]
+fn a_silent_controller_is_a_timeout() {
+    let (addr, stop) = start();
+    let frozen = Arc::new(AtomicBool::new(false));
+    let via = relay(addr, frozen.clone());
+    let t = sanbench_nvme::initiator::open(&format!("nvme+tcp://{via}/{NQN}?kato=0")).unwrap();
+    let arena = Arc::new(Arena::new(1 << 20));
+    let mut q = t
+        .open_queue(&qcfg(&arena, Duration::from_millis(500)))
+        .unwrap();
+    let mut done = Vec::new();
+    q.submit(&[io(0, Op::Read, 0, 4096, 0)]).unwrap();
+    q.reap(1, &mut done).unwrap();
+    frozen.store(true, Ordering::Relaxed);
+    // Let both pumps finish the read they are in (20 ms timeouts) and see the flag.
+    std::thread::sleep(Duration::from_millis(100));
+    q.submit(&[io(1, Op::Read, 0, 4096, 0)]).unwrap();
+    let t0 = Instant::now();
+    let e = q.reap(1, &mut done).unwrap_err();
+    assert!(matches!(e, EngineError::Timeout { .. }), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+}
