@@ -7,19 +7,31 @@ set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
       iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils)
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+missing_now() {
+  missing=()
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+}
+# Twice: installing one package may remove another it conflicts with (on a machine with
+# qemu-utils from backports, qemu-system-x86 from stable replaces it), and the second pass puts
+# back a version that fits beside the first.
+for pass in 1 2; do
+  missing_now
+  [ ${#missing[@]} -eq 0 ] && break
   if [ "$(id -u)" != 0 ]; then
     echo "sanbench tests need these Debian packages: ${missing[*]} (run as root to install them)" >&2
     exit 1
   fi
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  [ "$pass" = 1 ] && apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+done
+missing_now
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "could not install together: ${missing[*]}" >&2
+  exit 1
 fi
 # cargo-fuzz runs the fuzz targets (scripts/fuzz.sh) on the stable toolchain.
 if ! cargo fuzz --version >/dev/null 2>&1; then
