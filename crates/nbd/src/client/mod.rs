@@ -270,6 +270,10 @@ impl Target for NbdTarget {
 /// Splits an NBD URI into address and export name.
 fn parse_uri(uri: &str) -> Result<(Addr, String), EngineError> {
     let bad = |why: &str| EngineError::Invalid(format!("{uri}: {why}"));
+    // TLS is not negotiated yet: a TLS URI is refused, never served in plaintext.
+    if uri.starts_with("nbds://") || uri.starts_with("nbds+unix://") {
+        return Err(bad("NBD over TLS (nbds://) is not supported yet"));
+    }
     if let Some(rest) = uri.strip_prefix("nbd+unix://") {
         let (path, query) = rest
             .split_once('?')
@@ -372,6 +376,8 @@ mod tests {
             "nbd://h:port",
             "nbd+unix:///x",
             "nbd://[::1",
+            "nbds://localhost/x",
+            "nbds+unix:///x?socket=/tmp/s.sock",
         ] {
             assert!(parse_uri(bad).unwrap_err().is_usage(), "{bad}");
         }
