@@ -319,7 +319,13 @@ fn links_cap_reads_and_down_leaves_nothing() {
     let mut report = String::new();
     for k in &kinds {
         let (one, ten) = (format!("{k}@one"), format!("{k}@ten"));
-        let cap = |v: f64| (112.5..=126.0).contains(&v);
+        // A 1 Gbit/s link carries at most 125 MB/s of frames, about 119.5 MB/s of TCP payload
+        // at MTU 1500; htb with its minimal burst loses tokens when the shaping softirq runs
+        // late, so a busy host gets less: 115 MB/s here idle, 112.2 MB/s in CI four times
+        // running (the bound was 112.5 then). Above 126 the link is not capped; below 105 the
+        // shaping (or the transport) is broken.
+        let (low, high) = (105.0, 126.0);
+        let cap = |v: f64| (low..=high).contains(&v);
         let slow = settled(
             mb_per_s(&cmp, "seq-read-1m", &one),
             &uri_of(&cmp, &one),
@@ -333,8 +339,8 @@ fn links_cap_reads_and_down_leaves_nothing() {
         );
         report.push_str(&format!("{k}: 1 Gb {slow:.1} MB/s, 10 Gb {fast:.1} MB/s; "));
         assert!(
-            (112.5..=126.0).contains(&slow),
-            "{k} over 1 Gbit/s: {slow:.1} MB/s, expected 112.5-126 ({report})"
+            cap(slow),
+            "{k} over 1 Gbit/s: {slow:.1} MB/s, expected {low}-{high} ({report})"
         );
         assert!(
             fast >= need * slow,
