@@ -1,8 +1,11 @@
 //! Command-line definitions: the public interface users script against. Extend, don't rename.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use sanbench_engine::run::pacer::Arrival;
+use sanbench_engine::units::{Bytes, Dur, Pct};
 
 /// Seed used when none is given: runs with the same seed issue the same I/O sequence.
 pub const DEFAULT_SEED: u64 = 0x5a4b_3c2d;
@@ -78,7 +81,7 @@ pub struct EngineArgs {
     pub no_invalidate: bool,
     /// Fail the run when no I/O completes for this long (dead or silent target).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
-    pub io_timeout: String,
+    pub io_timeout: Dur,
 }
 
 /// `sanbench verify`: the whole-span check after (or apart from) a run.
@@ -103,10 +106,10 @@ pub struct VerifyArgs {
     pub verify_state: Option<std::path::PathBuf>,
     /// Check the first SIZE bytes (default: the whole target).
     #[arg(long, value_name = "SIZE")]
-    pub span: Option<String>,
+    pub span: Option<Bytes>,
     /// Read size.
     #[arg(long, default_value = "1M", value_name = "SIZE")]
-    pub bs: String,
+    pub bs: Bytes,
     /// Reads in flight.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub qd: u32,
@@ -130,11 +133,11 @@ pub struct DataArgs {
     #[arg(long, default_value = "auto", value_name = "auto|none|fill|N")]
     pub precondition: String,
     /// Percent of written 4 KiB units that duplicate one block (default 0: all unique).
-    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
-    pub dedupe: f64,
+    #[arg(long, default_value = "0", value_name = "PCT")]
+    pub dedupe: Pct,
     /// Percent of each written 4 KiB unit that compresses away (default 0: incompressible).
-    #[arg(long, default_value_t = 0.0, value_name = "PCT")]
-    pub compress: f64,
+    #[arg(long, default_value = "0", value_name = "PCT")]
+    pub compress: Pct,
     /// Check every read against what the run wrote: writes are stamped per 512 B (or logical
     /// block) with a generation kept in memory, in-flight I/Os never overlap, and a bad block
     /// is classified (wrong data, misplaced, stale, torn, never written, foreign). Exit code 3
@@ -148,7 +151,7 @@ pub struct DataArgs {
     /// Percent of writes sent with forced unit access (NBD FUA flag, the SCSI FUA bit,
     /// RWF_DSYNC for files): durable when they complete; their latency is reported apart.
     #[arg(long, value_name = "PCT")]
-    pub fua: Option<f64>,
+    pub fua: Option<Pct>,
     /// Keep the verification's generation map in FILE (implies --verify; one target): it
     /// survives a crash or a target restart, records what each flush made durable, and a
     /// later run with the same FILE continues the session. `sanbench verify TARGET
@@ -161,8 +164,8 @@ impl Default for DataArgs {
     fn default() -> DataArgs {
         DataArgs {
             precondition: "auto".into(),
-            dedupe: 0.0,
-            compress: 0.0,
+            dedupe: Pct(0.0),
+            compress: Pct(0.0),
             verify: false,
             flush_every: None,
             fua: None,
@@ -192,22 +195,22 @@ pub struct RunArgs {
 
     /// Transfer size for reads and writes.
     #[arg(long, value_name = "SIZE")]
-    pub bs: Option<String>,
+    pub bs: Option<Bytes>,
     /// Transfer size for reads (with --write-bs: different read and write sizes).
     #[arg(long, value_name = "SIZE")]
-    pub read_bs: Option<String>,
+    pub read_bs: Option<Bytes>,
     /// Transfer size for writes.
     #[arg(long, value_name = "SIZE")]
-    pub write_bs: Option<String>,
+    pub write_bs: Option<Bytes>,
     /// Percent of I/Os that read (0-100).
     #[arg(long, value_name = "PCT")]
-    pub read: Option<f64>,
+    pub read: Option<Pct>,
     /// Percent of I/Os at random offsets (0-100); the rest are sequential.
     #[arg(long, value_name = "PCT")]
-    pub random: Option<f64>,
+    pub random: Option<Pct>,
     /// Offset alignment for random I/O (default: the transfer size).
     #[arg(long, value_name = "SIZE")]
-    pub align: Option<String>,
+    pub align: Option<Bytes>,
     /// Outstanding I/Os per target per worker.
     #[arg(long, value_name = "N")]
     pub qd: Option<u32>,
@@ -216,13 +219,13 @@ pub struct RunArgs {
     pub workers: Option<u32>,
     /// Ramp-up before measuring (not counted).
     #[arg(long, value_name = "DURATION")]
-    pub ramp: Option<String>,
+    pub ramp: Option<Dur>,
     /// Measured time.
     #[arg(long, value_name = "DURATION")]
-    pub time: Option<String>,
+    pub time: Option<Dur>,
     /// Span of each target to use; also the size a missing file is created at.
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Bytes>,
     /// Open loop: issue this many I/Os per second per target (split over the workers) at
     /// their intended times, whatever the target does; --qd caps what is outstanding.
     /// Latency is then response time from the intended time (no coordinated omission), with
@@ -231,7 +234,7 @@ pub struct RunArgs {
     pub rate: Option<f64>,
     /// Open-loop arrivals: fixed (every 1/rate) or poisson (seeded exponential gaps).
     #[arg(long, value_name = "fixed|poisson", requires = "rate")]
-    pub arrival: Option<String>,
+    pub arrival: Option<Arrival>,
 
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -289,7 +292,7 @@ pub struct CompareArgs {
     pub curve: Option<String>,
     /// A target's curve stops climbing once its mean response time passes this.
     #[arg(long, default_value = "100ms", value_name = "DURATION")]
-    pub curve_stop: String,
+    pub curve_stop: Dur,
     /// Directory for report.html, report.md, results.json, results.csv.
     #[arg(long, default_value = "sanbench-report", value_name = "DIR")]
     pub out: PathBuf,
@@ -301,13 +304,13 @@ pub struct CompareArgs {
     pub no_store: bool,
     /// Replace every workload's measured time (a quick look at a long suite).
     #[arg(long, value_name = "DURATION")]
-    pub time: Option<String>,
+    pub time: Option<Dur>,
     /// Replace every workload's ramp-up.
     #[arg(long, value_name = "DURATION")]
-    pub ramp: Option<String>,
+    pub ramp: Option<Dur>,
     /// Size to create missing file targets at.
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Bytes>,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]
@@ -331,7 +334,7 @@ pub struct DemoArgs {
     pub suite: String,
     /// Size of each built-in target.
     #[arg(long, default_value = "1G", value_name = "SIZE")]
-    pub size: String,
+    pub size: Bytes,
     /// Allocate and touch the built-in targets' RAM at start (2 x --size).
     #[arg(long)]
     pub prealloc: bool,
@@ -340,10 +343,10 @@ pub struct DemoArgs {
     pub repeat: u32,
     /// Every workload's measured time.
     #[arg(long, default_value = "1.5s", value_name = "DURATION")]
-    pub time: String,
+    pub time: Dur,
     /// Every workload's ramp-up.
     #[arg(long, default_value = "0.5s", value_name = "DURATION")]
-    pub ramp: String,
+    pub ramp: Dur,
     /// Results database (SQLite; default under the user's data directory).
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
@@ -369,7 +372,7 @@ pub enum ServeCommand {
 pub struct ServeNvmeArgs {
     /// Namespace size (RAM is allocated as written).
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Bytes>,
     #[arg(long, default_value = "127.0.0.1:4420", value_name = "ADDR")]
     pub listen: String,
     /// The NVM subsystem's NQN.
@@ -392,7 +395,7 @@ pub struct ServeNvmeArgs {
 pub struct ServeIscsiArgs {
     /// Size of each LUN (RAM is allocated as written).
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Bytes>,
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub luns: u32,
     #[arg(long, default_value = "127.0.0.1:3260", value_name = "ADDR")]
@@ -430,7 +433,7 @@ pub struct ServeIscsiArgs {
 pub struct ServeNbdArgs {
     /// Export size (RAM is allocated as written, so a large export costs only what is written).
     #[arg(long, value_name = "SIZE")]
-    pub size: Option<String>,
+    pub size: Option<Bytes>,
     #[arg(long, default_value = "127.0.0.1:10809", value_name = "ADDR")]
     pub listen: String,
     /// Export name (clients asking for "" get it too).
@@ -445,7 +448,7 @@ pub struct ServeNbdArgs {
     /// wakes (interrupt moderation; clients that wait for each reply are never delayed);
     /// 0 wakes for every request.
     #[arg(long, default_value = "200us", value_name = "DURATION")]
-    pub coalesce: String,
+    pub coalesce: Dur,
     /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
     /// pays for allocation inside a measurement.
     #[arg(long)]
@@ -461,7 +464,7 @@ pub struct MonitorArgs {
     pub watch: Vec<String>,
     /// Idle baseline sampled before the run (compare: once per target); 0 to skip.
     #[arg(long, default_value = "2s", value_name = "DURATION")]
-    pub baseline: String,
+    pub baseline: Dur,
     /// Power source: auto (a meter if any, else the model), off, rapl, ipmi, wattsup, cmd, model.
     #[arg(long, default_value = "auto", value_name = "SOURCE")]
     pub power: String,
@@ -479,7 +482,7 @@ pub struct MonitorArgs {
     pub max_watts: Option<f64>,
     /// How often the host is sampled for the per-second series.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub monitor_interval: String,
+    pub monitor_interval: Dur,
     /// No host monitoring at all (no CPU, power or manifest figures).
     #[arg(long)]
     pub no_monitor: bool,
@@ -489,13 +492,13 @@ impl Default for MonitorArgs {
     fn default() -> Self {
         MonitorArgs {
             watch: Vec::new(),
-            baseline: "1s".into(),
+            baseline: Dur(Duration::from_secs(1)),
             power: "auto".into(),
             power_cmd: None,
             wattsup: None,
             idle_watts: None,
             max_watts: None,
-            monitor_interval: "1s".into(),
+            monitor_interval: Dur(Duration::from_secs(1)),
             no_monitor: false,
         }
     }
@@ -563,7 +566,7 @@ pub struct LabUpArgs {
     pub targets: String,
     /// Size of each RAM disk.
     #[arg(long, default_value = "1G", value_name = "SIZE")]
-    pub size: String,
+    pub size: Bytes,
     #[command(flatten)]
     pub state: LabStateArgs,
 }

@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::Context;
 use sanbench_engine::result::{rfc3339, TargetResult};
 use sanbench_engine::suite::{self, Suite, SuiteWorkload};
-use sanbench_engine::units::{parse_duration, parse_size};
 use sanbench_engine::verify::Verifier;
 use sanbench_engine::RunPlan;
 use sanbench_stats::steady_state;
@@ -17,7 +16,7 @@ use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEM
 use sanbench_engine::precondition::Report;
 
 use crate::args::CompareArgs;
-use crate::error::{parse_flag, usage, CliError};
+use crate::error::{usage, CliError};
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
@@ -67,8 +66,8 @@ pub struct Prepared {
 
 pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
     let mut suite = suite::load(&a.suite).map_err(usage)?;
-    let time = parse_flag("--time", a.time.as_deref(), parse_duration)?;
-    let ramp = parse_flag("--ramp", a.ramp.as_deref(), parse_duration)?;
+    let time = a.time.map(|d| d.0);
+    let ramp = a.ramp.map(|d| d.0);
     if time.is_some_and(|t| t.is_zero()) {
         return Err(usage("--time must be longer than zero"));
     }
@@ -79,7 +78,7 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
                 w.workload.flush_every = n;
             }
             if let Some(p) = a.data.fua {
-                w.workload.fua_pct = p;
+                w.workload.fua_pct = p.0;
             }
             w.workload.validate().map_err(usage)?;
         }
@@ -359,13 +358,12 @@ fn precondition_all(
 pub fn run(a: CompareArgs) -> Result<(), CliError> {
     let p = prepare(&a)?;
     let data = DataPlan::from_args(&a.data)?;
-    let size = parse_flag("--size", a.size.as_deref(), parse_size)?;
+    let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite)?;
-    let curve_stop =
-        parse_duration(&a.curve_stop).map_err(|e| usage(format!("--curve-stop: {e}")))?;
+    let curve_stop = a.curve_stop.0;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| usage(format!("cannot create {}: {e}", a.out.display())))?;
     let stop = crate::signals::stop_flag();

@@ -2,6 +2,9 @@
 //! `quick` suite across them, writes the report and prints the findings. Everything it starts
 //! (server threads, a tmpfs file) is stopped and removed when it ends, also on Ctrl-C.
 
+use std::time::Duration;
+
+use sanbench_engine::units::Dur;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -45,20 +48,20 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         suite: a.suite.clone(),
         repeat: a.repeat,
         curve: None,
-        curve_stop: "100ms".into(),
+        curve_stop: Dur(Duration::from_millis(100)),
         out: a.out.clone(),
         db: a.db.clone(),
         no_store: a.no_store,
-        time: Some(a.time.clone()),
-        ramp: Some(a.ramp.clone()),
-        size: Some(a.size.clone()),
+        time: Some(a.time),
+        ramp: Some(a.ramp),
+        size: Some(a.size),
         engine: EngineArgs {
             engine: "auto".into(),
             buffered: false,
             direct: false,
             force: false,
             no_invalidate: false,
-            io_timeout: "30s".into(),
+            io_timeout: Dur(Duration::from_secs(30)),
         },
         data: crate::args::DataArgs::default(),
         monitor: crate::args::MonitorArgs::default(),

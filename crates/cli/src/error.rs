@@ -59,15 +59,3 @@ impl From<anyhow::Error> for CliError {
 pub fn usage(msg: impl Into<String>) -> CliError {
     CliError::Usage(msg.into())
 }
-
-/// Parses an optional flag's value, naming the flag in the error (`--size: ...`, exit code 2).
-pub fn parse_flag<T>(
-    flag: &str,
-    value: Option<&str>,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<Option<T>, CliError> {
-    value
-        .map(parse)
-        .transpose()
-        .map_err(|e| usage(format!("{flag}: {e}")))
-}

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use sanbench_engine::result::{Efficiency, RunDoc, TargetResult};
-use sanbench_engine::units::parse_duration;
 use sanbench_monitor::power::ModelParams;
 use sanbench_monitor::sampler::Baseline;
 use sanbench_monitor::transport::InspectOptions;
@@ -68,9 +67,7 @@ pub fn setup(a: &MonitorArgs) -> Result<Option<MonitorSetup>, CliError> {
             )))
         }
     };
-    let baseline = parse_duration(&a.baseline).map_err(|e| usage(format!("--baseline: {e}")))?;
-    let interval = parse_duration(&a.monitor_interval)
-        .map_err(|e| usage(format!("--monitor-interval: {e}")))?;
+    let (baseline, interval) = (a.baseline.0, a.monitor_interval.0);
     if interval < Duration::from_millis(10) {
         return Err(usage("--monitor-interval must be at least 10ms"));
     }

@@ -30,11 +30,11 @@ impl DataPlan {
             .parse()
             .map_err(|e| usage(format!("--precondition: {e}")))?;
         let spec = DataSpec {
-            dedupe_pct: a.dedupe,
-            compress_pct: a.compress,
+            dedupe_pct: a.dedupe.0,
+            compress_pct: a.compress.0,
         };
         spec.validate().map_err(usage)?;
-        if a.verify && a.dedupe > 0.0 {
+        if a.verify && a.dedupe.0 > 0.0 {
             return Err(usage(
                 "--verify cannot check --dedupe data (duplicate units carry no stamp); drop one",
             ));

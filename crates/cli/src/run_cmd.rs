@@ -6,13 +6,13 @@ use anyhow::Context;
 use sanbench_engine::file::{EngineKind, FileOptions};
 use sanbench_engine::result::{aggregate, rfc3339, target_result, ProcessCpu, RunDoc, SCHEMA};
 use sanbench_engine::spec::{Defaults, SegmentFile, WorkloadFile};
-use sanbench_engine::units::{parse_duration, parse_size};
+use sanbench_engine::units::Bytes;
 use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 
 use sanbench_engine::precondition::Report;
 
 use crate::args::{EngineArgs, RunArgs};
-use crate::error::{parse_flag, usage, CliError};
+use crate::error::{usage, CliError};
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
@@ -42,12 +42,12 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
         None => WorkloadFile {
             segments: vec![SegmentFile {
                 weight: Some(1),
-                bs: Some(a.bs.clone().unwrap_or_else(|| "4k".into())),
-                read_bs: a.read_bs.clone(),
-                write_bs: a.write_bs.clone(),
-                read: Some(a.read.unwrap_or(100.0)),
-                random: Some(a.random.unwrap_or(100.0)),
-                align: a.align.clone(),
+                bs: Some(a.bs.unwrap_or(Bytes(4096))),
+                read_bs: a.read_bs,
+                write_bs: a.write_bs,
+                read: Some(a.read.map_or(100.0, |p| p.0)),
+                random: Some(a.random.map_or(100.0, |p| p.0)),
+                align: a.align,
             }],
             ..WorkloadFile::default()
         },
@@ -59,25 +59,25 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
         file.workers = a.workers;
     }
     if a.ramp.is_some() {
-        file.ramp = a.ramp.clone();
+        file.ramp = a.ramp;
     }
     if a.time.is_some() {
-        file.time = a.time.clone();
+        file.time = a.time;
     }
     if a.size.is_some() {
-        file.size = a.size.clone();
+        file.size = a.size;
     }
     if a.data.flush_every.is_some() {
         file.flush_every = a.data.flush_every;
     }
     if a.data.fua.is_some() {
-        file.fua = a.data.fua;
+        file.fua = a.data.fua.map(|p| p.0);
     }
     if a.rate.is_some() {
         file.rate = a.rate;
     }
     if a.arrival.is_some() {
-        file.arrival = a.arrival.clone();
+        file.arrival = a.arrival;
     }
     let w = file.into_workload(&Defaults::default()).map_err(usage)?;
     w.validate().map_err(usage)?;
@@ -239,7 +239,7 @@ pub fn file_options(
 }
 
 pub fn io_timeout(e: &EngineArgs) -> Result<std::time::Duration, CliError> {
-    parse_duration(&e.io_timeout).map_err(|e| usage(format!("--io-timeout: {e}")))
+    Ok(e.io_timeout.0)
 }
 
 /// Runs a plan with the progress line, the process-CPU observer and the host monitor, and
@@ -285,7 +285,7 @@ pub fn execute(
 
 pub fn run(a: RunArgs) -> Result<(), CliError> {
     let w = workload_from_args(&a)?;
-    let size = parse_flag("--size", a.size.as_deref(), parse_size)?;
+    let size = a.size.map(|b| b.0);
     let data = DataPlan::from_args(&a.data)?;
     let opts = file_options(&a.engine, size, w.has_writes() || data.writes())?;
     let io_timeout = io_timeout(&a.engine)?;

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use sanbench_engine::units::{format_size, parse_duration, parse_size};
+use sanbench_engine::units::format_size;
 
 use crate::args::{ServeCommand, ServeIscsiArgs, ServeNbdArgs, ServeNvmeArgs};
 use crate::error::{usage, CliError};
@@ -28,7 +28,7 @@ fn listen_addr(s: &str) -> Result<SocketAddr, CliError> {
 
 fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     let size = match (&a.size, &a.file) {
-        (Some(s), _) => parse_size(s).map_err(|e| usage(format!("--size: {e}")))?,
+        (Some(s), _) => s.0,
         (None, Some(_)) => 0,
         (None, None) => return Err(usage("give --size (or --file to serve a file)")),
     };
@@ -43,7 +43,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     cfg.export = a.export.clone();
     cfg.read_only = a.read_only;
     cfg.prealloc = a.prealloc;
-    let coalesce = parse_duration(&a.coalesce).map_err(|e| usage(format!("--coalesce: {e}")))?;
+    let coalesce = a.coalesce.0;
     cfg.coalesce = (!coalesce.is_zero()).then_some(coalesce);
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = server.local_addr();
@@ -76,7 +76,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
 
 fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
     let lun_size = match (&a.size, &a.file) {
-        (Some(s), _) => parse_size(s).map_err(|e| usage(format!("--size: {e}")))?,
+        (Some(s), _) => s.0,
         (None, Some(f)) => std::fs::metadata(f)
             .map(|m| m.len())
             .map_err(|e| usage(format!("--file {}: {e}", f.display())))?,
@@ -174,7 +174,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
 
 fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     let size = match (&a.size, &a.file) {
-        (Some(s), _) => parse_size(s).map_err(|e| usage(format!("--size: {e}")))?,
+        (Some(s), _) => s.0,
         (None, Some(_)) => 0,
         (None, None) => return Err(usage("give --size (or --file to serve a file)")),
     };

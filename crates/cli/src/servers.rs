@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::args::DemoArgs;
-use crate::error::{usage, CliError};
+use crate::error::CliError;
 use anyhow::Context;
-use sanbench_engine::units::parse_size;
 
 /// Starts the built-in network targets on loopback ports chosen by the kernel and adds their
 /// URIs (named) to `targets`.
@@ -18,7 +17,7 @@ pub fn start_demo_servers(
     shutdown: &Arc<AtomicBool>,
     threads: &mut Vec<JoinHandle<()>>,
 ) -> Result<(), CliError> {
-    let size = parse_size(&a.size).map_err(|e| usage(format!("--size: {e}")))?;
+    let size = a.size.0;
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("loopback address");
     // Both keep their bytes in the same store (sanbench-blockstore): they differ by transport.
     let mut cfg = sanbench_nbd::ServerConfig::ram(loopback, size);

@@ -4,12 +4,11 @@
 use std::time::Instant;
 
 use anyhow::Context;
-use sanbench_engine::units::parse_size;
 use sanbench_engine::verify::{self, pass, Checker, Strict, Verifier, VerifyReport};
 use serde::{Deserialize, Serialize};
 
 use crate::args::VerifyArgs;
-use crate::error::{parse_flag, usage, CliError};
+use crate::error::{usage, CliError};
 use crate::progress::ProgressLine;
 use crate::run_cmd::{file_options, io_timeout};
 
@@ -43,8 +42,8 @@ fn parse_run_id(s: &str) -> Result<u64, CliError> {
 
 pub fn run(a: VerifyArgs) -> Result<(), CliError> {
     let run_id = a.run_id.as_deref().map(parse_run_id).transpose()?;
-    let span = parse_flag("--span", a.span.as_deref(), parse_size)?;
-    let bs = parse_size(&a.bs).map_err(|e| usage(format!("--bs: {e}")))?;
+    let span = a.span.map(|b| b.0);
+    let bs = a.bs.0;
     if bs == 0 || a.qd == 0 {
         return Err(usage("--bs and --qd must be above 0"));
     }

@@ -38,7 +38,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::{format_size, parse_duration, parse_size};
+use crate::run::pacer::Arrival;
+use crate::units::{format_size, Bytes, Dur};
 
 /// Largest transfer one I/O may ask for.
 pub const MAX_BS: u64 = 64 << 20;
@@ -333,10 +334,10 @@ pub struct WorkloadFile {
     pub name: Option<String>,
     pub qd: Option<u32>,
     pub workers: Option<u32>,
-    pub ramp: Option<String>,
-    pub time: Option<String>,
-    pub size: Option<String>,
-    pub align: Option<String>,
+    pub ramp: Option<Dur>,
+    pub time: Option<Dur>,
+    pub size: Option<Bytes>,
+    pub align: Option<Bytes>,
     /// A flush after every N writes of each stream.
     pub flush_every: Option<u32>,
     /// Percent of writes with forced unit access.
@@ -344,7 +345,7 @@ pub struct WorkloadFile {
     /// Open loop: I/Os per second per target.
     pub rate: Option<f64>,
     /// Open-loop arrivals: "fixed" or "poisson".
-    pub arrival: Option<String>,
+    pub arrival: Option<Arrival>,
     #[serde(default, rename = "segment")]
     pub segments: Vec<SegmentFile>,
 }
@@ -353,24 +354,19 @@ pub struct WorkloadFile {
 #[serde(deny_unknown_fields)]
 pub struct SegmentFile {
     pub weight: Option<u32>,
-    pub bs: Option<String>,
-    pub read_bs: Option<String>,
-    pub write_bs: Option<String>,
+    pub bs: Option<Bytes>,
+    pub read_bs: Option<Bytes>,
+    pub write_bs: Option<Bytes>,
     pub read: Option<f64>,
     pub random: Option<f64>,
-    pub align: Option<String>,
+    pub align: Option<Bytes>,
 }
 
 impl SegmentFile {
     pub fn into_segment(self, n: usize, default_align: Option<u64>) -> Result<Segment, String> {
-        let size = |field: &str, v: &Option<String>| -> Result<Option<u64>, String> {
-            v.as_deref()
-                .map(|s| parse_size(s).map_err(|e| format!("segment {n}: {field}: {e}")))
-                .transpose()
-        };
-        let bs = size("bs", &self.bs)?;
-        let read_bs = size("read_bs", &self.read_bs)?.or(bs);
-        let write_bs = size("write_bs", &self.write_bs)?.or(bs);
+        let bs = self.bs.map(|b| b.0);
+        let read_bs = self.read_bs.map(|b| b.0).or(bs);
+        let write_bs = self.write_bs.map(|b| b.0).or(bs);
         let (read_bs, write_bs) = match (read_bs, write_bs) {
             (Some(r), Some(w)) => (r, w),
             (Some(r), None) => (r, r),
@@ -387,7 +383,7 @@ impl SegmentFile {
             write_bs,
             read_pct: self.read.unwrap_or(100.0),
             random_pct: self.random.unwrap_or(0.0),
-            align: size("align", &self.align)?.or(default_align),
+            align: self.align.map(|b| b.0).or(default_align),
         })
     }
 }
@@ -399,17 +395,7 @@ impl WorkloadFile {
     }
 
     pub fn into_workload(self, d: &Defaults) -> Result<Workload, String> {
-        let dur = |field: &str, v: &Option<String>, dflt: Duration| -> Result<Duration, String> {
-            match v {
-                Some(s) => parse_duration(s).map_err(|e| format!("{field}: {e}")),
-                None => Ok(dflt),
-            }
-        };
-        let align = self
-            .align
-            .as_deref()
-            .map(|s| parse_size(s).map_err(|e| format!("align: {e}")))
-            .transpose()?;
+        let align = self.align.map(|b| b.0);
         let segments = self
             .segments
             .into_iter()
@@ -421,20 +407,13 @@ impl WorkloadFile {
             segments,
             qd: self.qd.unwrap_or(d.qd),
             workers: self.workers.unwrap_or(d.workers),
-            ramp: dur("ramp", &self.ramp, d.ramp)?,
-            time: dur("time", &self.time, d.time)?,
-            span: self
-                .size
-                .as_deref()
-                .map(|s| parse_size(s).map_err(|e| format!("size: {e}")))
-                .transpose()?,
+            ramp: self.ramp.map_or(d.ramp, |v| v.0),
+            time: self.time.map_or(d.time, |v| v.0),
+            span: self.size.map(|b| b.0),
             flush_every: self.flush_every.unwrap_or(0),
             fua_pct: self.fua.unwrap_or(0.0),
             rate: self.rate,
-            arrival: match &self.arrival {
-                Some(a) => a.parse()?,
-                None => crate::run::pacer::Arrival::Fixed,
-            },
+            arrival: self.arrival.unwrap_or(Arrival::Fixed),
         })
     }
 }

@@ -31,7 +31,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{Defaults, SegmentFile, Workload, WorkloadFile};
-use crate::units::{format_size, parse_size};
+use crate::units::{Bytes, Dur};
 
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../suites/quick.toml")),
@@ -87,12 +87,12 @@ struct SuiteFile {
     description: String,
     source: Option<String>,
     precondition: Option<String>,
-    ramp: Option<String>,
-    time: Option<String>,
+    ramp: Option<Dur>,
+    time: Option<Dur>,
     qd: Option<u32>,
     workers: Option<u32>,
-    size: Option<String>,
-    align: Option<String>,
+    size: Option<Bytes>,
+    align: Option<Bytes>,
     /// A flush after every N writes, in every workload that writes.
     flush_every: Option<u32>,
     /// Response-time curve levels.
@@ -112,10 +112,10 @@ struct WorkloadDef {
     group: Option<String>,
     qd: Option<u32>,
     workers: Option<u32>,
-    ramp: Option<String>,
-    time: Option<String>,
-    size: Option<String>,
-    align: Option<String>,
+    ramp: Option<Dur>,
+    time: Option<Dur>,
+    size: Option<Bytes>,
+    align: Option<Bytes>,
     targets: Option<u32>,
     segment: Vec<SegmentFile>,
 }
@@ -127,13 +127,13 @@ struct SweepDef {
     title: Option<String>,
     group: Option<String>,
     qd: Option<Vec<u32>>,
-    bs: Option<Vec<String>>,
+    bs: Option<Vec<Bytes>>,
     targets: Option<Vec<u32>>,
     workers: Option<Vec<u32>>,
-    ramp: Option<String>,
-    time: Option<String>,
-    size: Option<String>,
-    align: Option<String>,
+    ramp: Option<Dur>,
+    time: Option<Dur>,
+    size: Option<Bytes>,
+    align: Option<Bytes>,
     segment: Vec<SegmentFile>,
 }
 
@@ -170,20 +170,20 @@ impl Base<'_> {
         name: &str,
         qd: Option<u32>,
         workers: Option<u32>,
-        ramp: &Option<String>,
-        time: &Option<String>,
-        size: &Option<String>,
-        align: &Option<String>,
+        ramp: Option<Dur>,
+        time: Option<Dur>,
+        size: Option<Bytes>,
+        align: Option<Bytes>,
         segments: Vec<SegmentFile>,
     ) -> Result<Workload, String> {
         let wf = WorkloadFile {
             name: Some(name.to_string()),
             qd: qd.or(self.f.qd),
             workers: workers.or(self.f.workers),
-            ramp: ramp.clone().or_else(|| self.f.ramp.clone()),
-            time: time.clone().or_else(|| self.f.time.clone()),
-            size: size.clone().or_else(|| self.f.size.clone()),
-            align: align.clone().or_else(|| self.f.align.clone()),
+            ramp: ramp.or(self.f.ramp),
+            time: time.or(self.f.time),
+            size: size.or(self.f.size),
+            align: align.or(self.f.align),
             flush_every: None,
             fua: None,
             rate: None,
@@ -211,10 +211,10 @@ pub fn parse(text: &str) -> Result<Suite, String> {
             &d.id,
             d.qd,
             d.workers,
-            &d.ramp,
-            &d.time,
-            &d.size,
-            &d.align,
+            d.ramp,
+            d.time,
+            d.size,
+            d.align,
             d.segment.clone(),
         )?;
         workloads.push(SuiteWorkload {
@@ -232,8 +232,8 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                 None => vec![None],
             }
         };
-        let bss: Vec<Option<String>> = match &s.bs {
-            Some(list) => list.iter().map(|b| Some(b.clone())).collect(),
+        let bss: Vec<Option<Bytes>> = match &s.bs {
+            Some(list) => list.iter().map(|b| Some(*b)).collect(),
             None => vec![None],
         };
         for bs in &bss {
@@ -244,9 +244,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                         let mut title = s.title.clone().unwrap_or_else(|| s.id.clone());
                         let mut segs = s.segment.clone();
                         if let Some(b) = bs {
-                            let pretty = format_size(
-                                parse_size(b).map_err(|e| format!("sweep {}: bs: {e}", s.id))?,
-                            );
+                            let pretty = b.to_string();
                             id.push_str(&format!("-{}", pretty.to_lowercase()));
                             title.push_str(&format!(", {pretty}"));
                             for seg in &mut segs {
@@ -254,7 +252,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                                     && seg.read_bs.is_none()
                                     && seg.write_bs.is_none()
                                 {
-                                    seg.bs = Some(b.clone());
+                                    seg.bs = Some(*b);
                                 }
                             }
                         }
@@ -276,9 +274,8 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                                 if n == 1 { "" } else { "s" }
                             ));
                         }
-                        let w = base.workload(
-                            &id, qd, workers, &s.ramp, &s.time, &s.size, &s.align, segs,
-                        )?;
+                        let w =
+                            base.workload(&id, qd, workers, s.ramp, s.time, s.size, s.align, segs)?;
                         workloads.push(SuiteWorkload {
                             id,
                             title,

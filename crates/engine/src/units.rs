@@ -6,7 +6,10 @@
 //! decimal spellings `KB`/`MB` are accepted as binary too and documented as such. Output rates
 //! are decimal MB/s with MiB/s beside them (docs/MEASURE.md).
 
+use std::fmt;
 use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Parses a size in bytes. Bare numbers are bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -103,6 +106,131 @@ pub fn format_size(b: u64) -> String {
     format!("{b}B")
 }
 
+/// A byte count as users write it (`4k`, `1M`, `512`): parsed once, where it enters (a flag, a
+/// spec file), and carried typed from there. Displays as [`format_size`] writes it; a spec
+/// file may give it as a string or a bare number of bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bytes(pub u64);
+
+impl std::str::FromStr for Bytes {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Bytes, String> {
+        parse_size(s).map(Bytes)
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_size(self.0))
+    }
+}
+
+/// A duration as users write it (`500ms`, `5s`, `2m`; a bare number is seconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Dur(pub Duration);
+
+impl std::str::FromStr for Dur {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Dur, String> {
+        parse_duration(s).map(Dur)
+    }
+}
+
+impl fmt::Display for Dur {
+    /// The shortest exact spelling [`parse_duration`] reads back: `1.5s`, `200ms`, `150us`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0.as_nanos();
+        if !ns.is_multiple_of(1_000_000) {
+            write!(f, "{}us", ns as f64 / 1e3)
+        } else if ns < 1_000_000_000 {
+            write!(f, "{}ms", ns / 1_000_000)
+        } else {
+            write!(f, "{}s", ns as f64 / 1e9)
+        }
+    }
+}
+
+/// A percentage, 0 to 100 inclusive (`--read 70`, `--fua 12.5`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+pub struct Pct(pub f64);
+
+impl std::str::FromStr for Pct {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Pct, String> {
+        let v: f64 = s
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .map_err(|_| format!("'{s}' is not a number"))?;
+        if !(0.0..=100.0).contains(&v) {
+            return Err(format!("{s} is not a percentage between 0 and 100"));
+        }
+        Ok(Pct(v))
+    }
+}
+
+impl fmt::Display for Pct {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Spec files write sizes and durations as strings (`"4k"`, `"5s"`) or bare numbers (bytes,
+/// seconds); both deserialize through the one parser.
+macro_rules! human_serde {
+    ($t:ty, $what:literal, $from_num:expr) => {
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+                struct V;
+                impl serde::de::Visitor<'_> for V {
+                    type Value = $t;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str($what)
+                    }
+                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$t, E> {
+                        v.parse().map_err(E::custom)
+                    }
+                    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<$t, E> {
+                        $from_num(v as f64).map_err(E::custom)
+                    }
+                    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<$t, E> {
+                        $from_num(v as f64).map_err(E::custom)
+                    }
+                    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<$t, E> {
+                        $from_num(v).map_err(E::custom)
+                    }
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
+human_serde!(
+    Bytes,
+    "a size such as \"4k\" or a number of bytes",
+    |v: f64| -> Result<Bytes, String> {
+        if v >= 0.0 && v.fract() == 0.0 && v < u64::MAX as f64 {
+            Ok(Bytes(v as u64))
+        } else {
+            Err(format!(
+                "size {v} is not a whole, non-negative number of bytes"
+            ))
+        }
+    }
+);
+human_serde!(
+    Dur,
+    "a duration such as \"5s\" or a number of seconds",
+    |v: f64| -> Result<Dur, String> { parse_duration(&v.to_string()).map(Dur) }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +267,37 @@ mod tests {
         for b in [512u64, 4096, 65536, 1 << 20, 3 << 30, 1000] {
             assert_eq!(parse_size(&format_size(b)).unwrap(), b);
         }
+    }
+    #[test]
+    fn typed_values_parse_once_and_read_back() {
+        assert_eq!("4k".parse::<Bytes>().unwrap(), Bytes(4096));
+        assert_eq!(Bytes(3 << 30).to_string(), "3GiB");
+        for d in ["1.5s", "200ms", "150us", "2s", "0s", "90s"] {
+            let v: Dur = d.parse().unwrap();
+            assert_eq!(v.to_string().parse::<Dur>().unwrap(), v, "{d}");
+        }
+        assert_eq!("200ms".parse::<Dur>().unwrap().to_string(), "200ms");
+        assert_eq!("70".parse::<Pct>().unwrap(), Pct(70.0));
+        assert!("150"
+            .parse::<Pct>()
+            .unwrap_err()
+            .contains("between 0 and 100"));
+        assert!("-1".parse::<Pct>().is_err());
+        assert!("x".parse::<Pct>().is_err());
+        #[derive(Deserialize)]
+        struct T {
+            a: Bytes,
+            b: Bytes,
+            c: Dur,
+            d: Dur,
+        }
+        let t: T = toml::from_str("a = \"1M\"\nb = 512\nc = \"5s\"\nd = 2.5").unwrap();
+        assert_eq!((t.a, t.b), (Bytes(1 << 20), Bytes(512)));
+        assert_eq!(
+            (t.c.0, t.d.0),
+            (Duration::from_secs(5), Duration::from_millis(2500))
+        );
+        assert!(toml::from_str::<T>("a = \"4q\"\nb = 1\nc = 1\nd = 1").is_err());
+        assert!(toml::from_str::<T>("a = -4\nb = 1\nc = 1\nd = 1").is_err());
     }
 }
