@@ -1,5 +1,6 @@
 //! `sanbench run`: build the workload from flags or a spec file, open the targets, run, report.
 
+use sanbench_engine::poison;
 use std::sync::Mutex;
 
 use anyhow::Context;
@@ -115,13 +116,13 @@ impl Observer for RunObserver<'_> {
         if let Some(m) = self.monitor {
             m.window_start();
         }
-        *self.at_start.lock().unwrap_or_else(|p| p.into_inner()) = Some(self_cpu());
+        *poison::lock(&self.at_start) = Some(self_cpu());
     }
     fn window_ended(&self) {
         if let Some(m) = self.monitor {
             m.window_end();
         }
-        *self.at_end.lock().unwrap_or_else(|p| p.into_inner()) = Some(self_cpu());
+        *poison::lock(&self.at_end) = Some(self_cpu());
     }
     fn progress(&self, p: &Progress) {
         self.progress.draw(p);
@@ -262,10 +263,7 @@ pub fn execute(
     let out = sanbench_engine::run(plan, &obs);
     progress.clear();
     let out = out?;
-    let cpu = match (
-        *obs.at_start.lock().unwrap_or_else(|p| p.into_inner()),
-        *obs.at_end.lock().unwrap_or_else(|p| p.into_inner()),
-    ) {
+    let cpu = match (*poison::lock(&obs.at_start), *poison::lock(&obs.at_end)) {
         (Some(s), Some(e)) => Some((s, e)),
         _ => None,
     };

@@ -8,6 +8,7 @@
 //! SIGPIPE is not restored to its default: it would also kill a run whose NBD or iSCSI
 //! socket's peer went away, where a typed error is what is wanted.
 
+use sanbench_engine::poison;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -21,7 +22,7 @@ static FAILED: Mutex<Option<String>> = Mutex::new(None);
 fn note(e: io::Error) {
     GONE.store(true, Ordering::Relaxed);
     if e.kind() != io::ErrorKind::BrokenPipe {
-        let mut f = FAILED.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = poison::lock(&FAILED);
         f.get_or_insert_with(|| e.to_string());
     }
 }
@@ -55,7 +56,7 @@ pub fn finish() -> Option<String> {
             note(e);
         }
     }
-    FAILED.lock().unwrap_or_else(|p| p.into_inner()).take()
+    poison::lock(&FAILED).take()
 }
 
 /// `println!` to stdout without a panic when the reader has gone away.

@@ -1,6 +1,7 @@
 //! Opens target URIs: local ones through the engine crate, network schemes through their
 //! crates. The one place that knows which transports this binary was built with.
 
+use sanbench_engine::poison;
 use std::sync::Arc;
 
 use sanbench_engine::file::FileOptions;
@@ -58,10 +59,7 @@ fn shared_mem(s: &str, t: &TargetUri, opts: &FileOptions) -> Result<Arc<dyn Targ
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
     static MEM: OnceLock<Mutex<HashMap<String, Arc<dyn Target>>>> = OnceLock::new();
-    let mut m = MEM
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+    let mut m = poison::lock(MEM.get_or_init(Default::default));
     if let Some(t) = m.get(s) {
         return Ok(t.clone());
     }

@@ -11,6 +11,7 @@
 //! * Before each run the span is dropped from the page cache ([`crate::page_cache`]) unless
 //!   `--no-invalidate`; holes are reported by SEEK_DATA ([`crate::holes`]).
 
+use crate::poison;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -79,7 +80,7 @@ fn shared_exclusive(
     open: impl FnOnce() -> std::io::Result<File>,
 ) -> std::io::Result<Arc<File>> {
     static HELD: Mutex<Vec<(u64, bool, Weak<File>)>> = Mutex::new(Vec::new());
-    let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    let mut held = poison::lock(&HELD);
     held.retain(|(_, _, f)| f.strong_count() > 0);
     if let Some(f) = held
         .iter()

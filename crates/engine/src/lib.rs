@@ -16,6 +16,7 @@ pub mod holes;
 pub mod mem;
 pub mod null;
 pub mod page_cache;
+pub mod poison;
 pub mod precondition;
 pub mod spec;
 pub mod stamp;

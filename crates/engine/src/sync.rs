@@ -11,6 +11,7 @@
 //! detached with a note on stderr; they hold their own `Arc`s of the file and the arena, so
 //! the memory they may still write into stays valid.
 
+use crate::poison;
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -147,7 +148,7 @@ impl SyncQueue {
                     .name(format!("sb-sync{}-{i}", cfg.worker))
                     .spawn(move || {
                         worker(&c, &f, &a, io_fn);
-                        *c.exited.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                        *poison::lock(&c.exited) += 1;
                         c.exited_cv.notify_all();
                     })
                     .expect("spawn sync engine thread");
@@ -162,7 +163,7 @@ impl SyncQueue {
 fn worker(c: &Chan, file: &File, arena: &Arena, io_fn: DoIo) {
     loop {
         let io = {
-            let mut g = c.todo.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = poison::lock(&c.todo);
             loop {
                 if let Some(io) = g.0.pop_front() {
                     break io;
@@ -170,17 +171,14 @@ fn worker(c: &Chan, file: &File, arena: &Arena, io_fn: DoIo) {
                 if g.1 {
                     return;
                 }
-                g = c.todo_cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                g = poison::wait(&c.todo_cv, g);
             }
         };
         let result = io_fn(file, arena, &io);
-        c.done
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Completion {
-                tag: io.tag,
-                result,
-            });
+        poison::lock(&c.done).push(Completion {
+            tag: io.tag,
+            result,
+        });
         c.done_cv.notify_one();
     }
 }
@@ -198,7 +196,7 @@ impl Queue for SyncQueue {
                 }
             }
             Some(c) => {
-                let mut g = c.todo.lock().unwrap_or_else(|p| p.into_inner());
+                let mut g = poison::lock(&c.todo);
                 g.0.extend(ios.iter().copied());
                 drop(g);
                 if ios.len() == 1 {
@@ -217,7 +215,7 @@ impl Queue for SyncQueue {
             return Ok(());
         };
         let deadline = Instant::now() + self.timeout;
-        let mut g = c.done.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = poison::lock(&c.done);
         while g.len() < min {
             let now = Instant::now();
             if now >= deadline {
@@ -226,11 +224,7 @@ impl Queue for SyncQueue {
                     secs: self.timeout.as_secs_f64(),
                 });
             }
-            g = c
-                .done_cv
-                .wait_timeout(g, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            g = poison::wait_timeout(&c.done_cv, g, deadline - now);
         }
         out.append(&mut g);
         Ok(())
@@ -249,7 +243,7 @@ impl Drop for SyncQueue {
             return;
         };
         {
-            let mut g = c.todo.lock().unwrap_or_else(|p| p.into_inner());
+            let mut g = poison::lock(&c.todo);
             // Nothing not yet started is started now: the run is over.
             g.0.clear();
             g.1 = true;
@@ -257,17 +251,13 @@ impl Drop for SyncQueue {
         c.todo_cv.notify_all();
         let n = self.threads.len();
         let deadline = Instant::now() + EXIT_GRACE.min(self.timeout);
-        let mut exited = c.exited.lock().unwrap_or_else(|p| p.into_inner());
+        let mut exited = poison::lock(&c.exited);
         while *exited < n {
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            exited = c
-                .exited_cv
-                .wait_timeout(exited, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+            exited = poison::wait_timeout(&c.exited_cv, exited, deadline - now);
         }
         let stuck = n - *exited;
         drop(exited);
@@ -300,7 +290,7 @@ mod tests {
     fn hang(_: &File, _: &Arena, _: &Io) -> i32 {
         BLOCKED.fetch_add(1, Ordering::SeqCst);
         // Holding the lock keeps the other threads blocked too, behind it.
-        let g = RELEASE.lock().unwrap_or_else(|p| p.into_inner());
+        let g = poison::lock(&RELEASE);
         if let Some(rx) = g.as_ref() {
             let _ = rx.recv();
         }

@@ -18,6 +18,7 @@ mod shared;
 mod state;
 mod stream;
 
+use crate::poison;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -291,12 +292,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             .collect::<Vec<_>>();
         (outs, samples)
     });
-    if let Some(e) = shared
-        .first_error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
+    if let Some(e) = poison::lock(&shared.first_error).take() {
         return Err(e);
     }
     let elapsed_ns = shared.clock.get().map(|c| c.now_ns()).unwrap_or(0);

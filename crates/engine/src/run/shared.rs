@@ -4,6 +4,7 @@
 //! so that the mean outstanding I/Os of the Little's-law check is a time average measured
 //! independently of the latency timestamps (PASTA: Poisson arrivals see time averages).
 
+use crate::poison;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
@@ -81,19 +82,12 @@ impl Drop for OutliveWindow {
             if now >= give_up {
                 break;
             }
-            closed = self
-                .0
-                .window_closed_cv
-                .wait_timeout(closed, give_up - now)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|p| p.into_inner().0);
+            closed = poison::wait_timeout(&self.0.window_closed_cv, closed, give_up - now);
         }
     }
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(super) use crate::poison::lock;
 
 impl Shared {
     pub(super) fn close_window(&self) {

@@ -2,6 +2,7 @@
 //! SPC-5 subset). [`Lun::execute`] is pure with respect to the transport: it takes a decoded
 //! CDB and the Data-Out bytes and says what to answer.
 
+use sanbench_engine::poison;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -106,7 +107,7 @@ impl Lun {
     pub fn execute(&self, cdb: &Cdb, data: &[u8], nexus: &str) -> Outcome {
         let acc = Self::access(cdb);
         if acc != Access::None && self.pr_active.load(Ordering::Acquire) {
-            let pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
+            let pr = poison::lock(&self.pr);
             if !pr.allowed(nexus, acc) {
                 return Outcome::Conflict;
             }
@@ -362,7 +363,7 @@ impl Lun {
             }
             Cdb::ReportLuns { .. } => unreachable_report_luns(),
             Cdb::PersistentReserveIn { action, alloc_len } => {
-                let pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
+                let pr = poison::lock(&self.pr);
                 match pr.read(action) {
                     Ok(v) => cut(v, alloc_len as usize),
                     Err(PrError::Conflict) => Outcome::Conflict,
@@ -375,7 +376,7 @@ impl Lun {
                 rtype,
                 ..
             } => {
-                let mut pr = self.pr.lock().unwrap_or_else(|e| e.into_inner());
+                let mut pr = poison::lock(&self.pr);
                 let r = pr.out(nexus, action, scope, rtype, data);
                 self.pr_active.store(pr.active(), Ordering::Release);
                 match r {
@@ -397,7 +398,7 @@ impl Lun {
         idx.sort_unstable();
         idx.dedup();
         idx.into_iter()
-            .map(|i| self.caw[i].lock().unwrap_or_else(|e| e.into_inner()))
+            .map(|i| poison::lock(&self.caw[i]))
             .collect()
     }
 }

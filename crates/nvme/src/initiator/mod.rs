@@ -6,6 +6,7 @@
 
 mod queue;
 
+use sanbench_engine::poison;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
@@ -238,7 +239,7 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
                 std::thread::sleep(Duration::from_millis(50));
                 if last.elapsed() >= every {
                     last = Instant::now();
-                    let mut a = admin.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut a = poison::lock(&admin);
                     if a.keep_alive().is_err() {
                         return;
                     }
@@ -265,7 +266,7 @@ impl Target for NvmeTarget {
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         let (granted, conn) = {
-            let a = self.admin.lock().unwrap_or_else(|p| p.into_inner());
+            let a = poison::lock(&self.admin);
             let qid = self.next_qid.fetch_add(1, Ordering::Relaxed);
             if qid > a.queues {
                 return Err(EngineError::Invalid(format!(

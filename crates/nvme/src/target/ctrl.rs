@@ -3,6 +3,7 @@
 //! keep-alive timers. Properties follow NVMe Base 2.0 §3.1.3 and the enable / shutdown
 //! handshakes of §3.5: CSTS.RDY follows CC.EN at once, as nothing needs preparing.
 
+use sanbench_engine::poison;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};
@@ -53,7 +54,7 @@ impl Shared {
 
     /// A new controller for a host, or `None` when all ids are taken.
     pub fn create_ctrl(&self, hostnqn: &str, discovery: bool, kato_ms: u32) -> Option<Arc<Ctrl>> {
-        let mut map = self.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = poison::lock(&self.ctrls);
         for _ in 0..0xffef {
             let id = self.next_cntlid.fetch_add(1, Ordering::Relaxed);
             // 0xfff0..=0xffff are reserved (0xffff: "any controller" in Connect).
@@ -68,14 +69,14 @@ impl Shared {
     }
 
     pub fn find_ctrl(&self, cntlid: u16) -> Option<Arc<Ctrl>> {
-        let map = self.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+        let map = poison::lock(&self.ctrls);
         map.get(&cntlid).cloned()
     }
 
     /// Ends a controller: its I/O queues see `dead` and close.
     pub fn remove_ctrl(&self, c: &Ctrl) {
         c.dead.store(true, Ordering::Relaxed);
-        let mut map = self.ctrls.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = poison::lock(&self.ctrls);
         map.remove(&c.cntlid);
     }
 }
@@ -131,10 +132,7 @@ impl Ctrl {
     }
 
     pub fn keep_alive(&self) {
-        *self
-            .last_keep_alive
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *poison::lock(&self.last_keep_alive) = Instant::now();
     }
 
     /// True once the host has been silent for longer than KATO (plus a second of grace, as
@@ -144,26 +142,17 @@ impl Ctrl {
         if kato == 0 {
             return false;
         }
-        let last = *self
-            .last_keep_alive
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let last = *poison::lock(&self.last_keep_alive);
         now.saturating_duration_since(last) > Duration::from_millis(kato as u64 + 1000)
     }
 
     /// Claims an I/O queue id; false if it is already connected.
     pub fn claim_queue(&self, qid: u16) -> bool {
-        self.io_queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(qid)
+        poison::lock(&self.io_queues).insert(qid)
     }
 
     pub fn release_queue(&self, qid: u16) {
-        self.io_queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&qid);
+        poison::lock(&self.io_queues).remove(&qid);
     }
 }
 

@@ -12,6 +12,7 @@ mod conn;
 mod ctrl;
 mod io;
 
+use sanbench_engine::poison;
 use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -206,8 +207,7 @@ impl Target {
                     threads.push(std::thread::spawn(move || {
                         if let Err(e) = conn::serve(s, sh, stop) {
                             stats.failed.fetch_add(1, Ordering::Relaxed);
-                            *stats.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
-                                Some(e.to_string());
+                            *poison::lock(&stats.last_error) = Some(e.to_string());
                         }
                     }));
                 }
