@@ -1,29 +1,29 @@
 //! Ctrl-C and SIGTERM end a run early but cleanly: the window ends where it stopped, results
-//! are still written, servers and labs are torn down.
+//! are still written, servers and labs are torn down. A second one ends the process at once
+//! (exit 130), for a run whose clean stop is itself stuck. Through signal-hook: the handlers
+//! only store to atomics.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
 
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    if let Some(f) = FLAG.get() {
-        f.store(true, Ordering::SeqCst);
-    }
-    // A second Ctrl-C kills at once.
-    // SAFETY: signal() is async-signal-safe.
-    unsafe { libc::signal(sig, libc::SIG_DFL) };
-}
-
-/// Installs the handler (once) and returns the flag it sets.
+/// Installs the handlers (once) and returns the flag they set.
 pub fn stop_flag() -> Arc<AtomicBool> {
-    let flag = FLAG
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone();
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-    flag
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM] {
+            // The order matters: the exit is armed first, so it sees the flag as the first
+            // signal left it, and fires only on the second.
+            let armed = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())
+                .and_then(|_| signal_hook::flag::register(sig, flag.clone()));
+            if let Err(e) = armed {
+                eprintln!("sanbench: cannot handle signal {sig}: {e} (Ctrl-C will kill at once)");
+            }
+        }
+        flag
+    })
+    .clone()
 }

@@ -405,3 +405,95 @@ fn iscsi_chap_secrets_from_files_and_the_environment() {
         "CHAP secret file",
     );
 }
+
+/// Ctrl-C: the first ends the run cleanly (exit 0, the result written, the window ending where
+/// it stopped); while that stop waits on a target that went silent (a stopped server), a
+/// second one ends the process at once with exit 130 instead of waiting out --io-timeout.
+#[test]
+fn ctrl_c_stops_cleanly_and_a_second_one_at_once() {
+    use std::process::{Command as Std, Stdio};
+    use std::time::{Duration, Instant};
+    let bin = assert_cmd::cargo::cargo_bin("sanbench");
+    let signal = |pid: u32, sig: i32| {
+        // SAFETY: kill(2) on a child we started and have not reaped.
+        assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut c = Std::new(&bin)
+        .args([
+            "run",
+            "mem:64M",
+            "--time",
+            "30",
+            "--quiet",
+            "--no-monitor",
+            "--json",
+        ])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t = Instant::now();
+    signal(c.id(), libc::SIGINT);
+    let st = c.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "first Ctrl-C: a clean stop");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let secs = doc["results"][0]["seconds"].as_f64().unwrap();
+    assert!(
+        secs > 0.2 && secs < 5.0,
+        "window {secs} s, not the asked 30"
+    );
+
+    let port = sanbench_testkit::free_port();
+    let mut server = Std::new(&bin)
+        .args(["serve", "nbd", "--size", "64M", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            up.elapsed() < Duration::from_secs(10),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut c = Std::new(&bin)
+        .args([
+            "run",
+            "--time",
+            "30",
+            "--quiet",
+            "--no-monitor",
+            "--io-timeout",
+            "60s",
+        ])
+        .args(["--precondition", "none", "--qd", "4"])
+        .arg(format!("nbd://127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(server.id(), libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(c.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        c.try_wait().unwrap().is_none(),
+        "the clean stop waits for the silent target"
+    );
+    let t = Instant::now();
+    signal(c.id(), libc::SIGINT);
+    let st = c.wait().unwrap();
+    signal(server.id(), libc::SIGCONT);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(st.code(), Some(130), "second Ctrl-C: at once");
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}

@@ -21,38 +21,23 @@ use std::os::fd::AsRawFd;
 /// Alignment assumed for O_DIRECT when the kernel does not say (what sanbench always used).
 pub const FALLBACK_DIO_ALIGN: u32 = 512;
 
-fn ioctl_int(f: &File, req: libc::c_ulong) -> std::io::Result<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    // SAFETY: the ioctls used here (BLKSSZGET, BLKPBSZGET) write one int into `v`, which lives
-    // across the call.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), req as _, &mut v as *mut libc::c_int) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(v)
-}
-
-/// Size of a block device in bytes (BLKGETSIZE64).
+/// Size of a block device in bytes (BLKGETSIZE64 = _IOR(0x12, 114, size_t), its number
+/// composed by rustix rather than written by hand).
 pub fn size64(f: &File) -> std::io::Result<u64> {
-    let mut size: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    // SAFETY: the ioctl writes one u64 into `size`, which lives across the call.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size as *mut u64) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(size)
+    use rustix::ioctl::{opcode, Getter};
+    const BLKGETSIZE64: rustix::ioctl::Opcode = opcode::read::<u64>(0x12, 114);
+    // SAFETY: BLKGETSIZE64 writes exactly one u64, the Getter's output type.
+    Ok(unsafe { rustix::ioctl::ioctl(f, Getter::<BLKGETSIZE64, u64>::new()) }?)
 }
 
 /// Logical block size (BLKSSZGET): the smallest unit the device addresses.
 pub fn logical_block(f: &File) -> std::io::Result<u32> {
-    Ok(ioctl_int(f, libc::BLKSSZGET as libc::c_ulong)?.max(512) as u32)
+    Ok(rustix::fs::ioctl_blksszget(f)?.max(512))
 }
 
 /// Physical block size (BLKPBSZGET): the unit the device writes without read-modify-write.
 pub fn physical_block(f: &File) -> std::io::Result<u32> {
-    Ok(ioctl_int(f, libc::BLKPBSZGET as libc::c_ulong)?.max(512) as u32)
+    Ok(rustix::fs::ioctl_blkpbszget(f)?.max(512))
 }
 
 /// O_DIRECT alignment of an open file, as statx reports it.

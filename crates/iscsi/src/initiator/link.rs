@@ -11,6 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
 use sanbench_engine::EngineError;
 
 use crate::wire::bhs::{Bhs, BHS_LEN};
@@ -190,52 +191,42 @@ impl Link {
         }
     }
 
-    /// Waits up to `timeout` until the socket is readable or (with `want_write`) writable.
-    /// Returns (readable, writable).
-    /// Whether bytes arrive within `d` (ppoll for POLLIN, microsecond resolution).
+    /// Whether bytes arrive within `d` (ppoll for POLLIN, nanosecond timeout, capped at 1 s).
     pub fn readable_within(&self, d: Duration) -> Result<bool, EngineError> {
-        let mut p = libc::pollfd {
-            fd: self.stream.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ts = libc::timespec {
+        let mut p = [PollFd::new(&self.stream, PollFlags::IN)];
+        let ts = Timespec {
             tv_sec: 0,
-            tv_nsec: d.as_nanos().min(999_999_999) as libc::c_long,
+            tv_nsec: d.as_nanos().min(999_999_999) as _,
         };
-        // SAFETY: one valid pollfd and a timespec, both live for the call; no signal mask.
-        let n = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(self.io_err(e));
+        match rustix::event::poll(&mut p, Some(&ts)) {
+            Ok(n) => Ok(n > 0),
+            Err(rustix::io::Errno::INTR) => Ok(false),
+            Err(e) => Err(self.io_err(e.into())),
         }
-        Ok(n > 0)
     }
 
+    /// Waits up to `timeout` until the socket is readable or (with `want_write`) writable.
+    /// Returns (readable, writable); an error or hang-up counts as readable (the read
+    /// then reports it).
     pub fn wait(&self, want_write: bool, timeout: Duration) -> Result<(bool, bool), EngineError> {
-        let mut p = libc::pollfd {
-            fd: self.stream.as_raw_fd(),
-            events: libc::POLLIN | if want_write { libc::POLLOUT } else { 0 },
-            revents: 0,
+        let events = if want_write {
+            PollFlags::IN | PollFlags::OUT
+        } else {
+            PollFlags::IN
         };
-        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                return Ok((false, false));
-            }
-            return Err(self.io_err(e));
+        let mut p = [PollFd::new(&self.stream, events)];
+        let ts = Timespec::try_from(timeout.max(Duration::from_millis(1))).unwrap_or(Timespec {
+            tv_sec: i32::MAX as _,
+            tv_nsec: 0,
+        });
+        match rustix::event::poll(&mut p, Some(&ts)) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => return Ok((false, false)),
+            Err(e) => return Err(self.io_err(e.into())),
         }
-        let err = p.revents & (libc::POLLERR | libc::POLLHUP) != 0;
-        Ok((
-            p.revents & libc::POLLIN != 0 || err,
-            p.revents & libc::POLLOUT != 0,
-        ))
+        let r = p[0].revents();
+        let err = r.intersects(PollFlags::ERR | PollFlags::HUP);
+        Ok((r.contains(PollFlags::IN) || err, r.contains(PollFlags::OUT)))
     }
 }
 
