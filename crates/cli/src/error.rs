@@ -25,7 +25,19 @@ impl CliError {
     pub fn message(&self) -> String {
         match self {
             CliError::Usage(m) | CliError::Unverified(m) => m.replace('\n', " "),
-            CliError::Failed(e) => format!("{e:#}").replace('\n', " "),
+            CliError::Failed(e) => {
+                // A cause its parent's message already spells out (a thiserror "{source}"
+                // that is also the #[source]) is not repeated.
+                let mut msg = e.to_string();
+                for cause in e.chain().skip(1) {
+                    let c = cause.to_string();
+                    if !msg.contains(&c) {
+                        msg.push_str(": ");
+                        msg.push_str(&c);
+                    }
+                }
+                msg.replace('\n', " ")
+            }
         }
     }
 }
@@ -58,4 +70,27 @@ impl From<anyhow::Error> for CliError {
 
 pub fn usage(msg: impl Into<String>) -> CliError {
     CliError::Usage(msg.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let e = RunError {
+            target: "nvme+tcp://h/n".into(),
+            worker: 0,
+            error: EngineError::Disconnected {
+                peer: "h:4420".into(),
+                reason: "Connection reset by peer".into(),
+            },
+        };
+        let m = CliError::Failed(anyhow::Error::new(e).context("the run failed")).message();
+        assert_eq!(
+            m,
+            "the run failed: nvme+tcp://h/n (worker 0): connection to h:4420 lost: \
+             Connection reset by peer"
+        );
+    }
 }

@@ -164,3 +164,49 @@ fn a_silent_controller_is_a_timeout() {
     assert!(t0.elapsed() < Duration::from_secs(3));
     stop.store(true, Ordering::Relaxed);
 }
+
+/// 1 MiB reads and R2T writes at once, 32 in flight: while the host sends a write's H2CData
+/// the controller sends reads' C2HData, both sockets fill, and a host that only wrote while
+/// sending waited on a controller that only wrote too (until a send timeout; `run` of 1 MiB
+/// 70/30 at QD 32 failed every time). The host now reads while it cannot send.
+#[test]
+fn mixed_large_io_at_depth_does_not_deadlock() {
+    let (addr, stop) = start();
+    let t = sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}")).unwrap();
+    let mib = 1usize << 20;
+    let arena = Arc::new(Arena::new(32 * mib));
+    arena.fill_random(9);
+    let mut cfg = qcfg(&arena, Duration::from_secs(5));
+    cfg.depth = 32;
+    let mut q = t.open_queue(&cfg).unwrap();
+    let started = Instant::now();
+    for round in 0..6u64 {
+        let ios: Vec<Io> = (0..32u32)
+            .map(|tag| {
+                let op = if (tag + round as u32).is_multiple_of(3) {
+                    Op::Write
+                } else {
+                    Op::Read
+                };
+                io(
+                    tag,
+                    op,
+                    (tag as u64 % 16) * mib as u64,
+                    mib as u32,
+                    tag as usize * mib,
+                )
+            })
+            .collect();
+        q.submit(&ios).unwrap();
+        let mut done = Vec::new();
+        q.reap(32, &mut done).unwrap();
+        assert_eq!(done.len(), 32);
+        assert!(done.iter().all(|c| c.result == 0), "{done:?}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    stop.store(true, Ordering::Relaxed);
+}

@@ -2,9 +2,13 @@
 //! H2CData, and receiving R2T, C2HData and CapsuleResp PDUs as [`Event`]s. Every wait has the
 //! connection's timeout, so a dead controller is a typed [`HostError::Timeout`].
 
-use std::io::{self, Write};
+use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
 
 use zerocopy::little_endian::{U16, U32};
 
@@ -70,6 +74,8 @@ pub struct Connection {
     /// Length of the PDU the last event borrowed from `rbuf`, consumed at the next receive.
     last: usize,
     wbuf: Vec<u8>,
+    /// How long a send may make no progress.
+    timeout: Duration,
     /// MAXH2CDATA from the ICResp.
     pub maxh2cdata: u32,
     /// The most data a command may carry in its capsule (0 before Identify says).
@@ -102,6 +108,7 @@ impl Connection {
             rbuf: RecvBuf::new(1 << 20),
             last: 0,
             wbuf: Vec::with_capacity(64 * 1024),
+            timeout: o.timeout,
             maxh2cdata: 0,
             in_capsule: 0,
             header_digest: o.header_digest,
@@ -189,12 +196,60 @@ impl Connection {
         }
     }
 
-    /// Sends what is queued.
+    /// Sends what is queued. While the socket cannot take more, whatever the controller sends
+    /// meanwhile is read into the receive buffer (parsed later by [`Connection::recv`]): a
+    /// controller blocked sending C2HData for our reads while we are blocked sending H2CData
+    /// for our writes would otherwise wait on each other until a send timeout (1 MiB mixed
+    /// I/O at QD 32 did). The receive buffer holds at most what is in flight.
     pub fn flush(&mut self) -> Result<(), HostError> {
-        if !self.wbuf.is_empty() {
-            self.s.write_all(&self.wbuf).map_err(HostError::from_io)?;
-            self.wbuf.clear();
+        let mut at = 0;
+        let mut stalled_since: Option<Instant> = None;
+        while at < self.wbuf.len() {
+            match rustix::net::send(
+                &self.s,
+                &self.wbuf[at..],
+                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+            ) {
+                Ok(n) => {
+                    at += n;
+                    stalled_since = None;
+                    continue;
+                }
+                Err(Errno::AGAIN) => {}
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(HostError::from_io(e.into())),
+            }
+            let since = *stalled_since.get_or_insert_with(Instant::now);
+            let left = self.timeout.saturating_sub(since.elapsed());
+            if left.is_zero() {
+                return Err(HostError::Timeout("sending"));
+            }
+            let mut fds = [PollFd::new(&self.s, PollFlags::OUT | PollFlags::IN)];
+            let ts = Timespec::try_from(left).unwrap_or(Timespec {
+                tv_sec: i32::MAX as _,
+                tv_nsec: 0,
+            });
+            match rustix::event::poll(&mut fds, Some(&ts)) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(HostError::from_io(e.into())),
+            }
+            if fds[0]
+                .revents()
+                .intersects(PollFlags::IN | PollFlags::ERR | PollFlags::HUP)
+            {
+                match self.rbuf.fill(&mut NoWait(&self.s), 64 * 1024) {
+                    Ok(0) => return Err(HostError::Closed),
+                    Ok(_) => stalled_since = None,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => return Err(HostError::from_io(e)),
+                }
+            }
         }
+        self.wbuf.clear();
         Ok(())
     }
 
@@ -297,5 +352,16 @@ impl Connection {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
             Err(e) => Err(HostError::from_io(e)),
         }
+    }
+}
+
+/// Reads from a blocking socket without waiting (MSG_DONTWAIT), leaving its mode alone.
+struct NoWait<'a>(&'a TcpStream);
+
+impl Read for NoWait<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        rustix::net::recv(self.0, buf, RecvFlags::DONTWAIT)
+            .map(|(n, _)| n)
+            .map_err(io::Error::from)
     }
 }
