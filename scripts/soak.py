@@ -8,7 +8,7 @@ built and torn down again and again. A script, not a CI test: it takes `--minute
      every one must exit 0;
    - chaos clients: `sanbench run` against a random server with a random queue depth and mix,
      killed after a random 0.2-3 s (SIGKILL mostly, sometimes SIGINT, which must end it with
-     exit 0 or 130), and raw sockets that send random bytes, half a handshake, or nothing and
+     exit 0, or 130 / death by SIGINT when it came before the run began), and raw sockets that send random bytes, half a handshake, or nothing and
      then vanish;
    - a sampler every --sample seconds: each server's RSS, open fds and threads.
    Passing: every server still alive and answering, the comparisons all exit 0, the servers'
@@ -148,7 +148,10 @@ class Soak:
                 self.chaos["runs"] += 1
                 if interrupt:
                     self.chaos["interrupted"] += 1
-                    if c.returncode not in (0, 130):
+                    # 0: stopped cleanly; 130 or killed by SIGINT: the signal came before
+                    # the run had anything to stop (logging in, opening), where its default
+                    # action is the right one.
+                    if c.returncode not in (0, 130, -signal.SIGINT):
                         self.chaos["bad_exit"].append((kind, c.returncode, err.strip()[-300:]))
                 else:
                     self.chaos["killed"] += 1
