@@ -52,6 +52,9 @@ pub enum Command {
     /// Start sanbench's own targets on loopback, compare them with the quick suite, write the
     /// report (the README's main job).
     Demo(DemoArgs),
+    /// List what an NVMe/TCP discovery controller offers: nvme+tcp://HOST[:PORT] (port 8009
+    /// unless given), one line per discovery log record with the URI `run` opens.
+    Discover(DiscoverArgs),
     /// A software test bed: shaped links in network namespaces with targets behind them.
     Lab {
         #[command(subcommand)]
@@ -366,6 +369,17 @@ pub enum ServeCommand {
     /// An NVMe/TCP target: a discovery controller and one NVM subsystem whose namespace 1 is
     /// RAM-backed (or a file), several I/O queues, digests, keep-alive.
     Nvme(ServeNvmeArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DiscoverArgs {
+    /// The discovery controller: nvme+tcp://HOST[:PORT] (8009 unless given).
+    #[arg(value_name = "URI")]
+    pub uri: String,
+    /// Print the records as a JSON array (trtype, adrfam, subtype, portid, trsvcid, traddr,
+    /// subnqn, uri).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]

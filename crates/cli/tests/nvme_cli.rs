@@ -1,6 +1,7 @@
 //! `sanbench serve nvme` driven by `sanbench run` over `nvme+tcp://`, every read's data
 //! checked (--verify), with and without digests, writes in the capsule and on R2Ts, several
-//! workers (one I/O queue each); then the server's summary on SIGINT.
+//! workers (one I/O queue each); then the server's summary on SIGINT. `sanbench discover`
+//! against the same target's discovery controller.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
@@ -10,8 +11,13 @@ fn bin() -> std::path::PathBuf {
 }
 
 fn serve() -> (Child, String) {
+    serve_with(&[])
+}
+
+fn serve_with(extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(bin())
         .args(["serve", "nvme", "--size", "32M", "--listen", "127.0.0.1:0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -113,4 +119,64 @@ fn run_verify_against_serve_nvme() {
         .unwrap();
     assert!(status.success(), "{err}");
     assert!(err.contains("0 ended by an error"), "{err}");
+}
+
+fn stop(mut child: Child) {
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn discover_lists_the_subsystem() {
+    let (child, uri) = serve();
+    // nvme+tcp://127.0.0.1:PORT/NQN/1 -> nvme+tcp://127.0.0.1:PORT
+    let base = uri.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
+    let out = Command::new(bin())
+        .args(["discover", "--json", &base])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 1, "{v}");
+    assert_eq!(recs[0]["trtype"], "tcp");
+    assert_eq!(recs[0]["adrfam"], "ipv4");
+    assert_eq!(recs[0]["subtype"], "nvm subsystem");
+    assert_eq!(recs[0]["traddr"], "127.0.0.1");
+    assert_eq!(recs[0]["subnqn"], "nqn.2026-11.io.sanbench:ram");
+    assert_eq!(
+        format!("{}/1", recs[0]["uri"].as_str().unwrap()),
+        uri,
+        "{v}"
+    );
+    // The text form names the URI `run` opens.
+    let out = Command::new(bin())
+        .args(["discover", &base])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 record(s)") && text.contains(&uri[..uri.len() - 2]),
+        "{text}"
+    );
+    // Bad input: one line, exit 2; nothing listening: exit 1.
+    for (args, code) in [
+        (vec!["discover", "nbd://127.0.0.1"], 2),
+        (vec!["discover", &format!("{base}/nqn.other")], 2),
+        (vec!["discover", "nvme+tcp://127.0.0.1:1"], 1),
+    ] {
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    stop(child);
 }

@@ -1,6 +1,7 @@
 //! NVMe/TCP against the Linux kernel's own implementation, in a QEMU TCG guest (testkit::vm):
 //! the kernel's nvme-tcp host against sanbench's target, and sanbench's initiator against the
-//! kernel's nvmet-tcp target, data compared both ways, digests on and off.
+//! kernel's nvmet-tcp target, data compared both ways, digests on and off; `sanbench discover`
+//! against the kernel's discovery controller.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -165,6 +166,34 @@ sleep 100000
     let mut g = vm::Vm::boot(&vmlinuz, &initrd, &[(port, 4420)], &[]);
     g.wait_for("SANBENCH-NVMET-READY", Duration::from_secs(240));
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    // `sanbench discover` against the kernel's discovery controller (nvmet answers the
+    // discovery NQN on every port it listens on).
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
+        .args([
+            "discover",
+            "--json",
+            &format!("nvme+tcp://127.0.0.1:{port}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        g.console()
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nvm: Vec<_> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["subtype"] == "nvm subsystem")
+        .collect();
+    assert_eq!(nvm.len(), 1, "{v}");
+    assert_eq!(nvm[0]["subnqn"], NQN, "{v}");
+    assert_eq!(nvm[0]["trtype"], "tcp", "{v}");
+    assert_eq!(nvm[0]["adrfam"], "ipv4", "{v}");
+    assert_eq!(nvm[0]["trsvcid"], "4420", "{v}");
     for (i, (hd, dd)) in [(false, false), (true, true)].into_iter().enumerate() {
         let o = HostOptions {
             header_digest: hd,

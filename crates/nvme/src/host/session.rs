@@ -12,6 +12,7 @@ use crate::wire::cmd::{
     admin, feature, identify_sqe, property_get_sqe, property_set_sqe, set_features_sqe, sqe,
     DataPtr,
 };
+use crate::wire::discovery;
 use crate::wire::fabrics::{prop, Connect, ConnectData, CONNECT_DATA_LEN};
 use crate::wire::header::{Cqe, Sqe};
 use crate::wire::identify::{cns, IdCtrl, IdNs, IDENTIFY_LEN};
@@ -172,6 +173,25 @@ impl AdminSession {
         let mut b = vec![0u8; len as usize];
         exec_ok(&mut self.conn, "Get Log Page", s, &[], &mut b)?;
         Ok(b)
+    }
+
+    /// The discovery log's generation counter and records, read as Linux's host reads it
+    /// (nvme_get_log in nvmf_get_log_page_discovery): the header for NUMREC, then the whole
+    /// page, again if the generation counter moved in between. At most 1024 records.
+    pub fn discovery_log(&mut self) -> Result<(u64, Vec<discovery::Record>), HostError> {
+        let mut tries = 0;
+        loop {
+            let h = self.log_page(discovery::LID, discovery::HEADER_LEN as u32)?;
+            let (genctr, numrec) = discovery::decode_header(&h)?;
+            let n = numrec.min(1024) as usize;
+            let len = discovery::HEADER_LEN + n * discovery::ENTRY_LEN;
+            let page = self.log_page(discovery::LID, len as u32)?;
+            let (g2, recs) = discovery::decode(&page)?;
+            tries += 1;
+            if g2 == genctr || tries == 3 {
+                return Ok((g2, recs));
+            }
+        }
     }
 }
 
