@@ -366,8 +366,8 @@ pub enum ServeCommand {
     Nbd(ServeNbdArgs),
     /// An iSCSI target with RAM-backed LUNs (numbered from 0), discovery, digests, CHAP.
     Iscsi(ServeIscsiArgs),
-    /// An NVMe/TCP target: a discovery controller and one NVM subsystem whose namespace 1 is
-    /// RAM-backed (or a file), several I/O queues, digests, keep-alive.
+    /// An NVMe/TCP target: a discovery controller and one NVM subsystem whose namespaces
+    /// (--namespaces) are RAM-backed (or a file), several I/O queues, digests, keep-alive.
     Nvme(ServeNvmeArgs),
 }
 
@@ -384,9 +384,13 @@ pub struct DiscoverArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeNvmeArgs {
-    /// Namespace size (RAM is allocated as written).
+    /// Size of each namespace (RAM is allocated as written).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<Bytes>,
+    /// Namespaces 1..=N, each of --size (with --file: the file holds them side by side);
+    /// nvme+tcp://HOST:PORT/NQN/NSID selects one.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub namespaces: u32,
     #[arg(long, default_value = "127.0.0.1:4420", value_name = "ADDR")]
     pub listen: String,
     /// The NVM subsystem's NQN.

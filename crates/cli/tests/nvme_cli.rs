@@ -180,3 +180,35 @@ fn discover_lists_the_subsystem() {
     }
     stop(child);
 }
+
+#[test]
+fn namespaces_each_run_on_their_own() {
+    let (child, uri) = serve_with(&["--namespaces", "2"]);
+    let second = format!("{}/2", &uri[..uri.len() - 2]);
+    let v = run(&second, &["--bs", "64k", "--read", "50", "--qd", "2"]);
+    let r = &v["results"][0];
+    assert_eq!(r["info"]["params"]["nsid"], 2, "{v}");
+    assert_eq!(r["info"]["size"], 32 << 20, "{v}");
+    assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
+    // Namespace 3 does not exist: the run fails with one line.
+    let out = Command::new(bin())
+        .args([
+            "run",
+            &format!("{}/3", &uri[..uri.len() - 2]),
+            "--time",
+            "1s",
+        ])
+        .args(["--quiet", "--no-monitor"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    stop(child);
+    let out = Command::new(bin())
+        .args(["serve", "nvme", "--size", "1M", "--namespaces", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}

@@ -160,27 +160,31 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
     };
     match cmd {
         Command::Identify { cns, nsid, csi, .. } => {
-            let ns_ok = nsid == 1 && !ctrl.discovery;
+            let ns_ok = c.sh.ns_active(nsid) && !ctrl.discovery;
             let data = match cns {
                 cns::CONTROLLER => identify_ctrl(c, ctrl.cntlid, ctrl.discovery),
                 cns::NAMESPACE if ns_ok => IdNs {
                     nsze: c.sh.blocks,
                     ncap: c.sh.blocks,
-                    nuse: c.sh.store.allocated_bytes().min(c.sh.blocks * BLOCK) / BLOCK,
+                    nuse: c.sh.ns_used_blocks(nsid),
                     nsfeat: 1,
                     lbads: BLOCK.trailing_zeros() as u8,
                     dlfeat: 1,
-                    nguid: c.sh.nguid,
+                    nguid: c.sh.nguid_of(nsid),
                 }
                 .encode(),
                 cns::ACTIVE_NS_LIST => {
-                    let list: &[u32] = if ctrl.discovery { &[] } else { &[1] };
-                    encode_ns_list(list, nsid)
+                    let list: Vec<u32> = if ctrl.discovery {
+                        Vec::new()
+                    } else {
+                        (1..=cfg.namespaces).collect()
+                    };
+                    encode_ns_list(&list, nsid)
                 }
                 cns::NS_DESC_LIST if ns_ok => encode_ns_descs(&[
                     NsDesc {
                         nidt: nidt::NGUID,
-                        nid: c.sh.nguid.to_vec(),
+                        nid: c.sh.nguid_of(nsid).to_vec(),
                     },
                     NsDesc {
                         nidt: nidt::CSI,
@@ -284,7 +288,7 @@ fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
         aerl: AERL,
         kas: 10,
         maxcmd: cfg.max_queue_size,
-        nn: if discovery { 0 } else { 1 },
+        nn: if discovery { 0 } else { cfg.namespaces },
         // Dataset Management and Write Zeroes.
         oncs: if discovery { 0 } else { 1 << 2 | 1 << 3 },
         vwc: if discovery { 0 } else { 1 },
