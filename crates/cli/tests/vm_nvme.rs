@@ -332,6 +332,9 @@ sleep 100000
             64 << 20
         );
         let mut q = connect_io(addr, NQN, &a, 1, 16, &o).unwrap();
+        // nvmet takes the Connect that disables SQ flow control: its reads end with a
+        // C2HData flagged SUCCESS, which this host completes on.
+        assert!(q.sqflow_disabled);
         // One write small enough for the capsule (when the port allows in-capsule data) and one
         // that needs R2Ts; both read back.
         for (lba, len) in [(8u64, 4096usize), (1024, 256 * 1024)] {

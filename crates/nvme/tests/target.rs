@@ -123,6 +123,8 @@ fn write_read_back_every_digest_setting() {
         let mut q1 = connect_io(t.addr, NQN, &a, 1, 128, &o).unwrap();
         let mut q2 = connect_io(t.addr, NQN, &a, 2, 128, &o).unwrap();
         assert_eq!(q1.in_capsule, 8192);
+        // SQ flow control off: reads complete with their last C2HData (SUCCESS flag).
+        assert!(q1.sqflow_disabled && q2.sqflow_disabled);
         // In the capsule (4 KiB), on one R2T in pieces of MAXH2CDATA (1 MiB), and read back
         // on the other queue.
         let small = pattern(4096, 1);

@@ -13,7 +13,7 @@ use crate::wire::cmd::{
     DataPtr,
 };
 use crate::wire::discovery;
-use crate::wire::fabrics::{prop, Connect, ConnectData, CONNECT_DATA_LEN};
+use crate::wire::fabrics::{prop, Connect, ConnectData, CATTR_DISABLE_SQ_FLOW, CONNECT_DATA_LEN};
 use crate::wire::header::{Cqe, Sqe};
 use crate::wire::identify::{cns, IdCtrl, IdNs, IDENTIFY_LEN};
 use crate::wire::status::Status;
@@ -123,11 +123,24 @@ pub fn connect_queue(
     qid: u16,
     entries: u16,
 ) -> Result<u16, HostError> {
+    connect_queue_with(c, o, subnqn, cntlid, qid, entries, 0)
+}
+
+/// [`connect_queue`] with Connect attributes (`cattr`).
+pub fn connect_queue_with(
+    c: &mut Connection,
+    o: &HostOptions,
+    subnqn: &str,
+    cntlid: u16,
+    qid: u16,
+    entries: u16,
+    cattr: u8,
+) -> Result<u16, HostError> {
     let conn = Connect {
         recfmt: 0,
         qid,
         sqsize: entries.max(2) - 1,
-        cattr: 0,
+        cattr,
         kato: if qid == 0 { o.kato_ms } else { 0 },
         data_len: CONNECT_DATA_LEN as u32,
     };
@@ -306,7 +319,10 @@ pub fn connect_admin(
     })
 }
 
-/// Connects I/O queue `qid` of the controller with `entries` entries.
+/// Connects I/O queue `qid` of the controller with `entries` entries. Asks to disable SQ
+/// flow control (a read then completes with its last C2HData, one PDU fewer per read; the
+/// host never needed SQ head pointers: it keeps no more commands in flight than entries);
+/// a controller that refuses gets a plain Connect on a new connection.
 pub fn connect_io(
     addr: SocketAddr,
     subnqn: &str,
@@ -315,10 +331,20 @@ pub fn connect_io(
     entries: u16,
     o: &HostOptions,
 ) -> Result<Connection, HostError> {
+    let mqes = prop::cap_mqes(a.cap).min(a.id.maxcmd.max(2) as u32) as u16;
     let mut c = Connection::open(addr, o)?;
     c.in_capsule = CONNECT_DATA_LEN;
-    let mqes = prop::cap_mqes(a.cap).min(a.id.maxcmd.max(2) as u32) as u16;
-    connect_queue(&mut c, o, subnqn, a.cntlid, qid, entries.min(mqes))?;
+    let entries = entries.min(mqes);
+    let flags = CATTR_DISABLE_SQ_FLOW;
+    match connect_queue_with(&mut c, o, subnqn, a.cntlid, qid, entries, flags) {
+        Ok(_) => c.sqflow_disabled = true,
+        Err(HostError::Status { .. }) => {
+            c = Connection::open(addr, o)?;
+            c.in_capsule = CONNECT_DATA_LEN;
+            connect_queue(&mut c, o, subnqn, a.cntlid, qid, entries)?;
+        }
+        Err(e) => return Err(e),
+    }
     // IOCCSZ counts 16-byte units of the whole capsule, the 64-byte SQE included.
     c.in_capsule = (a.id.ioccsz as usize * 16).saturating_sub(64);
     Ok(c)

@@ -11,7 +11,7 @@ use super::ctrl::{ADMIN_QUEUE_SIZE, BLOCK, DISCOVERY_NQN};
 use super::io::MDTS;
 use crate::wire::cmd::{feature, Command, DataPtr};
 use crate::wire::discovery;
-use crate::wire::fabrics::{nqn_str, prop, Connect, ConnectData};
+use crate::wire::fabrics::{nqn_str, prop, Connect, ConnectData, CATTR_DISABLE_SQ_FLOW};
 use crate::wire::identify::{
     cns, encode_ns_descs, encode_ns_list, nidt, IdCtrl, IdNs, NsDesc, CNTRLTYPE_DISCOVERY,
     CNTRLTYPE_IO, IDENTIFY_LEN,
@@ -70,6 +70,7 @@ impl Conn {
                 qid: 0,
                 size: c.sqsize + 1,
                 ctrl,
+                sqflow_off: c.cattr & CATTR_DISABLE_SQ_FLOW != 0,
             });
             return self.resp(cid, Status::SUCCESS, id as u64);
         }
@@ -106,6 +107,7 @@ impl Conn {
             qid: c.qid,
             size: c.sqsize + 1,
             ctrl,
+            sqflow_off: c.cattr & CATTR_DISABLE_SQ_FLOW != 0,
         });
         self.resp(cid, Status::SUCCESS, id as u64)
     }

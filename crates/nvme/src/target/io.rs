@@ -68,10 +68,13 @@ pub(crate) fn handle(
             match (read, dp) {
                 (true, DataPtr::Transport { .. }) => {
                     let sh = c.sh.clone();
-                    let r = c.c2h_with(cid, len as usize, |out, at, n| {
+                    let success = c.q.as_ref().is_some_and(|q| q.sqflow_off);
+                    let r = c.c2h_with(cid, len as usize, success, |out, at, n| {
                         sh.store.read_append(off + at as u64, n, out)
                     });
                     match r {
+                        // The last C2HData completed the command.
+                        Ok(()) if success => return Ok(()),
                         Ok(()) => Status::SUCCESS,
                         Err(_) => Status::INTERNAL,
                     }
