@@ -63,7 +63,8 @@ def main():
                 order = list(targets) if rep % 2 == 0 else list(reversed(targets))
                 for t in order:
                     uri, srv = targets[t]
-                    argv = [uri, f"--time={a.time}s", "--ramp=1s"] + args
+                    # Filled above: no run may write the span again inside a measurement.
+                    argv = [uri, f"--time={a.time}s", "--ramp=1s", "--precondition=none"] + args
                     if rep == 0:
                         print(f"   $ sanbench run " + " ".join(argv))
                     reps[t].append(measured(srv, lambda: sanbench_json(argv)))

@@ -212,3 +212,37 @@ fn namespaces_each_run_on_their_own() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
 }
+
+fn run_plain(uri: &str) -> serde_json::Value {
+    let out = Command::new(bin())
+        .args(["run", uri, "--time", "300ms", "--ramp", "0", "--quiet"])
+        .args(["--no-monitor", "--bs", "64k", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_written_namespace_is_not_filled_again() {
+    let (child, uri) = serve();
+    // Fresh: NUSE 0, so the first run fills the span; then NUSE = NSZE and the next run
+    // measures at once.
+    let v = run_plain(&uri);
+    assert_eq!(
+        v["results"][0]["precondition"]["state"], "preconditioned",
+        "{v}"
+    );
+    let v = run_plain(&uri);
+    let p = &v["results"][0]["precondition"];
+    assert_eq!(p["state"], "reported_written", "{v}");
+    assert_eq!(
+        p["allocation"]["method"], "Identify Namespace (NUSE)",
+        "{v}"
+    );
+    stop(child);
+}

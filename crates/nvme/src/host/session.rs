@@ -176,6 +176,15 @@ impl AdminSession {
         Ok(())
     }
 
+    /// Identify Namespace again (NUSE changes as the host writes).
+    pub fn identify_namespace(&mut self) -> Result<IdNs, HostError> {
+        let cid = self.next_cid();
+        let mut b = vec![0u8; IDENTIFY_LEN];
+        let s = identify_sqe(cid, cns::NAMESPACE, self.nsid, 4096);
+        exec_ok(&mut self.conn, "Identify Namespace", s, &[], &mut b)?;
+        Ok(IdNs::decode(&b)?)
+    }
+
     /// A log page of `len` bytes (the discovery log: LID 0x70).
     pub fn log_page(&mut self, lid: u8, len: u32) -> Result<Vec<u8>, HostError> {
         let cid = self.next_cid();

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sanbench_engine::{EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_engine::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
 use serde_json::json;
 
 use crate::host::conn::HostOptions;
@@ -303,6 +303,33 @@ fn resolve(u: &NvmeUri) -> Result<(SocketAddr, HostOptions), EngineError> {
 impl Target for NvmeTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    /// From Identify Namespace: on a thin-provisioned namespace (NSFEAT bit 0) NUSE counts
+    /// the blocks that hold data, so NUSE = NSZE means every range is written, and for the
+    /// whole namespace NSZE - NUSE blocks are not. A part of a namespace that is not all
+    /// written cannot be told apart (`None`), nor anything on a namespace without thin
+    /// provisioning (Linux's nvmet reports NUSE = NSZE whatever was written).
+    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
+        let ns = {
+            let mut a = poison::lock(&self.admin);
+            a.identify_namespace()
+                .map_err(|e| engine_err(&self.addr.to_string(), e, self.opts.timeout))?
+        };
+        if ns.nsfeat & 1 == 0 {
+            return Ok(None);
+        }
+        let bs = ns.block_size();
+        let unwritten = ns.nsze.saturating_sub(ns.nuse) * bs;
+        let whole = offset == 0 && len >= ns.nsze * bs;
+        if unwritten != 0 && !whole {
+            return Ok(None);
+        }
+        Ok(Some(Allocation {
+            method: "Identify Namespace (NUSE)".into(),
+            checked_bytes: len.min(ns.nsze * bs - offset.min(ns.nsze * bs)),
+            unwritten_bytes: unwritten,
+        }))
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
