@@ -9,6 +9,7 @@ mod args;
 mod compare;
 mod curve;
 mod demo;
+mod discover_cmd;
 mod error;
 mod lab_cmd;
 mod launcher;
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::run(a),
         Command::Verify(a) => verify_cmd::run(a),
         Command::Demo(a) => demo::run(a),
+        Command::Discover(a) => discover_cmd::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),
         Command::History(a) => store_cmd::history(a),
         Command::Report(a) => store_cmd::report(a),

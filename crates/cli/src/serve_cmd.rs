@@ -185,6 +185,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
         listen: listen_addr(&a.listen)?,
         nqn: a.nqn.clone(),
         size,
+        namespaces: a.namespaces,
         file: a.file.clone(),
         prealloc: a.prealloc,
         ..Default::default()
@@ -197,7 +198,13 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
         "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}); discovery at nvme+tcp://{addr}; \
          Ctrl-C to stop",
         a.nqn,
-        format_size(t.size()),
+        match t.namespaces() {
+            1 => format_size(t.size()),
+            n => format!(
+                "namespaces 1-{n} (the URI's last part), {} each",
+                format_size(t.size())
+            ),
+        },
         match (&a.file, a.prealloc) {
             (Some(p), _) => format!("file {}", p.display()),
             (None, false) => "RAM, allocated as written".into(),

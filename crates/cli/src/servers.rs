@@ -9,8 +9,8 @@ use crate::args::DemoArgs;
 use crate::error::CliError;
 use anyhow::Context;
 
-/// Starts the built-in network targets on loopback ports chosen by the kernel and adds their
-/// URIs (named) to `targets`.
+/// Starts the built-in network targets (NBD, iSCSI, NVMe/TCP) on loopback ports chosen by the
+/// kernel and adds their URIs (named) to `targets`.
 pub fn start_demo_servers(
     a: &DemoArgs,
     targets: &mut Vec<String>,
@@ -19,7 +19,8 @@ pub fn start_demo_servers(
 ) -> Result<(), CliError> {
     let size = a.size.0;
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("loopback address");
-    // Both keep their bytes in the same store (sanbench-blockstore): they differ by transport.
+    // All three keep their bytes in the same kind of store (sanbench-blockstore): they differ
+    // by transport.
     let mut cfg = sanbench_nbd::ServerConfig::ram(loopback, size);
     cfg.prealloc = a.prealloc;
     let nbd = sanbench_nbd::Server::bind(cfg).context("starting the NBD server")?;
@@ -57,6 +58,29 @@ pub fn start_demo_servers(
                 }
             })
             .context("spawning the iSCSI target")?,
+    );
+    let nvme = sanbench_nvme::target::Target::bind(sanbench_nvme::target::TargetConfig {
+        listen: loopback,
+        size,
+        prealloc: a.prealloc,
+        ..Default::default()
+    })
+    .context("starting the NVMe/TCP target")?;
+    targets.push(format!(
+        "NVMe-TCP (loopback)=nvme+tcp://{}/{}/1",
+        nvme.local_addr(),
+        sanbench_nvme::target::TargetConfig::default().nqn
+    ));
+    let stop = shutdown.clone();
+    threads.push(
+        std::thread::Builder::new()
+            .name("demo-nvme".into())
+            .spawn(move || {
+                if let Err(e) = nvme.run(stop) {
+                    eprintln!("sanbench demo: NVMe/TCP target: {e}");
+                }
+            })
+            .context("spawning the NVMe/TCP target")?,
     );
     Ok(())
 }

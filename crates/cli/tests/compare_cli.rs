@@ -135,6 +135,7 @@ fn suite_commands_and_bad_input() {
         "nwc-2003",
         "qlogic-fcoe-2010",
         "snia-pts-iops",
+        "nvme-vs-iscsi",
     ] {
         assert!(s.contains(n), "{n} missing: {s}");
     }

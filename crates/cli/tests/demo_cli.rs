@@ -1,6 +1,6 @@
-//! The README's main job, end to end: `sanbench demo` starts its NBD and iSCSI servers on
-//! loopback, compares them with the RAM and tmpfs targets, writes the report, and leaves
-//! nothing behind.
+//! The README's main job, end to end: `sanbench demo` starts its NBD, iSCSI and NVMe/TCP
+//! servers on loopback, compares them with the RAM and tmpfs targets, writes the report, and
+//! leaves nothing behind.
 
 use assert_cmd::Command;
 
@@ -35,7 +35,7 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    for want in ["RAM", "tmpfs", "NBD", "iSCSI"] {
+    for want in ["RAM", "tmpfs", "NBD", "iSCSI", "NVMe-TCP"] {
         assert!(
             names.iter().any(|n| n.contains(want)),
             "{want} missing from {names:?}"
@@ -44,12 +44,12 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(
         cells.len(),
-        5 * 4 * 3,
+        5 * 5 * 3,
         "every quick workload on every target, three repetitions"
     );
     for c in cells {
         assert!(c["result"]["ios"].as_u64().unwrap() > 0, "{}", c["target"]);
-        // All four are sanbench's own: every span was written before it was measured.
+        // All five are sanbench's own: every span was written before it was measured.
         assert_eq!(
             c["result"]["precondition"]["state"], "preconditioned",
             "{}",
@@ -69,7 +69,10 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
     for f in doc["findings"].as_array().unwrap() {
         for side in ["better", "worse"] {
             let n = f[side].as_str().unwrap();
-            assert!(n.contains("NBD") || n.contains("iSCSI"), "{f}");
+            assert!(
+                n.contains("NBD") || n.contains("iSCSI") || n.contains("NVMe"),
+                "{f}"
+            );
         }
     }
     // The negotiated parameters of the network targets are in the manifest.
@@ -94,6 +97,13 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
             || iscsi["manifest"]["params"]["MaxBurstLength"].is_number(),
         "{iscsi}"
     );
+    let nvme = doc["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().contains("NVMe-TCP"))
+        .unwrap();
+    assert_eq!(nvme["manifest"]["params"]["model"], "SANBENCH", "{nvme}");
     // The tmpfs file it made is gone.
     let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
         .unwrap()

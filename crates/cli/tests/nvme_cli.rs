@@ -1,6 +1,7 @@
 //! `sanbench serve nvme` driven by `sanbench run` over `nvme+tcp://`, every read's data
 //! checked (--verify), with and without digests, writes in the capsule and on R2Ts, several
-//! workers (one I/O queue each); then the server's summary on SIGINT.
+//! workers (one I/O queue each); then the server's summary on SIGINT. `sanbench discover`
+//! against the same target's discovery controller.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
@@ -10,8 +11,13 @@ fn bin() -> std::path::PathBuf {
 }
 
 fn serve() -> (Child, String) {
+    serve_with(&[])
+}
+
+fn serve_with(extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(bin())
         .args(["serve", "nvme", "--size", "32M", "--listen", "127.0.0.1:0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -113,4 +119,130 @@ fn run_verify_against_serve_nvme() {
         .unwrap();
     assert!(status.success(), "{err}");
     assert!(err.contains("0 ended by an error"), "{err}");
+}
+
+fn stop(mut child: Child) {
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn discover_lists_the_subsystem() {
+    let (child, uri) = serve();
+    // nvme+tcp://127.0.0.1:PORT/NQN/1 -> nvme+tcp://127.0.0.1:PORT
+    let base = uri.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
+    let out = Command::new(bin())
+        .args(["discover", "--json", &base])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 1, "{v}");
+    assert_eq!(recs[0]["trtype"], "tcp");
+    assert_eq!(recs[0]["adrfam"], "ipv4");
+    assert_eq!(recs[0]["subtype"], "nvm subsystem");
+    assert_eq!(recs[0]["traddr"], "127.0.0.1");
+    assert_eq!(recs[0]["subnqn"], "nqn.2026-11.io.sanbench:ram");
+    assert_eq!(
+        format!("{}/1", recs[0]["uri"].as_str().unwrap()),
+        uri,
+        "{v}"
+    );
+    // The text form names the URI `run` opens.
+    let out = Command::new(bin())
+        .args(["discover", &base])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 record(s)") && text.contains(&uri[..uri.len() - 2]),
+        "{text}"
+    );
+    // Bad input: one line, exit 2; nothing listening: exit 1.
+    for (args, code) in [
+        (vec!["discover", "nbd://127.0.0.1"], 2),
+        (vec!["discover", &format!("{base}/nqn.other")], 2),
+        (vec!["discover", "nvme+tcp://127.0.0.1:1"], 1),
+    ] {
+        let out = Command::new(bin()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    stop(child);
+}
+
+#[test]
+fn namespaces_each_run_on_their_own() {
+    let (child, uri) = serve_with(&["--namespaces", "2"]);
+    let second = format!("{}/2", &uri[..uri.len() - 2]);
+    let v = run(&second, &["--bs", "64k", "--read", "50", "--qd", "2"]);
+    let r = &v["results"][0];
+    assert_eq!(r["info"]["params"]["nsid"], 2, "{v}");
+    assert_eq!(r["info"]["size"], 32 << 20, "{v}");
+    assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
+    // Namespace 3 does not exist: the run fails with one line.
+    let out = Command::new(bin())
+        .args([
+            "run",
+            &format!("{}/3", &uri[..uri.len() - 2]),
+            "--time",
+            "1s",
+        ])
+        .args(["--quiet", "--no-monitor"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    stop(child);
+    let out = Command::new(bin())
+        .args(["serve", "nvme", "--size", "1M", "--namespaces", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+fn run_plain(uri: &str) -> serde_json::Value {
+    let out = Command::new(bin())
+        .args(["run", uri, "--time", "300ms", "--ramp", "0", "--quiet"])
+        .args(["--no-monitor", "--bs", "64k", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_written_namespace_is_not_filled_again() {
+    let (child, uri) = serve();
+    // Fresh: NUSE 0, so the first run fills the span; then NUSE = NSZE and the next run
+    // measures at once.
+    let v = run_plain(&uri);
+    assert_eq!(
+        v["results"][0]["precondition"]["state"], "preconditioned",
+        "{v}"
+    );
+    let v = run_plain(&uri);
+    let p = &v["results"][0]["precondition"];
+    assert_eq!(p["state"], "reported_written", "{v}");
+    assert_eq!(
+        p["allocation"]["method"], "Identify Namespace (NUSE)",
+        "{v}"
+    );
+    stop(child);
 }

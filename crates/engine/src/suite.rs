@@ -51,6 +51,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../suites/snia-pts-iops.toml"),
     ),
     ("lab", include_str!("../suites/lab.toml")),
+    (
+        "nvme-vs-iscsi",
+        include_str!("../suites/nvme-vs-iscsi.toml"),
+    ),
 ];
 
 /// One workload of an expanded suite.

@@ -197,3 +197,25 @@ fn lab_suite_has_the_link_cap_and_one_vs_two_connections() {
     // A few seconds per workload: the lab is for quick reproductions.
     assert!(s.workloads.iter().all(|w| w.workload.time.as_secs() <= 5));
 }
+
+#[test]
+fn nvme_vs_iscsi_is_the_thirdio_and_demartek_matrices() {
+    let s = load("nvme-vs-iscsi").unwrap();
+    let third = load("thirdio-2008").unwrap();
+    let demartek = load("demartek-lsi-2011").unwrap();
+    assert_eq!(
+        s.workloads.len(),
+        third.workloads.len() + demartek.workloads.len()
+    );
+    for w in third.workloads.iter().chain(&demartek.workloads) {
+        // The Third I/O sweeps name their QD 12 (the suite's default is Demartek's QD 1).
+        let id = match w.id.rsplit_once("-x") {
+            Some((base, n)) => format!("{base}-qd12-x{n}"),
+            None => w.id.clone(),
+        };
+        let mine = get(&s, &id);
+        assert_eq!(mine.workload.segments, w.workload.segments, "{}", w.id);
+        assert_eq!(mine.workload.qd, w.workload.qd, "{}", w.id);
+        assert_eq!(mine.targets_at_once, w.targets_at_once, "{}", w.id);
+    }
+}

@@ -13,8 +13,9 @@ use sanbench_nvme::host::conn::{Connection, HostOptions};
 use sanbench_nvme::host::session::{connect_admin, connect_io, connect_queue, exec, exec_ok};
 use sanbench_nvme::host::HostError;
 use sanbench_nvme::target::{Target, TargetConfig, TargetStats, DISCOVERY_NQN};
-use sanbench_nvme::wire::cmd::{io, rw_sqe, DataPtr, Rw};
+use sanbench_nvme::wire::cmd::{identify_sqe, io, rw_sqe, DataPtr, Rw};
 use sanbench_nvme::wire::header::{pdu_type, zeroed, CommonHeader, IcReq};
+use sanbench_nvme::wire::identify::{cns, decode_ns_list, IdNs};
 use sanbench_nvme::wire::pdu::{encode_pdu, TxConfig};
 use sanbench_nvme::wire::status::Status;
 use sanbench_nvme::wire::{crc32c, fes};
@@ -72,8 +73,12 @@ fn pattern(len: usize, seed: u8) -> Vec<u8> {
 }
 
 fn write(c: &mut Connection, cid: u16, lba: u64, data: &[u8]) -> Status {
+    write_ns(c, 1, cid, lba, data)
+}
+
+fn write_ns(c: &mut Connection, nsid: u32, cid: u16, lba: u64, data: &[u8]) -> Status {
     let rw = Rw {
-        nsid: 1,
+        nsid,
         slba: lba,
         nlb: (data.len() / 512) as u32,
         fua: false,
@@ -90,8 +95,12 @@ fn write(c: &mut Connection, cid: u16, lba: u64, data: &[u8]) -> Status {
 }
 
 fn read(c: &mut Connection, cid: u16, lba: u64, len: usize) -> (Status, Vec<u8>) {
+    read_ns(c, 1, cid, lba, len)
+}
+
+fn read_ns(c: &mut Connection, nsid: u32, cid: u16, lba: u64, len: usize) -> (Status, Vec<u8>) {
     let rw = Rw {
-        nsid: 1,
+        nsid,
         slba: lba,
         nlb: (len / 512) as u32,
         fua: false,
@@ -114,6 +123,8 @@ fn write_read_back_every_digest_setting() {
         let mut q1 = connect_io(t.addr, NQN, &a, 1, 128, &o).unwrap();
         let mut q2 = connect_io(t.addr, NQN, &a, 2, 128, &o).unwrap();
         assert_eq!(q1.in_capsule, 8192);
+        // SQ flow control off: reads complete with their last C2HData (SUCCESS flag).
+        assert!(q1.sqflow_disabled && q2.sqflow_disabled);
         // In the capsule (4 KiB), on one R2T in pieces of MAXH2CDATA (1 MiB), and read back
         // on the other queue.
         let small = pattern(4096, 1);
@@ -129,6 +140,90 @@ fn write_read_back_every_digest_setting() {
         );
         assert_eq!(read(&mut q2, 4, 0, 2 << 20).0, Status::INVALID_FIELD);
     }
+}
+
+#[test]
+fn several_namespaces_are_listed_and_kept_apart() {
+    let (t, _) = start_with(TargetConfig {
+        namespaces: 3,
+        ..TargetConfig::default()
+    });
+    let o = opts(false, false);
+    let mut a = connect_admin(t.addr, NQN, 3, 2, &o).unwrap();
+    assert_eq!(a.id.nn, 3);
+    assert_eq!(a.ns.as_ref().unwrap().nsze, (64 << 20) / 512);
+    assert_eq!(a.ns.as_ref().unwrap().nuse, 0);
+    let mut b = vec![0u8; 4096];
+    let cid = a.next_cid();
+    exec_ok(
+        &mut a.conn,
+        "Identify",
+        identify_sqe(cid, cns::ACTIVE_NS_LIST, 0, 4096),
+        &[],
+        &mut b,
+    )
+    .unwrap();
+    assert_eq!(decode_ns_list(&b), vec![1, 2, 3]);
+    let cid = a.next_cid();
+    exec_ok(
+        &mut a.conn,
+        "Identify",
+        identify_sqe(cid, cns::ACTIVE_NS_LIST, 2, 4096),
+        &[],
+        &mut b,
+    )
+    .unwrap();
+    assert_eq!(decode_ns_list(&b), vec![3]);
+    let mut q = connect_io(t.addr, NQN, &a, 1, 32, &o).unwrap();
+    // The same LBA of each namespace holds its own data; the last block of namespace 2 is
+    // not the first of namespace 3.
+    let last = (64 << 20) / 512 - 8;
+    for ns in 1..=3u32 {
+        assert_eq!(
+            write_ns(&mut q, ns, 1, 0, &pattern(4096, ns as u8)),
+            Status::SUCCESS
+        );
+        assert_eq!(
+            write_ns(&mut q, ns, 2, last, &pattern(4096, 10 + ns as u8)),
+            Status::SUCCESS
+        );
+    }
+    for ns in 1..=3u32 {
+        assert_eq!(
+            read_ns(&mut q, ns, 3, 0, 4096),
+            (Status::SUCCESS, pattern(4096, ns as u8))
+        );
+        assert_eq!(
+            read_ns(&mut q, ns, 4, last, 4096),
+            (Status::SUCCESS, pattern(4096, 10 + ns as u8))
+        );
+    }
+    assert_eq!(read_ns(&mut q, 4, 5, 0, 4096).0, Status::INVALID_NS);
+    assert_eq!(read_ns(&mut q, 0, 6, 0, 4096).0, Status::INVALID_NS);
+    assert_eq!(read_ns(&mut q, 2, 7, last + 8, 512).0, Status::LBA_RANGE);
+    // NUSE counts what each namespace holds (8 KiB written), not the whole store.
+    let cid = a.next_cid();
+    exec_ok(
+        &mut a.conn,
+        "Identify",
+        identify_sqe(cid, cns::NAMESPACE, 2, 4096),
+        &[],
+        &mut b,
+    )
+    .unwrap();
+    let ns2 = IdNs::decode(&b).unwrap();
+    assert!(
+        ns2.nuse > 0 && ns2.nuse < (64 << 20) / 512 / 2,
+        "{}",
+        ns2.nuse
+    );
+    assert!(connect_admin(t.addr, NQN, 4, 1, &o).is_err());
+    assert!(Target::bind(TargetConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        namespaces: 0,
+        ..TargetConfig::default()
+    })
+    .is_err());
 }
 
 #[test]

@@ -169,6 +169,37 @@ pub fn build_initramfs(
     params: &[(&str, &str)],
     script: &str,
 ) {
+    build_initramfs_with(path, k, modules, params, script, &[], &[]);
+}
+
+/// The shared libraries a dynamically linked program loads, the loader included, as `ldd`
+/// lists them (absolute paths).
+fn libraries(bin: &Path) -> Vec<PathBuf> {
+    let out = Command::new("ldd").arg(bin).output().expect("ldd");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let p = match l.split_once("=>") {
+                Some((_, r)) => r.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            p.starts_with('/').then(|| PathBuf::from(p))
+        })
+        .collect()
+}
+
+/// [`build_initramfs`] with programs of the host: each of `bins` (absolute paths) goes in at
+/// its own path with the libraries `ldd` lists for it, so a dynamically linked tool (nbd-client,
+/// iscsiadm) runs in the guest; `files` are (path in the guest, contents).
+pub fn build_initramfs_with(
+    path: &Path,
+    k: &str,
+    modules: &[&str],
+    params: &[(&str, &str)],
+    script: &str,
+    bins: &[&str],
+    files: &[(&str, &[u8])],
+) {
     let busybox = ["/bin/busybox", "/usr/bin/busybox"]
         .into_iter()
         .find(|p| Path::new(p).is_file())
@@ -180,6 +211,44 @@ pub fn build_initramfs(
         c.dir(d);
     }
     c.file("bin/busybox", &std::fs::read(busybox).unwrap(), true);
+    let mut extra: Vec<(PathBuf, bool)> = Vec::new();
+    for b in bins {
+        let p = PathBuf::from(b);
+        assert!(p.is_file(), "{b}: not installed (scripts/deps.sh)");
+        for l in libraries(&p) {
+            if !extra.iter().any(|(e, _)| *e == l) {
+                extra.push((l, true));
+            }
+        }
+        extra.push((p, true));
+    }
+    let mut dirs: Vec<String> = [
+        "bin", "sbin", "dev", "proc", "sys", "tmp", "lib", "lib/mods",
+    ]
+    .iter()
+    .map(|d| d.to_string())
+    .collect();
+    let mut add = |c: &mut Cpio, name: &str, data: &[u8], exec: bool| {
+        let mut at = String::new();
+        for part in Path::new(name).parent().into_iter().flat_map(|p| p.iter()) {
+            if !at.is_empty() {
+                at.push('/');
+            }
+            at.push_str(&part.to_string_lossy());
+            if !dirs.contains(&at) {
+                c.dir(&at);
+                dirs.push(at.clone());
+            }
+        }
+        c.file(name, data, exec);
+    };
+    for (p, exec) in &extra {
+        let name = p.to_string_lossy().trim_start_matches('/').to_string();
+        add(&mut c, &name, &std::fs::read(p).unwrap(), *exec);
+    }
+    for (name, data) in files {
+        add(&mut c, name.trim_start_matches('/'), data, false);
+    }
     let mut all: Vec<&str> = NET_MODULES.to_vec();
     all.extend_from_slice(modules);
     let mut load = String::new();

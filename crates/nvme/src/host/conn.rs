@@ -80,6 +80,8 @@ pub struct Connection {
     pub maxh2cdata: u32,
     /// The most data a command may carry in its capsule (0 before Identify says).
     pub in_capsule: usize,
+    /// The controller accepted the Connect that disabled SQ flow control.
+    pub sqflow_disabled: bool,
     pub header_digest: bool,
     pub data_digest: bool,
 }
@@ -111,6 +113,7 @@ impl Connection {
             timeout: o.timeout,
             maxh2cdata: 0,
             in_capsule: 0,
+            sqflow_disabled: false,
             header_digest: o.header_digest,
             data_digest: o.data_digest,
         };

@@ -12,7 +12,8 @@ use crate::wire::cmd::{
     admin, feature, identify_sqe, property_get_sqe, property_set_sqe, set_features_sqe, sqe,
     DataPtr,
 };
-use crate::wire::fabrics::{prop, Connect, ConnectData, CONNECT_DATA_LEN};
+use crate::wire::discovery;
+use crate::wire::fabrics::{prop, Connect, ConnectData, CATTR_DISABLE_SQ_FLOW, CONNECT_DATA_LEN};
 use crate::wire::header::{Cqe, Sqe};
 use crate::wire::identify::{cns, IdCtrl, IdNs, IDENTIFY_LEN};
 use crate::wire::status::Status;
@@ -122,11 +123,24 @@ pub fn connect_queue(
     qid: u16,
     entries: u16,
 ) -> Result<u16, HostError> {
+    connect_queue_with(c, o, subnqn, cntlid, qid, entries, 0)
+}
+
+/// [`connect_queue`] with Connect attributes (`cattr`).
+pub fn connect_queue_with(
+    c: &mut Connection,
+    o: &HostOptions,
+    subnqn: &str,
+    cntlid: u16,
+    qid: u16,
+    entries: u16,
+    cattr: u8,
+) -> Result<u16, HostError> {
     let conn = Connect {
         recfmt: 0,
         qid,
         sqsize: entries.max(2) - 1,
-        cattr: 0,
+        cattr,
         kato: if qid == 0 { o.kato_ms } else { 0 },
         data_len: CONNECT_DATA_LEN as u32,
     };
@@ -162,6 +176,15 @@ impl AdminSession {
         Ok(())
     }
 
+    /// Identify Namespace again (NUSE changes as the host writes).
+    pub fn identify_namespace(&mut self) -> Result<IdNs, HostError> {
+        let cid = self.next_cid();
+        let mut b = vec![0u8; IDENTIFY_LEN];
+        let s = identify_sqe(cid, cns::NAMESPACE, self.nsid, 4096);
+        exec_ok(&mut self.conn, "Identify Namespace", s, &[], &mut b)?;
+        Ok(IdNs::decode(&b)?)
+    }
+
     /// A log page of `len` bytes (the discovery log: LID 0x70).
     pub fn log_page(&mut self, lid: u8, len: u32) -> Result<Vec<u8>, HostError> {
         let cid = self.next_cid();
@@ -172,6 +195,25 @@ impl AdminSession {
         let mut b = vec![0u8; len as usize];
         exec_ok(&mut self.conn, "Get Log Page", s, &[], &mut b)?;
         Ok(b)
+    }
+
+    /// The discovery log's generation counter and records, read as Linux's host reads it
+    /// (nvme_get_log in nvmf_get_log_page_discovery): the header for NUMREC, then the whole
+    /// page, again if the generation counter moved in between. At most 1024 records.
+    pub fn discovery_log(&mut self) -> Result<(u64, Vec<discovery::Record>), HostError> {
+        let mut tries = 0;
+        loop {
+            let h = self.log_page(discovery::LID, discovery::HEADER_LEN as u32)?;
+            let (genctr, numrec) = discovery::decode_header(&h)?;
+            let n = numrec.min(1024) as usize;
+            let len = discovery::HEADER_LEN + n * discovery::ENTRY_LEN;
+            let page = self.log_page(discovery::LID, len as u32)?;
+            let (g2, recs) = discovery::decode(&page)?;
+            tries += 1;
+            if g2 == genctr || tries == 3 {
+                return Ok((g2, recs));
+            }
+        }
     }
 }
 
@@ -286,7 +328,10 @@ pub fn connect_admin(
     })
 }
 
-/// Connects I/O queue `qid` of the controller with `entries` entries.
+/// Connects I/O queue `qid` of the controller with `entries` entries. Asks to disable SQ
+/// flow control (a read then completes with its last C2HData, one PDU fewer per read; the
+/// host never needed SQ head pointers: it keeps no more commands in flight than entries);
+/// a controller that refuses gets a plain Connect on a new connection.
 pub fn connect_io(
     addr: SocketAddr,
     subnqn: &str,
@@ -295,10 +340,20 @@ pub fn connect_io(
     entries: u16,
     o: &HostOptions,
 ) -> Result<Connection, HostError> {
+    let mqes = prop::cap_mqes(a.cap).min(a.id.maxcmd.max(2) as u32) as u16;
     let mut c = Connection::open(addr, o)?;
     c.in_capsule = CONNECT_DATA_LEN;
-    let mqes = prop::cap_mqes(a.cap).min(a.id.maxcmd.max(2) as u32) as u16;
-    connect_queue(&mut c, o, subnqn, a.cntlid, qid, entries.min(mqes))?;
+    let entries = entries.min(mqes);
+    let flags = CATTR_DISABLE_SQ_FLOW;
+    match connect_queue_with(&mut c, o, subnqn, a.cntlid, qid, entries, flags) {
+        Ok(_) => c.sqflow_disabled = true,
+        Err(HostError::Status { .. }) => {
+            c = Connection::open(addr, o)?;
+            c.in_capsule = CONNECT_DATA_LEN;
+            connect_queue(&mut c, o, subnqn, a.cntlid, qid, entries)?;
+        }
+        Err(e) => return Err(e),
+    }
     // IOCCSZ counts 16-byte units of the whole capsule, the 64-byte SQE included.
     c.in_capsule = (a.id.ioccsz as usize * 16).saturating_sub(64);
     Ok(c)

@@ -4,7 +4,10 @@
 //! connection ([`queue`]). Query keys: `digest=header,data` (either or both; a digest asked
 //! for is required), `hostnqn=NQN`, `kato=MS`.
 
+mod discover;
 mod queue;
+
+pub use discover::discover;
 
 use sanbench_engine::poison;
 use std::collections::BTreeMap;
@@ -14,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sanbench_engine::{EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_engine::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
 use serde_json::json;
 
 use crate::host::conn::HostOptions;
@@ -23,6 +26,8 @@ use crate::host::HostError;
 use crate::target::DISCOVERY_NQN;
 
 pub const DEFAULT_PORT: u16 = 4420;
+/// The discovery service's IANA port.
+pub const DISCOVERY_PORT: u16 = 8009;
 
 /// A parsed `nvme+tcp://` URI.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +44,16 @@ pub struct NvmeUri {
 
 impl NvmeUri {
     pub fn parse(uri: &str) -> Result<NvmeUri, EngineError> {
+        Self::parse_as(uri, false)
+    }
+
+    /// A discovery controller's URI, `nvme+tcp://HOST[:PORT][/DISCOVERY-NQN]`: port 8009 and
+    /// the well-known discovery NQN unless given.
+    pub fn parse_discovery(uri: &str) -> Result<NvmeUri, EngineError> {
+        Self::parse_as(uri, true)
+    }
+
+    fn parse_as(uri: &str, discovery: bool) -> Result<NvmeUri, EngineError> {
         let bad = |why: String| EngineError::Invalid(format!("{uri}: {why}"));
         let rest = uri
             .strip_prefix("nvme+tcp://")
@@ -60,14 +75,27 @@ impl NvmeUri {
             return Err(bad("no host".into()));
         }
         let port = if port.is_empty() {
-            DEFAULT_PORT
+            if discovery {
+                DISCOVERY_PORT
+            } else {
+                DEFAULT_PORT
+            }
         } else {
             port.parse()
                 .map_err(|_| bad(format!("port '{port}' is not a number")))?
         };
         let mut parts = path.split('/').filter(|s| !s.is_empty());
-        let subnqn = parts.next().unwrap_or("").to_string();
-        if subnqn.is_empty() || subnqn == DISCOVERY_NQN {
+        let mut subnqn = parts.next().unwrap_or("").to_string();
+        if discovery {
+            if subnqn.is_empty() {
+                subnqn = DISCOVERY_NQN.into();
+            }
+            if subnqn != DISCOVERY_NQN || parts.next().is_some() {
+                return Err(bad(format!(
+                    "discover takes nvme+tcp://HOST[:PORT] (the discovery controller, {DISCOVERY_NQN})"
+                )));
+            }
+        } else if subnqn.is_empty() || subnqn == DISCOVERY_NQN {
             return Err(bad(
                 "name the NVM subsystem: nvme+tcp://HOST[:PORT]/SUBSYSNQN[/NSID]".into(),
             ));
@@ -155,35 +183,10 @@ struct NvmeTarget {
 /// up to 64 I/O queues (one per worker, as many as the controller grants).
 pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     let u = NvmeUri::parse(uri)?;
-    let addr = (u.host.as_str(), u.port)
-        .to_socket_addrs()
-        .map_err(|e| EngineError::Connect {
-            addr: format!("{}:{}", u.host, u.port),
-            reason: e.to_string(),
-        })?
-        .next()
-        .ok_or_else(|| EngineError::Connect {
-            addr: format!("{}:{}", u.host, u.port),
-            reason: "no address".into(),
-        })?;
-    let mut opts = HostOptions {
-        header_digest: u.header_digest,
-        data_digest: u.data_digest,
-        timeout: Duration::from_secs(10),
-        kato_ms: u.kato_ms,
-        ..HostOptions::default()
-    };
-    if let Some(h) = &u.hostnqn {
-        opts.hostnqn = h.clone();
-    }
+    let (addr, opts) = resolve(&u)?;
     let peer = addr.to_string();
-    let a = connect_admin(addr, &u.subnqn, u.nsid, 64, &opts).map_err(|e| match e {
-        HostError::Io(e) => EngineError::Connect {
-            addr: peer.clone(),
-            reason: e.to_string(),
-        },
-        e => engine_err(&peer, e, opts.timeout),
-    })?;
+    let a = connect_admin(addr, &u.subnqn, u.nsid, 64, &opts)
+        .map_err(|e| connect_err(&peer, e, &opts))?;
     let Some(ns) = a.ns.clone() else {
         return Err(EngineError::Invalid(format!(
             "{uri}: a discovery controller"
@@ -259,9 +262,74 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     }))
 }
 
+/// A connection failure as the engine reports it: a refused or unreachable address is
+/// `Connect`, anything later is what [`engine_err`] says.
+fn connect_err(peer: &str, e: HostError, opts: &HostOptions) -> EngineError {
+    match e {
+        HostError::Io(e) => EngineError::Connect {
+            addr: peer.to_string(),
+            reason: e.to_string(),
+        },
+        e => engine_err(peer, e, opts.timeout),
+    }
+}
+
+/// The URI's socket address and the host options it asks for.
+fn resolve(u: &NvmeUri) -> Result<(SocketAddr, HostOptions), EngineError> {
+    let addr = (u.host.as_str(), u.port)
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Connect {
+            addr: format!("{}:{}", u.host, u.port),
+            reason: e.to_string(),
+        })?
+        .next()
+        .ok_or_else(|| EngineError::Connect {
+            addr: format!("{}:{}", u.host, u.port),
+            reason: "no address".into(),
+        })?;
+    let mut opts = HostOptions {
+        header_digest: u.header_digest,
+        data_digest: u.data_digest,
+        timeout: Duration::from_secs(10),
+        kato_ms: u.kato_ms,
+        ..HostOptions::default()
+    };
+    if let Some(h) = &u.hostnqn {
+        opts.hostnqn = h.clone();
+    }
+    Ok((addr, opts))
+}
+
 impl Target for NvmeTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    /// From Identify Namespace: on a thin-provisioned namespace (NSFEAT bit 0) NUSE counts
+    /// the blocks that hold data, so NUSE = NSZE means every range is written, and for the
+    /// whole namespace NSZE - NUSE blocks are not. A part of a namespace that is not all
+    /// written cannot be told apart (`None`), nor anything on a namespace without thin
+    /// provisioning (Linux's nvmet reports NUSE = NSZE whatever was written).
+    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
+        let ns = {
+            let mut a = poison::lock(&self.admin);
+            a.identify_namespace()
+                .map_err(|e| engine_err(&self.addr.to_string(), e, self.opts.timeout))?
+        };
+        if ns.nsfeat & 1 == 0 {
+            return Ok(None);
+        }
+        let bs = ns.block_size();
+        let unwritten = ns.nsze.saturating_sub(ns.nuse) * bs;
+        let whole = offset == 0 && len >= ns.nsze * bs;
+        if unwritten != 0 && !whole {
+            return Ok(None);
+        }
+        Ok(Some(Allocation {
+            method: "Identify Namespace (NUSE)".into(),
+            checked_bytes: len.min(ns.nsze * bs - offset.min(ns.nsze * bs)),
+            unwritten_bytes: unwritten,
+        }))
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {

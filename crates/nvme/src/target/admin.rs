@@ -10,7 +10,8 @@ use super::conn::{Conn, End, Queue};
 use super::ctrl::{ADMIN_QUEUE_SIZE, BLOCK, DISCOVERY_NQN};
 use super::io::MDTS;
 use crate::wire::cmd::{feature, Command, DataPtr};
-use crate::wire::fabrics::{nqn_str, prop, Connect, ConnectData};
+use crate::wire::discovery;
+use crate::wire::fabrics::{nqn_str, prop, Connect, ConnectData, CATTR_DISABLE_SQ_FLOW};
 use crate::wire::identify::{
     cns, encode_ns_descs, encode_ns_list, nidt, IdCtrl, IdNs, NsDesc, CNTRLTYPE_DISCOVERY,
     CNTRLTYPE_IO, IDENTIFY_LEN,
@@ -21,8 +22,6 @@ use crate::wire::status::Status;
 const AERL: u8 = 3;
 /// CAP.TO: 5 s in 500 ms units.
 const CAP_TO: u8 = 10;
-/// Discovery log page.
-const LID_DISCOVERY: u8 = 0x70;
 
 /// Connect's "invalid parameter" result: the offset of the bad field in the SQE...
 fn ipo_sqe(off: u32) -> u64 {
@@ -71,6 +70,7 @@ impl Conn {
                 qid: 0,
                 size: c.sqsize + 1,
                 ctrl,
+                sqflow_off: c.cattr & CATTR_DISABLE_SQ_FLOW != 0,
             });
             return self.resp(cid, Status::SUCCESS, id as u64);
         }
@@ -107,6 +107,7 @@ impl Conn {
             qid: c.qid,
             size: c.sqsize + 1,
             ctrl,
+            sqflow_off: c.cattr & CATTR_DISABLE_SQ_FLOW != 0,
         });
         self.resp(cid, Status::SUCCESS, id as u64)
     }
@@ -161,27 +162,31 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
     };
     match cmd {
         Command::Identify { cns, nsid, csi, .. } => {
-            let ns_ok = nsid == 1 && !ctrl.discovery;
+            let ns_ok = c.sh.ns_active(nsid) && !ctrl.discovery;
             let data = match cns {
                 cns::CONTROLLER => identify_ctrl(c, ctrl.cntlid, ctrl.discovery),
                 cns::NAMESPACE if ns_ok => IdNs {
                     nsze: c.sh.blocks,
                     ncap: c.sh.blocks,
-                    nuse: c.sh.store.allocated_bytes().min(c.sh.blocks * BLOCK) / BLOCK,
+                    nuse: c.sh.ns_used_blocks(nsid),
                     nsfeat: 1,
                     lbads: BLOCK.trailing_zeros() as u8,
                     dlfeat: 1,
-                    nguid: c.sh.nguid,
+                    nguid: c.sh.nguid_of(nsid),
                 }
                 .encode(),
                 cns::ACTIVE_NS_LIST => {
-                    let list: &[u32] = if ctrl.discovery { &[] } else { &[1] };
-                    encode_ns_list(list, nsid)
+                    let list: Vec<u32> = if ctrl.discovery {
+                        Vec::new()
+                    } else {
+                        (1..=cfg.namespaces).collect()
+                    };
+                    encode_ns_list(&list, nsid)
                 }
                 cns::NS_DESC_LIST if ns_ok => encode_ns_descs(&[
                     NsDesc {
                         nidt: nidt::NGUID,
-                        nid: c.sh.nguid.to_vec(),
+                        nid: c.sh.nguid_of(nsid).to_vec(),
                     },
                     NsDesc {
                         nidt: nidt::CSI,
@@ -235,7 +240,7 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
             lid, numd, offset, ..
         } => {
             let page = match lid {
-                LID_DISCOVERY if ctrl.discovery => discovery_log(c),
+                discovery::LID if ctrl.discovery => discovery_log(c),
                 0x01..=0x03 => vec![0; 512],
                 _ => return c.resp(cid, Status::INVALID_LOG_PAGE, 0),
             };
@@ -285,7 +290,7 @@ fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
         aerl: AERL,
         kas: 10,
         maxcmd: cfg.max_queue_size,
-        nn: if discovery { 0 } else { 1 },
+        nn: if discovery { 0 } else { cfg.namespaces },
         // Dataset Management and Write Zeroes.
         oncs: if discovery { 0 } else { 1 << 2 | 1 << 3 },
         vwc: if discovery { 0 } else { 1 },
@@ -306,21 +311,20 @@ fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
 
 /// The discovery log page (NVMe-oF 1.1 §5.3): one NVM subsystem at the listening address.
 fn discovery_log(c: &Conn) -> Vec<u8> {
-    let mut b = vec![0u8; 2048];
-    b[0..8].copy_from_slice(&1u64.to_le_bytes()); // generation counter
-    b[8..16].copy_from_slice(&1u64.to_le_bytes()); // one record
-    let e = &mut b[1024..];
-    e[0] = 3; // TCP
-    e[1] = if c.sh.local.is_ipv4() { 1 } else { 2 };
-    e[2] = 2; // NVM subsystem
-    e[4..6].copy_from_slice(&1u16.to_le_bytes());
-    e[6..8].copy_from_slice(&0xffffu16.to_le_bytes());
-    e[8..10].copy_from_slice(&ADMIN_QUEUE_SIZE.to_le_bytes());
-    let svc = c.sh.local.port().to_string();
-    e[32..32 + svc.len()].copy_from_slice(svc.as_bytes());
-    let nqn = c.sh.cfg.nqn.as_bytes();
-    e[256..256 + nqn.len()].copy_from_slice(nqn);
-    let addr = c.sh.local.ip().to_string();
-    e[512..512 + addr.len()].copy_from_slice(addr.as_bytes());
-    b
+    let rec = discovery::Record {
+        trtype: discovery::TRTYPE_TCP,
+        adrfam: if c.sh.local.is_ipv4() {
+            discovery::ADRFAM_IPV4
+        } else {
+            discovery::ADRFAM_IPV6
+        },
+        subtype: discovery::SUBTYPE_NVM,
+        portid: 1,
+        cntlid: 0xffff,
+        asqsz: ADMIN_QUEUE_SIZE,
+        trsvcid: c.sh.local.port().to_string(),
+        subnqn: c.sh.cfg.nqn.clone(),
+        traddr: c.sh.local.ip().to_string(),
+    };
+    discovery::encode(1, &[rec])
 }

@@ -72,6 +72,9 @@ pub(crate) struct Queue {
     /// Entries (1-based).
     pub size: u16,
     pub ctrl: Arc<Ctrl>,
+    /// The host disabled SQ flow control at Connect: a successful read ends with its last
+    /// C2HData flagged SUCCESS and no CapsuleResp.
+    pub sqflow_off: bool,
 }
 
 pub(crate) struct Conn {
@@ -347,18 +350,20 @@ impl Conn {
     /// in pieces of at most 128 KiB, the last one flagged.
     pub fn c2h(&mut self, cid: u16, data: &[u8], limit: u32) {
         let data = &data[..data.len().min(limit as usize)];
-        let _ = self.c2h_with(cid, data.len(), |out, at, n| {
+        let _ = self.c2h_with(cid, data.len(), false, |out, at, n| {
             out.extend_from_slice(&data[at..at + n]);
             Ok(())
         });
     }
 
     /// C2HData PDUs for `len` bytes that `fill(out, offset, n)` appends piece by piece (a
-    /// store read lands in the send buffer, copied once). On an error `wbuf` is put back.
+    /// store read lands in the send buffer, copied once); `success` flags the last one SUCCESS
+    /// (the command's completion: no CapsuleResp follows). On an error `wbuf` is put back.
     pub fn c2h_with(
         &mut self,
         cid: u16,
         len: usize,
+        success: bool,
         mut fill: impl FnMut(&mut Vec<u8>, usize, usize) -> io::Result<()>,
     ) -> io::Result<()> {
         let piece = 128 * 1024;
@@ -369,7 +374,7 @@ impl Conn {
             let mut h: DataHdr = zeroed();
             h.ch = CommonHeader::new(pdu_type::C2H_DATA);
             if off + n == len {
-                h.ch.flags = flags::LAST_PDU;
+                h.ch.flags = flags::LAST_PDU | if success { flags::SUCCESS } else { 0 };
             }
             h.command_id = U16::new(cid);
             h.data_offset = U32::new(off as u32);

@@ -24,6 +24,7 @@ pub const ADMIN_QUEUE_SIZE: u16 = 32;
 pub(crate) struct Shared {
     pub cfg: TargetConfig,
     pub store: BlockStore,
+    /// Blocks of each namespace; namespace N starts at block (N - 1) * blocks of the store.
     pub blocks: u64,
     pub local: SocketAddr,
     /// Namespace GUID, derived from the NQN and the port so two targets differ.
@@ -42,7 +43,7 @@ impl Shared {
         nguid[4..8].copy_from_slice(&b.to_be_bytes());
         nguid[8..16].copy_from_slice(b"sanbench");
         Shared {
-            blocks: store.size() / BLOCK,
+            blocks: store.size() / BLOCK / cfg.namespaces.max(1) as u64,
             cfg,
             store,
             local,
@@ -50,6 +51,53 @@ impl Shared {
             ctrls: Mutex::new(HashMap::new()),
             next_cntlid: AtomicU16::new(1),
         }
+    }
+
+    /// Whether `nsid` names an active namespace.
+    pub fn ns_active(&self, nsid: u32) -> bool {
+        nsid >= 1 && nsid <= self.cfg.namespaces
+    }
+
+    /// Byte offset of an active namespace in the store.
+    pub fn ns_base(&self, nsid: u32) -> Option<u64> {
+        self.ns_active(nsid)
+            .then(|| (nsid as u64 - 1) * self.blocks * BLOCK)
+    }
+
+    /// Namespace `nsid`'s GUID: the subsystem's, its last four bytes XORed with the NSID
+    /// (namespace 1 keeps the GUID a one-namespace target has always had).
+    pub fn nguid_of(&self, nsid: u32) -> [u8; 16] {
+        let mut g = self.nguid;
+        if nsid > 1 {
+            for (b, x) in g[12..].iter_mut().zip(nsid.to_be_bytes()) {
+                *b ^= x;
+            }
+        }
+        g
+    }
+
+    /// Blocks of namespace `nsid` that hold data (NUSE): with one namespace, the store's
+    /// allocation; with several, the mapped extents within the namespace's range.
+    pub fn ns_used_blocks(&self, nsid: u32) -> u64 {
+        let bytes = self.blocks * BLOCK;
+        if self.cfg.namespaces <= 1 {
+            return self.store.allocated_bytes().min(bytes) / BLOCK;
+        }
+        let Some(base) = self.ns_base(nsid) else {
+            return 0;
+        };
+        let (mut off, end, mut used) = (base, base + bytes, 0);
+        while off < end {
+            let (data, next) = self.store.mapped(off, end - off);
+            if next <= off {
+                break;
+            }
+            if data {
+                used += next - off;
+            }
+            off = next;
+        }
+        used / BLOCK
     }
 
     /// A new controller for a host, or `None` when all ids are taken.

@@ -1,5 +1,5 @@
 //! I/O queue commands (NVM Command Set 1.0 §3): Read, Write, Flush, Write Zeroes, Dataset
-//! Management (deallocate) on NSID 1, checked against the namespace's size and the largest
+//! Management (deallocate) on any active NSID (each namespace a range of the one store), checked against the namespace's size and the largest
 //! transfer (MDTS) before the store is touched.
 
 use super::conn::{Conn, End};
@@ -19,6 +19,7 @@ pub(crate) enum Kind {
     },
     /// Dataset Management ranges.
     Dsm {
+        nsid: u32,
         deallocate: bool,
     },
 }
@@ -33,9 +34,7 @@ pub(crate) struct PendingWrite {
 }
 
 fn range(sh: &Shared, rw: &Rw) -> Result<(u64, u64), Status> {
-    if rw.nsid != 1 {
-        return Err(Status::INVALID_NS);
-    }
+    let base = sh.ns_base(rw.nsid).ok_or(Status::INVALID_NS)?;
     let end = rw
         .slba
         .checked_add(rw.nlb as u64)
@@ -43,7 +42,7 @@ fn range(sh: &Shared, rw: &Rw) -> Result<(u64, u64), Status> {
     if end > sh.blocks {
         return Err(Status::LBA_RANGE);
     }
-    Ok((rw.slba * BLOCK, rw.nlb as u64 * BLOCK))
+    Ok((base + rw.slba * BLOCK, rw.nlb as u64 * BLOCK))
 }
 
 pub(crate) fn handle(
@@ -69,10 +68,13 @@ pub(crate) fn handle(
             match (read, dp) {
                 (true, DataPtr::Transport { .. }) => {
                     let sh = c.sh.clone();
-                    let r = c.c2h_with(cid, len as usize, |out, at, n| {
+                    let success = c.q.as_ref().is_some_and(|q| q.sqflow_off);
+                    let r = c.c2h_with(cid, len as usize, success, |out, at, n| {
                         sh.store.read_append(off + at as u64, n, out)
                     });
                     match r {
+                        // The last C2HData completed the command.
+                        Ok(()) if success => return Ok(()),
                         Ok(()) => Status::SUCCESS,
                         Err(_) => Status::INTERNAL,
                     }
@@ -94,10 +96,12 @@ pub(crate) fn handle(
                 }
             }
         }
-        Command::Flush { nsid } if nsid == 1 || nsid == u32::MAX => match c.sh.store.flush() {
-            Ok(()) => Status::SUCCESS,
-            Err(_) => Status::INTERNAL,
-        },
+        Command::Flush { nsid } if c.sh.ns_active(nsid) || nsid == u32::MAX => {
+            match c.sh.store.flush() {
+                Ok(()) => Status::SUCCESS,
+                Err(_) => Status::INTERNAL,
+            }
+        }
         Command::WriteZeroes(rw) => match range(&c.sh, &rw) {
             Ok((off, len)) => match c.sh.store.zero(off, len, false) {
                 Ok(()) => Status::SUCCESS,
@@ -106,23 +110,23 @@ pub(crate) fn handle(
             Err(st) => st,
         },
         Command::Dsm {
-            nsid: 1,
+            nsid,
             nr,
             deallocate,
-        } => {
+        } if c.sh.ns_active(nsid) => {
             let len = nr as usize * 16;
             if dp.len() as usize != len {
                 return c.resp(cid, Status::SGL_INVALID_DATA, 0);
             }
             match dp {
-                DataPtr::InCapsule { .. } => dsm(&c.sh, data, deallocate),
+                DataPtr::InCapsule { .. } => dsm(&c.sh, nsid, data, deallocate),
                 DataPtr::Transport { .. } => {
                     let w = PendingWrite {
                         cid,
                         off: 0,
                         len,
                         buf: Vec::new(),
-                        kind: Kind::Dsm { deallocate },
+                        kind: Kind::Dsm { nsid, deallocate },
                     };
                     return c.r2t(cid, w);
                 }
@@ -135,14 +139,14 @@ pub(crate) fn handle(
 }
 
 /// Deallocates each range (16 bytes: attributes, NLB, SLBA); every range is checked first.
-fn dsm(sh: &Shared, ranges: &[u8], deallocate: bool) -> Status {
+fn dsm(sh: &Shared, nsid: u32, ranges: &[u8], deallocate: bool) -> Status {
     let mut parsed = Vec::new();
     for r in ranges.chunks_exact(16) {
         let nlb = u32::from_le_bytes([r[4], r[5], r[6], r[7]]);
         let mut s = [0u8; 8];
         s.copy_from_slice(&r[8..16]);
         let rw = Rw {
-            nsid: 1,
+            nsid,
             slba: u64::from_le_bytes(s),
             nlb,
             fua: false,
@@ -169,6 +173,6 @@ pub(crate) fn finish_write(sh: &Shared, w: &PendingWrite) -> Status {
             Ok(()) => Status::SUCCESS,
             Err(_) => Status::INTERNAL,
         },
-        Kind::Dsm { deallocate } => dsm(sh, &w.buf, deallocate),
+        Kind::Dsm { nsid, deallocate } => dsm(sh, nsid, &w.buf, deallocate),
     }
 }

@@ -54,8 +54,10 @@ pub struct TargetConfig {
     pub listen: SocketAddr,
     /// The NVM subsystem's NQN.
     pub nqn: String,
-    /// Namespace size in bytes (rounded down to 512-byte blocks).
+    /// Size of each namespace in bytes (rounded down to 512-byte blocks).
     pub size: u64,
+    /// Namespaces 1..=N, each `size` bytes, side by side in one store.
+    pub namespaces: u32,
     /// Back the namespace with this file instead of RAM.
     pub file: Option<PathBuf>,
     /// Allocate (and touch) all RAM, or the file's blocks, at start.
@@ -79,6 +81,7 @@ impl Default for TargetConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 4420)),
             nqn: "nqn.2026-11.io.sanbench:ram".into(),
             size: 1 << 30,
+            namespaces: 1,
             file: None,
             prealloc: false,
             max_io_queues: 64,
@@ -113,6 +116,13 @@ pub struct Target {
     stats: Arc<TargetStats>,
 }
 
+/// The most namespaces one subsystem serves (an active namespace list holds 1024).
+pub const MAX_NAMESPACES: u32 = 1024;
+
+fn too_big() -> TargetError {
+    TargetError::Config("namespace size times namespaces overflows".into())
+}
+
 impl Target {
     pub fn bind(cfg: TargetConfig) -> Result<Target, TargetError> {
         if cfg.nqn.is_empty() || cfg.nqn.len() > 223 || cfg.nqn == DISCOVERY_NQN {
@@ -126,6 +136,14 @@ impl Target {
                 "need at least one I/O queue of 2 entries; in-capsule size a multiple of 16".into(),
             ));
         }
+        if cfg.namespaces == 0 || cfg.namespaces > MAX_NAMESPACES {
+            return Err(TargetError::Config(format!(
+                "{} namespaces: serve 1 to {MAX_NAMESPACES}",
+                cfg.namespaces
+            )));
+        }
+        let n = cfg.namespaces as u64;
+        let ns_size = |bytes: u64| bytes / n / ctrl::BLOCK * ctrl::BLOCK;
         let store = match &cfg.file {
             Some(p) => {
                 let f = OpenOptions::new()
@@ -145,14 +163,22 @@ impl Target {
                         source,
                     })?
                     .len();
-                let size = if cfg.size >= 512 { cfg.size } else { len };
+                let size = if cfg.size >= 512 {
+                    ns_size(cfg.size.checked_mul(n).ok_or_else(too_big)?) * n
+                } else {
+                    ns_size(len) * n
+                };
                 BlockStore::file(f, size, cfg.prealloc).map_err(TargetError::Store)?
             }
-            None => BlockStore::ram(cfg.size, cfg.prealloc).map_err(TargetError::Store)?,
+            None => BlockStore::ram(
+                cfg.size.checked_mul(n).ok_or_else(too_big)? / ctrl::BLOCK * ctrl::BLOCK,
+                cfg.prealloc,
+            )
+            .map_err(TargetError::Store)?,
         };
-        if store.size() < 512 {
+        if store.size() / n < 512 {
             return Err(TargetError::Config(
-                "the namespace needs at least 512 bytes".into(),
+                "each namespace needs at least 512 bytes".into(),
             ));
         }
         let listener = TcpListener::bind(cfg.listen).map_err(|source| TargetError::Bind {
@@ -185,9 +211,14 @@ impl Target {
         self.shared.local
     }
 
-    /// Namespace size in bytes.
+    /// Size of each namespace in bytes.
     pub fn size(&self) -> u64 {
         self.shared.blocks * ctrl::BLOCK
+    }
+
+    /// Number of namespaces (NSIDs 1..=N).
+    pub fn namespaces(&self) -> u32 {
+        self.shared.cfg.namespaces
     }
 
     /// Serves until `shutdown` becomes true, then waits for connection threads to end.

@@ -9,6 +9,9 @@ use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::U16;
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+/// Connect attribute: disable SQ flow control (NVMe-oF 1.1 figure 20).
+pub const CATTR_DISABLE_SQ_FLOW: u8 = 1 << 2;
+
 /// The fields of a Connect SQE (CDW10-12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Connect {
@@ -18,6 +21,9 @@ pub struct Connect {
     pub qid: u16,
     /// Submission queue size, 0's based.
     pub sqsize: u16,
+    /// Connect attributes; [`CATTR_DISABLE_SQ_FLOW`] asks the controller not to report SQ head
+    /// pointers, which lets it end a successful read with its last C2HData (SUCCESS flag)
+    /// instead of a CapsuleResp (NVMe/TCP 1.0 §3.6.2.3).
     pub cattr: u8,
     /// Keep-alive timeout in milliseconds (admin queue only).
     pub kato: u32,
