@@ -9,12 +9,12 @@ const MAX_NS: u64 = 3_600_000_000_000;
 /// A latency histogram in nanoseconds with < 0.1 % relative error.
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
-    h: Histogram<u64>,
+    pub(crate) h: Histogram<u64>,
     /// Exact sum of recorded values, so the mean carries no bucketing error.
-    sum_ns: u128,
+    pub(crate) sum_ns: u128,
     /// Exact extremes, for the same reason.
-    min_ns: u64,
-    max_ns: u64,
+    pub(crate) min_ns: u64,
+    pub(crate) max_ns: u64,
 }
 
 impl Default for LatencyHistogram {

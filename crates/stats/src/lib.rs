@@ -8,12 +8,14 @@
 //! PTS criteria, and repeated runs are summarised as mean ± a Student-t 95 % confidence interval.
 
 mod histogram;
+mod histogram_wire;
 mod repeat;
 mod signif;
 mod steady;
 pub mod time;
 
 pub use histogram::{LatencyHistogram, LatencySummary};
+pub use histogram_wire::HistogramWireError;
 pub use repeat::{mean_ci95, ratio_outside_noise, MeanCi};
 pub use signif::{holm, student_t_two_sided_p, welch_p};
 pub use steady::{steady_state, SteadyState};

@@ -8,7 +8,10 @@
 //! * [`check`]: the plan against each target's geometry;
 //! * [`shared`]: what the threads share, and the coordinator (window, progress, the sampled
 //!   in-flight counts of the Little's-law check);
-//! * [`stream`]: one stream's loop (timing, stamped write data, counting).
+//! * [`stream`]: one stream's loop (timing, stamped write data, counting);
+//! * [`sync`]: the hooks that run a plan in step with other processes (MPI ranks);
+//! * [`wire`]: a run's output as bytes (histograms in HdrHistogram's V2 format) and the merge
+//!   of several processes' outputs.
 
 mod check;
 pub mod clock;
@@ -17,6 +20,10 @@ pub mod pacer;
 mod shared;
 mod state;
 mod stream;
+pub mod sync;
+pub mod wire;
+#[cfg(test)]
+mod wire_tests;
 
 use crate::poison;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +64,9 @@ pub struct RunPlan {
     /// [`clock::Manual`] that their fake target advances (closed loop only: the open loop
     /// sleeps on the real clock).
     pub clock: Option<Arc<dyn clock::Clock>>,
+    /// Runs the plan in step with other processes (the start barrier, the window's end
+    /// decided by one of them); `None`: this process alone.
+    pub sync: Option<Arc<dyn sync::PhaseSync>>,
 }
 
 /// Called by the scheduler's coordinating thread; monitors hook in here.
@@ -84,7 +94,7 @@ pub struct Progress {
 }
 
 /// Counts of one direction of one target.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct DirStats {
     pub ios: u64,
     pub bytes: u64,
@@ -97,7 +107,7 @@ pub struct DirStats {
 }
 
 impl DirStats {
-    fn merge(&mut self, o: &DirStats) {
+    pub(crate) fn merge(&mut self, o: &DirStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
         self.hist.merge(&o.hist);
@@ -107,7 +117,7 @@ impl DirStats {
 }
 
 /// One second of the measured window.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Second {
     pub read_ios: u64,
     pub write_ios: u64,
@@ -117,7 +127,7 @@ pub struct Second {
 }
 
 impl Second {
-    fn add(&mut self, o: &Second) {
+    pub(crate) fn add(&mut self, o: &Second) {
         self.read_ios += o.read_ios;
         self.write_ios += o.write_ios;
         self.read_bytes += o.read_bytes;
@@ -127,7 +137,7 @@ impl Second {
 }
 
 /// What the run measured on one target, all workers merged.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TargetRun {
     pub info: TargetInfo,
     pub read: DirStats,
@@ -150,12 +160,15 @@ pub struct TargetRun {
 }
 
 /// The outcome of a run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RunOutput {
     pub started_at: SystemTime,
     /// Length of the measured window actually run (shorter than planned when stopped early).
     pub window: Duration,
     pub stopped_early: bool,
+    /// Wall-clock time when the run's clock started (ramp and window count from there): in a
+    /// synchronized run, this process's exit from the start barrier.
+    pub clock_started_at: SystemTime,
     /// The run's id (from the OS), stamped into every block it writes.
     pub run_id: u64,
     pub targets: Vec<TargetRun>,
@@ -241,11 +254,14 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     let end_ns = ramp_ns + w.time.as_nanos() as u64;
     let n_streams = w.workers as usize * plan.targets.len();
     let barrier = Arc::new(Barrier::new(n_streams + 1));
-    let shared = Shared::new(plan.stop.clone());
+    let shared = Shared::new(
+        plan.stop.clone(),
+        if plan.sync.is_some() { u64::MAX } else { end_ns },
+    );
     let lives: Vec<Arc<Live>> = (0..n_streams).map(|_| Live::new()).collect();
     let started_at = SystemTime::now();
 
-    let (outs, samples) = thread::scope(|scope| {
+    let (outs, samples, clock_started_at) = thread::scope(|scope| {
         let mut handles = Vec::new();
         for worker in 0..w.workers as usize {
             for (ti, target) in plan.targets.iter().enumerate() {
@@ -275,6 +291,16 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         }
         // All queues opened (or failed to).
         barrier.wait();
+        if let (Some(sync), false) = (&plan.sync, shared.abort.load(Ordering::Relaxed)) {
+            if let Err(error) = sync.start() {
+                shared.fail(RunError {
+                    target: "synchronized start".into(),
+                    worker: 0,
+                    error,
+                });
+            }
+        }
+        let clock_started_at = SystemTime::now();
         let t0 = Instant::now();
         let _ = shared.start.set(t0);
         let _ = shared.clock.set(
@@ -283,14 +309,23 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 .unwrap_or_else(|| Arc::new(clock::Monotonic(t0))),
         );
         barrier.wait();
-        let samples = (!shared.abort.load(Ordering::Relaxed))
-            .then(|| coordinate(ramp_ns, end_ns, &shared, &lives, observer, plan.seed));
+        let samples = (!shared.abort.load(Ordering::Relaxed)).then(|| {
+            coordinate(
+                ramp_ns,
+                end_ns,
+                &shared,
+                &lives,
+                observer,
+                plan.seed,
+                plan.sync.as_deref(),
+            )
+        });
         shared.close_window();
         let outs = handles
             .into_iter()
             .filter_map(|h| h.join().ok().flatten())
             .collect::<Vec<_>>();
-        (outs, samples)
+        (outs, samples, clock_started_at)
     });
     if let Some(e) = poison::lock(&shared.first_error).take() {
         return Err(e);
@@ -301,7 +336,13 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         0 => elapsed_ns,
         at => elapsed_ns.min(at),
     };
+    // A synchronized run's window ends where it heard the end (a little before or after its
+    // own plan's end).
     let stopped_early = plan.stop.load(Ordering::Relaxed) && elapsed_ns < end_ns;
+    let end_ns = match shared.end_at.load(Ordering::Relaxed) {
+        u64::MAX => end_ns,
+        at => at.max(ramp_ns),
+    };
     let window = Duration::from_nanos(elapsed_ns.clamp(ramp_ns, end_ns) - ramp_ns);
 
     let mut targets: Vec<TargetRun> = plan
@@ -362,6 +403,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         started_at,
         window,
         stopped_early,
+        clock_started_at,
         run_id,
         targets,
     })

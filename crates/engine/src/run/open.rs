@@ -44,11 +44,13 @@ pub(super) fn drive(
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     loop {
         let now = t0.elapsed().as_nanos() as u64;
-        if now >= ctx.end_ns
+        if now >= ctx.shared.end_at.load(Ordering::Relaxed)
             || ctx.shared.abort.load(Ordering::Relaxed)
             || ctx.shared.stop.load(Ordering::Relaxed)
         {
-            if now < ctx.end_ns && ctx.shared.stop.load(Ordering::Relaxed) {
+            if now < ctx.shared.end_at.load(Ordering::Relaxed)
+                && ctx.shared.stop.load(Ordering::Relaxed)
+            {
                 ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
             }
             return Ok(());

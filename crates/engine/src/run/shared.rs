@@ -10,6 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::sync::PhaseSync;
 use super::{Observer, Progress, RunError};
 use crate::gen::Rng;
 
@@ -39,6 +40,9 @@ pub(super) struct Shared {
     pub(super) clock: OnceLock<Arc<dyn super::clock::Clock>>,
     pub(super) abort: AtomicBool,
     pub(super) stop: Arc<AtomicBool>,
+    /// Where the window ends (ns since the start): the plan's end, or, in a synchronized run,
+    /// `u64::MAX` until the coordinator hears the end and sets it to that instant.
+    pub(super) end_at: AtomicU64,
     /// When a stopped run's last stream saw the stop (ns since the start; 0: not stopped):
     /// every completion counted came before it, none after, so the window ends there and
     /// not where the drain that follows ends.
@@ -50,12 +54,13 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn new(stop: Arc<AtomicBool>) -> Arc<Shared> {
+    pub(super) fn new(stop: Arc<AtomicBool>, end_at: u64) -> Arc<Shared> {
         Arc::new(Shared {
             start: OnceLock::new(),
             clock: OnceLock::new(),
             abort: AtomicBool::new(false),
             stop,
+            end_at: AtomicU64::new(end_at),
             stopped_at: AtomicU64::new(0),
             first_error: Mutex::new(None),
             window_closed: Mutex::new(false),
@@ -118,6 +123,10 @@ impl Samples {
     }
 }
 
+/// How often a synchronized run asks whether the window has ended, once its own end is near
+/// (the delay between the deciding process's end and this one's).
+const SYNC_POLL_NS: u64 = 200_000;
+
 pub(super) fn coordinate(
     ramp_ns: u64,
     end_ns: u64,
@@ -125,6 +134,7 @@ pub(super) fn coordinate(
     lives: &[Arc<Live>],
     observer: &dyn Observer,
     seed: u64,
+    sync: Option<&dyn PhaseSync>,
 ) -> Samples {
     let Some(clock) = shared.clock.get() else {
         return Samples::default();
@@ -148,15 +158,33 @@ pub(super) fn coordinate(
     let (mut last_ios, mut last_bytes) = (0u64, 0u64);
     loop {
         let now = clock.now_ns();
-        if shared.abort.load(Ordering::Relaxed) || shared.stop.load(Ordering::Relaxed) {
+        if shared.abort.load(Ordering::Relaxed) {
             break;
         }
-        if !in_window && now >= ramp_ns {
+        let stopped = shared.stop.load(Ordering::Relaxed);
+        if !in_window && now >= ramp_ns && !stopped {
             in_window = true;
             observer.window_started();
         }
-        if now >= end_ns {
-            break;
+        match sync {
+            None if stopped || now >= end_ns => break,
+            None => {}
+            Some(s) => match s.end_now(stopped || now >= end_ns) {
+                Ok(true) => {
+                    // The window ends here for every stream of this process.
+                    shared.end_at.store(clock.now_ns(), Ordering::Relaxed);
+                    break;
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    shared.fail(RunError {
+                        target: "synchronized run".into(),
+                        worker: 0,
+                        error,
+                    });
+                    break;
+                }
+            },
         }
         if in_window && now >= next_sample {
             samples.count += 1;
@@ -172,7 +200,7 @@ pub(super) fn coordinate(
             observer.progress(&Progress {
                 elapsed: Duration::from_nanos(now),
                 ramping: now < ramp_ns,
-                remaining: Duration::from_nanos(end_ns - now),
+                remaining: Duration::from_nanos(end_ns.saturating_sub(now)),
                 iops: (ios - last_ios) as f64 / dt,
                 bytes_per_s: (bytes - last_bytes) as f64 / dt,
             });
@@ -181,10 +209,21 @@ pub(super) fn coordinate(
             last_bytes = bytes;
         }
         let next_event = if in_window { end_ns } else { ramp_ns };
-        let sleep_ns = (next_event - now)
+        let max_sleep = match sync {
+            // The deciding process may end a little before this one's own end: poll often
+            // from shortly before it.
+            Some(_) if now + 50_000_000 >= end_ns || stopped => SYNC_POLL_NS,
+            _ => 50_000_000,
+        };
+        let sleep_ns = next_event
+            .saturating_sub(now)
             .min(last_tick + 1_000_000_000 - now.min(last_tick + 1_000_000_000))
             .min(next_sample.saturating_sub(now))
-            .clamp(20_000, 50_000_000);
+            .clamp(20_000.min(max_sleep), max_sleep);
+        let sleep_ns = match sync {
+            Some(_) if now >= end_ns || stopped => SYNC_POLL_NS,
+            _ => sleep_ns,
+        };
         thread::sleep(Duration::from_nanos(sleep_ns));
     }
     if in_window {

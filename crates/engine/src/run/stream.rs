@@ -148,15 +148,13 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         arena: arena.clone(),
         io_timeout: ctx.io_timeout,
     };
-    let queue = ctx.target.open_queue(&cfg);
+    // A queue that fails to open is reported before the first barrier, so the coordinator
+    // knows at the barrier (and tells the other processes of a synchronized run).
+    let queue = ctx.target.open_queue(&cfg).map_err(&fail);
     ctx.barrier.wait();
     ctx.barrier.wait();
-    let mut queue = match queue {
-        Ok(q) => q,
-        Err(e) => {
-            fail(e);
-            return None;
-        }
+    let Ok(mut queue) = queue else {
+        return None;
     };
     if ctx.shared.abort.load(Ordering::Relaxed) {
         return None;
@@ -232,11 +230,13 @@ fn drive(
         q.reap(1, &mut s.done)?;
         let now = clock.now_ns();
         s.reaped(ctx);
-        if now >= ctx.end_ns
+        if now >= ctx.shared.end_at.load(Ordering::Relaxed)
             || ctx.shared.abort.load(Ordering::Relaxed)
             || ctx.shared.stop.load(Ordering::Relaxed)
         {
-            if now < ctx.end_ns && ctx.shared.stop.load(Ordering::Relaxed) {
+            if now < ctx.shared.end_at.load(Ordering::Relaxed)
+                && ctx.shared.stop.load(Ordering::Relaxed)
+            {
                 ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
             }
             // Completions at or after the end are outside the window.

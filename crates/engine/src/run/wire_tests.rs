@@ -1,0 +1,72 @@
+//! Tests of the run output's bytes and the merge.
+
+use std::time::{Duration, SystemTime};
+
+use super::wire::{decode, encode, merge};
+use super::{DirStats, RunOutput, Second, TargetRun};
+use crate::engine::TargetInfo;
+
+fn target(lats: &[u64]) -> TargetRun {
+    let mut read = DirStats::default();
+    for &l in lats {
+        read.hist.record(l);
+        read.ios += 1;
+        read.bytes += 4096;
+    }
+    TargetRun {
+        info: TargetInfo {
+            uri: "mem:1m".into(),
+            ..TargetInfo::default()
+        },
+        read,
+        write: DirStats::default(),
+        flush: DirStats::default(),
+        fua: DirStats::default(),
+        series: vec![Second {
+            read_ios: lats.len() as u64,
+            ..Second::default()
+        }],
+        outstanding: 4,
+        mean_outstanding: Some(3.5),
+        queue_stats: Vec::new(),
+        verify: None,
+        open_loop: None,
+    }
+}
+
+fn output(targets: Vec<TargetRun>) -> RunOutput {
+    RunOutput {
+        started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(100),
+        window: Duration::from_secs(1),
+        stopped_early: false,
+        clock_started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(101),
+        run_id: 7,
+        targets,
+    }
+}
+
+#[test]
+fn merged_percentiles_are_those_of_all_latencies_together() {
+    let a: Vec<u64> = (0..5_000).map(|i| 10_000 + i * 3).collect();
+    let b: Vec<u64> = (0..2_000).map(|i| 400_000 + i * 101).collect();
+    let outs = [output(vec![target(&a)]), output(vec![]), output(vec![target(&b)])];
+    let bytes: Vec<Vec<u8>> = outs.iter().map(encode).collect();
+    let back: Vec<RunOutput> = bytes.iter().map(|b| decode(b).unwrap()).collect();
+    let m = merge(&back).unwrap();
+    let mut all = sanbench_stats::LatencyHistogram::new();
+    for &l in a.iter().chain(&b) {
+        all.record(l);
+    }
+    let t = &m.targets[0];
+    assert_eq!(t.read.ios, 7_000);
+    assert_eq!(t.read.hist.summary(), all.summary());
+    assert_eq!(t.series[0].read_ios, 7_000);
+    assert_eq!(t.outstanding, 8);
+    assert_eq!(t.mean_outstanding, Some(7.0));
+}
+
+#[test]
+fn garbage_is_an_error() {
+    assert!(decode(b"{not json").is_err());
+    assert!(merge(&[]).is_none());
+}
