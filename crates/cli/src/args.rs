@@ -255,6 +255,10 @@ pub struct RunArgs {
     /// No summary table or progress line.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Under mpirun or srun (a build with the mpi feature): these ranks run no I/O and only
+    /// measure their host (CPU, --watch daemons, power, network), e.g. "0" or "0,4-7".
+    #[arg(long, value_name = "LIST")]
+    pub monitor_only_ranks: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

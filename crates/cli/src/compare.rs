@@ -278,6 +278,8 @@ pub(crate) fn run_cell(
         // n copies of one target share its map (they drive one store).
         verify: vec![cx.verify[ti].clone(); n],
         clock: None,
+        sync: None,
+        raw_latencies: false,
     };
     let (doc, used) = execute(&plan, progress, mon, *baseline)?;
     if baseline.is_none() {

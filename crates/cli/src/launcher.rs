@@ -3,8 +3,14 @@
 //! unrelated benchmarks and write N results, so it refuses instead (exit 2).
 
 /// The launcher's view of this process: (rank, size, launcher), from the environment
-/// variables Open MPI, MPICH/PMI, PMIx and Slurm set.
+/// variables Open MPI, MPICH/PMI, PMIx and Slurm set; `None` for a single rank.
+#[cfg(any(not(feature = "mpi"), test))]
 pub fn mpi_rank(env: &dyn Fn(&str) -> Option<String>) -> Option<(u64, u64, &'static str)> {
+    launched(env).filter(|&(_, n, _)| n > 1)
+}
+
+/// As [`mpi_rank`], a job of one rank included (`mpirun -n 1`).
+pub fn launched(env: &dyn Fn(&str) -> Option<String>) -> Option<(u64, u64, &'static str)> {
     let num = |k: &str| env(k).and_then(|v| v.trim().parse::<u64>().ok());
     let probes: [(&str, &str, &'static str); 4] = [
         (
@@ -18,11 +24,12 @@ pub fn mpi_rank(env: &dyn Fn(&str) -> Option<String>) -> Option<(u64, u64, &'sta
     ];
     probes.iter().find_map(|(size, rank, who)| {
         let n = num(size)?;
-        (n > 1).then(|| (num(rank).unwrap_or(0), n, *who))
+        (n >= 1).then(|| (num(rank).unwrap_or(0), n, *who))
     })
 }
 
 /// The refusal, when started as one of several ranks without MPI support built in.
+#[cfg(not(feature = "mpi"))]
 pub fn refuse_without_mpi() -> Option<String> {
     let (rank, size, who) = mpi_rank(&|k| std::env::var(k).ok())?;
     Some(format!(
@@ -54,5 +61,7 @@ mod tests {
         // A batch script's single step, or mpirun -n 1: nothing to refuse.
         assert_eq!(mpi_rank(&env(&[("SLURM_STEP_NUM_TASKS", "1")])), None);
         assert_eq!(mpi_rank(&env(&[("PMI_SIZE", "x")])), None);
+        let one = [("OMPI_COMM_WORLD_SIZE", "1"), ("OMPI_COMM_WORLD_RANK", "0")];
+        assert_eq!(launched(&env(&one)), Some((0, 1, "mpirun (Open MPI)")));
     }
 }

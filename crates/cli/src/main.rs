@@ -15,9 +15,13 @@ mod lab_cmd;
 mod launcher;
 mod monitoring;
 mod monitors_cmd;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod output;
 mod precondition;
 mod progress;
+#[cfg(any(feature = "mpi", test))]
+mod ranks;
 mod run_cmd;
 mod serve_cmd;
 mod servers;
@@ -68,10 +72,20 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    #[cfg(not(feature = "mpi"))]
     if let Some(msg) = launcher::refuse_without_mpi() {
         eprintln!("sanbench: {msg}");
         return ExitCode::from(2);
     }
+    // Under a launcher: join the job (the universe finalizes MPI when main returns).
+    #[cfg(feature = "mpi")]
+    let _universe = match mpi::start(&cli.command) {
+        Ok(u) => u,
+        Err(msg) => {
+            eprintln!("sanbench: {msg}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(a),
         Command::Suite { command } => suite_cmd::run(command),
@@ -96,6 +110,11 @@ fn main() -> ExitCode {
             }
         },
         Err(e) => {
+            // One rank failed: end the whole job now (no rank waits for it), naming it.
+            #[cfg(feature = "mpi")]
+            if let Some(job) = mpi::job() {
+                mpi::abort(job, &e.message());
+            }
             eprintln!("sanbench: {}", e.message());
             ExitCode::from(e.code())
         }

@@ -49,6 +49,51 @@ fn row(out: &mut String, name: &str, r: &TargetResult) {
     );
 }
 
+/// The per-host breakdown of a run of several MPI ranks (the rows above are all ranks merged).
+fn hosts(out: &mut String, doc: &RunDoc) {
+    if doc.hosts.len() < 2 {
+        return;
+    }
+    if let Some(m) = &doc.mpi {
+        let _ = writeln!(
+            out,
+            "{} ranks ({}): barrier exits within {:.0} µs, windows within {:.0} µs; per rank:",
+            m.ranks, m.launcher, m.barrier_exit_spread_us, m.window_spread_us
+        );
+    }
+    for h in &doc.hosts {
+        let cpu = h
+            .cpu
+            .as_ref()
+            .and_then(|c| c.get("busy_pct")?.as_f64())
+            .map(|c| format!("host CPU {c:.1} % busy"))
+            .unwrap_or_default();
+        let name = format!("  rank {} {}", h.rank, h.host);
+        let name = if name.len() > 28 {
+            format!("{}…", &name[..27])
+        } else {
+            name
+        };
+        if h.monitor_only {
+            let _ = writeln!(out, "{name:<28} monitor only {cpu}");
+            continue;
+        }
+        let l = &h.latency_us;
+        let _ = writeln!(
+            out,
+            "{name:<28} {:>9} {:>9.1} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {cpu}",
+            si(h.iops),
+            h.mb_per_s,
+            "",
+            lat(l.mean),
+            lat(l.p50),
+            lat(l.p99),
+            lat(l.p999),
+            lat(l.max),
+        );
+    }
+}
+
 pub fn summary(doc: &RunDoc) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -103,6 +148,7 @@ pub fn summary(doc: &RunDoc) -> String {
     if let Some(all) = &doc.all {
         row(&mut out, "all", all);
     }
+    hosts(&mut out, doc);
     for r in &doc.results {
         if let (Some(o), Some(sv), Some(lag)) = (&r.open_loop, &r.service_us, &r.issue_lag_us) {
             let _ = writeln!(

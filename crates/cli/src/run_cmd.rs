@@ -142,7 +142,9 @@ pub fn build_doc(
         .map(|t| target_result(t, secs, true))
         .collect();
     let total_ios: u64 = results.iter().map(|r| r.ios).sum();
-    let all = (out.targets.len() > 1).then(|| target_result(&aggregate(out), secs, false));
+    // Several targets, or none (a rank that only measures its host): the aggregate carries
+    // the host's figures.
+    let all = (out.targets.len() != 1).then(|| target_result(&aggregate(out), secs, false));
     let process_cpu = cpu.map(|((u0, s0), (u1, s1))| {
         let (user_s, system_s) = (u1 - u0, s1 - s0);
         let cpu_s = user_s + system_s;
@@ -180,6 +182,8 @@ pub fn build_doc(
         process_cpu,
         manifest: None,
         host: None,
+        hosts: Vec::new(),
+        mpi: None,
     }
 }
 
@@ -251,6 +255,16 @@ pub fn execute(
     mon: Option<&MonitorSetup>,
     reuse_baseline: Option<Baseline>,
 ) -> Result<(RunDoc, Option<Baseline>), CliError> {
+    execute_output(plan, progress, mon, reuse_baseline).map(|(doc, b, _)| (doc, b))
+}
+
+/// As [`execute`], with the run's output beside the document.
+pub fn execute_output(
+    plan: &RunPlan,
+    progress: &ProgressLine,
+    mon: Option<&MonitorSetup>,
+    reuse_baseline: Option<Baseline>,
+) -> Result<(RunDoc, Option<Baseline>, RunOutput), CliError> {
     let running = mon
         .map(|m| crate::monitoring::start(m, reuse_baseline))
         .transpose()?;
@@ -278,17 +292,34 @@ pub fn execute(
         crate::monitoring::fill(&mut doc, &report, r.baseline);
         crate::monitoring::manifest(&mut doc);
     }
-    Ok((doc, baseline))
+    Ok((doc, baseline, out))
 }
 
-pub fn run(a: RunArgs) -> Result<(), CliError> {
-    let w = workload_from_args(&a)?;
+/// What one process of a run does: open its targets, precondition them, run the plan with the
+/// host monitor. `quiet` silences progress; `sync` runs the plan in step with other processes
+/// (MPI ranks), whose rank 0 alone preconditions targets they share (`precondition: false` on
+/// the others).
+pub struct Measure<'a> {
+    pub targets: &'a [String],
+    pub quiet: bool,
+    pub sync: Option<std::sync::Arc<dyn sanbench_engine::run::sync::PhaseSync>>,
+    pub precondition: bool,
+    pub raw_latencies: bool,
+}
+
+/// Runs one process's part and returns its document and the run's output (for merging).
+pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliError> {
+    let w = workload_from_args(a)?;
     let size = a.size.map(|b| b.0);
-    let data = DataPlan::from_args(&a.data)?;
+    let mut data_args = a.data.clone();
+    if !m.precondition {
+        data_args.precondition = "none".into();
+    }
+    let data = DataPlan::from_args(&data_args)?;
     let opts = file_options(&a.engine, size, w.has_writes() || data.writes())?;
     let io_timeout = io_timeout(&a.engine)?;
-    let targets = crate::targets::open_targets(&a.targets, &opts)?;
-    let progress = ProgressLine::new(a.quiet);
+    let targets = crate::targets::open_targets(m.targets, &opts)?;
+    let progress = ProgressLine::new(m.quiet);
     let mut reports = Vec::with_capacity(targets.len());
     let spans: Vec<u64> = targets
         .iter()
@@ -310,7 +341,7 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
             w.has_reads(),
             io_timeout,
             &progress,
-            a.quiet,
+            m.quiet,
             verify[ti].as_deref(),
         )?;
         reports.push(rep);
@@ -325,21 +356,53 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         run_id,
         verify,
         clock: None,
+        sync: m.sync,
+        raw_latencies: m.raw_latencies,
     };
     let mon = crate::monitoring::setup(&a.monitor)?;
-    let (mut doc, _) = execute(&plan, &progress, mon.as_ref(), None)?;
+    let (mut doc, _, out) = execute_output(&plan, &progress, mon.as_ref(), None)?;
     attach_precondition(&mut doc, reports);
+    Ok((doc, out))
+}
+
+/// Prints and writes a finished run's document (the process that reports: the only one, or
+/// rank 0), and its exit code for data that did not verify.
+pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
     if let Some(path) = &a.json {
-        write_json(&doc, path)?;
+        write_json(doc, path)?;
     }
     let to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if !a.quiet {
-        let s = crate::output::summary(&doc);
+        let s = crate::output::summary(doc);
         if to_stdout {
             eprint!("{s}");
         } else {
             out!("{s}");
         }
     }
-    crate::precondition::verdict(&doc, a.quiet)
+    crate::precondition::verdict(doc, a.quiet)
+}
+
+pub fn run(a: RunArgs) -> Result<(), CliError> {
+    #[cfg(feature = "mpi")]
+    if let Some(job) = crate::mpi::job() {
+        return crate::mpi::run::run(&a, job);
+    }
+    if a.monitor_only_ranks.is_some() {
+        return Err(usage(
+            "--monitor-only-ranks needs a run under mpirun or srun by a sanbench built with \
+             --features mpi",
+        ));
+    }
+    let (doc, _) = measure(
+        &a,
+        Measure {
+            targets: &a.targets,
+            quiet: a.quiet,
+            sync: None,
+            precondition: true,
+            raw_latencies: false,
+        },
+    )?;
+    report(&a, &doc)
 }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod file;
 pub mod gen;
 pub mod holes;
+pub mod hosts;
 pub mod mem;
 pub mod null;
 pub mod page_cache;

@@ -258,6 +258,12 @@ pub struct RunDoc {
     /// Host monitoring beyond the per-result blocks: idle baseline, per-interval series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<serde_json::Value>,
+    /// A run of several MPI ranks: each rank's own figures (the totals above are all ranks
+    /// merged), and how they ran together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::hosts::HostResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<crate::hosts::MpiInfo>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -415,6 +421,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         queue_stats: Vec::new(),
         verify: None,
         open_loop: None,
+        raw_ns: Vec::new(),
     };
     for t in &out.targets {
         all.read.ios += t.read.ios;

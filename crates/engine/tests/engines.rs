@@ -296,6 +296,8 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         run_id: None,
         verify: Vec::new(),
         clock: None,
+        sync: None,
+        raw_latencies: false,
     }
 }
 

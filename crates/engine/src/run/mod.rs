@@ -67,6 +67,10 @@ pub struct RunPlan {
     /// Runs the plan in step with other processes (the start barrier, the window's end
     /// decided by one of them); `None`: this process alone.
     pub sync: Option<Arc<dyn sync::PhaseSync>>,
+    /// Test hook for small runs: keep every counted read and write latency (service time,
+    /// ns; at most `state::RAW_CAP` per stream) in `TargetRun::raw_ns`, so a test can check
+    /// merged percentiles against the raw values. Off in every real run.
+    pub raw_latencies: bool,
 }
 
 /// Called by the scheduler's coordinating thread; monitors hook in here.
@@ -157,6 +161,9 @@ pub struct TargetRun {
     pub verify: Option<crate::verify::VerifyReport>,
     /// Open loop: the asked rate (I/Os per second on this target) and the arrivals.
     pub open_loop: Option<(f64, pacer::Arrival)>,
+    /// The raw latencies of the test hook (`RunPlan::raw_latencies`), in no order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw_ns: Vec<u64>,
 }
 
 /// The outcome of a run.
@@ -199,6 +206,7 @@ pub(super) struct StreamOut {
     series: Vec<Second>,
     stats: std::collections::BTreeMap<String, serde_json::Value>,
     verify: Option<crate::verify::VerifyReport>,
+    raw: Option<Vec<u64>>,
 }
 
 /// Runs the plan to completion.
@@ -281,6 +289,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                     shared: shared.clone(),
                     live: lives[worker * plan.targets.len() + ti].clone(),
                     verify: verifier(ti),
+                    raw_latencies: plan.raw_latencies,
                 };
                 let h = thread::Builder::new()
                     .name(format!("sb-w{worker}-t{ti}"))
@@ -374,6 +383,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 queue_stats: Vec::new(),
                 verify: verifier(ti).map(|v| v.report()),
                 open_loop: w.rate.map(|r| (r, w.arrival)),
+                raw_ns: Vec::new(),
             }
         })
         .collect();
@@ -393,6 +403,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         if let (Some(tv), Some(ov)) = (&mut t.verify, &o.verify) {
             tv.merge(ov);
         }
+        t.raw_ns.extend(o.raw.unwrap_or_default());
     }
     let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
     for t in &mut targets {

@@ -86,7 +86,12 @@ pub(super) struct StreamState {
     /// Tags with an I/O in flight (to settle them if the stream fails).
     pub(super) busy: Vec<bool>,
     pub(super) verify: Option<StreamVerify>,
+    /// Test hook (`RunPlan::raw_latencies`): every counted read and write latency, in ns.
+    pub(super) raw: Option<Vec<u64>>,
 }
+
+/// Most raw latencies one stream keeps for the test hook (small runs only).
+pub(super) const RAW_CAP: usize = 1 << 22;
 
 /// Draws that may collide in a row before the span is deemed too small for the depth.
 const MAX_REDRAWS: u32 = 1 << 20;
@@ -115,6 +120,7 @@ impl StreamState {
             series: vec![Second::default(); time.as_secs() as usize + 2],
             busy: vec![false; d],
             verify: None,
+            raw: None,
         }
     }
 
@@ -420,6 +426,9 @@ impl StreamState {
         d.ios += 1;
         d.bytes += len;
         d.hist.record(service);
+        if let Some(raw) = self.raw.as_mut().filter(|r| r.len() < RAW_CAP) {
+            raw.push(service);
+        }
         if open {
             d.response.record(response);
             d.lag.record(lag);
@@ -483,7 +492,7 @@ impl StreamState {
                 // to be inlined whole; flushes, FUA writes and open-loop times go through
                 // `count_extra`, kept out of line.
                 let op = self.op[t];
-                if op == Op::Flush || open || self.fua[t] {
+                if op == Op::Flush || open || self.fua[t] || self.raw.is_some() {
                     self.count_extra(t, now, service, sec, len);
                 } else {
                     let last = self.series.len() - 1;

@@ -49,6 +49,7 @@ pub(super) struct StreamCtx<'a> {
     pub(super) shared: Arc<Shared>,
     pub(super) live: Arc<Live>,
     pub(super) verify: Option<Arc<Verifier>>,
+    pub(super) raw_latencies: bool,
 }
 
 /// Arena layout of one stream: a private slot per tag, then the random pool writes draw from.
@@ -171,6 +172,9 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     let mut stamper = Stamper::new(&ctx.data, ctx.run_id, ctx.worker as u32);
     let mut s = StreamState::new(depth, w.time);
     s.flush_every = w.flush_every;
+    if ctx.raw_latencies {
+        s.raw = Some(Vec::new());
+    }
     if let Some(v) = &ctx.verify {
         stamper = stamper.with_unit(v.unit as usize);
         s.verify = Some(StreamVerify::new(v, depth, w.flush_every));
@@ -207,6 +211,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         series: s.series,
         stats: queue.stats(),
         verify: s.verify.map(|v| v.rep),
+        raw: s.raw,
     })
 }
 

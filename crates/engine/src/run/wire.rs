@@ -50,6 +50,7 @@ pub fn merge_target(into: &mut TargetRun, o: &TargetRun) {
     if let (Some((ra, _)), Some((rb, _))) = (&mut into.open_loop, &o.open_loop) {
         *ra += rb;
     }
+    into.raw_ns.extend_from_slice(&o.raw_ns);
 }
 
 /// Merges the outputs of processes that ran the same plan in step (target `i` of each is the

@@ -1,0 +1,218 @@
+//! One rank's part of `sanbench run` and rank 0's one result.
+//!
+//! Every rank opens its targets (`{rank}` and `{host}` expanded) and runs the plan in step
+//! (`MpiSync`); ranks named by `--monitor-only-ranks` run a plan without targets, so they take
+//! part in the phases and measure their host. Each rank then sends rank 0 one message: its
+//! run output (counters, per-second series, HdrHistograms in V2 serialization) and its own
+//! document (monitors, efficiency). Rank 0 merges the outputs (histograms bucket by bucket:
+//! merged percentiles are exact), builds the totals from the merge, adds `hosts[]` and `mpi`,
+//! and alone prints, writes and reports.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use sanbench_engine::hosts::{HostResult, MpiInfo};
+use sanbench_engine::result::{ProcessCpu, RunDoc};
+use sanbench_engine::run::wire;
+use sanbench_engine::RunOutput;
+use serde::{Deserialize, Serialize};
+
+use super::sync::{MpiSync, TAG_RESULT};
+use super::Job;
+use crate::args::RunArgs;
+use crate::error::{usage, CliError};
+use crate::run_cmd::{measure, Measure};
+
+/// Test hook: with this variable set to a directory, every rank keeps its raw latencies and
+/// writes them to DIR/rank-N.txt (one value in ns per line), so a test can check the merged
+/// percentiles against all of them (small runs only).
+pub const RAW_ENV: &str = "SANBENCH_TEST_RAW_LATENCIES";
+
+/// What one rank sends rank 0.
+#[derive(Serialize, Deserialize)]
+struct RankReport {
+    rank: u32,
+    host: String,
+    monitor_only: bool,
+    output: RunOutput,
+    doc: RunDoc,
+}
+
+pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
+    let monitor_only = match &a.monitor_only_ranks {
+        Some(list) => crate::ranks::parse_rank_list(list, job.size)
+            .map_err(usage)?
+            .contains(&job.rank),
+        None => false,
+    };
+    let targets: Vec<String> = if monitor_only {
+        Vec::new()
+    } else {
+        a.targets
+            .iter()
+            .map(|t| crate::ranks::expand(t, job.rank, &job.host))
+            .collect()
+    };
+    let raw_dir = std::env::var_os(RAW_ENV).map(std::path::PathBuf::from);
+    let (doc, mut output) = measure(
+        a,
+        Measure {
+            targets: &targets,
+            quiet: a.quiet || job.rank != 0,
+            sync: Some(Arc::new(MpiSync {
+                rank: job.rank,
+                size: job.size,
+            })),
+            // Targets every rank shares are preconditioned once, by rank 0 (the others wait at
+            // the start barrier meanwhile).
+            precondition: job.rank == 0 || crate::ranks::per_rank(&a.targets),
+            raw_latencies: raw_dir.is_some(),
+        },
+    )?;
+    if let Some(dir) = raw_dir {
+        let text: String = output
+            .targets
+            .iter()
+            .flat_map(|t| &t.raw_ns)
+            .map(|v| format!("{v}\n"))
+            .collect();
+        let path = dir.join(format!("rank-{}.txt", job.rank));
+        std::fs::write(&path, text)
+            .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display())))?;
+        for t in &mut output.targets {
+            t.raw_ns = Vec::new();
+        }
+    }
+    let mine = RankReport {
+        rank: job.rank,
+        host: job.host.clone(),
+        monitor_only,
+        output,
+        doc,
+    };
+    let world = SimpleCommunicator::world();
+    if job.rank != 0 {
+        let bytes = serde_json::to_vec(&mine)
+            .map_err(|e| CliError::Failed(anyhow::anyhow!("serializing the result: {e}")))?;
+        world.process_at_rank(0).send_with_tag(&bytes[..], TAG_RESULT);
+        return Ok(());
+    }
+    let mut all = vec![mine];
+    for r in 1..job.size {
+        let (bytes, _) = world
+            .process_at_rank(r as i32)
+            .receive_vec_with_tag::<u8>(TAG_RESULT);
+        let rep: RankReport = serde_json::from_slice(&bytes).map_err(|e| {
+            CliError::Failed(anyhow::anyhow!("the result of rank {r} does not decode: {e}"))
+        })?;
+        all.push(rep);
+    }
+    let doc = merged_doc(a, job, all)?;
+    crate::run_cmd::report(a, &doc)
+}
+
+fn unix_ns(t: SystemTime) -> i128 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+}
+
+/// Rank 0's one document: the totals from the merged outputs, each rank in `hosts[]`.
+fn merged_doc(a: &RunArgs, job: &Job, ranks: Vec<RankReport>) -> Result<RunDoc, CliError> {
+    let outputs: Vec<RunOutput> = ranks.iter().map(|r| r.output.clone()).collect();
+    let merged = wire::merge(&outputs)
+        .ok_or_else(|| CliError::Failed(anyhow::anyhow!("no rank sent a result")))?;
+    let first_exit = ranks
+        .iter()
+        .map(|r| unix_ns(r.output.clock_started_at))
+        .min()
+        .unwrap_or(0);
+    let last_exit = ranks
+        .iter()
+        .map(|r| unix_ns(r.output.clock_started_at))
+        .max()
+        .unwrap_or(0);
+    let windows: Vec<f64> = ranks
+        .iter()
+        .filter(|r| !r.monitor_only)
+        .map(|r| r.output.window.as_secs_f64())
+        .collect();
+    let spread = |v: &[f64]| {
+        v.iter().cloned().fold(f64::MIN, f64::max) - v.iter().cloned().fold(f64::MAX, f64::min)
+    };
+    let hosts: Vec<HostResult> = ranks
+        .iter()
+        .map(|r| {
+            let mut h = HostResult::of(&r.doc, r.rank, &r.host, r.monitor_only);
+            h.barrier_exit = sanbench_stats::time::rfc3339_millis(r.output.clock_started_at);
+            h.barrier_exit_offset_us =
+                (unix_ns(r.output.clock_started_at) - first_exit) as f64 / 1e3;
+            h
+        })
+        .collect();
+    let mpi_info = MpiInfo {
+        ranks: job.size,
+        launcher: job.launcher.into(),
+        barrier_exit_spread_us: (last_exit - first_exit) as f64 / 1e3,
+        window_spread_us: if windows.is_empty() {
+            0.0
+        } else {
+            spread(&windows) * 1e6
+        },
+        decided_by: 0,
+    };
+    if let [only] = &ranks[..] {
+        // One rank: its own document is the result, monitors and all.
+        let mut doc = only.doc.clone();
+        doc.hosts = hosts;
+        doc.mpi = Some(mpi_info);
+        return Ok(doc);
+    }
+    let w = crate::run_cmd::workload_from_args(a)?;
+    let base = ranks
+        .iter()
+        .find(|r| !r.monitor_only)
+        .map(|r| &r.doc)
+        .unwrap_or(&ranks[0].doc);
+    let mut doc = crate::run_cmd::build_doc(&w, &base.data, &merged, None);
+    // Targets that differ per rank are named by their template.
+    if a.targets.iter().any(|t| t.contains("{rank}") || t.contains("{host}")) {
+        for (r, t) in doc.results.iter_mut().zip(&a.targets) {
+            r.target = t.clone();
+        }
+    }
+    for (r, b) in doc.results.iter_mut().zip(&base.results) {
+        r.precondition = b.precondition.clone();
+    }
+    doc.run_id = base.run_id.clone();
+    doc.manifest = ranks[0].doc.manifest.clone();
+    doc.peak_rss_bytes = ranks.iter().map(|r| r.doc.peak_rss_bytes).max().unwrap_or(0);
+    doc.process_cpu = sum_cpu(&ranks, doc.results.iter().map(|r| r.ios).sum());
+    doc.hosts = hosts;
+    doc.mpi = Some(mpi_info);
+    Ok(doc)
+}
+
+/// The ranks' own CPU time added up (every rank's process, I/O or not).
+fn sum_cpu(ranks: &[RankReport], total_ios: u64) -> Option<ProcessCpu> {
+    let cpus: Vec<&ProcessCpu> = ranks.iter().filter_map(|r| r.doc.process_cpu.as_ref()).collect();
+    if cpus.len() != ranks.len() {
+        return None;
+    }
+    let user_s: f64 = cpus.iter().map(|c| c.user_s).sum();
+    let system_s: f64 = cpus.iter().map(|c| c.system_s).sum();
+    let cpu_s = user_s + system_s;
+    Some(ProcessCpu {
+        user_s,
+        system_s,
+        ios_per_cpu_s: if cpu_s > 0.0 { total_ios as f64 / cpu_s } else { 0.0 },
+        cpu_us_per_io: if total_ios > 0 {
+            cpu_s * 1e6 / total_ios as f64
+        } else {
+            0.0
+        },
+    })
+}

@@ -1,0 +1,84 @@
+//! The per-host part of a result that several processes measured together (the ranks of an
+//! MPI job): `hosts[]` and `mpi` in `sanbench.run/1`. The totals of such a document are the
+//! merged run (counts added, histograms merged: see `run::wire`); these are each rank's own
+//! figures beside them. Field names are public interface: extend, never rename.
+
+use serde::{Deserialize, Serialize};
+
+use crate::result::{Efficiency, LatencyUs, ProcessCpu, RunDoc, TargetResult};
+
+/// One rank's own figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HostResult {
+    pub rank: u32,
+    /// The host name the rank ran on (MPI's processor name).
+    pub host: String,
+    /// The rank ran no I/O and only measured its host (`--monitor-only-ranks`).
+    pub monitor_only: bool,
+    /// The targets it drove, `{rank}` and `{host}` expanded.
+    pub targets: Vec<String>,
+    /// Its exit from the start barrier (wall clock, RFC 3339 with ms; the offset below in µs), where its ramp began.
+    pub barrier_exit: String,
+    /// Microseconds after the earliest rank's barrier exit.
+    pub barrier_exit_offset_us: f64,
+    pub seconds: f64,
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub latency_us: LatencyUs,
+    /// Its host's CPU, network and power over its window (the monitors' blocks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub net: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power: Option<serde_json::Value>,
+    pub efficiency: Efficiency,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process_cpu: Option<ProcessCpu>,
+}
+
+/// How the ranks ran together.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MpiInfo {
+    pub ranks: u32,
+    /// Who started the job (mpirun, srun, ...).
+    pub launcher: String,
+    /// Latest minus earliest barrier exit, wall clock (includes the hosts' clock offsets).
+    pub barrier_exit_spread_us: f64,
+    /// Longest minus shortest measured window over the ranks that ran I/O.
+    pub window_spread_us: f64,
+    /// The rank that decided the end of the window.
+    pub decided_by: u32,
+}
+
+impl HostResult {
+    /// A rank's entry from its own document (its aggregate, or its one target).
+    pub fn of(doc: &RunDoc, rank: u32, host: &str, monitor_only: bool) -> HostResult {
+        let own: Option<&TargetResult> = doc.all.as_ref().or(doc.results.first());
+        let mut h = HostResult {
+            rank,
+            host: host.into(),
+            monitor_only,
+            targets: doc.results.iter().map(|r| r.target.clone()).collect(),
+            seconds: doc.seconds,
+            process_cpu: doc.process_cpu.clone(),
+            ..HostResult::default()
+        };
+        if let Some(t) = own {
+            h.ios = t.ios;
+            h.bytes = t.bytes;
+            h.iops = t.iops;
+            h.mb_per_s = t.mb_per_s;
+            h.latency_us = t.latency_us.clone();
+            h.cpu = t.cpu.clone();
+            h.net = t.net.clone();
+            h.power = t.power.clone();
+            h.efficiency = t.efficiency.clone();
+        }
+        h
+    }
+}
