@@ -1,0 +1,300 @@
+//! sanbench as an MPI job (feature `mpi`): `mpirun --oversubscribe -n 3 sanbench run ...` on
+//! this machine, against `mem:` (each rank its own), one shared `sanbench serve nbd`, and
+//! per-rank files (`{rank}`); the merged percentiles against every rank's raw latencies (the
+//! test hook SANBENCH_TEST_RAW_LATENCIES); a monitor-only rank; a failing and a killed rank.
+//! Open MPI is kept on loopback and shared memory (`btl self,vader`, `oob_tcp_if_include lo`).
+#![cfg(feature = "mpi")]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("sanbench")
+}
+
+/// `mpirun -n N sanbench ARGS...`, as root too, on this host only.
+fn mpirun(n: u32, args: &[&str]) -> Command {
+    sanbench_testkit::require("mpirun", "openmpi-bin");
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "-n", &n.to_string()])
+        .args(["--mca", "btl", "self,vader"])
+        .args(["--mca", "oob_tcp_if_include", "lo"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .arg(bin())
+        .args(args);
+    c
+}
+
+fn ok(out: &Output) -> (String, String) {
+    let (so, se) = (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    );
+    assert!(out.status.success(), "{}\n{so}\n{se}", out.status);
+    (so, se)
+}
+
+fn doc(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn hosts(d: &Value) -> &Vec<Value> {
+    d["hosts"].as_array().expect("hosts[]")
+}
+
+/// The totals are the ranks' sums; each rank ran I/O of its own.
+fn check_sums(d: &Value, ranks: usize) {
+    let h = hosts(d);
+    assert_eq!(h.len(), ranks);
+    assert_eq!(d["mpi"]["ranks"], ranks as u64);
+    let total = d["results"][0]["ios"].as_u64().unwrap();
+    let sum: u64 = h.iter().map(|x| x["ios"].as_u64().unwrap()).sum();
+    assert_eq!(total, sum, "{h:?}");
+    // IOPS: the sum of the ranks' own rates, up to the windows' small differences.
+    let iops = d["results"][0]["iops"].as_f64().unwrap();
+    let sum_iops: f64 = h.iter().map(|x| x["iops"].as_f64().unwrap()).sum();
+    assert!((iops - sum_iops).abs() <= 0.05 * sum_iops, "{iops} vs {sum_iops}");
+    for x in h.iter().filter(|x| x["monitor_only"] == false) {
+        assert!(x["ios"].as_u64().unwrap() > 0, "{x}");
+    }
+    let spread = d["mpi"]["barrier_exit_spread_us"].as_f64().unwrap();
+    assert!((0.0..5e6).contains(&spread), "{spread}");
+}
+
+#[test]
+fn three_ranks_on_mem_add_up_and_merged_percentiles_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = mpirun(
+        3,
+        &["run", "mem:16m", "--time", "600ms", "--ramp", "100ms", "--qd", "4"],
+    )
+    .args(["--json", json.to_str().unwrap()])
+    .env("SANBENCH_TEST_RAW_LATENCIES", dir.path())
+    .output()
+    .unwrap();
+    let (stdout, _) = ok(&out);
+    // Only rank 0 prints.
+    assert_eq!(stdout.matches("sanbench 0.1.0:").count(), 1, "{stdout}");
+    assert!(stdout.contains("rank 2"), "{stdout}");
+    let d = doc(&json);
+    check_sums(&d, 3);
+    let mut raw: Vec<u64> = Vec::new();
+    for r in 0..3 {
+        let text = std::fs::read_to_string(dir.path().join(format!("rank-{r}.txt"))).unwrap();
+        let n0 = raw.len();
+        raw.extend(text.lines().map(|l| l.parse::<u64>().unwrap()));
+        assert_eq!(
+            (raw.len() - n0) as u64,
+            hosts(&d)[r]["ios"].as_u64().unwrap(),
+            "rank {r}"
+        );
+    }
+    raw.sort_unstable();
+    let n = raw.len() as f64;
+    let lat = &d["results"][0]["latency_us"];
+    for (q, key) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
+        let exact = raw[((q * n).ceil() as usize).max(1) - 1].max(1);
+        let merged = (lat[key].as_f64().unwrap() * 1000.0).round() as u64;
+        // HdrHistogram reports the top of the value's bucket (3 significant digits).
+        assert!(
+            merged >= exact && merged <= exact + exact / 1000 + 1,
+            "{key}: merged {merged} ns, all ranks' raw latencies {exact} ns"
+        );
+    }
+}
+
+/// A `sanbench serve nbd` on a free loopback port; its URI.
+fn serve_nbd() -> (Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(bin())
+        .args(["serve", "nbd", "--size", "16M", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let uri = line
+        .split_whitespace()
+        .find(|w| w.starts_with("nbd://"))
+        .unwrap_or_else(|| panic!("no URI in {line:?}"))
+        .to_string();
+    (child, uri)
+}
+
+fn stop(mut child: Child) {
+    // By its process id only.
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+}
+
+#[test]
+fn three_ranks_share_one_nbd_server() {
+    let (server, uri) = serve_nbd();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = mpirun(3, &["run", &uri, "--time", "600ms", "--ramp", "100ms", "--qd", "2"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    stop(server);
+    ok(&out);
+    let d = doc(&json);
+    check_sums(&d, 3);
+    for h in hosts(&d) {
+        assert_eq!(h["targets"][0], uri.as_str(), "{h}");
+    }
+}
+
+#[test]
+fn rank_in_a_target_drives_a_file_per_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let template = format!("file:{}/t{{rank}}.img", dir.path().display());
+    let out = mpirun(
+        3,
+        &[
+            "run", &template, "--size", "4m", "--read", "50", "--time", "400ms", "--ramp",
+            "100ms",
+        ],
+    )
+    .args(["--json", json.to_str().unwrap()])
+    .output()
+    .unwrap();
+    ok(&out);
+    let d = doc(&json);
+    check_sums(&d, 3);
+    assert_eq!(d["results"][0]["target"], template.as_str());
+    for r in 0..3 {
+        let f = dir.path().join(format!("t{r}.img"));
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 4 << 20, "{f:?}");
+        let t = hosts(&d)[r]["targets"][0].as_str().unwrap();
+        assert!(t.ends_with(&format!("t{r}.img")), "{t}");
+    }
+}
+
+#[test]
+fn a_monitor_only_rank_reports_its_cpu_and_runs_no_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = mpirun(
+        3,
+        &["run", "mem:16m", "--time", "500ms", "--monitor-only-ranks", "1"],
+    )
+    .args(["--json", json.to_str().unwrap()])
+    .output()
+    .unwrap();
+    let (stdout, _) = ok(&out);
+    assert!(stdout.contains("monitor only"), "{stdout}");
+    let d = doc(&json);
+    check_sums(&d, 3);
+    let m = &hosts(&d)[1];
+    assert_eq!(m["monitor_only"], true);
+    assert_eq!(m["ios"], 0);
+    assert_eq!(m["targets"].as_array().unwrap().len(), 0);
+    let busy = m["cpu"]["busy_pct"].as_f64().expect("host CPU of the monitor-only rank");
+    assert!((0.0..=100.0).contains(&busy), "{busy}");
+    // Bad lists are bad input on every rank: exit non-zero, one clear line each.
+    let out = mpirun(2, &["run", "null:", "--time", "200ms", "--monitor-only-ranks", "7"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not in a job of 2 ranks"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_failing_rank_ends_the_job_naming_rank_and_host() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rank 1's directory does not exist: only rank 1 fails to open its target.
+    for r in [0, 2] {
+        std::fs::create_dir(dir.path().join(format!("r{r}"))).unwrap();
+    }
+    let template = format!("file:{}/r{{rank}}/t.img", dir.path().display());
+    let t0 = Instant::now();
+    let out = mpirun(3, &["run", &template, "--size", "1m", "--time", "30s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("rank 1 of 3 on "), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+}
+
+/// Process ids of `sanbench` processes whose parent is `parent`.
+fn children(parent: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let Some((comm, rest)) = stat.split_once(") ") else {
+            continue;
+        };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if comm.ends_with("(sanbench") && ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn killing_a_rank_ends_mpirun_with_an_error_within_20_s() {
+    let mut job = mpirun(3, &["run", "mem:16m", "--time", "60s", "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let ranks = loop {
+        let c = children(job.id());
+        if c.len() == 3 || t0.elapsed() > Duration::from_secs(15) {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(ranks.len(), 3, "ranks under mpirun: {ranks:?}");
+    // Let them reach the measured window.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on a process id we just read as our mpirun's child.
+    unsafe { libc::kill(ranks[1], libc::SIGKILL) };
+    let killed = Instant::now();
+    let status = loop {
+        if let Some(s) = job.try_wait().unwrap() {
+            break Some(s);
+        }
+        if killed.elapsed() > Duration::from_secs(20) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let Some(status) = status else {
+        // Stop what we started, by pid, then fail.
+        let _ = job.kill();
+        let _ = job.wait();
+        for p in children(job.id()) {
+            // SAFETY: as above.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        panic!("mpirun still running 20 s after a rank was killed");
+    };
+    assert!(!status.success(), "{status}");
+}
