@@ -2,13 +2,14 @@
 # Installs the Debian packages sanbench's tests and benchmarks drive as reference peers.
 # qemu-system-x86, busybox-static, linux-image-amd64, socat: the Linux kernel as an NVMe/TCP
 # peer in a TCG guest (crates/testkit/src/vm.rs); nbd-client, open-iscsi: the kernel's NBD and
-# iSCSI initiators, copied into that guest with their libraries. Idempotent: does nothing when
-# everything is present. Needs root (CI runs as root).
+# iSCSI initiators, copied into that guest with their libraries. openmpi-bin, libopenmpi-dev,
+# libclang-dev: the `mpi` feature (rsmpi's bindgen needs libclang) and its tests under mpirun.
+# Idempotent: does nothing when everything is present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
       iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
-      nbd-client open-iscsi)
+      nbd-client open-iscsi openmpi-bin libopenmpi-dev libclang-dev)
 missing_now() {
   missing=()
   for p in "${pkgs[@]}"; do

@@ -90,8 +90,13 @@ pub fn run(
                     }
                     let mut sw = w.clone();
                     sw.workload.rate = Some(rate);
-                    let (r, host) = run_cell(cx, &sw, ti, uri, name, &mut book.baselines[ti])?;
-                    let r: &TargetResult = book.record(ti, &w.id, rep, Some(pct), r, host)?;
+                    // Curves never run as an MPI job (compare refuses), so a cell always
+                    // has its result here.
+                    let Some(cell) = run_cell(cx, &sw, ti, uri, name, &mut book.baselines[ti])?
+                    else {
+                        continue;
+                    };
+                    let r: &TargetResult = book.record(ti, &w.id, rep, Some(pct), cell)?;
                     if r.latency_us.mean > plan.stop_us {
                         if !cx.a.quiet {
                             eprintln!(

@@ -20,7 +20,6 @@ mod mpi;
 mod output;
 mod precondition;
 mod progress;
-#[cfg(any(feature = "mpi", test))]
 mod ranks;
 mod run_cmd;
 mod serve_cmd;

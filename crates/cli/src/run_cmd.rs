@@ -248,17 +248,8 @@ pub fn io_timeout(e: &EngineArgs) -> Result<std::time::Duration, CliError> {
 }
 
 /// Runs a plan with the progress line, the process-CPU observer and the host monitor, and
-/// builds its document. Returns the idle baseline used, for reuse on the same target.
-pub fn execute(
-    plan: &RunPlan,
-    progress: &ProgressLine,
-    mon: Option<&MonitorSetup>,
-    reuse_baseline: Option<Baseline>,
-) -> Result<(RunDoc, Option<Baseline>), CliError> {
-    execute_output(plan, progress, mon, reuse_baseline).map(|(doc, b, _)| (doc, b))
-}
-
-/// As [`execute`], with the run's output beside the document.
+/// builds its document. Returns the idle baseline used, for reuse on the same target, and the
+/// run's output (what an MPI rank sends to rank 0).
 pub fn execute_output(
     plan: &RunPlan,
     progress: &ProgressLine,

@@ -320,6 +320,8 @@ fn chap_options_are_checked() {
     );
 }
 
+/// Built with the mpi feature, the same variables would make the binary join a job.
+#[cfg(not(feature = "mpi"))]
 #[test]
 fn started_as_one_of_several_ranks_without_mpi_is_refused() {
     for (k, n, rk) in [
@@ -338,6 +340,27 @@ fn started_as_one_of_several_ranks_without_mpi_is_refused() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains("without the mpi feature"), "{err}");
     }
+}
+
+/// The same under a real mpirun (when Open MPI is installed): every rank refuses, and none
+/// runs a benchmark of its own.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn under_a_real_mpirun_without_mpi_every_rank_refuses() {
+    sanbench_testkit::require("mpirun", "openmpi-bin");
+    let out = std::process::Command::new("mpirun")
+        .args(["--oversubscribe", "-n", "2", "--mca", "btl", "self,vader"])
+        .args(["--mca", "oob_tcp_if_include", "lo"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .arg(assert_cmd::cargo::cargo_bin("sanbench"))
+        .args(["run", "null:", "--time", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("without the mpi feature").count(), 2, "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("IOPS"));
 }
 
 /// Secrets kept off the command line: the target's from --chap-file and --target-chap-file,

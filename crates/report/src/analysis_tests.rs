@@ -57,6 +57,7 @@ fn doc(names: &[&str], workloads: &[(&str, &str)], values: &[(&str, &str, &[f64]
                 result: r,
                 steady: None,
                 load_pct: None,
+                hosts: Vec::new(),
             });
         }
     }

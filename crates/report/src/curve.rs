@@ -196,6 +196,7 @@ mod tests {
                     result: r,
                     steady: None,
                     load_pct: Some(80.0),
+                    hosts: Vec::new(),
                 });
             }
         }

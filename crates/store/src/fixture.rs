@@ -252,6 +252,7 @@ pub fn sample_comparison() -> Comparison {
                     result: result(p, w, repeat),
                     steady: None,
                     load_pct: None,
+                    hosts: Vec::new(),
                 });
             }
         }

@@ -63,6 +63,9 @@ pub struct Cell {
     /// closed-loop maximum it was run at, open loop. `None`: a closed-loop cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_pct: Option<f64>,
+    /// Under MPI: each rank's own figures for this cell (`result` is all ranks merged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<sanbench_engine::hosts::HostResult>,
 }
 
 /// The whole comparison.

@@ -14,6 +14,7 @@
 //! MPI calls are made only from the main thread (the engine calls its sync hooks from the
 //! thread that runs the plan), so MPI is initialized at `MPI_THREAD_FUNNELED`.
 
+pub mod compare;
 pub mod run;
 pub mod sync;
 
@@ -46,11 +47,21 @@ pub fn start(command: &crate::args::Command) -> Result<Option<Universe>, String>
     let Some((_, n, who)) = crate::launcher::launched(&|k| std::env::var(k).ok()) else {
         return Ok(None);
     };
-    if !matches!(command, crate::args::Command::Run(_)) {
-        return Err(format!(
-            "started by {who} as one of {n} ranks: only `sanbench run` runs as an MPI job \
-             (compare, serve and the others run once, without the launcher)"
-        ));
+    match command {
+        crate::args::Command::Run(_) => {}
+        crate::args::Command::Compare(c) if c.curve.is_none() => {}
+        crate::args::Command::Compare(_) => {
+            return Err(format!(
+                "started by {who} as one of {n} ranks: compare --curve does not run as an MPI \
+                 job yet (each rank's load levels would need the merged maxima); drop --curve"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "started by {who} as one of {n} ranks: only `sanbench run` and `compare` run \
+                 as an MPI job (serve and the others run once, without the launcher)"
+            ))
+        }
     }
     let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
         return Err("MPI was already initialized".into());

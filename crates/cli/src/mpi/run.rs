@@ -32,12 +32,12 @@ pub const RAW_ENV: &str = "SANBENCH_TEST_RAW_LATENCIES";
 
 /// What one rank sends rank 0.
 #[derive(Serialize, Deserialize)]
-struct RankReport {
-    rank: u32,
-    host: String,
-    monitor_only: bool,
-    output: RunOutput,
-    doc: RunDoc,
+pub struct RankReport {
+    pub rank: u32,
+    pub host: String,
+    pub monitor_only: bool,
+    pub output: RunOutput,
+    pub doc: RunDoc,
 }
 
 pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
@@ -92,12 +92,22 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
         output,
         doc,
     };
+    let Some(all) = exchange(job, mine)? else {
+        return Ok(());
+    };
+    let w = crate::run_cmd::workload_from_args(a)?;
+    let doc = merged_doc(&w, &a.targets, job, all)?;
+    crate::run_cmd::report(a, &doc)
+}
+
+/// Sends this rank's report to rank 0; on rank 0, returns every rank's, in rank order.
+pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, CliError> {
     let world = SimpleCommunicator::world();
     if job.rank != 0 {
         let bytes = serde_json::to_vec(&mine)
             .map_err(|e| CliError::Failed(anyhow::anyhow!("serializing the result: {e}")))?;
         world.process_at_rank(0).send_with_tag(&bytes[..], TAG_RESULT);
-        return Ok(());
+        return Ok(None);
     }
     let mut all = vec![mine];
     for r in 1..job.size {
@@ -109,8 +119,7 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
         })?;
         all.push(rep);
     }
-    let doc = merged_doc(a, job, all)?;
-    crate::run_cmd::report(a, &doc)
+    Ok(Some(all))
 }
 
 fn unix_ns(t: SystemTime) -> i128 {
@@ -121,7 +130,13 @@ fn unix_ns(t: SystemTime) -> i128 {
 }
 
 /// Rank 0's one document: the totals from the merged outputs, each rank in `hosts[]`.
-fn merged_doc(a: &RunArgs, job: &Job, ranks: Vec<RankReport>) -> Result<RunDoc, CliError> {
+/// `templates`: the targets as given (named so in the totals when they differ per rank).
+pub fn merged_doc(
+    w: &sanbench_engine::Workload,
+    templates: &[String],
+    job: &Job,
+    ranks: Vec<RankReport>,
+) -> Result<RunDoc, CliError> {
     let outputs: Vec<RunOutput> = ranks.iter().map(|r| r.output.clone()).collect();
     let merged = wire::merge(&outputs)
         .ok_or_else(|| CliError::Failed(anyhow::anyhow!("no rank sent a result")))?;
@@ -171,16 +186,18 @@ fn merged_doc(a: &RunArgs, job: &Job, ranks: Vec<RankReport>) -> Result<RunDoc, 
         doc.mpi = Some(mpi_info);
         return Ok(doc);
     }
-    let w = crate::run_cmd::workload_from_args(a)?;
     let base = ranks
         .iter()
         .find(|r| !r.monitor_only)
         .map(|r| &r.doc)
         .unwrap_or(&ranks[0].doc);
-    let mut doc = crate::run_cmd::build_doc(&w, &base.data, &merged, None);
+    let mut doc = crate::run_cmd::build_doc(w, &base.data, &merged, None);
     // Targets that differ per rank are named by their template.
-    if a.targets.iter().any(|t| t.contains("{rank}") || t.contains("{host}")) {
-        for (r, t) in doc.results.iter_mut().zip(&a.targets) {
+    if templates
+        .iter()
+        .any(|t| t.contains("{rank}") || t.contains("{host}"))
+    {
+        for (r, t) in doc.results.iter_mut().zip(templates) {
             r.target = t.clone();
         }
     }

@@ -1,17 +1,15 @@
 //! `sanbench compare`: every workload of a suite on every target, interleaved so that drift
 //! falls on all targets alike, repeated for confidence intervals, recorded cell by cell.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sanbench_engine::result::{rfc3339, TargetResult};
+use sanbench_engine::result::rfc3339;
 use sanbench_engine::suite::{self, Suite, SuiteWorkload};
 use sanbench_engine::verify::Verifier;
 use sanbench_engine::RunPlan;
-use sanbench_stats::steady_state;
-use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
 
@@ -20,7 +18,10 @@ use crate::error::{usage, CliError};
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
-use crate::run_cmd::{execute, file_options, io_timeout};
+use crate::run_cmd::{execute_output, file_options, io_timeout};
+
+mod book;
+pub(crate) use book::{Book, CellRun};
 use sanbench_monitor::sampler::Baseline;
 
 /// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
@@ -148,83 +149,10 @@ pub(crate) struct CellCtx<'a> {
     /// Per target (index as in the comparison): its verifier under `--verify`.
     pub(crate) verify: &'a [Option<Arc<Verifier>>],
     pub(crate) run_id: Option<u64>,
-}
-
-/// What a comparison keeps as cells complete: the document, the store, per-target state.
-pub(crate) struct Book<'a> {
-    pub(crate) cmp: Comparison,
-    pub(crate) recorder: Option<crate::store_cmd::Recorder>,
-    pub(crate) out: &'a Path,
-    pub(crate) quiet: bool,
-    pub(crate) preconditions: Vec<Report>,
-    pub(crate) baselines: Vec<Option<Baseline>>,
-    pub(crate) bad_blocks: u64,
-}
-
-impl Book<'_> {
-    /// Files one completed cell: into the document, the store and results.json at once (a
-    /// crash keeps what ran), with its line on the terminal.
-    pub(crate) fn record(
-        &mut self,
-        ti: usize,
-        workload: &str,
-        rep: u32,
-        load_pct: Option<f64>,
-        mut r: TargetResult,
-        host: Option<serde_json::Value>,
-    ) -> Result<&TargetResult, CliError> {
-        let cmp = &mut self.cmp;
-        r.precondition = Some(self.preconditions[ti].clone());
-        if cmp.manifest.is_null() {
-            cmp.manifest = host.unwrap_or_default();
-        }
-        if cmp.targets[ti].baseline.is_none() {
-            cmp.targets[ti].baseline =
-                self.baselines[ti].and_then(|b| serde_json::to_value(b).ok());
-        }
-        if cmp.targets[ti].manifest.is_null() {
-            if let Some(info) = &r.info {
-                cmp.targets[ti].manifest = serde_json::to_value(info).unwrap_or_default();
-            }
-        }
-        let iops: Vec<f64> = r.timeseries.iter().map(|s| s.iops).collect();
-        if !self.quiet {
-            eprintln!(
-                "    {:>10} IOPS {:>9.1} MB/s  mean {:.1} µs  p99 {:.1} µs{}",
-                crate::output::si(r.iops),
-                r.mb_per_s,
-                r.latency_us.mean,
-                r.latency_us.p99,
-                match &r.open_loop {
-                    Some(o) if !o.valid => format!("  (invalid point: {})", o.invalid.join("; ")),
-                    _ => String::new(),
-                }
-            );
-        }
-        if let Some(v) = &r.verify {
-            if !self.quiet || v.bad_total() > 0 {
-                eprintln!("    {}", v.summary());
-            }
-            for b in v.bad_blocks.iter().take(3) {
-                eprintln!("      {}", crate::output::bad_block_line(b));
-            }
-            self.bad_blocks += v.bad_total();
-        }
-        let cell = Cell {
-            workload: workload.to_string(),
-            target: cmp.targets[ti].name.clone(),
-            repeat: rep,
-            steady: steady_state(&iops, 5),
-            load_pct,
-            result: r,
-        };
-        if let Some(rec) = self.recorder.as_mut() {
-            rec.cell(&cell)?;
-        }
-        cmp.cells.push(cell);
-        write_results(cmp, self.out)?;
-        Ok(&cmp.cells[cmp.cells.len() - 1].result)
-    }
+    /// Under MPI: the job (each cell a synchronized phase, gathered to rank 0) and the
+    /// targets as given (`{rank}`, `{host}` unexpanded), by index.
+    pub(crate) job: Option<&'a dyn crate::ranks::Ranked>,
+    pub(crate) templates: &'a [String],
 }
 
 /// The curve levels: `--curve` or the suite's `curve`, ascending, each in (0, 200].
@@ -254,6 +182,7 @@ fn curve_levels(a: &CompareArgs, s: &Suite) -> Result<Vec<f64>, CliError> {
     Ok(v)
 }
 
+/// Runs one cell; `None` on the ranks of an MPI job other than 0 (rank 0 has the result).
 pub(crate) fn run_cell(
     cx: &CellCtx<'_>,
     w: &SuiteWorkload,
@@ -261,7 +190,7 @@ pub(crate) fn run_cell(
     uri: &str,
     name: &str,
     baseline: &mut Option<Baseline>,
-) -> Result<(TargetResult, Option<serde_json::Value>), CliError> {
+) -> Result<Option<CellRun>, CliError> {
     let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
     let n = w.targets_at_once.unwrap_or(1) as usize;
     let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
@@ -278,13 +207,21 @@ pub(crate) fn run_cell(
         // n copies of one target share its map (they drive one store).
         verify: vec![cx.verify[ti].clone(); n],
         clock: None,
-        sync: None,
+        sync: cx.job.map(|j| j.sync()),
         raw_latencies: false,
     };
-    let (doc, used) = execute(&plan, progress, mon, *baseline)?;
+    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline)?;
     if baseline.is_none() {
         *baseline = used;
     }
+    if let Some(job) = cx.job {
+        let templates = vec![cx.templates[ti].clone(); n];
+        match job.gather(&w.workload, &templates, doc, out)? {
+            Some(merged) => doc = merged,
+            None => return Ok(None),
+        }
+    }
+    let hosts = std::mem::take(&mut doc.hosts);
     let manifest = doc.manifest.clone();
     let mut r = if n == 1 {
         doc.results.into_iter().next().context("no result")?
@@ -303,7 +240,11 @@ pub(crate) fn run_cell(
         r.engine = format!("{} x{n}", plan.targets[0].info().engine);
         r.info = Some(plan.targets[0].info().clone());
     }
-    Ok((r, manifest))
+    Ok(Some(CellRun {
+        result: r,
+        manifest,
+        hosts,
+    }))
 }
 
 /// Preconditions every target once, before its first cell (or says why not): the report goes
@@ -357,8 +298,15 @@ fn precondition_all(
     Ok((out, vs))
 }
 
-pub fn run(a: CompareArgs) -> Result<(), CliError> {
-    let p = prepare(&a)?;
+pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
+    let job = crate::ranks::job();
+    let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
+    if !rank0 {
+        // Only rank 0 prints, writes files and touches the store.
+        a.quiet = true;
+        a.no_store = true;
+    }
+    let mut p = prepare(&a)?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
@@ -366,8 +314,16 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite)?;
     let curve_stop = a.curve_stop.0;
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| usage(format!("cannot create {}: {e}", a.out.display())))?;
+    if job.is_some() && !curve.is_empty() {
+        return Err(usage(
+            "a response-time curve does not run as an MPI job yet: drop --curve (or the \
+             suite's curve)",
+        ));
+    }
+    if rank0 {
+        std::fs::create_dir_all(&a.out)
+            .map_err(|e| usage(format!("cannot create {}: {e}", a.out.display())))?;
+    }
     let stop = crate::signals::stop_flag();
     let cmp = Comparison {
         schema: COMPARE_SCHEMA.into(),
@@ -423,7 +379,19 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         .collect();
     let mut left: Duration = order.iter().map(|(_, w, _)| per_cell[*w]).sum();
     let progress = ProgressLine::new(a.quiet);
-    let (preconditions, vs) = precondition_all(&a, &p, &data, size, &progress)?;
+    // Under MPI: each rank's targets (`{rank}`, `{host}` expanded); targets all ranks share
+    // are preconditioned by rank 0 alone.
+    let templates: Vec<String> = p.targets.iter().map(|(_, u)| u.clone()).collect();
+    let mut pre_data = data.clone();
+    if let Some(j) = &job {
+        for (_, u) in p.targets.iter_mut() {
+            *u = crate::ranks::expand(u, j.rank(), j.host());
+        }
+        if !rank0 && !crate::ranks::per_rank(&templates) {
+            pre_data.mode = sanbench_engine::precondition::Mode::None;
+        }
+    }
+    let (preconditions, vs) = precondition_all(&a, &p, &pre_data, size, &progress)?;
     let mut book = Book {
         cmp,
         recorder,
@@ -432,10 +400,13 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         preconditions,
         baselines,
         bad_blocks: 0,
+        writes: rank0,
     };
     let mut failure = None;
     for (i, (rep, wi, ti)) in order.iter().enumerate() {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
+        // Under MPI rank 0 decides for every rank, so all reach the cell's barrier or none.
+        if !job.as_ref().map_or(!stopped, |j| j.go_on(!stopped)) {
             break;
         }
         let w = &p.suite.workloads[*wi];
@@ -462,11 +433,14 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
             mon: mon.as_ref(),
             verify: &vs.per_target,
             run_id: vs.run_id,
+            job: job.as_deref(),
+            templates: &templates,
         };
         match run_cell(&cx, w, *ti, uri, name, &mut book.baselines[*ti]) {
-            Ok((r, host)) => {
-                book.record(*ti, &w.id, *rep, None, r, host)?;
+            Ok(Some(cell)) => {
+                book.record(*ti, &w.id, *rep, None, cell)?;
             }
+            Ok(None) => {}
             Err(e) => {
                 failure = Some(e);
                 break;
@@ -484,6 +458,8 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
             mon: mon.as_ref(),
             verify: &vs.per_target,
             run_id: vs.run_id,
+            job: None,
+            templates: &templates,
         };
         let plan = crate::curve::CurvePlan {
             levels: curve.clone(),
@@ -497,6 +473,9 @@ pub fn run(a: CompareArgs) -> Result<(), CliError> {
         bad_blocks,
         ..
     } = book;
+    if !rank0 {
+        return failure.map_or(Ok(()), Err);
+    }
     cmp.incomplete = closed_cells < order.len() || failure.is_some();
     if let Some(rec) = recorder.as_mut() {
         rec.finish(cmp.incomplete)?;
@@ -537,15 +516,6 @@ fn fmt_dur(d: Duration) -> String {
     }
 }
 
-fn write_results(cmp: &Comparison, dir: &Path) -> Result<(), CliError> {
-    let path = dir.join("results.json");
-    let tmp = dir.join("results.json.tmp");
-    let text = serde_json::to_string_pretty(cmp).context("serializing results")?;
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {
