@@ -298,3 +298,60 @@ fn killing_a_rank_ends_mpirun_with_an_error_within_20_s() {
     };
     assert!(!status.success(), "{status}");
 }
+
+#[test]
+fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "name = \"one\"\ndescription = \"one workload\"\ntime = \"300ms\"\nramp = \"0s\"\n\
+         [[workload]]\nid = \"rr\"\ngroup = \"iops\"\nqd = 4\n\
+         segment = [{ bs = \"4k\", read = 100, random = 100 }]\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = mpirun(
+        3,
+        &[
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--baseline",
+            "0",
+            "--power",
+            "model",
+            "--db",
+            dir.path().join("r.db").to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "a=mem:8M",
+            "b=mem:4M",
+        ],
+    )
+    .output()
+    .unwrap();
+    let (stdout, _) = ok(&out);
+    // Only rank 0 reports and stores.
+    assert_eq!(stdout.matches("recorded as run").count(), 1, "{stdout}");
+    let d = doc(&out_dir.join("results.json"));
+    let cells = d["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for c in cells {
+        let h = c["hosts"].as_array().unwrap();
+        assert_eq!(h.len(), 3, "{c}");
+        let sum: u64 = h.iter().map(|x| x["ios"].as_u64().unwrap()).sum();
+        assert_eq!(c["result"]["ios"].as_u64().unwrap(), sum);
+    }
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("## Per host"), "{md}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("id=\"hosts\""));
+    // A response-time curve is refused under MPI, with one clear line per rank.
+    let out = mpirun(2, &["compare", "--suite", suite.to_str().unwrap(), "--curve", "50"])
+        .arg("a=mem:8M")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--curve"));
+}

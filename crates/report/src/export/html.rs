@@ -44,6 +44,7 @@ impl Exporter for HtmlExporter {
         html_charts::timeseries(r, &mut s);
         tables(r, &mut s);
         super::html_curves::curves(r, &mut s);
+        hosts(r, &mut s);
         verification(r, &mut s);
         environment(r, &mut s);
         let _ = write!(
@@ -372,6 +373,43 @@ fn environment(r: &Report, s: &mut String) {
         "<h2 id=\"reproduce\">Reproduce</h2>\n<pre id=\"reproduce-command\"><code>{}</code></pre>",
         esc(&shell_command(&c.command))
     );
+}
+
+/// The per-host section of a comparison run as an MPI job (each rank's own figures).
+fn hosts(r: &Report, s: &mut String) {
+    let rows = crate::hosts::rows(r.cmp);
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str(
+        "<section id=\"hosts\"><h2>Per host</h2>\n<p class=\"note\">Each MPI rank's own \
+         figures, mean over the repetitions; the tables above merge all ranks (counts added, \
+         latency histograms merged).</p>\n<table><thead><tr><th>Workload</th><th>Target</th>\
+         <th>Rank</th><th>Host</th><th>IOPS</th><th>MB/s</th><th>p99 µs</th>\
+         <th>Host CPU busy</th><th>I/Os per CPU-s</th></tr></thead><tbody>\n",
+    );
+    let opt = |v: Option<f64>, unit: &str| v.map_or("–".into(), |v| format!("{v:.1}{unit}"));
+    for h in rows {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
+             <td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            esc(&h.workload),
+            esc(&h.target),
+            h.rank,
+            esc(&h.host),
+            if h.monitor_only {
+                "monitor only".to_string()
+            } else {
+                format!("{:.0}", h.iops)
+            },
+            h.mb_per_s,
+            h.p99_us,
+            esc(&opt(h.cpu_busy_pct, " %")),
+            esc(&opt(h.ios_per_cpu_s, "")),
+        );
+    }
+    s.push_str("</tbody></table></section>\n");
 }
 
 /// The data verification section (comparisons run with `--verify`).

@@ -139,6 +139,7 @@ impl Exporter for MarkdownExporter {
             s.push_str("\n\\* modeled power (no meter): an estimate, not a measurement.\n");
         }
         curves(r, &mut s);
+        hosts(r, &mut s);
         verification(r, &mut s);
         let _ = writeln!(
             s,
@@ -146,6 +147,41 @@ impl Exporter for MarkdownExporter {
             shell_command(&c.command)
         );
         Ok(s.into_bytes())
+    }
+}
+
+/// "## Per host": an MPI job's ranks, each with its own figures (the tables above are all
+/// ranks merged).
+fn hosts(r: &Report, s: &mut String) {
+    let rows = crate::hosts::rows(r.cmp);
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str(
+        "\n## Per host\n\nEach MPI rank's own figures, mean over the repetitions (the tables \
+         above merge all ranks: counts added, latency histograms merged).\n\n\
+         | Workload | Target | Rank | Host | IOPS | MB/s | p99 µs | Host CPU busy | I/Os per CPU-s |\n\
+         |---|---|---:|---|---:|---:|---:|---:|---:|\n",
+    );
+    let opt = |v: Option<f64>, unit: &str| v.map_or("–".into(), |v| format!("{v:.1}{unit}"));
+    for h in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} |",
+            md_cell(&h.workload),
+            md_cell(&h.target),
+            h.rank,
+            md_cell(&h.host),
+            if h.monitor_only {
+                "monitor only".to_string()
+            } else {
+                format!("{:.0}", h.iops)
+            },
+            h.mb_per_s,
+            h.p99_us,
+            opt(h.cpu_busy_pct, " %"),
+            opt(h.ios_per_cpu_s, ""),
+        );
     }
 }
 
