@@ -38,6 +38,8 @@ pub struct HostResult {
     pub efficiency: Efficiency,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
+    /// Bytes of the report this rank sent rank 0 (output, histograms, monitors).
+    pub gathered_bytes: u64,
 }
 
 /// How the ranks ran together.
@@ -53,6 +55,9 @@ pub struct MpiInfo {
     pub window_spread_us: f64,
     /// The rank that decided the end of the window.
     pub decided_by: u32,
+    /// Rank 0's time to receive and decode every rank's report, and to merge them.
+    pub gather_ms: f64,
+    pub merge_ms: f64,
 }
 
 impl HostResult {

@@ -55,6 +55,7 @@ impl Ranked for MpiRanked {
         out: RunOutput,
     ) -> Result<Option<RunDoc>, CliError> {
         let mine = RankReport {
+            bytes: 0,
             rank: self.0.rank,
             host: self.0.host.clone(),
             monitor_only: false,

@@ -30,9 +30,15 @@ use crate::run_cmd::{measure, Measure};
 /// percentiles against all of them (small runs only).
 pub const RAW_ENV: &str = "SANBENCH_TEST_RAW_LATENCIES";
 
+/// Rank 0's time to receive and decode the last gather (for `mpi.gather_ms`).
+static GATHER_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// What one rank sends rank 0.
 #[derive(Serialize, Deserialize)]
 pub struct RankReport {
+    /// Filled by rank 0 on receipt: the bytes this report took.
+    #[serde(default)]
+    pub bytes: u64,
     pub rank: u32,
     pub host: String,
     pub monitor_only: bool,
@@ -86,6 +92,7 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
         }
     }
     let mine = RankReport {
+        bytes: 0,
         rank: job.rank,
         host: job.host.clone(),
         monitor_only,
@@ -103,22 +110,27 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
 /// Sends this rank's report to rank 0; on rank 0, returns every rank's, in rank order.
 pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, CliError> {
     let world = SimpleCommunicator::world();
+    let bytes = serde_json::to_vec(&mine)
+        .map_err(|e| CliError::Failed(anyhow::anyhow!("serializing the result: {e}")))?;
     if job.rank != 0 {
-        let bytes = serde_json::to_vec(&mine)
-            .map_err(|e| CliError::Failed(anyhow::anyhow!("serializing the result: {e}")))?;
         world.process_at_rank(0).send_with_tag(&bytes[..], TAG_RESULT);
         return Ok(None);
     }
+    let t0 = std::time::Instant::now();
+    let mut mine = mine;
+    mine.bytes = bytes.len() as u64;
     let mut all = vec![mine];
     for r in 1..job.size {
         let (bytes, _) = world
             .process_at_rank(r as i32)
             .receive_vec_with_tag::<u8>(TAG_RESULT);
-        let rep: RankReport = serde_json::from_slice(&bytes).map_err(|e| {
+        let mut rep: RankReport = serde_json::from_slice(&bytes).map_err(|e| {
             CliError::Failed(anyhow::anyhow!("the result of rank {r} does not decode: {e}"))
         })?;
+        rep.bytes = bytes.len() as u64;
         all.push(rep);
     }
+    GATHER_NS.store(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     Ok(Some(all))
 }
 
@@ -137,9 +149,11 @@ pub fn merged_doc(
     job: &Job,
     ranks: Vec<RankReport>,
 ) -> Result<RunDoc, CliError> {
+    let t0 = std::time::Instant::now();
     let outputs: Vec<RunOutput> = ranks.iter().map(|r| r.output.clone()).collect();
     let merged = wire::merge(&outputs)
         .ok_or_else(|| CliError::Failed(anyhow::anyhow!("no rank sent a result")))?;
+    let merge_ms = t0.elapsed().as_secs_f64() * 1e3;
     let first_exit = ranks
         .iter()
         .map(|r| unix_ns(r.output.clock_started_at))
@@ -165,6 +179,7 @@ pub fn merged_doc(
             h.barrier_exit = sanbench_stats::time::rfc3339_millis(r.output.clock_started_at);
             h.barrier_exit_offset_us =
                 (unix_ns(r.output.clock_started_at) - first_exit) as f64 / 1e3;
+            h.gathered_bytes = r.bytes;
             h
         })
         .collect();
@@ -178,6 +193,8 @@ pub fn merged_doc(
             spread(&windows) * 1e6
         },
         decided_by: 0,
+        gather_ms: GATHER_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6,
+        merge_ms,
     };
     if let [only] = &ranks[..] {
         // One rank: its own document is the result, monitors and all.
