@@ -100,17 +100,26 @@ mod tests {
             parse_rank_list("0,2-3", 5).unwrap(),
             [0, 2, 3].into_iter().collect()
         );
-        assert!(parse_rank_list("5", 5).unwrap_err().contains("not in a job of 5"));
+        assert!(parse_rank_list("5", 5)
+            .unwrap_err()
+            .contains("not in a job of 5"));
         assert!(parse_rank_list("3-1", 5).unwrap_err().contains("backwards"));
-        assert!(parse_rank_list("x", 5).unwrap_err().contains("not a rank number"));
+        assert!(parse_rank_list("x", 5)
+            .unwrap_err()
+            .contains("not a rank number"));
         assert!(parse_rank_list("0,", 5).unwrap_err().contains("empty"));
-        assert!(parse_rank_list("0-1", 2).unwrap_err().contains("nothing would run"));
+        assert!(parse_rank_list("0-1", 2)
+            .unwrap_err()
+            .contains("nothing would run"));
     }
 
     #[test]
     fn expansion() {
         assert_eq!(expand("file:/tmp/t{rank}.img", 2, "n1"), "file:/tmp/t2.img");
-        assert_eq!(expand("nbd://{host}:10809/r{rank}", 0, "n1"), "nbd://n1:10809/r0");
+        assert_eq!(
+            expand("nbd://{host}:10809/r{rank}", 0, "n1"),
+            "nbd://n1:10809/r0"
+        );
         assert!(per_rank(&["mem:1m".into(), "/x/{host}".into()]));
         assert!(per_rank(&["mem:1m".into()]));
         assert!(!per_rank(&["nbd://127.0.0.1:10809".into()]));

@@ -58,7 +58,10 @@ fn check_sums(d: &Value, ranks: usize) {
     // IOPS: the sum of the ranks' own rates, up to the windows' small differences.
     let iops = d["results"][0]["iops"].as_f64().unwrap();
     let sum_iops: f64 = h.iter().map(|x| x["iops"].as_f64().unwrap()).sum();
-    assert!((iops - sum_iops).abs() <= 0.05 * sum_iops, "{iops} vs {sum_iops}");
+    assert!(
+        (iops - sum_iops).abs() <= 0.05 * sum_iops,
+        "{iops} vs {sum_iops}"
+    );
     for x in h.iter().filter(|x| x["monitor_only"] == false) {
         assert!(x["ios"].as_u64().unwrap() > 0, "{x}");
     }
@@ -72,7 +75,9 @@ fn three_ranks_on_mem_add_up_and_merged_percentiles_are_exact() {
     let json = dir.path().join("r.json");
     let out = mpirun(
         3,
-        &["run", "mem:16m", "--time", "600ms", "--ramp", "100ms", "--qd", "4"],
+        &[
+            "run", "mem:16m", "--time", "600ms", "--ramp", "100ms", "--qd", "4",
+        ],
     )
     .args(["--json", json.to_str().unwrap()])
     .env("SANBENCH_TEST_RAW_LATENCIES", dir.path())
@@ -143,10 +148,15 @@ fn three_ranks_share_one_nbd_server() {
     let (server, uri) = serve_nbd();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let out = mpirun(3, &["run", &uri, "--time", "600ms", "--ramp", "100ms", "--qd", "2"])
-        .args(["--json", json.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = mpirun(
+        3,
+        &[
+            "run", &uri, "--time", "600ms", "--ramp", "100ms", "--qd", "2",
+        ],
+    )
+    .args(["--json", json.to_str().unwrap()])
+    .output()
+    .unwrap();
     stop(server);
     ok(&out);
     let d = doc(&json);
@@ -164,8 +174,7 @@ fn rank_in_a_target_drives_a_file_per_rank() {
     let out = mpirun(
         3,
         &[
-            "run", &template, "--size", "4m", "--read", "50", "--time", "400ms", "--ramp",
-            "100ms",
+            "run", &template, "--size", "4m", "--read", "50", "--time", "400ms", "--ramp", "100ms",
         ],
     )
     .args(["--json", json.to_str().unwrap()])
@@ -189,7 +198,14 @@ fn a_monitor_only_rank_reports_its_cpu_and_runs_no_io() {
     let json = dir.path().join("r.json");
     let out = mpirun(
         3,
-        &["run", "mem:16m", "--time", "500ms", "--monitor-only-ranks", "1"],
+        &[
+            "run",
+            "mem:16m",
+            "--time",
+            "500ms",
+            "--monitor-only-ranks",
+            "1",
+        ],
     )
     .args(["--json", json.to_str().unwrap()])
     .output()
@@ -202,12 +218,24 @@ fn a_monitor_only_rank_reports_its_cpu_and_runs_no_io() {
     assert_eq!(m["monitor_only"], true);
     assert_eq!(m["ios"], 0);
     assert_eq!(m["targets"].as_array().unwrap().len(), 0);
-    let busy = m["cpu"]["busy_pct"].as_f64().expect("host CPU of the monitor-only rank");
+    let busy = m["cpu"]["busy_pct"]
+        .as_f64()
+        .expect("host CPU of the monitor-only rank");
     assert!((0.0..=100.0).contains(&busy), "{busy}");
     // Bad lists are bad input on every rank: exit non-zero, one clear line each.
-    let out = mpirun(2, &["run", "null:", "--time", "200ms", "--monitor-only-ranks", "7"])
-        .output()
-        .unwrap();
+    let out = mpirun(
+        2,
+        &[
+            "run",
+            "null:",
+            "--time",
+            "200ms",
+            "--monitor-only-ranks",
+            "7",
+        ],
+    )
+    .output()
+    .unwrap();
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not in a job of 2 ranks"),
@@ -248,7 +276,10 @@ fn children(parent: u32) -> Vec<i32> {
         let Some((comm, rest)) = stat.split_once(") ") else {
             continue;
         };
-        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
         if comm.ends_with("(sanbench") && ppid == Some(parent) {
             out.push(pid);
         }
@@ -348,10 +379,19 @@ fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("id=\"hosts\""));
     // A response-time curve is refused under MPI, with one clear line per rank.
-    let out = mpirun(2, &["compare", "--suite", suite.to_str().unwrap(), "--curve", "50"])
-        .arg("a=mem:8M")
-        .output()
-        .unwrap();
+    let out = mpirun(
+        2,
+        &[
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--curve",
+            "50",
+        ],
+    )
+    .arg("a=mem:8M")
+    .output()
+    .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--curve"));
 }

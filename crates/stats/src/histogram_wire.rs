@@ -52,10 +52,7 @@ impl LatencyHistogram {
             .deserialize(&mut &b[HEADER..])
             .map_err(|e| HistogramWireError::Decode(format!("{e:?}")))?;
         let mut out = LatencyHistogram::new();
-        if h.low() != out.h.low()
-            || h.high() != out.h.high()
-            || h.sigfig() != out.h.sigfig()
-        {
+        if h.low() != out.h.low() || h.high() != out.h.high() || h.sigfig() != out.h.sigfig() {
             return Err(HistogramWireError::Bounds);
         }
         out.h = h;

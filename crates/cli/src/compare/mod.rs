@@ -516,7 +516,6 @@ fn fmt_dur(d: Duration) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,7 +113,9 @@ pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, 
     let bytes = serde_json::to_vec(&mine)
         .map_err(|e| CliError::Failed(anyhow::anyhow!("serializing the result: {e}")))?;
     if job.rank != 0 {
-        world.process_at_rank(0).send_with_tag(&bytes[..], TAG_RESULT);
+        world
+            .process_at_rank(0)
+            .send_with_tag(&bytes[..], TAG_RESULT);
         return Ok(None);
     }
     let t0 = std::time::Instant::now();
@@ -125,12 +127,17 @@ pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, 
             .process_at_rank(r as i32)
             .receive_vec_with_tag::<u8>(TAG_RESULT);
         let mut rep: RankReport = serde_json::from_slice(&bytes).map_err(|e| {
-            CliError::Failed(anyhow::anyhow!("the result of rank {r} does not decode: {e}"))
+            CliError::Failed(anyhow::anyhow!(
+                "the result of rank {r} does not decode: {e}"
+            ))
         })?;
         rep.bytes = bytes.len() as u64;
         all.push(rep);
     }
-    GATHER_NS.store(t0.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    GATHER_NS.store(
+        t0.elapsed().as_nanos() as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     Ok(Some(all))
 }
 
@@ -223,7 +230,11 @@ pub fn merged_doc(
     }
     doc.run_id = base.run_id.clone();
     doc.manifest = ranks[0].doc.manifest.clone();
-    doc.peak_rss_bytes = ranks.iter().map(|r| r.doc.peak_rss_bytes).max().unwrap_or(0);
+    doc.peak_rss_bytes = ranks
+        .iter()
+        .map(|r| r.doc.peak_rss_bytes)
+        .max()
+        .unwrap_or(0);
     doc.process_cpu = sum_cpu(&ranks, doc.results.iter().map(|r| r.ios).sum());
     doc.hosts = hosts;
     doc.mpi = Some(mpi_info);
@@ -232,7 +243,10 @@ pub fn merged_doc(
 
 /// The ranks' own CPU time added up (every rank's process, I/O or not).
 fn sum_cpu(ranks: &[RankReport], total_ios: u64) -> Option<ProcessCpu> {
-    let cpus: Vec<&ProcessCpu> = ranks.iter().filter_map(|r| r.doc.process_cpu.as_ref()).collect();
+    let cpus: Vec<&ProcessCpu> = ranks
+        .iter()
+        .filter_map(|r| r.doc.process_cpu.as_ref())
+        .collect();
     if cpus.len() != ranks.len() {
         return None;
     }
@@ -242,7 +256,11 @@ fn sum_cpu(ranks: &[RankReport], total_ios: u64) -> Option<ProcessCpu> {
     Some(ProcessCpu {
         user_s,
         system_s,
-        ios_per_cpu_s: if cpu_s > 0.0 { total_ios as f64 / cpu_s } else { 0.0 },
+        ios_per_cpu_s: if cpu_s > 0.0 {
+            total_ios as f64 / cpu_s
+        } else {
+            0.0
+        },
         cpu_us_per_io: if total_ios > 0 {
             cpu_s * 1e6 / total_ios as f64
         } else {

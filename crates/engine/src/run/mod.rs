@@ -264,7 +264,11 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     let barrier = Arc::new(Barrier::new(n_streams + 1));
     let shared = Shared::new(
         plan.stop.clone(),
-        if plan.sync.is_some() { u64::MAX } else { end_ns },
+        if plan.sync.is_some() {
+            u64::MAX
+        } else {
+            end_ns
+        },
     );
     let lives: Vec<Arc<Live>> = (0..n_streams).map(|_| Live::new()).collect();
     let started_at = SystemTime::now();

@@ -50,7 +50,11 @@ fn output(targets: Vec<TargetRun>) -> RunOutput {
 fn merged_percentiles_are_those_of_all_latencies_together() {
     let a: Vec<u64> = (0..5_000).map(|i| 10_000 + i * 3).collect();
     let b: Vec<u64> = (0..2_000).map(|i| 400_000 + i * 101).collect();
-    let outs = [output(vec![target(&a)]), output(vec![]), output(vec![target(&b)])];
+    let outs = [
+        output(vec![target(&a)]),
+        output(vec![]),
+        output(vec![target(&b)]),
+    ];
     let bytes: Vec<Vec<u8>> = outs.iter().map(encode).collect();
     let back: Vec<RunOutput> = bytes.iter().map(|b| decode(b).unwrap()).collect();
     let m = merge(&back).unwrap();
