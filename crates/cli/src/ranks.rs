@@ -45,6 +45,8 @@ pub fn job() -> Option<Box<dyn Ranked>> {
 
 /// Parses a rank list: numbers and inclusive ranges, comma-separated ("0", "1,3", "0,4-7").
 /// Every rank must be below `size`.
+// Used by the MPI build only (a build without it refuses the flag before parsing it).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn parse_rank_list(text: &str, size: u32) -> Result<BTreeSet<u32>, String> {
     let bad = |why: &str| format!("--monitor-only-ranks '{text}': {why}");
     let mut out = BTreeSet::new();
