@@ -54,9 +54,9 @@ pub fn merge_target(into: &mut TargetRun, o: &TargetRun) {
 }
 
 /// Merges the outputs of processes that ran the same plan in step (target `i` of each is the
-/// same target, or the same template expanded per process). The window is the first output's
-/// (the process that decided the end); a process without targets (one that only measured its
-/// host) adds nothing. `None` when there is nothing to merge.
+/// same target, or the same template expanded per process). The window is the mean of those
+/// that ran I/O; a process without targets (one that only measured its host) adds nothing.
+/// `None` when there is nothing to merge.
 pub fn merge(outs: &[RunOutput]) -> Option<RunOutput> {
     let first = outs.first()?;
     // The base: the first output that ran I/O (every other one adds into it).
@@ -69,7 +69,14 @@ pub fn merge(outs: &[RunOutput]) -> Option<RunOutput> {
             }
         }
     }
-    merged.window = first.window;
+    // Each process counted over its own window (they end a poll and a message apart, more
+    // on a loaded host): the totals' rates use the mean window of those that ran I/O, so
+    // total IOPS stays the sum of the processes' own rates.
+    let runs: Vec<&RunOutput> = outs.iter().filter(|o| !o.targets.is_empty()).collect();
+    merged.window = match runs.len() {
+        0 => first.window,
+        n => runs.iter().map(|o| o.window).sum::<std::time::Duration>() / n as u32,
+    };
     merged.stopped_early = outs.iter().any(|o| o.stopped_early);
     merged.started_at = outs.iter().map(|o| o.started_at).min()?;
     merged.clock_started_at = outs.iter().map(|o| o.clock_started_at).min()?;

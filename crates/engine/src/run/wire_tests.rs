@@ -68,6 +68,21 @@ fn merged_percentiles_are_those_of_all_latencies_together() {
     assert_eq!(t.series[0].read_ios, 7_000);
     assert_eq!(t.outstanding, 8);
     assert_eq!(t.mean_outstanding, Some(7.0));
+    // The mean window of the two that ran I/O.
+    assert_eq!(m.window, Duration::from_secs(1));
+}
+
+#[test]
+fn the_window_is_the_mean_of_the_processes_that_ran_io() {
+    let mut a = output(vec![target(&[1_000])]);
+    let mut b = output(vec![target(&[2_000])]);
+    let mut idle = output(vec![]);
+    a.window = Duration::from_millis(1_000);
+    b.window = Duration::from_millis(1_040);
+    idle.window = Duration::from_millis(5_000);
+    let m = merge(&[idle, a, b]).unwrap();
+    assert_eq!(m.window, Duration::from_millis(1_020));
+    assert_eq!(m.targets[0].read.ios, 2);
 }
 
 #[test]
