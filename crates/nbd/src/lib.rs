@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod error;
+pub mod tls;
 pub mod server;
 pub mod wire;
 

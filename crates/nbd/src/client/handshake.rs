@@ -239,7 +239,7 @@ pub(crate) fn negotiate(
             ReplyBody::Error { code, message } => {
                 let what = match code {
                     rep::ERR_UNKNOWN => "no such export",
-                    rep::ERR_TLS_REQD => "the server requires TLS",
+                    rep::ERR_TLS_REQD => "the server requires TLS (use nbds://)",
                     rep::ERR_POLICY => "refused by server policy",
                     rep::ERR_BLOCK_SIZE_REQD => "block size negotiation required",
                     _ => "option refused",

@@ -1,0 +1,145 @@
+//! Helpers of the NBD-over-TLS interop tests: credentials made with the openssl command-line
+//! tool, and `sanbench serve nbd` as a child process stopped by its process id.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("sanbench")
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    sanbench_testkit::require("openssl", "openssl");
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A certificate directory in nbdkit's and libnbd's layout: ca-cert.pem, server-cert.pem,
+/// server-key.pem, client-cert.pem, client-key.pem; the server's certificate names localhost
+/// and 127.0.0.1. `cn` tells CAs apart (a second PKI must not verify the first's server).
+pub fn pki(cn: &str) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let ca_subj = format!("/CN={cn}");
+    let mut a = vec!["req", "-x509"];
+    a.extend(ec);
+    a.extend([
+        "-keyout", "ca-key.pem", "-out", "ca-cert.pem", "-days", "2", "-subj", &ca_subj,
+    ]);
+    openssl(d, &a);
+    for (who, usage, subj) in [
+        ("server", "serverAuth", "/CN=localhost"),
+        ("client", "clientAuth", "/CN=sanbench-client"),
+    ] {
+        let ext = format!(
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage={usage}\n\
+             basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+        );
+        std::fs::write(d.join(format!("{who}.ext")), ext).unwrap();
+        let (key, csr, cert) = (
+            format!("{who}-key.pem"),
+            format!("{who}.csr"),
+            format!("{who}-cert.pem"),
+        );
+        let mut a = vec!["req"];
+        a.extend(ec);
+        a.extend(["-keyout", &key, "-out", &csr, "-subj", subj]);
+        openssl(d, &a);
+        let extfile = format!("{who}.ext");
+        openssl(
+            d,
+            &[
+                "x509", "-req", "-in", &csr, "-CA", "ca-cert.pem", "-CAkey", "ca-key.pem",
+                "-CAcreateserial", "-out", &cert, "-days", "2", "-extfile", &extfile,
+            ],
+        );
+    }
+    t
+}
+
+/// A psktool-format key file with one identity.
+pub fn psk_file(dir: &Path, name: &str, user: &str, key_hex: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, format!("{user}:{key_hex}\n")).unwrap();
+    p
+}
+
+/// `sanbench serve nbd` on a kernel-chosen loopback port; SIGINT by pid when dropped.
+pub struct Serve {
+    child: Child,
+    pub addr: String,
+    pub line: String,
+}
+
+impl Serve {
+    pub fn start(size: &str, args: &[&str]) -> Serve {
+        let mut child = Command::new(bin())
+            .args(["serve", "nbd", "--size", size, "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Serve { child, addr, line }
+    }
+
+    pub fn port(&self) -> &str {
+        self.addr.rsplit(':').next().unwrap()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run command")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `sanbench run` of a short write-then-read workload with verification: the data written
+/// over TLS reads back equal (any difference exits 3).
+pub fn sanbench_verify_run(uri: &str) -> Output {
+    run(Command::new(bin())
+        .args(["run", uri, "--read", "50", "--random", "100", "--bs", "64k"])
+        .args(["--qd", "8", "--time", "1s", "--ramp", "0", "--quiet", "--verify"])
+        .args(["--no-monitor", "--json", "-"]))
+}
+
+/// A sanbench process that must end on its own within 60 s (no hang on any error path).
+pub fn sanbench_bounded(args: &[&str]) -> Output {
+    run(Command::new("timeout")
+        .arg("60")
+        .arg(bin())
+        .args(args))
+}
