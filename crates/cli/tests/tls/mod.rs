@@ -3,9 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("sanbench")
@@ -142,4 +144,70 @@ pub fn sanbench_bounded(args: &[&str]) -> Output {
         .arg("60")
         .arg(bin())
         .args(args))
+}
+
+/// A peer NBD server process on a free loopback port, ready once it greets; killed by its
+/// process id and reaped on drop.
+pub struct Peer {
+    child: Child,
+    pub port: u16,
+}
+
+impl Peer {
+    pub fn start(program: &str, package: &str, args: &[String], port: u16) -> Peer {
+        sanbench_testkit::require(program, package);
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        let mut peer = Peer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !greets(port) {
+            if let Ok(Some(st)) = peer.child.try_wait() {
+                panic!("{program} exited early: {st}");
+            }
+            assert!(Instant::now() < deadline, "{program} did not greet on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        peer
+    }
+
+    /// `nbdkit memory SIZE` with extra flags (`--tls=require`, `--tls-certificates=DIR`).
+    pub fn nbdkit(flags: &[String]) -> Peer {
+        let port = sanbench_testkit::free_port();
+        let mut a: Vec<String> = ["-f", "-i", "127.0.0.1", "-p", &port.to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(flags.iter().cloned());
+        a.extend(["memory".to_string(), "64M".to_string()]);
+        Peer::start("nbdkit", "nbdkit", &a, port)
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// True when a server on `port` sends the NBD greeting's magic.
+fn greets(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let mut magic = [0u8; 8];
+    s.set_read_timeout(Some(Duration::from_secs(1))).is_ok()
+        && s.read_exact(&mut magic).is_ok()
+        && &magic == b"NBDMAGIC"
+}
+
+/// The `tls` parameter sanbench's result reports for its first target.
+pub fn result_tls(out: &Output) -> String {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("result JSON: {e}: {}", stderr(out)));
+    v["results"][0]["info"]["params"]["tls"].to_string()
 }

@@ -37,6 +37,21 @@ impl io::Write for Fd {
         Ok(r as usize)
     }
 
+    /// Several TLS records in one `sendmsg`.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        // SAFETY: a zeroed msghdr is valid; IoSlice has iovec's layout (std guarantees it on
+        // Unix) and the slices outlive the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = bufs.len().min(1024) as _;
+        // SAFETY: `msg` describes memory valid for the call.
+        let r = unsafe { libc::sendmsg(self.fd, &msg, self.flags | libc::MSG_NOSIGNAL) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(r as usize)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -60,10 +75,6 @@ pub(crate) struct Tls {
 }
 
 impl Tls {
-    pub(crate) fn new(s: Box<dyn Session>) -> Tls {
-        Tls { s }
-    }
-
     /// Runs the handshake over a blocking socket until done or `deadline` passes (reads that
     /// time out are retried until then; `stop` can end the wait early).
     pub(crate) fn handshake(

@@ -23,7 +23,7 @@ use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig
 use serde_json::json;
 
 use super::handshake::Negotiated;
-use super::{ClientOptions, Sock};
+use super::{ClientOptions, Stream};
 use crate::wire::handshake::tflags;
 use crate::wire::transmission::{cmd, cmd_flags, Request, REQUEST_LEN};
 
@@ -69,7 +69,7 @@ enum Recv {
 }
 
 pub(crate) struct NbdQueue {
-    sock: Sock,
+    sock: Stream,
     peer: String,
     arena: Arc<Arena>,
     timeout: Duration,
@@ -94,7 +94,7 @@ pub(crate) struct NbdQueue {
 
 impl NbdQueue {
     pub(crate) fn new(
-        sock: Sock,
+        sock: Stream,
         peer: String,
         neg: &Negotiated,
         rest: &[u8],
@@ -102,7 +102,8 @@ impl NbdQueue {
         opts: &ClientOptions,
     ) -> Result<NbdQueue, EngineError> {
         let timeout = cfg.io_timeout.max(Duration::from_millis(1));
-        sock.set_read_timeout(timeout)
+        sock.sock
+            .set_read_timeout(timeout)
             .map_err(|e| EngineError::sys(format!("{peer}: set receive timeout"), e))?;
         let depth = cfg.depth.max(1) as usize;
         let size = opts.recv_buffer.max(64 * 1024).max(rest.len());
@@ -337,6 +338,12 @@ impl Queue for NbdQueue {
             len: 0,
         }
         .encode_to(&mut h);
+        let fd = self.sock.fd();
+        if let Some(t) = &mut self.sock.tls {
+            let r = t.send_all(fd, &h);
+            t.close(fd);
+            return r.map_err(|e| self.io_error(e));
+        }
         // SAFETY: sends from a local buffer valid for the call.
         let r = unsafe {
             libc::send(

@@ -10,6 +10,9 @@ use super::{NbdQueue, Recv, Seg, DIRECT_MIN, IOV_BATCH};
 impl NbdQueue {
     /// Sends every queued segment, draining replies whenever the socket is full.
     pub(super) fn send_all(&mut self) -> Result<(), EngineError> {
+        if self.sock.tls.is_some() {
+            return self.send_all_tls();
+        }
         let (mut seg, mut skip) = (0usize, 0usize);
         while seg < self.segs.len() {
             let mut iov = [libc::iovec {
@@ -126,25 +129,86 @@ impl NbdQueue {
         self.process()
     }
 
-    /// `recv` into `len` bytes at `ptr`; 0 only for a nonblocking call with nothing to read.
+    /// `recv` into `len` bytes at `ptr` (decrypted bytes with TLS); 0 only for a nonblocking
+    /// call with nothing to read.
     fn recv_into(&mut self, ptr: *mut u8, len: usize, flags: i32) -> Result<usize, EngineError> {
+        let fd = self.sock.fd();
         loop {
             self.recvs += 1;
-            // SAFETY: callers pass a region of `len` writable bytes they own exclusively.
-            let r = unsafe { libc::recv(self.sock.fd(), ptr.cast(), len, flags) };
-            if r > 0 {
-                return Ok(r as usize);
-            }
-            if r == 0 {
-                return Err(self.disconnected("server closed the connection"));
-            }
-            let e = io::Error::last_os_error();
+            let r = match &mut self.sock.tls {
+                // SAFETY: callers pass a region of `len` writable bytes they own exclusively.
+                Some(t) => t.recv(fd, unsafe { std::slice::from_raw_parts_mut(ptr, len) }, flags),
+                None => {
+                    // SAFETY: as above.
+                    let r = unsafe { libc::recv(fd, ptr.cast(), len, flags) };
+                    if r < 0 {
+                        Err(io::Error::last_os_error())
+                    } else {
+                        Ok(r as usize)
+                    }
+                }
+            };
+            let e = match r {
+                Ok(0) => return Err(self.disconnected("server closed the connection")),
+                Ok(n) => return Ok(n),
+                Err(e) => e,
+            };
+            let again = e.raw_os_error() == Some(libc::EAGAIN)
+                || matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut);
             match e.raw_os_error() {
                 Some(libc::EINTR) => {}
-                Some(libc::EAGAIN) if flags & libc::MSG_DONTWAIT != 0 => return Ok(0),
-                Some(libc::EAGAIN) => return Err(self.timed_out()),
+                _ if again && flags & libc::MSG_DONTWAIT != 0 => return Ok(0),
+                _ if again => return Err(self.timed_out()),
                 _ => return Err(self.io_error(e)),
             }
         }
+    }
+
+    /// `send_all` through TLS: segments go into the session as plaintext (as much as its
+    /// output limit takes), the records leave in `sendmsg`s of up to 64 of them; a full socket
+    /// is waited for while replies are drained, as in plaintext.
+    fn send_all_tls(&mut self) -> Result<(), EngineError> {
+        let fd = self.sock.fd();
+        let (mut seg, mut skip) = (0usize, 0usize);
+        loop {
+            let Some(t) = self.sock.tls.as_mut() else {
+                return Err(self.protocol("TLS session missing"));
+            };
+            let mut full = false;
+            while seg < self.segs.len() && !full {
+                let data: &[u8] = match self.segs[seg] {
+                    Seg::Hdr { start, len } => &self.hdrs[start..start + len],
+                    // SAFETY: bounds were checked against the arena in `queue_request`; the
+                    // scheduler does not modify a WRITE's source region while it is in flight.
+                    Seg::Data { buf, len } => unsafe { self.arena.slice(buf, len) },
+                };
+                let n = t.push(&data[skip..]);
+                let n = match n {
+                    Ok(n) => n,
+                    Err(e) => return Err(self.io_error(e)),
+                };
+                skip += n;
+                if skip == data.len() {
+                    seg += 1;
+                    skip = 0;
+                } else {
+                    full = true;
+                }
+            }
+            self.sends += 1;
+            let Some(t) = self.sock.tls.as_mut() else {
+                return Err(self.protocol("TLS session missing"));
+            };
+            match t.flush(fd, libc::MSG_DONTWAIT) {
+                Ok(true) if seg == self.segs.len() => break,
+                Ok(true) => {}
+                Ok(false) => self.wait_writable()?,
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+        self.segs.clear();
+        self.hdrs.clear();
+        self.unsent = 0;
+        Ok(())
     }
 }
