@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sanbench's tests and benchmarks drive as reference peers.
 # qemu-system-x86, busybox-static, linux-image-amd64, socat: the Linux kernel as an NVMe/TCP
-# peer in a TCG guest (crates/testkit/src/vm.rs). Idempotent: does nothing when everything is
-# present. Needs root (CI runs as root).
+# peer in a TCG guest (crates/testkit/src/vm.rs). libssl-dev, pkg-config: the tls-psk feature
+# (NBD TLS with pre-shared keys through OpenSSL) that the test suite builds; openssl: the
+# command-line tool the TLS tests make their certificates with. Idempotent: does nothing when
+# everything is present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
       iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python
-      qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils)
+      qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
+      libssl-dev pkg-config openssl)
 missing_now() {
   missing=()
   for p in "${pkgs[@]}"; do

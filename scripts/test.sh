@@ -9,5 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace --no-fail-fast -- --test-threads="${SANBENCH_TEST_THREADS:-2}"
+# The tests build the tls-psk feature (NBD TLS with pre-shared keys, OpenSSL); the default build
+# is linted above, and its refusal of PSK ("build with --features tls-psk") is unit-tested here.
+cargo clippy --workspace --all-targets --features sanbench/tls-psk -- -D warnings
+cargo test -p sanbench-nbd --lib tls::
+cargo test --workspace --features sanbench/tls-psk --no-fail-fast -- --test-threads="${SANBENCH_TEST_THREADS:-2}"
 scripts/fuzz.sh "${SANBENCH_FUZZ_SECONDS:-10}"

@@ -76,7 +76,11 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     let stop = crate::signals::stop_flag();
     outln!(
         "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}); Ctrl-C to stop",
-        if tls == TlsMode::Require { "nbds" } else { "nbd" },
+        if tls == TlsMode::Require {
+            "nbds"
+        } else {
+            "nbd"
+        },
         a.export,
         format_size(server.size()),
         backing,

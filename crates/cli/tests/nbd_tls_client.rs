@@ -134,12 +134,20 @@ fn an_untrusted_server_certificate_fails_unless_verification_is_off() {
 fn bad_tls_uris_are_usage_errors() {
     let t = tempfile::tempdir().unwrap();
     for uri in [
-        format!("nbds://localhost:1/?tls-certificates={}/none", t.path().display()),
+        format!(
+            "nbds://localhost:1/?tls-certificates={}/none",
+            t.path().display()
+        ),
         "nbds://localhost:1/?tls-verify-peer=perhaps".to_string(),
         "nbd://localhost:1/?tls-certificates=/tmp".to_string(),
     ] {
         let o = sanbench_bounded(&["run", &uri, "--time", "200ms", "--no-monitor"]);
         assert_eq!(o.status.code(), Some(2), "{uri}: {}", stderr(&o));
-        assert_eq!(stderr(&o).trim().lines().count(), 1, "{uri}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o).trim().lines().count(),
+            1,
+            "{uri}: {}",
+            stderr(&o)
+        );
     }
 }

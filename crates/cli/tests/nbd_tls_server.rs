@@ -46,11 +46,19 @@ fn nbdcopy_round_trip_over_tls() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
     std::fs::write(&src, &data).unwrap();
-    let o = run(Command::new("timeout").args(["60", "nbdcopy"]).arg(&src).arg(&uri));
+    let o = run(Command::new("timeout")
+        .args(["60", "nbdcopy"])
+        .arg(&src)
+        .arg(&uri));
     assert!(o.status.success(), "nbdcopy to server: {}", stderr(&o));
-    let o = run(Command::new("timeout").args(["60", "nbdcopy", &uri]).arg(&back));
+    let o = run(Command::new("timeout")
+        .args(["60", "nbdcopy", &uri])
+        .arg(&back));
     assert!(o.status.success(), "nbdcopy from server: {}", stderr(&o));
-    assert!(std::fs::read(&back).unwrap() == data, "data read back differs");
+    assert!(
+        std::fs::read(&back).unwrap() == data,
+        "data read back differs"
+    );
 }
 
 #[test]
@@ -119,6 +127,9 @@ fn bad_tls_flags_are_usage_errors() {
         // One line (clap's own errors add the "see --help" line).
         let e = stderr(&o);
         let lines: Vec<&str> = e.trim().lines().collect();
-        assert!(lines.len() == 1 || lines[1].contains("--help"), "{args:?}: {e}");
+        assert!(
+            lines.len() == 1 || lines[1].contains("--help"),
+            "{args:?}: {e}"
+        );
     }
 }

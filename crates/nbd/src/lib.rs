@@ -8,8 +8,8 @@
 
 pub mod client;
 pub mod error;
-pub mod tls;
 pub mod server;
+pub mod tls;
 pub mod wire;
 
 pub use client::{open, ClientOptions};

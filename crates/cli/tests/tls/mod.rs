@@ -33,12 +33,25 @@ fn openssl(dir: &Path, args: &[&str]) {
 pub fn pki(cn: &str) -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
     let d = t.path();
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
     let ca_subj = format!("/CN={cn}");
     let mut a = vec!["req", "-x509"];
     a.extend(ec);
     a.extend([
-        "-keyout", "ca-key.pem", "-out", "ca-cert.pem", "-days", "2", "-subj", &ca_subj,
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca-cert.pem",
+        "-days",
+        "2",
+        "-subj",
+        &ca_subj,
     ]);
     openssl(d, &a);
     for (who, usage, subj) in [
@@ -63,8 +76,21 @@ pub fn pki(cn: &str) -> tempfile::TempDir {
         openssl(
             d,
             &[
-                "x509", "-req", "-in", &csr, "-CA", "ca-cert.pem", "-CAkey", "ca-key.pem",
-                "-CAcreateserial", "-out", &cert, "-days", "2", "-extfile", &extfile,
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca-cert.pem",
+                "-CAkey",
+                "ca-key.pem",
+                "-CAcreateserial",
+                "-out",
+                &cert,
+                "-days",
+                "2",
+                "-extfile",
+                &extfile,
             ],
         );
     }
@@ -134,16 +160,15 @@ pub fn stderr(o: &Output) -> String {
 pub fn sanbench_verify_run(uri: &str) -> Output {
     run(Command::new(bin())
         .args(["run", uri, "--read", "50", "--random", "100", "--bs", "64k"])
-        .args(["--qd", "8", "--time", "1s", "--ramp", "0", "--quiet", "--verify"])
+        .args([
+            "--qd", "8", "--time", "1s", "--ramp", "0", "--quiet", "--verify",
+        ])
         .args(["--no-monitor", "--json", "-"]))
 }
 
 /// A sanbench process that must end on its own within 60 s (no hang on any error path).
 pub fn sanbench_bounded(args: &[&str]) -> Output {
-    run(Command::new("timeout")
-        .arg("60")
-        .arg(bin())
-        .args(args))
+    run(Command::new("timeout").arg("60").arg(bin()).args(args))
 }
 
 /// A peer NBD server process on a free loopback port, ready once it greets; killed by its
@@ -168,7 +193,10 @@ impl Peer {
             if let Ok(Some(st)) = peer.child.try_wait() {
                 panic!("{program} exited early: {st}");
             }
-            assert!(Instant::now() < deadline, "{program} did not greet on {port}");
+            assert!(
+                Instant::now() < deadline,
+                "{program} did not greet on {port}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         peer

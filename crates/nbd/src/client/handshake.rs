@@ -144,9 +144,9 @@ impl Conv<'_> {
                 });
             }
             other => {
-                return Err(self.protocol(format!(
-                    "unexpected reply to NBD_OPT_STARTTLS: {other:?}"
-                )))
+                return Err(
+                    self.protocol(format!("unexpected reply to NBD_OPT_STARTTLS: {other:?}"))
+                )
             }
         }
         // Anything the server sent after its ack and before TLS is not to be trusted.
@@ -160,9 +160,15 @@ impl Conv<'_> {
         let deadline = std::time::Instant::now() + opts.connect_timeout;
         let fd = self.sock.fd();
         let t = Tls::handshake(fd, session, deadline, &|| false).map_err(|e| {
+            // A GnuTLS server hangs up on an unknown identity or a wrong key without a word.
+            let hint = if connector.is_psk() {
+                " (is the PSK identity known to the server and its key the same?)"
+            } else {
+                ""
+            };
             EngineError::Connect {
                 addr: self.peer.into(),
-                reason: format!("TLS handshake: {e}"),
+                reason: format!("TLS handshake: {e}{hint}"),
             }
         })?;
         self.sock.tls = Some(t);

@@ -184,10 +184,8 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     // Leave politely: this connection only served to learn the export's parameters.
     disconnect(&mut sock);
     let mut info = target_info(uri, &addr, &export, &neg);
-    info.params.insert(
-        "tls".into(),
-        tls_desc.map_or(json!(false), |d| json!(d)),
-    );
+    info.params
+        .insert("tls".into(), tls_desc.map_or(json!(false), |d| json!(d)));
     Ok(Box::new(NbdTarget {
         info,
         addr,

@@ -71,7 +71,9 @@ pub(super) fn parse_uri(uri: &str) -> Result<NbdUri, EngineError> {
             }
             "tls-hostname" if tls && !v.is_empty() => t.hostname = v,
             "tls-certificates" | "tls-psk-file" if tls => {
-                return Err(bad("give one of tls-certificates=DIR and tls-psk-file=FILE"))
+                return Err(bad(
+                    "give one of tls-certificates=DIR and tls-psk-file=FILE",
+                ))
             }
             k if k.starts_with("tls-") && !tls => {
                 return Err(bad(&format!("{k} needs an nbds:// URI (TLS)")))
@@ -86,11 +88,13 @@ pub(super) fn parse_uri(uri: &str) -> Result<NbdUri, EngineError> {
     }
     let addr = if unix {
         if !host.is_empty() && host != "localhost" {
-            return Err(bad("a unix-socket URI has no host (nbd+unix:///EXPORT?socket=PATH)"));
+            return Err(bad(
+                "a unix-socket URI has no host (nbd+unix:///EXPORT?socket=PATH)",
+            ));
         }
         Addr::Unix(socket.ok_or_else(|| bad("missing ?socket=PATH"))?)
     } else {
-        let (h, a) = tcp(host).map_err(|why| bad(why))?;
+        let (h, a) = tcp(host).map_err(bad)?;
         if t.hostname.is_empty() {
             t.hostname = h;
         }
@@ -217,7 +221,10 @@ mod tests {
         )
         .unwrap();
         let tls = p.tls.unwrap();
-        assert_eq!(tls.credentials, Some(Credentials::Certificates("/pki".into())));
+        assert_eq!(
+            tls.credentials,
+            Some(Credentials::Certificates("/pki".into()))
+        );
         assert!(!tls.verify_peer);
         assert_eq!(tls.hostname, "srv.example");
         let p = parse_uri("nbds+unix:///x?socket=/tmp/s").unwrap();

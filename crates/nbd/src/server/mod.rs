@@ -43,8 +43,8 @@ use sanbench_blockstore::BlockStore;
 pub use sanbench_blockstore::CHUNK;
 
 use crate::error::NbdError;
-pub use crate::tls::{Credentials, TlsMode};
 use crate::tls::Acceptor;
+pub use crate::tls::{Credentials, TlsMode};
 use crate::wire::MAX_PAYLOAD;
 use conn::{Conn, End};
 

@@ -126,6 +126,10 @@ impl Connector {
         })
     }
 
+    pub(crate) fn is_psk(&self) -> bool {
+        !matches!(*self.inner, ConnectorKind::X509 { .. })
+    }
+
     pub(crate) fn session(&self) -> Result<Box<dyn Session>, TlsError> {
         match &*self.inner {
             ConnectorKind::X509 { config, name } => x509::client_session(config, name.clone()),
@@ -217,4 +221,24 @@ pub(crate) trait Session: Send {
     fn close_notify(&mut self);
     /// Protocol version and cipher suite, for the result's parameters.
     fn describe(&self) -> String;
+}
+
+#[cfg(all(test, not(feature = "tls-psk")))]
+mod tests {
+    use super::*;
+
+    /// Without the feature, PSK is refused up front with the fix in the message.
+    #[test]
+    fn psk_needs_the_feature() {
+        let e = Acceptor::new(&Credentials::Psk("/nonexistent".into())).unwrap_err();
+        assert!(e.to_string().contains("--features tls-psk"), "{e}");
+        let c = ClientTls {
+            credentials: Some(Credentials::Psk("/nonexistent".into())),
+            verify_peer: true,
+            hostname: "localhost".into(),
+            username: Some("u".into()),
+        };
+        let e = Connector::new(&c).unwrap_err();
+        assert!(e.to_string().contains("--features tls-psk"), "{e}");
+    }
 }

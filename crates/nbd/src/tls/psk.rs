@@ -41,7 +41,9 @@ pub fn parse_keys(text: &str, shown: &str) -> Result<Vec<PskEntry>, TlsError> {
             return Err(bad("empty username"));
         }
         if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * 256 {
-            return Err(bad("the key must be an even number of hex digits (at most 512)"));
+            return Err(bad(
+                "the key must be an even number of hex digits (at most 512)",
+            ));
         }
         let key = (0..hex.len())
             .step_by(2)

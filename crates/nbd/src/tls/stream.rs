@@ -168,7 +168,10 @@ impl Tls {
         if self.flush(fd, 0)? {
             Ok(())
         } else {
-            Err(io::Error::new(io::ErrorKind::TimedOut, "TLS send timed out"))
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "TLS send timed out",
+            ))
         }
     }
 

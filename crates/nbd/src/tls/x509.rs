@@ -23,9 +23,7 @@ fn provider() -> Arc<CryptoProvider> {
 }
 
 fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let bad = |e: &dyn std::fmt::Display| {
-        TlsError::Credentials(format!("{}: {e}", path.display()))
-    };
+    let bad = |e: &dyn std::fmt::Display| TlsError::Credentials(format!("{}: {e}", path.display()));
     let v: Vec<_> = CertificateDer::pem_file_iter(path)
         .map_err(|e| bad(&e))?
         .collect::<Result<_, _>>()

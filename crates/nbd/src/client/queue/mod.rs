@@ -35,8 +35,8 @@ const DIRECT_MIN: usize = 16 * 1024;
 /// is sent alone.
 const HOLD_MAX: Duration = Duration::from_micros(50);
 
-mod sock;
 mod replies;
+mod sock;
 mod wait;
 
 #[derive(Clone, Copy)]

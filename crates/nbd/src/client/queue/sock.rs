@@ -137,7 +137,11 @@ impl NbdQueue {
             self.recvs += 1;
             let r = match &mut self.sock.tls {
                 // SAFETY: callers pass a region of `len` writable bytes they own exclusively.
-                Some(t) => t.recv(fd, unsafe { std::slice::from_raw_parts_mut(ptr, len) }, flags),
+                Some(t) => t.recv(
+                    fd,
+                    unsafe { std::slice::from_raw_parts_mut(ptr, len) },
+                    flags,
+                ),
                 None => {
                     // SAFETY: as above.
                     let r = unsafe { libc::recv(fd, ptr.cast(), len, flags) };
@@ -154,7 +158,10 @@ impl NbdQueue {
                 Err(e) => e,
             };
             let again = e.raw_os_error() == Some(libc::EAGAIN)
-                || matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut);
+                || matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                );
             match e.raw_os_error() {
                 Some(libc::EINTR) => {}
                 _ if again && flags & libc::MSG_DONTWAIT != 0 => return Ok(0),
