@@ -4,52 +4,64 @@
 //! connection share their waiting logic.
 
 use std::io;
-use std::os::unix::io::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Instant;
+
+use rustix::net::{self, RecvFlags, SendFlags};
 
 use super::{Session, TlsError};
 
 /// One `recv`/`send` on a descriptor the caller owns, as `Read`/`Write` for the session.
-struct Fd {
-    fd: RawFd,
-    flags: libc::c_int,
+struct Fd<'a> {
+    fd: BorrowedFd<'a>,
+    /// `MSG_DONTWAIT` or 0.
+    nonblocking: bool,
 }
 
-impl io::Read for Fd {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: `buf` is a writable region of `buf.len()` bytes for the duration of the call.
-        let r = unsafe { libc::recv(self.fd, buf.as_mut_ptr().cast(), buf.len(), self.flags) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
+impl Fd<'_> {
+    fn new(fd: RawFd, flags: libc::c_int) -> Fd<'static> {
+        Fd {
+            // SAFETY: every caller passes the descriptor of a socket it owns and keeps open
+            // for the duration of the call that uses this `Fd`.
+            fd: unsafe { BorrowedFd::borrow_raw(fd) },
+            nonblocking: flags & libc::MSG_DONTWAIT != 0,
         }
-        Ok(r as usize)
+    }
+
+    fn send_flags(&self) -> SendFlags {
+        if self.nonblocking {
+            SendFlags::NOSIGNAL | SendFlags::DONTWAIT
+        } else {
+            SendFlags::NOSIGNAL
+        }
     }
 }
 
-impl io::Write for Fd {
+impl io::Read for Fd<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let flags = if self.nonblocking {
+            RecvFlags::DONTWAIT
+        } else {
+            RecvFlags::empty()
+        };
+        Ok(net::recv(self.fd, buf, flags)?.0)
+    }
+}
+
+impl io::Write for Fd<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let flags = self.flags | libc::MSG_NOSIGNAL;
-        // SAFETY: `buf` is a readable region of `buf.len()` bytes for the duration of the call.
-        let r = unsafe { libc::send(self.fd, buf.as_ptr().cast(), buf.len(), flags) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(r as usize)
+        Ok(net::send(self.fd, buf, self.send_flags())?)
     }
 
     /// Several TLS records in one `sendmsg`.
     fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        // SAFETY: a zeroed msghdr is valid; IoSlice has iovec's layout (std guarantees it on
-        // Unix) and the slices outlive the call.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-        msg.msg_iovlen = bufs.len().min(1024) as _;
-        // SAFETY: `msg` describes memory valid for the call.
-        let r = unsafe { libc::sendmsg(self.fd, &msg, self.flags | libc::MSG_NOSIGNAL) };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(r as usize)
+        let mut control = net::SendAncillaryBuffer::default();
+        Ok(net::sendmsg(
+            self.fd,
+            bufs,
+            &mut control,
+            self.send_flags(),
+        )?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -86,10 +98,10 @@ impl Tls {
         let mut t = Tls { s };
         while t.s.is_handshaking() {
             if t.s.wants_write() {
-                t.s.write_tls(&mut Fd { fd, flags: 0 })?;
+                t.s.write_tls(&mut Fd::new(fd, 0))?;
                 continue;
             }
-            match t.s.read_tls(&mut Fd { fd, flags: 0 }) {
+            match t.s.read_tls(&mut Fd::new(fd, 0)) {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -130,7 +142,7 @@ impl Tls {
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
                 Err(e) => return Err(e),
             }
-            let n = self.s.read_tls(&mut Fd { fd, flags })?;
+            let n = self.s.read_tls(&mut Fd::new(fd, flags))?;
             if n == 0 {
                 return Ok(0);
             }
@@ -154,7 +166,7 @@ impl Tls {
     /// (`MSG_DONTWAIT`) or timed out.
     pub(crate) fn flush(&mut self, fd: RawFd, flags: i32) -> io::Result<bool> {
         while self.s.wants_write() {
-            match self.s.write_tls(&mut Fd { fd, flags }) {
+            match self.s.write_tls(&mut Fd::new(fd, flags)) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if would_block(&e) => return Ok(false),
