@@ -29,6 +29,25 @@ fn against_nbdkit_with_certificates() {
 }
 
 #[test]
+fn nbds_unix_against_nbdkit() {
+    let pki = pki("sanbench-test-ca");
+    let dir = pki.path().display().to_string();
+    let sock = pki.path().join("nbd.sock");
+    let _kit = Peer::nbdkit_unix(
+        &sock,
+        &s(&["--tls=require", &format!("--tls-certificates={dir}")]),
+    );
+    // No host in the URI: the certificate is checked for "localhost".
+    let uri = format!(
+        "nbds+unix:///?socket={}&tls-certificates={dir}",
+        sock.display()
+    );
+    let o = sanbench_verify_run(&uri);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(result_tls(&o).contains("X.509"), "{}", result_tls(&o));
+}
+
+#[test]
 fn against_qemu_nbd_with_client_certificates() {
     let pki = pki("sanbench-test-ca");
     let dir = pki.path().display().to_string();

@@ -202,6 +202,40 @@ impl Peer {
         peer
     }
 
+    /// `nbdkit memory 64M` on a unix socket, ready once it greets there.
+    pub fn nbdkit_unix(sock: &Path, flags: &[String]) -> Peer {
+        sanbench_testkit::require("nbdkit", "nbdkit");
+        let child = Command::new("nbdkit")
+            .args(["-f", "-U"])
+            .arg(sock)
+            .args(flags)
+            .args(["memory", "64M"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start nbdkit");
+        let mut peer = Peer { child, port: 0 };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let mut magic = [0u8; 8];
+            let greeted = std::os::unix::net::UnixStream::connect(sock).is_ok_and(|mut s| {
+                s.set_read_timeout(Some(Duration::from_secs(1))).is_ok()
+                    && s.read_exact(&mut magic).is_ok()
+            });
+            if greeted && &magic == b"NBDMAGIC" {
+                return peer;
+            }
+            if let Ok(Some(st)) = peer.child.try_wait() {
+                panic!("nbdkit exited early: {st}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nbdkit did not greet on {sock:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// `nbdkit memory SIZE` with extra flags (`--tls=require`, `--tls-certificates=DIR`).
     pub fn nbdkit(flags: &[String]) -> Peer {
         let port = sanbench_testkit::free_port();
