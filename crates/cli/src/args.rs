@@ -475,6 +475,20 @@ pub struct ServeNbdArgs {
     /// pays for allocation inside a measurement.
     #[arg(long)]
     pub prealloc: bool,
+    /// NBD over TLS (NBD_OPT_STARTTLS): off, on (offered) or require (plaintext clients are
+    /// refused); require when credentials are given, else off.
+    #[arg(long, value_name = "MODE", value_parser = parse_tls_mode)]
+    pub tls: Option<sanbench_nbd::server::TlsMode>,
+    /// X.509 credentials: a directory with server-cert.pem and server-key.pem (nbdkit's layout).
+    #[arg(long, value_name = "DIR", conflicts_with = "tls_psk")]
+    pub tls_certificates: Option<PathBuf>,
+    /// Pre-shared keys: a psktool file of username:hexkey lines (needs --features tls-psk).
+    #[arg(long, value_name = "FILE")]
+    pub tls_psk: Option<PathBuf>,
+}
+
+fn parse_tls_mode(s: &str) -> Result<sanbench_nbd::server::TlsMode, String> {
+    s.parse()
 }
 
 /// Host monitoring: CPU, network, power; shared by `run` and `compare`.

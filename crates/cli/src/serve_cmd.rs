@@ -45,6 +45,26 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     cfg.prealloc = a.prealloc;
     let coalesce = a.coalesce.0;
     cfg.coalesce = (!coalesce.is_zero()).then_some(coalesce);
+    use sanbench_nbd::server::{Credentials, TlsMode};
+    cfg.tls_credentials = match (&a.tls_certificates, &a.tls_psk) {
+        (Some(d), _) => Some(Credentials::Certificates(d.clone())),
+        (None, Some(f)) => Some(Credentials::Psk(f.clone())),
+        (None, None) => None,
+    };
+    cfg.tls = match (a.tls, &cfg.tls_credentials) {
+        (Some(TlsMode::Off), Some(_)) => {
+            return Err(usage("--tls off: leave out --tls-certificates / --tls-psk"))
+        }
+        (Some(TlsMode::On | TlsMode::Require), None) => {
+            return Err(usage(
+                "--tls on/require needs --tls-certificates DIR or --tls-psk FILE",
+            ));
+        }
+        (Some(m), _) => m,
+        (None, Some(_)) => TlsMode::Require,
+        (None, None) => TlsMode::Off,
+    };
+    let tls = cfg.tls;
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = server.local_addr();
     let backing = match (&a.file, a.prealloc) {
@@ -55,11 +75,21 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nbd server: nbd://{addr}/{} ({}, {}{}); Ctrl-C to stop",
+        "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}); Ctrl-C to stop",
+        if tls == TlsMode::Require {
+            "nbds"
+        } else {
+            "nbd"
+        },
         a.export,
         format_size(server.size()),
         backing,
-        if a.read_only { ", read-only" } else { "" }
+        if a.read_only { ", read-only" } else { "" },
+        match tls {
+            TlsMode::Off => "",
+            TlsMode::On => ", TLS offered",
+            TlsMode::Require => ", TLS required",
+        }
     );
     let stats = server.stats();
     server.run(stop).context("nbd server")?;

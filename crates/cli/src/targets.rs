@@ -15,7 +15,9 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
     for s in list {
         let t = parse_target(s).map_err(usage)?;
         let target = match &t {
-            TargetUri::Network { scheme, uri } if scheme == "nbd" || scheme == "nbd+unix" => {
+            TargetUri::Network { scheme, uri }
+                if matches!(scheme.as_str(), "nbd" | "nbd+unix" | "nbds" | "nbds+unix") =>
+            {
                 let (base, opts) = nbd_options(uri)?;
                 sanbench_nbd::open(&base, &opts)?.into()
             }
@@ -69,7 +71,8 @@ fn shared_mem(s: &str, t: &TargetUri, opts: &FileOptions) -> Result<Arc<dyn Targ
 }
 
 /// Takes sanbench's own query keys out of an NBD URI: `submit_batch` (requests held back to
-/// send together). The rest (`socket=` of `nbd+unix`) stays for the NBD crate.
+/// send together). The rest (`socket=` of `nbd+unix`, libnbd's `tls-*` keys of `nbds`) stays
+/// for the NBD crate.
 fn nbd_options(uri: &str) -> Result<(String, sanbench_nbd::ClientOptions), CliError> {
     let mut o = sanbench_nbd::ClientOptions::default();
     let Some((base, query)) = uri.split_once('?') else {
@@ -80,9 +83,11 @@ fn nbd_options(uri: &str) -> Result<(String, sanbench_nbd::ClientOptions), CliEr
         match kv.split_once('=').unwrap_or((kv, "")) {
             ("submit_batch", v) => o.submit_batch = submit_batch(uri, v)?,
             ("socket", _) => keep.push(kv),
+            (k, _) if k.starts_with("tls-") => keep.push(kv),
             (k, _) => {
                 return Err(usage(format!(
-                    "{uri}: unknown option '{k}' (submit_batch; socket for nbd+unix)"
+                    "{uri}: unknown option '{k}' (submit_batch; socket for nbd+unix; \
+                     tls-certificates, tls-psk-file, tls-verify-peer, tls-hostname for nbds)"
                 )))
             }
         }

@@ -9,6 +9,7 @@
 pub mod client;
 pub mod error;
 pub mod server;
+pub mod tls;
 pub mod wire;
 
 pub use client::{open, ClientOptions};

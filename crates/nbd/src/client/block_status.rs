@@ -16,7 +16,7 @@ use std::io::{self, Read, Write};
 
 use sanbench_engine::{Allocation, EngineError};
 
-use super::{connect, disconnect, NbdTarget, Sock};
+use super::{connect, disconnect, NbdTarget, Stream};
 use crate::wire::meta::{state, BlockStatus, Extent, BASE_ALLOCATION};
 use crate::wire::transmission::{chunk, cmd, Chunk, ReplyHeader, Request};
 use crate::wire::Parsed;
@@ -54,7 +54,13 @@ pub(crate) fn allocation(
     let start = offset.min(end);
     let mut opts = t.opts.clone();
     opts.structured_replies = true;
-    let (sock, neg, rest) = connect(&t.addr, &t.export, &opts, Some(BASE_ALLOCATION))?;
+    let (sock, neg, rest) = connect(
+        &t.addr,
+        &t.export,
+        &opts,
+        t.tls.as_ref(),
+        Some(BASE_ALLOCATION),
+    )?;
     let mut conn = Conn {
         sock,
         buf: rest,
@@ -97,7 +103,7 @@ pub(crate) fn allocation(
 }
 
 struct Conn {
-    sock: Sock,
+    sock: Stream,
     buf: Vec<u8>,
     peer: String,
 }

@@ -4,7 +4,8 @@ use std::io::{self, Read, Write};
 
 use sanbench_engine::EngineError;
 
-use super::{ClientOptions, Sock};
+use super::{ClientOptions, Stream};
+use crate::tls::{Connector, Tls};
 use crate::wire::handshake::{
     cflags, hflags, info, opt, rep, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
     OptionReply, ReplyBody,
@@ -29,7 +30,7 @@ pub(crate) struct Negotiated {
 }
 
 struct Conv<'a> {
-    sock: &'a mut Sock,
+    sock: &'a mut Stream,
     peer: &'a str,
     buf: Vec<u8>,
 }
@@ -116,13 +117,73 @@ impl Conv<'_> {
     }
 }
 
+impl Conv<'_> {
+    /// `NBD_OPT_STARTTLS`, then the TLS handshake; every later byte goes through TLS. A
+    /// server that answers anything but an ack ends the connection: a client that asked for
+    /// TLS never goes on in plaintext.
+    fn starttls(&mut self, connector: &Connector, opts: &ClientOptions) -> Result<(), EngineError> {
+        self.option(&ClientOption::Other {
+            option: opt::STARTTLS,
+            data: Vec::new(),
+        })?;
+        match self.reply(opt::STARTTLS)? {
+            ReplyBody::Ack => {}
+            ReplyBody::Error { code, message } => {
+                let what = match code {
+                    rep::ERR_UNSUP => "the server does not offer TLS",
+                    rep::ERR_POLICY => "the server's policy refuses TLS",
+                    _ => "the server refused TLS",
+                };
+                return Err(EngineError::Connect {
+                    addr: self.peer.into(),
+                    reason: format!(
+                        "NBD_OPT_STARTTLS: {what} ({code:#x}{}{message}); nbds:// never falls \
+                         back to plaintext",
+                        if message.is_empty() { "" } else { ": " }
+                    ),
+                });
+            }
+            other => {
+                return Err(
+                    self.protocol(format!("unexpected reply to NBD_OPT_STARTTLS: {other:?}"))
+                )
+            }
+        }
+        // Anything the server sent after its ack and before TLS is not to be trusted.
+        if !self.buf.is_empty() {
+            return Err(self.protocol("data after the NBD_OPT_STARTTLS reply before TLS"));
+        }
+        let session = connector.session().map_err(|e| EngineError::Connect {
+            addr: self.peer.into(),
+            reason: e.to_string(),
+        })?;
+        let deadline = std::time::Instant::now() + opts.connect_timeout;
+        let fd = self.sock.fd();
+        let t = Tls::handshake(fd, session, deadline, &|| false).map_err(|e| {
+            // A GnuTLS server hangs up on an unknown identity or a wrong key without a word.
+            let hint = if connector.is_psk() {
+                " (is the PSK identity known to the server and its key the same?)"
+            } else {
+                ""
+            };
+            EngineError::Connect {
+                addr: self.peer.into(),
+                reason: format!("TLS handshake: {e}{hint}"),
+            }
+        })?;
+        self.sock.tls = Some(t);
+        Ok(())
+    }
+}
+
 /// Negotiates `export`; returns what was agreed and any bytes read past the handshake.
 /// `meta`: a metadata context to select (`NBD_OPT_SET_META_CONTEXT`, only once structured
 /// replies are agreed); the data path asks for none.
 pub(crate) fn negotiate(
-    sock: &mut Sock,
+    sock: &mut Stream,
     export: &str,
     opts: &ClientOptions,
+    tls: Option<&Connector>,
     meta: Option<&str>,
     peer: &str,
 ) -> Result<(Negotiated, Vec<u8>), EngineError> {
@@ -149,6 +210,9 @@ pub(crate) fn negotiate(
         cf |= cflags::NO_ZEROES;
     }
     c.send(&cf.to_be_bytes())?;
+    if let Some(connector) = tls {
+        c.starttls(connector, opts).map_err(fix_timeout)?;
+    }
 
     let mut structured = false;
     if opts.structured_replies {
@@ -239,7 +303,7 @@ pub(crate) fn negotiate(
             ReplyBody::Error { code, message } => {
                 let what = match code {
                     rep::ERR_UNKNOWN => "no such export",
-                    rep::ERR_TLS_REQD => "the server requires TLS",
+                    rep::ERR_TLS_REQD => "the server requires TLS (use nbds://)",
                     rep::ERR_POLICY => "refused by server policy",
                     rep::ERR_BLOCK_SIZE_REQD => "block size negotiation required",
                     _ => "option refused",

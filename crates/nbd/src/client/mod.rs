@@ -7,11 +7,14 @@
 //! holes on a short-lived connection of its own ([`block_status`]).
 //!
 //! URIs: `nbd://HOST[:PORT][/EXPORT]` (port 10809, export "" by default; IPv6 as `[::1]`) and
-//! `nbd+unix:///EXPORT?socket=PATH`.
+//! `nbd+unix:///EXPORT?socket=PATH`; `nbds://` and `nbds+unix://` negotiate TLS
+//! (`NBD_OPT_STARTTLS`) before anything else and never fall back to plaintext (see [`uri`] for
+//! libnbd's TLS keys and [`crate::tls`]).
 
 mod block_status;
 mod handshake;
 mod queue;
+mod uri;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -24,6 +27,7 @@ use std::time::Duration;
 use sanbench_engine::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
 use serde_json::json;
 
+use crate::tls::{Connector, Tls};
 use crate::wire::handshake::tflags;
 use crate::wire::MAX_PAYLOAD;
 use handshake::Negotiated;
@@ -64,7 +68,7 @@ impl Default for ClientOptions {
 
 /// Where the server is.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Addr {
+pub(crate) enum Addr {
     Tcp(String),
     Unix(PathBuf),
 }
@@ -129,23 +133,71 @@ impl io::Write for Sock {
     }
 }
 
+/// A connection: the socket, and the TLS session over it after `NBD_OPT_STARTTLS`. Its
+/// `Read`/`Write` are blocking (the socket's timeouts); the queue's data path uses the two
+/// parts directly.
+pub(crate) struct Stream {
+    pub sock: Sock,
+    pub tls: Option<Tls>,
+}
+
+impl Stream {
+    pub(crate) fn fd(&self) -> RawFd {
+        self.sock.fd()
+    }
+}
+
+impl io::Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &mut self.tls {
+            Some(t) => t.recv(self.sock.fd(), buf, 0),
+            None => self.sock.read(buf),
+        }
+    }
+}
+
+impl io::Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.tls {
+            Some(t) => t.send_all(self.sock.fd(), buf).map(|()| buf.len()),
+            None => self.sock.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Opens an NBD export: one handshake to learn its size and flags.
 pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineError> {
-    let (addr, export) = parse_uri(uri)?;
-    let (mut sock, neg, _rest) = connect(&addr, &export, opts, None)?;
+    let u = uri::parse_uri(uri)?;
+    let tls = match &u.tls {
+        Some(t) => Some(Connector::new(t).map_err(|e| {
+            EngineError::Invalid(format!("{}: {e}", sanbench_engine::uri::redact(uri)))
+        })?),
+        None => None,
+    };
+    let (addr, export) = (u.addr, u.export);
+    let (mut sock, neg, _rest) = connect(&addr, &export, opts, tls.as_ref(), None)?;
+    let tls_desc = sock.tls.as_ref().map(Tls::describe);
     // Leave politely: this connection only served to learn the export's parameters.
     disconnect(&mut sock);
-    let info = target_info(uri, &addr, &export, &neg);
+    let mut info = target_info(uri, &addr, &export, &neg);
+    info.params
+        .insert("tls".into(), tls_desc.map_or(json!(false), |d| json!(d)));
     Ok(Box::new(NbdTarget {
         info,
         addr,
         export,
         opts: opts.clone(),
+        tls,
     }))
 }
 
-/// Sends NBD_CMD_DISC (best effort: the connection is dropped next anyway).
-fn disconnect(sock: &mut Sock) {
+/// Sends NBD_CMD_DISC (best effort: the connection is dropped next anyway), and TLS's
+/// close_notify.
+fn disconnect(sock: &mut Stream) {
     let mut disc = Vec::with_capacity(28);
     crate::wire::transmission::Request {
         flags: 0,
@@ -156,20 +208,25 @@ fn disconnect(sock: &mut Sock) {
     }
     .encode(&mut disc);
     let _ = io::Write::write_all(sock, &disc);
+    let fd = sock.fd();
+    if let Some(t) = &mut sock.tls {
+        t.close(fd);
+    }
 }
 
 fn connect(
     addr: &Addr,
     export: &str,
     opts: &ClientOptions,
+    tls: Option<&Connector>,
     meta: Option<&str>,
-) -> Result<(Sock, Negotiated, Vec<u8>), EngineError> {
+) -> Result<(Stream, Negotiated, Vec<u8>), EngineError> {
     let peer = addr.to_string();
     let cerr = |reason: String| EngineError::Connect {
         addr: peer.clone(),
         reason,
     };
-    let mut sock = match addr {
+    let sock = match addr {
         Addr::Tcp(a) => {
             let addrs = a.to_socket_addrs().map_err(|e| cerr(e.to_string()))?;
             let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
@@ -192,8 +249,9 @@ fn connect(
     sock.set_read_timeout(opts.connect_timeout)
         .and_then(|()| sock.set_write_timeout(opts.connect_timeout))
         .map_err(|e| cerr(e.to_string()))?;
-    let (neg, rest) = handshake::negotiate(&mut sock, export, opts, meta, &peer)?;
-    Ok((sock, neg, rest))
+    let mut stream = Stream { sock, tls: None };
+    let (neg, rest) = handshake::negotiate(&mut stream, export, opts, tls, meta, &peer)?;
+    Ok((stream, neg, rest))
 }
 
 fn target_info(uri: &str, addr: &Addr, export: &str, n: &Negotiated) -> TargetInfo {
@@ -240,6 +298,8 @@ struct NbdTarget {
     addr: Addr,
     export: String,
     opts: ClientOptions,
+    /// The TLS credentials of an `nbds` URI, loaded once for every connection.
+    tls: Option<Connector>,
 }
 
 impl Target for NbdTarget {
@@ -252,7 +312,13 @@ impl Target for NbdTarget {
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-        let (sock, neg, rest) = connect(&self.addr, &self.export, &self.opts, None)?;
+        let (sock, neg, rest) = connect(
+            &self.addr,
+            &self.export,
+            &self.opts,
+            self.tls.as_ref(),
+            None,
+        )?;
         if neg.size != self.info.size {
             return Err(EngineError::Protocol {
                 peer: self.addr.to_string(),
@@ -264,122 +330,5 @@ impl Target for NbdTarget {
         }
         let q = queue::NbdQueue::new(sock, self.addr.to_string(), &neg, &rest, cfg, &self.opts)?;
         Ok(Box::new(q))
-    }
-}
-
-/// Splits an NBD URI into address and export name.
-fn parse_uri(uri: &str) -> Result<(Addr, String), EngineError> {
-    let bad = |why: &str| EngineError::Invalid(format!("{uri}: {why}"));
-    // TLS is not negotiated yet: a TLS URI is refused, never served in plaintext.
-    if uri.starts_with("nbds://") || uri.starts_with("nbds+unix://") {
-        return Err(bad("NBD over TLS (nbds://) is not supported yet"));
-    }
-    if let Some(rest) = uri.strip_prefix("nbd+unix://") {
-        let (path, query) = rest
-            .split_once('?')
-            .ok_or_else(|| bad("missing ?socket=PATH"))?;
-        let export = path.strip_prefix('/').unwrap_or(path);
-        let socket = query
-            .split('&')
-            .find_map(|kv| kv.strip_prefix("socket="))
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| bad("missing ?socket=PATH"))?;
-        return Ok((
-            Addr::Unix(PathBuf::from(unescape(socket))),
-            unescape(export),
-        ));
-    }
-    let rest = uri.strip_prefix("nbd://").ok_or_else(|| {
-        bad("expected nbd://HOST[:PORT][/EXPORT] or nbd+unix:///EXPORT?socket=PATH")
-    })?;
-    let rest = rest.split_once('?').map_or(rest, |(r, _)| r);
-    let (authority, export) = rest.split_once('/').unwrap_or((rest, ""));
-    if authority.is_empty() {
-        return Err(bad("missing host"));
-    }
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, tail) = v6
-            .split_once(']')
-            .ok_or_else(|| bad("unclosed [ in host"))?;
-        (h.to_string(), tail.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    let port: u16 = match port {
-        Some(p) => p.parse().map_err(|_| bad("bad port"))?,
-        None => 10809,
-    };
-    let addr = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    Ok((Addr::Tcp(addr), unescape(export)))
-}
-
-/// Percent-decoding for export names and socket paths.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = b
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(v)) => {
-                out.push(v);
-                i += 3;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uris() {
-        let t = |u: &str| parse_uri(u).unwrap();
-        assert_eq!(
-            t("nbd://localhost"),
-            (Addr::Tcp("localhost:10809".into()), "".into())
-        );
-        assert_eq!(
-            t("nbd://127.0.0.1:1234/disk"),
-            (Addr::Tcp("127.0.0.1:1234".into()), "disk".into())
-        );
-        assert_eq!(
-            t("nbd://[::1]:99/a%20b"),
-            (Addr::Tcp("[::1]:99".into()), "a b".into())
-        );
-        assert_eq!(
-            t("nbd://[::1]"),
-            (Addr::Tcp("[::1]:10809".into()), "".into())
-        );
-        assert_eq!(
-            t("nbd+unix:///exp?socket=/tmp/s.sock"),
-            (Addr::Unix("/tmp/s.sock".into()), "exp".into())
-        );
-        for bad in [
-            "file:///x",
-            "nbd://",
-            "nbd://h:port",
-            "nbd+unix:///x",
-            "nbd://[::1",
-            "nbds://localhost/x",
-            "nbds+unix:///x?socket=/tmp/s.sock",
-        ] {
-            assert!(parse_uri(bad).unwrap_err().is_usage(), "{bad}");
-        }
     }
 }

@@ -15,6 +15,7 @@
 //! is well framed but wrong gets the NBD error the spec asks for and the connection goes on.
 
 mod handshake;
+mod starttls;
 mod transmission;
 
 use std::io::{self, Read, Write};
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 use super::coalesce::{Coalesce, Outcome};
 use super::Shared;
 use crate::error::NbdError;
+use crate::tls::Tls;
 use crate::wire::WireError;
 
 /// Receive buffer: room for a large batch of 4 KiB writes.
@@ -48,6 +50,8 @@ type R<T> = Result<T, End>;
 
 pub(crate) struct Conn<'a> {
     sock: TcpStream,
+    /// The TLS session after `NBD_OPT_STARTTLS`; None: plaintext, straight on the socket.
+    tls: Option<Tls>,
     sh: &'a Shared,
     shutdown: &'a AtomicBool,
     peer: String,
@@ -68,6 +72,8 @@ pub(crate) struct Conn<'a> {
     coalesced: u64,
     /// `SO_RCVLOWAT` as last set on the socket.
     lowat: usize,
+    /// When the handshake (TLS included) must be over.
+    deadline: Instant,
 }
 
 struct PendingWrite {
@@ -88,6 +94,7 @@ impl<'a> Conn<'a> {
     ) -> Conn<'a> {
         Conn {
             sock,
+            tls: None,
             sh,
             shutdown,
             peer,
@@ -102,6 +109,7 @@ impl<'a> Conn<'a> {
             coalesce: Coalesce::default(),
             coalesced: 0,
             lowat: 1,
+            deadline: Instant::now() + HANDSHAKE_TIMEOUT,
         }
     }
 
@@ -111,6 +119,9 @@ impl<'a> Conn<'a> {
             Ok(false) => Ok(()),
             Err(e) => Err(e),
         };
+        if let Some(t) = &mut self.tls {
+            t.close(self.sock.as_raw_fd());
+        }
         self.sh
             .coalesced
             .fetch_add(self.coalesced, Ordering::Relaxed);
@@ -141,8 +152,14 @@ impl<'a> Conn<'a> {
             self.rlen -= self.rpos;
             self.rpos = 0;
         }
+        let fd = self.sock.as_raw_fd();
         loop {
-            match self.sock.read(&mut self.rbuf[self.rlen..]) {
+            let buf = &mut self.rbuf[self.rlen..];
+            let r = match &mut self.tls {
+                Some(t) => t.recv(fd, buf, 0),
+                None => self.sock.read(buf),
+            };
+            match r {
                 Ok(0) => return Err(End::Clean),
                 Ok(n) => {
                     self.rlen += n;
@@ -177,7 +194,10 @@ impl<'a> Conn<'a> {
         if self.out.is_empty() {
             return Ok(());
         }
-        let r = self.sock.write_all(&self.out);
+        let r = match &mut self.tls {
+            Some(t) => t.send_all(self.sock.as_raw_fd(), &self.out),
+            None => self.sock.write_all(&self.out),
+        };
         self.out.clear();
         match r {
             Ok(()) => Ok(()),
@@ -203,7 +223,9 @@ impl<'a> Conn<'a> {
     /// Waits for the next requests, coalescing wake-ups when the client pipelines (see
     /// [`super::coalesce`]).
     fn wait_for_requests(&mut self, found: u32, bytes: u64, written: u64) -> R<()> {
-        let Some(deadline) = self.sh.cfg.coalesce else {
+        // Coalescing counts bytes on the socket: TLS records are not requests, and a session
+        // may hold decrypted requests a poll cannot see. A TLS connection wakes per arrival.
+        let Some(deadline) = self.sh.cfg.coalesce.filter(|_| self.tls.is_none()) else {
             return self.read_more(None);
         };
         let want = self.coalesce.plan(found, bytes, written, Instant::now());

@@ -22,6 +22,10 @@
 //! always answered in one chunk), and the `base:allocation` metadata context
 //! (`NBD_OPT_LIST/SET_META_CONTEXT`, `NBD_CMD_BLOCK_STATUS`: written chunks are data, the rest
 //! `NBD_STATE_HOLE | NBD_STATE_ZERO`).
+//!
+//! TLS (`ServerConfig::tls`): `NBD_OPT_STARTTLS` upgrades a connection during the handshake
+//! (see `conn/handshake.rs` and [`crate::tls`]); with `TlsMode::Require`, nothing but
+//! STARTTLS and ABORT is served before it.
 
 mod coalesce;
 mod conn;
@@ -39,6 +43,8 @@ use sanbench_blockstore::BlockStore;
 pub use sanbench_blockstore::CHUNK;
 
 use crate::error::NbdError;
+use crate::tls::Acceptor;
+pub use crate::tls::{Credentials, TlsMode};
 use crate::wire::MAX_PAYLOAD;
 use conn::{Conn, End};
 
@@ -70,6 +76,10 @@ pub struct ServerConfig {
     /// Wake-up coalescing for pipelining clients: the longest a connection waits for a batch
     /// of requests to gather (see `coalesce.rs`); None wakes for every request.
     pub coalesce: Option<Duration>,
+    /// `NBD_OPT_STARTTLS`: off, offered, or required.
+    pub tls: TlsMode,
+    /// The TLS credentials (needed unless `tls` is off).
+    pub tls_credentials: Option<Credentials>,
 }
 
 impl ServerConfig {
@@ -87,6 +97,8 @@ impl ServerConfig {
             preferred_block: 4096,
             max_payload: MAX_PAYLOAD,
             coalesce: Some(DEFAULT_COALESCE),
+            tls: TlsMode::Off,
+            tls_credentials: None,
         }
     }
 
@@ -124,7 +136,13 @@ impl ServerConfig {
         {
             return bad("export name and description are limited to 4096 bytes");
         }
-        Ok(())
+        match (self.tls, &self.tls_credentials) {
+            (TlsMode::Off, Some(_)) => bad("TLS credentials given with TLS off"),
+            (TlsMode::On | TlsMode::Require, None) => {
+                bad("TLS needs credentials (a certificate directory or a PSK file)")
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -133,6 +151,8 @@ pub(crate) struct Shared {
     cfg: ServerConfig,
     size: u64,
     store: BlockStore,
+    /// Loaded TLS credentials when `cfg.tls` is not off.
+    tls: Option<Acceptor>,
     /// Waits that asked the kernel for more than one request (see `coalesce.rs`), summed as
     /// connections end.
     coalesced: AtomicU64,
@@ -204,6 +224,12 @@ impl Server {
                 (store, size)
             }
         };
+        let tls = match &cfg.tls_credentials {
+            Some(c) if cfg.tls != TlsMode::Off => {
+                Some(Acceptor::new(c).map_err(|e| NbdError::Config(e.to_string()))?)
+            }
+            _ => None,
+        };
         let listener = TcpListener::bind(cfg.listen)
             .map_err(|e| NbdError::io(format!("listen on {}", cfg.listen), e))?;
         listener
@@ -213,6 +239,7 @@ impl Server {
             cfg,
             size,
             store,
+            tls,
             coalesced: AtomicU64::new(0),
         });
         let stats = Arc::new(ServerStats {

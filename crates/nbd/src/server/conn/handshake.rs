@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::{Conn, End, HANDSHAKE_TIMEOUT, MAX_OPTIONS, R};
+use crate::tls::TlsMode;
 use crate::wire::handshake::{
     hflags, info, opt, rep, tflags, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
     OptionReply, ReplyBody,
@@ -18,7 +19,8 @@ pub(crate) const BASE_ALLOCATION_ID: u32 = 1;
 impl Conn<'_> {
     /// Negotiates; true when the client entered transmission.
     pub(super) fn handshake(&mut self) -> R<bool> {
-        let deadline = Some(Instant::now() + HANDSHAKE_TIMEOUT);
+        self.deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        let deadline = Some(self.deadline);
         Greeting {
             flags: hflags::FIXED_NEWSTYLE | hflags::NO_ZEROES,
         }
@@ -61,7 +63,7 @@ impl Conn<'_> {
         self.fail("too many options")
     }
 
-    fn reply(&mut self, option: u32, code: u32, message: &str) {
+    pub(super) fn reply(&mut self, option: u32, code: u32, message: &str) {
         OptionReply {
             option,
             body: ReplyBody::Error {
@@ -72,7 +74,7 @@ impl Conn<'_> {
         .encode(&mut self.out);
     }
 
-    fn ack(&mut self, option: u32) {
+    pub(super) fn ack(&mut self, option: u32) {
         OptionReply {
             option,
             body: ReplyBody::Ack,
@@ -103,6 +105,27 @@ impl Conn<'_> {
     /// Answers one option; true when transmission starts.
     fn option(&mut self, option: ClientOption) -> R<bool> {
         let n = option.number();
+        if let ClientOption::Other {
+            option: opt::STARTTLS,
+            data,
+        } = &option
+        {
+            let empty = data.is_empty();
+            return self.starttls(empty).map(|()| false);
+        }
+        if self.tls.is_none() && self.sh.cfg.tls == TlsMode::Require {
+            match option {
+                ClientOption::Abort => {}
+                // It has no error reply: all a server that requires TLS can do is hang up.
+                ClientOption::ExportName(_) => {
+                    return self.fail("NBD_OPT_EXPORT_NAME before NBD_OPT_STARTTLS (TLS required)")
+                }
+                _ => {
+                    self.reply(n, rep::ERR_TLS_REQD, "TLS required: send NBD_OPT_STARTTLS");
+                    return Ok(false);
+                }
+            }
+        }
         match option {
             ClientOption::ExportName(name) => {
                 if !self.name_ok(&name) {

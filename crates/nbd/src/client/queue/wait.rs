@@ -36,6 +36,10 @@ impl NbdQueue {
 
     /// Whether a reply arrives within `d` (ppoll for POLLIN).
     pub(super) fn readable_within(&mut self, d: Duration) -> Result<bool, EngineError> {
+        // Decrypted replies already inside the TLS session: a poll would not see them.
+        if self.sock.tls.as_ref().is_some_and(|t| t.has_buffered()) {
+            return Ok(true);
+        }
         let mut pfd = libc::pollfd {
             fd: self.sock.fd(),
             events: libc::POLLIN,

@@ -1,0 +1,361 @@
+//! One NBD connection driven as a [`Queue`].
+//!
+//! Cookies are the scheduler's tags, so a reply finds its I/O by indexing a table. The I/O path
+//! is built for few system calls and no allocation per I/O:
+//!
+//! * `submit` encodes the batch's request headers into one reused buffer and sends headers and
+//!   WRITE payloads (straight from the arena) with one `sendmsg` of an iovec list. If the socket
+//!   is full, it polls for writability *and* readability and drains replies meanwhile, so a
+//!   server that blocks on sending replies can never deadlock against us.
+//! * `reap` reads with large `recv`s into a receive buffer and parses every reply in it; READ
+//!   data is copied from there into the I/O's arena region, or, for the rest of a large payload,
+//!   received directly into the arena.
+//! * The socket stays blocking with `SO_RCVTIMEO` = the I/O timeout: a wait for replies is one
+//!   `recv`, and a silent server turns into [`EngineError::Timeout`] after exactly that long.
+//!   Sends that must not block use `MSG_DONTWAIT`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig};
+use serde_json::json;
+
+use super::handshake::Negotiated;
+use super::{ClientOptions, Stream};
+use crate::wire::handshake::tflags;
+use crate::wire::transmission::{cmd, cmd_flags, Request, REQUEST_LEN};
+
+/// iovecs per `sendmsg`.
+const IOV_BATCH: usize = 64;
+/// READ data longer than this that is not yet buffered is received straight into the arena.
+const DIRECT_MIN: usize = 16 * 1024;
+/// Longest a request held for company (`submit_batch`) waits for a reply to arrive before it
+/// is sent alone.
+const HOLD_MAX: Duration = Duration::from_micros(50);
+
+mod replies;
+mod sock;
+mod wait;
+
+#[derive(Clone, Copy)]
+struct Slot {
+    active: bool,
+    op: Op,
+    offset: u64,
+    len: u32,
+    buf: usize,
+    /// Error gathered from structured error chunks (negative errno).
+    error: i32,
+}
+
+/// A piece of the outgoing byte stream: request headers or a WRITE's data in the arena.
+#[derive(Clone, Copy)]
+enum Seg {
+    Hdr { start: usize, len: usize },
+    Data { buf: usize, len: usize },
+}
+
+enum Recv {
+    Header,
+    /// READ data to place at arena offset `at`; `done` completes the I/O at the end.
+    Data {
+        tag: u32,
+        at: usize,
+        remaining: usize,
+        done: bool,
+    },
+}
+
+pub(crate) struct NbdQueue {
+    sock: Stream,
+    peer: String,
+    arena: Arc<Arena>,
+    timeout: Duration,
+    flags: u16,
+    write_flags: u16,
+    slots: Vec<Slot>,
+    /// Requests taken (their slots active), and how many of them are not yet sent.
+    inflight: usize,
+    unsent: usize,
+    submit_batch: usize,
+    ready: Vec<Completion>,
+    hdrs: Vec<u8>,
+    segs: Vec<Seg>,
+    rbuf: Box<[u8]>,
+    rpos: usize,
+    rlen: usize,
+    state: Recv,
+    sends: u64,
+    recvs: u64,
+    direct_bytes: u64,
+}
+
+impl NbdQueue {
+    pub(crate) fn new(
+        sock: Stream,
+        peer: String,
+        neg: &Negotiated,
+        rest: &[u8],
+        cfg: &QueueConfig,
+        opts: &ClientOptions,
+    ) -> Result<NbdQueue, EngineError> {
+        let timeout = cfg.io_timeout.max(Duration::from_millis(1));
+        sock.sock
+            .set_read_timeout(timeout)
+            .map_err(|e| EngineError::sys(format!("{peer}: set receive timeout"), e))?;
+        let depth = cfg.depth.max(1) as usize;
+        let size = opts.recv_buffer.max(64 * 1024).max(rest.len());
+        let mut rbuf = vec![0u8; size].into_boxed_slice();
+        rbuf[..rest.len()].copy_from_slice(rest);
+        let write_flags = if opts.fua && neg.flags & tflags::SEND_FUA != 0 {
+            cmd_flags::FUA
+        } else {
+            0
+        };
+        let idle = Slot {
+            active: false,
+            op: Op::Read,
+            offset: 0,
+            len: 0,
+            buf: 0,
+            error: 0,
+        };
+        Ok(NbdQueue {
+            sock,
+            peer,
+            arena: cfg.arena.clone(),
+            timeout,
+            flags: neg.flags,
+            write_flags,
+            slots: vec![idle; depth],
+            inflight: 0,
+            unsent: 0,
+            submit_batch: opts.submit_batch.max(1) as usize,
+            ready: Vec::with_capacity(depth),
+            hdrs: Vec::with_capacity(depth * REQUEST_LEN),
+            segs: Vec::with_capacity(depth * 2),
+            rbuf,
+            rpos: 0,
+            rlen: rest.len(),
+            state: Recv::Header,
+            sends: 0,
+            recvs: 0,
+            direct_bytes: 0,
+        })
+    }
+
+    fn protocol(&self, reason: impl Into<String>) -> EngineError {
+        EngineError::Protocol {
+            peer: self.peer.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    fn disconnected(&self, reason: impl Into<String>) -> EngineError {
+        EngineError::Disconnected {
+            peer: self.peer.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    fn timed_out(&self) -> EngineError {
+        EngineError::Timeout {
+            peer: self.peer.clone(),
+            secs: self.timeout.as_secs_f64(),
+        }
+    }
+
+    fn io_error(&self, e: io::Error) -> EngineError {
+        match e.raw_os_error() {
+            Some(libc::EPIPE) | Some(libc::ECONNRESET) | Some(libc::ENOTCONN) => {
+                self.disconnected(e.to_string())
+            }
+            _ => EngineError::sys(format!("{}: socket", self.peer), e),
+        }
+    }
+
+    fn complete(&mut self, tag: u32, result: i32) {
+        self.slots[tag as usize].active = false;
+        self.inflight -= 1;
+        self.ready.push(Completion { tag, result });
+    }
+
+    /// Adds one request (and its payload) to the outgoing batch.
+    fn queue_request(&mut self, io: &Io) -> Result<(), EngineError> {
+        if self.slots.get(io.tag as usize).is_none_or(|s| s.active) {
+            return Err(EngineError::Invalid(format!(
+                "tag {} is in flight or not below the depth",
+                io.tag
+            )));
+        }
+        let (command, flags) = match io.op {
+            Op::Read => (cmd::READ, 0),
+            Op::Write if io.fua && self.flags & tflags::SEND_FUA == 0 => {
+                return Err(EngineError::Unsupported(
+                    "FUA writes on an NBD export without SEND_FUA",
+                ))
+            }
+            Op::Write if io.fua => (cmd::WRITE, self.write_flags | cmd_flags::FUA),
+            Op::Write => (cmd::WRITE, self.write_flags),
+            Op::Flush if self.flags & tflags::SEND_FLUSH == 0 => {
+                // Nothing to make durable on a server without a write cache.
+                self.ready.push(Completion {
+                    tag: io.tag,
+                    result: 0,
+                });
+                return Ok(());
+            }
+            Op::Flush => (cmd::FLUSH, 0),
+            Op::Trim if self.flags & tflags::SEND_TRIM == 0 => {
+                return Err(EngineError::Unsupported(
+                    "TRIM on an NBD export without SEND_TRIM",
+                ))
+            }
+            Op::Trim => (cmd::TRIM, 0),
+        };
+        let data = matches!(io.op, Op::Read | Op::Write);
+        if data
+            && io
+                .buf
+                .checked_add(io.len as usize)
+                .is_none_or(|e| e > self.arena.len())
+        {
+            return Err(EngineError::Invalid(format!(
+                "I/O buffer {}+{} outside the arena",
+                io.buf, io.len
+            )));
+        }
+        let (offset, len) = if io.op == Op::Flush {
+            (0, 0)
+        } else {
+            (io.offset, io.len)
+        };
+        let start = self.hdrs.len();
+        Request {
+            flags,
+            cmd: command,
+            cookie: io.tag.into(),
+            offset,
+            len,
+        }
+        .encode(&mut self.hdrs);
+        match self.segs.last_mut() {
+            Some(Seg::Hdr { start: s, len: l }) if *s + *l == start => *l += REQUEST_LEN,
+            _ => self.segs.push(Seg::Hdr {
+                start,
+                len: REQUEST_LEN,
+            }),
+        }
+        if io.op == Op::Write && io.len > 0 {
+            self.segs.push(Seg::Data {
+                buf: io.buf,
+                len: io.len as usize,
+            });
+        }
+        self.slots[io.tag as usize] = Slot {
+            active: true,
+            op: io.op,
+            offset: io.offset,
+            len: io.len,
+            buf: io.buf,
+            error: 0,
+        };
+        self.inflight += 1;
+        self.unsent += 1;
+        Ok(())
+    }
+
+    /// Sends the queued requests unless they may wait for company: while more than half the
+    /// depth is outstanding at the server, up to `submit_batch` new requests are held so that
+    /// one `sendmsg` (and one server wake-up) carries them all.
+    fn flush_due(&mut self) -> Result<(), EngineError> {
+        if self.segs.is_empty() {
+            return Ok(());
+        }
+        let on_wire = self.inflight - self.unsent.min(self.inflight);
+        if self.unsent >= self.submit_batch || on_wire <= self.slots.len() / 2 {
+            self.send_all()?;
+        }
+        Ok(())
+    }
+}
+
+impl Queue for NbdQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        for io in ios {
+            self.queue_request(io)?;
+        }
+        self.flush_due()
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        let want = min.min(self.ready.len() + self.inflight);
+        // Held requests are released once half the depth or less is outstanding, so a wait
+        // below always has replies to come.
+        self.flush_due()?;
+        if want == 0 && self.inflight > 0 {
+            self.recv_some(false)?;
+        }
+        while self.ready.len() < want {
+            // Held requests wait for company only as long as a reply is about to arrive: on a
+            // slow target the wait for the next completion would land in their latency.
+            if self.unsent > 0 && !self.readable_within(HOLD_MAX)? {
+                self.send_all()?;
+            }
+            self.recv_some(true)?;
+            self.flush_due()?;
+        }
+        out.append(&mut self.ready);
+        Ok(())
+    }
+
+    fn reap_until(
+        &mut self,
+        deadline: std::time::Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        self.reap_by(deadline, out)
+    }
+
+    fn stats(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut m = BTreeMap::new();
+        m.insert("nbd_send_calls".into(), json!(self.sends));
+        m.insert("nbd_recv_calls".into(), json!(self.recvs));
+        m.insert("nbd_direct_recv_bytes".into(), json!(self.direct_bytes));
+        m.insert("nbd_submit_batch".into(), json!(self.submit_batch));
+        m
+    }
+
+    fn close(&mut self) -> Result<(), EngineError> {
+        let mut h = [0u8; REQUEST_LEN];
+        Request {
+            flags: 0,
+            cmd: cmd::DISC,
+            cookie: 0,
+            offset: 0,
+            len: 0,
+        }
+        .encode_to(&mut h);
+        let fd = self.sock.fd();
+        if let Some(t) = &mut self.sock.tls {
+            let r = t.send_all(fd, &h);
+            t.close(fd);
+            return r.map_err(|e| self.io_error(e));
+        }
+        // SAFETY: sends from a local buffer valid for the call.
+        let r = unsafe {
+            libc::send(
+                self.sock.fd(),
+                h.as_ptr().cast(),
+                h.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if r < 0 {
+            return Err(self.io_error(io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+}

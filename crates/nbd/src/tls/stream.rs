@@ -1,0 +1,244 @@
+//! A [`Session`] driven over a socket's file descriptor with the caller's flags: blocking
+//! calls obey the socket's `SO_RCVTIMEO`/`SO_SNDTIMEO`, `MSG_DONTWAIT` calls never wait, and
+//! `EAGAIN` comes back as it would from `recv`/`send`, so the plaintext and the TLS paths of a
+//! connection share their waiting logic.
+
+use std::io;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::time::Instant;
+
+use rustix::net::{self, RecvFlags, SendFlags};
+
+use super::{Session, TlsError};
+
+/// One `recv`/`send` on a descriptor the caller owns, as `Read`/`Write` for the session.
+struct Fd<'a> {
+    fd: BorrowedFd<'a>,
+    /// `MSG_DONTWAIT` or 0.
+    nonblocking: bool,
+}
+
+impl Fd<'_> {
+    fn new(fd: RawFd, flags: libc::c_int) -> Fd<'static> {
+        Fd {
+            // SAFETY: every caller passes the descriptor of a socket it owns and keeps open
+            // for the duration of the call that uses this `Fd`.
+            fd: unsafe { BorrowedFd::borrow_raw(fd) },
+            nonblocking: flags & libc::MSG_DONTWAIT != 0,
+        }
+    }
+
+    fn send_flags(&self) -> SendFlags {
+        if self.nonblocking {
+            SendFlags::NOSIGNAL | SendFlags::DONTWAIT
+        } else {
+            SendFlags::NOSIGNAL
+        }
+    }
+}
+
+impl io::Read for Fd<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let flags = if self.nonblocking {
+            RecvFlags::DONTWAIT
+        } else {
+            RecvFlags::empty()
+        };
+        Ok(net::recv(self.fd, buf, flags)?.0)
+    }
+}
+
+impl io::Write for Fd<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(net::send(self.fd, buf, self.send_flags())?)
+    }
+
+    /// Several TLS records in one `sendmsg`.
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let mut control = net::SendAncillaryBuffer::default();
+        Ok(net::sendmsg(
+            self.fd,
+            bufs,
+            &mut control,
+            self.send_flags(),
+        )?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn would_block(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// The error a TLS failure becomes on the connection (`InvalidData`, with the library's words).
+fn tls_error(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("TLS: {what}"))
+}
+
+/// Ciphertext taken from the socket per `recv` on the data path. rustls reads about 4 KiB per
+/// call of its own; one large `recv` fed to it from memory saves most of the system calls
+/// (measured: a 1 MiB read took some 250 of them).
+const CIPHER_BUF: usize = 256 * 1024;
+
+/// A TLS connection over a socket the caller keeps.
+pub(crate) struct Tls {
+    s: Box<dyn Session>,
+    /// Ciphertext received and not yet given to the session: `cin[cpos..clen]`.
+    cin: Box<[u8]>,
+    cpos: usize,
+    clen: usize,
+}
+
+impl Tls {
+    /// Runs the handshake over a blocking socket until done or `deadline` passes (reads that
+    /// time out are retried until then; `stop` can end the wait early).
+    pub(crate) fn handshake(
+        fd: RawFd,
+        s: Box<dyn Session>,
+        deadline: Instant,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Tls, io::Error> {
+        let mut t = Tls {
+            s,
+            cin: vec![0u8; CIPHER_BUF].into_boxed_slice(),
+            cpos: 0,
+            clen: 0,
+        };
+        while t.s.is_handshaking() {
+            if t.s.wants_write() {
+                t.s.write_tls(&mut Fd::new(fd, 0))?;
+                continue;
+            }
+            match t.s.read_tls(&mut Fd::new(fd, 0)) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the peer closed the connection during the TLS handshake",
+                    ))
+                }
+                Ok(_) => {
+                    if let Err(e) = t.s.process() {
+                        // Best effort: the alert tells the peer why.
+                        let _ = t.flush(fd, libc::MSG_DONTWAIT);
+                        return Err(tls_error(e));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if would_block(&e) => {
+                    if Instant::now() > deadline || stop() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "TLS handshake timed out",
+                        ));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        t.flush_blocking(fd)?;
+        Ok(t)
+    }
+
+    /// Decrypted bytes into `buf`: those buffered first, else ciphertext from one `recv(flags)`
+    /// of up to [`CIPHER_BUF`]. `Ok(0)`: the peer closed; `EAGAIN`/timeout errors as `recv`
+    /// gives them.
+    pub(crate) fn recv(&mut self, fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
+        loop {
+            match self.s.read_plain(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The peer closed without close_notify: a truncation, reported as a close.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            if self.cpos == self.clen {
+                let n = io::Read::read(&mut Fd::new(fd, flags), &mut self.cin)?;
+                if n == 0 {
+                    return Ok(0);
+                }
+                (self.cpos, self.clen) = (0, n);
+            }
+            let n = self.s.read_tls(&mut &self.cin[self.cpos..self.clen])?;
+            if n == 0 {
+                // The session takes nothing more (close_notify received).
+                return Ok(0);
+            }
+            self.cpos += n;
+            if let Err(e) = self.s.process() {
+                let _ = self.flush(fd, libc::MSG_DONTWAIT);
+                return Err(tls_error(e));
+            }
+            if self.s.wants_write() {
+                // Post-handshake messages (key updates): sent when the socket has room.
+                self.flush(fd, libc::MSG_DONTWAIT)?;
+            }
+        }
+    }
+
+    /// Takes plaintext to send (all of it, or what fits before the session's output limit).
+    pub(crate) fn push(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.s.write_plain(data)
+    }
+
+    /// Sends pending ciphertext; false when the socket took less than all of it
+    /// (`MSG_DONTWAIT`) or timed out.
+    pub(crate) fn flush(&mut self, fd: RawFd, flags: i32) -> io::Result<bool> {
+        while self.s.wants_write() {
+            match self.s.write_tls(&mut Fd::new(fd, flags)) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if would_block(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    fn flush_blocking(&mut self, fd: RawFd) -> io::Result<()> {
+        if self.flush(fd, 0)? {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "TLS send timed out",
+            ))
+        }
+    }
+
+    /// Sends all of `data` over a blocking socket.
+    pub(crate) fn send_all(&mut self, fd: RawFd, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let n = self.push(data)?;
+            data = &data[n..];
+            self.flush_blocking(fd)?;
+        }
+        self.flush_blocking(fd)
+    }
+
+    /// Whether bytes wait inside the session (a poll on the socket would not see them).
+    pub(crate) fn has_buffered(&self) -> bool {
+        self.cpos < self.clen || self.s.has_buffered()
+    }
+
+    /// Sends close_notify (best effort, never blocks).
+    pub(crate) fn close(&mut self, fd: RawFd) {
+        self.s.close_notify();
+        let _ = self.flush(fd, libc::MSG_DONTWAIT);
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        self.s.describe()
+    }
+}
+
+impl From<TlsError> for io::Error {
+    fn from(e: TlsError) -> io::Error {
+        io::Error::other(e.to_string())
+    }
+}

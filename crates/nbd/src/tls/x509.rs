@@ -1,0 +1,226 @@
+//! X.509 through rustls with the ring provider: loading nbdkit's / libnbd's certificate
+//! directories, and a rustls connection as a [`Session`].
+
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+
+use super::{ClientTls, ConnectorKind, Session, TlsError};
+
+/// Ciphertext a session may hold unsent before it takes no more plaintext.
+const SEND_LIMIT: usize = 4 << 20;
+/// Where Debian keeps the system's trusted CAs (used when no certificate directory is given).
+const SYSTEM_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bad = |e: &dyn std::fmt::Display| TlsError::Credentials(format!("{}: {e}", path.display()));
+    let v: Vec<_> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(&e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(&e))?;
+    if v.is_empty() {
+        return Err(bad(&"no PEM certificate in it"));
+    }
+    Ok(v)
+}
+
+fn key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| TlsError::Credentials(format!("{}: {e}", path.display())))
+}
+
+fn setup(e: rustls::Error) -> TlsError {
+    TlsError::Setup(e.to_string())
+}
+
+/// A server's configuration from DIR/server-cert.pem and DIR/server-key.pem.
+pub(super) fn server(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let chain = certs(&dir.join("server-cert.pem"))?;
+    let key = key(&dir.join("server-key.pem"))?;
+    let cfg = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(setup)?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| TlsError::Credentials(format!("{}: {e}", dir.display())))?;
+    Ok(Arc::new(cfg))
+}
+
+/// A client's configuration: DIR/ca-cert.pem (else the system's CAs) to verify the server,
+/// and DIR/client-cert.pem with DIR/client-key.pem when present, as libnbd does.
+pub(super) fn client(dir: Option<&Path>, c: &ClientTls) -> Result<ConnectorKind, TlsError> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(setup)?;
+    let builder = if c.verify_peer {
+        let ca = dir.map_or_else(|| SYSTEM_CA.into(), |d| d.join("ca-cert.pem"));
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in certs(&ca)? {
+            roots
+                .add(cert)
+                .map_err(|e| TlsError::Credentials(format!("{}: {e}", ca.display())))?;
+        }
+        builder.with_root_certificates(roots)
+    } else {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyServer(provider())))
+    };
+    let client_cert = dir
+        .map(|d| (d.join("client-cert.pem"), d.join("client-key.pem")))
+        .filter(|(c, k)| c.exists() && k.exists());
+    let config = match client_cert {
+        Some((c, k)) => builder
+            .with_client_auth_cert(certs(&c)?, key(&k)?)
+            .map_err(|e| TlsError::Credentials(format!("{}: {e}", c.display())))?,
+        None => builder.with_no_client_auth(),
+    };
+    let name = ServerName::try_from(c.hostname.clone())
+        .map_err(|_| TlsError::Credentials(format!("'{}' is not a host name", c.hostname)))?;
+    Ok(ConnectorKind::X509 {
+        config: Arc::new(config),
+        name,
+    })
+}
+
+pub(super) fn client_session(
+    config: &Arc<rustls::ClientConfig>,
+    name: ServerName<'static>,
+) -> Result<Box<dyn Session>, TlsError> {
+    let c = rustls::ClientConnection::new(config.clone(), name).map_err(setup)?;
+    Ok(Box::new(Rustls::new(c.into())))
+}
+
+pub(super) fn server_session(
+    config: &Arc<rustls::ServerConfig>,
+) -> Result<Box<dyn Session>, TlsError> {
+    let c = rustls::ServerConnection::new(config.clone()).map_err(setup)?;
+    Ok(Box::new(Rustls::new(c.into())))
+}
+
+struct Rustls {
+    conn: rustls::Connection,
+    /// Decrypted bytes not yet read (from the last `process_new_packets`).
+    plain: usize,
+}
+
+impl Rustls {
+    fn new(mut conn: rustls::Connection) -> Rustls {
+        conn.set_buffer_limit(Some(SEND_LIMIT));
+        Rustls { conn, plain: 0 }
+    }
+}
+
+impl Session for Rustls {
+    fn read_tls(&mut self, rd: &mut dyn Read) -> io::Result<usize> {
+        self.conn.read_tls(rd)
+    }
+
+    fn process(&mut self) -> Result<(), String> {
+        let st = self.conn.process_new_packets().map_err(|e| e.to_string())?;
+        self.plain = st.plaintext_bytes_to_read();
+        Ok(())
+    }
+
+    fn read_plain(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.conn.reader().read(buf)?;
+        self.plain = self.plain.saturating_sub(n);
+        Ok(n)
+    }
+
+    fn write_plain(&mut self, data: &[u8]) -> io::Result<usize> {
+        io::Write::write(&mut self.conn.writer(), data)
+    }
+
+    fn wants_write(&self) -> bool {
+        self.conn.wants_write()
+    }
+
+    fn write_tls(&mut self, wr: &mut dyn io::Write) -> io::Result<usize> {
+        self.conn.write_tls(wr)
+    }
+
+    fn is_handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
+    fn has_buffered(&self) -> bool {
+        self.plain > 0
+    }
+
+    fn close_notify(&mut self) {
+        self.conn.send_close_notify();
+    }
+
+    fn describe(&self) -> String {
+        let v = self
+            .conn
+            .protocol_version()
+            .map_or("TLS".into(), |v| format!("{v:?}"));
+        let s = self
+            .conn
+            .negotiated_cipher_suite()
+            .map_or(String::new(), |s| format!(" {:?}", s.suite()));
+        format!("{v}{s} (X.509)")
+    }
+}
+
+/// `tls-verify-peer=false`: any certificate is accepted, signatures are still checked (the
+/// connection is encrypted, but to whoever answered).
+#[derive(Debug)]
+struct AnyServer(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
