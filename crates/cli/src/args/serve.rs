@@ -1,0 +1,133 @@
+//! `serve` (sanbench's own targets) and `discover`: the network side of the command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use sanbench_engine::units::{Bytes, Dur};
+
+#[derive(Subcommand, Debug)]
+pub enum ServeCommand {
+    /// An NBD server (fixed newstyle, structured replies, multi-conn), RAM-backed by default.
+    Nbd(ServeNbdArgs),
+    /// An iSCSI target with RAM-backed LUNs (numbered from 0), discovery, digests, CHAP.
+    Iscsi(ServeIscsiArgs),
+    /// An NVMe/TCP target: a discovery controller and one NVM subsystem whose namespaces
+    /// (--namespaces) are RAM-backed (or a file), several I/O queues, digests, keep-alive.
+    Nvme(ServeNvmeArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DiscoverArgs {
+    /// The discovery controller: nvme+tcp://HOST[:PORT] (8009 unless given).
+    #[arg(value_name = "URI")]
+    pub uri: String,
+    /// Print the records as a JSON array (trtype, adrfam, subtype, portid, trsvcid, traddr,
+    /// subnqn, uri).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeNvmeArgs {
+    /// Size of each namespace (RAM is allocated as written).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<Bytes>,
+    /// Namespaces 1..=N, each of --size (with --file: the file holds them side by side);
+    /// nvme+tcp://HOST:PORT/NQN/NSID selects one.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub namespaces: u32,
+    #[arg(long, default_value = "127.0.0.1:4420", value_name = "ADDR")]
+    pub listen: String,
+    /// The NVM subsystem's NQN.
+    #[arg(
+        long,
+        default_value = "nqn.2026-11.io.sanbench:ram",
+        value_name = "NQN"
+    )]
+    pub nqn: String,
+    /// Back the namespace with this file instead of RAM (created or extended to --size).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeIscsiArgs {
+    /// Size of each LUN (RAM is allocated as written).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<Bytes>,
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub luns: u32,
+    #[arg(long, default_value = "127.0.0.1:3260", value_name = "ADDR")]
+    pub listen: String,
+    #[arg(
+        long,
+        default_value = "iqn.2026-11.io.sanbench:ram",
+        value_name = "IQN"
+    )]
+    pub iqn: String,
+    /// Require CHAP from initiators (visible to every user of the host in `ps`: prefer
+    /// --chap-file).
+    #[arg(long, value_name = "USER:SECRET", conflicts_with = "chap_file")]
+    pub chap: Option<String>,
+    /// Require CHAP from initiators, USER:SECRET read from the first line of FILE.
+    #[arg(long, value_name = "FILE")]
+    pub chap_file: Option<PathBuf>,
+    /// The target's own CHAP name and secret, for initiators that ask it to prove itself
+    /// (mutual CHAP; needs --chap, and a different secret).
+    #[arg(long, value_name = "NAME:SECRET", conflicts_with = "target_chap_file")]
+    pub target_chap: Option<String>,
+    /// The target's own NAME:SECRET (mutual CHAP), read from the first line of FILE.
+    #[arg(long, value_name = "FILE")]
+    pub target_chap_file: Option<PathBuf>,
+    /// Back LUN 0 with this file instead of RAM.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeNbdArgs {
+    /// Export size (RAM is allocated as written, so a large export costs only what is written).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<Bytes>,
+    #[arg(long, default_value = "127.0.0.1:10809", value_name = "ADDR")]
+    pub listen: String,
+    /// Export name (clients asking for "" get it too).
+    #[arg(long, default_value = "", value_name = "NAME")]
+    pub export: String,
+    #[arg(long)]
+    pub read_only: bool,
+    /// Serve this file instead of RAM (created or extended to --size).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Longest a connection waits for a pipelining client's requests to gather before it
+    /// wakes (interrupt moderation; clients that wait for each reply are never delayed);
+    /// 0 wakes for every request.
+    #[arg(long, default_value = "200us", value_name = "DURATION")]
+    pub coalesce: Dur,
+    /// Allocate and touch all RAM (or the file's blocks) at start, so that no first write
+    /// pays for allocation inside a measurement.
+    #[arg(long)]
+    pub prealloc: bool,
+    /// NBD over TLS (NBD_OPT_STARTTLS): off, on (offered) or require (plaintext clients are
+    /// refused); require when credentials are given, else off.
+    #[arg(long, value_name = "MODE", value_parser = parse_tls_mode)]
+    pub tls: Option<sanbench_nbd::server::TlsMode>,
+    /// X.509 credentials: a directory with server-cert.pem and server-key.pem (nbdkit's layout).
+    #[arg(long, value_name = "DIR", conflicts_with = "tls_psk")]
+    pub tls_certificates: Option<PathBuf>,
+    /// Pre-shared keys: a psktool file of username:hexkey lines (needs --features tls-psk).
+    #[arg(long, value_name = "FILE")]
+    pub tls_psk: Option<PathBuf>,
+}
+
+fn parse_tls_mode(s: &str) -> Result<sanbench_nbd::server::TlsMode, String> {
+    s.parse()
+}
