@@ -36,7 +36,8 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
     let exe = std::env::current_exe().context("finding the sanbench binary")?;
     let cfg = LabConfig {
         state_path: state_path(&a.state),
-        size: a.size.to_string(),
+        // A plain byte count: nbdkit, tgtd and sanbench all read it (nbdkit not "1GiB").
+        size: a.size.0.to_string(),
         runner: &System,
     };
     let lab = sanbench_lab::up(&cfg, &links, &targets, &exe.to_string_lossy()).map_err(lab_err)?;

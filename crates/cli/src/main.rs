@@ -65,8 +65,8 @@ fn main() -> ExitCode {
                 // the same: nothing ran).
                 let _ = e.print();
             } else {
+                // One line, as every bad input (the help is one flag away).
                 eprintln!("{}", one_line(&e.to_string()));
-                eprintln!("(see 'sanbench --help')");
             }
             return ExitCode::from(code);
         }
