@@ -145,24 +145,7 @@ pub fn build_doc(
     // Several targets, or none (a rank that only measures its host): the aggregate carries
     // the host's figures.
     let all = (out.targets.len() != 1).then(|| target_result(&aggregate(out), secs, false));
-    let process_cpu = cpu.map(|((u0, s0), (u1, s1))| {
-        let (user_s, system_s) = (u1 - u0, s1 - s0);
-        let cpu_s = user_s + system_s;
-        ProcessCpu {
-            user_s,
-            system_s,
-            ios_per_cpu_s: if cpu_s > 0.0 {
-                total_ios as f64 / cpu_s
-            } else {
-                0.0
-            },
-            cpu_us_per_io: if total_ios > 0 {
-                cpu_s * 1e6 / total_ios as f64
-            } else {
-                0.0
-            },
-        }
-    });
+    let process_cpu = cpu.map(|((u0, s0), (u1, s1))| ProcessCpu::new(u1 - u0, s1 - s0, total_ios));
     RunDoc {
         schema: SCHEMA.into(),
         sanbench_version: env!("CARGO_PKG_VERSION").into(),

@@ -276,6 +276,23 @@ pub struct ProcessCpu {
     pub cpu_us_per_io: f64,
 }
 
+impl ProcessCpu {
+    /// The process's CPU over a window in which `ios` I/Os completed.
+    pub fn new(user_s: f64, system_s: f64, ios: u64) -> ProcessCpu {
+        let cpu_s = user_s + system_s;
+        ProcessCpu {
+            user_s,
+            system_s,
+            ios_per_cpu_s: if cpu_s > 0.0 { ios as f64 / cpu_s } else { 0.0 },
+            cpu_us_per_io: if ios > 0 {
+                cpu_s * 1e6 / ios as f64
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
 fn dir_result(d: &DirStats, secs: f64, open: bool) -> DirResult {
     let per_s = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
     DirResult {

@@ -252,19 +252,5 @@ fn sum_cpu(ranks: &[RankReport], total_ios: u64) -> Option<ProcessCpu> {
     }
     let user_s: f64 = cpus.iter().map(|c| c.user_s).sum();
     let system_s: f64 = cpus.iter().map(|c| c.system_s).sum();
-    let cpu_s = user_s + system_s;
-    Some(ProcessCpu {
-        user_s,
-        system_s,
-        ios_per_cpu_s: if cpu_s > 0.0 {
-            total_ios as f64 / cpu_s
-        } else {
-            0.0
-        },
-        cpu_us_per_io: if total_ios > 0 {
-            cpu_s * 1e6 / total_ios as f64
-        } else {
-            0.0
-        },
-    })
+    Some(ProcessCpu::new(user_s, system_s, total_ios))
 }
