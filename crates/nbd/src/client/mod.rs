@@ -19,7 +19,7 @@ mod uri;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::os::unix::io::{AsRawFd, RawFd};
+use std::os::unix::io::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,7 +27,7 @@ use std::time::Duration;
 use sanbench_engine::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
 use serde_json::json;
 
-use crate::tls::{Connector, Tls};
+use crate::tls::{Connector, Tls, Wait};
 use crate::wire::handshake::tflags;
 use crate::wire::MAX_PAYLOAD;
 use handshake::Negotiated;
@@ -111,6 +111,15 @@ impl Sock {
     }
 }
 
+impl AsFd for Sock {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Sock::Tcp(s) => s.as_fd(),
+            Sock::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
 impl io::Read for Sock {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
@@ -147,10 +156,16 @@ impl Stream {
     }
 }
 
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
+
 impl io::Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match &mut self.tls {
-            Some(t) => t.recv(self.sock.fd(), buf, 0),
+            Some(t) => t.recv(self.sock.fd(), buf, Wait::Block),
             None => self.sock.read(buf),
         }
     }

@@ -24,10 +24,13 @@ use std::os::unix::io::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::net::RecvFlags;
+
 use super::coalesce::{Coalesce, Outcome};
 use super::Shared;
 use crate::error::NbdError;
-use crate::tls::Tls;
+use crate::tls::{Tls, Wait};
 use crate::wire::WireError;
 
 /// Receive buffer: room for a large batch of 4 KiB writes.
@@ -156,7 +159,7 @@ impl<'a> Conn<'a> {
         loop {
             let buf = &mut self.rbuf[self.rlen..];
             let r = match &mut self.tls {
-                Some(t) => t.recv(fd, buf, 0),
+                Some(t) => t.recv(fd, buf, Wait::Block),
                 None => self.sock.read(buf),
             };
             match r {
@@ -237,18 +240,13 @@ impl<'a> Conn<'a> {
         }
         self.set_lowat(self.coalesce.low_water(want));
         self.coalesced += 1;
-        let mut pfd = libc::pollfd {
-            fd: self.sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ts = libc::timespec {
+        let ts = Timespec {
             tv_sec: 0,
-            tv_nsec: deadline.as_nanos().min(999_999_999) as libc::c_long,
+            tv_nsec: deadline.as_nanos().min(999_999_999) as _,
         };
-        // SAFETY: one valid pollfd and timespec for the duration of the call.
-        let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        let filled = n > 0;
+        let mut pfd = [PollFd::new(&self.sock, PollFlags::IN)];
+        // EINTR or an error: as if nothing came; `read_now` finds out what the socket holds.
+        let filled = rustix::event::poll(&mut pfd, Some(&ts)).is_ok_and(|n| n > 0);
         if self.read_now()? {
             self.coalesce.done(if filled {
                 Outcome::Filled
@@ -267,7 +265,8 @@ impl<'a> Conn<'a> {
         if self.lowat == bytes {
             return;
         }
-        let v = bytes as libc::c_int;
+        let v = bytes.min(i32::MAX as usize) as libc::c_int;
+        // rustix has no SO_RCVLOWAT setter (1.1), so this one option goes through libc.
         // SAFETY: a valid socket and a c_int option value of the size given.
         unsafe {
             libc::setsockopt(
@@ -287,23 +286,14 @@ impl<'a> Conn<'a> {
         self.rpos = 0;
         self.rlen = 0;
         loop {
-            // SAFETY: the pointer and length describe the receive buffer, which we own.
-            let n = unsafe {
-                libc::recv(
-                    self.sock.as_raw_fd(),
-                    self.rbuf.as_mut_ptr().cast(),
-                    self.rbuf.len(),
-                    libc::MSG_DONTWAIT,
-                )
+            let e = match rustix::net::recv(&self.sock, &mut self.rbuf[..], RecvFlags::DONTWAIT) {
+                Ok((_, 0)) => return Err(End::Clean),
+                Ok((_, n)) => {
+                    self.rlen = n.min(self.rbuf.len());
+                    return Ok(true);
+                }
+                Err(e) => io::Error::from(e),
             };
-            if n > 0 {
-                self.rlen = n as usize;
-                return Ok(true);
-            }
-            if n == 0 {
-                return Err(End::Clean);
-            }
-            let e = io::Error::last_os_error();
             match e.kind() {
                 io::ErrorKind::Interrupted => {}
                 io::ErrorKind::WouldBlock => return Ok(false),

@@ -32,12 +32,14 @@ mod conn;
 
 use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::io::AsRawFd;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec};
 
 use sanbench_blockstore::BlockStore;
 pub use sanbench_blockstore::CHUNK;
@@ -326,8 +328,8 @@ fn connection(
     sock.set_read_timeout(Some(POLL)).map_err(setup)?;
     if sh.cfg.coalesce.is_some() {
         // Coalescing deadlines are tens of µs: the default 50 µs timer slack would double them.
-        // SAFETY: PR_SET_TIMERSLACK takes a value and changes only this thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
+        // A failure only costs precision.
+        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1000));
     }
     match Conn::new(sock, sh, shutdown, peer.to_string()).run() {
         Ok(()) | Err(End::Clean) => Ok(()),
@@ -337,11 +339,10 @@ fn connection(
 
 /// Waits until the listener has a connection or [`POLL`] passes.
 fn wait_readable(l: &TcpListener) {
-    let mut pfd = libc::pollfd {
-        fd: l.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+    let ts = Timespec {
+        tv_sec: POLL.as_secs() as _,
+        tv_nsec: POLL.subsec_nanos() as _,
     };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut pfd, 1, POLL.as_millis() as libc::c_int) };
+    // Any outcome (a connection, the time, EINTR) sends the caller back to its loop.
+    let _ = rustix::event::poll(&mut [PollFd::new(l, PollFlags::IN)], Some(&ts));
 }

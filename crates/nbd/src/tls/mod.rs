@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-pub(crate) use stream::Tls;
+pub(crate) use stream::{Tls, Wait};
 
 /// TLS problems: credentials that cannot be loaded (bad input) or a failed handshake.
 #[derive(Debug, Error)]

@@ -1,4 +1,4 @@
-//! A [`Session`] driven over a socket's file descriptor with the caller's flags: blocking
+//! A [`Session`] driven over a socket's file descriptor with the caller's [`Wait`]: blocking
 //! calls obey the socket's `SO_RCVTIMEO`/`SO_SNDTIMEO`, `MSG_DONTWAIT` calls never wait, and
 //! `EAGAIN` comes back as it would from `recv`/`send`, so the plaintext and the TLS paths of a
 //! connection share their waiting logic.
@@ -11,40 +11,55 @@ use rustix::net::{self, RecvFlags, SendFlags};
 
 use super::{Session, TlsError};
 
+/// How a socket call may wait: up to the socket's own timeouts, or not at all
+/// (`MSG_DONTWAIT`, `EAGAIN` when it would block).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    Block,
+    Never,
+}
+
+impl Wait {
+    pub(crate) fn recv_flags(self) -> RecvFlags {
+        match self {
+            Wait::Block => RecvFlags::empty(),
+            Wait::Never => RecvFlags::DONTWAIT,
+        }
+    }
+
+    /// Never `SIGPIPE`: a closed peer is an `EPIPE` error.
+    pub(crate) fn send_flags(self) -> SendFlags {
+        match self {
+            Wait::Block => SendFlags::NOSIGNAL,
+            Wait::Never => SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
+        }
+    }
+}
+
 /// One `recv`/`send` on a descriptor the caller owns, as `Read`/`Write` for the session.
 struct Fd<'a> {
     fd: BorrowedFd<'a>,
-    /// `MSG_DONTWAIT` or 0.
-    nonblocking: bool,
+    wait: Wait,
 }
 
 impl Fd<'_> {
-    fn new(fd: RawFd, flags: libc::c_int) -> Fd<'static> {
+    fn new(fd: RawFd, wait: Wait) -> Fd<'static> {
         Fd {
             // SAFETY: every caller passes the descriptor of a socket it owns and keeps open
             // for the duration of the call that uses this `Fd`.
             fd: unsafe { BorrowedFd::borrow_raw(fd) },
-            nonblocking: flags & libc::MSG_DONTWAIT != 0,
+            wait,
         }
     }
 
     fn send_flags(&self) -> SendFlags {
-        if self.nonblocking {
-            SendFlags::NOSIGNAL | SendFlags::DONTWAIT
-        } else {
-            SendFlags::NOSIGNAL
-        }
+        self.wait.send_flags()
     }
 }
 
 impl io::Read for Fd<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let flags = if self.nonblocking {
-            RecvFlags::DONTWAIT
-        } else {
-            RecvFlags::empty()
-        };
-        Ok(net::recv(self.fd, buf, flags)?.0)
+        Ok(net::recv(self.fd, buf, self.wait.recv_flags())?.0)
     }
 }
 
@@ -112,10 +127,10 @@ impl Tls {
         };
         while t.s.is_handshaking() {
             if t.s.wants_write() {
-                t.s.write_tls(&mut Fd::new(fd, 0))?;
+                t.s.write_tls(&mut Fd::new(fd, Wait::Block))?;
                 continue;
             }
-            match t.s.read_tls(&mut Fd::new(fd, 0)) {
+            match t.s.read_tls(&mut Fd::new(fd, Wait::Block)) {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -125,7 +140,7 @@ impl Tls {
                 Ok(_) => {
                     if let Err(e) = t.s.process() {
                         // Best effort: the alert tells the peer why.
-                        let _ = t.flush(fd, libc::MSG_DONTWAIT);
+                        let _ = t.flush(fd, Wait::Never);
                         return Err(tls_error(e));
                     }
                 }
@@ -145,10 +160,10 @@ impl Tls {
         Ok(t)
     }
 
-    /// Decrypted bytes into `buf`: those buffered first, else ciphertext from one `recv(flags)`
+    /// Decrypted bytes into `buf`: those buffered first, else ciphertext from one `recv`
     /// of up to [`CIPHER_BUF`]. `Ok(0)`: the peer closed; `EAGAIN`/timeout errors as `recv`
     /// gives them.
-    pub(crate) fn recv(&mut self, fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
+    pub(crate) fn recv(&mut self, fd: RawFd, buf: &mut [u8], wait: Wait) -> io::Result<usize> {
         loop {
             match self.s.read_plain(buf) {
                 Ok(n) => return Ok(n),
@@ -158,7 +173,7 @@ impl Tls {
                 Err(e) => return Err(e),
             }
             if self.cpos == self.clen {
-                let n = io::Read::read(&mut Fd::new(fd, flags), &mut self.cin)?;
+                let n = io::Read::read(&mut Fd::new(fd, wait), &mut self.cin)?;
                 if n == 0 {
                     return Ok(0);
                 }
@@ -171,12 +186,12 @@ impl Tls {
             }
             self.cpos += n;
             if let Err(e) = self.s.process() {
-                let _ = self.flush(fd, libc::MSG_DONTWAIT);
+                let _ = self.flush(fd, Wait::Never);
                 return Err(tls_error(e));
             }
             if self.s.wants_write() {
                 // Post-handshake messages (key updates): sent when the socket has room.
-                self.flush(fd, libc::MSG_DONTWAIT)?;
+                self.flush(fd, Wait::Never)?;
             }
         }
     }
@@ -187,10 +202,10 @@ impl Tls {
     }
 
     /// Sends pending ciphertext; false when the socket took less than all of it
-    /// (`MSG_DONTWAIT`) or timed out.
-    pub(crate) fn flush(&mut self, fd: RawFd, flags: i32) -> io::Result<bool> {
+    /// ([`Wait::Never`]) or timed out.
+    pub(crate) fn flush(&mut self, fd: RawFd, wait: Wait) -> io::Result<bool> {
         while self.s.wants_write() {
-            match self.s.write_tls(&mut Fd::new(fd, flags)) {
+            match self.s.write_tls(&mut Fd::new(fd, wait)) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if would_block(&e) => return Ok(false),
@@ -201,7 +216,7 @@ impl Tls {
     }
 
     fn flush_blocking(&mut self, fd: RawFd) -> io::Result<()> {
-        if self.flush(fd, 0)? {
+        if self.flush(fd, Wait::Block)? {
             Ok(())
         } else {
             Err(io::Error::new(
@@ -229,7 +244,7 @@ impl Tls {
     /// Sends close_notify (best effort, never blocks).
     pub(crate) fn close(&mut self, fd: RawFd) {
         self.s.close_notify();
-        let _ = self.flush(fd, libc::MSG_DONTWAIT);
+        let _ = self.flush(fd, Wait::Never);
     }
 
     pub(crate) fn describe(&self) -> String {

@@ -24,6 +24,7 @@ use serde_json::json;
 
 use super::handshake::Negotiated;
 use super::{ClientOptions, Stream};
+use crate::tls::Wait;
 use crate::wire::handshake::tflags;
 use crate::wire::transmission::{cmd, cmd_flags, Request, REQUEST_LEN};
 
@@ -344,18 +345,9 @@ impl Queue for NbdQueue {
             t.close(fd);
             return r.map_err(|e| self.io_error(e));
         }
-        // SAFETY: sends from a local buffer valid for the call.
-        let r = unsafe {
-            libc::send(
-                self.sock.fd(),
-                h.as_ptr().cast(),
-                h.len(),
-                libc::MSG_NOSIGNAL,
-            )
-        };
-        if r < 0 {
-            return Err(self.io_error(io::Error::last_os_error()));
+        match rustix::net::send(&self.sock, &h, Wait::Block.send_flags()) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.io_error(e.into())),
         }
-        Ok(())
     }
 }

@@ -1,9 +1,14 @@
 //! The socket side of a queue: sending a batch (one `sendmsg` of an iovec list, or through
 //! the TLS session) and receiving replies (large `recv`s, READ data straight into the arena).
 
-use std::io;
+use std::io::{self, IoSlice};
+
+use rustix::io::Errno;
+use rustix::net::SendAncillaryBuffer;
 
 use sanbench_engine::EngineError;
+
+use crate::tls::Wait;
 
 use super::{NbdQueue, Recv, Seg, DIRECT_MIN, IOV_BATCH};
 
@@ -15,64 +20,49 @@ impl NbdQueue {
         }
         let (mut seg, mut skip) = (0usize, 0usize);
         while seg < self.segs.len() {
-            let mut iov = [libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0,
-            }; IOV_BATCH];
-            let mut n = 0;
-            for (i, s) in self.segs[seg..].iter().take(IOV_BATCH).enumerate() {
-                let (ptr, len) = match *s {
-                    Seg::Hdr { start, len } => (self.hdrs[start..].as_ptr(), len),
-                    // SAFETY: bounds were checked against the arena in `queue_request`; the
-                    // scheduler does not modify a WRITE's source region while it is in flight,
-                    // and the kernel only reads it.
-                    Seg::Data { buf, len } => (unsafe { self.arena.slice(buf, len) }.as_ptr(), len),
-                };
-                let off = if i == 0 { skip } else { 0 };
-                iov[i] = libc::iovec {
-                    iov_base: ptr.wrapping_add(off) as *mut libc::c_void,
-                    iov_len: len - off,
-                };
-                n += 1;
-            }
-            // SAFETY: a zeroed msghdr is valid; we point it at `n` initialised iovecs that
-            // outlive the call.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = iov.as_mut_ptr();
-            msg.msg_iovlen = n as _;
-            // SAFETY: `msg` describes memory that stays valid for the call (hdrs and the arena,
-            // both owned by or shared with self).
-            let r = unsafe {
-                libc::sendmsg(
-                    self.sock.fd(),
-                    &msg,
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            let r = {
+                let mut iov = [IoSlice::new(&[]); IOV_BATCH];
+                let mut n = 0;
+                for (i, s) in self.segs[seg..].iter().take(IOV_BATCH).enumerate() {
+                    let data: &[u8] = match *s {
+                        Seg::Hdr { start, len } => &self.hdrs[start..start + len],
+                        // SAFETY: bounds were checked against the arena in `queue_request`; the
+                        // scheduler does not modify a WRITE's source region while it is in
+                        // flight, and the kernel only reads it.
+                        Seg::Data { buf, len } => unsafe { self.arena.slice(buf, len) },
+                    };
+                    iov[i] = IoSlice::new(&data[if i == 0 { skip } else { 0 }..]);
+                    n += 1;
+                }
+                rustix::net::sendmsg(
+                    &self.sock,
+                    &iov[..n],
+                    &mut SendAncillaryBuffer::default(),
+                    Wait::Never.send_flags(),
                 )
             };
             self.sends += 1;
-            if r >= 0 {
-                let mut sent = r as usize;
-                while sent > 0 && seg < self.segs.len() {
-                    let len = match self.segs[seg] {
-                        Seg::Hdr { len, .. } | Seg::Data { len, .. } => len,
-                    };
-                    let left = len - skip;
-                    if sent >= left {
-                        sent -= left;
-                        seg += 1;
-                        skip = 0;
-                    } else {
-                        skip += sent;
-                        sent = 0;
+            match r {
+                Ok(sent) => {
+                    let mut sent = sent;
+                    while sent > 0 && seg < self.segs.len() {
+                        let len = match self.segs[seg] {
+                            Seg::Hdr { len, .. } | Seg::Data { len, .. } => len,
+                        };
+                        let left = len - skip;
+                        if sent >= left {
+                            sent -= left;
+                            seg += 1;
+                            skip = 0;
+                        } else {
+                            skip += sent;
+                            sent = 0;
+                        }
                     }
                 }
-                continue;
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => {}
-                Some(libc::EAGAIN) => self.wait_writable()?,
-                _ => return Err(self.io_error(e)),
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => self.wait_writable()?,
+                Err(e) => return Err(self.io_error(e.into())),
             }
         }
         self.segs.clear();
@@ -83,7 +73,7 @@ impl NbdQueue {
 
     /// One `recv` (blocking up to the I/O timeout unless `block` is false), then parses.
     pub(super) fn recv_some(&mut self, block: bool) -> Result<(), EngineError> {
-        let flags = if block { 0 } else { libc::MSG_DONTWAIT };
+        let wait = if block { Wait::Block } else { Wait::Never };
         if let Recv::Data {
             tag,
             at,
@@ -96,7 +86,7 @@ impl NbdQueue {
                 // I/O's range when the chunk header was parsed); the scheduler does not touch it
                 // until the completion is reaped.
                 let dst = unsafe { self.arena.slice_mut(at, remaining) };
-                let n = self.recv_into(dst.as_mut_ptr(), remaining, flags)?;
+                let n = self.recv_into(dst.as_mut_ptr(), remaining, wait)?;
                 self.direct_bytes += n as u64;
                 self.state = Recv::Data {
                     tag,
@@ -124,47 +114,38 @@ impl NbdQueue {
         }
         let room = self.rbuf.len() - self.rlen;
         let ptr = self.rbuf[self.rlen..].as_mut_ptr();
-        let n = self.recv_into(ptr, room, flags)?;
+        let n = self.recv_into(ptr, room, wait)?;
         self.rlen += n;
         self.process()
     }
 
     /// `recv` into `len` bytes at `ptr` (decrypted bytes with TLS); 0 only for a nonblocking
     /// call with nothing to read.
-    fn recv_into(&mut self, ptr: *mut u8, len: usize, flags: i32) -> Result<usize, EngineError> {
+    fn recv_into(&mut self, ptr: *mut u8, len: usize, wait: Wait) -> Result<usize, EngineError> {
         let fd = self.sock.fd();
         loop {
             self.recvs += 1;
+            // SAFETY: callers pass a region of `len` writable bytes they own exclusively.
+            let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
             let r = match &mut self.sock.tls {
-                // SAFETY: callers pass a region of `len` writable bytes they own exclusively.
-                Some(t) => t.recv(
-                    fd,
-                    unsafe { std::slice::from_raw_parts_mut(ptr, len) },
-                    flags,
-                ),
-                None => {
-                    // SAFETY: as above.
-                    let r = unsafe { libc::recv(fd, ptr.cast(), len, flags) };
-                    if r < 0 {
-                        Err(io::Error::last_os_error())
-                    } else {
-                        Ok(r as usize)
-                    }
-                }
+                Some(t) => t.recv(fd, buf, wait),
+                None => rustix::net::recv(&self.sock.sock, buf, wait.recv_flags())
+                    .map(|(_, n)| n.min(len))
+                    .map_err(io::Error::from),
             };
             let e = match r {
                 Ok(0) => return Err(self.disconnected("server closed the connection")),
                 Ok(n) => return Ok(n),
                 Err(e) => e,
             };
-            let again = e.raw_os_error() == Some(libc::EAGAIN)
-                || matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                );
-            match e.raw_os_error() {
-                Some(libc::EINTR) => {}
-                _ if again && flags & libc::MSG_DONTWAIT != 0 => return Ok(0),
+            // EAGAIN: nothing yet (nonblocking) or SO_RCVTIMEO passed (blocking).
+            let again = matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            );
+            match e.kind() {
+                io::ErrorKind::Interrupted => {}
+                _ if again && wait == Wait::Never => return Ok(0),
                 _ if again => return Err(self.timed_out()),
                 _ => return Err(self.io_error(e)),
             }
@@ -206,7 +187,7 @@ impl NbdQueue {
             let Some(t) = self.sock.tls.as_mut() else {
                 return Err(self.protocol("TLS session missing"));
             };
-            match t.flush(fd, libc::MSG_DONTWAIT) {
+            match t.flush(fd, Wait::Never) {
                 Ok(true) if seg == self.segs.len() => break,
                 Ok(true) => {}
                 Ok(false) => self.wait_writable()?,

@@ -1,15 +1,17 @@
 //! Waiting on the socket without reading blindly: for a reply within a bound (held requests),
 //! or for room to send while draining replies (a full socket).
 
-use std::io;
 use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
 
 use sanbench_engine::{Completion, EngineError};
 
 use super::NbdQueue;
 
 impl NbdQueue {
-    /// `Queue::reap_until`: what completes by `deadline`, sleeping in ppoll meanwhile. Held
+    /// `Queue::reap_until`: what completes by `deadline`, sleeping in poll meanwhile. Held
     /// requests go out first: in an open loop a request waits on its schedule, not for
     /// company.
     pub(super) fn reap_by(
@@ -34,56 +36,41 @@ impl NbdQueue {
         Ok(())
     }
 
-    /// Whether a reply arrives within `d` (ppoll for POLLIN).
+    /// Whether a reply arrives within `d` (poll for POLLIN).
     pub(super) fn readable_within(&mut self, d: Duration) -> Result<bool, EngineError> {
         // Decrypted replies already inside the TLS session: a poll would not see them.
         if self.sock.tls.as_ref().is_some_and(|t| t.has_buffered()) {
             return Ok(true);
         }
-        let mut pfd = libc::pollfd {
-            fd: self.sock.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ts = libc::timespec {
+        let ts = Timespec {
             tv_sec: 0,
-            tv_nsec: d.as_nanos().min(999_999_999) as libc::c_long,
+            tv_nsec: d.as_nanos().min(999_999_999) as _,
         };
-        // SAFETY: one valid pollfd and a timespec, both live for the call; no signal mask.
-        let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if e.raw_os_error() == Some(libc::EINTR) {
-                Ok(false)
-            } else {
-                Err(self.io_error(e))
-            };
+        let mut pfd = [PollFd::new(&self.sock, PollFlags::IN)];
+        match rustix::event::poll(&mut pfd, Some(&ts)) {
+            Ok(n) => Ok(n > 0),
+            Err(Errno::INTR) => Ok(false),
+            Err(e) => Err(self.io_error(e.into())),
         }
-        Ok(r > 0)
     }
 
     /// Waits until the socket takes more data, reading replies that arrive meanwhile.
     pub(super) fn wait_writable(&mut self) -> Result<(), EngineError> {
-        let mut pfd = libc::pollfd {
-            fd: self.sock.fd(),
-            events: libc::POLLIN | libc::POLLOUT,
-            revents: 0,
+        let ts = Timespec {
+            tv_sec: self.timeout.as_secs() as _,
+            tv_nsec: self.timeout.subsec_nanos() as _,
         };
-        let ms = self.timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r == 0 {
-            return Err(self.timed_out());
+        let mut pfd = [PollFd::new(&self.sock, PollFlags::IN | PollFlags::OUT)];
+        match rustix::event::poll(&mut pfd, Some(&ts)) {
+            Ok(0) => return Err(self.timed_out()),
+            Ok(_) => {}
+            Err(Errno::INTR) => return Ok(()),
+            Err(e) => return Err(self.io_error(e.into())),
         }
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if e.raw_os_error() == Some(libc::EINTR) {
-                Ok(())
-            } else {
-                Err(self.io_error(e))
-            };
-        }
-        if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+        if pfd[0]
+            .revents()
+            .intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR)
+        {
             self.recv_some(false)?;
         }
         Ok(())
