@@ -74,7 +74,7 @@ def main():
     o, t = statistics.median(one), statistics.median(two)
     print(f"   1 rank {o:>14,.0f} I/Os  2 ranks {t:>14,.0f} I/Os  ratio {t / o:.2f}x  "
           f"(goal >= 1.8x: {'met' if t / o >= 1.8 else 'MISSED'})")
-    print(f"   barrier exit spread of the 2-rank runs: median {statistics.median(spread):.0f} µs")
+    print(f"   barrier exit spread of the 2-rank runs: median {statistics.median(spread):.3f} µs")
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
