@@ -6,9 +6,10 @@
 #![cfg(feature = "mpi")]
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use sanbench_testkit::Served;
 use serde_json::Value;
 
 fn bin() -> std::path::PathBuf {
@@ -114,38 +115,10 @@ fn three_ranks_on_mem_add_up_and_merged_percentiles_are_exact() {
     }
 }
 
-/// A `sanbench serve nbd` on a free loopback port; its URI.
-fn serve_nbd() -> (Child, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(bin())
-        .args(["serve", "nbd", "--size", "16M", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let uri = line
-        .split_whitespace()
-        .find(|w| w.starts_with("nbd://"))
-        .unwrap_or_else(|| panic!("no URI in {line:?}"))
-        .to_string();
-    (child, uri)
-}
-
-fn stop(mut child: Child) {
-    // By its process id only.
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
-}
-
 #[test]
 fn three_ranks_share_one_nbd_server() {
-    let (server, uri) = serve_nbd();
+    let server = Served::start(bin(), &["nbd", "--size", "16M", "--listen", "127.0.0.1:0"]);
+    let uri = server.uri.clone();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let out = mpirun(
@@ -157,7 +130,7 @@ fn three_ranks_share_one_nbd_server() {
     .args(["--json", json.to_str().unwrap()])
     .output()
     .unwrap();
-    stop(server);
+    server.interrupt();
     ok(&out);
     let d = doc(&json);
     check_sums(&d, 3);

@@ -3,35 +3,25 @@
 //! workers (one I/O queue each); then the server's summary on SIGINT. `sanbench discover`
 //! against the same target's discovery controller.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use sanbench_testkit::Served;
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("sanbench")
 }
 
-fn serve() -> (Child, String) {
-    serve_with(&[])
+/// `sanbench serve nvme` (32 MiB) on a free loopback port; its URI names namespace 1.
+fn serve_with(extra: &[&str]) -> Served {
+    let mut args = vec!["nvme", "--size", "32M", "--listen", "127.0.0.1:0"];
+    args.extend(extra);
+    let s = Served::start(bin(), &args);
+    assert!(s.uri.ends_with("/1"), "{}", s.line);
+    s
 }
 
-fn serve_with(extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .args(["serve", "nvme", "--size", "32M", "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let uri = line
-        .split_whitespace()
-        .find(|w| w.starts_with("nvme+tcp://") && w.ends_with("/1"))
-        .unwrap_or_else(|| panic!("no URI in {line:?}"))
-        .to_string();
-    (child, uri)
+fn serve() -> Served {
+    serve_with(&[])
 }
 
 fn run(uri: &str, args: &[&str]) -> serde_json::Value {
@@ -60,7 +50,8 @@ fn run(uri: &str, args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn run_verify_against_serve_nvme() {
-    let (mut child, uri) = serve();
+    let server = serve();
+    let uri = server.uri.clone();
     // 4 KiB writes go in the capsule, 128 KiB ones on R2Ts; reads of both are checked.
     let v = run(
         &uri,
@@ -104,35 +95,14 @@ fn run_verify_against_serve_nvme() {
     assert!(r["queues"][0]["r2t_writes"].as_u64().unwrap() > 0, "{v}");
     assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
-    let st = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(status.success(), "{err}");
+    let err = server.interrupt();
     assert!(err.contains("0 ended by an error"), "{err}");
-}
-
-fn stop(mut child: Child) {
-    let st = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    assert!(child.wait().unwrap().success());
 }
 
 #[test]
 fn discover_lists_the_subsystem() {
-    let (child, uri) = serve();
+    let server = serve();
+    let uri = server.uri.clone();
     // nvme+tcp://127.0.0.1:PORT/NQN/1 -> nvme+tcp://127.0.0.1:PORT
     let base = uri.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
     let out = Command::new(bin())
@@ -178,12 +148,13 @@ fn discover_lists_the_subsystem() {
         assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
-    stop(child);
+    server.interrupt();
 }
 
 #[test]
 fn namespaces_each_run_on_their_own() {
-    let (child, uri) = serve_with(&["--namespaces", "2"]);
+    let server = serve_with(&["--namespaces", "2"]);
+    let uri = server.uri.clone();
     let second = format!("{}/2", &uri[..uri.len() - 2]);
     let v = run(&second, &["--bs", "64k", "--read", "50", "--qd", "2"]);
     let r = &v["results"][0];
@@ -204,7 +175,7 @@ fn namespaces_each_run_on_their_own() {
         .unwrap();
     assert!(!out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
-    stop(child);
+    server.interrupt();
     let out = Command::new(bin())
         .args(["serve", "nvme", "--size", "1M", "--namespaces", "0"])
         .output()
@@ -229,7 +200,8 @@ fn run_plain(uri: &str) -> serde_json::Value {
 
 #[test]
 fn a_written_namespace_is_not_filled_again() {
-    let (child, uri) = serve();
+    let server = serve();
+    let uri = server.uri.clone();
     // Fresh: NUSE 0, so the first run fills the span; then NUSE = NSZE and the next run
     // measures at once.
     let v = run_plain(&uri);
@@ -244,5 +216,5 @@ fn a_written_namespace_is_not_filled_again() {
         p["allocation"]["method"], "Identify Namespace (NUSE)",
         "{v}"
     );
-    stop(child);
+    server.interrupt();
 }

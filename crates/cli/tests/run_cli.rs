@@ -1,6 +1,7 @@
 //! `sanbench run` from the outside: the JSON document, exit codes and one-line errors.
 
 use assert_cmd::Command;
+use sanbench_testkit::Served;
 use serde_json::Value;
 
 fn sanbench() -> Command {
@@ -205,46 +206,16 @@ fn spec_file_errors_name_the_line() {
 
 /// `sanbench serve iscsi` with one-way and mutual CHAP, on a port the kernel picks; stopped
 /// (SIGKILL, by process id) when dropped.
-struct IscsiServer {
-    child: std::process::Child,
-    portal: String,
-}
-
-impl IscsiServer {
-    fn start(extra: &[&str]) -> IscsiServer {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
-            .args(["serve", "iscsi", "--size", "16M", "--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "sanbench iscsi target: iscsi://127.0.0.1:PORT/IQN/0 (...)"
-        let portal = line
-            .split("iscsi://")
-            .nth(1)
-            .and_then(|r| r.split('/').next())
-            .unwrap_or_else(|| panic!("no portal in {line:?}"))
-            .to_string();
-        IscsiServer { child, portal }
-    }
-}
-
-impl Drop for IscsiServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn iscsi_server(extra: &[&str]) -> Served {
+    let mut args = vec!["iscsi", "--size", "16M", "--listen", "127.0.0.1:0"];
+    args.extend(extra);
+    Served::start(assert_cmd::cargo::cargo_bin("sanbench"), &args)
 }
 
 /// Mutual CHAP end to end through the CLI, and no secret in anything sanbench writes.
 #[test]
 fn iscsi_chap_secrets_never_reach_the_result() {
-    let s = IscsiServer::start(&[
+    let s = iscsi_server(&[
         "--chap",
         "bench:initiator-secret-1",
         "--target-chap",
@@ -253,7 +224,7 @@ fn iscsi_chap_secrets_never_reach_the_result() {
     let uri = format!(
         "iscsi://bench%initiator-secret-1@{}/iqn.2026-11.io.sanbench:ram/0\
          ?target_user=tgt&target_password=target-secret-2",
-        s.portal
+        s.addr()
     );
     let doc = run_json(&["--time", "300ms", &uri]);
     let text = doc.to_string();
@@ -376,7 +347,7 @@ fn iscsi_chap_secrets_from_files_and_the_environment() {
     std::fs::write(&ichap, "bench:initiator-secret-7\n").unwrap();
     std::fs::write(&tchap, "tgt:target-secret-8\n").unwrap();
     std::fs::write(&isecret, "initiator-secret-7\n").unwrap();
-    let s = IscsiServer::start(&[
+    let s = iscsi_server(&[
         "--chap-file",
         ichap.to_str().unwrap(),
         "--target-chap-file",
@@ -386,7 +357,7 @@ fn iscsi_chap_secrets_from_files_and_the_environment() {
         "iscsi://bench%@{}@{}/iqn.2026-11.io.sanbench:ram/0\
          ?target_user=tgt&target_password_env=SB_TEST_TARGET_SECRET",
         isecret.display(),
-        s.portal
+        s.addr()
     );
     let out = sanbench()
         .args(["run", "--json", "-", "--quiet", "--time", "300ms", &uri])
@@ -470,22 +441,7 @@ fn ctrl_c_stops_cleanly_and_a_second_one_at_once() {
         "window {secs} s, not the asked 30"
     );
 
-    let port = sanbench_testkit::free_port();
-    let mut server = Std::new(&bin)
-        .args(["serve", "nbd", "--size", "64M", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let up = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            up.elapsed() < Duration::from_secs(10),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let server = Served::start(&bin, &["nbd", "--size", "64M", "--listen", "127.0.0.1:0"]);
     let mut c = Std::new(&bin)
         .args([
             "run",
@@ -497,13 +453,13 @@ fn ctrl_c_stops_cleanly_and_a_second_one_at_once() {
             "60s",
         ])
         .args(["--precondition", "none", "--qd", "4"])
-        .arg(format!("nbd://127.0.0.1:{port}"))
+        .arg(&server.uri)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    signal(server.id(), libc::SIGSTOP);
+    signal(server.pid(), libc::SIGSTOP);
     std::thread::sleep(Duration::from_millis(300));
     signal(c.id(), libc::SIGINT);
     std::thread::sleep(Duration::from_millis(500));
@@ -514,9 +470,8 @@ fn ctrl_c_stops_cleanly_and_a_second_one_at_once() {
     let t = Instant::now();
     signal(c.id(), libc::SIGINT);
     let st = c.wait().unwrap();
-    signal(server.id(), libc::SIGCONT);
-    let _ = server.kill();
-    let _ = server.wait();
+    signal(server.pid(), libc::SIGCONT);
+    drop(server);
     assert_eq!(st.code(), Some(130), "second Ctrl-C: at once");
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }

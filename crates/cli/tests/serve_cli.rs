@@ -2,54 +2,21 @@
 //! SIGINT, which ends with the bytes the store holds (scripts precondition a server, stop it
 //! and read that figure).
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use sanbench_testkit::Served;
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("sanbench")
 }
 
-/// A `sanbench serve` child and the address from its first line.
-fn serve(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(bin())
-        .arg("serve")
-        .args(args)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    assert!(line.contains("Ctrl-C"), "{line}");
-    (child, addr)
-}
-
-/// Stops the server with SIGINT (by its process id) and returns its stderr.
-fn interrupt(mut child: Child) -> String {
-    let st = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(status.success(), "{status}: {err}");
-    err
+/// A `sanbench serve` on a free loopback port, which announces how to stop it.
+fn serve(args: &[&str]) -> Served {
+    let mut all = args.to_vec();
+    all.extend(["--listen", "127.0.0.1:0"]);
+    let s = Served::start(bin(), &all);
+    assert!(s.line.contains("Ctrl-C"), "{}", s.line);
+    s
 }
 
 /// "allocated N bytes" from the summary line.
@@ -64,8 +31,8 @@ fn allocated(stderr: &str) -> u64 {
 
 #[test]
 fn nbd_summary_reports_what_a_fill_allocated() {
-    let (child, addr) = serve(&["nbd", "--size", "8M"]);
-    let uri = format!("nbd://{addr}");
+    let server = serve(&["nbd", "--size", "8M"]);
+    let uri = format!("nbd://{}", server.addr());
     let out = Command::new(bin())
         .args(["run", &uri, "--read", "0", "--random", "0", "--bs", "64k"])
         .args(["--qd", "4", "--time", "500ms", "--ramp", "0", "--quiet"])
@@ -77,24 +44,24 @@ fn nbd_summary_reports_what_a_fill_allocated() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let err = interrupt(child);
+    let err = server.interrupt();
     assert!(err.contains("sanbench nbd server: stopped ("), "{err}");
     assert_eq!(allocated(&err), 8 << 20, "{err}");
 }
 
 #[test]
 fn prealloc_holds_the_whole_store_from_the_start() {
-    let (child, _) = serve(&["iscsi", "--size", "4M", "--prealloc"]);
-    let err = interrupt(child);
+    let server = serve(&["iscsi", "--size", "4M", "--prealloc"]);
+    let err = server.interrupt();
     assert!(
         err.contains("sanbench iscsi target: stopped (0 connections"),
         "{err}"
     );
     assert_eq!(allocated(&err), 4 << 20, "{err}");
-    let (child, _) = serve(&["nbd", "--size", "2M", "--prealloc"]);
-    assert_eq!(allocated(&interrupt(child)), 2 << 20);
-    let (child, _) = serve(&["iscsi", "--size", "4M"]);
-    assert_eq!(allocated(&interrupt(child)), 0);
+    let server = serve(&["nbd", "--size", "2M", "--prealloc"]);
+    assert_eq!(allocated(&server.interrupt()), 2 << 20);
+    let server = serve(&["iscsi", "--size", "4M"]);
+    assert_eq!(allocated(&server.interrupt()), 0);
 }
 
 #[test]
@@ -132,7 +99,8 @@ fn run_json(uri: &str, extra: &[&str]) -> serde_json::Value {
 fn auto_precondition_fills_sanbench_servers_once() {
     let size: u64 = 32 << 20;
     for kind in ["nbd", "iscsi"] {
-        let (child, addr) = serve(&[kind, "--size", "32M"]);
+        let server = serve(&[kind, "--size", "32M"]);
+        let addr = server.addr().to_string();
         let uri = match kind {
             "nbd" => format!("nbd://{addr}"),
             _ => format!("iscsi://{addr}/iqn.2026-11.io.sanbench:ram/0"),
@@ -145,7 +113,7 @@ fn auto_precondition_fills_sanbench_servers_once() {
         let pre = &second["results"][0]["precondition"];
         assert_eq!(pre["state"], "reported_written", "{kind}: {pre}");
         assert_eq!(pre["preconditioned"], false, "{kind}");
-        let err = interrupt(child);
+        let err = server.interrupt();
         assert_eq!(allocated(&err), size, "{kind}: {err}");
     }
 }

@@ -8,6 +8,7 @@ use std::process::{Child, Command as Proc, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use sanbench_testkit::Served;
 use serde_json::Value;
 
 fn sanbench() -> Command {
@@ -368,19 +369,20 @@ fn a_tgtd_lun_corrupted_between_runs_is_caught() {
     expect_corruption(&v, code, &err);
 }
 
-/// `sanbench serve nbd --file` on a fresh port.
-fn serve_file(file: &Path, port: u16) -> Server {
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_sanbench"))
-        .args(["serve", "nbd", "--size", "16M", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--file")
-        .arg(file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_port(port, "serve nbd");
-    Server(child)
+/// `sanbench serve nbd --file` on `port` (the same port again after a restart).
+fn serve_file(file: &Path, port: u16) -> Served {
+    Served::start(
+        env!("CARGO_BIN_EXE_sanbench"),
+        &[
+            "nbd",
+            "--size",
+            "16M",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    )
 }
 
 #[test]
@@ -389,7 +391,7 @@ fn a_server_killed_mid_run_verifies_from_the_kept_state() {
     let (img, state) = (dir.path().join("disk.img"), dir.path().join("map.vs"));
     let port = sanbench_testkit::free_port();
     let uri = format!("nbd://127.0.0.1:{port}");
-    let mut server = serve_file(&img, port);
+    let server = serve_file(&img, port);
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_sanbench"))
         .args(["run", &uri, "--verify-state"])
         .arg(&state)
@@ -417,8 +419,7 @@ fn a_server_killed_mid_run_verifies_from_the_kept_state() {
         .unwrap();
     // Into the measured window (after the fill), then kill -9 the server under load.
     std::thread::sleep(Duration::from_secs(3));
-    let _ = server.0.kill();
-    let _ = server.0.wait();
+    drop(server);
     let out = run.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(

@@ -1,4 +1,8 @@
-//! Helpers shared by the tests that start real peer processes (nbdkit, qemu-nbd, tgtd).
+//! Helpers shared by the tests that start real peer processes (nbdkit, qemu-nbd, tgtd) and
+//! sanbench's own servers.
+
+mod serve;
+pub use serve::Served;
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
