@@ -8,10 +8,11 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
 use sanbench_engine::EngineError;
 
 use crate::wire::bhs::{Bhs, BHS_LEN};
@@ -127,24 +128,11 @@ impl Link {
     /// Sends as much of `buf` as the socket takes now; returns the count.
     pub fn send_some(&self, buf: &[u8]) -> Result<usize, EngineError> {
         loop {
-            // SAFETY: `buf` is a valid readable slice for its length; the fd is owned by
-            // `self.stream` and open.
-            let n = unsafe {
-                libc::send(
-                    self.stream.as_raw_fd(),
-                    buf.as_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            };
-            if n >= 0 {
-                return Ok(n as usize);
-            }
-            let e = std::io::Error::last_os_error();
-            match e.kind() {
-                std::io::ErrorKind::WouldBlock => return Ok(0),
-                std::io::ErrorKind::Interrupted => continue,
-                _ => return Err(self.io_err(e)),
+            match rustix::net::send(&self.stream, buf, SendFlags::DONTWAIT | SendFlags::NOSIGNAL) {
+                Ok(n) => return Ok(n),
+                Err(Errno::AGAIN) => return Ok(0),
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(self.io_err(e.into())),
             }
         }
     }
@@ -156,20 +144,9 @@ impl Link {
         let r = if blocking {
             (&self.stream).read(space)
         } else {
-            // SAFETY: `space` is a valid writable slice for its length; the fd is open.
-            let n = unsafe {
-                libc::recv(
-                    self.stream.as_raw_fd(),
-                    space.as_mut_ptr().cast(),
-                    space.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n >= 0 {
-                Ok(n as usize)
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
+            rustix::net::recv(&self.stream, &mut *space, RecvFlags::DONTWAIT)
+                .map(|(_, n)| n)
+                .map_err(std::io::Error::from)
         };
         match r {
             Ok(0) => Err(self.lost("the target closed the connection")),
