@@ -17,12 +17,7 @@ fn read_run(target: &str) -> Value {
         .args(["--no-monitor", "--quiet", "--json", "-"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    sanbench_testkit::ok_json(&out)
 }
 
 #[test]

@@ -20,12 +20,7 @@ fn run_json(args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one valid JSON document")
+    sanbench_testkit::ok_json(&out)
 }
 
 /// A scratch directory in RAM (tmpfs), so a GiB of test data costs no disk.

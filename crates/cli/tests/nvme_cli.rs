@@ -40,12 +40,7 @@ fn run(uri: &str, args: &[&str]) -> serde_json::Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    sanbench_testkit::ok_json(&out)
 }
 
 #[test]
@@ -190,12 +185,7 @@ fn run_plain(uri: &str) -> serde_json::Value {
         .args(["--no-monitor", "--bs", "64k", "--json", "-"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    sanbench_testkit::ok_json(&out)
 }
 
 #[test]

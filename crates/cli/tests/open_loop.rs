@@ -16,12 +16,7 @@ fn run_json(args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    sanbench_testkit::ok_json(&out)
 }
 
 struct Peer(Child);

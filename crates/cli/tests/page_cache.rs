@@ -49,12 +49,7 @@ fn read_run(path: &Path, extra: &[&str]) -> Value {
         .args(extra)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    sanbench_testkit::ok_json(&out)
 }
 
 #[test]

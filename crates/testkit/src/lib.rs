@@ -254,6 +254,23 @@ impl Drop for Tgtd {
     }
 }
 
+/// The JSON document a successful command printed on stdout; fails the test with the
+/// command's stderr when it did not succeed, or with the output when it is not one document.
+pub fn ok_json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "exit {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
