@@ -402,6 +402,17 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         bad_blocks: 0,
         writes: rank0,
     };
+    let cx = CellCtx {
+        a: &a,
+        data: &data,
+        size,
+        progress: &progress,
+        mon: mon.as_ref(),
+        verify: &vs.per_target,
+        run_id: vs.run_id,
+        job: job.as_deref(),
+        templates: &templates,
+    };
     let mut failure = None;
     for (i, (rep, wi, ti)) in order.iter().enumerate() {
         let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
@@ -425,17 +436,6 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
                 fmt_dur(left)
             );
         }
-        let cx = CellCtx {
-            a: &a,
-            data: &data,
-            size,
-            progress: &progress,
-            mon: mon.as_ref(),
-            verify: &vs.per_target,
-            run_id: vs.run_id,
-            job: job.as_deref(),
-            templates: &templates,
-        };
         match run_cell(&cx, w, *ti, uri, name, &mut book.baselines[*ti]) {
             Ok(Some(cell)) => {
                 book.record(*ti, &w.id, *rep, None, cell)?;
@@ -450,17 +450,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     }
     let closed_cells = book.cmp.cells.len();
     if failure.is_none() && !curve.is_empty() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let cx = CellCtx {
-            a: &a,
-            data: &data,
-            size,
-            progress: &progress,
-            mon: mon.as_ref(),
-            verify: &vs.per_target,
-            run_id: vs.run_id,
-            job: None,
-            templates: &templates,
-        };
+        // Curves are refused under MPI (checked before the cells): no job here.
+        let cx = CellCtx { job: None, ..cx };
         let plan = crate::curve::CurvePlan {
             levels: curve.clone(),
             stop_us: curve_stop.as_secs_f64() * 1e6,
