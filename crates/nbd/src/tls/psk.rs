@@ -106,7 +106,7 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>, &'static str> {
     if !hex.bytes().all(|b| digit(b).is_some()) {
         return Err("not hexadecimal (digits 0-9, a-f)");
     }
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err("an odd number of hex digits");
     }
     Ok(hex

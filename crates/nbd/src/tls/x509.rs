@@ -9,6 +9,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::{ClientTls, ConnectorKind, Session, TlsError};
@@ -43,14 +44,37 @@ fn setup(e: rustls::Error) -> TlsError {
     TlsError::Setup(e.to_string())
 }
 
-/// A server's configuration from DIR/server-cert.pem and DIR/server-key.pem.
-pub(super) fn server(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+/// The CAs of DIR/ca-cert.pem (or another bundle) as a root store.
+fn roots(ca: &Path) -> Result<rustls::RootCertStore, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs(ca)? {
+        roots
+            .add(cert)
+            .map_err(|e| TlsError::Credentials(format!("{}: {e}", ca.display())))?;
+    }
+    Ok(roots)
+}
+
+/// A server's configuration from DIR/server-cert.pem and DIR/server-key.pem. With
+/// `verify_peer` (nbdkit's `--tls-verify-peer`), every client must present a certificate
+/// that DIR/ca-cert.pem signed, else its handshake fails.
+pub(super) fn server(dir: &Path, verify_peer: bool) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let chain = certs(&dir.join("server-cert.pem"))?;
     let key = key(&dir.join("server-key.pem"))?;
-    let cfg = rustls::ServerConfig::builder_with_provider(provider())
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(setup)?
-        .with_no_client_auth()
+        .map_err(setup)?;
+    let builder = if verify_peer {
+        let ca = dir.join("ca-cert.pem");
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&ca)?), provider())
+                .build()
+                .map_err(|e| TlsError::Credentials(format!("{}: {e}", ca.display())))?;
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let cfg = builder
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Credentials(format!("{}: {e}", dir.display())))?;
     Ok(Arc::new(cfg))
@@ -64,13 +88,7 @@ pub(super) fn client(dir: Option<&Path>, c: &ClientTls) -> Result<ConnectorKind,
         .map_err(setup)?;
     let builder = if c.verify_peer {
         let ca = dir.map_or_else(|| SYSTEM_CA.into(), |d| d.join("ca-cert.pem"));
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in certs(&ca)? {
-            roots
-                .add(cert)
-                .map_err(|e| TlsError::Credentials(format!("{}: {e}", ca.display())))?;
-        }
-        builder.with_root_certificates(roots)
+        builder.with_root_certificates(roots(&ca)?)
     } else {
         builder
             .dangerous()
