@@ -186,3 +186,58 @@ fn verify_peer_needs_certificates_and_only_nbd_has_it() {
         assert!(stderr(&o).contains("--tls-verify-peer"), "{}", stderr(&o));
     }
 }
+
+/// DIR/ca-crl.pem (optional, as in nbdkit): an empty list changes nothing, a revoked client
+/// certificate is refused by sanbench's server as by nbdkit, and sanbench's client refuses a
+/// server whose certificate its own DIR/ca-crl.pem revokes.
+#[test]
+fn revocation_lists_are_honoured() {
+    let ours = pki("sanbench-test-ca");
+    let dir = ours.path().display().to_string();
+    let serve = || Serve::start("4M", &["--tls-certificates", &dir, "--tls-verify-peer"]);
+    tls::crl(ours.path(), &[]);
+    let srv = serve();
+    let o = nbdinfo(&uri(srv.port(), ours.path()));
+    assert!(o.status.success(), "empty CRL: {}", stderr(&o));
+    drop(srv);
+
+    tls::crl(ours.path(), &["client"]);
+    let srv = serve();
+    let o = nbdinfo(&uri(srv.port(), ours.path()));
+    assert!(
+        !o.status.success(),
+        "a revoked client certificate was served"
+    );
+    let log = srv.stop();
+    assert!(
+        log.contains("TLS handshake failed") && log.contains("Revoked"),
+        "{log}"
+    );
+    // nbdkit refuses the same certificate: the list means what sanbench takes it to mean.
+    let kit = Peer::nbdkit(&[
+        "--tls=require".to_string(),
+        format!("--tls-certificates={dir}"),
+        "--tls-verify-peer".to_string(),
+    ]);
+    let o = nbdinfo(&uri(&kit.port.to_string(), ours.path()));
+    assert!(
+        !o.status.success(),
+        "nbdkit served a revoked client certificate"
+    );
+
+    // The client side: nbdkit's server certificate revoked in the client's own list.
+    tls::crl(ours.path(), &["server"]);
+    let kit = Peer::nbdkit(&[
+        "--tls=require".to_string(),
+        format!("--tls-certificates={dir}"),
+    ]);
+    let u = uri(&kit.port.to_string(), ours.path());
+    let o = sanbench_bounded(&["run", &u, "--time", "200ms", "--no-monitor"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Revoked"), "{}", stderr(&o));
+    // libnbd refuses it too.
+    assert!(
+        !nbdinfo(&u).status.success(),
+        "libnbd accepted a revoked server"
+    );
+}

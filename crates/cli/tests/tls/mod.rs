@@ -97,6 +97,35 @@ pub fn pki(cn: &str) -> tempfile::TempDir {
     t
 }
 
+/// Writes `pki`'s ca-crl.pem (nbdkit's, qemu's and libnbd's optional revocation list), signed
+/// by its CA, revoking `who`'s certificates ("client", "server"; none: an empty list).
+pub fn crl(pki: &Path, who: &[&str]) {
+    let cnf = "[ca]\ndefault_ca = c\n[c]\ndatabase = index.txt\ncrlnumber = crlnumber\n\
+               default_md = sha256\ndefault_crl_days = 2\n";
+    std::fs::write(pki.join("ca.cnf"), cnf).unwrap();
+    std::fs::write(pki.join("index.txt"), "").unwrap();
+    std::fs::write(pki.join("crlnumber"), "01\n").unwrap();
+    let ca = [
+        "-config",
+        "ca.cnf",
+        "-keyfile",
+        "ca-key.pem",
+        "-cert",
+        "ca-cert.pem",
+    ];
+    for w in who {
+        let cert = format!("{w}-cert.pem");
+        let mut a = vec!["ca"];
+        a.extend(ca);
+        a.extend(["-revoke", &cert]);
+        openssl(pki, &a);
+    }
+    let mut a = vec!["ca"];
+    a.extend(ca);
+    a.extend(["-gencrl", "-out", "ca-crl.pem"]);
+    openssl(pki, &a);
+}
+
 /// A client's directory with `pki`'s ca-cert.pem (it trusts the server) and no client
 /// certificate.
 pub fn ca_only(pki: &Path) -> tempfile::TempDir {
