@@ -34,7 +34,8 @@ pub const MAX_IDENTITY_LEN: usize = 128;
 /// Parses a psktool file as GnuTLS reads it (nbdkit's `--tls-psk`): one `username:hexkey` per
 /// line, the username ending at the first `:`, or `#HEXUSER:hexkey` for a username in hex
 /// (GnuTLS 3.7's form for names with a colon). Blank lines and other `#` lines (comments,
-/// which GnuTLS never matches) are skipped; a line may end in CR LF and trailing blanks.
+/// which GnuTLS never matches) are skipped; a line may end in trailing blanks, and in CR LF as
+/// libnbd takes it (GnuTLS's server side, nbdkit's, does not: the key fails to decode there).
 /// Refused, naming the line but never the key: no colon, an empty or blank-edged username or
 /// one over [`MAX_IDENTITY_LEN`] bytes, a key that is empty, not hex, of an odd number of
 /// digits or over [`MAX_KEY_LEN`] bytes, and a file with no key. When a username appears
