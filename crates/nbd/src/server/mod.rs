@@ -82,9 +82,10 @@ pub struct ServerConfig {
     pub tls: TlsMode,
     /// The TLS credentials (needed unless `tls` is off).
     pub tls_credentials: Option<Credentials>,
-    /// Require a client certificate signed by the certificate directory's `ca-cert.pem`
-    /// (nbdkit's `--tls-verify-peer`; X.509 only). A client without one fails its TLS
-    /// handshake and is logged; the server goes on serving others.
+    /// Require a client certificate signed by the certificate directory's `ca-cert.pem` and
+    /// not revoked by its `ca-crl.pem` if any (nbdkit's `--tls-verify-peer`; X.509 only). A
+    /// client without one fails its TLS handshake and is logged; the server goes on serving
+    /// others.
     pub tls_verify_peer: bool,
 }
 
