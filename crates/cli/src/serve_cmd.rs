@@ -64,6 +64,13 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
         (None, Some(_)) => TlsMode::Require,
         (None, None) => TlsMode::Off,
     };
+    if a.tls_verify_peer && a.tls_certificates.is_none() {
+        return Err(usage(
+            "--tls-verify-peer checks client certificates: give --tls-certificates DIR \
+             (with ca-cert.pem); a --tls-psk key already authenticates the client",
+        ));
+    }
+    cfg.tls_verify_peer = a.tls_verify_peer;
     let tls = cfg.tls;
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = server.local_addr();
@@ -75,7 +82,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}); Ctrl-C to stop",
+        "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}{}); Ctrl-C to stop",
         if tls == TlsMode::Require {
             "nbds"
         } else {
@@ -89,6 +96,11 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
             TlsMode::Off => "",
             TlsMode::On => ", TLS offered",
             TlsMode::Require => ", TLS required",
+        },
+        if a.tls_verify_peer {
+            ", client certificates verified"
+        } else {
+            ""
         }
     );
     let stats = server.stats();

@@ -110,6 +110,61 @@ fn nbdinfo_and_nbdcopy_against_a_psk_server() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// A psktool file as GnuTLS 3.7 reads it (a comment, the name in hex behind '#'): nbdkit and
+/// sanbench's server both take alice's key from it (sanbench's also with CR LF line ends, as
+/// libnbd reads them; nbdkit fails those at the handshake); a malformed file is bad input on
+/// both of sanbench's sides, said with its line and never its key.
+#[cfg(feature = "tls-psk")]
+#[test]
+fn psk_files_are_read_as_gnutls_reads_them() {
+    let t = tempfile::tempdir().unwrap();
+    let plain = psk_file(t.path(), "plain.psk", "alice", KEY);
+    // "alice" in hex.
+    let (hex, crlf) = (t.path().join("hex.psk"), t.path().join("crlf.psk"));
+    std::fs::write(&hex, format!("# rotated monthly\n#616c696365:{KEY}\n")).unwrap();
+    std::fs::write(&crlf, format!("# rotated monthly\r\n#616c696365:{KEY}\r\n")).unwrap();
+    let kit = tls::Peer::nbdkit(&[
+        "--tls=require".into(),
+        format!("--tls-psk={}", hex.display()),
+    ]);
+    let uri = |port: &str, f: &std::path::Path| {
+        format!(
+            "nbds://alice@localhost:{port}/?tls-psk-file={}",
+            f.display()
+        )
+    };
+    let o = tls::sanbench_verify_run(&uri(&kit.port.to_string(), &plain));
+    assert!(o.status.success(), "nbdkit: {}", stderr(&o));
+    let srv = Serve::start("4M", &["--tls-psk", &crlf.display().to_string()]);
+    let o = run(Command::new("timeout").args(["30", "nbdinfo", &uri(srv.port(), &plain)]));
+    assert!(o.status.success(), "nbdinfo: {}", stderr(&o));
+
+    let bad = t.path().join("bad.psk");
+    std::fs::write(&bad, format!("alice:{KEY}\nbob:{}zz\n", &KEY[..8])).unwrap();
+    let b = bad.display().to_string();
+    let u = uri(srv.port(), &bad);
+    for args in [
+        vec![
+            "serve",
+            "nbd",
+            "--size",
+            "1M",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-psk",
+            &b,
+        ],
+        vec!["run", &u, "--time", "200ms", "--no-monitor"],
+    ] {
+        let o = sanbench_bounded(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+        assert!(e.contains("line 2") && e.contains("not hexadecimal"), "{e}");
+        assert!(!e.contains(&KEY[..8]), "{e}");
+    }
+}
+
 #[cfg(not(feature = "tls-psk"))]
 #[test]
 fn psk_without_the_feature_says_how_to_build() {

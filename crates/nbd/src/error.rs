@@ -20,6 +20,9 @@ pub enum NbdError {
     },
     #[error("{peer}: {reason}")]
     Protocol { peer: String, reason: String },
+    /// The TLS handshake after `NBD_OPT_STARTTLS` failed (the server logs these).
+    #[error("{peer}: TLS handshake failed: {reason}")]
+    TlsHandshake { peer: String, reason: String },
     #[error("invalid configuration: {0}")]
     Config(String),
 }

@@ -228,3 +228,38 @@ fn tls_needs_credentials_and_off_takes_none() {
     let e = sanbench_nbd::Server::bind(cfg).err().unwrap().to_string();
     assert!(e.contains("/nonexistent"), "{e}");
 }
+
+/// Client certificates are verified only with TLS and X.509 credentials, against the
+/// directory's ca-cert.pem, which must then be there.
+#[test]
+fn verify_peer_needs_tls_certificates_and_a_ca() {
+    let t = tempfile::tempdir().unwrap();
+    certs(t.path());
+    let mut cfg = ServerConfig::ram("127.0.0.1:0".parse().unwrap(), 1 << 20);
+    cfg.tls_verify_peer = true;
+    let e = sanbench_nbd::Server::bind(cfg.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("needs TLS"), "{e}");
+    cfg.tls = TlsMode::Require;
+    cfg.tls_credentials = Some(Credentials::Psk(t.path().join("keys.psk")));
+    let e = sanbench_nbd::Server::bind(cfg.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("X.509"), "{e}");
+    // certs() makes a self-signed server certificate and no ca-cert.pem.
+    cfg.tls_credentials = Some(Credentials::Certificates(t.path().to_path_buf()));
+    let e = sanbench_nbd::Server::bind(cfg.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("ca-cert.pem"), "{e}");
+    std::fs::copy(
+        t.path().join("server-cert.pem"),
+        t.path().join("ca-cert.pem"),
+    )
+    .unwrap();
+    assert!(sanbench_nbd::Server::bind(cfg).is_ok());
+}

@@ -126,6 +126,11 @@ pub struct ServeNbdArgs {
     /// Pre-shared keys: a psktool file of username:hexkey lines (needs --features tls-psk).
     #[arg(long, value_name = "FILE")]
     pub tls_psk: Option<PathBuf>,
+    /// Require a client certificate signed by --tls-certificates DIR/ca-cert.pem and not
+    /// revoked by DIR/ca-crl.pem if present (nbdkit's --tls-verify-peer): a client without
+    /// one fails its TLS handshake and is logged.
+    #[arg(long)]
+    pub tls_verify_peer: bool,
 }
 
 fn parse_tls_mode(s: &str) -> Result<sanbench_nbd::server::TlsMode, String> {

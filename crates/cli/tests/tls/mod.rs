@@ -97,6 +97,53 @@ pub fn pki(cn: &str) -> tempfile::TempDir {
     t
 }
 
+/// Writes `pki`'s ca-crl.pem (nbdkit's, qemu's and libnbd's optional revocation list), signed
+/// by its CA, revoking `who`'s certificates ("client", "server"; none: an empty list).
+pub fn crl(pki: &Path, who: &[&str]) {
+    let cnf = "[ca]\ndefault_ca = c\n[c]\ndatabase = index.txt\ncrlnumber = crlnumber\n\
+               default_md = sha256\ndefault_crl_days = 2\n";
+    std::fs::write(pki.join("ca.cnf"), cnf).unwrap();
+    std::fs::write(pki.join("index.txt"), "").unwrap();
+    std::fs::write(pki.join("crlnumber"), "01\n").unwrap();
+    let ca = [
+        "-config",
+        "ca.cnf",
+        "-keyfile",
+        "ca-key.pem",
+        "-cert",
+        "ca-cert.pem",
+    ];
+    for w in who {
+        let cert = format!("{w}-cert.pem");
+        let mut a = vec!["ca"];
+        a.extend(ca);
+        a.extend(["-revoke", &cert]);
+        openssl(pki, &a);
+    }
+    let mut a = vec!["ca"];
+    a.extend(ca);
+    a.extend(["-gencrl", "-out", "ca-crl.pem"]);
+    openssl(pki, &a);
+}
+
+/// A client's directory with `pki`'s ca-cert.pem (it trusts the server) and no client
+/// certificate.
+pub fn ca_only(pki: &Path) -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::copy(pki.join("ca-cert.pem"), t.path().join("ca-cert.pem")).unwrap();
+    t
+}
+
+/// A client's directory that trusts `pki`'s server but whose client certificate and key come
+/// from `foreign` (a PKI with another CA).
+pub fn foreign_client(pki: &Path, foreign: &Path) -> tempfile::TempDir {
+    let t = ca_only(pki);
+    for f in ["client-cert.pem", "client-key.pem"] {
+        std::fs::copy(foreign.join(f), t.path().join(f)).unwrap();
+    }
+    t
+}
+
 /// A psktool-format key file with one identity.
 pub fn psk_file(dir: &Path, name: &str, user: &str, key_hex: &str) -> PathBuf {
     let p = dir.join(name);
@@ -109,6 +156,7 @@ pub struct Serve {
     child: Child,
     pub addr: String,
     pub line: String,
+    stopped: bool,
 }
 
 impl Serve {
@@ -130,20 +178,44 @@ impl Serve {
             .and_then(|r| r.split('/').next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        Serve { child, addr, line }
+        Serve {
+            child,
+            addr,
+            line,
+            stopped: false,
+        }
     }
 
     pub fn port(&self) -> &str {
         self.addr.rsplit(':').next().unwrap()
     }
+
+    /// Stops the server (SIGINT by pid) and returns what it wrote to stderr.
+    pub fn stop(mut self) -> String {
+        self.stopped = true;
+        self.signal();
+        // Read to the end (the server has exited) before reaping it.
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            e.read_to_string(&mut err).unwrap();
+        }
+        let _ = self.child.wait();
+        err
+    }
+
+    fn signal(&self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+    }
 }
 
 impl Drop for Serve {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
+        if !self.stopped {
+            self.signal();
+            let _ = self.child.wait();
+        }
     }
 }
 

@@ -29,14 +29,32 @@ pub(crate) struct Negotiated {
     pub meta_context: Option<u32>,
 }
 
+/// Said when an X.509 server ends the connection right after the TLS handshake: with TLS 1.3
+/// a server's verdict on the client's certificate comes only then (GnuTLS hangs up, rustls
+/// sends an alert).
+const CLIENT_CERT_HINT: &str = " (a server that verifies client certificates ends the \
+connection when the client has none it trusts: put client-cert.pem and client-key.pem, signed \
+by the server's CA, in tls-certificates=DIR)";
+
 struct Conv<'a> {
     sock: &'a mut Stream,
     peer: &'a str,
     buf: Vec<u8>,
+    /// Set between an X.509 handshake and the first reply inside TLS.
+    cert_hint: bool,
 }
 
 impl Conv<'_> {
     fn err(&self, e: io::Error, doing: &str) -> EngineError {
+        let tls_refusal = e.kind() == io::ErrorKind::UnexpectedEof
+            || e.kind() == io::ErrorKind::ConnectionReset
+            || e.kind() == io::ErrorKind::InvalidData;
+        if self.cert_hint && tls_refusal {
+            return EngineError::Disconnected {
+                peer: self.peer.into(),
+                reason: format!("{doing}: {e}{CLIENT_CERT_HINT}"),
+            };
+        }
         match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => EngineError::Timeout {
                 peer: self.peer.into(),
@@ -107,6 +125,7 @@ impl Conv<'_> {
 
     fn reply(&mut self, option: u32) -> Result<ReplyBody, EngineError> {
         let r = self.recv(OptionReply::decode)?;
+        self.cert_hint = false;
         if r.option != option {
             return Err(self.protocol(format!(
                 "reply to option {} while waiting for option {option}",
@@ -172,6 +191,7 @@ impl Conv<'_> {
             }
         })?;
         self.sock.tls = Some(t);
+        self.cert_hint = !connector.is_psk();
         Ok(())
     }
 }
@@ -191,6 +211,7 @@ pub(crate) fn negotiate(
         sock,
         peer,
         buf: Vec::with_capacity(4096),
+        cert_hint: false,
     };
     let timeout = opts.connect_timeout.as_secs_f64();
     let fix_timeout = |e: EngineError| match e {

@@ -45,7 +45,7 @@ use sanbench_blockstore::BlockStore;
 pub use sanbench_blockstore::CHUNK;
 
 use crate::error::NbdError;
-use crate::tls::Acceptor;
+use crate::tls::{Acceptor, TlsError};
 pub use crate::tls::{Credentials, TlsMode};
 use crate::wire::MAX_PAYLOAD;
 use conn::{Conn, End};
@@ -82,6 +82,11 @@ pub struct ServerConfig {
     pub tls: TlsMode,
     /// The TLS credentials (needed unless `tls` is off).
     pub tls_credentials: Option<Credentials>,
+    /// Require a client certificate signed by the certificate directory's `ca-cert.pem` and
+    /// not revoked by its `ca-crl.pem` if any (nbdkit's `--tls-verify-peer`; X.509 only). A
+    /// client without one fails its TLS handshake and is logged; the server goes on serving
+    /// others.
+    pub tls_verify_peer: bool,
 }
 
 impl ServerConfig {
@@ -101,6 +106,7 @@ impl ServerConfig {
             coalesce: Some(DEFAULT_COALESCE),
             tls: TlsMode::Off,
             tls_credentials: None,
+            tls_verify_peer: false,
         }
     }
 
@@ -142,6 +148,11 @@ impl ServerConfig {
             (TlsMode::Off, Some(_)) => bad("TLS credentials given with TLS off"),
             (TlsMode::On | TlsMode::Require, None) => {
                 bad("TLS needs credentials (a certificate directory or a PSK file)")
+            }
+            _ if !self.tls_verify_peer => Ok(()),
+            (TlsMode::Off, _) => bad("verifying client certificates needs TLS on or required"),
+            (_, Some(Credentials::Psk(_))) => {
+                Err(NbdError::Config(TlsError::VerifyPeerNeedsX509.to_string()))
             }
             _ => Ok(()),
         }
@@ -228,7 +239,8 @@ impl Server {
         };
         let tls = match &cfg.tls_credentials {
             Some(c) if cfg.tls != TlsMode::Off => {
-                Some(Acceptor::new(c).map_err(|e| NbdError::Config(e.to_string()))?)
+                let a = Acceptor::new(c, cfg.tls_verify_peer);
+                Some(a.map_err(|e| NbdError::Config(e.to_string()))?)
             }
             _ => None,
         };
@@ -288,7 +300,10 @@ impl Server {
                         .spawn(move || {
                             if let Err(e) = connection(sock, &sh, &stop, peer) {
                                 st.failed.fetch_add(1, Ordering::Relaxed);
-                                if std::env::var_os("SANBENCH_NBD_DEBUG").is_some() {
+                                // A refused TLS handshake (an untrusted or missing client
+                                // certificate, a wrong key) is what an operator must see.
+                                let tls = matches!(e, NbdError::TlsHandshake { .. });
+                                if tls || std::env::var_os("SANBENCH_NBD_DEBUG").is_some() {
                                     eprintln!("nbd server: {e}");
                                 }
                             }

@@ -40,6 +40,12 @@ pub enum TlsError {
     PskNotBuilt,
     #[error("TLS set-up: {0}")]
     Setup(String),
+    /// Client certificates were asked for with pre-shared keys.
+    #[error(
+        "verifying client certificates needs X.509 credentials (a certificate directory with \
+         ca-cert.pem); a pre-shared key already authenticates the client"
+    )]
+    VerifyPeerNeedsX509,
 }
 
 /// `--tls` of a server (nbdkit's `--tls=off|on|require`).
@@ -178,10 +184,14 @@ impl fmt::Debug for Acceptor {
 }
 
 impl Acceptor {
-    /// Loads the server's credentials (once, before listening).
-    pub fn new(c: &Credentials) -> Result<Acceptor, TlsError> {
+    /// Loads the server's credentials (once, before listening). `verify_peer` (nbdkit's
+    /// `--tls-verify-peer`) makes every client present a certificate signed by the
+    /// directory's `ca-cert.pem`: X.509 only, since a pre-shared key already authenticates
+    /// the client.
+    pub fn new(c: &Credentials, verify_peer: bool) -> Result<Acceptor, TlsError> {
         let kind = match c {
-            Credentials::Certificates(dir) => AcceptorKind::X509(x509::server(dir)?),
+            Credentials::Certificates(dir) => AcceptorKind::X509(x509::server(dir, verify_peer)?),
+            Credentials::Psk(_) if verify_peer => return Err(TlsError::VerifyPeerNeedsX509),
             #[cfg(feature = "tls-psk")]
             Credentials::Psk(file) => AcceptorKind::Psk(psk::PskServer::new(file)?),
             #[cfg(not(feature = "tls-psk"))]
@@ -230,7 +240,7 @@ mod tests {
     /// Without the feature, PSK is refused up front with the fix in the message.
     #[test]
     fn psk_needs_the_feature() {
-        let e = Acceptor::new(&Credentials::Psk("/nonexistent".into())).unwrap_err();
+        let e = Acceptor::new(&Credentials::Psk("/nonexistent".into()), false).unwrap_err();
         assert!(e.to_string().contains("--features tls-psk"), "{e}");
         let c = ClientTls {
             credentials: Some(Credentials::Psk("/nonexistent".into())),

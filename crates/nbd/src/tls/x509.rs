@@ -6,9 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::pki_types::{
+    CertificateDer, CertificateRevocationListDer, PrivateKeyDer, ServerName, UnixTime,
+};
+use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::{ClientTls, ConnectorKind, Session, TlsError};
@@ -43,34 +47,80 @@ fn setup(e: rustls::Error) -> TlsError {
     TlsError::Setup(e.to_string())
 }
 
-/// A server's configuration from DIR/server-cert.pem and DIR/server-key.pem.
-pub(super) fn server(dir: &Path) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+/// The CAs of DIR/ca-cert.pem (or another bundle) as a root store.
+fn roots(ca: &Path) -> Result<rustls::RootCertStore, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certs(ca)? {
+        roots
+            .add(cert)
+            .map_err(|e| TlsError::Credentials(format!("{}: {e}", ca.display())))?;
+    }
+    Ok(roots)
+}
+
+/// The certificate revocation lists of DIR/ca-crl.pem, optional as in nbdkit, qemu and libnbd
+/// (none when the file is absent).
+fn crls(dir: &Path) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
+    let path = dir.join("ca-crl.pem");
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let bad = |e: &dyn std::fmt::Display| TlsError::Credentials(format!("{}: {e}", path.display()));
+    let v: Vec<_> = CertificateRevocationListDer::pem_file_iter(&path)
+        .map_err(|e| bad(&e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(&e))?;
+    if v.is_empty() {
+        return Err(bad(&"no PEM certificate revocation list in it"));
+    }
+    Ok(v)
+}
+
+/// A server's configuration from DIR/server-cert.pem and DIR/server-key.pem. With
+/// `verify_peer` (nbdkit's `--tls-verify-peer`), every client must present a certificate
+/// that DIR/ca-cert.pem signed and DIR/ca-crl.pem (when present) does not revoke, else its
+/// handshake fails. As with GnuTLS, a certificate no list speaks for is not refused for that.
+pub(super) fn server(dir: &Path, verify_peer: bool) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let chain = certs(&dir.join("server-cert.pem"))?;
     let key = key(&dir.join("server-key.pem"))?;
-    let cfg = rustls::ServerConfig::builder_with_provider(provider())
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(setup)?
-        .with_no_client_auth()
+        .map_err(setup)?;
+    let builder = if verify_peer {
+        let ca = dir.join("ca-cert.pem");
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&ca)?), provider())
+                .with_crls(crls(dir)?)
+                .allow_unknown_revocation_status()
+                .build()
+                .map_err(|e| TlsError::Credentials(format!("{}: {e}", ca.display())))?;
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let cfg = builder
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Credentials(format!("{}: {e}", dir.display())))?;
     Ok(Arc::new(cfg))
 }
 
-/// A client's configuration: DIR/ca-cert.pem (else the system's CAs) to verify the server,
-/// and DIR/client-cert.pem with DIR/client-key.pem when present, as libnbd does.
+/// A client's configuration: DIR/ca-cert.pem (else the system's CAs) and DIR/ca-crl.pem when
+/// present to verify the server, and DIR/client-cert.pem with DIR/client-key.pem when
+/// present, as libnbd does.
 pub(super) fn client(dir: Option<&Path>, c: &ClientTls) -> Result<ConnectorKind, TlsError> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(setup)?;
     let builder = if c.verify_peer {
         let ca = dir.map_or_else(|| SYSTEM_CA.into(), |d| d.join("ca-cert.pem"));
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in certs(&ca)? {
-            roots
-                .add(cert)
+        let revoked = dir.map_or_else(|| Ok(Vec::new()), crls)?;
+        let verifier =
+            WebPkiServerVerifier::builder_with_provider(Arc::new(roots(&ca)?), provider())
+                .with_crls(revoked)
+                .allow_unknown_revocation_status()
+                .build()
                 .map_err(|e| TlsError::Credentials(format!("{}: {e}", ca.display())))?;
-        }
-        builder.with_root_certificates(roots)
+        builder.with_webpki_verifier(verifier)
     } else {
         builder
             .dangerous()

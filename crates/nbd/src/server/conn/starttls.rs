@@ -42,9 +42,9 @@ impl Conn<'_> {
         match Tls::handshake(fd, session, self.deadline, &stop) {
             Ok(t) => self.tls = Some(t),
             Err(e) => {
-                return Err(End::Fail(NbdError::Protocol {
+                return Err(End::Fail(NbdError::TlsHandshake {
                     peer: self.peer.clone(),
-                    reason: format!("TLS handshake: {e}"),
+                    reason: e.to_string().trim_start_matches("TLS: ").to_string(),
                 }))
             }
         }
