@@ -3,11 +3,13 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use sanbench_testkit::Served;
 
 pub fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("sanbench")
@@ -151,38 +153,23 @@ pub fn psk_file(dir: &Path, name: &str, user: &str, key_hex: &str) -> PathBuf {
     p
 }
 
-/// `sanbench serve nbd` on a kernel-chosen loopback port; SIGINT by pid when dropped.
+/// `sanbench serve nbd` on a kernel-chosen loopback port (testkit's `Served`, killed by pid
+/// when dropped), with the address its first line names.
 pub struct Serve {
-    child: Child,
+    inner: Served,
     pub addr: String,
     pub line: String,
-    stopped: bool,
 }
 
 impl Serve {
     pub fn start(size: &str, args: &[&str]) -> Serve {
-        let mut child = Command::new(bin())
-            .args(["serve", "nbd", "--size", size, "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split("://")
-            .nth(1)
-            .and_then(|r| r.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
+        let mut all = vec!["nbd", "--size", size, "--listen", "127.0.0.1:0"];
+        all.extend(args);
+        let inner = Served::start(bin(), &all);
         Serve {
-            child,
-            addr,
-            line,
-            stopped: false,
+            addr: inner.addr().to_string(),
+            line: inner.line.clone(),
+            inner,
         }
     }
 
@@ -190,32 +177,10 @@ impl Serve {
         self.addr.rsplit(':').next().unwrap()
     }
 
-    /// Stops the server (SIGINT by pid) and returns what it wrote to stderr.
-    pub fn stop(mut self) -> String {
-        self.stopped = true;
-        self.signal();
-        // Read to the end (the server has exited) before reaping it.
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            e.read_to_string(&mut err).unwrap();
-        }
-        let _ = self.child.wait();
-        err
-    }
-
-    fn signal(&self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if !self.stopped {
-            self.signal();
-            let _ = self.child.wait();
-        }
+    /// Stops the server (SIGINT by pid), checks that it exits cleanly, and returns what it
+    /// wrote to stderr.
+    pub fn stop(self) -> String {
+        self.inner.interrupt()
     }
 }
 
