@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::{pattern, require, OurServer};
 use sanbench_nbd::server::CHUNK;
 use sanbench_nbd::wire::handshake::*;
-use sanbench_nbd::wire::meta_serve::{state, BlockStatus, MetaContextRequest, BASE_ALLOCATION};
+use sanbench_nbd::wire::meta::{state, BlockStatus, MetaContextRequest, BASE_ALLOCATION};
 use sanbench_nbd::wire::transmission::{chunk, cmd, cmd_flags, ReplyHeader, Request};
 use sanbench_nbd::wire::{errno, Parsed, SIMPLE_REPLY_MAGIC};
 use sanbench_nbd::ServerConfig;

@@ -32,7 +32,7 @@ pub const METHOD: &str = "NBD base:allocation";
 pub(crate) fn tally(extents: impl Iterator<Item = Extent>, want: u64) -> (u64, u64) {
     let (mut covered, mut holes) = (0u64, 0u64);
     for e in extents {
-        let n = u64::from(e.length).min(want - covered);
+        let n = u64::from(e.len).min(want - covered);
         covered += n;
         if e.flags & state::HOLE != 0 {
             holes += n;
@@ -188,11 +188,11 @@ impl Conn {
                 chunk::BLOCK_STATUS => {
                     let bs =
                         BlockStatus::decode(payload).map_err(|e| self.protocol(e.to_string()))?;
-                    if bs.context_id == ctx {
+                    if bs.context == ctx {
                         if answer.is_some() {
                             return Err(self.protocol("two block status chunks for one context"));
                         }
-                        answer = Some(tally(bs.extents(), want));
+                        answer = Some(tally(bs.extents.iter().copied(), want));
                     }
                 }
                 chunk::NONE => {}
@@ -226,8 +226,8 @@ impl Conn {
 mod tests {
     use super::*;
 
-    fn e(length: u32, flags: u32) -> Extent {
-        Extent { length, flags }
+    fn e(len: u32, flags: u32) -> Extent {
+        Extent { len, flags }
     }
 
     #[test]

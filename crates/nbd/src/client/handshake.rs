@@ -10,7 +10,7 @@ use crate::wire::handshake::{
     cflags, hflags, info, opt, rep, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
     OptionReply, ReplyBody,
 };
-use crate::wire::meta::{MetaContext, MetaContextQuery, OPT_SET_META_CONTEXT, REP_META_CONTEXT};
+use crate::wire::meta::MetaContextRequest;
 use crate::wire::{DecodeResult, Parsed};
 
 /// What the handshake settled.
@@ -246,24 +246,13 @@ pub(crate) fn negotiate(
 
     let mut meta_context = None;
     if let (Some(want), true) = (meta, structured) {
-        let q = MetaContextQuery {
+        c.option(&ClientOption::SetMetaContext(MetaContextRequest {
             export: export.into(),
             queries: vec![want.into()],
-        };
-        c.option(&q.to_option(OPT_SET_META_CONTEXT))?;
+        }))?;
         loop {
-            match c.reply(OPT_SET_META_CONTEXT).map_err(fix_timeout)? {
+            match c.reply(opt::SET_META_CONTEXT).map_err(fix_timeout)? {
                 ReplyBody::Ack => break,
-                ReplyBody::Other {
-                    reply: REP_META_CONTEXT,
-                    data,
-                } => {
-                    let m = MetaContext::decode(&data).map_err(|e| c.protocol(e.to_string()))?;
-                    if m.name == want {
-                        meta_context = Some(m.id);
-                    }
-                }
-                // The shared reply decoder already parses NBD_REP_META_CONTEXT.
                 ReplyBody::MetaContext { id, name } => {
                     if name == want {
                         meta_context = Some(id);

@@ -9,7 +9,7 @@
 //! S: size(64) transmission-flags(16) [124 zeroes]   -> ExportNameReply (after NBD_OPT_EXPORT_NAME)
 //! ```
 
-use super::meta_serve::MetaContextRequest;
+use super::meta::MetaContextRequest;
 use super::{
     be16, be32, be64, utf8, DecodeResult, Parsed, WireError, IHAVEOPT, MAX_NAME_LEN,
     MAX_OPTION_LEN, NBDMAGIC, REPLY_MAGIC,

@@ -12,13 +12,11 @@
 //! * [`handshake`]: greeting, client flags, options (`NBD_OPT_*`) and option replies
 //!   (`NBD_REP_*`, `NBD_INFO_*`).
 //! * [`transmission`]: requests (`NBD_CMD_*`), simple replies and structured reply chunks.
-//! * [`meta`]: metadata context options and replies, block status chunks, as the client
-//!   sends and reads them; [`meta_serve`]: the same messages as the server reads and answers
-//!   them (two sessions wrote them in parallel; to be folded into one).
+//! * [`meta`]: the metadata context options' data and block status chunks, one declaration
+//!   for the client and the server (the replies naming a context are in [`handshake`]).
 
 pub mod handshake;
 pub mod meta;
-pub mod meta_serve;
 pub mod transmission;
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 
 use super::handshake::*;
-use super::meta_serve::*;
+use super::meta::*;
 use super::transmission::*;
 use super::{Parsed, MAX_PAYLOAD};
 

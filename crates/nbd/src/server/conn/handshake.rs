@@ -10,7 +10,7 @@ use crate::wire::handshake::{
     hflags, info, opt, rep, tflags, ClientOption, ExportNameReply, GoRequest, Greeting, Info,
     OptionReply, ReplyBody,
 };
-use crate::wire::meta_serve::{selects_base_allocation, MetaContextRequest, BASE_ALLOCATION};
+use crate::wire::meta::{selects_base_allocation, MetaContextRequest, BASE_ALLOCATION};
 use crate::wire::{handshake, Parsed, WireError};
 
 /// The id `base:allocation` gets when selected (ids are per connection and opaque).

@@ -5,7 +5,7 @@ use std::io;
 
 use super::handshake::BASE_ALLOCATION_ID;
 use super::{Conn, PendingWrite, FLUSH_AT, R};
-use crate::wire::meta_serve::{state, BlockStatus, Extent, MAX_EXTENTS};
+use crate::wire::meta::{state, BlockStatus, Extent, MAX_EXTENTS};
 use crate::wire::transmission::{chunk, cmd, cmd_flags, Chunk, ReplyHeader, Request};
 use crate::wire::{errno, Parsed};
 
