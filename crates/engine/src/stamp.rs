@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::gen::Rng;
 
+mod fused;
+
 /// Bytes per stamped unit (the granularity of array dedupe and of the stamp).
 pub const UNIT: usize = 4096;
 /// Bytes of the stamp at the start of each unit.
