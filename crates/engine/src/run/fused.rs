@@ -21,13 +21,13 @@ impl DataPath for StreamData<'_> {
     #[inline]
     fn fill(&mut self, io: &Io, dst: &mut [u8]) {
         match &self.verify {
-            None => self.stamper.fill(dst, io.offset, self.pool),
+            None => self.stamper.fill_gen_far(dst, io.offset, self.pool, |_| 0),
             Some(sv) => {
                 // Each granule's next generation, locked when the write was drawn.
                 let (cells, shift) = (&sv.cells[io.tag as usize], sv.shift);
                 let first = io.offset >> shift;
                 let gen_of = |o: u64| cells[((o >> shift) - first) as usize] as u32;
-                self.stamper.fill_gen(dst, io.offset, self.pool, gen_of);
+                self.stamper.fill_gen_far(dst, io.offset, self.pool, gen_of);
             }
         }
     }

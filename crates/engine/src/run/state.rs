@@ -415,7 +415,10 @@ impl StreamState {
             pool,
             verify: self.verify.as_mut(),
         };
-        q.submit_fused(&self.batch, &mut data)
+        let sent = q.submit_fused(&self.batch, &mut data);
+        // The fills' non-temporal stores are done before any completion is settled.
+        crate::stamp::store_fence();
+        sent
     }
 
     /// Counts a completion inside the window that is a flush, a FUA write, or part of an open
