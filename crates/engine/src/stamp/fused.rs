@@ -15,9 +15,7 @@
 //!   tried and is slower: each unit's stamp is then a dependent load from memory, where
 //!   `memcpy` has all of a read's lines in flight at once.)
 
-use super::{
-    header_crc, window, xor_copy, xor_equal, KeyCache, Stamp, Stamper, MAGIC, SEQ_MASK, STAMP_LEN,
-};
+use super::{header_crc, window, xor_copy, KeyCache, Stamp, Stamper, MAGIC, SEQ_MASK, STAMP_LEN};
 
 impl Stamper {
     /// [`unique`](Stamper::unique) by non-temporal stores, for a unit that starts 32-byte
@@ -66,6 +64,59 @@ impl Stamper {
         #[cfg(not(target_arch = "x86_64"))]
         false
     }
+}
+
+/// The OR of `data ^ src ^ key` over the bytes (0: every byte matches). Both sides are 8-byte
+/// aligned in practice (slots are page-aligned, pool windows multiples of 8): 64-bit words in
+/// four independent lanes, so that it vectorizes where it is inlined, then the ragged end;
+/// byte by byte otherwise.
+#[inline(always)]
+fn xor_diff_bytes(data: &[u8], src: &[u8], key: u64) -> u64 {
+    let kb = key.to_le_bytes();
+    let mut diff = (data.len() ^ src.len()) as u64;
+    let src = &src[..data.len().min(src.len())];
+    let data = &data[..src.len()];
+    // SAFETY: u64 has no invalid bit patterns; align_to only reinterprets the aligned middle.
+    let (dh, dm, dt) = unsafe { data.align_to::<u64>() };
+    // SAFETY: as above.
+    let (sh, sm, _) = unsafe { src.align_to::<u64>() };
+    if !(dh.is_empty() && sh.is_empty() && sm.len() >= dm.len()) {
+        for (i, (d, s)) in data.iter().zip(src).enumerate() {
+            diff |= u64::from(d ^ s ^ kb[i % 8]);
+        }
+        return diff;
+    }
+    let key = key.to_le();
+    let (dc, sc) = (dm.chunks_exact(4), sm[..dm.len()].chunks_exact(4));
+    let (dr, sr) = (dc.remainder(), sc.remainder());
+    let mut acc = [0u64; 4];
+    for (d, s) in dc.zip(sc) {
+        for i in 0..4 {
+            acc[i] |= d[i] ^ s[i] ^ key;
+        }
+    }
+    diff |= acc[0] | acc[1] | acc[2] | acc[3];
+    for (d, s) in dr.iter().zip(sr) {
+        diff |= d ^ s ^ key;
+    }
+    let done = dm.len() * 8;
+    for (i, d) in dt.iter().enumerate() {
+        diff |= u64::from(d ^ src[done + i] ^ kb[i % 8]);
+    }
+    diff
+}
+
+/// Whether the CPU has SSE4.2 (decided once).
+#[inline]
+fn sse42() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static SSE42: OnceLock<bool> = OnceLock::new();
+        *SSE42.get_or_init(|| std::arch::is_x86_feature_detected!("sse4.2"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Whether the CPU has AVX2 (decided once).
@@ -133,51 +184,94 @@ fn le(h: &[u8], r: std::ops::Range<usize>) -> u64 {
 }
 
 impl KeyCache {
-    /// Whether `unit`, read at `offset`, is exactly a unit of run `run_id` for `offset` of
-    /// generation `generation` whose payload is the pool window its key selects: the units the
-    /// full check passes without recording anything ([`crate::verify::Checker`]'s current
-    /// generation). `false` says only "look closer".
+    /// Whether every unit of `buf`, a read at `io_off` cut into units of `unit` bytes, is
+    /// exactly a unit of run `run_id` for its offset, of the generation `gen(unit offset)`
+    /// (0, unknown: not expected), whose payload is the pool window its key selects: the reads
+    /// the full check passes without recording anything ([`crate::verify::Checker`], current
+    /// generations). `false` says only "look closer". One dispatch per read, the per-unit work
+    /// inlined with AVX2 and SSE4.2 where the CPU has them.
     #[inline]
-    pub fn is_expected(
+    pub fn all_expected(
         &mut self,
-        unit: &[u8],
-        offset: u64,
+        buf: &[u8],
+        io_off: u64,
+        unit: usize,
         run_id: u64,
-        generation: u32,
         pool: &[u8],
+        gen: impl Fn(u64) -> u32,
     ) -> bool {
-        let n = unit.len();
-        if n < STAMP_LEN || !self.header_ok(unit, offset, run_id, generation) {
-            return false;
+        #[cfg(target_arch = "x86_64")]
+        if avx2() && sse42() {
+            // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
+            return unsafe { self.all_expected_avx2(buf, io_off, unit, run_id, pool, gen) };
         }
-        let h = &unit[..STAMP_LEN];
-        let zero_tail = le(h, 38..40) as usize;
-        if zero_tail > n - STAMP_LEN {
-            return false;
-        }
-        let random_end = n - zero_tail;
-        let (seq, worker) = (le(h, 32..38), le(h, 24..26) as u16);
-        let key = self.key(run_id, offset, seq, worker, generation);
-        let w = window(key, pool.len(), n);
-        w + random_end <= pool.len()
-            && xor_equal(
-                &unit[STAMP_LEN..random_end],
-                &pool[w + STAMP_LEN..w + random_end],
-                key,
-            )
-            && unit[random_end..].iter().all(|&b| b == 0)
+        self.all_expected_with(buf, io_off, unit, run_id, pool, gen, header_crc)
     }
 
-    /// The stamp at the start of `unit` is valid (magic, CRC) and says this run, this offset,
-    /// this generation and the unit's length.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,sse4.2")]
+    fn all_expected_avx2(
+        &mut self,
+        buf: &[u8],
+        io_off: u64,
+        unit: usize,
+        run_id: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+    ) -> bool {
+        self.all_expected_with(buf, io_off, unit, run_id, pool, gen, |h| {
+            super::header_crc_sse42(h)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn header_ok(&self, unit: &[u8], offset: u64, run_id: u64, generation: u32) -> bool {
-        let h = &unit[..STAMP_LEN];
-        h[0..4] == MAGIC
-            && le(h, 8..16) == offset
-            && le(h, 16..24) == run_id
-            && le(h, 26..28) == unit.len() as u64
-            && le(h, 28..32) == generation as u64
-            && header_crc(&h[8..STAMP_LEN]) == le(h, 4..8) as u32
+    fn all_expected_with(
+        &mut self,
+        buf: &[u8],
+        io_off: u64,
+        unit: usize,
+        run_id: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+        crc: impl Fn(&[u8]) -> u32,
+    ) -> bool {
+        let mut at = 0usize;
+        while at < buf.len() {
+            let u = &buf[at..(at + unit.max(1)).min(buf.len())];
+            let off = io_off + at as u64;
+            let g = gen(off);
+            let n = u.len();
+            if g == 0 || n < STAMP_LEN {
+                return false;
+            }
+            let h = &u[..STAMP_LEN];
+            let zero_tail = le(h, 38..40) as usize;
+            if h[0..4] != MAGIC
+                || le(h, 8..16) != off
+                || le(h, 16..24) != run_id
+                || le(h, 26..28) != n as u64
+                || le(h, 28..32) != g as u64
+                || zero_tail > n - STAMP_LEN
+                || crc(&h[8..STAMP_LEN]) != le(h, 4..8) as u32
+            {
+                return false;
+            }
+            let random_end = n - zero_tail;
+            let key = self.key(run_id, off, le(h, 32..38), le(h, 24..26) as u16, g);
+            let w = window(key, pool.len(), n);
+            if w + random_end > pool.len()
+                || xor_diff_bytes(
+                    &u[STAMP_LEN..random_end],
+                    &pool[w + STAMP_LEN..w + random_end],
+                    key,
+                ) != 0
+                || u[random_end..].iter().any(|&b| b != 0)
+            {
+                return false;
+            }
+            at += n;
+        }
+        true
     }
 }

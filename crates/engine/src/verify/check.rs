@@ -91,8 +91,12 @@ impl Checker {
 
     /// Checks `buf`, read at `io_off`, against `cells` (the map cells of the granules it
     /// covers, first granule first), recording bad blocks in `rep`.
+    /// The common case (every unit exactly the current generation) takes one lean pass
+    /// (verify/fast.rs); anything else is walked and classified unit by unit.
     pub fn check(&mut self, buf: &[u8], io_off: u64, cells: &[u8], rep: &mut VerifyReport) {
-        self.check_durable(buf, io_off, cells, &[], rep)
+        if !self.check_fast(buf, io_off, cells, rep) {
+            self.check_durable(buf, io_off, cells, &[], rep)
+        }
     }
 
     /// As [`check`](Self::check), also accepting each granule's durable generation from

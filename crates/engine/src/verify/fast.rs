@@ -1,9 +1,10 @@
-//! A read checked as it is copied (`Queue::submit_fused`, `mem:`): the copy goes into the
-//! arena, and while it is in the L1 cache every unit that is exactly what the map expects
-//! (this run's stamp for its offset, the granule's current generation, the payload its key
-//! selects) is confirmed by a lean test; at the first unit that is anything else the whole
-//! read goes through [`Checker::check`], so faults are classified exactly as on the ordinary
-//! path (torn and stale need the whole read).
+//! The common case of a check in one lean pass: a read whose every unit is exactly what the
+//! map expects (this run's stamp for its offset, the granule's current generation, the payload
+//! its key selects) is confirmed by field tests and one comparison per unit, dispatched once
+//! per read; at the first unit that is anything else the whole read is walked unit by unit
+//! ([`Checker::check_durable`]), so faults are classified exactly as before (torn and stale
+//! need the whole read). A fused engine (`Queue::submit_fused`, `mem:`) has the read checked
+//! as soon as it is copied into the arena, while it is in the L1 cache.
 
 use super::check::Checker;
 use super::map::GEN;
@@ -11,8 +12,8 @@ use super::report::VerifyReport;
 
 impl Checker {
     /// Copies `src` (a read of `src.len()` bytes at `io_off`, as the target holds them) into
-    /// `dst` and checks it against `cells` as [`check`](Self::check) does, with the same
-    /// counts and bad blocks in `rep`.
+    /// `dst` and checks it there, while it is in the L1 cache, as [`check`](Self::check) does,
+    /// with the same counts and bad blocks in `rep`.
     pub fn copy_check(
         &mut self,
         src: &[u8],
@@ -24,30 +25,39 @@ impl Checker {
         let n = src.len().min(dst.len());
         let dst = &mut dst[..n];
         dst.copy_from_slice(&src[..n]);
-        let first = io_off >> self.shift;
-        let (mut at, mut units) = (0usize, 0u64);
-        while at < n {
-            let off = io_off + at as u64;
+        self.check(dst, io_off, cells, rep);
+    }
+
+    /// Counts `buf` as checked and returns true when every unit is exactly what its cell
+    /// expects (this run's stamp for its offset, the granule's current generation, the payload
+    /// its key selects): what the full walk would conclude without recording anything.
+    /// `false`, with nothing counted, for anything else.
+    pub(super) fn check_fast(
+        &mut self,
+        buf: &[u8],
+        io_off: u64,
+        cells: &[u8],
+        rep: &mut VerifyReport,
+    ) -> bool {
+        let (shift, first) = (self.shift, io_off >> self.shift);
+        let gen = |off: u64| {
             let cell = cells
-                .get(((off >> self.shift) - first) as usize)
+                .get(((off >> shift) - first) as usize)
                 .copied()
                 .unwrap_or(0);
-            let end = (at + self.unit).min(n);
-            let want = (cell & GEN) as u32;
-            let good = want != 0
-                && self
-                    .keys
-                    .is_expected(&dst[at..end], off, self.run_id, want, &self.pool);
-            if !good {
-                self.check(dst, io_off, cells, rep);
-                return;
-            }
-            at = end;
-            units += 1;
+            (cell & GEN) as u32
+        };
+        if buf.is_empty()
+            || !self
+                .keys
+                .all_expected(buf, io_off, self.unit, self.run_id, &self.pool, gen)
+        {
+            return false;
         }
         rep.reads += 1;
-        rep.bytes += n as u64;
-        rep.units += units;
+        rep.bytes += buf.len() as u64;
+        rep.units += buf.len().div_ceil(self.unit.max(1)) as u64;
+        true
     }
 }
 
@@ -77,10 +87,16 @@ mod tests {
         written(RUN, off, len, gen, 512, DataSpec::default())
     }
 
-    /// The fused check's report and copy against the full check's, for one read.
+    /// The fused check's report and copy against the full walk's, for one read.
     fn both(buf: &[u8], off: u64, cells: &[u8]) -> VerifyReport {
         let mut slow = VerifyReport::default();
-        Checker::new(RUN, 512, 4096, Strict::No, true).check(buf, off, cells, &mut slow);
+        Checker::new(RUN, 512, 4096, Strict::No, true).check_durable(
+            buf,
+            off,
+            cells,
+            &[],
+            &mut slow,
+        );
         let mut fast = VerifyReport::default();
         let mut dst = vec![0xeeu8; buf.len()];
         let mut c = Checker::new(RUN, 512, 4096, Strict::No, true);
@@ -146,18 +162,28 @@ mod tests {
             let b = written(RUN, 1 << 20, unit, 7, unit, data);
             let p = pool(RUN);
             let mut keys = KeyCache::default();
-            assert!(keys.is_expected(&b, 1 << 20, RUN, 7, &p));
-            assert!(!keys.is_expected(&b, 1 << 20, RUN, 6, &p));
-            assert!(!keys.is_expected(&b, 0, RUN, 7, &p));
-            assert!(!keys.is_expected(&b, 1 << 20, RUN + 1, 7, &p));
+            let all = |k: &mut KeyCache, b: &[u8], off: u64, run: u64, g: u32| {
+                k.all_expected(b, off, unit, run, &p, |_| g)
+            };
+            assert!(all(&mut keys, &b, 1 << 20, RUN, 7));
+            assert!(!all(&mut keys, &b, 1 << 20, RUN, 6));
+            assert!(!all(&mut keys, &b, 1 << 20, RUN, 0));
+            assert!(!all(&mut keys, &b, 0, RUN, 7));
+            assert!(!all(&mut keys, &b, 1 << 20, RUN + 1, 7));
             for i in 0..unit {
                 let mut bad = b.clone();
                 bad[i] ^= 0x80;
                 assert!(
-                    !keys.is_expected(&bad, 1 << 20, RUN, 7, &p),
+                    !all(&mut keys, &bad, 1 << 20, RUN, 7),
                     "byte {i} of a {unit} B unit changed unnoticed"
                 );
             }
+            // Several units of one write, each checked.
+            let many = written(RUN, 1 << 20, 4 * unit, 7, unit, data);
+            assert!(all(&mut keys, &many, 1 << 20, RUN, 7));
+            let mut bad = many.clone();
+            bad[3 * unit + unit / 2] ^= 1;
+            assert!(!all(&mut keys, &bad, 1 << 20, RUN, 7));
         }
     }
 }
