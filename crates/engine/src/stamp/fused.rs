@@ -31,7 +31,12 @@ impl Stamper {
     ) -> bool {
         let n = unit.len();
         let zeros = (n as u64 * self.compress_permille / 1000) as usize;
-        if zeros != 0 || n < 64 || n % 32 != 0 || unit.as_ptr() as usize % 32 != 0 || !avx2() {
+        if zeros != 0
+            || n < 64
+            || !n.is_multiple_of(32)
+            || !(unit.as_ptr() as usize).is_multiple_of(32)
+            || !avx2()
+        {
             return false;
         }
         let seq = self.seq & SEQ_MASK;
@@ -154,7 +159,11 @@ fn stream_xor_avx2(dst: &mut [u8], head: &[u8; 64], src: &[u8], key: u64) {
         __m256i, _mm256_loadu_si256, _mm256_set1_epi64x, _mm256_stream_si256, _mm256_xor_si256,
     };
     let n = dst.len();
-    if n % 32 != 0 || n < 64 || src.len() < n || dst.as_ptr() as usize % 32 != 0 {
+    if !n.is_multiple_of(32)
+        || n < 64
+        || src.len() < n
+        || !(dst.as_ptr() as usize).is_multiple_of(32)
+    {
         return;
     }
     let k = _mm256_set1_epi64x(key as i64);
