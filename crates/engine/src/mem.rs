@@ -1,6 +1,10 @@
 //! `mem:SIZE`: an in-process RAM disk. Reads and writes are real copies to and from memory, so
 //! the figures include memory bandwidth; pages are allocated by the kernel as first touched.
 //!
+//! The queue is fused ([`Queue::fuses_data`]): stamped writes are XOR-copied from the stream's
+//! pool straight onto the disk (non-temporal stores, see `stamp/fused.rs`) instead of stamped
+//! into the arena and copied, and verified reads are checked right after their copy.
+//!
 //! The disk is one anonymous mapping shared by all workers' queues. Concurrent I/Os to
 //! overlapping ranges race exactly as they would on a real disk without ordering: the bytes may
 //! mix, but memory stays valid (the copies are of plain bytes).
