@@ -103,21 +103,27 @@ fn fused_writes_are_byte_for_byte_the_ordinary_writes() {
         (DISK - 4096, 4096),
     ];
     let lay = Layout::new(16384, 16384, 1);
-    let v = Arc::new(Verifier::new(RUN, 512, 512, DISK));
     for data in specs {
-        for unit in [None, Some(512), Some(4096)] {
-            let (mut slow, mut fast) = (side(&lay, &data, unit), side(&lay, &data, unit));
+        // Unverified (4 KiB units, generation 0), and verified with 512 B and 4 KiB units
+        // (a logical block of 4 KiB), each granule's generation in its units' stamps.
+        for unit in [None, Some(512u32), Some(4096)] {
+            let (mut slow, mut fast) = (
+                side(&lay, &data, unit.map(|u| u as usize)),
+                side(&lay, &data, unit.map(|u| u as usize)),
+            );
+            let u = unit.unwrap_or(512);
+            let v = Arc::new(Verifier::new(RUN, u, u as u64, DISK));
+            let shift = u.trailing_zeros();
             let mut sv = StreamVerify::new(&v, 1, 0);
             let mut done = Vec::new();
             for (n, &(offset, len)) in writes.iter().enumerate() {
-                // Generations per 512 B granule under verification (any values will do).
-                let first = offset >> 9;
-                let cells: Vec<u8> = (first..=(offset + len as u64) >> 9)
+                let first = offset >> shift;
+                let cells: Vec<u8> = (first..=(offset + len as u64) >> shift)
                     .map(|g| (g as usize + n) as u8 % 63 + 1)
                     .collect();
                 let gen_of = |o: u64| match unit {
-                    Some(512) => cells[((o >> 9) - first) as usize] as u32,
-                    _ => 0,
+                    Some(_) => cells[((o >> shift) - first) as usize] as u32,
+                    None => 0,
                 };
                 // SAFETY: nothing is in flight on tag 0.
                 let buf = unsafe {
@@ -130,7 +136,7 @@ fn fused_writes_are_byte_for_byte_the_ordinary_writes() {
                     }])
                     .unwrap();
                 sv.cells[0] = cells.clone();
-                let verify = (unit == Some(512)).then_some(&mut sv);
+                let verify = unit.is_some().then_some(&mut sv);
                 // SAFETY: the pool is only read.
                 let pool = unsafe { fast.arena.slice(lay.pool_base, lay.pool_len) };
                 let mut d = StreamData {
