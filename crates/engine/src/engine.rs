@@ -134,6 +134,19 @@ pub trait Target: Send + Sync {
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError>;
 }
 
+/// The stream's side of a fused I/O (see [`Queue::submit_fused`]): it produces a write's data
+/// and takes a read's, at the place where an engine that moves bytes in this process keeps
+/// them, so those bytes are touched once instead of once in the arena and once by the engine.
+pub trait DataPath {
+    /// Writes the data of write `io` into `dst` (`io.len` bytes where the target keeps them).
+    /// Byte for byte what the stream would have put in the I/O's arena region.
+    fn fill(&mut self, io: &Io, dst: &mut [u8]);
+
+    /// Read `io` found `src` (`io.len` bytes of the target): copies them into `dst` (the I/O's
+    /// arena region), checking them on the way when the stream verifies.
+    fn read(&mut self, io: &Io, src: &[u8], dst: &mut [u8]);
+}
+
 /// One worker's channel to a target.
 pub trait Queue: Send {
     /// Hands over a batch of I/Os. Engines may start them at once or when `reap` is next called
@@ -162,6 +175,24 @@ pub trait Queue: Send {
             }
             std::hint::spin_loop();
         }
+    }
+
+    /// Whether this queue moves the data of its I/Os itself, in this process, and so can let
+    /// the stream produce write data and check read data during that one copy
+    /// ([`submit_fused`](Self::submit_fused)). Asked once per stream; `false` (the default)
+    /// keeps the ordinary path: writes stamped into the arena before `submit`, reads checked
+    /// after `reap`.
+    fn fuses_data(&self) -> bool {
+        false
+    }
+
+    /// As [`submit`](Self::submit), with every write's data taken from `data.fill` and every
+    /// read's bytes handed to `data.read` (which puts them in the arena), instead of the arena
+    /// region being read or written directly. Called only when [`fuses_data`](Self::fuses_data)
+    /// says so; the default ignores `data` and submits.
+    fn submit_fused(&mut self, ios: &[Io], data: &mut dyn DataPath) -> Result<(), EngineError> {
+        let _ = data;
+        self.submit(ios)
     }
 
     /// Per-queue facts worth reporting (e.g. which completion path ran), merged into the

@@ -26,7 +26,9 @@ pub mod uri;
 pub mod verify;
 
 pub use arena::Arena;
-pub use engine::{Allocation, Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
+pub use engine::{
+    Allocation, Completion, DataPath, Io, Op, Queue, QueueConfig, Target, TargetInfo,
+};
 pub use error::EngineError;
 pub use spec::{Segment, Workload};
 pub mod result;

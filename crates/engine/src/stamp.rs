@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::gen::Rng;
 
+mod fused;
+pub use fused::store_fence;
+
 /// Bytes per stamped unit (the granularity of array dedupe and of the stamp).
 pub const UNIT: usize = 4096;
 /// Bytes of the stamp at the start of each unit.
@@ -338,6 +341,33 @@ impl Stamper {
     /// As [`fill`](Self::fill), with each unit's generation from `gen(unit offset)`.
     #[inline]
     pub fn fill_gen(&mut self, dst: &mut [u8], offset: u64, pool: &[u8], gen: impl Fn(u64) -> u32) {
+        self.fill_units(dst, offset, pool, gen, false)
+    }
+
+    /// As [`fill_gen`](Self::fill_gen), for a destination that is not read again soon (a RAM
+    /// disk's memory, not an arena slot): whole aligned units go out by non-temporal stores,
+    /// which write full cache lines without reading them first. The same bytes either way;
+    /// [`store_fence`] orders them before what follows (once per batch is enough).
+    #[inline]
+    pub fn fill_gen_far(
+        &mut self,
+        dst: &mut [u8],
+        offset: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+    ) {
+        self.fill_units(dst, offset, pool, gen, true);
+    }
+
+    #[inline(always)]
+    fn fill_units(
+        &mut self,
+        dst: &mut [u8],
+        offset: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+        far: bool,
+    ) {
         self.seq += 1;
         let mut at = 0usize;
         while at < dst.len() {
@@ -348,7 +378,10 @@ impl Stamper {
                 let d = n.min(UNIT);
                 unit[..d].copy_from_slice(&self.dup[..d]);
             } else {
-                self.unique(unit, uoff, pool, gen(uoff));
+                let g = gen(uoff);
+                if !(far && self.unique_far(unit, uoff, pool, g)) {
+                    self.unique(unit, uoff, pool, g);
+                }
             }
             at += n;
         }

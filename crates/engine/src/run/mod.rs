@@ -15,6 +15,7 @@
 
 mod check;
 pub mod clock;
+mod fused;
 mod open;
 pub mod pacer;
 mod shared;

@@ -63,7 +63,7 @@ pub(super) fn drive(
                 s.intended[tag as usize] = pacer.take();
             }
         }
-        s.send(q, ctx, t0.elapsed().as_nanos() as u64)?;
+        s.send(q, ctx, f, t0.elapsed().as_nanos() as u64)?;
         let next = pacer.next_ns().min(ctx.end_ns);
         let now = t0.elapsed().as_nanos() as u64;
         // Wake for a completion or shortly before the next arrival, whichever comes first,

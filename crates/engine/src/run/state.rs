@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::fused::StreamData;
 use super::stream::{stamp_slot, Layout, StreamCtx};
 use super::{DirStats, Second};
 use crate::arena::Arena;
@@ -30,6 +31,8 @@ pub(super) struct StreamVerify {
     pub(super) pending: Vec<Written>,
     pub(super) pending_gens: Vec<u8>,
     pub(super) covers: Vec<(Vec<Written>, Vec<u8>)>,
+    /// Tags whose read the engine's fused copy already checked (settled without a check).
+    pub(super) checked: Vec<bool>,
 }
 
 /// A completed write awaiting a flush: offset, length, and where its generations start.
@@ -192,6 +195,10 @@ impl StreamState {
                     sv.pending_gens.extend_from_slice(&sv.cells[t]);
                 }
             }
+            Op::Read if sv.checked[t] => {
+                sv.checked[t] = false;
+                sv.v.map.unlock(off, len);
+            }
             Op::Read if c.result >= 0 => {
                 // SAFETY: this tag's read has completed; its slot is not reused before the tag
                 // goes back on the free list.
@@ -289,6 +296,7 @@ impl StreamVerify {
             pending: Vec::new(),
             pending_gens: Vec::new(),
             covers: vec![(Vec::new(), Vec::new()); depth as usize],
+            checked: vec![false; depth as usize],
         }
     }
 }
@@ -298,6 +306,9 @@ pub(super) struct Fill<'a> {
     pub(super) stamper: &'a mut Stamper,
     pub(super) lay: &'a Layout,
     pub(super) arena: &'a Arena,
+    /// The queue produces write data and checks reads during its own copy
+    /// ([`Queue::fuses_data`]): writes are not stamped into the arena here.
+    pub(super) fused: bool,
 }
 
 impl StreamState {
@@ -341,6 +352,7 @@ impl StreamState {
         };
         let (lay, arena) = (f.lay, f.arena);
         let buf = match (p.op, &self.verify) {
+            (Op::Write, _) if f.fused => t * lay.slot,
             (Op::Write, None) => {
                 // SAFETY: the tag was free, so none of its I/O is in flight.
                 unsafe { stamp_slot(arena, lay, f.stamper, t, p.offset, p.len, |_| 0) }
@@ -369,12 +381,14 @@ impl StreamState {
 
     /// Hands the batch to the queue; `submitted`, its submission time, is read by the caller
     /// just before (after the generator and the stamps, so latency is the target's and the
-    /// engine's).
+    /// engine's; on a fused queue the stamps and checks are part of the engine's copy, so of
+    /// its latency).
     #[inline]
     pub(super) fn send(
         &mut self,
         q: &mut dyn Queue,
         ctx: &StreamCtx<'_>,
+        f: &mut Fill<'_>,
         submitted: u64,
     ) -> Result<(), EngineError> {
         if self.batch.is_empty() {
@@ -391,7 +405,20 @@ impl StreamState {
         ctx.live
             .inflight
             .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);
-        q.submit(&self.batch)
+        if !f.fused {
+            return q.submit(&self.batch);
+        }
+        // SAFETY: the pool region is never written after the arena was filled.
+        let pool = unsafe { f.arena.slice(f.lay.pool_base, f.lay.pool_len) };
+        let mut data = StreamData {
+            stamper: f.stamper,
+            pool,
+            verify: self.verify.as_mut(),
+        };
+        let sent = q.submit_fused(&self.batch, &mut data);
+        // The fills' non-temporal stores are done before any completion is settled.
+        crate::stamp::store_fence();
+        sent
     }
 
     /// Counts a completion inside the window that is a flush, a FUA write, or part of an open

@@ -9,7 +9,10 @@
 //!
 //! Data: every tag owns one slot of the arena, used by its read or its write (one I/O per tag at
 //! a time, so no two in-flight I/Os share bytes); writes are filled by the stream's
-//! [`Stamper`] from a random pool at the arena's end just before submission.
+//! [`Stamper`] from a random pool at the arena's end just before submission; a queue that
+//! moves the bytes itself ([`Queue::fuses_data`], `mem:`) gets the stamper instead and writes
+//! the stamped data straight to the target, and checks verified reads while it copies them
+//! (run/fused.rs).
 //!
 //! Verification (`--verify`): each I/O locks its granules in the target's generation map when
 //! it is drawn (a draw that collides with an in-flight I/O of the run is redrawn, so the depth
@@ -183,6 +186,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         stamper: &mut stamper,
         lay: &lay,
         arena: &arena,
+        fused: queue.fuses_data(),
     };
     let driven = match w.rate {
         None => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),
@@ -230,7 +234,7 @@ fn drive(
         while let Some(tag) = s.free.pop() {
             s.prepare(tag, gen, f)?;
         }
-        s.send(q, ctx, clock.now_ns())?;
+        s.send(q, ctx, f, clock.now_ns())?;
         s.done.clear();
         q.reap(1, &mut s.done)?;
         let now = clock.now_ns();

@@ -33,10 +33,10 @@ pub enum Strict {
 
 /// Checks reads of one stream; keeps the pools of other runs it met (a few).
 pub struct Checker {
-    run_id: u64,
-    unit: usize,
-    shift: u32,
-    pool: Vec<u8>,
+    pub(super) run_id: u64,
+    pub(super) unit: usize,
+    pub(super) shift: u32,
+    pub(super) pool: Vec<u8>,
     others: HashMap<u64, Vec<u8>>,
     strict: Strict,
     inline: bool,
@@ -45,7 +45,7 @@ pub struct Checker {
     current: Vec<u64>,
     /// The durable generation of the unit being checked (0: none).
     durable: u8,
-    keys: KeyCache,
+    pub(super) keys: KeyCache,
 }
 
 /// Cell value and where its unit starts, for one unit being checked.
@@ -91,8 +91,12 @@ impl Checker {
 
     /// Checks `buf`, read at `io_off`, against `cells` (the map cells of the granules it
     /// covers, first granule first), recording bad blocks in `rep`.
+    /// The common case (every unit exactly the current generation) takes one lean pass
+    /// (verify/fast.rs); anything else is walked and classified unit by unit.
     pub fn check(&mut self, buf: &[u8], io_off: u64, cells: &[u8], rep: &mut VerifyReport) {
-        self.check_durable(buf, io_off, cells, &[], rep)
+        if !self.check_fast(buf, io_off, cells, rep) {
+            self.check_durable(buf, io_off, cells, &[], rep)
+        }
     }
 
     /// As [`check`](Self::check), also accepting each granule's durable generation from

@@ -3,7 +3,9 @@
 //!
 //! * [`map`]: the generation map (one byte per granule), which also keeps in-flight I/Os of a
 //!   run from overlapping;
-//! * [`check`]: a read's units against the map, classified ([`report::Class`]);
+//! * [`check`]: a read's units against the map, classified ([`report::Class`]); `fast.rs`: the
+//!   same check while a fused engine copies the read (the common case in one pass, anything
+//!   else handed to the full check);
 //! * [`report`]: counts per class and the first bad blocks, as the result carries them;
 //! * [`pass`]: reading a whole span back (`sanbench verify`).
 //!
@@ -12,6 +14,7 @@
 //! block's generation in the stamp and in the payload's key.
 
 pub mod check;
+mod fast;
 pub mod map;
 pub mod pass;
 pub mod report;

@@ -1,0 +1,286 @@
+//! The kernels of the fused data path ([`crate::engine::Queue::submit_fused`]), for engines
+//! that move the bytes themselves in this process (`mem:`):
+//!
+//! * stamping a write straight into far memory (a RAM disk, not read again soon): ordinary
+//!   stores to lines not in cache first read each line from memory (read for ownership), which
+//!   made an XOR-copy to the disk slower than stamping into the cached arena slot and letting
+//!   `memcpy` (`rep movsb`, which writes whole lines without reading them) move it. So whole
+//!   aligned units go out by non-temporal stores, with the stamp composed in the unit's first
+//!   line before it is stored;
+//! * checking a read as soon as it is copied, while it is in the L1 cache: the verification's
+//!   common case (a unit the stream expects, exactly as it was written) by a lean test of the
+//!   stamp's fields and one comparison of the payload. Anything else is left to the full
+//!   classification ([`crate::verify::Checker`]), which this never replaces: it only answers
+//!   "exactly the expected unit" or "look closer". (Checking inside the copy loop itself was
+//!   tried and is slower: each unit's stamp is then a dependent load from memory, where
+//!   `memcpy` has all of a read's lines in flight at once.)
+
+use super::{header_crc, window, xor_copy, KeyCache, Stamp, Stamper, MAGIC, SEQ_MASK, STAMP_LEN};
+
+impl Stamper {
+    /// [`unique`](Stamper::unique) by non-temporal stores, for a unit that starts 32-byte
+    /// aligned, is a multiple of 32 bytes long (64 at least) and has no zero tail; `false`
+    /// (nothing written) for any other unit or CPU, which then takes the ordinary stores.
+    #[inline]
+    pub(super) fn unique_far(
+        &mut self,
+        unit: &mut [u8],
+        offset: u64,
+        pool: &[u8],
+        generation: u32,
+    ) -> bool {
+        let n = unit.len();
+        let zeros = (n as u64 * self.compress_permille / 1000) as usize;
+        if zeros != 0
+            || n < 64
+            || !n.is_multiple_of(32)
+            || !(unit.as_ptr() as usize).is_multiple_of(32)
+            || !avx2()
+        {
+            return false;
+        }
+        let seq = self.seq & SEQ_MASK;
+        let key = self
+            .keys
+            .key(self.run_id, offset, seq, self.worker, generation);
+        let w = window(key, pool.len(), n);
+        let Some(src) = pool.get(w..w + n) else {
+            return false;
+        };
+        // The first line as the ordinary path leaves it: payload, then the stamp over it.
+        let mut head = [0u8; 64];
+        xor_copy(&mut head, &src[..64], key);
+        Stamp {
+            offset,
+            run_id: self.run_id,
+            worker: self.worker,
+            unit_len: n as u16,
+            generation,
+            seq,
+            zero_tail: 0,
+        }
+        .encode(&mut head);
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: the CPU has AVX2 (checked above).
+            unsafe { stream_xor_avx2(unit, &head, src, key) };
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+}
+
+/// The OR of `data ^ src ^ key` over the bytes (0: every byte matches). Both sides are 8-byte
+/// aligned in practice (slots are page-aligned, pool windows multiples of 8): 64-bit words in
+/// four independent lanes, so that it vectorizes where it is inlined, then the ragged end;
+/// byte by byte otherwise.
+#[inline(always)]
+fn xor_diff_bytes(data: &[u8], src: &[u8], key: u64) -> u64 {
+    let kb = key.to_le_bytes();
+    let mut diff = (data.len() ^ src.len()) as u64;
+    let src = &src[..data.len().min(src.len())];
+    let data = &data[..src.len()];
+    // SAFETY: u64 has no invalid bit patterns; align_to only reinterprets the aligned middle.
+    let (dh, dm, dt) = unsafe { data.align_to::<u64>() };
+    // SAFETY: as above.
+    let (sh, sm, _) = unsafe { src.align_to::<u64>() };
+    if !(dh.is_empty() && sh.is_empty() && sm.len() >= dm.len()) {
+        for (i, (d, s)) in data.iter().zip(src).enumerate() {
+            diff |= u64::from(d ^ s ^ kb[i % 8]);
+        }
+        return diff;
+    }
+    let key = key.to_le();
+    let (dc, sc) = (dm.chunks_exact(4), sm[..dm.len()].chunks_exact(4));
+    let (dr, sr) = (dc.remainder(), sc.remainder());
+    let mut acc = [0u64; 4];
+    for (d, s) in dc.zip(sc) {
+        for i in 0..4 {
+            acc[i] |= d[i] ^ s[i] ^ key;
+        }
+    }
+    diff |= acc[0] | acc[1] | acc[2] | acc[3];
+    for (d, s) in dr.iter().zip(sr) {
+        diff |= d ^ s ^ key;
+    }
+    let done = dm.len() * 8;
+    for (i, d) in dt.iter().enumerate() {
+        diff |= u64::from(d ^ src[done + i] ^ kb[i % 8]);
+    }
+    diff
+}
+
+/// Whether the CPU has SSE4.2 (decided once).
+#[inline]
+fn sse42() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static SSE42: OnceLock<bool> = OnceLock::new();
+        *SSE42.get_or_init(|| std::arch::is_x86_feature_detected!("sse4.2"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the CPU has AVX2 (decided once).
+#[inline]
+fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Orders the non-temporal stores of [`Stamper::fill_gen_far`] before whatever follows (the
+/// completion that publishes them: another stream may read the block next), as they are
+/// otherwise weakly ordered.
+#[inline]
+pub fn store_fence() {
+    // SAFETY: SSE is part of x86_64; a fence has no operands.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
+/// `dst[..64] = head`, then `dst[i] = src[i] ^ key`, all by 32-byte non-temporal stores.
+/// `dst` must be 32-byte aligned and a multiple of 32 bytes long, `src` as long (callers
+/// check; anything else writes nothing).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn stream_xor_avx2(dst: &mut [u8], head: &[u8; 64], src: &[u8], key: u64) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_loadu_si256, _mm256_set1_epi64x, _mm256_stream_si256, _mm256_xor_si256,
+    };
+    let n = dst.len();
+    if !n.is_multiple_of(32)
+        || n < 64
+        || src.len() < n
+        || !(dst.as_ptr() as usize).is_multiple_of(32)
+    {
+        return;
+    }
+    let k = _mm256_set1_epi64x(key as i64);
+    let d = dst.as_mut_ptr();
+    // SAFETY: every access is 32 bytes inside `dst` (aligned, checked above), `head` or
+    // `src` (at least `n` bytes); the loads are unaligned loads.
+    unsafe {
+        for i in [0usize, 32] {
+            let v = _mm256_loadu_si256(head.as_ptr().add(i).cast::<__m256i>());
+            _mm256_stream_si256(d.add(i).cast::<__m256i>(), v);
+        }
+        let mut i = 64;
+        while i < n {
+            let v = _mm256_loadu_si256(src.as_ptr().add(i).cast::<__m256i>());
+            _mm256_stream_si256(d.add(i).cast::<__m256i>(), _mm256_xor_si256(v, k));
+            i += 32;
+        }
+    }
+}
+
+/// A little-endian field of a stamp (at most 8 bytes).
+#[inline(always)]
+fn le(h: &[u8], r: std::ops::Range<usize>) -> u64 {
+    let mut b = [0u8; 8];
+    b[..r.len()].copy_from_slice(&h[r]);
+    u64::from_le_bytes(b)
+}
+
+impl KeyCache {
+    /// Whether every unit of `buf`, a read at `io_off` cut into units of `unit` bytes, is
+    /// exactly a unit of run `run_id` for its offset, of the generation `gen(unit offset)`
+    /// (0, unknown: not expected), whose payload is the pool window its key selects: the reads
+    /// the full check passes without recording anything ([`crate::verify::Checker`], current
+    /// generations). `false` says only "look closer". One dispatch per read, the per-unit work
+    /// inlined with AVX2 and SSE4.2 where the CPU has them.
+    #[inline]
+    pub fn all_expected(
+        &mut self,
+        buf: &[u8],
+        io_off: u64,
+        unit: usize,
+        run_id: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if avx2() && sse42() {
+            // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
+            return unsafe { self.all_expected_avx2(buf, io_off, unit, run_id, pool, gen) };
+        }
+        self.all_expected_with(buf, io_off, unit, run_id, pool, gen, header_crc)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,sse4.2")]
+    fn all_expected_avx2(
+        &mut self,
+        buf: &[u8],
+        io_off: u64,
+        unit: usize,
+        run_id: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+    ) -> bool {
+        self.all_expected_with(buf, io_off, unit, run_id, pool, gen, |h| {
+            super::header_crc_sse42(h)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn all_expected_with(
+        &mut self,
+        buf: &[u8],
+        io_off: u64,
+        unit: usize,
+        run_id: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+        crc: impl Fn(&[u8]) -> u32,
+    ) -> bool {
+        let mut at = 0usize;
+        while at < buf.len() {
+            let u = &buf[at..(at + unit.max(1)).min(buf.len())];
+            let off = io_off + at as u64;
+            let g = gen(off);
+            let n = u.len();
+            if g == 0 || n < STAMP_LEN {
+                return false;
+            }
+            let h = &u[..STAMP_LEN];
+            let zero_tail = le(h, 38..40) as usize;
+            if h[0..4] != MAGIC
+                || le(h, 8..16) != off
+                || le(h, 16..24) != run_id
+                || le(h, 26..28) != n as u64
+                || le(h, 28..32) != g as u64
+                || zero_tail > n - STAMP_LEN
+                || crc(&h[8..STAMP_LEN]) != le(h, 4..8) as u32
+            {
+                return false;
+            }
+            let random_end = n - zero_tail;
+            let key = self.key(run_id, off, le(h, 32..38), le(h, 24..26) as u16, g);
+            let w = window(key, pool.len(), n);
+            if w + random_end > pool.len()
+                || xor_diff_bytes(
+                    &u[STAMP_LEN..random_end],
+                    &pool[w + STAMP_LEN..w + random_end],
+                    key,
+                ) != 0
+                || u[random_end..].iter().any(|&b| b != 0)
+            {
+                return false;
+            }
+            at += n;
+        }
+        true
+    }
+}
