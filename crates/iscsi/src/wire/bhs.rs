@@ -5,9 +5,11 @@
 //! writes a header with TotalAHSLength and DataSegmentLength zero: the framer fills those in
 //! because they describe the bytes that follow, not the command.
 
+use super::layout::BasicHeader;
 use super::pdu::*;
 use super::pdu_ctl::*;
-use super::{be24, WireError};
+use super::WireError;
+use zerocopy::FromBytes;
 
 /// Length of the Basic Header Segment.
 pub const BHS_LEN: usize = 48;
@@ -63,19 +65,25 @@ impl Opcode {
     }
 }
 
-/// Raw accessors valid for every opcode, used by the framer before typing the header.
+/// The fields every opcode shares, or `None` for fewer than 48 bytes.
+fn basic(h: &[u8]) -> Option<&BasicHeader> {
+    BasicHeader::ref_from_prefix(h).ok().map(|(b, _)| b)
+}
+
+/// Raw accessors valid for every opcode, used by the framer before typing the header. Each
+/// reads 0 from a slice shorter than 48 bytes.
 pub fn raw_opcode(h: &[u8]) -> u8 {
-    h[0] & 0x3f
+    basic(h).map_or(0, |b| b.opcode & 0x3f)
 }
 /// TotalAHSLength in bytes (the field counts 4-byte words).
 pub fn raw_ahs_len(h: &[u8]) -> usize {
-    h[4] as usize * 4
+    basic(h).map_or(0, |b| b.total_ahs_len as usize * 4)
 }
 pub fn raw_data_len(h: &[u8]) -> u32 {
-    be24(h, 5)
+    basic(h).map_or(0, BasicHeader::data_len)
 }
 pub fn raw_itt(h: &[u8]) -> u32 {
-    super::be32(h, 16)
+    basic(h).map_or(0, |b| b.itt.get())
 }
 
 /// Encodes a LUN number into the 8-byte SAM LUN structure: peripheral addressing below 256,
