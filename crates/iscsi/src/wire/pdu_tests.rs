@@ -68,12 +68,12 @@ fn fix(opcode: u8, b: &mut [u8; 48]) {
         // SCSI Command, §11.3.
         0x01 => {
             op(b, 0x01, true);
-            let mut f = (b[1] & 0xe0) | (b[1] & 7) % 5;
+            let mut f = (b[1] & 0xe0) | ((b[1] & 7) % 5);
             if f & 0xa0 == 0 {
                 f |= 0x80;
             }
             b[1] = f;
-            zero(b, &[2..8]);
+            b[2..8].fill(0);
         }
         // Task Management Function Request, §11.5.
         0x02 => {
@@ -121,7 +121,7 @@ fn fix(opcode: u8, b: &mut [u8; 48]) {
         0x21 => {
             op(b, 0x21, false);
             b[1] = 0x80 | residual_flags(b[1], true);
-            zero(b, &[4..16]);
+            b[4..16].fill(0);
         }
         // Task Management Function Response, §11.6.
         0x22 => {
@@ -162,7 +162,7 @@ fn fix(opcode: u8, b: &mut [u8; 48]) {
         0x31 => {
             op(b, 0x31, false);
             b[1] = 0x80;
-            zero(b, &[2..8]);
+            b[2..8].fill(0);
             b[20] &= 0x7f;
             b[47] |= 1;
         }
