@@ -164,28 +164,26 @@ impl Bhs {
 
     /// Encodes into 48 bytes with TotalAHSLength and DataSegmentLength zero.
     pub fn encode(&self) -> [u8; BHS_LEN] {
-        let mut h = [0u8; BHS_LEN];
         match self {
-            Bhs::NopOut(p) => p.encode(&mut h),
-            Bhs::ScsiCommand(p) => p.encode(&mut h),
-            Bhs::TaskMgmtRequest(p) => p.encode(&mut h),
-            Bhs::LoginRequest(p) => p.encode(&mut h),
-            Bhs::TextRequest(p) => p.encode(&mut h),
-            Bhs::DataOut(p) => p.encode(&mut h),
-            Bhs::LogoutRequest(p) => p.encode(&mut h),
-            Bhs::Snack(p) => p.encode(&mut h),
-            Bhs::NopIn(p) => p.encode(&mut h),
-            Bhs::ScsiResponse(p) => p.encode(&mut h),
-            Bhs::TaskMgmtResponse(p) => p.encode(&mut h),
-            Bhs::LoginResponse(p) => p.encode(&mut h),
-            Bhs::TextResponse(p) => p.encode(&mut h),
-            Bhs::DataIn(p) => p.encode(&mut h),
-            Bhs::LogoutResponse(p) => p.encode(&mut h),
-            Bhs::R2t(p) => p.encode(&mut h),
-            Bhs::AsyncMessage(p) => p.encode(&mut h),
-            Bhs::Reject(p) => p.encode(&mut h),
+            Bhs::NopOut(p) => p.to_bytes(),
+            Bhs::ScsiCommand(p) => p.to_bytes(),
+            Bhs::TaskMgmtRequest(p) => p.to_bytes(),
+            Bhs::LoginRequest(p) => p.to_bytes(),
+            Bhs::TextRequest(p) => p.to_bytes(),
+            Bhs::DataOut(p) => p.to_bytes(),
+            Bhs::LogoutRequest(p) => p.to_bytes(),
+            Bhs::Snack(p) => p.to_bytes(),
+            Bhs::NopIn(p) => p.to_bytes(),
+            Bhs::ScsiResponse(p) => p.to_bytes(),
+            Bhs::TaskMgmtResponse(p) => p.to_bytes(),
+            Bhs::LoginResponse(p) => p.to_bytes(),
+            Bhs::TextResponse(p) => p.to_bytes(),
+            Bhs::DataIn(p) => p.to_bytes(),
+            Bhs::LogoutResponse(p) => p.to_bytes(),
+            Bhs::R2t(p) => p.to_bytes(),
+            Bhs::AsyncMessage(p) => p.to_bytes(),
+            Bhs::Reject(p) => p.to_bytes(),
         }
-        h
     }
 
     pub fn opcode(&self) -> Opcode {

@@ -1,8 +1,9 @@
 //! Data-path PDUs (RFC 7143 §11.3–11.9, §11.16): SCSI Command/Response, Data-Out/In, R2T, SNACK.
 //!
 //! Each struct holds every non-reserved field of its header; its layout (offsets) is declared
-//! once in [`super::layout`]. `decode` takes the full 48-byte header; `encode` writes all bytes
-//! except TotalAHSLength/DataSegmentLength (set by the framer) and leaves reserved bytes zero.
+//! once in [`super::layout`]. `decode` takes the full 48-byte header; `to_bytes` returns one
+//! (`encode` writes it into a buffer) with TotalAHSLength/DataSegmentLength zero (the framer
+//! sets them) and every reserved byte zero.
 
 use super::layout::*;
 use super::WireError;
@@ -72,13 +73,16 @@ impl ScsiCommand {
         Ok(())
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x01 | bit(self.immediate, IMMEDIATE);
         l.flags = bit(self.final_, FINAL)
             | bit(self.read, 0x40)
             | bit(self.write, 0x20)
             | (self.attr & 7);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -165,6 +169,9 @@ impl ScsiResponse {
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x21;
         l.flags = FINAL
@@ -172,7 +179,7 @@ impl ScsiResponse {
             | bit(self.bidi_underflow, 0x08)
             | self.residual.flag_bits();
         l.residual_count.set(self.residual.count);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -205,10 +212,13 @@ impl DataOut {
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x05;
         l.flags = bit(self.final_, FINAL);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -256,6 +266,9 @@ impl DataIn {
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x25;
         l.flags = bit(self.final_, FINAL)
@@ -264,7 +277,7 @@ impl DataIn {
             | bit(self.status.is_some(), 0x01);
         l.status = self.status.unwrap_or(0);
         l.residual_count.set(self.residual.count);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -298,10 +311,13 @@ impl R2t {
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x31;
         l.flags = FINAL;
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -336,9 +352,12 @@ impl Snack {
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x10;
         l.flags = FINAL | (self.snack_type & 0x0f);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }

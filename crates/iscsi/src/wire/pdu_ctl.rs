@@ -43,10 +43,13 @@ impl NopOut {
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = bit(self.immediate, IMMEDIATE);
         l.flags = FINAL;
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -74,10 +77,13 @@ impl NopIn {
         Ok(Self::from_layout(l))
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x20;
         l.flags = FINAL;
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -114,10 +120,13 @@ impl TaskMgmtRequest {
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x02 | bit(self.immediate, IMMEDIATE);
         l.flags = FINAL | (self.function & 0x7f);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -141,10 +150,13 @@ impl TaskMgmtResponse {
         Ok(Self::from_layout(transmute_ref!(h)))
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x22;
         l.flags = FINAL;
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -256,12 +268,15 @@ impl LoginRequest {
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         // Login Requests are always immediate (§11.12).
         l.opcode = 0x03 | IMMEDIATE;
         l.flags = LoginFlags::bits(self.transit, self.cont, self.csg, self.nsg);
         l.isid = put_isid(self.isid);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -304,11 +319,14 @@ impl LoginResponse {
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x23;
         l.flags = LoginFlags::bits(self.transit, self.cont, self.csg, self.nsg);
         l.isid = put_isid(self.isid);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -345,10 +363,13 @@ impl TextRequest {
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x04 | bit(self.immediate, IMMEDIATE);
         l.flags = bit(self.final_, FINAL) | bit(self.cont, 0x40);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -384,10 +405,13 @@ impl TextResponse {
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x24;
         l.flags = bit(self.final_, FINAL) | bit(self.cont, 0x40);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -421,10 +445,13 @@ impl LogoutRequest {
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x06 | bit(self.immediate, IMMEDIATE);
         l.flags = FINAL | (self.reason & 0x7f);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -449,10 +476,13 @@ impl LogoutResponse {
         Ok(Self::from_layout(transmute_ref!(h)))
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x26;
         l.flags = FINAL;
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -479,11 +509,14 @@ impl AsyncMessage {
         Ok(Self::from_layout(transmute_ref!(h)))
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x32;
         l.flags = FINAL;
         l.itt.set(RESERVED_TAG);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
 
@@ -524,10 +557,13 @@ impl Reject {
         Ok(Self::from_layout(transmute_ref!(h)))
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x3f;
         l.flags = FINAL;
         l.itt.set(RESERVED_TAG);
-        *h = transmute!(l);
+        transmute!(l)
     }
 }
