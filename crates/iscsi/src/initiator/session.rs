@@ -20,7 +20,7 @@ use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
 use super::link::{Link, LoggedIn, RecvBuf};
 use crate::scsi::cdb::op;
 use crate::scsi::sense::{key, status, Sense};
-use crate::wire::bhs::{encode_lun, BHS_LEN};
+use crate::wire::bhs::encode_lun;
 use crate::wire::framer::{encode_pdu_with, FrameConfig};
 use crate::wire::keys::SessionParams;
 use crate::wire::pdu::{DataOut, ScsiCommand};
@@ -345,8 +345,7 @@ impl Session {
         self.inflight += 1;
         self.unsent_cmds += 1;
         self.counters.commands += 1;
-        let mut h = [0u8; BHS_LEN];
-        cmd.encode(&mut h);
+        let h = cmd.to_bytes();
         let arena = &self.arena;
         encode_pdu_with(&mut self.out, &h, &[], imm as usize, &self.tx_cfg, |dst| {
             // SAFETY: a write's source region: only read, and inside the arena (checked in
@@ -375,8 +374,7 @@ impl Session {
                 data_sn,
                 buffer_offset: off,
             };
-            let mut h = [0u8; BHS_LEN];
-            d.encode(&mut h);
+            let h = d.to_bytes();
             let arena = &self.arena;
             encode_pdu_with(&mut self.out, &h, &[], n as usize, &self.tx_cfg, |dst| {
                 // SAFETY: as in `issue`: a write's source region, read only, bounds checked

@@ -5,9 +5,11 @@
 //! writes a header with TotalAHSLength and DataSegmentLength zero: the framer fills those in
 //! because they describe the bytes that follow, not the command.
 
+use super::layout::BasicHeader;
 use super::pdu::*;
 use super::pdu_ctl::*;
-use super::{be24, WireError};
+use super::WireError;
+use zerocopy::FromBytes;
 
 /// Length of the Basic Header Segment.
 pub const BHS_LEN: usize = 48;
@@ -63,19 +65,25 @@ impl Opcode {
     }
 }
 
-/// Raw accessors valid for every opcode, used by the framer before typing the header.
+/// The fields every opcode shares, or `None` for fewer than 48 bytes.
+fn basic(h: &[u8]) -> Option<&BasicHeader> {
+    BasicHeader::ref_from_prefix(h).ok().map(|(b, _)| b)
+}
+
+/// Raw accessors valid for every opcode, used by the framer before typing the header. Each
+/// reads 0 from a slice shorter than 48 bytes.
 pub fn raw_opcode(h: &[u8]) -> u8 {
-    h[0] & 0x3f
+    basic(h).map_or(0, |b| b.opcode & 0x3f)
 }
 /// TotalAHSLength in bytes (the field counts 4-byte words).
 pub fn raw_ahs_len(h: &[u8]) -> usize {
-    h[4] as usize * 4
+    basic(h).map_or(0, |b| b.total_ahs_len as usize * 4)
 }
 pub fn raw_data_len(h: &[u8]) -> u32 {
-    be24(h, 5)
+    basic(h).map_or(0, BasicHeader::data_len)
 }
 pub fn raw_itt(h: &[u8]) -> u32 {
-    super::be32(h, 16)
+    basic(h).map_or(0, |b| b.itt.get())
 }
 
 /// Encodes a LUN number into the 8-byte SAM LUN structure: peripheral addressing below 256,
@@ -156,28 +164,26 @@ impl Bhs {
 
     /// Encodes into 48 bytes with TotalAHSLength and DataSegmentLength zero.
     pub fn encode(&self) -> [u8; BHS_LEN] {
-        let mut h = [0u8; BHS_LEN];
         match self {
-            Bhs::NopOut(p) => p.encode(&mut h),
-            Bhs::ScsiCommand(p) => p.encode(&mut h),
-            Bhs::TaskMgmtRequest(p) => p.encode(&mut h),
-            Bhs::LoginRequest(p) => p.encode(&mut h),
-            Bhs::TextRequest(p) => p.encode(&mut h),
-            Bhs::DataOut(p) => p.encode(&mut h),
-            Bhs::LogoutRequest(p) => p.encode(&mut h),
-            Bhs::Snack(p) => p.encode(&mut h),
-            Bhs::NopIn(p) => p.encode(&mut h),
-            Bhs::ScsiResponse(p) => p.encode(&mut h),
-            Bhs::TaskMgmtResponse(p) => p.encode(&mut h),
-            Bhs::LoginResponse(p) => p.encode(&mut h),
-            Bhs::TextResponse(p) => p.encode(&mut h),
-            Bhs::DataIn(p) => p.encode(&mut h),
-            Bhs::LogoutResponse(p) => p.encode(&mut h),
-            Bhs::R2t(p) => p.encode(&mut h),
-            Bhs::AsyncMessage(p) => p.encode(&mut h),
-            Bhs::Reject(p) => p.encode(&mut h),
+            Bhs::NopOut(p) => p.to_bytes(),
+            Bhs::ScsiCommand(p) => p.to_bytes(),
+            Bhs::TaskMgmtRequest(p) => p.to_bytes(),
+            Bhs::LoginRequest(p) => p.to_bytes(),
+            Bhs::TextRequest(p) => p.to_bytes(),
+            Bhs::DataOut(p) => p.to_bytes(),
+            Bhs::LogoutRequest(p) => p.to_bytes(),
+            Bhs::Snack(p) => p.to_bytes(),
+            Bhs::NopIn(p) => p.to_bytes(),
+            Bhs::ScsiResponse(p) => p.to_bytes(),
+            Bhs::TaskMgmtResponse(p) => p.to_bytes(),
+            Bhs::LoginResponse(p) => p.to_bytes(),
+            Bhs::TextResponse(p) => p.to_bytes(),
+            Bhs::DataIn(p) => p.to_bytes(),
+            Bhs::LogoutResponse(p) => p.to_bytes(),
+            Bhs::R2t(p) => p.to_bytes(),
+            Bhs::AsyncMessage(p) => p.to_bytes(),
+            Bhs::Reject(p) => p.to_bytes(),
         }
-        h
     }
 
     pub fn opcode(&self) -> Opcode {

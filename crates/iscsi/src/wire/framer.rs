@@ -4,7 +4,9 @@
 
 use super::bhs::{raw_ahs_len, raw_data_len, raw_opcode, Bhs, BHS_LEN};
 use super::digest::{crc32c, data_digest, pad_len, read_digest};
-use super::{be16, be32, put24, WireError};
+use super::layout::BasicHeader;
+use super::{be16, be32, WireError};
+use zerocopy::IntoBytes;
 
 /// What the framer needs to know from the negotiation. Before login completes both digests
 /// are off and the limit is 8192 (§13.12 default).
@@ -181,9 +183,10 @@ pub fn encode_pdu_append(
 ) {
     debug_assert!(ahs.len() & 3 == 0 && ahs.len() <= 255 * 4);
     let start = out.len();
-    out.extend_from_slice(header);
-    out[start + 4] = (ahs.len() / 4) as u8;
-    put24(&mut out[start..], 5, data_len as u32);
+    let mut h: BasicHeader = zerocopy::transmute!(*header);
+    h.total_ahs_len = (ahs.len() / 4) as u8;
+    h.set_data_len(data_len as u32);
+    out.extend_from_slice(h.as_bytes());
     out.extend_from_slice(ahs);
     if cfg.header_digest {
         let d = crc32c(&out[start..]);

@@ -5,8 +5,10 @@
 //!   how many more bytes are needed, or a complete [`framer::PduRef`] (header, AHS, data segment)
 //!   after checking digests and the negotiated MaxRecvDataSegmentLength.
 //! * [`bhs::Bhs::decode`] turns the 48-byte header into a typed value (one struct per opcode in
-//!   [`pdu`]); [`framer::encode_pdu`] / [`framer::encode_pdu_with`] append a PDU (header, header
-//!   digest, data, padding, data digest) to an output buffer in one piece.
+//!   [`pdu`] and [`pdu_ctl`], each over its 48-byte big-endian layout in [`layout`], where the
+//!   offsets are declared once and asserted at compile time); [`framer::encode_pdu`] /
+//!   [`framer::encode_pdu_with`] append a PDU (header, header digest, data, padding, data
+//!   digest) to an output buffer in one piece.
 //! * [`text`] encodes/decodes key=value data segments; [`keys`] knows each key's negotiation rule;
 //!   [`login`] drives login from either side; [`chap`] computes CHAP responses.
 
@@ -17,10 +19,13 @@ pub mod digest;
 pub mod discovery;
 pub mod framer;
 pub mod keys;
+pub mod layout;
 pub mod login;
 pub mod login_initiator;
 pub mod pdu;
 pub mod pdu_ctl;
+#[cfg(test)]
+mod pdu_tests;
 pub mod text;
 
 use thiserror::Error;
@@ -63,26 +68,6 @@ pub enum WireError {
 pub(crate) fn be16(b: &[u8], off: usize) -> u16 {
     u16::from_be_bytes([b[off], b[off + 1]])
 }
-pub(crate) fn be24(b: &[u8], off: usize) -> u32 {
-    u32::from_be_bytes([0, b[off], b[off + 1], b[off + 2]])
-}
 pub(crate) fn be32(b: &[u8], off: usize) -> u32 {
     u32::from_be_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
-}
-pub(crate) fn be64(b: &[u8], off: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[off..off + 8]);
-    u64::from_be_bytes(a)
-}
-pub(crate) fn put16(b: &mut [u8], off: usize, v: u16) {
-    b[off..off + 2].copy_from_slice(&v.to_be_bytes());
-}
-pub(crate) fn put24(b: &mut [u8], off: usize, v: u32) {
-    b[off..off + 3].copy_from_slice(&v.to_be_bytes()[1..]);
-}
-pub(crate) fn put32(b: &mut [u8], off: usize, v: u32) {
-    b[off..off + 4].copy_from_slice(&v.to_be_bytes());
-}
-pub(crate) fn put64(b: &mut [u8], off: usize, v: u64) {
-    b[off..off + 8].copy_from_slice(&v.to_be_bytes());
 }

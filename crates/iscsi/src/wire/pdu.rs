@@ -1,9 +1,13 @@
 //! Data-path PDUs (RFC 7143 §11.3–11.9, §11.16): SCSI Command/Response, Data-Out/In, R2T, SNACK.
 //!
-//! Each struct holds every non-reserved field of its header. `decode` takes the full 48-byte
-//! header; `encode` writes all bytes except TotalAHSLength/DataSegmentLength (set by the framer).
+//! Each struct holds every non-reserved field of its header; its layout (offsets) is declared
+//! once in [`super::layout`]. `decode` takes the full 48-byte header; `to_bytes` returns one
+//! (`encode` writes it into a buffer) with TotalAHSLength/DataSegmentLength zero (the framer
+//! sets them) and every reserved byte zero.
 
-use super::{be32, be64, put32, put64, WireError};
+use super::layout::*;
+use super::WireError;
+use zerocopy::{transmute, transmute_ref};
 
 pub(crate) fn bad(opcode: u8, offset: usize, reason: &'static str) -> WireError {
     WireError::InvalidField {
@@ -13,37 +17,47 @@ pub(crate) fn bad(opcode: u8, offset: usize, reason: &'static str) -> WireError 
     }
 }
 
-/// SCSI Command (0x01), §11.3.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScsiCommand {
-    pub immediate: bool,
-    pub final_: bool,
-    pub read: bool,
-    pub write: bool,
-    /// Task attribute (0 untagged, 1 simple, 2 ordered, 3 head of queue, 4 ACA).
-    pub attr: u8,
-    pub lun: u64,
-    pub itt: u32,
-    pub expected_data_len: u32,
-    pub cmd_sn: u32,
-    pub exp_stat_sn: u32,
-    pub cdb: [u8; 16],
+/// `mask` if `on`, else 0: one flag bit of a header byte.
+pub(crate) fn bit(on: bool, mask: u8) -> u8 {
+    if on {
+        mask
+    } else {
+        0
+    }
+}
+
+typed_pdu! {
+    /// SCSI Command (0x01), §11.3.
+    pub struct ScsiCommand: ScsiCommandHdr {
+        hand {
+            pub immediate: bool,
+            pub final_: bool,
+            pub read: bool,
+            pub write: bool,
+            /// Task attribute (0 untagged, 1 simple, 2 ordered, 3 head of queue, 4 ACA).
+            pub attr: u8,
+        }
+        wire {
+            pub lun: u64,
+            pub itt: u32,
+            pub expected_data_len: u32,
+            pub cmd_sn: u32,
+            pub exp_stat_sn: u32,
+            pub cdb: [u8; 16],
+        }
+    }
 }
 
 impl ScsiCommand {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
+        let l: &ScsiCommandHdr = transmute_ref!(h);
         let p = ScsiCommand {
-            immediate: h[0] & 0x40 != 0,
-            final_: h[1] & 0x80 != 0,
-            read: h[1] & 0x40 != 0,
-            write: h[1] & 0x20 != 0,
-            attr: h[1] & 0x07,
-            lun: be64(h, 8),
-            itt: be32(h, 16),
-            expected_data_len: be32(h, 20),
-            cmd_sn: be32(h, 24),
-            exp_stat_sn: be32(h, 28),
-            cdb: h[32..48].try_into().unwrap_or([0; 16]),
+            immediate: l.opcode & IMMEDIATE != 0,
+            final_: l.flags & FINAL != 0,
+            read: l.flags & 0x40 != 0,
+            write: l.flags & 0x20 != 0,
+            attr: l.flags & 0x07,
+            ..Self::from_layout(l)
         };
         p.validate()?;
         Ok(p)
@@ -59,17 +73,16 @@ impl ScsiCommand {
         Ok(())
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
-        h[0] = 0x01 | if self.immediate { 0x40 } else { 0 };
-        h[1] = (self.final_ as u8) << 7
-            | (self.read as u8) << 6
-            | (self.write as u8) << 5
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut l = self.to_layout();
+        l.opcode = 0x01 | bit(self.immediate, IMMEDIATE);
+        l.flags = bit(self.final_, FINAL)
+            | bit(self.read, 0x40)
+            | bit(self.write, 0x20)
             | (self.attr & 7);
-        put64(h, 8, self.lun);
-        put32(h, 16, self.itt);
-        put32(h, 20, self.expected_data_len);
-        put32(h, 24, self.cmd_sn);
-        put32(h, 28, self.exp_stat_sn);
-        h[32..48].copy_from_slice(&self.cdb);
+        transmute!(l)
     }
 }
 
@@ -98,45 +111,51 @@ impl Residual {
             },
         }
     }
+
+    /// Reads the O (0x04) and U (0x02) bits of byte 1 and the count at byte 44.
+    fn read(flags: u8, count: u32) -> Residual {
+        Residual {
+            overflow: flags & 0x04 != 0,
+            underflow: flags & 0x02 != 0,
+            count,
+        }
+    }
+    fn flag_bits(&self) -> u8 {
+        bit(self.overflow, 0x04) | bit(self.underflow, 0x02)
+    }
 }
 
-/// SCSI Response (0x21), §11.4.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScsiResponse {
-    pub bidi_overflow: bool,
-    pub bidi_underflow: bool,
-    pub residual: Residual,
-    /// 0 = command completed at target, 1 = target failure.
-    pub response: u8,
-    pub status: u8,
-    pub itt: u32,
-    pub snack_tag: u32,
-    pub stat_sn: u32,
-    pub exp_cmd_sn: u32,
-    pub max_cmd_sn: u32,
-    pub exp_data_sn: u32,
-    pub bidi_residual: u32,
+typed_pdu! {
+    /// SCSI Response (0x21), §11.4.
+    pub struct ScsiResponse: ScsiResponseHdr {
+        hand {
+            pub bidi_overflow: bool,
+            pub bidi_underflow: bool,
+            pub residual: Residual,
+        }
+        wire {
+            /// 0 = command completed at target, 1 = target failure.
+            pub response: u8,
+            pub status: u8,
+            pub itt: u32,
+            pub snack_tag: u32,
+            pub stat_sn: u32,
+            pub exp_cmd_sn: u32,
+            pub max_cmd_sn: u32,
+            pub exp_data_sn: u32,
+            pub bidi_residual: u32,
+        }
+    }
 }
 
 impl ScsiResponse {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
+        let l: &ScsiResponseHdr = transmute_ref!(h);
         let p = ScsiResponse {
-            bidi_overflow: h[1] & 0x10 != 0,
-            bidi_underflow: h[1] & 0x08 != 0,
-            residual: Residual {
-                overflow: h[1] & 0x04 != 0,
-                underflow: h[1] & 0x02 != 0,
-                count: be32(h, 44),
-            },
-            response: h[2],
-            status: h[3],
-            itt: be32(h, 16),
-            snack_tag: be32(h, 20),
-            stat_sn: be32(h, 24),
-            exp_cmd_sn: be32(h, 28),
-            max_cmd_sn: be32(h, 32),
-            exp_data_sn: be32(h, 36),
-            bidi_residual: be32(h, 40),
+            bidi_overflow: l.flags & 0x10 != 0,
+            bidi_underflow: l.flags & 0x08 != 0,
+            residual: Residual::read(l.flags, l.residual_count.get()),
+            ..Self::from_layout(l)
         };
         if p.residual.overflow && p.residual.underflow {
             return Err(bad(0x21, 1, "both O and U set"));
@@ -144,109 +163,99 @@ impl ScsiResponse {
         if p.bidi_overflow && p.bidi_underflow {
             return Err(bad(0x21, 1, "both o and u set"));
         }
-        if h[1] & 0x80 == 0 {
+        if l.flags & FINAL == 0 {
             return Err(bad(0x21, 1, "F bit clear"));
         }
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
-        h[0] = 0x21;
-        h[1] = 0x80
-            | (self.bidi_overflow as u8) << 4
-            | (self.bidi_underflow as u8) << 3
-            | (self.residual.overflow as u8) << 2
-            | (self.residual.underflow as u8) << 1;
-        h[2] = self.response;
-        h[3] = self.status;
-        put32(h, 16, self.itt);
-        put32(h, 20, self.snack_tag);
-        put32(h, 24, self.stat_sn);
-        put32(h, 28, self.exp_cmd_sn);
-        put32(h, 32, self.max_cmd_sn);
-        put32(h, 36, self.exp_data_sn);
-        put32(h, 40, self.bidi_residual);
-        put32(h, 44, self.residual.count);
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut l = self.to_layout();
+        l.opcode = 0x21;
+        l.flags = FINAL
+            | bit(self.bidi_overflow, 0x10)
+            | bit(self.bidi_underflow, 0x08)
+            | self.residual.flag_bits();
+        l.residual_count.set(self.residual.count);
+        transmute!(l)
     }
 }
 
-/// SCSI Data-Out (0x05), §11.7.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DataOut {
-    pub final_: bool,
-    pub lun: u64,
-    pub itt: u32,
-    pub ttt: u32,
-    pub exp_stat_sn: u32,
-    pub data_sn: u32,
-    pub buffer_offset: u32,
+typed_pdu! {
+    /// SCSI Data-Out (0x05), §11.7.
+    pub struct DataOut: DataOutHdr {
+        hand {
+            pub final_: bool,
+        }
+        wire {
+            pub lun: u64,
+            pub itt: u32,
+            pub ttt: u32,
+            pub exp_stat_sn: u32,
+            pub data_sn: u32,
+            pub buffer_offset: u32,
+        }
+    }
 }
 
 impl DataOut {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
-        if h[0] & 0x40 != 0 {
+        let l: &DataOutHdr = transmute_ref!(h);
+        if l.opcode & IMMEDIATE != 0 {
             return Err(bad(0x05, 0, "Data-Out cannot be immediate"));
         }
         Ok(DataOut {
-            final_: h[1] & 0x80 != 0,
-            lun: be64(h, 8),
-            itt: be32(h, 16),
-            ttt: be32(h, 20),
-            exp_stat_sn: be32(h, 28),
-            data_sn: be32(h, 36),
-            buffer_offset: be32(h, 40),
+            final_: l.flags & FINAL != 0,
+            ..Self::from_layout(l)
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
-        h[0] = 0x05;
-        h[1] = (self.final_ as u8) << 7;
-        put64(h, 8, self.lun);
-        put32(h, 16, self.itt);
-        put32(h, 20, self.ttt);
-        put32(h, 28, self.exp_stat_sn);
-        put32(h, 36, self.data_sn);
-        put32(h, 40, self.buffer_offset);
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut l = self.to_layout();
+        l.opcode = 0x05;
+        l.flags = bit(self.final_, FINAL);
+        transmute!(l)
     }
 }
 
-/// SCSI Data-In (0x25), §11.7. With `status` set (S bit) it also completes the command
-/// ("phase collapse"), carrying status, StatSN and the residual.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DataIn {
-    pub final_: bool,
-    pub ack: bool,
-    pub residual: Residual,
-    /// SCSI status when the S bit is set.
-    pub status: Option<u8>,
-    pub lun: u64,
-    pub itt: u32,
-    pub ttt: u32,
-    pub stat_sn: u32,
-    pub exp_cmd_sn: u32,
-    pub max_cmd_sn: u32,
-    pub data_sn: u32,
-    pub buffer_offset: u32,
+typed_pdu! {
+    /// SCSI Data-In (0x25), §11.7. With `status` set (S bit) it also completes the command
+    /// ("phase collapse"), carrying status, StatSN and the residual.
+    pub struct DataIn: DataInHdr {
+        hand {
+            pub final_: bool,
+            pub ack: bool,
+            pub residual: Residual,
+            /// SCSI status when the S bit is set.
+            pub status: Option<u8>,
+        }
+        wire {
+            pub lun: u64,
+            pub itt: u32,
+            pub ttt: u32,
+            pub stat_sn: u32,
+            pub exp_cmd_sn: u32,
+            pub max_cmd_sn: u32,
+            pub data_sn: u32,
+            pub buffer_offset: u32,
+        }
+    }
 }
 
 impl DataIn {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
-        let s = h[1] & 0x01 != 0;
+        let l: &DataInHdr = transmute_ref!(h);
+        let s = l.flags & 0x01 != 0;
         let p = DataIn {
-            final_: h[1] & 0x80 != 0,
-            ack: h[1] & 0x40 != 0,
-            residual: Residual {
-                overflow: h[1] & 0x04 != 0,
-                underflow: h[1] & 0x02 != 0,
-                count: be32(h, 44),
-            },
-            status: s.then_some(h[3]),
-            lun: be64(h, 8),
-            itt: be32(h, 16),
-            ttt: be32(h, 20),
-            stat_sn: be32(h, 24),
-            exp_cmd_sn: be32(h, 28),
-            max_cmd_sn: be32(h, 32),
-            data_sn: be32(h, 36),
-            buffer_offset: be32(h, 40),
+            final_: l.flags & FINAL != 0,
+            ack: l.flags & 0x40 != 0,
+            residual: Residual::read(l.flags, l.residual_count.get()),
+            status: s.then_some(l.status),
+            ..Self::from_layout(l)
         };
         if s && !p.final_ {
             return Err(bad(0x25, 1, "S bit without F bit"));
@@ -257,112 +266,98 @@ impl DataIn {
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
-        h[0] = 0x25;
-        h[1] = (self.final_ as u8) << 7
-            | (self.ack as u8) << 6
-            | (self.residual.overflow as u8) << 2
-            | (self.residual.underflow as u8) << 1
-            | self.status.is_some() as u8;
-        h[3] = self.status.unwrap_or(0);
-        put64(h, 8, self.lun);
-        put32(h, 16, self.itt);
-        put32(h, 20, self.ttt);
-        put32(h, 24, self.stat_sn);
-        put32(h, 28, self.exp_cmd_sn);
-        put32(h, 32, self.max_cmd_sn);
-        put32(h, 36, self.data_sn);
-        put32(h, 40, self.buffer_offset);
-        put32(h, 44, self.residual.count);
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut l = self.to_layout();
+        l.opcode = 0x25;
+        l.flags = bit(self.final_, FINAL)
+            | bit(self.ack, 0x40)
+            | self.residual.flag_bits()
+            | bit(self.status.is_some(), 0x01);
+        l.status = self.status.unwrap_or(0);
+        l.residual_count.set(self.residual.count);
+        transmute!(l)
     }
 }
 
-/// Ready To Transfer (0x31), §11.8.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct R2t {
-    pub lun: u64,
-    pub itt: u32,
-    pub ttt: u32,
-    pub stat_sn: u32,
-    pub exp_cmd_sn: u32,
-    pub max_cmd_sn: u32,
-    pub r2t_sn: u32,
-    pub buffer_offset: u32,
-    pub desired_len: u32,
+typed_pdu! {
+    /// Ready To Transfer (0x31), §11.8.
+    pub struct R2t: R2tHdr {
+        hand {}
+        wire {
+            pub lun: u64,
+            pub itt: u32,
+            pub ttt: u32,
+            pub stat_sn: u32,
+            pub exp_cmd_sn: u32,
+            pub max_cmd_sn: u32,
+            pub r2t_sn: u32,
+            pub buffer_offset: u32,
+            pub desired_len: u32,
+        }
+    }
 }
 
 impl R2t {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
-        let p = R2t {
-            lun: be64(h, 8),
-            itt: be32(h, 16),
-            ttt: be32(h, 20),
-            stat_sn: be32(h, 24),
-            exp_cmd_sn: be32(h, 28),
-            max_cmd_sn: be32(h, 32),
-            r2t_sn: be32(h, 36),
-            buffer_offset: be32(h, 40),
-            desired_len: be32(h, 44),
-        };
+        let p = Self::from_layout(transmute_ref!(h));
         if p.desired_len == 0 {
             return Err(bad(0x31, 44, "zero Desired Data Transfer Length"));
         }
-        if p.ttt == 0xffff_ffff {
+        if p.ttt == RESERVED_TAG {
             return Err(bad(0x31, 20, "reserved Target Transfer Tag"));
         }
         Ok(p)
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
-        h[0] = 0x31;
-        h[1] = 0x80;
-        put64(h, 8, self.lun);
-        put32(h, 16, self.itt);
-        put32(h, 20, self.ttt);
-        put32(h, 24, self.stat_sn);
-        put32(h, 28, self.exp_cmd_sn);
-        put32(h, 32, self.max_cmd_sn);
-        put32(h, 36, self.r2t_sn);
-        put32(h, 40, self.buffer_offset);
-        put32(h, 44, self.desired_len);
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut l = self.to_layout();
+        l.opcode = 0x31;
+        l.flags = FINAL;
+        transmute!(l)
     }
 }
 
-/// SNACK Request (0x10), §11.16.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snack {
-    /// 0 Data/R2T, 1 Status, 2 DataACK, 3 R-Data.
-    pub snack_type: u8,
-    pub lun: u64,
-    pub itt: u32,
-    pub ttt: u32,
-    pub exp_stat_sn: u32,
-    pub beg_run: u32,
-    pub run_length: u32,
+typed_pdu! {
+    /// SNACK Request (0x10), §11.16.
+    pub struct Snack: SnackHdr {
+        hand {
+            /// 0 Data/R2T, 1 Status, 2 DataACK, 3 R-Data.
+            pub snack_type: u8,
+        }
+        wire {
+            pub lun: u64,
+            pub itt: u32,
+            pub ttt: u32,
+            pub exp_stat_sn: u32,
+            pub beg_run: u32,
+            pub run_length: u32,
+        }
+    }
 }
 
 impl Snack {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
-        let t = h[1] & 0x0f;
+        let l: &SnackHdr = transmute_ref!(h);
+        let t = l.flags & 0x0f;
         if t > 3 {
             return Err(bad(0x10, 1, "reserved SNACK type"));
         }
         Ok(Snack {
             snack_type: t,
-            lun: be64(h, 8),
-            itt: be32(h, 16),
-            ttt: be32(h, 20),
-            exp_stat_sn: be32(h, 28),
-            beg_run: be32(h, 40),
-            run_length: be32(h, 44),
+            ..Self::from_layout(l)
         })
     }
     pub fn encode(&self, h: &mut [u8; 48]) {
-        h[0] = 0x10;
-        h[1] = 0x80 | (self.snack_type & 0x0f);
-        put64(h, 8, self.lun);
-        put32(h, 16, self.itt);
-        put32(h, 20, self.ttt);
-        put32(h, 28, self.exp_stat_sn);
-        put32(h, 40, self.beg_run);
-        put32(h, 44, self.run_length);
+        *h = self.to_bytes();
+    }
+    pub fn to_bytes(&self) -> [u8; 48] {
+        let mut l = self.to_layout();
+        l.opcode = 0x10;
+        l.flags = FINAL | (self.snack_type & 0x0f);
+        transmute!(l)
     }
 }

@@ -245,8 +245,7 @@ impl Conn {
                 data_sn,
                 buffer_offset: off as u32,
             };
-            let mut h = [0u8; BHS_LEN];
-            d.encode(&mut h);
+            let h = d.to_bytes();
             encode_pdu_append(&mut self.out, &h, &[], len, &self.tx, |out| {
                 append(off, len, out)
             });
