@@ -148,6 +148,17 @@ impl BlockStore {
         Ok(())
     }
 
+    /// For a zero-copy send: appends to `out` where the bytes of `[off, off+len)` lie in memory
+    /// ([`SparseRam::iovecs`]: valid while the store lives, for the kernel to read) and returns
+    /// true; a file store has no such memory, appends nothing and returns false (the caller
+    /// copies with [`BlockStore::read_append`]). Out of range is `EINVAL`.
+    pub fn iovecs(&self, off: u64, len: usize, out: &mut Vec<libc::iovec>) -> io::Result<bool> {
+        match self {
+            BlockStore::Ram(r) => r.iovecs(off, len, out).map(|()| true),
+            BlockStore::File(_) => Ok(false),
+        }
+    }
+
     /// Writes `src` at `off`; `fua` forces it to stable storage (a file) before returning.
     pub fn write(&self, off: u64, src: &[u8], fua: bool) -> io::Result<()> {
         match self {
