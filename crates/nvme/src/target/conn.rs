@@ -165,7 +165,7 @@ impl Conn {
                     return Err(e);
                 }
             }
-            if self.out.len() > 1 << 20 {
+            if self.out.full() {
                 self.flush()?;
             }
         }

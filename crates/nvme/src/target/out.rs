@@ -18,6 +18,12 @@ use sanbench_blockstore::BlockStore;
 /// iovecs per `sendmsg` (below every IOV_MAX Linux has had).
 const IOV_BATCH: usize = 512;
 
+/// Copied bytes held before a send, whatever is still to handle.
+const BUF_LIMIT: usize = 1 << 20;
+/// Referenced bytes held before a send: they cost no memory, so the replies to a batch of
+/// large reads (QD 4 of 1 MiB) leave in one `sendmsg` instead of one each.
+const EXT_LIMIT: usize = 8 << 20;
+
 /// Store bytes sent from where they lie, after `at` bytes of the buffer.
 struct Ext {
     at: usize,
@@ -62,6 +68,11 @@ impl Out {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Enough is waiting that it should go out before more commands are handled.
+    pub fn full(&self) -> bool {
+        self.buf.len() > BUF_LIMIT || self.ext_bytes > EXT_LIMIT
     }
 
     /// The buffer, to append headers and copied bytes to.
