@@ -57,9 +57,9 @@ impl RecvBuf {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
-            if self.buf.len() - self.end < needed {
-                self.buf.resize(self.end + needed.max(64 * 1024), 0);
-            }
+        }
+        if self.buf.len() - self.end < needed {
+            self.buf.resize(self.end + needed.max(64 * 1024), 0);
         }
         let n = r.read(&mut self.buf[self.end..])?;
         self.end += n;
@@ -100,5 +100,12 @@ mod tests {
         // The 1000-byte rest moved to offset 0 and the read followed it there.
         assert_eq!(b.start, 0);
         assert_eq!(b.data(), &src[4000..]);
+        // A buffer full from its start grows for what is still needed.
+        let mut b = RecvBuf::new(4096);
+        let mut r = &src[..];
+        b.fill(&mut r, 1).unwrap();
+        assert_eq!(b.data().len(), 4096);
+        assert_eq!(b.fill(&mut r, 1000).unwrap(), 10_000 - 4096);
+        assert_eq!(b.data(), &src[..]);
     }
 }
