@@ -24,6 +24,32 @@ const BUF_LIMIT: usize = 1 << 20;
 /// large reads (QD 4 of 1 MiB) leave in one `sendmsg` instead of one each.
 const EXT_LIMIT: usize = 8 << 20;
 
+/// Reads up to this long are prefetched when referenced (see [`prefetch`]).
+const PREFETCH_MAX: usize = 64 * 1024;
+
+/// Asks the CPU to start loading a piece's cache lines. A random 4 KiB read's bytes are in
+/// DRAM; copied by a `memcpy` they arrived with the loads of many lines in flight, copied by
+/// the kernel's `rep movs` in `sendmsg` they arrived line after line, which cost more than the
+/// copy it saved. Prefetched while the rest of the batch is handled, they are in cache by the
+/// send. Large reads are left to the hardware prefetcher (their lines follow each other, and
+/// a batch of them would not fit in cache).
+fn prefetch(iov: &libc::iovec) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = iov.iov_base.cast::<i8>().cast_const();
+        for line in (0..iov.iov_len).step_by(64) {
+            // SAFETY: SSE is part of x86_64's baseline. A prefetch is a hint: it never faults
+            // or changes memory, whatever the address, and no byte is read into Rust;
+            // wrapping_add keeps the address computation defined (it stays in the piece:
+            // line < iov_len).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(line)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = iov;
+}
+
 /// Store bytes sent from where they lie, after `at` bytes of the buffer.
 struct Ext {
     at: usize,
@@ -101,6 +127,11 @@ impl Out {
             self.pieces.clear();
             if store.iovecs(off, len, &mut self.pieces)? {
                 let at = self.buf.len();
+                if len <= PREFETCH_MAX {
+                    for iov in &self.pieces {
+                        prefetch(iov);
+                    }
+                }
                 for &iov in &self.pieces {
                     self.ext_bytes += iov.iov_len;
                     self.ext.push(Ext { at, iov });
