@@ -40,6 +40,10 @@
 //!                   up to 1 MiB + the largest READ (at most the maximum payload, 32 MiB)
 //!            iSCSI: 1 MiB receive buffer (grown to the largest PDU) + 1 MiB reply buffer
 //!                   (grown likewise) + Data-Out of unfinished writes, at most 256 MiB
+//!            NVMe:  1 MiB receive buffer (written at start) + a reply buffer of headers and
+//!                   copied bytes (256 KiB at start, sent at 1 MiB) + the iovecs of read data
+//!                   referenced in the store (`iovecs`, sent at 8 MiB) + H2CData of
+//!                   unfinished writes
 //! ```
 //!
 //! A 4 KiB write to an unwritten chunk costs a whole 64 KiB chunk. [`BlockStore::allocated_bytes`]
