@@ -25,9 +25,14 @@ pub(crate) struct RecvBuf {
 
 impl RecvBuf {
     pub fn new(cap: usize) -> RecvBuf {
-        // resize writes every byte (vec![0; n] would take calloc's untouched pages).
-        let mut buf = Vec::with_capacity(cap.max(4096));
-        buf.resize(cap.max(4096), 0);
+        let n = cap.max(4096);
+        let mut buf = vec![0u8; n];
+        // Fault every page in now (vec! may hand out calloc's untouched pages); a volatile
+        // store is one the compiler cannot drop as writing zeros over zeros.
+        for i in (0..n).step_by(4096) {
+            // SAFETY: i < n = buf.len(): in bounds of the allocation, valid for a write.
+            unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(i), 0) };
+        }
         RecvBuf {
             buf,
             start: 0,
