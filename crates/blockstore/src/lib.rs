@@ -40,6 +40,10 @@
 //!                   up to 1 MiB + the largest READ (at most the maximum payload, 32 MiB)
 //!            iSCSI: 1 MiB receive buffer (grown to the largest PDU) + 1 MiB reply buffer
 //!                   (grown likewise) + Data-Out of unfinished writes, at most 256 MiB
+//!            NVMe:  1 MiB receive buffer (written at start) + a reply buffer of headers and
+//!                   copied bytes (256 KiB at start, sent at 1 MiB) + the iovecs of read data
+//!                   referenced in the store (`iovecs`, sent at 8 MiB) + H2CData of
+//!                   unfinished writes
 //! ```
 //!
 //! A 4 KiB write to an unwritten chunk costs a whole 64 KiB chunk. [`BlockStore::allocated_bytes`]
@@ -146,6 +150,17 @@ impl BlockStore {
         // writing every byte of the slice it was given), and reserve made room for them.
         unsafe { out.set_len(at + len) };
         Ok(())
+    }
+
+    /// For a zero-copy send: appends to `out` where the bytes of `[off, off+len)` lie in memory
+    /// ([`SparseRam::iovecs`]: valid while the store lives, for the kernel to read) and returns
+    /// true; a file store has no such memory, appends nothing and returns false (the caller
+    /// copies with [`BlockStore::read_append`]). Out of range is `EINVAL`.
+    pub fn iovecs(&self, off: u64, len: usize, out: &mut Vec<libc::iovec>) -> io::Result<bool> {
+        match self {
+            BlockStore::Ram(r) => r.iovecs(off, len, out).map(|()| true),
+            BlockStore::File(_) => Ok(false),
+        }
     }
 
     /// Writes `src` at `off`; `fua` forces it to stable storage (a file) before returning.

@@ -34,6 +34,9 @@ const CHUNK_LAYOUT: Layout = match Layout::from_size_align(CHUNK, PAGE) {
     Err(_) => panic!("chunk layout"),
 };
 
+/// What a hole's bytes are sent from by [`SparseRam::iovecs`] (never written).
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
+
 /// Bits of chunk table per chunk: a pointer and one bit of the allocation bitmap.
 pub const TABLE_BITS_PER_CHUNK: usize = 8 * std::mem::size_of::<AtomicPtr<u8>>() + 1;
 
@@ -173,6 +176,29 @@ impl SparseRam {
         }
         // SAFETY: the pieces cover [0, dst.len()) and every one was written above.
         Ok(unsafe { std::slice::from_raw_parts_mut(base, dst.len()) })
+    }
+
+    /// Appends one `iovec` per piece of `[off, off+len)`: where its bytes lie in a chunk, or
+    /// in a static block of zeros for a hole. Nothing is copied; the kernel reads the memory
+    /// when the caller hands the list to `sendmsg`. The pointers stay valid while the store
+    /// lives (a chunk is never freed before, and a trimmed one stays mapped); a write or trim
+    /// between this call and the send shows in the bytes sent, as one concurrent with a read
+    /// would. They are only for the kernel to read: nothing may write through them.
+    pub fn iovecs(&self, off: u64, len: usize, out: &mut Vec<libc::iovec>) -> io::Result<()> {
+        self.check(off, len as u64)?;
+        for (idx, within, _, n) in pieces(off, len as u64) {
+            let base = match self.chunk(idx).filter(|_| self.is_mapped(idx)) {
+                // SAFETY: `c` is a live chunk of CHUNK bytes and within + n <= CHUNK, so the
+                // pointer and the n bytes after it stay inside the allocation.
+                Some(c) => unsafe { c.add(within) },
+                None => ZEROS.as_ptr().cast_mut(),
+            };
+            out.push(libc::iovec {
+                iov_base: base.cast(),
+                iov_len: n,
+            });
+        }
+        Ok(())
     }
 
     pub fn write(&self, off: u64, src: &[u8]) -> io::Result<()> {
@@ -395,6 +421,34 @@ mod tests {
             SparseRam::new(1 << 50, true),
             Err(StoreError::PreallocTooBig { .. })
         ));
+    }
+
+    #[test]
+    fn iovecs_point_at_the_stored_bytes_and_at_zeros_for_holes() {
+        let r = SparseRam::new(4 * CHUNK as u64, false).unwrap();
+        let data: Vec<u8> = (0..CHUNK + 100).map(|i| (i % 251) as u8 + 1).collect();
+        r.write(CHUNK as u64 - 50, &data).unwrap();
+        let mut v = Vec::new();
+        r.iovecs(CHUNK as u64 - 100, 2 * CHUNK, &mut v).unwrap();
+        assert_eq!(
+            v.iter().map(|i| i.iov_len).collect::<Vec<_>>(),
+            [100, CHUNK, CHUNK - 100]
+        );
+        let mut got = Vec::new();
+        for i in &v {
+            // SAFETY: the store lives and nothing writes it during the test.
+            got.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(i.iov_base.cast::<u8>(), i.iov_len)
+            });
+        }
+        let mut want = vec![0u8; 2 * CHUNK];
+        r.read_uninit(CHUNK as u64 - 100, as_uninit(&mut want))
+            .unwrap();
+        assert_eq!(got, want);
+        assert_eq!(&got[50..50 + data.len()], &data[..]);
+        // The hole at the end reads as the static zeros; out of range is an error.
+        assert!(got[50 + data.len()..].iter().all(|&b| b == 0));
+        assert!(r.iovecs(4 * CHUNK as u64 - 1, 2, &mut v).is_err());
     }
 
     fn as_uninit(b: &mut [u8]) -> &mut [MaybeUninit<u8>] {

@@ -269,10 +269,8 @@ impl Connection {
 
     /// Reads what the socket has without waiting; false when it had nothing.
     pub fn try_fill(&mut self) -> Result<bool, HostError> {
-        self.s.set_nonblocking(true)?;
-        let r = self.rbuf.fill(&mut self.s, 64 * 1024);
-        let _ = self.s.set_nonblocking(false);
-        match r {
+        // MSG_DONTWAIT: one system call, where switching the socket's mode took two more.
+        match self.rbuf.fill(&mut NoWait(&self.s), 64 * 1024) {
             Ok(0) => Err(HostError::Closed),
             Ok(_) => Ok(true),
             Err(e) => match e.kind() {

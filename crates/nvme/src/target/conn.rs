@@ -3,11 +3,11 @@
 //! connection with a C2HTermReq naming the error (NVMe/TCP 1.0 §3.6.2.9, §3.7: fatal errors);
 //! a bad command only fails that command with a status.
 //!
-//! Replies gather in `wbuf` and go out when no whole PDU is left to handle, so a pipelining
-//! host's commands are answered in one write.
+//! Replies gather in `out` and go out when no whole PDU is left to handle, so a pipelining
+//! host's commands are answered in one `sendmsg` (read data referenced in the store, out.rs).
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use zerocopy::little_endian::{U16, U32};
 
 use super::ctrl::{Ctrl, Shared, ADMIN_QUEUE_SIZE};
 use super::io::PendingWrite;
+use super::out::Out;
 use crate::recv::RecvBuf;
 use crate::wire::cmd::{Command, DataPtr};
 use crate::wire::header::{
@@ -83,7 +84,7 @@ pub(crate) struct Conn {
     stop: Arc<AtomicBool>,
     rx: RxConfig,
     tx: TxConfig,
-    wbuf: Vec<u8>,
+    out: Out,
     pub q: Option<Queue>,
     sqhd: u16,
     pub pending: HashMap<u16, PendingWrite>,
@@ -110,7 +111,7 @@ pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Res
             max_data: 0,
         },
         tx: TxConfig::default(),
-        wbuf: Vec::with_capacity(256 * 1024),
+        out: Out::new(256 * 1024),
         q: None,
         sqhd: 0,
         pending: HashMap::new(),
@@ -164,7 +165,7 @@ impl Conn {
                     return Err(e);
                 }
             }
-            if self.wbuf.len() > 1 << 20 {
+            if self.out.full() {
                 self.flush()?;
             }
         }
@@ -219,9 +220,8 @@ impl Conn {
     }
 
     fn flush(&mut self) -> Result<(), End> {
-        if !self.wbuf.is_empty() {
-            self.s.write_all(&self.wbuf)?;
-            self.wbuf.clear();
+        if !self.out.is_empty() {
+            self.out.send(&self.s)?;
         }
         Ok(())
     }
@@ -233,7 +233,7 @@ impl Conn {
         t.fes = U16::new(fes);
         t.fei = U32::new(fei);
         let _ = self.flush();
-        encode_pdu(&mut self.wbuf, &t, offending, &self.tx);
+        encode_pdu(self.out.buf(), &t, offending, &self.tx);
         let _ = self.flush();
     }
 
@@ -253,7 +253,9 @@ impl Conn {
             r.cpda = 0;
             r.digest = req.digest & (digest_bits::HDGST_ENABLE | digest_bits::DDGST_ENABLE);
             r.maxh2cdata = U32::new(self.sh.cfg.max_h2c_data);
-            encode_pdu(&mut self.wbuf, &r, &[], &self.tx);
+            encode_pdu(self.out.buf(), &r, &[], &self.tx);
+            // A data digest covers bytes fixed when it is computed: copy them.
+            self.out.zero_copy = !dd;
             self.rx = RxConfig {
                 header_digest: hd,
                 data_digest: dd,
@@ -342,7 +344,7 @@ impl Conn {
             command_id: cid.into(),
             status: st.to_field().into(),
         };
-        encode_pdu(&mut self.wbuf, &r, &[], &self.tx);
+        encode_pdu(self.out.buf(), &r, &[], &self.tx);
         Ok(())
     }
 
@@ -351,23 +353,24 @@ impl Conn {
     pub fn c2h(&mut self, cid: u16, data: &[u8], limit: u32) {
         let data = &data[..data.len().min(limit as usize)];
         let _ = self.c2h_with(cid, data.len(), false, |out, at, n| {
-            out.extend_from_slice(&data[at..at + n]);
+            out.buf().extend_from_slice(&data[at..at + n]);
             Ok(())
         });
     }
 
     /// C2HData PDUs for `len` bytes that `fill(out, offset, n)` appends piece by piece (a
-    /// store read lands in the send buffer, copied once); `success` flags the last one SUCCESS
-    /// (the command's completion: no CapsuleResp follows). On an error `wbuf` is put back.
+    /// store read referenced where it lies, or copied when a digest needs it); `success` flags
+    /// the last one SUCCESS (the command's completion: no CapsuleResp follows). On an error
+    /// the output is put back.
     pub fn c2h_with(
         &mut self,
         cid: u16,
         len: usize,
         success: bool,
-        mut fill: impl FnMut(&mut Vec<u8>, usize, usize) -> io::Result<()>,
+        mut fill: impl FnMut(&mut Out, usize, usize) -> io::Result<()>,
     ) -> io::Result<()> {
         let piece = 128 * 1024;
-        let mark = self.wbuf.len();
+        let mark = self.out.mark();
         let mut off = 0;
         while off < len {
             let n = piece.min(len - off);
@@ -379,15 +382,18 @@ impl Conn {
             h.command_id = U16::new(cid);
             h.data_offset = U32::new(off as u32);
             h.data_length = U32::new(n as u32);
-            let digest = encode_head(&mut self.wbuf, &h, n, &self.tx);
-            let at = self.wbuf.len();
-            if let Err(e) = fill(&mut self.wbuf, off, n) {
-                self.wbuf.truncate(mark);
+            let digest = encode_head(self.out.buf(), &h, n, &self.tx);
+            let at = self.out.buf().len();
+            if let Err(e) = fill(&mut self.out, off, n) {
+                self.out.truncate(mark);
                 return Err(e);
             }
             if digest {
-                let c = crate::wire::crc32c(&self.wbuf[at..]);
-                self.wbuf.extend_from_slice(&c.to_le_bytes());
+                // With digests `out` copies (zero_copy is off), so the data is in the buffer.
+                let b = self.out.buf();
+                debug_assert_eq!(b.len() - at, n);
+                let c = crate::wire::crc32c(&b[at..]);
+                b.extend_from_slice(&c.to_le_bytes());
             }
             off += n;
         }
@@ -416,7 +422,7 @@ impl Conn {
         r.ttag = U16::new(ttag);
         r.r2t_offset = U32::new(0);
         r.r2t_length = U32::new(w.len as u32);
-        encode_pdu(&mut self.wbuf, &r, &[], &self.tx);
+        encode_pdu(self.out.buf(), &r, &[], &self.tx);
         self.pending.insert(ttag, w);
         Ok(())
     }

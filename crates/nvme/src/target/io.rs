@@ -70,7 +70,7 @@ pub(crate) fn handle(
                     let sh = c.sh.clone();
                     let success = c.q.as_ref().is_some_and(|q| q.sqflow_off);
                     let r = c.c2h_with(cid, len as usize, success, |out, at, n| {
-                        sh.store.read_append(off + at as u64, n, out)
+                        out.store(&sh.store, off + at as u64, n)
                     });
                     match r {
                         // The last C2HData completed the command.

@@ -11,6 +11,7 @@ mod admin;
 mod conn;
 mod ctrl;
 mod io;
+mod out;
 
 use sanbench_engine::poison;
 use std::fs::OpenOptions;
