@@ -19,6 +19,7 @@ mod fused;
 mod open;
 pub mod pacer;
 mod shared;
+mod spin;
 mod state;
 mod stream;
 pub mod sync;

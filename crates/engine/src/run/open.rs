@@ -4,23 +4,21 @@
 //! three ways: response time from the intended time (the headline), service time from the
 //! actual submission, and the issue lag between the two.
 //!
-//! Waiting: until shortly before the next arrival ([`SPIN_NS`]) the stream sleeps, with I/O
-//! in flight in the engine's own wait (`Queue::reap_until`: a ring's timed wait, a socket's
-//! ppoll), so that a completion wakes it at once and a server on the same cores gets them;
-//! the last stretch before an arrival is spun.
+//! Waiting: until shortly before the next arrival the stream sleeps, with I/O in flight in the
+//! engine's own wait (`Queue::reap_until`: a ring's timed wait, a socket's poll), so that a
+//! completion wakes it at once and a server on the same cores gets them; the last stretch
+//! before an arrival is spun, as long as the wake-ups this stream sees are late ([`Spin`]).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::pacer::Pacer;
+use super::spin::Spin;
 use super::state::{Fill, StreamState};
 use super::stream::StreamCtx;
 use crate::engine::Queue;
 use crate::error::EngineError;
 use crate::gen::Generator;
-
-/// The last stretch before an arrival is spun, not slept: a timer wakes up late by tens of µs.
-pub(super) const SPIN_NS: u64 = 150_000;
 
 pub(super) fn drive(
     s: &mut StreamState,
@@ -38,6 +36,7 @@ pub(super) fn drive(
     let seed = ctx.seed ^ ((ctx.worker as u64) << 32) ^ ((ctx.target_idx as u64) << 48);
     let mut pacer = Pacer::new(w.arrival, per_stream, start, seed);
     s.intended = vec![0; s.op.len()];
+    let mut spin = Spin::default();
     // The kernel may defer a sleeping thread's wake-up by its timer slack (50 µs by default)
     // to batch timers: an open-loop stream wants its arrivals on time.
     // SAFETY: prctl with an integer argument changes only this thread's timer slack.
@@ -68,18 +67,23 @@ pub(super) fn drive(
         let now = t0.elapsed().as_nanos() as u64;
         // Wake for a completion or shortly before the next arrival, whichever comes first,
         // sleeping in the engine (a ring's or socket's wait) where it can.
-        let wake = t0 + Duration::from_nanos(next.saturating_sub(SPIN_NS).max(now));
+        let wake_ns = next.saturating_sub(spin.window_ns());
+        let waits = wake_ns > now;
         if s.inflight > 0 {
             s.done.clear();
-            q.reap_until(wake, &mut s.done)?;
+            q.reap_until(t0 + Duration::from_nanos(wake_ns.max(now)), &mut s.done)?;
+            let after = t0.elapsed().as_nanos() as u64;
             if !s.done.is_empty() {
-                let now = t0.elapsed().as_nanos() as u64;
                 s.reaped(ctx);
-                s.count(now, ctx, f.lay, f.arena)?;
+                s.count(after, ctx, f.lay, f.arena)?;
                 continue;
             }
-        } else if next > now + SPIN_NS {
-            std::thread::sleep(Duration::from_nanos(next - now - SPIN_NS));
+            if waits {
+                spin.observe(wake_ns, after);
+            }
+        } else if waits {
+            std::thread::sleep(Duration::from_nanos(wake_ns - now));
+            spin.observe(wake_ns, t0.elapsed().as_nanos() as u64);
         }
         std::hint::spin_loop();
     }
