@@ -123,6 +123,14 @@ fn kernel_host_against_sanbench_target() {
     let iscsi_port = i.local_addr().port();
     let iscsi = spawn(&stop, move |s| i.run(s).unwrap());
     let initrd = dir.path().join("initrd");
+    // sanbench goes in stripped (the test build carries ~100 MB of debug info), at its own
+    // path with the libraries its build links (ldd), as the other tools do.
+    let sb = dir.path().join("sanbench").display().to_string();
+    let st = std::process::Command::new("strip")
+        .args(["-o", &sb, env!("CARGO_BIN_EXE_sanbench")])
+        .status()
+        .expect("strip (binutils)");
+    assert!(st.success());
     let script = format!(
         r#"
 connect() {{
@@ -144,6 +152,10 @@ dd if=/dev/nvme0n3 of=/tmp/b3 bs=4096 count=256 2>/dev/null
 [ -b /dev/nvme0n1 ] && cmp /tmp/a /tmp/b && echo SANBENCH-CMP-OK
 [ -b /dev/nvme0n3 ] && cmp /tmp/n3 /tmp/b3 && echo SANBENCH-NS3-CMP-OK
 echo "MD5=$(md5sum /tmp/a | cut -d' ' -f1)"
+# sanbench itself in the guest, reading the namespace: its manifest names the device's transport.
+{sb} run /dev/nvme0n1 --read 100 --bs 4k --time 1s --ramp 0 --json /tmp/r.json --quiet \
+  > /tmp/sb.out 2>&1 || {{ echo SB-RUN-FAILED; cat /tmp/sb.out; }}
+echo "SB-DEVICE=$(tr -d ' \n' < /tmp/r.json | grep -o '{{[^{{}}]*"kind":"nvme"[^{{}}]*}}')"
 echo 1 > /sys/class/nvme/nvme0/delete_controller
 sleep 0.5
 connect ",hdr_digest,data_digest"
@@ -192,6 +204,7 @@ echo "ISCSIMD5=$(md5sum /tmp/f | cut -d' ' -f1)"
             "/usr/sbin/nbd-client",
             "/usr/sbin/iscsid",
             "/usr/sbin/iscsiadm",
+            sb.as_str(),
         ],
         // iscsid looks up the user of every iscsiadm that talks to it.
         &[
@@ -218,6 +231,20 @@ echo "ISCSIMD5=$(md5sum /tmp/f | cut -d' ' -f1)"
     assert!(console.contains("NBD-SIZE=131072"), "{console}");
     assert!(console.contains("SANBENCH-NBD-CMP-OK"), "{console}");
     assert!(console.contains("SANBENCH-ISCSI-CMP-OK"), "{console}");
+    // sanbench run inside the guest on /dev/nvme0n1 labels it NVMe over TCP, with the
+    // controller's address and subsystem, in its manifest.
+    let dev = console_value(&console, "SB-DEVICE");
+    for want in [
+        "\"kind\":\"nvme\"".to_string(),
+        "\"transport\":\"tcp\"".to_string(),
+        "traddr=10.0.2.100".to_string(),
+        format!("\"subsysnqn\":\"{NQN}\""),
+    ] {
+        assert!(
+            dev.contains(&want),
+            "{want} not in the guest's manifest: {dev}\n{console}"
+        );
+    }
     // What the guest wrote is in sanbench's stores: the NBD and iSCSI files on the host, and
     // namespace 1 read back with sanbench's own NVMe/TCP host.
     assert_eq!(
