@@ -59,13 +59,27 @@
 mod file;
 mod ram;
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::mem::MaybeUninit;
+use std::path::Path;
 
 use thiserror::Error;
 
 pub use file::FileStore;
+
+/// Opens a server's backing file: for reading and, with `write`, writing, created when
+/// `create`, never truncated. Returns it with its current length (what a size of 0 means).
+pub fn open_backing(path: &Path, write: bool, create: bool) -> io::Result<(File, u64)> {
+    let f = OpenOptions::new()
+        .read(true)
+        .write(write)
+        .create(create)
+        .truncate(false)
+        .open(path)?;
+    let len = f.metadata()?.len();
+    Ok((f, len))
+}
 pub use ram::{SparseRam, CHUNK, TABLE_BITS_PER_CHUNK};
 
 /// Why a store could not be created.

@@ -14,7 +14,6 @@ mod inquiry;
 mod lun;
 mod pr;
 
-use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
@@ -140,23 +139,13 @@ impl Target {
         for i in 0..cfg.luns {
             let (backing, size) = match (&cfg.file, i) {
                 (Some(p), 0) => {
-                    let f = OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .create(true)
-                        .truncate(false)
-                        .open(p)
-                        .map_err(|source| TargetError::File {
-                            path: p.clone(),
-                            source,
+                    let (f, len) =
+                        sanbench_blockstore::open_backing(p, true, true).map_err(|source| {
+                            TargetError::File {
+                                path: p.clone(),
+                                source,
+                            }
                         })?;
-                    let len = f
-                        .metadata()
-                        .map_err(|source| TargetError::File {
-                            path: p.clone(),
-                            source,
-                        })?
-                        .len();
                     let size = if len >= lun::BLOCK { len } else { cfg.lun_size };
                     let store = BlockStore::file(f, size, cfg.prealloc)
                         .map_err(|source| TargetError::Store { lun: i, source })?;

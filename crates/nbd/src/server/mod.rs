@@ -30,7 +30,6 @@
 mod coalesce;
 mod conn;
 
-use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::num::NonZeroU64;
 use std::path::PathBuf;
@@ -216,17 +215,12 @@ impl Server {
             }
             Some(path) => {
                 // Created when missing, as `serve nbd --file` says (never for a read-only export).
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(!cfg.read_only)
-                    .create(!cfg.read_only && cfg.size > 0)
-                    .truncate(false)
-                    .open(path)
-                    .map_err(|e| NbdError::io(format!("open {}", path.display()), e))?;
-                let len = f
-                    .metadata()
-                    .map_err(|e| NbdError::io(format!("stat {}", path.display()), e))?
-                    .len();
+                let (f, len) = sanbench_blockstore::open_backing(
+                    path,
+                    !cfg.read_only,
+                    !cfg.read_only && cfg.size > 0,
+                )
+                .map_err(|e| NbdError::io(format!("open {}", path.display()), e))?;
                 if cfg.size > len {
                     f.set_len(cfg.size)
                         .map_err(|e| NbdError::io(format!("extend {}", path.display()), e))?;

@@ -14,7 +14,6 @@ mod io;
 mod out;
 
 use sanbench_engine::poison;
-use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -147,23 +146,13 @@ impl Target {
         let ns_size = |bytes: u64| bytes / n / ctrl::BLOCK * ctrl::BLOCK;
         let store = match &cfg.file {
             Some(p) => {
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(p)
-                    .map_err(|source| TargetError::File {
-                        path: p.clone(),
-                        source,
+                let (f, len) =
+                    sanbench_blockstore::open_backing(p, true, true).map_err(|source| {
+                        TargetError::File {
+                            path: p.clone(),
+                            source,
+                        }
                     })?;
-                let len = f
-                    .metadata()
-                    .map_err(|source| TargetError::File {
-                        path: p.clone(),
-                        source,
-                    })?
-                    .len();
                 let size = if cfg.size >= 512 {
                     ns_size(cfg.size.checked_mul(n).ok_or_else(too_big)?) * n
                 } else {
