@@ -19,8 +19,11 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"
+  # stdin from /dev/null: cargo asks `rustc -` for target information on its inherited stdin
+  # and caches the answer (target/.rustc_info.json), so stray bytes there (another process's
+  # output on a shared terminal) would fail every later build until that file is removed.
   if cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -print_final_stats=1 \
-      >"$log" 2>&1; then
+      </dev/null >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     echo "fuzz $t: ${runs:-?} inputs in ${secs} s, no failure"
   else
