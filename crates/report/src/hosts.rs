@@ -23,6 +23,42 @@ pub struct HostRow {
     pub ios_per_cpu_s: Option<f64>,
 }
 
+/// The table's column titles, in the order of [`HostRow::cells`].
+pub const COLUMNS: [&str; 9] = [
+    "Workload",
+    "Target",
+    "Rank",
+    "Host",
+    "IOPS",
+    "MB/s",
+    "p99 µs",
+    "Host CPU busy",
+    "I/Os per CPU-s",
+];
+
+impl HostRow {
+    /// The row's cells as text, one per [`COLUMNS`] entry (each exporter escapes and marks
+    /// them up in its own way).
+    pub fn cells(&self) -> [String; 9] {
+        let opt = |v: Option<f64>, unit: &str| v.map_or("–".into(), |v| format!("{v:.1}{unit}"));
+        [
+            self.workload.clone(),
+            self.target.clone(),
+            self.rank.to_string(),
+            self.host.clone(),
+            if self.monitor_only {
+                "monitor only".to_string()
+            } else {
+                format!("{:.0}", self.iops)
+            },
+            format!("{:.1}", self.mb_per_s),
+            format!("{:.1}", self.p99_us),
+            opt(self.cpu_busy_pct, " %"),
+            opt(self.ios_per_cpu_s, ""),
+        ]
+    }
+}
+
 /// The rows, in the order the workloads, targets and ranks appear; empty unless some cell
 /// was measured by more than one rank.
 pub fn rows(c: &Comparison) -> Vec<HostRow> {

@@ -384,30 +384,18 @@ fn hosts(r: &Report, s: &mut String) {
     s.push_str(
         "<section id=\"hosts\"><h2>Per host</h2>\n<p class=\"note\">Each MPI rank's own \
          figures, mean over the repetitions; the tables above merge all ranks (counts added, \
-         latency histograms merged).</p>\n<table><thead><tr><th>Workload</th><th>Target</th>\
-         <th>Rank</th><th>Host</th><th>IOPS</th><th>MB/s</th><th>p99 µs</th>\
-         <th>Host CPU busy</th><th>I/Os per CPU-s</th></tr></thead><tbody>\n",
+         latency histograms merged).</p>\n<table><thead><tr>",
     );
-    let opt = |v: Option<f64>, unit: &str| v.map_or("–".into(), |v| format!("{v:.1}{unit}"));
+    for c in crate::hosts::COLUMNS {
+        let _ = write!(s, "<th>{}</th>", esc(c));
+    }
+    s.push_str("</tr></thead><tbody>\n");
     for h in rows {
-        let _ = writeln!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
-             <td>{:.1}</td><td>{}</td><td>{}</td></tr>",
-            esc(&h.workload),
-            esc(&h.target),
-            h.rank,
-            esc(&h.host),
-            if h.monitor_only {
-                "monitor only".to_string()
-            } else {
-                format!("{:.0}", h.iops)
-            },
-            h.mb_per_s,
-            h.p99_us,
-            esc(&opt(h.cpu_busy_pct, " %")),
-            esc(&opt(h.ios_per_cpu_s, "")),
-        );
+        s.push_str("<tr>");
+        for c in h.cells() {
+            let _ = write!(s, "<td>{}</td>", esc(&c));
+        }
+        s.push_str("</tr>\n");
     }
     s.push_str("</tbody></table></section>\n");
 }

@@ -159,29 +159,13 @@ fn hosts(r: &Report, s: &mut String) {
     }
     s.push_str(
         "\n## Per host\n\nEach MPI rank's own figures, mean over the repetitions (the tables \
-         above merge all ranks: counts added, latency histograms merged).\n\n\
-         | Workload | Target | Rank | Host | IOPS | MB/s | p99 µs | Host CPU busy | I/Os per CPU-s |\n\
-         |---|---|---:|---|---:|---:|---:|---:|---:|\n",
+         above merge all ranks: counts added, latency histograms merged).\n\n",
     );
-    let opt = |v: Option<f64>, unit: &str| v.map_or("–".into(), |v| format!("{v:.1}{unit}"));
+    let _ = writeln!(s, "| {} |", crate::hosts::COLUMNS.join(" | "));
+    s.push_str("|---|---|---:|---|---:|---:|---:|---:|---:|\n");
     for h in rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} |",
-            md_cell(&h.workload),
-            md_cell(&h.target),
-            h.rank,
-            md_cell(&h.host),
-            if h.monitor_only {
-                "monitor only".to_string()
-            } else {
-                format!("{:.0}", h.iops)
-            },
-            h.mb_per_s,
-            h.p99_us,
-            opt(h.cpu_busy_pct, " %"),
-            opt(h.ios_per_cpu_s, ""),
-        );
+        let cells: Vec<String> = h.cells().iter().map(|c| md_cell(c)).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
 }
 
