@@ -24,7 +24,8 @@ macro_rules! layout {
 /// the PDU's own `decode`/`encode` (flag bits, enums, fields split across bytes); fields under
 /// `wire` have a field of the same name in the layout and convert with `From` both ways
 /// (`U32` and `u32`, ...), so each is named once. `from_layout` fills the `hand` fields with
-/// their defaults for `decode` to override; `to_layout` leaves every other byte zero.
+/// their defaults for `decode` to override; `to_layout` leaves every other byte zero; `encode`
+/// writes what the PDU's own `to_bytes` (opcode, flags, hand fields) makes of it.
 macro_rules! typed_pdu {
     (
         $(#[$m:meta])*
@@ -51,6 +52,10 @@ macro_rules! typed_pdu {
                 let mut l = <$layout as zerocopy::FromZeros>::new_zeroed();
                 $( l.$w = self.$w.into(); )*
                 l
+            }
+            /// Writes the header (the PDU's own `to_bytes`) into `h`.
+            pub fn encode(&self, h: &mut [u8; 48]) {
+                *h = self.to_bytes();
             }
         }
     };

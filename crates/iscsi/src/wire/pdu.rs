@@ -72,9 +72,6 @@ impl ScsiCommand {
         }
         Ok(())
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x01 | bit(self.immediate, IMMEDIATE);
@@ -168,9 +165,6 @@ impl ScsiResponse {
         }
         Ok(p)
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x21;
@@ -210,9 +204,6 @@ impl DataOut {
             final_: l.flags & FINAL != 0,
             ..Self::from_layout(l)
         })
-    }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
@@ -265,9 +256,6 @@ impl DataIn {
         }
         Ok(p)
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x25;
@@ -310,9 +298,6 @@ impl R2t {
         }
         Ok(p)
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x31;
@@ -350,9 +335,6 @@ impl Snack {
             snack_type: t,
             ..Self::from_layout(l)
         })
-    }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();

@@ -42,9 +42,6 @@ impl NopOut {
         }
         Ok(p)
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = bit(self.immediate, IMMEDIATE);
@@ -75,9 +72,6 @@ impl NopIn {
             return Err(bad(0x20, 1, "F bit clear"));
         }
         Ok(Self::from_layout(l))
-    }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
@@ -119,9 +113,6 @@ impl TaskMgmtRequest {
             ..Self::from_layout(l)
         })
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x02 | bit(self.immediate, IMMEDIATE);
@@ -148,9 +139,6 @@ typed_pdu! {
 impl TaskMgmtResponse {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
         Ok(Self::from_layout(transmute_ref!(h)))
-    }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
@@ -267,9 +255,6 @@ impl LoginRequest {
             ..Self::from_layout(l)
         })
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         // Login Requests are always immediate (§11.12).
@@ -318,9 +303,6 @@ impl LoginResponse {
             ..Self::from_layout(l)
         })
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x23;
@@ -362,9 +344,6 @@ impl TextRequest {
         }
         Ok(p)
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x04 | bit(self.immediate, IMMEDIATE);
@@ -404,9 +383,6 @@ impl TextResponse {
         }
         Ok(p)
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x24;
@@ -444,9 +420,6 @@ impl LogoutRequest {
             ..Self::from_layout(l)
         })
     }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
-    }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
         l.opcode = 0x06 | bit(self.immediate, IMMEDIATE);
@@ -474,9 +447,6 @@ typed_pdu! {
 impl LogoutResponse {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
         Ok(Self::from_layout(transmute_ref!(h)))
-    }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
@@ -507,9 +477,6 @@ typed_pdu! {
 impl AsyncMessage {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
         Ok(Self::from_layout(transmute_ref!(h)))
-    }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
@@ -555,9 +522,6 @@ pub mod reject_reason {
 impl Reject {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
         Ok(Self::from_layout(transmute_ref!(h)))
-    }
-    pub fn encode(&self, h: &mut [u8; 48]) {
-        *h = self.to_bytes();
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
