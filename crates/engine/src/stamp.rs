@@ -247,15 +247,39 @@ fn window(key: u64, pool_len: usize, n: usize) -> usize {
     (((key >> 32) * slots) >> 32) as usize * 8
 }
 
+/// Whether the CPU has SSE4.2 (decided once; every SIMD kernel of the stamps asks here).
+#[inline]
+pub(crate) fn sse42() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static SSE42: OnceLock<bool> = OnceLock::new();
+        *SSE42.get_or_init(|| std::arch::is_x86_feature_detected!("sse4.2"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the CPU has AVX2 (decided once).
+#[inline]
+pub(crate) fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static AVX2: OnceLock<bool> = OnceLock::new();
+        *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// CRC32C of a stamp's 32 covered bytes: four `crc32` instructions where the CPU has SSE4.2
 /// (the same value as `crc32c::crc32c`, without its dispatch for long buffers).
 #[inline]
 fn header_crc(b: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::sync::OnceLock;
-        static SSE42: OnceLock<bool> = OnceLock::new();
-        if b.len() == 32 && *SSE42.get_or_init(|| std::arch::is_x86_feature_detected!("sse4.2")) {
+        if b.len() == 32 && sse42() {
             // SAFETY: the CPU has SSE4.2 (checked above).
             return unsafe { header_crc_sse42(b) };
         }
@@ -469,9 +493,7 @@ fn xor_copy(dst: &mut [u8], src: &[u8], key: u64) {
 fn xor_words(dst: &mut [u64], src: &[u64], key: u64) {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::sync::OnceLock;
-        static AVX2: OnceLock<bool> = OnceLock::new();
-        if *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2")) {
+        if avx2() {
             // SAFETY: the CPU has AVX2 (checked above).
             unsafe { xor_words_avx2(dst, src, key) };
             return;
@@ -487,9 +509,7 @@ fn xor_words(dst: &mut [u64], src: &[u64], key: u64) {
 fn xor_diff(dst: &[u64], src: &[u64], key: u64) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::sync::OnceLock;
-        static AVX2: OnceLock<bool> = OnceLock::new();
-        if *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2")) {
+        if avx2() {
             // SAFETY: the CPU has AVX2 (checked above).
             return unsafe { xor_diff_avx2(dst, src, key) };
         }

@@ -15,7 +15,9 @@
 //!   tried and is slower: each unit's stamp is then a dependent load from memory, where
 //!   `memcpy` has all of a read's lines in flight at once.)
 
-use super::{header_crc, window, xor_copy, KeyCache, Stamp, Stamper, MAGIC, SEQ_MASK, STAMP_LEN};
+use super::{
+    avx2, header_crc, sse42, window, xor_copy, KeyCache, Stamp, Stamper, MAGIC, SEQ_MASK, STAMP_LEN,
+};
 
 impl Stamper {
     /// [`unique`](Stamper::unique) by non-temporal stores, for a unit that starts 32-byte
@@ -109,32 +111,6 @@ fn xor_diff_bytes(data: &[u8], src: &[u8], key: u64) -> u64 {
         diff |= u64::from(d ^ src[done + i] ^ kb[i % 8]);
     }
     diff
-}
-
-/// Whether the CPU has SSE4.2 (decided once).
-#[inline]
-fn sse42() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::OnceLock;
-        static SSE42: OnceLock<bool> = OnceLock::new();
-        *SSE42.get_or_init(|| std::arch::is_x86_feature_detected!("sse4.2"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-/// Whether the CPU has AVX2 (decided once).
-#[inline]
-fn avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::OnceLock;
-        static AVX2: OnceLock<bool> = OnceLock::new();
-        *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// Orders the non-temporal stores of [`Stamper::fill_gen_far`] before whatever follows (the
