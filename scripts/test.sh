@@ -8,6 +8,8 @@
 # 10) each (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# stdin from /dev/null: cargo feeds its inherited stdin to `rustc -` when it probes the target.
+exec </dev/null
 scripts/deps.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
