@@ -143,8 +143,10 @@ pub trait DataPath {
     fn fill(&mut self, io: &Io, dst: &mut [u8]);
 
     /// Read `io` found `src` (`io.len` bytes of the target): copies them into `dst` (the I/O's
-    /// arena region), checking them on the way when the stream verifies.
-    fn read(&mut self, io: &Io, src: &[u8], dst: &mut [u8]);
+    /// arena region), checking them on the way when the stream verifies. `ahead` is what the
+    /// engine reads next (the start of the batch's next read, or empty), for the path to
+    /// prefetch while it works on this one: a hint, never read.
+    fn read(&mut self, io: &Io, src: &[u8], dst: &mut [u8], ahead: &[u8]);
 }
 
 /// One worker's channel to a target.

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::gen::Rng;
 
 mod fused;
+pub use fused::prefetch_lines;
 pub use fused::store_fence;
 
 /// Bytes per stamped unit (the granularity of array dedupe and of the stamp).

@@ -7,7 +7,7 @@
 
 use super::state::StreamVerify;
 use crate::engine::{DataPath, Io};
-use crate::stamp::Stamper;
+use crate::stamp::{prefetch_lines, Stamper};
 
 /// A stream's stamper, the run's pool and (under `--verify`) its verification, lent to the
 /// engine for one batch.
@@ -33,13 +33,16 @@ impl DataPath for StreamData<'_> {
     }
 
     #[inline]
-    fn read(&mut self, io: &Io, src: &[u8], dst: &mut [u8]) {
+    fn read(&mut self, io: &Io, src: &[u8], dst: &mut [u8], ahead: &[u8]) {
         match &mut self.verify {
-            None => dst.copy_from_slice(src),
+            None => {
+                prefetch_lines(ahead);
+                dst.copy_from_slice(src)
+            }
             Some(sv) => {
                 let t = io.tag as usize;
                 sv.checker
-                    .copy_check(src, dst, io.offset, &sv.cells[t], &mut sv.rep);
+                    .copy_check(src, dst, io.offset, &sv.cells[t], &mut sv.rep, ahead);
                 sv.checked[t] = true;
             }
         }

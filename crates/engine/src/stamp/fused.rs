@@ -113,6 +113,71 @@ fn xor_diff_bytes(data: &[u8], src: &[u8], key: u64) -> u64 {
     diff
 }
 
+/// [`xor_diff_bytes`] by 32-byte vectors: the key is the same in every 64-bit lane, so the
+/// vectors need no shuffling (the auto-vectorized word loop transposed its four lanes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn xor_diff_avx2(data: &[u8], src: &[u8], key: u64) -> u64 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi64x, _mm256_setzero_si256,
+        _mm256_testz_si256, _mm256_xor_si256,
+    };
+    if src.len() < data.len() {
+        return xor_diff_bytes(data, src, key);
+    }
+    let n = data.len();
+    let k = _mm256_set1_epi64x(key as i64);
+    let (d, s) = (data.as_ptr(), src.as_ptr());
+    let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    let mut i = 0;
+    // SAFETY: every load is 32 bytes at i < n - 31, inside both slices (src is at least as
+    // long as data); the loads are unaligned loads.
+    unsafe {
+        while i + 64 <= n {
+            let x0 = _mm256_xor_si256(
+                _mm256_loadu_si256(d.add(i).cast::<__m256i>()),
+                _mm256_loadu_si256(s.add(i).cast::<__m256i>()),
+            );
+            let x1 = _mm256_xor_si256(
+                _mm256_loadu_si256(d.add(i + 32).cast::<__m256i>()),
+                _mm256_loadu_si256(s.add(i + 32).cast::<__m256i>()),
+            );
+            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x0, k));
+            a1 = _mm256_or_si256(a1, _mm256_xor_si256(x1, k));
+            i += 64;
+        }
+        if i + 32 <= n {
+            let x = _mm256_xor_si256(
+                _mm256_loadu_si256(d.add(i).cast::<__m256i>()),
+                _mm256_loadu_si256(s.add(i).cast::<__m256i>()),
+            );
+            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x, k));
+            i += 32;
+        }
+    }
+    if i < n && n >= 32 && n.is_multiple_of(8) {
+        // The ragged end as the last 32 bytes, overlapping what was compared: they start at a
+        // multiple of 8, so the key's lanes line up (a stamped unit's payload is 472 bytes).
+        // SAFETY: n - 32 + 32 = n, inside both slices.
+        unsafe {
+            let x = _mm256_xor_si256(
+                _mm256_loadu_si256(d.add(n - 32).cast::<__m256i>()),
+                _mm256_loadu_si256(s.add(n - 32).cast::<__m256i>()),
+            );
+            a1 = _mm256_or_si256(a1, _mm256_xor_si256(x, k));
+        }
+        i = n;
+    }
+    let a = _mm256_or_si256(a0, a1);
+    let mut diff = u64::from(_mm256_testz_si256(a, a) == 0);
+    if i < n {
+        // The ragged end: the key's byte phase continues from a multiple of 8 (i is one).
+        diff |= xor_diff_bytes(&data[i..], &src[i..n], key);
+    }
+    diff
+}
+
 /// Orders the non-temporal stores of [`Stamper::fill_gen_far`] before whatever follows (the
 /// completion that publishes them: another stream may read the block next), as they are
 /// otherwise weakly ordered.
@@ -168,6 +233,88 @@ fn le(h: &[u8], r: std::ops::Range<usize>) -> u64 {
     u64::from_le_bytes(b)
 }
 
+/// The loop of [`KeyCache::all_expected`], expanded once per instruction set with its header
+/// CRC and payload comparison named (`$crc(&[u8]) -> u32`, `$diff(data, pool, key) -> u64`),
+/// so that a kernel with a target feature is called directly and inlines.
+macro_rules! expected_units {
+    ($keys:expr, $buf:expr, $io_off:expr, $unit:expr, $run_id:expr, $pool:expr, $gen:expr,
+     $ahead:expr, $crc:path, $diff:path) => {{
+        let (buf, pool, ahead, unit): (&[u8], &[u8], &[u8], usize) =
+            ($buf, $pool, $ahead, $unit.max(1));
+        let mut at = 0usize;
+        let mut ok = true;
+        while at < buf.len() {
+            prefetch_lines(ahead.get(at..(at + unit).min(ahead.len())).unwrap_or(&[]));
+            let u = &buf[at..(at + unit).min(buf.len())];
+            let off = $io_off + at as u64;
+            let g = $gen(off);
+            let n = u.len();
+            if g == 0 || n < STAMP_LEN {
+                ok = false;
+                break;
+            }
+            let h = &u[..STAMP_LEN];
+            let zero_tail = le(h, 38..40) as usize;
+            #[allow(unused_unsafe)]
+            // SAFETY: (the SIMD expansion) the CPU has the kernel's features, checked by the
+            // caller's dispatch.
+            let crc_ok = unsafe { $crc(&h[8..STAMP_LEN]) } == le(h, 4..8) as u32;
+            if h[0..4] != MAGIC
+                || le(h, 8..16) != off
+                || le(h, 16..24) != $run_id
+                || le(h, 26..28) != n as u64
+                || le(h, 28..32) != g as u64
+                || zero_tail > n - STAMP_LEN
+                || !crc_ok
+            {
+                ok = false;
+                break;
+            }
+            let random_end = n - zero_tail;
+            let key = $keys.key($run_id, off, le(h, 32..38), le(h, 24..26) as u16, g);
+            let w = window(key, pool.len(), n);
+            #[allow(unused_unsafe)]
+            // SAFETY: as above.
+            if w + random_end > pool.len()
+                || unsafe {
+                    $diff(
+                        &u[STAMP_LEN..random_end],
+                        &pool[w + STAMP_LEN..w + random_end],
+                        key,
+                    )
+                } != 0
+                || u[random_end..].iter().any(|&b| b != 0)
+            {
+                ok = false;
+                break;
+            }
+            at += n;
+        }
+        ok
+    }};
+}
+
+/// Asks for every 64-byte line of `mem` to be brought into the cache, without waiting for it
+/// (a hint: no fault, no effect on results).
+#[inline(always)]
+pub fn prefetch_lines(mem: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut o = 0;
+        while o < mem.len() {
+            // SAFETY: a prefetch of an address inside `mem`; prefetches never fault.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    mem.as_ptr().add(o).cast::<i8>(),
+                )
+            };
+            o += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = mem;
+}
+
 impl KeyCache {
     /// Whether every unit of `buf`, a read at `io_off` cut into units of `unit` bytes, is
     /// exactly a unit of run `run_id` for its offset, of the generation `gen(unit offset)`
@@ -175,6 +322,11 @@ impl KeyCache {
     /// the full check passes without recording anything ([`crate::verify::Checker`], current
     /// generations). `false` says only "look closer". One dispatch per read, the per-unit work
     /// inlined with AVX2 and SSE4.2 where the CPU has them.
+    ///
+    /// `ahead` is the memory the caller reads next (the next read's source on the RAM disk, or
+    /// empty): its lines are prefetched a unit's share at a time while this read is checked,
+    /// so that the check's arithmetic overlaps the next read's wait for memory.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     pub fn all_expected(
         &mut self,
@@ -184,15 +336,28 @@ impl KeyCache {
         run_id: u64,
         pool: &[u8],
         gen: impl Fn(u64) -> u32,
+        ahead: &[u8],
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
         if avx2() && sse42() {
             // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
-            return unsafe { self.all_expected_avx2(buf, io_off, unit, run_id, pool, gen) };
+            return unsafe { self.all_expected_avx2(buf, io_off, unit, run_id, pool, gen, ahead) };
         }
-        self.all_expected_with(buf, io_off, unit, run_id, pool, gen, header_crc)
+        expected_units!(
+            self,
+            buf,
+            io_off,
+            unit,
+            run_id,
+            pool,
+            gen,
+            ahead,
+            header_crc,
+            xor_diff_bytes
+        )
     }
 
+    #[allow(clippy::too_many_arguments)]
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,sse4.2")]
     fn all_expected_avx2(
@@ -203,60 +368,51 @@ impl KeyCache {
         run_id: u64,
         pool: &[u8],
         gen: impl Fn(u64) -> u32,
+        ahead: &[u8],
     ) -> bool {
-        self.all_expected_with(buf, io_off, unit, run_id, pool, gen, |h| {
-            super::header_crc_sse42(h)
-        })
+        // Direct calls, so that the kernels inline here (a closure between them did not).
+        expected_units!(
+            self,
+            buf,
+            io_off,
+            unit,
+            run_id,
+            pool,
+            gen,
+            ahead,
+            super::header_crc_sse42,
+            xor_diff_avx2
+        )
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn all_expected_with(
-        &mut self,
-        buf: &[u8],
-        io_off: u64,
-        unit: usize,
-        run_id: u64,
-        pool: &[u8],
-        gen: impl Fn(u64) -> u32,
-        crc: impl Fn(&[u8]) -> u32,
-    ) -> bool {
-        let mut at = 0usize;
-        while at < buf.len() {
-            let u = &buf[at..(at + unit.max(1)).min(buf.len())];
-            let off = io_off + at as u64;
-            let g = gen(off);
-            let n = u.len();
-            if g == 0 || n < STAMP_LEN {
-                return false;
-            }
-            let h = &u[..STAMP_LEN];
-            let zero_tail = le(h, 38..40) as usize;
-            if h[0..4] != MAGIC
-                || le(h, 8..16) != off
-                || le(h, 16..24) != run_id
-                || le(h, 26..28) != n as u64
-                || le(h, 28..32) != g as u64
-                || zero_tail > n - STAMP_LEN
-                || crc(&h[8..STAMP_LEN]) != le(h, 4..8) as u32
-            {
-                return false;
-            }
-            let random_end = n - zero_tail;
-            let key = self.key(run_id, off, le(h, 32..38), le(h, 24..26) as u16, g);
-            let w = window(key, pool.len(), n);
-            if w + random_end > pool.len()
-                || xor_diff_bytes(
-                    &u[STAMP_LEN..random_end],
-                    &pool[w + STAMP_LEN..w + random_end],
-                    key,
-                ) != 0
-                || u[random_end..].iter().any(|&b| b != 0)
-            {
-                return false;
-            }
-            at += n;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX2 comparison says "differs" exactly when the byte loop does, for every length
+    /// up to a few vectors (the 64-byte loop, the 32-byte step, the overlapping tail and the
+    /// byte tail) and a change at every position.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_diff_agrees_with_the_byte_loop() {
+        if !avx2() {
+            return;
         }
-        true
+        let key = 0x0123_4567_89ab_cdef_u64;
+        let kb = key.to_le_bytes();
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for n in 0..=200 {
+            let data: Vec<u8> = (0..n).map(|i| src[i] ^ kb[i % 8]).collect();
+            // SAFETY: the CPU has AVX2 (checked above).
+            assert_eq!(unsafe { xor_diff_avx2(&data, &src, key) }, 0, "len {n}");
+            assert_eq!(xor_diff_bytes(&data, &src[..n], key), 0, "len {n}");
+            for at in 0..n {
+                let mut bad = data.clone();
+                bad[at] ^= 0x40;
+                // SAFETY: as above.
+                assert_ne!(unsafe { xor_diff_avx2(&bad, &src, key) }, 0, "len {n} at {at}");
+            }
+        }
     }
 }

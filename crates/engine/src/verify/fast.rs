@@ -13,7 +13,8 @@ use super::report::VerifyReport;
 impl Checker {
     /// Copies `src` (a read of `src.len()` bytes at `io_off`, as the target holds them) into
     /// `dst` and checks it there, while it is in the L1 cache, as [`check`](Self::check) does,
-    /// with the same counts and bad blocks in `rep`.
+    /// with the same counts and bad blocks in `rep`. `ahead` (the memory read next, or empty)
+    /// is prefetched while this read is checked.
     pub fn copy_check(
         &mut self,
         src: &[u8],
@@ -21,11 +22,14 @@ impl Checker {
         io_off: u64,
         cells: &[u8],
         rep: &mut VerifyReport,
+        ahead: &[u8],
     ) {
         let n = src.len().min(dst.len());
         let dst = &mut dst[..n];
         dst.copy_from_slice(&src[..n]);
-        self.check(dst, io_off, cells, rep);
+        if !self.check_fast(dst, io_off, cells, rep, ahead) {
+            self.check_durable(dst, io_off, cells, &[], rep)
+        }
     }
 
     /// Counts `buf` as checked and returns true when every unit is exactly what its cell
@@ -38,6 +42,7 @@ impl Checker {
         io_off: u64,
         cells: &[u8],
         rep: &mut VerifyReport,
+        ahead: &[u8],
     ) -> bool {
         let (shift, first) = (self.shift, io_off >> self.shift);
         let gen = |off: u64| {
@@ -50,7 +55,7 @@ impl Checker {
         if buf.is_empty()
             || !self
                 .keys
-                .all_expected(buf, io_off, self.unit, self.run_id, &self.pool, gen)
+                .all_expected(buf, io_off, self.unit, self.run_id, &self.pool, gen, ahead)
         {
             return false;
         }
@@ -100,7 +105,14 @@ mod tests {
         let mut fast = VerifyReport::default();
         let mut dst = vec![0xeeu8; buf.len()];
         let mut c = Checker::new(RUN, 512, 4096, Strict::No, true);
-        c.copy_check(buf, &mut dst, off, cells, &mut fast);
+        c.copy_check(
+            buf,
+            &mut dst,
+            off,
+            cells,
+            &mut fast,
+            &buf[..buf.len().min(4096)],
+        );
         assert_eq!(dst, buf, "the copy is complete whatever the check finds");
         assert_eq!(fast, slow, "fused and full checks disagree");
         fast
@@ -163,7 +175,7 @@ mod tests {
             let p = pool(RUN);
             let mut keys = KeyCache::default();
             let all = |k: &mut KeyCache, b: &[u8], off: u64, run: u64, g: u32| {
-                k.all_expected(b, off, unit, run, &p, |_| g)
+                k.all_expected(b, off, unit, run, &p, |_| g, &[])
             };
             assert!(all(&mut keys, &b, 1 << 20, RUN, 7));
             assert!(!all(&mut keys, &b, 1 << 20, RUN, 6));
