@@ -4,12 +4,14 @@
 On a file in /dev/shm (laid out once by fio, so both read and overwrite the same data):
   A. 4 KiB random 70/30 read/write, QD 8, 2 workers (fio numjobs=2)
   B. 64 KiB sequential write, QD 4, 1 worker
-fio runs its io_uring engine twice: as it comes (writes re-send one buffer, slightly scrambled)
-and with --refill_buffers (new random data for every write, the same work as sanbench's unique
-stamped data); sanbench runs its default file engine (io_uring), buffered, with
---precondition none (the file is already written). Reported: IOPS and mean latency (fio's `lat`,
+fio runs its io_uring engine three ways: as it comes (writes re-send one buffer, slightly scrambled)
+with --refill_buffers (new random data for every write, the same work as sanbench's unique
+stamped data), and matched: refill plus --fixedbufs --registerfiles (registered buffers and file,
+as sanbench's ring has them); sanbench runs its default file engine (io_uring), buffered,
+with --precondition none (the file is already written). Reported: IOPS and mean latency (fio's `lat`,
 from when the I/O is prepared to its completion; sanbench's from just before the batch is
-submitted) with sanbench/fio ratios per repetition and their medians.
+submitted; fio's `clat`, from submission, printed beside) with sanbench/fio ratios per
+repetition and their medians.
 
 Usage: scripts/bench_fio_agree.py [--reps 5] [--time 5] [--size 1G]
 """
@@ -28,7 +30,7 @@ def sh(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def fio(path, w, secs, size, refill=False):
+def fio(path, w, secs, size, refill=False, matched=False):
     rw = ("randrw" if w["random"] else "rw") if 0 < w["read"] < 100 else (
         ("randread" if w["random"] else "read") if w["read"] == 100 else
         ("randwrite" if w["random"] else "write"))
@@ -38,11 +40,15 @@ def fio(path, w, secs, size, refill=False):
            f"--runtime={secs}", "--ramp_time=1", "--output-format=json"]
     if refill:
         cmd.append("--refill_buffers=1")
+    if matched:
+        # sanbench's ring registers its files and buffers; fio can too.
+        cmd += ["--fixedbufs=1", "--registerfiles=1"]
     job = json.loads(sh(cmd))["jobs"][0]
     rd, wr = job["read"], job["write"]
     ios = rd["total_ios"] + wr["total_ios"]
-    lat = (rd["lat_ns"]["mean"] * rd["total_ios"] + wr["lat_ns"]["mean"] * wr["total_ios"]) / ios
-    return {"iops": rd["iops"] + wr["iops"], "lat_us": lat / 1000.0}, cmd
+    def mean(key):
+        return (rd[key]["mean"] * rd["total_ios"] + wr[key]["mean"] * wr["total_ios"]) / ios / 1e3
+    return {"iops": rd["iops"] + wr["iops"], "lat_us": mean("lat_ns"), "clat_us": mean("clat_ns")}, cmd
 
 
 def sanbench(path, w, secs):
@@ -64,17 +70,19 @@ def main():
         "--bs=1M", "--ioengine=psync", "--output-format=json"])
     try:
         for name, w in WORKLOADS.items():
-            ratios = {"fio": ([], []), "fio-refill": ([], [])}
+            ratios = {"fio": ([], []), "fio-refill": ([], []), "fio-matched": ([], [])}
+            vs_clat = []
             print(name)
             runners = {
                 "fio": lambda: fio(path, w, a.time, a.size),
                 "fio-refill": lambda: fio(path, w, a.time, a.size, refill=True),
+                "fio-matched": lambda: fio(path, w, a.time, a.size, refill=True, matched=True),
                 "sb": lambda: sanbench(path, w, a.time),
             }
             for rep in range(a.reps):
                 # Rotate who goes first, so drift falls on all.
                 order = list(runners)
-                order = order[rep % 3:] + order[:rep % 3]
+                order = order[rep % len(order):] + order[:rep % len(order)]
                 got = {}
                 for who in order:
                     got[who], cmd = runners[who]()
@@ -88,10 +96,13 @@ def main():
                     rl.append(s["lat_us"] / f["lat_us"])
                     line += (f" | {peer} {f['iops']:>9,.0f} IOPS {f['lat_us']:7.2f} µs"
                              f" ({ri[-1]:.2f}x, {rl[-1]:.2f}x)")
-                print(line)
+                vs_clat.append(s["lat_us"] / got["fio"]["clat_us"])
+                print(line + f" | vs fio clat {vs_clat[-1]:.2f}x")
             for peer, (ri, rl) in ratios.items():
                 print(f"  median sanbench/{peer}: IOPS {statistics.median(ri):.3f}x, "
                       f"mean latency {statistics.median(rl):.3f}x")
+            print(f"  median sanbench latency / fio clat (from submission): "
+                  f"{statistics.median(vs_clat):.3f}x")
     finally:
         os.unlink(path)
 
