@@ -411,7 +411,11 @@ mod tests {
                 let mut bad = data.clone();
                 bad[at] ^= 0x40;
                 // SAFETY: as above.
-                assert_ne!(unsafe { xor_diff_avx2(&bad, &src, key) }, 0, "len {n} at {at}");
+                assert_ne!(
+                    unsafe { xor_diff_avx2(&bad, &src, key) },
+                    0,
+                    "len {n} at {at}"
+                );
             }
         }
     }
