@@ -7,13 +7,16 @@
 //!   `memcpy` (`rep movsb`, which writes whole lines without reading them) move it. So whole
 //!   aligned units go out by non-temporal stores, with the stamp composed in the unit's first
 //!   line before it is stored;
-//! * checking a read as soon as it is copied, while it is in the L1 cache: the verification's
-//!   common case (a unit the stream expects, exactly as it was written) by a lean test of the
-//!   stamp's fields and one comparison of the payload. Anything else is left to the full
-//!   classification ([`crate::verify::Checker`]), which this never replaces: it only answers
-//!   "exactly the expected unit" or "look closer". (Checking inside the copy loop itself was
-//!   tried and is slower: each unit's stamp is then a dependent load from memory, where
-//!   `memcpy` has all of a read's lines in flight at once.)
+//! * checking a read: the verification's common case (a unit the stream expects, exactly as
+//!   it was written) by a lean test of the stamp's fields and one comparison of the payload
+//!   ([`KeyCache::all_expected`]). Anything else is left to the full classification
+//!   ([`crate::verify::Checker`]), which this never replaces: it only answers "exactly the
+//!   expected unit" or "look closer". On `mem:` the check happens while the read is copied
+//!   into its buffer ([`KeyCache::copy_expected`]: each stamp copied, then checked; each
+//!   payload vector loaded once, stored and compared), the RAM disk's lines already on their
+//!   way because the engine prefetched this read during the previous one (without that
+//!   prefetch, checking inside the copy was slower than `memcpy` then check: each unit's stamp
+//!   was a dependent load from DRAM, where `memcpy` has all of a read's lines in flight).
 
 use super::{
     avx2, header_crc, sse42, window, xor_copy, KeyCache, Stamp, Stamper, MAGIC, SEQ_MASK, STAMP_LEN,
@@ -174,6 +177,61 @@ fn xor_diff_avx2(data: &[u8], src: &[u8], key: u64) -> u64 {
     if i < n {
         // The ragged end: the key's byte phase continues from a multiple of 8 (i is one).
         diff |= xor_diff_bytes(&data[i..], &src[i..n], key);
+    }
+    diff
+}
+
+/// `dst = src` while computing [`xor_diff_avx2`] of the bytes copied (each 32 bytes loaded
+/// once, stored and compared: what is judged is what was copied, whoever writes `src`). `dst`
+/// and `pool` at least as long as `src` (else nothing is copied and `u64::MAX` returned).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn xor_diff_copy_avx2(src: &[u8], dst: &mut [u8], pool: &[u8], key: u64) -> u64 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi64x, _mm256_setzero_si256,
+        _mm256_storeu_si256, _mm256_testz_si256, _mm256_xor_si256,
+    };
+    let n = src.len();
+    if dst.len() < n || pool.len() < n {
+        return u64::MAX;
+    }
+    let k = _mm256_set1_epi64x(key as i64);
+    let (s, d, p) = (src.as_ptr(), dst.as_mut_ptr(), pool.as_ptr());
+    let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    let mut i = 0;
+    // SAFETY: every access is 32 bytes ending at most at n, inside all three slices (checked
+    // above); the loads and stores are unaligned ones; the last overlaps at a multiple of 8.
+    unsafe {
+        while i + 64 <= n {
+            let v0 = _mm256_loadu_si256(s.add(i).cast::<__m256i>());
+            let v1 = _mm256_loadu_si256(s.add(i + 32).cast::<__m256i>());
+            _mm256_storeu_si256(d.add(i).cast::<__m256i>(), v0);
+            _mm256_storeu_si256(d.add(i + 32).cast::<__m256i>(), v1);
+            let x0 = _mm256_xor_si256(v0, _mm256_loadu_si256(p.add(i).cast::<__m256i>()));
+            let x1 = _mm256_xor_si256(v1, _mm256_loadu_si256(p.add(i + 32).cast::<__m256i>()));
+            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x0, k));
+            a1 = _mm256_or_si256(a1, _mm256_xor_si256(x1, k));
+            i += 64;
+        }
+        // What is left: whole vectors, the last one overlapping when the length is a multiple
+        // of 8 (the key's lanes then line up), otherwise bytes from the last whole vector.
+        let whole = n.is_multiple_of(8) && n >= 32;
+        while i < n && (i + 32 <= n || whole) {
+            let at = i.min(n - 32);
+            let v = _mm256_loadu_si256(s.add(at).cast::<__m256i>());
+            _mm256_storeu_si256(d.add(at).cast::<__m256i>(), v);
+            let x = _mm256_xor_si256(v, _mm256_loadu_si256(p.add(at).cast::<__m256i>()));
+            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x, k));
+            i += 32;
+        }
+    }
+    let a = _mm256_or_si256(a0, a1);
+    let mut diff = u64::from(_mm256_testz_si256(a, a) == 0);
+    if i < n {
+        // i is a multiple of 32, so the key's byte phase continues.
+        dst[i..n].copy_from_slice(&src[i..n]);
+        diff |= xor_diff_bytes(&dst[i..n], &pool[i..n], key);
     }
     diff
 }
@@ -357,6 +415,97 @@ impl KeyCache {
         )
     }
 
+    /// `dst = src` (a read's bytes as the target holds them, into the I/O's buffer), and
+    /// [`all_expected`](Self::all_expected) of the copy, in one pass where the CPU allows:
+    /// each unit's stamp is copied and then checked in `dst`, its payload compared while it is
+    /// copied, so every byte is loaded once. `dst` holds all of `src` whatever the answer.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn copy_expected(
+        &mut self,
+        src: &[u8],
+        dst: &mut [u8],
+        io_off: u64,
+        unit: usize,
+        run_id: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+        ahead: &[u8],
+    ) -> bool {
+        let n = src.len().min(dst.len());
+        let (src, dst) = (&src[..n], &mut dst[..n]);
+        #[cfg(target_arch = "x86_64")]
+        if avx2() && sse42() {
+            // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
+            return unsafe {
+                self.copy_expected_avx2(src, dst, io_off, unit, run_id, pool, gen, ahead)
+            };
+        }
+        dst.copy_from_slice(src);
+        self.all_expected(dst, io_off, unit, run_id, pool, gen, ahead)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,sse4.2")]
+    fn copy_expected_avx2(
+        &mut self,
+        src: &[u8],
+        dst: &mut [u8],
+        io_off: u64,
+        unit: usize,
+        run_id: u64,
+        pool: &[u8],
+        gen: impl Fn(u64) -> u32,
+        ahead: &[u8],
+    ) -> bool {
+        let (len, unit) = (src.len(), unit.max(1));
+        let mut at = 0usize;
+        while at < len {
+            prefetch_lines(ahead.get(at..(at + unit).min(ahead.len())).unwrap_or(&[]));
+            let end = (at + unit).min(len);
+            let n = end - at;
+            let off = io_off + at as u64;
+            let g = gen(off);
+            let ok = 'unit: {
+                if g == 0 || n < STAMP_LEN {
+                    break 'unit false;
+                }
+                dst[at..at + STAMP_LEN].copy_from_slice(&src[at..at + STAMP_LEN]);
+                let h = &dst[at..at + STAMP_LEN];
+                let zero_tail = le(h, 38..40) as usize;
+                if h[0..4] != MAGIC
+                    || le(h, 8..16) != off
+                    || le(h, 16..24) != run_id
+                    || le(h, 26..28) != n as u64
+                    || le(h, 28..32) != g as u64
+                    || zero_tail > n - STAMP_LEN
+                    || super::header_crc_sse42(&h[8..STAMP_LEN]) != le(h, 4..8) as u32
+                {
+                    break 'unit false;
+                }
+                let random_end = at + n - zero_tail;
+                let key = self.key(run_id, off, le(h, 32..38), le(h, 24..26) as u16, g);
+                let w = window(key, pool.len(), n);
+                let Some(win) = pool.get(w + STAMP_LEN..w + n - zero_tail) else {
+                    break 'unit false;
+                };
+                let pay = at + STAMP_LEN..random_end;
+                if xor_diff_copy_avx2(&src[pay.clone()], &mut dst[pay], win, key) != 0 {
+                    break 'unit false;
+                }
+                dst[random_end..end].copy_from_slice(&src[random_end..end]);
+                dst[random_end..end].iter().all(|&b| b == 0)
+            };
+            if !ok {
+                dst[at..].copy_from_slice(&src[at..]);
+                return false;
+            }
+            at = end;
+        }
+        true
+    }
+
     #[allow(clippy::too_many_arguments)]
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,sse4.2")]
@@ -389,6 +538,35 @@ impl KeyCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The copying comparison copies every byte and says "differs" exactly when the byte loop
+    /// does, for every length and a change at every position.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_copy_diff_copies_and_agrees_with_the_byte_loop() {
+        if !avx2() {
+            return;
+        }
+        let key = 0xfeed_0123_4567_89ab_u64;
+        let kb = key.to_le_bytes();
+        let pool: Vec<u8> = (0..300u32).map(|i| (i * 13 + 1) as u8).collect();
+        for n in 0..=200 {
+            let src: Vec<u8> = (0..n).map(|i| pool[i] ^ kb[i % 8]).collect();
+            let mut dst = vec![0xa5u8; n];
+            // SAFETY: the CPU has AVX2 (checked above).
+            assert_eq!(unsafe { xor_diff_copy_avx2(&src, &mut dst, &pool, key) }, 0);
+            assert_eq!(dst, src, "len {n}");
+            for at in 0..n {
+                let mut bad = src.clone();
+                bad[at] ^= 0x08;
+                let mut dst = vec![0u8; n];
+                // SAFETY: as above.
+                let d = unsafe { xor_diff_copy_avx2(&bad, &mut dst, &pool, key) };
+                assert_ne!(d, 0, "len {n} at {at}");
+                assert_eq!(dst, bad, "len {n} at {at}: not all copied");
+            }
+        }
+    }
 
     /// The AVX2 comparison says "differs" exactly when the byte loop does, for every length
     /// up to a few vectors (the 64-byte loop, the 32-byte step, the overlapping tail and the

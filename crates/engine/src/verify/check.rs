@@ -94,7 +94,7 @@ impl Checker {
     /// The common case (every unit exactly the current generation) takes one lean pass
     /// (verify/fast.rs); anything else is walked and classified unit by unit.
     pub fn check(&mut self, buf: &[u8], io_off: u64, cells: &[u8], rep: &mut VerifyReport) {
-        if !self.check_fast(buf, io_off, cells, rep, &[]) {
+        if !self.check_fast(buf, io_off, cells, rep) {
             self.check_durable(buf, io_off, cells, &[], rep)
         }
     }

@@ -4,7 +4,7 @@
 //! per read; at the first unit that is anything else the whole read is walked unit by unit
 //! ([`Checker::check_durable`]), so faults are classified exactly as before (torn and stale
 //! need the whole read). A fused engine (`Queue::submit_fused`, `mem:`) has the read checked
-//! as soon as it is copied into the arena, while it is in the L1 cache.
+//! while it is copied into the arena, each byte loaded once.
 
 use super::check::Checker;
 use super::map::GEN;
@@ -12,9 +12,9 @@ use super::report::VerifyReport;
 
 impl Checker {
     /// Copies `src` (a read of `src.len()` bytes at `io_off`, as the target holds them) into
-    /// `dst` and checks it there, while it is in the L1 cache, as [`check`](Self::check) does,
-    /// with the same counts and bad blocks in `rep`. `ahead` (the memory read next, or empty)
-    /// is prefetched while this read is checked.
+    /// `dst`, checking it as [`check`](Self::check) does while it is copied (the full walk, on
+    /// the copy, when the lean pass finds anything unexpected), with the same counts and bad
+    /// blocks in `rep`. `ahead` (the memory read next, or empty) is prefetched meanwhile.
     pub fn copy_check(
         &mut self,
         src: &[u8],
@@ -26,8 +26,7 @@ impl Checker {
     ) {
         let n = src.len().min(dst.len());
         let dst = &mut dst[..n];
-        dst.copy_from_slice(&src[..n]);
-        if !self.check_fast(dst, io_off, cells, rep, ahead) {
+        if !self.copy_fast(&src[..n], dst, io_off, cells, rep, ahead) {
             self.check_durable(dst, io_off, cells, &[], rep)
         }
     }
@@ -42,27 +41,60 @@ impl Checker {
         io_off: u64,
         cells: &[u8],
         rep: &mut VerifyReport,
+    ) -> bool {
+        let gen = gen_of(self.shift, io_off, cells);
+        let ok = !buf.is_empty()
+            && self
+                .keys
+                .all_expected(buf, io_off, self.unit, self.run_id, &self.pool, gen, &[]);
+        self.count_fast(ok, buf.len(), rep)
+    }
+
+    /// [`check_fast`](Self::check_fast) of `src` while it is copied into `dst` (all of it,
+    /// whatever the answer), every byte loaded once; `ahead` is prefetched meanwhile.
+    fn copy_fast(
+        &mut self,
+        src: &[u8],
+        dst: &mut [u8],
+        io_off: u64,
+        cells: &[u8],
+        rep: &mut VerifyReport,
         ahead: &[u8],
     ) -> bool {
-        let (shift, first) = (self.shift, io_off >> self.shift);
-        let gen = |off: u64| {
-            let cell = cells
-                .get(((off >> shift) - first) as usize)
-                .copied()
-                .unwrap_or(0);
-            (cell & GEN) as u32
-        };
-        if buf.is_empty()
-            || !self
-                .keys
-                .all_expected(buf, io_off, self.unit, self.run_id, &self.pool, gen, ahead)
-        {
-            return false;
+        let gen = gen_of(self.shift, io_off, cells);
+        let ok = self.keys.copy_expected(
+            src,
+            dst,
+            io_off,
+            self.unit,
+            self.run_id,
+            &self.pool,
+            gen,
+            ahead,
+        ) && !src.is_empty();
+        self.count_fast(ok, src.len(), rep)
+    }
+
+    /// Counts a read the fast path passed (`ok`); nothing otherwise.
+    fn count_fast(&self, ok: bool, len: usize, rep: &mut VerifyReport) -> bool {
+        if ok {
+            rep.reads += 1;
+            rep.bytes += len as u64;
+            rep.units += len.div_ceil(self.unit.max(1)) as u64;
         }
-        rep.reads += 1;
-        rep.bytes += buf.len() as u64;
-        rep.units += buf.len().div_ceil(self.unit.max(1)) as u64;
-        true
+        ok
+    }
+}
+
+/// Each unit offset's expected generation from the read's cells (0, unknown, outside them).
+fn gen_of(shift: u32, io_off: u64, cells: &[u8]) -> impl Fn(u64) -> u32 + '_ {
+    let first = io_off >> shift;
+    move |off: u64| {
+        let cell = cells
+            .get(((off >> shift) - first) as usize)
+            .copied()
+            .unwrap_or(0);
+        (cell & GEN) as u32
     }
 }
 
@@ -178,6 +210,9 @@ mod tests {
                 k.all_expected(b, off, unit, run, &p, |_| g, &[])
             };
             assert!(all(&mut keys, &b, 1 << 20, RUN, 7));
+            let mut dst = vec![0u8; b.len()];
+            assert!(keys.copy_expected(&b, &mut dst, 1 << 20, unit, RUN, &p, |_| 7, &[]));
+            assert_eq!(dst, b);
             assert!(!all(&mut keys, &b, 1 << 20, RUN, 6));
             assert!(!all(&mut keys, &b, 1 << 20, RUN, 0));
             assert!(!all(&mut keys, &b, 0, RUN, 7));
@@ -189,6 +224,12 @@ mod tests {
                     !all(&mut keys, &bad, 1 << 20, RUN, 7),
                     "byte {i} of a {unit} B unit changed unnoticed"
                 );
+                let mut dst = vec![0u8; bad.len()];
+                assert!(
+                    !keys.copy_expected(&bad, &mut dst, 1 << 20, unit, RUN, &p, |_| 7, &[]),
+                    "byte {i} of a {unit} B unit changed unnoticed while copied"
+                );
+                assert_eq!(dst, bad, "the copy is complete whatever the check finds");
             }
             // Several units of one write, each checked.
             let many = written(RUN, 1 << 20, 4 * unit, 7, unit, data);
