@@ -8,21 +8,37 @@
 # 10) each (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# stdin from /dev/null: cargo feeds its inherited stdin to `rustc -` when it probes the target.
+# /dev/null must be the null device. A CI run failed when it was a regular file holding build
+# scripts' discarded output: cargo feeds its inherited stdin to `rustc -` when it probes the
+# target, and rustc read gcc's messages as Rust. What replaced it is not known yet, so it is
+# checked (and put back, as root) after every step, naming the step.
+devnull() {
+  if [ ! -c /dev/null ]; then
+    echo "test.sh: /dev/null is not the null device after: $1; restoring it" >&2
+    rm -f /dev/null && mknod -m 666 /dev/null c 1 3
+  fi
+}
+devnull "the start of test.sh"
 exec </dev/null
 scripts/deps.sh
+devnull "scripts/deps.sh"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+devnull "clippy"
 # The tests build the optional features: mpi (rsmpi, Open MPI) and tls-psk (NBD TLS with
 # pre-shared keys, OpenSSL). The default build is linted above; its refusals (under mpirun;
 # of PSK, "build with --features tls-psk") are tested on their own below.
 FEATURES="sanbench/mpi sanbench/tls-psk"
 cargo clippy --workspace --all-targets --features "$FEATURES" -- -D warnings
+devnull "clippy with features"
 # mpirun as root (CI) needs these; shared memory without CMA inside containers.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 cargo test --workspace --features "$FEATURES" --no-fail-fast -- \
   --test-threads="${SANBENCH_TEST_THREADS:-2}"
+devnull "cargo test --workspace"
 cargo test -p sanbench --test run_cli -- mpi
 cargo test -p sanbench-nbd --lib tls::
+devnull "the default-build tests"
 scripts/fuzz.sh "${SANBENCH_FUZZ_SECONDS:-10}"
+devnull "scripts/fuzz.sh"

@@ -174,6 +174,11 @@ pub fn write_json(doc: &RunDoc, path: &std::path::Path) -> Result<(), CliError> 
     let text = serde_json::to_string_pretty(doc).context("serializing the result")?;
     if path.as_os_str() == "-" {
         crate::stdout::write_bytes(format!("{text}\n").as_bytes());
+    } else if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+        // Not a plain file (/dev/null, a FIFO, /dev/stdout, a symbolic link): written in
+        // place. A rename over it would replace the device or the link with a regular file.
+        std::fs::write(path, format!("{text}\n").as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     } else {
         // Write beside and rename, so a crash never leaves half a document.
         let tmp = path.with_extension("json.tmp");

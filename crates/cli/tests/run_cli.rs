@@ -470,3 +470,48 @@ fn ctrl_c_stops_cleanly_and_a_second_one_at_once() {
     assert_eq!(st.code(), Some(130), "second Ctrl-C: at once");
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
+
+/// `--json` to something that is not a plain file is written in place: a FIFO stays a FIFO and
+/// its reader gets the document, a symbolic link stays a link and its target gets it. (The
+/// write-beside-and-rename of a plain file would have replaced them, and `--json /dev/null`
+/// run as root would have turned /dev/null into a regular file.)
+#[test]
+fn json_to_a_fifo_or_a_link_writes_through_it() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let args = [
+        "run",
+        "null:",
+        "--time",
+        "200ms",
+        "--quiet",
+        "--no-monitor",
+        "--json",
+    ];
+    sanbench().args(args).arg(&fifo).assert().success();
+    // Before joining the reader, which would wait forever on a FIFO nobody opened.
+    let t = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+    assert!(t.is_fifo(), "the FIFO was replaced: {t:?}");
+    let doc: Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    assert_eq!(doc["schema"], "sanbench.run/1");
+
+    let target = dir.path().join("target.json");
+    let link = dir.path().join("latest.json");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    sanbench().args(args).arg(&link).assert().success();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "sanbench.run/1");
+}
