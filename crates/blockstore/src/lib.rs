@@ -57,6 +57,7 @@
 //! identification is `SANBENCH`. Keep both when changing the servers.
 
 mod file;
+pub mod out;
 mod ram;
 
 use std::fs::{File, OpenOptions};

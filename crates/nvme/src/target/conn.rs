@@ -17,7 +17,6 @@ use zerocopy::little_endian::{U16, U32};
 
 use super::ctrl::{Ctrl, Shared, ADMIN_QUEUE_SIZE};
 use super::io::PendingWrite;
-use super::out::Out;
 use crate::recv::RecvBuf;
 use crate::wire::cmd::{Command, DataPtr};
 use crate::wire::header::{
@@ -27,6 +26,7 @@ use crate::wire::header::{
 use crate::wire::pdu::{encode_head, encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
 use crate::wire::status::Status;
 use crate::wire::{fes, Parsed, WireError};
+use sanbench_blockstore::out::Out;
 
 /// Why a connection ended other than by the host closing it.
 #[derive(Debug)]

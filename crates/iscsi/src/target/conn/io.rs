@@ -2,6 +2,7 @@
 //! Data-In with status (RFC 7143 §10.7, §11.7-11.8). Kept beside [`super`] which owns the
 //! socket loop, login and control PDUs.
 
+use super::data_in::{self, Payload};
 use super::*;
 
 impl Conn {
@@ -162,6 +163,12 @@ impl Conn {
     }
 
     fn execute(&mut self, cmd: &ScsiCommand, cdb: &Cdb, lun: usize, data: &[u8]) {
+        // Reads queued before this command reference the store, and commands on one
+        // connection take effect in order (an ORDERED task must, and initiators rely on a read
+        // answered before a later write of theirs): they leave before the store may change.
+        if self.out.referenced() > 0 && !leaves_store_as_is(cdb) {
+            self.flush();
+        }
         let sh = self.shared.clone();
         let nexus = self.session.as_ref().map_or("", |s| s.1.as_str());
         let outcome = sh.luns[lun].execute(cdb, data, nexus);
@@ -187,33 +194,26 @@ impl Conn {
             Outcome::Data(v) => {
                 let res = Residual::of(edtl, v.len() as u32);
                 let n = v.len().min(edtl as usize);
-                self.send_data(cmd, n, res, |off, len, out| {
-                    out.extend_from_slice(&v[off..off + len])
-                });
+                self.send_data(cmd, n, res, &Payload::Bytes(&v));
             }
             Outcome::Read { off, len } => {
                 let res = Residual::of(edtl, len as u32);
                 let n = len.min(edtl as usize);
                 let sh = self.shared.clone();
                 let lun = &sh.luns[decode_lun(cmd.lun) as usize];
-                // Straight from the store into the send buffer, not zero-filled first; should
-                // the read fail (a file's I/O error), the framer sends zeros in its place.
-                self.send_data(cmd, n, res, |o, len, out| {
-                    let _ = lun.store.read_append(off + o as u64, len, out);
-                });
+                let p = Payload::Store {
+                    store: &lun.store,
+                    off,
+                };
+                self.send_data(cmd, n, res, &p);
             }
         }
     }
 
     /// Data-In PDUs of at most the initiator's MaxRecvDataSegmentLength; the last carries the
-    /// status (phase collapse, §11.7.4).
-    fn send_data(
-        &mut self,
-        cmd: &ScsiCommand,
-        n: usize,
-        res: Residual,
-        mut append: impl FnMut(usize, usize, &mut Vec<u8>),
-    ) {
+    /// status (phase collapse, §11.7.4). Framed by [`data_in::frame`]: RAM-store data is
+    /// referenced, not copied, unless a data digest was negotiated.
+    fn send_data(&mut self, cmd: &ScsiCommand, n: usize, res: Residual, payload: &Payload<'_>) {
         if n == 0 {
             return self.respond(cmd, status::GOOD, None, res);
         }
@@ -245,10 +245,7 @@ impl Conn {
                 data_sn,
                 buffer_offset: off as u32,
             };
-            let h = d.to_bytes();
-            encode_pdu_append(&mut self.out, &h, &[], len, &self.tx, |out| {
-                append(off, len, out)
-            });
+            data_in::frame(&mut self.out, &d.to_bytes(), payload, off, len, &self.tx);
             off += len;
             data_sn += 1;
         }
@@ -275,4 +272,24 @@ impl Conn {
         v.truncate(alloc as usize);
         self.data_in(cmd, Outcome::Data(v), 0);
     }
+}
+
+/// Commands that never change the store's bytes: a read queued before them may still be sent
+/// from the store after they run. Any other command (and any added later) flushes first.
+fn leaves_store_as_is(cdb: &Cdb) -> bool {
+    matches!(
+        cdb,
+        Cdb::Read { .. }
+            | Cdb::Verify { .. }
+            | Cdb::Inquiry { .. }
+            | Cdb::TestUnitReady
+            | Cdb::RequestSense { .. }
+            | Cdb::ModeSense { .. }
+            | Cdb::ReadCapacity10
+            | Cdb::ReadCapacity16 { .. }
+            | Cdb::GetLbaStatus { .. }
+            | Cdb::SynchronizeCache { .. }
+            | Cdb::ReportLuns { .. }
+            | Cdb::PersistentReserveIn { .. }
+    )
 }

@@ -8,12 +8,15 @@
 //! lands between handling a read and sending its reply shows in the reply, which is the
 //! answer a read concurrent with that write may give anyway (the host has not seen the read
 //! complete). A data digest needs the bytes fixed when it is computed, so digests copy.
+//!
+//! Both of sanbench's block servers that frame replies with headers send through it: the
+//! NVMe/TCP target (C2HData) and the iSCSI target (Data-In).
 
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
-use sanbench_blockstore::BlockStore;
+use crate::BlockStore;
 
 /// iovecs per `sendmsg` (below every IOV_MAX Linux has had).
 const IOV_BATCH: usize = 512;
@@ -56,7 +59,7 @@ struct Ext {
     iov: libc::iovec,
 }
 
-pub(crate) struct Out {
+pub struct Out {
     buf: Vec<u8>,
     ext: Vec<Ext>,
     ext_bytes: usize,
@@ -69,7 +72,7 @@ pub(crate) struct Out {
 
 /// A point to go back to with [`Out::truncate`].
 #[derive(Clone, Copy)]
-pub(crate) struct Mark {
+pub struct Mark {
     buf: usize,
     ext: usize,
     ext_bytes: usize,
@@ -94,6 +97,12 @@ impl Out {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Bytes waiting that are referenced in a store, not copied: a server sends them before
+    /// it lets a command of the same connection change the store, when it must keep order.
+    pub fn referenced(&self) -> usize {
+        self.ext_bytes
     }
 
     /// Enough is waiting that it should go out before more commands are handled.
