@@ -4,7 +4,8 @@
 //! a bad command only fails that command with a status.
 //!
 //! Replies gather in `out` and go out when no whole PDU is left to handle, so a pipelining
-//! host's commands are answered in one `sendmsg` (read data referenced in the store, out.rs).
+//! host's commands are answered in one `sendmsg` (read data referenced in the store:
+//! `sanbench_blockstore::out`).
 
 use std::collections::HashMap;
 use std::io;
