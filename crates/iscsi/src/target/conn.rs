@@ -47,6 +47,7 @@ pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool
         stream,
         shared,
         out: Out::new(RBUF),
+        refs: Vec::new(),
         rx: FrameConfig::default(),
         tx: FrameConfig::default(),
         login: None,
@@ -80,6 +81,8 @@ struct Conn {
     shared: Arc<Shared>,
     /// Everything this connection sends, in the order it was produced.
     out: Out,
+    /// Store ranges (LUN, start, end) that Data-In waiting in `out` references.
+    refs: Vec<(usize, u64, u64)>,
     rx: FrameConfig,
     tx: FrameConfig,
     login: Option<TargetLogin>,
@@ -174,6 +177,7 @@ impl Conn {
         if !self.out.is_empty() && self.out.send(&self.stream).is_err() {
             self.close = true;
         }
+        self.refs.clear();
     }
 
     fn max_cmd_sn(&self) -> u32 {

@@ -163,11 +163,18 @@ impl Conn {
     }
 
     fn execute(&mut self, cmd: &ScsiCommand, cdb: &Cdb, lun: usize, data: &[u8]) {
-        // Reads queued before this command reference the store, and commands on one
-        // connection take effect in order (an ORDERED task must, and initiators rely on a read
-        // answered before a later write of theirs): they leave before the store may change.
-        if self.out.referenced() > 0 && !leaves_store_as_is(cdb) {
-            self.flush();
+        // Reads queued before this command may reference the bytes it changes; commands of
+        // one connection take effect in order here, so those reads get their bytes copied
+        // first (no send: a flush per write cost a third of a 70/30 mix's IOPS).
+        if !self.refs.is_empty() && !leaves_store_as_is(cdb) {
+            let hit = match writes(cdb) {
+                Some((s, e)) => self.refs.iter().any(|r| r.0 == lun && r.1 < e && s < r.2),
+                None => true,
+            };
+            if hit {
+                self.out.copy_referenced();
+                self.refs.clear();
+            }
         }
         let sh = self.shared.clone();
         let nexus = self.session.as_ref().map_or("", |s| s.1.as_str());
@@ -200,12 +207,17 @@ impl Conn {
                 let res = Residual::of(edtl, len as u32);
                 let n = len.min(edtl as usize);
                 let sh = self.shared.clone();
-                let lun = &sh.luns[decode_lun(cmd.lun) as usize];
+                let lun_no = decode_lun(cmd.lun) as usize;
+                let lun = &sh.luns[lun_no];
                 let p = Payload::Store {
                     store: &lun.store,
                     off,
                 };
+                let before = self.out.referenced();
                 self.send_data(cmd, n, res, &p);
+                if self.out.referenced() > before {
+                    self.refs.push((lun_no, off, off + n as u64));
+                }
             }
         }
     }
@@ -272,6 +284,21 @@ impl Conn {
         v.truncate(alloc as usize);
         self.data_in(cmd, Outcome::Data(v), 0);
     }
+}
+
+/// The store bytes `[start, end)` a command writes, when the CDB says (a count of 0 blocks
+/// means something else for some of them: unknown).
+fn writes(cdb: &Cdb) -> Option<(u64, u64)> {
+    let (lba, blocks) = match *cdb {
+        Cdb::Write { lba, blocks, .. } | Cdb::WriteSame { lba, blocks, .. } => (lba, blocks),
+        Cdb::CompareAndWrite { lba, blocks, .. } => (lba, u32::from(blocks)),
+        _ => return None,
+    };
+    let b = super::super::lun::BLOCK;
+    (blocks > 0).then(|| {
+        let start = lba.saturating_mul(b);
+        (start, start.saturating_add(u64::from(blocks) * b))
+    })
 }
 
 /// Commands that never change the store's bytes: a read queued before them may still be sent
