@@ -19,10 +19,12 @@ IQN = "iqn.2026-11.io.sanbench:ram"
 TGT_IQN = "iqn.2026-11.test:bench"
 
 
-def iscsi_perf(url, blocks, secs, server=None):
-    """Runs iscsi-perf for `secs`; returns IOPS (its final average) and CPU of both sides."""
+def iscsi_perf(url, blocks, secs, server=None, qd=32, random=True):
+    """Runs iscsi-perf for `secs` (`blocks` of 512 bytes per read, `qd` in flight, random or
+    sequential); returns IOPS (its final average) and CPU of both sides."""
     c0 = server.cpu() if server else 0.0
-    p = subprocess.Popen(["iscsi-perf", "-m", "32", "-b", str(blocks), "-r", "-t", str(secs), url],
+    p = subprocess.Popen(["iscsi-perf", "-m", str(qd), "-b", str(blocks)] + (["-r"] if random else [])
+                         + ["-t", str(secs), url],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     # iscsi-perf's own CPU, read just before it exits.
     time.sleep(secs - 0.3)

@@ -27,7 +27,8 @@
 //!
 //! Reads go into memory that need not be initialised ([`BlockStore::read_uninit`],
 //! [`BlockStore::read_append`]): a server appends the bytes straight into its reply buffer
-//! without zero-filling it first.
+//! without zero-filling it first. Or it does not copy at all: [`out::Out`], the output of the
+//! NVMe/TCP and iSCSI targets, sends read data from where it lies ([`BlockStore::iovecs`]).
 //!
 //! # Memory model (RAM)
 //!
@@ -38,8 +39,10 @@
 //!        + per connection, in the servers:
 //!            NBD:   256 KiB receive buffer + a reply buffer of one batch: 64 KiB at start,
 //!                   up to 1 MiB + the largest READ (at most the maximum payload, 32 MiB)
-//!            iSCSI: 1 MiB receive buffer (grown to the largest PDU) + 1 MiB reply buffer
-//!                   (grown likewise) + Data-Out of unfinished writes, at most 256 MiB
+//!            iSCSI: 1 MiB receive buffer (grown to the largest PDU) + a reply buffer of
+//!                   headers and copied bytes (1 MiB at start, sent at 1 MiB) + the iovecs
+//!                   of read data referenced in the store (sent at 8 MiB) + Data-Out of
+//!                   unfinished writes, at most 256 MiB
 //!            NVMe:  1 MiB receive buffer (written at start) + a reply buffer of headers and
 //!                   copied bytes (256 KiB at start, sent at 1 MiB) + the iovecs of read data
 //!                   referenced in the store (`iovecs`, sent at 8 MiB) + H2CData of
@@ -57,6 +60,7 @@
 //! identification is `SANBENCH`. Keep both when changing the servers.
 
 mod file;
+pub mod out;
 mod ram;
 
 use std::fs::{File, OpenOptions};

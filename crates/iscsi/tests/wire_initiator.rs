@@ -632,3 +632,78 @@ fn data_out_against_the_r2t_is_checked() {
     // The connection still works: a proper write and read back.
     write_read(&mut c);
 }
+
+/// A read's Data-In is sent from the RAM store without a copy; a write that arrives on the same
+/// connection right behind the read (in the same batch) must not show in the read's data.
+#[test]
+fn read_queued_before_a_write_returns_the_old_data() {
+    let t = start(TargetConfig::default());
+    let mut c = Client::login(
+        t.2,
+        InitiatorLoginConfig {
+            immediate_data: true,
+            ..icfg()
+        },
+    )
+    .unwrap();
+    let old: Vec<u8> = (0..4096).map(|i| (i % 251) as u8).collect();
+    let new = vec![0xa5u8; 4096];
+    let w = Cdb::Write {
+        len: CdbLen::L10,
+        lba: 2000,
+        blocks: 8,
+        protect: 0,
+        dpo: false,
+        fua: false,
+        verify: false,
+    };
+    let r = Cdb::Read {
+        len: CdbLen::L10,
+        lba: 2000,
+        blocks: 8,
+        protect: 0,
+        dpo: false,
+        fua: false,
+    };
+    assert_eq!(c.command(w.clone(), 0, &old).0, 0);
+    // READ then WRITE (immediate data) in one segment, so the target handles them together.
+    let mut seg = Vec::new();
+    for (i, (cdb, data)) in [(r.clone(), &[][..]), (w, &new[..])]
+        .into_iter()
+        .enumerate()
+    {
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_: true,
+            read: data.is_empty(),
+            write: !data.is_empty(),
+            attr: 1,
+            lun: 0,
+            itt: 100 + i as u32,
+            expected_data_len: 4096,
+            cmd_sn: c.cmd_sn,
+            exp_stat_sn: 0,
+            cdb: cdb.encode().0,
+        };
+        c.cmd_sn += 1;
+        encode_pdu(&mut seg, &Bhs::ScsiCommand(cmd).encode(), &[], data, &c.tx);
+    }
+    c.s.write_all(&seg).unwrap();
+    let (mut read, mut done) = (Vec::new(), 0);
+    while done < 2 {
+        match c.recv() {
+            (Bhs::DataIn(d), payload) => {
+                assert_eq!(d.itt, 100);
+                read.extend_from_slice(&payload);
+                done += usize::from(d.status == Some(0));
+            }
+            (Bhs::ScsiResponse(r), _) => {
+                assert_eq!((r.itt, r.status), (101, 0));
+                done += 1;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(read == old, "the read shows the write queued after it");
+    assert_eq!(c.command(r, 4096, &[]), (0, new));
+}

@@ -2,15 +2,19 @@
 //!
 //! The loop reads as much as the socket has into one buffer, frames and handles every complete
 //! PDU in it, appends all responses to one output buffer and writes it with one call: under
-//! queue depth 32 one syscall pair serves many commands. Reads are copied once, from the store
-//! straight into the output buffer. Any framing or protocol error closes only this connection.
+//! queue depth 32 one syscall pair serves many commands. Replies leave through blockstore's
+//! [`Out`]: a read's data from a RAM store is referenced where it lies and the kernel copies it
+//! into the socket once (from a file store, or under a data digest, it is copied into the
+//! buffer once); see [`data_in`]. Any framing or protocol error closes only this connection.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+use sanbench_blockstore::out::Out;
 
 use super::lun::{Lun, Outcome};
 use super::Shared;
@@ -18,12 +22,13 @@ use crate::scsi::cdb::{op, Cdb, CdbError};
 use crate::scsi::sense::{status, Sense};
 use crate::wire::bhs::{decode_lun, Bhs, BHS_LEN};
 use crate::wire::discovery::{send_targets, TargetRecord};
-use crate::wire::framer::{encode_pdu, encode_pdu_append, parse_pdu, FrameConfig, Parsed, PduRef};
+use crate::wire::framer::{encode_pdu, parse_pdu, FrameConfig, Parsed, PduRef};
 use crate::wire::login::{LoginOutcome, SessionType, TargetLogin, CMD_WINDOW};
 use crate::wire::pdu::*;
 use crate::wire::pdu_ctl::*;
 use crate::wire::{keys, text, WireError};
 
+mod data_in;
 mod data_out;
 mod io;
 
@@ -41,7 +46,8 @@ pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool
     let mut c = Conn {
         stream,
         shared,
-        out: Vec::with_capacity(RBUF),
+        out: Out::new(RBUF),
+        refs: Vec::new(),
         rx: FrameConfig::default(),
         tx: FrameConfig::default(),
         login: None,
@@ -73,7 +79,10 @@ struct WriteTask {
 struct Conn {
     stream: TcpStream,
     shared: Arc<Shared>,
-    out: Vec<u8>,
+    /// Everything this connection sends, in the order it was produced.
+    out: Out,
+    /// Store ranges (LUN, start, end) that Data-In waiting in `out` references.
+    refs: Vec<(usize, u64, u64)>,
     rx: FrameConfig,
     tx: FrameConfig,
     login: Option<TargetLogin>,
@@ -125,6 +134,9 @@ impl Conn {
                         if self.close {
                             break;
                         }
+                        if self.out.full() {
+                            self.flush();
+                        }
                     }
                     Ok(Parsed::Incomplete { needed }) => {
                         let have = end - start;
@@ -160,13 +172,12 @@ impl Conn {
         Ok(())
     }
 
+    /// Sends everything queued, in order; a failed send closes the connection.
     fn flush(&mut self) {
-        if !self.out.is_empty() {
-            if self.stream.write_all(&self.out).is_err() {
-                self.close = true;
-            }
-            self.out.clear();
+        if !self.out.is_empty() && self.out.send(&self.stream).is_err() {
+            self.close = true;
         }
+        self.refs.clear();
     }
 
     fn max_cmd_sn(&self) -> u32 {
@@ -180,7 +191,7 @@ impl Conn {
     }
 
     fn send(&mut self, bhs: Bhs, data: &[u8]) {
-        encode_pdu(&mut self.out, &bhs.encode(), &[], data, &self.tx);
+        encode_pdu(self.out.buf(), &bhs.encode(), &[], data, &self.tx);
     }
 
     fn reject(&mut self, reason: u8, header: &[u8; BHS_LEN]) {
@@ -310,7 +321,7 @@ impl Conn {
             login.refuse(req, crate::wire::login::status::TARGET_ERROR)
         };
         encode_pdu(
-            &mut self.out,
+            self.out.buf(),
             &Bhs::LoginResponse(reply.header.clone()).encode(),
             &[],
             &reply.data,
@@ -331,6 +342,8 @@ impl Conn {
                 max_recv_data_segment_length: p.peer_max_recv_data_segment_length,
                 ..self.rx
             };
+            // A data digest covers the data as sent: it is computed on a copy.
+            self.out.zero_copy = !self.tx.data_digest;
             self.stat_sn = o.next_stat_sn;
             self.exp_cmd_sn = o.exp_cmd_sn;
             let nexus = format!("{},i,0x{:012x}", o.initiator_name, o.isid);

@@ -1,6 +1,7 @@
 //! PDU framing (RFC 7143 §11.2): header, optional AHS, header digest, data segment, padding,
 //! data digest. [`parse_pdu`] is the receive side, [`encode_pdu`]/[`encode_pdu_with`]/
-//! [`encode_pdu_append`] the send side. Neither does I/O: the caller owns the buffers.
+//! [`encode_pdu_append`] the send side ([`encode_pdu_head`] alone for a data segment sent
+//! from elsewhere). Neither does I/O: the caller owns the buffers.
 
 use super::bhs::{raw_ahs_len, raw_data_len, raw_opcode, Bhs, BHS_LEN};
 use super::digest::{crc32c, data_digest, pad_len, read_digest};
@@ -181,6 +182,30 @@ pub fn encode_pdu_append(
     cfg: &FrameConfig,
     append: impl FnOnce(&mut Vec<u8>),
 ) {
+    encode_pdu_head(out, header, ahs, data_len, cfg);
+    if data_len > 0 {
+        let dstart = out.len();
+        append(out);
+        out.resize(dstart + data_len, 0);
+        out.resize(dstart + data_len + pad_len(data_len), 0);
+        if cfg.data_digest {
+            let d = data_digest(&out[dstart..dstart + data_len]);
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+    }
+}
+
+/// The part of a PDU before its data segment: header (with `data_len` and the AHS length set),
+/// AHS and header digest. A sender that places the `data_len` data bytes itself, followed by
+/// [`pad_len`]`(data_len)` zeros, frames the same bytes as [`encode_pdu`] when no data digest
+/// was negotiated (a data digest needs the data: use [`encode_pdu_append`]).
+pub fn encode_pdu_head(
+    out: &mut Vec<u8>,
+    header: &[u8; BHS_LEN],
+    ahs: &[u8],
+    data_len: usize,
+    cfg: &FrameConfig,
+) {
     debug_assert!(ahs.len() & 3 == 0 && ahs.len() <= 255 * 4);
     let start = out.len();
     let mut h: BasicHeader = zerocopy::transmute!(*header);
@@ -191,16 +216,6 @@ pub fn encode_pdu_append(
     if cfg.header_digest {
         let d = crc32c(&out[start..]);
         out.extend_from_slice(&d.to_le_bytes());
-    }
-    if data_len > 0 {
-        let dstart = out.len();
-        append(out);
-        out.resize(dstart + data_len, 0);
-        out.resize(dstart + data_len + pad_len(data_len), 0);
-        if cfg.data_digest {
-            let d = data_digest(&out[dstart..dstart + data_len]);
-            out.extend_from_slice(&d.to_le_bytes());
-        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! a bad command only fails that command with a status.
 //!
 //! Replies gather in `out` and go out when no whole PDU is left to handle, so a pipelining
-//! host's commands are answered in one `sendmsg` (read data referenced in the store, out.rs).
+//! host's commands are answered in one `sendmsg` (read data referenced in the store:
+//! `sanbench_blockstore::out`).
 
 use std::collections::HashMap;
 use std::io;
@@ -17,7 +18,6 @@ use zerocopy::little_endian::{U16, U32};
 
 use super::ctrl::{Ctrl, Shared, ADMIN_QUEUE_SIZE};
 use super::io::PendingWrite;
-use super::out::Out;
 use crate::recv::RecvBuf;
 use crate::wire::cmd::{Command, DataPtr};
 use crate::wire::header::{
@@ -27,6 +27,7 @@ use crate::wire::header::{
 use crate::wire::pdu::{encode_head, encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
 use crate::wire::status::Status;
 use crate::wire::{fes, Parsed, WireError};
+use sanbench_blockstore::out::Out;
 
 /// Why a connection ended other than by the host closing it.
 #[derive(Debug)]

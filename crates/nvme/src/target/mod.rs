@@ -11,7 +11,6 @@ mod admin;
 mod conn;
 mod ctrl;
 mod io;
-mod out;
 
 use sanbench_engine::poison;
 use std::net::{SocketAddr, TcpListener};

@@ -2,6 +2,7 @@
 //! Data-In with status (RFC 7143 §10.7, §11.7-11.8). Kept beside [`super`] which owns the
 //! socket loop, login and control PDUs.
 
+use super::data_in::{self, Payload};
 use super::*;
 
 impl Conn {
@@ -162,6 +163,19 @@ impl Conn {
     }
 
     fn execute(&mut self, cmd: &ScsiCommand, cdb: &Cdb, lun: usize, data: &[u8]) {
+        // Reads queued before this command may reference the bytes it changes; commands of
+        // one connection take effect in order here, so those reads get their bytes copied
+        // first (no send: a send per write cost 1.4x the target's CPU per I/O in a 70/30 mix).
+        if !self.refs.is_empty() && !leaves_store_as_is(cdb) {
+            let hit = match writes(cdb) {
+                Some((s, e)) => self.refs.iter().any(|r| r.0 == lun && r.1 < e && s < r.2),
+                None => true,
+            };
+            if hit {
+                self.out.copy_referenced();
+                self.refs.clear();
+            }
+        }
         let sh = self.shared.clone();
         let nexus = self.session.as_ref().map_or("", |s| s.1.as_str());
         let outcome = sh.luns[lun].execute(cdb, data, nexus);
@@ -187,33 +201,31 @@ impl Conn {
             Outcome::Data(v) => {
                 let res = Residual::of(edtl, v.len() as u32);
                 let n = v.len().min(edtl as usize);
-                self.send_data(cmd, n, res, |off, len, out| {
-                    out.extend_from_slice(&v[off..off + len])
-                });
+                self.send_data(cmd, n, res, &Payload::Bytes(&v));
             }
             Outcome::Read { off, len } => {
                 let res = Residual::of(edtl, len as u32);
                 let n = len.min(edtl as usize);
                 let sh = self.shared.clone();
-                let lun = &sh.luns[decode_lun(cmd.lun) as usize];
-                // Straight from the store into the send buffer, not zero-filled first; should
-                // the read fail (a file's I/O error), the framer sends zeros in its place.
-                self.send_data(cmd, n, res, |o, len, out| {
-                    let _ = lun.store.read_append(off + o as u64, len, out);
-                });
+                let lun_no = decode_lun(cmd.lun) as usize;
+                let lun = &sh.luns[lun_no];
+                let p = Payload::Store {
+                    store: &lun.store,
+                    off,
+                };
+                let before = self.out.referenced();
+                self.send_data(cmd, n, res, &p);
+                if self.out.referenced() > before {
+                    self.refs.push((lun_no, off, off + n as u64));
+                }
             }
         }
     }
 
     /// Data-In PDUs of at most the initiator's MaxRecvDataSegmentLength; the last carries the
-    /// status (phase collapse, §11.7.4).
-    fn send_data(
-        &mut self,
-        cmd: &ScsiCommand,
-        n: usize,
-        res: Residual,
-        mut append: impl FnMut(usize, usize, &mut Vec<u8>),
-    ) {
+    /// status (phase collapse, §11.7.4). Framed by [`data_in::frame`]: RAM-store data is
+    /// referenced, not copied, unless a data digest was negotiated.
+    fn send_data(&mut self, cmd: &ScsiCommand, n: usize, res: Residual, payload: &Payload<'_>) {
         if n == 0 {
             return self.respond(cmd, status::GOOD, None, res);
         }
@@ -245,10 +257,7 @@ impl Conn {
                 data_sn,
                 buffer_offset: off as u32,
             };
-            let h = d.to_bytes();
-            encode_pdu_append(&mut self.out, &h, &[], len, &self.tx, |out| {
-                append(off, len, out)
-            });
+            data_in::frame(&mut self.out, &d.to_bytes(), payload, off, len, &self.tx);
             off += len;
             data_sn += 1;
         }
@@ -275,4 +284,40 @@ impl Conn {
         v.truncate(alloc as usize);
         self.data_in(cmd, Outcome::Data(v), 0);
     }
+}
+
+/// The store bytes `[start, end)` a command writes, when the CDB says (a count of 0 blocks
+/// means something else for some of them: unknown).
+fn writes(cdb: &Cdb) -> Option<(u64, u64)> {
+    let (lba, blocks) = match *cdb {
+        Cdb::Write { lba, blocks, .. } | Cdb::WriteSame { lba, blocks, .. } => (lba, blocks),
+        Cdb::CompareAndWrite { lba, blocks, .. } => (lba, u32::from(blocks)),
+        _ => return None,
+    };
+    let b = super::super::lun::BLOCK;
+    (blocks > 0).then(|| {
+        let start = lba.saturating_mul(b);
+        (start, start.saturating_add(u64::from(blocks) * b))
+    })
+}
+
+/// Commands that never change the store's bytes: a read queued before them may still be sent
+/// from the store after they run. Before any other command (and any added later) queued reads
+/// get their bytes copied, unless [`writes`] shows it misses them.
+fn leaves_store_as_is(cdb: &Cdb) -> bool {
+    matches!(
+        cdb,
+        Cdb::Read { .. }
+            | Cdb::Verify { .. }
+            | Cdb::Inquiry { .. }
+            | Cdb::TestUnitReady
+            | Cdb::RequestSense { .. }
+            | Cdb::ModeSense { .. }
+            | Cdb::ReadCapacity10
+            | Cdb::ReadCapacity16 { .. }
+            | Cdb::GetLbaStatus { .. }
+            | Cdb::SynchronizeCache { .. }
+            | Cdb::ReportLuns { .. }
+            | Cdb::PersistentReserveIn { .. }
+    )
 }

@@ -8,12 +8,15 @@
 //! lands between handling a read and sending its reply shows in the reply, which is the
 //! answer a read concurrent with that write may give anyway (the host has not seen the read
 //! complete). A data digest needs the bytes fixed when it is computed, so digests copy.
+//!
+//! Both of sanbench's block servers that frame replies with headers send through it: the
+//! NVMe/TCP target (C2HData) and the iSCSI target (Data-In).
 
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
-use sanbench_blockstore::BlockStore;
+use crate::BlockStore;
 
 /// iovecs per `sendmsg` (below every IOV_MAX Linux has had).
 const IOV_BATCH: usize = 512;
@@ -56,7 +59,7 @@ struct Ext {
     iov: libc::iovec,
 }
 
-pub(crate) struct Out {
+pub struct Out {
     buf: Vec<u8>,
     ext: Vec<Ext>,
     ext_bytes: usize,
@@ -69,7 +72,7 @@ pub(crate) struct Out {
 
 /// A point to go back to with [`Out::truncate`].
 #[derive(Clone, Copy)]
-pub(crate) struct Mark {
+pub struct Mark {
     buf: usize,
     ext: usize,
     ext_bytes: usize,
@@ -94,6 +97,11 @@ impl Out {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Bytes waiting that are referenced in a store, not copied (see [`Out::copy_referenced`]).
+    pub fn referenced(&self) -> usize {
+        self.ext_bytes
     }
 
     /// Enough is waiting that it should go out before more commands are handled.
@@ -140,6 +148,40 @@ impl Out {
             }
         }
         store.read_append(off, len, &mut self.buf)
+    }
+
+    /// Copies the referenced bytes waiting into the buffer in place of their references, in
+    /// order: what is sent no longer follows later writes to the store. A server calls it
+    /// before a write that must not show in replies already queued; it costs the copy that
+    /// referencing saved, and no send. Marks taken before it are void.
+    pub fn copy_referenced(&mut self) {
+        if self.ext.is_empty() {
+            return;
+        }
+        let mut buf =
+            Vec::with_capacity((self.buf.len() + self.ext_bytes).max(self.buf.capacity()));
+        let mut pos = 0;
+        for x in &self.ext {
+            buf.extend_from_slice(&self.buf[pos..x.at]);
+            pos = x.at;
+            let (at, n) = (buf.len(), x.iov.iov_len);
+            // SAFETY: capacity covers the buffer and every piece, so at + n fits. The piece is
+            // n readable bytes of the store, valid while it lives (`Out::store`), and cannot
+            // overlap `buf`, which is ours; a write racing this copy gives torn-but-defined
+            // bytes, as the store's own reads do. The n bytes after `at` are then initialised.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    x.iov.iov_base.cast::<u8>().cast_const(),
+                    buf.as_mut_ptr().add(at),
+                    n,
+                );
+                buf.set_len(at + n);
+            }
+        }
+        buf.extend_from_slice(&self.buf[pos..]);
+        self.buf = buf;
+        self.ext.clear();
+        self.ext_bytes = 0;
     }
 
     /// Sends everything, blocking (the socket's send timeout bounds a stall: a host that
@@ -274,5 +316,38 @@ mod tests {
         assert!(o.is_empty());
         drop(a);
         assert_eq!(reader.join().unwrap(), want);
+    }
+
+    #[test]
+    fn copied_references_keep_the_bytes_they_had() {
+        let store = BlockStore::ram(1 << 20, false).unwrap();
+        let old: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
+        store.write(0, &old, false).unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let mut o = Out::new(16);
+        let mut want = Vec::new();
+        for (off, len) in [(0u64, 4096usize), (70_000, 100_000), (5, 3)] {
+            o.buf().extend_from_slice(b"head");
+            want.extend_from_slice(b"head");
+            o.store(&store, off, len).unwrap();
+            want.extend_from_slice(&old[off as usize..off as usize + len]);
+        }
+        o.buf().extend_from_slice(b"tail");
+        want.extend_from_slice(b"tail");
+        assert!(o.referenced() > 0);
+        o.copy_referenced();
+        assert_eq!((o.referenced(), o.len()), (0, want.len()));
+        store.write(0, &vec![0xee; 200_000], false).unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut b = b;
+            b.read_to_end(&mut got).unwrap();
+            got
+        });
+        o.send(&a).unwrap();
+        drop(a);
+        assert!(reader.join().unwrap() == want);
     }
 }
