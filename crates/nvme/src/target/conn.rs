@@ -370,7 +370,9 @@ impl Conn {
         success: bool,
         mut fill: impl FnMut(&mut Out, usize, usize) -> io::Result<()>,
     ) -> io::Result<()> {
-        let piece = 128 * 1024;
+        // Up to 1 MiB per C2HData PDU (Linux's nvmet sends one per command): in 128 KiB
+        // pieces a 1 MiB read cost the target 1.24x the iSCSI target's CPU at 0.80x its IOPS.
+        let piece = 1024 * 1024;
         let mark = self.out.mark();
         let mut off = 0;
         while off < len {
