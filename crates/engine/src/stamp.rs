@@ -425,16 +425,22 @@ impl Stamper {
         xor_copy(&mut unit[..random_end], &pool[w..w + random_end], key);
         unit[random_end..].fill(0);
         if n >= STAMP_LEN {
-            Stamp {
-                offset,
-                run_id: self.run_id,
-                worker: self.worker,
-                unit_len: n as u16,
-                generation,
-                seq,
-                zero_tail: (n - random_end) as u16,
-            }
-            .encode(unit);
+            self.stamp(offset, n, generation, seq, n - random_end)
+                .encode(unit);
+        }
+    }
+
+    /// The stamp of this stream's unit of `n` bytes at `offset`.
+    #[inline]
+    fn stamp(&self, offset: u64, n: usize, generation: u32, seq: u64, zero_tail: usize) -> Stamp {
+        Stamp {
+            offset,
+            run_id: self.run_id,
+            worker: self.worker,
+            unit_len: n as u16,
+            generation,
+            seq,
+            zero_tail: zero_tail as u16,
         }
     }
 }

@@ -19,7 +19,7 @@
 //!   was a dependent load from DRAM, where `memcpy` has all of a read's lines in flight).
 
 use super::{
-    avx2, header_crc, sse42, window, xor_copy, KeyCache, Stamp, Stamper, MAGIC, SEQ_MASK, STAMP_LEN,
+    avx2, header_crc, sse42, window, xor_copy, KeyCache, Stamper, MAGIC, SEQ_MASK, STAMP_LEN,
 };
 
 impl Stamper {
@@ -55,16 +55,7 @@ impl Stamper {
         // The first line as the ordinary path leaves it: payload, then the stamp over it.
         let mut head = [0u8; 64];
         xor_copy(&mut head, &src[..64], key);
-        Stamp {
-            offset,
-            run_id: self.run_id,
-            worker: self.worker,
-            unit_len: n as u16,
-            generation,
-            seq,
-            zero_tail: 0,
-        }
-        .encode(&mut head);
+        self.stamp(offset, n, generation, seq, 0).encode(&mut head);
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: the CPU has AVX2 (checked above).
@@ -312,22 +303,14 @@ macro_rules! expected_units {
                 break;
             }
             let h = &u[..STAMP_LEN];
-            let zero_tail = le(h, 38..40) as usize;
             #[allow(unused_unsafe)]
             // SAFETY: (the SIMD expansion) the CPU has the kernel's features, checked by the
             // caller's dispatch.
-            let crc_ok = unsafe { $crc(&h[8..STAMP_LEN]) } == le(h, 4..8) as u32;
-            if h[0..4] != MAGIC
-                || le(h, 8..16) != off
-                || le(h, 16..24) != $run_id
-                || le(h, 26..28) != n as u64
-                || le(h, 28..32) != g as u64
-                || zero_tail > n - STAMP_LEN
-                || !crc_ok
-            {
+            let crc = unsafe { $crc(&h[8..STAMP_LEN]) };
+            let Some(zero_tail) = expected_stamp(h, crc, off, $run_id, n, g) else {
                 ok = false;
                 break;
-            }
+            };
             let random_end = n - zero_tail;
             let key = $keys.key($run_id, off, le(h, 32..38), le(h, 24..26) as u16, g);
             let w = window(key, pool.len(), n);
@@ -350,6 +333,22 @@ macro_rules! expected_units {
         }
         ok
     }};
+}
+
+/// The lean test of one unit's stamp `h` (its first [`STAMP_LEN`] bytes, whose CRC over
+/// `h[8..]` the caller computed as `crc`): this run's stamp for unit offset `off`, `n` bytes
+/// long, of generation `g`. Its zero tail's length when so, `None` ("look closer") otherwise.
+#[inline(always)]
+fn expected_stamp(h: &[u8], crc: u32, off: u64, run_id: u64, n: usize, g: u32) -> Option<usize> {
+    let zero_tail = le(h, 38..40) as usize;
+    (h[0..4] == MAGIC
+        && le(h, 8..16) == off
+        && le(h, 16..24) == run_id
+        && le(h, 26..28) == n as u64
+        && le(h, 28..32) == g as u64
+        && zero_tail <= n - STAMP_LEN
+        && crc == le(h, 4..8) as u32)
+        .then_some(zero_tail)
 }
 
 /// Asks for every 64-byte line of `mem` to be brought into the cache, without waiting for it
@@ -473,17 +472,10 @@ impl KeyCache {
                 }
                 dst[at..at + STAMP_LEN].copy_from_slice(&src[at..at + STAMP_LEN]);
                 let h = &dst[at..at + STAMP_LEN];
-                let zero_tail = le(h, 38..40) as usize;
-                if h[0..4] != MAGIC
-                    || le(h, 8..16) != off
-                    || le(h, 16..24) != run_id
-                    || le(h, 26..28) != n as u64
-                    || le(h, 28..32) != g as u64
-                    || zero_tail > n - STAMP_LEN
-                    || super::header_crc_sse42(&h[8..STAMP_LEN]) != le(h, 4..8) as u32
-                {
+                let crc = super::header_crc_sse42(&h[8..STAMP_LEN]);
+                let Some(zero_tail) = expected_stamp(h, crc, off, run_id, n, g) else {
                     break 'unit false;
-                }
+                };
                 let random_end = at + n - zero_tail;
                 let key = self.key(run_id, off, le(h, 32..38), le(h, 24..26) as u16, g);
                 let w = window(key, pool.len(), n);
@@ -539,61 +531,37 @@ impl KeyCache {
 mod tests {
     use super::*;
 
-    /// The copying comparison copies every byte and says "differs" exactly when the byte loop
-    /// does, for every length and a change at every position.
+    /// Both AVX2 comparisons say "differs" exactly when the byte loop does, for every length up
+    /// to a few vectors (the 64-byte loop, the 32-byte step, the overlapping tail and the byte
+    /// tail) and a change at every position; the copying one leaves the full copy whatever it
+    /// finds.
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn avx2_copy_diff_copies_and_agrees_with_the_byte_loop() {
-        if !avx2() {
-            return;
-        }
-        let key = 0xfeed_0123_4567_89ab_u64;
-        let kb = key.to_le_bytes();
-        let pool: Vec<u8> = (0..300u32).map(|i| (i * 13 + 1) as u8).collect();
-        for n in 0..=200 {
-            let src: Vec<u8> = (0..n).map(|i| pool[i] ^ kb[i % 8]).collect();
-            let mut dst = vec![0xa5u8; n];
-            // SAFETY: the CPU has AVX2 (checked above).
-            assert_eq!(unsafe { xor_diff_copy_avx2(&src, &mut dst, &pool, key) }, 0);
-            assert_eq!(dst, src, "len {n}");
-            for at in 0..n {
-                let mut bad = src.clone();
-                bad[at] ^= 0x08;
-                let mut dst = vec![0u8; n];
-                // SAFETY: as above.
-                let d = unsafe { xor_diff_copy_avx2(&bad, &mut dst, &pool, key) };
-                assert_ne!(d, 0, "len {n} at {at}");
-                assert_eq!(dst, bad, "len {n} at {at}: not all copied");
-            }
-        }
-    }
-
-    /// The AVX2 comparison says "differs" exactly when the byte loop does, for every length
-    /// up to a few vectors (the 64-byte loop, the 32-byte step, the overlapping tail and the
-    /// byte tail) and a change at every position.
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn avx2_diff_agrees_with_the_byte_loop() {
+    fn avx2_kernels_agree_with_the_byte_loop() {
         if !avx2() {
             return;
         }
         let key = 0x0123_4567_89ab_cdef_u64;
         let kb = key.to_le_bytes();
-        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        let pool: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        // SAFETY (both closures): the CPU has AVX2 (checked above).
+        let diff = |d: &[u8]| unsafe { xor_diff_avx2(d, &pool, key) };
+        let copy = |d: &[u8]| {
+            let mut dst = vec![0xa5u8; d.len()];
+            let r = unsafe { xor_diff_copy_avx2(d, &mut dst, &pool, key) };
+            assert_eq!(dst, d, "len {}: not all copied", d.len());
+            r
+        };
         for n in 0..=200 {
-            let data: Vec<u8> = (0..n).map(|i| src[i] ^ kb[i % 8]).collect();
-            // SAFETY: the CPU has AVX2 (checked above).
-            assert_eq!(unsafe { xor_diff_avx2(&data, &src, key) }, 0, "len {n}");
-            assert_eq!(xor_diff_bytes(&data, &src[..n], key), 0, "len {n}");
+            let data: Vec<u8> = (0..n).map(|i| pool[i] ^ kb[i % 8]).collect();
+            assert_eq!(xor_diff_bytes(&data, &pool[..n], key), 0, "len {n}");
+            assert_eq!(diff(&data), 0, "len {n}");
+            assert_eq!(copy(&data), 0, "len {n}");
             for at in 0..n {
                 let mut bad = data.clone();
                 bad[at] ^= 0x40;
-                // SAFETY: as above.
-                assert_ne!(
-                    unsafe { xor_diff_avx2(&bad, &src, key) },
-                    0,
-                    "len {n} at {at}"
-                );
+                assert_ne!(diff(&bad), 0, "len {n} at {at}");
+                assert_ne!(copy(&bad), 0, "len {n} at {at}");
             }
         }
     }
