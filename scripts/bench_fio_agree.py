@@ -13,7 +13,12 @@ from when the I/O is prepared to its completion; sanbench's from just before the
 submitted; fio's `clat`, from submission, printed beside) with sanbench/fio ratios per
 repetition and their medians.
 
-Usage: scripts/bench_fio_agree.py [--reps 5] [--time 5] [--size 1G]
+--pin CPUS runs every command of both tools under `taskset -c CPUS` (io_uring's io-wq workers,
+which do tmpfs writes, inherit it): on a 2-vCPU VM where the submitter and the workers land on
+the same or on different vCPUs run to run, B is bimodal for both tools unpinned and steady pinned.
+--only A|B runs one workload.
+
+Usage: scripts/bench_fio_agree.py [--reps 5] [--time 5] [--size 1G] [--pin CPUS] [--only A|B]
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -26,8 +31,11 @@ WORKLOADS = {
 }
 
 
+PIN = []
+
+
 def sh(cmd):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(PIN + cmd, check=True, capture_output=True, text=True).stdout
 
 
 def fio(path, w, secs, size, refill=False, matched=False):
@@ -64,12 +72,19 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--time", type=int, default=5)
     ap.add_argument("--size", default="1G")
+    ap.add_argument("--pin", help="taskset -c CPUS for every command of both tools")
+    ap.add_argument("--only", choices=["A", "B"])
     a = ap.parse_args()
+    if a.pin:
+        PIN[:] = ["taskset", "-c", a.pin]
+        print(f"every command under taskset -c {a.pin}")
     path = "/dev/shm/sanbench-fio-agree.img"
     sh(["fio", "--name=layout", f"--filename={path}", f"--size={a.size}", "--rw=write",
         "--bs=1M", "--ioengine=psync", "--output-format=json"])
     try:
         for name, w in WORKLOADS.items():
+            if a.only and not name.startswith(a.only):
+                continue
             ratios = {"fio": ([], []), "fio-refill": ([], []), "fio-matched": ([], [])}
             vs_clat = []
             print(name)
@@ -87,7 +102,7 @@ def main():
                 for who in order:
                     got[who], cmd = runners[who]()
                     if rep == 0:
-                        print("   $ " + " ".join(cmd))
+                        print("   $ " + " ".join(PIN + cmd))
                 s = got["sb"]
                 line = f"  rep {rep + 1}: sanbench {s['iops']:>9,.0f} IOPS {s['lat_us']:7.2f} µs"
                 for peer, (ri, rl) in ratios.items():
