@@ -1,6 +1,11 @@
 //! `sanbench serve nbd|iscsi|nvme`: the built-in RAM-disk targets, in the foreground until Ctrl-C or
 //! SIGTERM, then a clean exit with a summary line that ends with the bytes the store holds
 //! ("allocated N bytes"): scripts precondition a server, stop it and read that figure.
+//!
+//! The ready line (the URI) is the only thing a server writes to stdout, through `outln!`
+//! like every command: it is informational, so a reader that has gone away (a closed pipe)
+//! does not stop the server. It keeps serving until Ctrl-C or SIGTERM and then
+//! exits 0 as it would have (tests/closed_pipe.rs).
 
 use std::net::SocketAddr;
 
@@ -236,7 +241,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     let addr = t.local_addr();
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
-    println!(
+    outln!(
         "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}); discovery at nvme+tcp://{addr}; \
          Ctrl-C to stop",
         a.nqn,

@@ -296,4 +296,24 @@ fn bad_rates_are_refused() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{err}");
     }
+    // A suite's curve is checked where the suite is read (the error names the file).
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "name = \"c\"\ncurve = [50, 250]\n[[workload]]\nid = \"r\"\n\
+         segment = [{ bs = \"4k\", read = 100 }]\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args(["compare", "null:", "--suite", suite.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("s.toml: curve: 250 is not a load level between 0 and 200 %"),
+        "{err}"
+    );
 }

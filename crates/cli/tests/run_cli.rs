@@ -161,6 +161,23 @@ fn bad_input_exits_2_with_one_line() {
     );
     expect_usage_error(&["run"], "not provided: <TARGET>");
     expect_usage_error(&["diff", "1"], "not provided: <RUN_B>");
+    // --curve is parsed where it enters, with the other flags: its error comes before the
+    // suite is read (the suite named here does not exist).
+    expect_usage_error(
+        &[
+            "compare",
+            "null:",
+            "--suite",
+            "/nonexistent.toml",
+            "--curve",
+            "10,abc",
+        ],
+        "--curve <PCT,PCT,...>': 'abc' is not a percentage",
+    );
+    expect_usage_error(
+        &["compare", "null:", "--curve", "0,50"],
+        "0 is not a load level between 0 and 200 %",
+    );
     expect_usage_error(&["run", "mem:1G", "--frobnicate"], "frobnicate");
     // Query options of network targets are checked before anything connects.
     expect_usage_error(

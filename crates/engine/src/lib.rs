@@ -17,7 +17,9 @@ pub mod hosts;
 pub mod mem;
 pub mod null;
 pub mod page_cache;
-pub mod poison;
+/// The one lock-poison helper; it lives in `sanbench-stats`, the crate below both the engine
+/// and the monitor, and is re-exported here for the crates above the engine.
+pub use sanbench_stats::poison;
 pub mod precondition;
 pub mod spec;
 pub mod stamp;

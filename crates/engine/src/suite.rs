@@ -31,7 +31,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{Defaults, SegmentFile, Workload, WorkloadFile};
-use crate::units::{Bytes, Dur};
+use crate::units::{Bytes, Dur, LoadLevels};
 
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../suites/quick.toml")),
@@ -315,7 +315,9 @@ pub fn parse(text: &str) -> Result<Suite, String> {
         description: f.description.clone(),
         source: f.source.clone(),
         precondition,
-        curve: f.curve.clone(),
+        curve: LoadLevels::new(f.curve.clone())
+            .map_err(|e| format!("curve: {e}"))?
+            .0,
         workloads,
     })
 }

@@ -175,6 +175,44 @@ impl fmt::Display for Pct {
     }
 }
 
+/// The load levels of a response-time curve (`--curve 10,50,80,90,95,100`, a suite's
+/// `curve = [...]`): percentages of a target's closed-loop maximum, each above 0 and at most
+/// 200, kept ascending without repeats (the order a curve climbs in).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoadLevels(pub Vec<f64>);
+
+impl LoadLevels {
+    /// Checks levels given as numbers and puts them in order.
+    pub fn new(mut v: Vec<f64>) -> Result<LoadLevels, String> {
+        if let Some(x) = v
+            .iter()
+            .find(|x| !(x.is_finite() && **x > 0.0 && **x <= 200.0))
+        {
+            return Err(format!("{x} is not a load level between 0 and 200 %"));
+        }
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        Ok(LoadLevels(v))
+    }
+}
+
+impl std::str::FromStr for LoadLevels {
+    type Err = String;
+    /// `PCT,PCT,...`, each optionally with a `%`.
+    fn from_str(s: &str) -> Result<LoadLevels, String> {
+        let v = s
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .trim_end_matches('%')
+                    .parse::<f64>()
+                    .map_err(|_| format!("'{x}' is not a percentage"))
+            })
+            .collect::<Result<Vec<f64>, String>>()?;
+        LoadLevels::new(v)
+    }
+}
+
 /// Spec files write sizes and durations as strings (`"4k"`, `"5s"`) or bare numbers (bytes,
 /// seconds); both deserialize through the one parser.
 macro_rules! human_serde {
@@ -299,5 +337,21 @@ mod tests {
         );
         assert!(toml::from_str::<T>("a = \"4q\"\nb = 1\nc = 1\nd = 1").is_err());
         assert!(toml::from_str::<T>("a = -4\nb = 1\nc = 1\nd = 1").is_err());
+    }
+
+    #[test]
+    fn load_levels_parse_once_in_order() {
+        let l: LoadLevels = "90, 10%,50,10".parse().unwrap();
+        assert_eq!(l, LoadLevels(vec![10.0, 50.0, 90.0]));
+        assert_eq!("200".parse::<LoadLevels>().unwrap().0, [200.0]);
+        assert!("10,abc"
+            .parse::<LoadLevels>()
+            .unwrap_err()
+            .contains("'abc' is not a percentage"));
+        for bad in ["0,50", "201", "-5", "nan", "inf", "", "10,,20"] {
+            assert!(bad.parse::<LoadLevels>().is_err(), "{bad}");
+        }
+        assert!(LoadLevels::new(vec![f64::NAN]).is_err());
+        assert_eq!(LoadLevels::new(vec![]).unwrap().0, Vec::<f64>::new());
     }
 }

@@ -27,6 +27,7 @@ use crate::net::{NetReader, NetReport, NetSnapshot};
 use crate::power::Idle;
 use crate::power::{self, PowerChoice, PowerOptions, PowerReport, PowerSampler};
 use crate::procs::{default_kernel_patterns, GroupReport, ProcessTracker, WatchSpec};
+use sanbench_stats::poison::{self, lock};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
@@ -487,11 +488,6 @@ fn sample_power(p: &Mutex<Option<PowerSampler>>) -> Option<f64> {
     lock(p).as_mut().and_then(|p| p.sample())
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while sampling must not take the run's report down with it.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// The sampling loop: ticks on an absolute schedule so that the series does not drift.
 fn run(s: &Shared, interval: Duration) {
     let mut next = Instant::now() + interval;
@@ -505,11 +501,7 @@ fn run(s: &Shared, interval: Duration) {
             if now >= next {
                 break;
             }
-            stop = s
-                .wake
-                .wait_timeout(stop, next - now)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|p| p.into_inner().0);
+            stop = poison::wait_timeout(&s.wake, stop, next - now);
         }
         drop(stop);
         // CPU side and power side under separate locks, never both at once: a slow power

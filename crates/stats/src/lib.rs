@@ -1,5 +1,6 @@
 //! Statistics for sanbench, kept pure: no clocks, no I/O, no threads (and, in `time`, the one
-//! timestamp format every document uses).
+//! timestamp format every document uses; in [`poison`], the one lock-poison helper, here
+//! because the engine and the monitor both depend on this crate and on nothing else in common).
 //!
 //! Everything here takes numbers and returns numbers so that it can be tested exactly. The
 //! definitions follow `docs/MEASURE.md`: latency percentiles come from a log-linear histogram
@@ -9,6 +10,7 @@
 
 mod histogram;
 mod histogram_wire;
+pub mod poison;
 mod repeat;
 mod signif;
 mod steady;

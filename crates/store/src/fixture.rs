@@ -1,7 +1,8 @@
 //! A small, fully deterministic comparison: three targets, four workloads, two repetitions.
 //!
 //! It exists for tests (the store's round trips, the report's snapshot and browser tests) and
-//! for demos of the report without hardware. Its figures are made up but shaped like the
+//! for a look at the report without hardware (the report crate's `fixture_report` example);
+//! test-only, behind the `fixture` feature (see the crate docs). Its figures are made up but shaped like the
 //! studies': latency follows Little's law from the queue depth, CPU and power figures give the
 //! efficiency ratios, and the third target's power is modeled (as on a VM without a meter).
 //! One target's name holds HTML metacharacters on purpose.

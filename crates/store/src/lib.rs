@@ -2,10 +2,15 @@
 //!
 //! [`model`] is the document `compare` writes; [`Store`] keeps every run in one SQLite file,
 //! cell by cell as they finish, so an interrupted run keeps what it measured and any run can be
-//! rendered again later with identical figures. [`fixture`] is a small deterministic comparison
-//! for tests and demos.
+//! rendered again later with identical figures.
+//!
+//! `fixture` (a small deterministic comparison) is test-only: it is compiled for this crate's
+//! unit tests and behind the `fixture` feature, which only the dev-dependencies of the crates
+//! whose tests and examples use it turn on (the store's own integration tests, the report's
+//! tests and its `fixture_report` example). The `sanbench` binary does not carry it.
 
 mod db;
+#[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 pub mod model;
 

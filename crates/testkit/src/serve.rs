@@ -1,6 +1,7 @@
 //! `sanbench serve ...` as a child process of a test: started, its URI taken from the first
 //! line it prints, its stderr collected, stopped by its process id.
 
+use sanbench_stats::poison::lock;
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -42,9 +43,7 @@ impl Served {
                     break;
                 }
                 let text = String::from_utf8_lossy(&buf[..n]);
-                sink.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push_str(&text);
+                lock(&sink).push_str(&text);
             }
         });
         let mut line = String::new();
@@ -89,10 +88,7 @@ impl Served {
 
     /// What the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.stderr).clone()
     }
 
     /// Stops the server with SIGINT (as Ctrl-C would), asserts that it exits with success,

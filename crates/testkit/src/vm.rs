@@ -8,6 +8,7 @@
 //! Needs the Debian packages qemu-system-x86, busybox-static and linux-image-amd64
 //! (scripts/deps.sh). TCG is slow: nothing measured inside is a performance figure.
 
+use sanbench_stats::poison::lock;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -338,9 +339,7 @@ impl Vm {
                     if n == 0 {
                         break;
                     }
-                    c.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push_str(&String::from_utf8_lossy(&b[..n]));
+                    lock(&c).push_str(&String::from_utf8_lossy(&b[..n]));
                 }
             });
         }
@@ -352,10 +351,7 @@ impl Vm {
     }
 
     pub fn console(&self) -> String {
-        self.console
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.console).clone()
     }
 
     /// Waits until the console shows `marker`; panics with the console after `timeout`.

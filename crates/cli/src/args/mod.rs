@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use sanbench_engine::run::pacer::Arrival;
-use sanbench_engine::units::{Bytes, Dur, Pct};
+use sanbench_engine::units::{Bytes, Dur, LoadLevels, Pct};
 
 mod lab;
 mod serve;
@@ -302,7 +302,7 @@ pub struct CompareArgs {
     /// open loop at these percentages of its own closed-loop maximum (SPC-1 uses
     /// 10,50,80,90,95,100); a suite's `curve` key does the same.
     #[arg(long, value_name = "PCT,PCT,...")]
-    pub curve: Option<String>,
+    pub curve: Option<LoadLevels>,
     /// A target's curve stops climbing once its mean response time passes this.
     #[arg(long, default_value = "100ms", value_name = "DURATION")]
     pub curve_stop: Dur,

@@ -155,31 +155,12 @@ pub(crate) struct CellCtx<'a> {
     pub(crate) templates: &'a [String],
 }
 
-/// The curve levels: `--curve` or the suite's `curve`, ascending, each in (0, 200].
-fn curve_levels(a: &CompareArgs, s: &Suite) -> Result<Vec<f64>, CliError> {
-    let mut v: Vec<f64> = match &a.curve {
-        Some(list) => list
-            .split(',')
-            .map(|x| {
-                x.trim()
-                    .trim_end_matches('%')
-                    .parse::<f64>()
-                    .map_err(|_| usage(format!("--curve: '{x}' is not a percentage")))
-            })
-            .collect::<Result<_, _>>()?,
-        None => s.curve.clone(),
-    };
-    if let Some(x) = v
-        .iter()
-        .find(|x| !(x.is_finite() && **x > 0.0 && **x <= 200.0))
-    {
-        return Err(usage(format!(
-            "--curve: {x} is not a load level between 0 and 200 %"
-        )));
-    }
-    v.sort_by(f64::total_cmp);
-    v.dedup();
-    Ok(v)
+/// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
+/// were read (`LoadLevels`).
+fn curve_levels(a: &CompareArgs, s: &Suite) -> Vec<f64> {
+    a.curve
+        .as_ref()
+        .map_or_else(|| s.curve.clone(), |l| l.0.clone())
 }
 
 /// Runs one cell; `None` on the ranks of an MPI job other than 0 (rank 0 has the result).
@@ -312,7 +293,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let mon = crate::monitoring::setup(&a.monitor)?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
-    let curve = curve_levels(&a, &p.suite)?;
+    let curve = curve_levels(&a, &p.suite);
     let curve_stop = a.curve_stop.0;
     if job.is_some() && !curve.is_empty() {
         return Err(usage(

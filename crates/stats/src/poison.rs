@@ -1,9 +1,10 @@
 //! Locks that outlive a panicking holder. A thread that panicked while holding one of
 //! sanbench's mutexes (a stream, a sampler, a connection) must not take the run's report, the
 //! other connections or the process down with it: every state these locks guard stays valid
-//! between statements, so the guard is taken as it is. One place for the idiom, used by every
-//! crate above the engine (the monitor crate, which does not depend on the engine, keeps one
-//! private copy).
+//! between statements, so the guard is taken as it is. One place for the idiom, for every
+//! crate: it lives here because this crate is the one both the engine and the monitor depend
+//! on (the engine re-exports it as `sanbench_engine::poison` for the crates above it). It
+//! spawns nothing and reads no clock, so the crate stays pure.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
