@@ -707,3 +707,135 @@ fn read_queued_before_a_write_returns_the_old_data() {
     assert!(read == old, "the read shows the write queued after it");
     assert_eq!(c.command(r, 4096, &[]), (0, new));
 }
+
+/// A Task Management Function Request, immediate; returns its response code.
+fn tmf(c: &mut Client, function: u8, ref_task_tag: u32, ref_cmd_sn: u32) -> u8 {
+    c.itt += 1;
+    let t = sanbench_iscsi::wire::pdu_ctl::TaskMgmtRequest {
+        immediate: true,
+        function,
+        lun: 0,
+        itt: c.itt,
+        ref_task_tag,
+        cmd_sn: c.cmd_sn,
+        exp_stat_sn: 0,
+        ref_cmd_sn,
+        exp_data_sn: 0,
+    };
+    c.send(Bhs::TaskMgmtRequest(t), &[]);
+    match c.recv() {
+        (Bhs::TaskMgmtResponse(r), _) => {
+            assert_eq!(r.itt, c.itt);
+            r.response
+        }
+        other => panic!("function {function}: expected a TMF response, got {other:?}"),
+    }
+}
+
+/// Task management (RFC 7143 §11.5-11.6): ABORT TASK ends a write waiting for its data (whose
+/// Data-Out then names no task) and finds no task once it is gone; CLEAR ACA and TASK
+/// REASSIGN are not supported, an undefined function is rejected, the resets complete and a
+/// cold reset closes the connection. Logout answers "closed" and closes it.
+#[test]
+fn task_management_and_logout() {
+    use sanbench_iscsi::wire::codes::{logout_reason, logout_response};
+    use sanbench_iscsi::wire::codes::{tmf_function as f, tmf_response as r};
+    use sanbench_iscsi::wire::pdu_ctl::reject_reason::INVALID_PDU_FIELD;
+    let t = start(TargetConfig::default());
+    let mut c = Client::login(t.2, icfg()).unwrap();
+    let (cdb, _) = Cdb::Write {
+        len: CdbLen::L16,
+        lba: 0,
+        blocks: 32,
+        protect: 0,
+        dpo: false,
+        fua: false,
+        verify: false,
+    }
+    .encode();
+    c.itt += 1;
+    let (write_itt, write_cmd_sn) = (c.itt, c.cmd_sn);
+    let cmd = ScsiCommand {
+        immediate: false,
+        final_: true,
+        read: false,
+        write: true,
+        attr: 1,
+        lun: 0,
+        itt: write_itt,
+        expected_data_len: 16384,
+        cmd_sn: write_cmd_sn,
+        exp_stat_sn: 0,
+        cdb,
+    };
+    c.cmd_sn += 1;
+    c.send(Bhs::ScsiCommand(cmd), &[]);
+    let (Bhs::R2t(r2t), _) = c.recv() else {
+        panic!("no R2T")
+    };
+    assert_eq!(
+        tmf(&mut c, f::ABORT_TASK, write_itt, write_cmd_sn),
+        r::COMPLETE
+    );
+    let late = DataOut {
+        final_: true,
+        lun: 0,
+        itt: write_itt,
+        ttt: r2t.ttt,
+        exp_stat_sn: 0,
+        data_sn: 0,
+        buffer_offset: 0,
+    };
+    c.send(Bhs::DataOut(late), &[0u8; 16384]);
+    match c.recv() {
+        (Bhs::Reject(j), _) => assert_eq!(j.reason, INVALID_PDU_FIELD),
+        other => panic!("expected a Reject of the aborted task's data, got {other:?}"),
+    }
+    assert_eq!(
+        tmf(&mut c, f::ABORT_TASK, write_itt, write_cmd_sn),
+        r::TASK_DOES_NOT_EXIST
+    );
+    assert_eq!(tmf(&mut c, f::CLEAR_ACA, 0, 0), r::FUNCTION_NOT_SUPPORTED);
+    assert_eq!(
+        tmf(&mut c, f::TASK_REASSIGN, 0, 0),
+        r::FUNCTION_NOT_SUPPORTED
+    );
+    assert_eq!(tmf(&mut c, 0x55, 0, 0), r::REJECTED);
+    for function in [
+        f::ABORT_TASK_SET,
+        f::LOGICAL_UNIT_RESET,
+        f::TARGET_WARM_RESET,
+    ] {
+        assert_eq!(tmf(&mut c, function, 0xffff_ffff, 0), r::COMPLETE);
+    }
+    write_read(&mut c);
+    c.itt += 1;
+    let logout = sanbench_iscsi::wire::pdu_ctl::LogoutRequest {
+        immediate: true,
+        reason: logout_reason::CLOSE_SESSION,
+        itt: c.itt,
+        cid: 0,
+        cmd_sn: c.cmd_sn,
+        exp_stat_sn: 0,
+    };
+    c.send(Bhs::LogoutRequest(logout), &[]);
+    match c.recv() {
+        (Bhs::LogoutResponse(l), _) => {
+            assert_eq!((l.itt, l.response), (c.itt, logout_response::CLOSED));
+        }
+        other => panic!("expected a Logout Response, got {other:?}"),
+    }
+    // A connection left open would fail the read by its timeout rather than hang the test.
+    let closed = |c: &mut Client| {
+        c.s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        c.s.read(&mut [0u8; 1]).unwrap() == 0
+    };
+    assert!(closed(&mut c), "open after logout");
+    let mut c = Client::login(t.2, icfg()).unwrap();
+    assert_eq!(
+        tmf(&mut c, f::TARGET_COLD_RESET, 0xffff_ffff, 0),
+        r::COMPLETE
+    );
+    assert!(closed(&mut c), "open after a cold reset");
+}

@@ -33,8 +33,29 @@ pub struct Sense {
     pub ascq: u8,
     /// INFORMATION field (e.g. the offset of a miscompare).
     pub info: Option<u64>,
-    /// Sense-key specific field pointer: (in CDB, byte, bit).
-    pub field: Option<(bool, u16, Option<u8>)>,
+    /// Sense-key specific field pointer: the field found invalid.
+    pub field: Option<FieldPointer>,
+}
+
+/// Where the invalid field is (SPC-5 §4.4.2.4.2, the sense-key specific bytes of ILLEGAL
+/// REQUEST).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldPointer {
+    /// In the CDB (C/D set), not in the parameter data.
+    pub in_cdb: bool,
+    pub byte: u16,
+    /// The field's highest bit within the byte, when the pointer names one (BPV).
+    pub bit: Option<u8>,
+}
+
+impl FieldPointer {
+    fn decode(b: [u8; 3]) -> FieldPointer {
+        FieldPointer {
+            in_cdb: b[0] & 0x40 != 0,
+            byte: u16::from_be_bytes([b[1], b[2]]),
+            bit: (b[0] & 8 != 0).then_some(b[0] & 7),
+        }
+    }
 }
 
 impl Sense {
@@ -60,20 +81,29 @@ impl Sense {
     pub const INSUFFICIENT_REGISTRATION_RESOURCES: Sense =
         Sense::new(key::ILLEGAL_REQUEST, 0x55, 0x04);
     pub const NO_SENSE: Sense = Sense::new(key::NO_SENSE, 0, 0);
+    /// INVALID RELEASE OF PERSISTENT RESERVATION (SPC-5 §6.17.3).
+    pub const INVALID_RELEASE_OF_PR: Sense = Sense::new(key::ILLEGAL_REQUEST, 0x26, 0x04);
+    // A Data-Out the target did not ask for (SPC-5 4Bh, iSCSI's own 0Ch in RFC 7143 §11.4.7.2).
+    pub const DATA_PHASE_ERROR: Sense = Sense::new(key::ABORTED_COMMAND, 0x4b, 0x00);
+    pub const INVALID_TTT_RECEIVED: Sense = Sense::new(key::ABORTED_COMMAND, 0x4b, 0x01);
+    pub const TOO_MUCH_WRITE_DATA: Sense = Sense::new(key::ABORTED_COMMAND, 0x4b, 0x02);
+    pub const DATA_OFFSET_ERROR: Sense = Sense::new(key::ABORTED_COMMAND, 0x4b, 0x05);
+    pub const UNEXPECTED_UNSOLICITED_DATA: Sense = Sense::new(key::ABORTED_COMMAND, 0x0c, 0x0c);
+    pub const NOT_ENOUGH_UNSOLICITED_DATA: Sense = Sense::new(key::ABORTED_COMMAND, 0x0c, 0x0d);
 
     pub fn with_info(mut self, info: u64) -> Sense {
         self.info = Some(info);
         self
     }
     pub fn with_field(mut self, in_cdb: bool, byte: u16, bit: Option<u8>) -> Sense {
-        self.field = Some((in_cdb, byte, bit));
+        self.field = Some(FieldPointer { in_cdb, byte, bit });
         self
     }
 
     fn sks(&self) -> Option<[u8; 3]> {
-        self.field.map(|(cd, byte, bit)| {
-            let b0 = 0x80 | (cd as u8) << 6 | bit.map_or(0, |b| 0x08 | (b & 7));
-            let [hi, lo] = byte.to_be_bytes();
+        self.field.map(|f| {
+            let b0 = 0x80 | (f.in_cdb as u8) << 6 | f.bit.map_or(0, |b| 0x08 | (b & 7));
+            let [hi, lo] = f.byte.to_be_bytes();
             [b0, hi, lo]
         })
     }
@@ -116,13 +146,8 @@ impl Sense {
             0x70 | 0x71 if b.len() >= 14 => {
                 let info =
                     (b[0] & 0x80 != 0).then(|| u32::from_be_bytes([b[3], b[4], b[5], b[6]]) as u64);
-                let field = (b.len() >= 18 && b[15] & 0x80 != 0).then(|| {
-                    (
-                        b[15] & 0x40 != 0,
-                        u16::from_be_bytes([b[16], b[17]]),
-                        (b[15] & 8 != 0).then_some(b[15] & 7),
-                    )
-                });
+                let field = (b.len() >= 18 && b[15] & 0x80 != 0)
+                    .then(|| FieldPointer::decode([b[15], b[16], b[17]]));
                 Some(Sense {
                     key: b[2] & 0x0f,
                     asc: b[12],
@@ -145,11 +170,7 @@ impl Sense {
                             s.info = Some(u64::from_be_bytes(a));
                         }
                         2 if len >= 5 && body[2] & 0x80 != 0 => {
-                            s.field = Some((
-                                body[2] & 0x40 != 0,
-                                u16::from_be_bytes([body[3], body[4]]),
-                                (body[2] & 8 != 0).then_some(body[2] & 7),
-                            ));
+                            s.field = Some(FieldPointer::decode([body[2], body[3], body[4]]));
                         }
                         _ => {}
                     }

@@ -1,4 +1,8 @@
-//! One iSCSI connection: login, then the full feature phase (RFC 7143 §4, §10–11).
+//! One iSCSI connection: the socket side and the dispatch of each PDU to the part of the
+//! protocol it belongs to (RFC 7143 §4, §10–11). Beside it: `conn/login.rs` the login phase
+//! and text negotiation, `conn/tmf.rs` task management, `conn/io.rs` the SCSI data path (with
+//! `conn/data_out.rs` what a Data-Out may carry and `conn/data_in.rs` a Data-In PDU), and
+//! `conn/recv.rs` the receive buffer.
 //!
 //! The loop reads as much as the socket has into one buffer, frames and handles every complete
 //! PDU in it, appends all responses to one output buffer and writes it with one call: under
@@ -7,7 +11,7 @@
 //! into the socket once (from a file store, or under a data digest, it is copied into the
 //! buffer once); see [`data_in`]. Any framing or protocol error closes only this connection.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Read;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,33 +20,34 @@ use std::time::Duration;
 
 use sanbench_blockstore::out::Out;
 
-use super::lun::{Lun, Outcome};
 use super::Shared;
-use crate::scsi::cdb::{op, Cdb, CdbError};
-use crate::scsi::sense::{status, Sense};
-use crate::wire::bhs::{decode_lun, Bhs, BHS_LEN};
-use crate::wire::discovery::{send_targets, TargetRecord};
+use crate::wire::bhs::{Bhs, BHS_LEN};
+use crate::wire::codes::logout_response;
 use crate::wire::framer::{encode_pdu, parse_pdu, FrameConfig, Parsed, PduRef};
-use crate::wire::login::{LoginOutcome, SessionType, TargetLogin, CMD_WINDOW};
-use crate::wire::pdu::*;
-use crate::wire::pdu_ctl::*;
-use crate::wire::{keys, text, WireError};
+use crate::wire::layout::RESERVED_TAG;
+use crate::wire::login::{SessionType, TargetLogin, CMD_WINDOW};
+use crate::wire::pdu_ctl::{reject_reason, LogoutRequest, LogoutResponse, NopIn, NopOut, Reject};
+use crate::wire::WireError;
 
 mod data_in;
 mod data_out;
 mod io;
+mod login;
+mod recv;
+mod tmf;
 
-use data_out::Burst;
+use io::{Referenced, WriteTask};
+use login::Session;
+use recv::RecvBuf;
 
+/// The receive buffer's first size and the send buffer's flush threshold.
 const RBUF: usize = 1 << 20;
-/// Largest EDTL we buffer for one write command.
-const MAX_WRITE: u32 = super::lun::MAX_XFER_BLOCKS * 512;
-/// Most Data-Out bytes one connection may have buffered for incomplete writes.
-const MAX_BUFFERED: usize = 256 << 20;
+/// How long one read waits before the loop looks at the stop flag again.
+const READ_WAIT: Duration = Duration::from_millis(200);
 
 pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
     let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let _ = stream.set_read_timeout(Some(READ_WAIT));
     let mut c = Conn {
         stream,
         shared,
@@ -55,25 +60,11 @@ pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool
         stat_sn: 0,
         exp_cmd_sn: 0,
         tasks: HashMap::new(),
-        failed_itts: Default::default(),
+        failed_itts: VecDeque::new(),
         next_ttt: 1,
         close: false,
     };
     let _ = c.run(&stop);
-}
-
-struct WriteTask {
-    cmd: ScsiCommand,
-    cdb: Cdb,
-    lun: usize,
-    buf: Vec<u8>,
-    received: u32,
-    want: u32,
-    unsolicited_done: bool,
-    /// The outstanding R2T.
-    r2t: Option<Burst>,
-    r2t_sn: u32,
-    unsol_data_sn: u32,
 }
 
 struct Conn {
@@ -81,17 +72,20 @@ struct Conn {
     shared: Arc<Shared>,
     /// Everything this connection sends, in the order it was produced.
     out: Out,
-    /// Store ranges (LUN, start, end) that Data-In waiting in `out` references.
-    refs: Vec<(usize, u64, u64)>,
+    /// Store ranges that Data-In waiting in `out` references.
+    refs: Vec<Referenced>,
     rx: FrameConfig,
     tx: FrameConfig,
+    /// The login in progress (between the first Login Request and full feature phase).
     login: Option<TargetLogin>,
-    session: Option<(LoginOutcome, String)>,
+    /// Set when login reached full feature phase.
+    session: Option<Session>,
     stat_sn: u32,
     exp_cmd_sn: u32,
+    /// Write commands still collecting Data-Out, by ITT.
     tasks: HashMap<u32, WriteTask>,
     /// ITTs of write tasks ended for a bad Data-Out: the rest of their data is dropped quietly.
-    failed_itts: std::collections::VecDeque<u32>,
+    failed_itts: VecDeque<u32>,
     next_ttt: u32,
     close: bool,
 }
@@ -102,18 +96,14 @@ fn sn_lt(a: u32, b: u32) -> bool {
 }
 
 impl Conn {
+    /// Reads, frames and handles PDUs until the peer leaves, a send fails, a PDU ends the
+    /// connection (logout, a framing error) or `stop` is set.
     fn run(&mut self, stop: &AtomicBool) -> Result<(), WireError> {
-        let mut rbuf = vec![0u8; RBUF];
-        let (mut start, mut end) = (0usize, 0usize);
+        let mut rb = RecvBuf::new(RBUF);
         while !self.close && !stop.load(Ordering::Relaxed) {
-            if end == rbuf.len() {
-                rbuf.copy_within(start..end, 0);
-                end -= start;
-                start = 0;
-            }
-            match self.stream.read(&mut rbuf[end..]) {
+            match self.stream.read(rb.spare()) {
                 Ok(0) => return Ok(()),
-                Ok(n) => end += n,
+                Ok(n) => rb.filled(n),
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -127,10 +117,10 @@ impl Conn {
                 Err(_) => return Ok(()),
             }
             loop {
-                match parse_pdu(&rbuf[start..end], &self.rx) {
+                match parse_pdu(rb.pending(), &self.rx) {
                     Ok(Parsed::Complete { pdu, consumed }) => {
                         self.handle(pdu);
-                        start += consumed;
+                        rb.consume(consumed);
                         if self.close {
                             break;
                         }
@@ -139,23 +129,13 @@ impl Conn {
                         }
                     }
                     Ok(Parsed::Incomplete { needed }) => {
-                        let have = end - start;
-                        if have + needed > rbuf.len() {
-                            rbuf.resize(have + needed, 0);
-                        }
-                        if start > 0 && end + needed > rbuf.len() {
-                            rbuf.copy_within(start..end, 0);
-                            end = have;
-                            start = 0;
-                        }
+                        rb.reserve(needed);
                         break;
                     }
                     Err(WireError::DataDigest { pdu_len, .. }) => {
-                        let h: [u8; BHS_LEN] = rbuf[start..start + BHS_LEN]
-                            .try_into()
-                            .unwrap_or([0; BHS_LEN]);
+                        let h = rb.header().unwrap_or([0; BHS_LEN]);
                         self.reject(reject_reason::DATA_DIGEST, &h);
-                        start += pdu_len;
+                        rb.consume(pdu_len);
                     }
                     Err(e) => {
                         self.flush();
@@ -163,10 +143,7 @@ impl Conn {
                     }
                 }
             }
-            if start == end {
-                start = 0;
-                end = 0;
-            }
+            rb.rewind_if_empty();
             self.flush();
         }
         Ok(())
@@ -194,6 +171,7 @@ impl Conn {
         encode_pdu(self.out.buf(), &bhs.encode(), &[], data, &self.tx);
     }
 
+    /// A Reject (§11.17) carrying the header of the PDU it refuses.
     fn reject(&mut self, reason: u8, header: &[u8; BHS_LEN]) {
         let r = Reject {
             reason,
@@ -205,6 +183,8 @@ impl Conn {
         self.send(Bhs::Reject(r), header);
     }
 
+    /// Hands one PDU to the phase it belongs to: before full feature phase only Login
+    /// Requests; a discovery session takes no SCSI commands, data or task management.
     fn handle(&mut self, pdu: PduRef<'_>) {
         let bhs = match pdu.decode() {
             Ok(b) => b,
@@ -217,17 +197,17 @@ impl Conn {
                 return;
             }
         };
-        let Some((sess, _)) = &self.session else {
+        let Some(sess) = &self.session else {
             match bhs {
                 Bhs::LoginRequest(req) => self.on_login(&req, pdu.data),
                 _ => self.close = true,
             }
             return;
         };
-        let discovery = sess.session_type == SessionType::Discovery;
+        let discovery = sess.login.session_type == SessionType::Discovery;
         match bhs {
             Bhs::ScsiCommand(cmd) if !discovery => {
-                let p = &sess.params;
+                let p = &sess.login.params;
                 let imm = pdu.data.len() as u32;
                 // §13.10-13.11: immediate data only when negotiated, only with W, never past
                 // FirstBurstLength or EDTL; unsolicited Data-Out only with InitialR2T=No.
@@ -246,19 +226,7 @@ impl Conn {
                 }
             }
             Bhs::DataOut(d) if !discovery => self.on_data_out(&d, pdu.data, pdu.header),
-            Bhs::NopOut(n) => {
-                if n.itt != 0xffff_ffff && self.check_cmd_sn(n.immediate, n.cmd_sn) {
-                    let r = NopIn {
-                        lun: n.lun,
-                        itt: n.itt,
-                        ttt: 0xffff_ffff,
-                        stat_sn: self.next_stat_sn(),
-                        exp_cmd_sn: self.exp_cmd_sn,
-                        max_cmd_sn: self.max_cmd_sn(),
-                    };
-                    self.send(Bhs::NopIn(r), pdu.data);
-                }
-            }
+            Bhs::NopOut(n) => self.on_nop_out(&n, pdu.data),
             Bhs::TaskMgmtRequest(t) if !discovery => {
                 if self.check_cmd_sn(t.immediate, t.cmd_sn) {
                     self.on_tmf(&t);
@@ -269,20 +237,7 @@ impl Conn {
                     self.on_text(&t, pdu.data, discovery);
                 }
             }
-            Bhs::LogoutRequest(l) => {
-                self.check_cmd_sn(l.immediate, l.cmd_sn);
-                let r = LogoutResponse {
-                    response: 0,
-                    itt: l.itt,
-                    stat_sn: self.next_stat_sn(),
-                    exp_cmd_sn: self.exp_cmd_sn,
-                    max_cmd_sn: self.max_cmd_sn(),
-                    time2wait: 0,
-                    time2retain: 0,
-                };
-                self.send(Bhs::LogoutResponse(r), &[]);
-                self.close = true;
-            }
+            Bhs::LogoutRequest(l) => self.on_logout(&l),
             Bhs::LoginRequest(_) => {
                 self.reject(reject_reason::PROTOCOL_ERROR, pdu.header);
                 self.close = true;
@@ -305,162 +260,35 @@ impl Conn {
         true
     }
 
-    fn on_login(&mut self, req: &LoginRequest, data: &[u8]) {
-        let sh = self.shared.clone();
-        // The first StatSN is drawn from the OS as the CHAP challenges are; without it the
-        // login fails (target error) rather than starting from a guessable number.
-        let mut s = [0u8; 4];
-        let seeded = self.login.is_some() || crate::os_random(&mut s).is_ok();
-        let login = self.login.get_or_insert_with(|| {
-            let tsih = sh.next_tsih.fetch_add(1, Ordering::Relaxed).max(1);
-            TargetLogin::new(sh.login.clone(), tsih, u32::from_be_bytes(s) & 0xffff)
-        });
-        let reply = if seeded {
-            login.on_request(req, data, &mut crate::os_random)
-        } else {
-            login.refuse(req, crate::wire::login::status::TARGET_ERROR)
-        };
-        encode_pdu(
-            self.out.buf(),
-            &Bhs::LoginResponse(reply.header.clone()).encode(),
-            &[],
-            &reply.data,
-            &self.tx,
-        );
-        if reply.is_failure() {
-            self.close = true;
-            return;
-        }
-        if let Some(o) = reply.outcome {
-            let p = &o.params;
-            self.rx = FrameConfig {
-                header_digest: p.header_digest,
-                data_digest: p.data_digest,
-                max_recv_data_segment_length: p.our_max_recv_data_segment_length,
+    /// §11.18: a ping with an ITT is answered with its data; one without (the answer to a
+    /// target's NOP-In) is not.
+    fn on_nop_out(&mut self, n: &NopOut, data: &[u8]) {
+        if n.itt != RESERVED_TAG && self.check_cmd_sn(n.immediate, n.cmd_sn) {
+            let r = NopIn {
+                lun: n.lun,
+                itt: n.itt,
+                ttt: RESERVED_TAG,
+                stat_sn: self.next_stat_sn(),
+                exp_cmd_sn: self.exp_cmd_sn,
+                max_cmd_sn: self.max_cmd_sn(),
             };
-            self.tx = FrameConfig {
-                max_recv_data_segment_length: p.peer_max_recv_data_segment_length,
-                ..self.rx
-            };
-            // A data digest covers the data as sent: it is computed on a copy.
-            self.out.zero_copy = !self.tx.data_digest;
-            self.stat_sn = o.next_stat_sn;
-            self.exp_cmd_sn = o.exp_cmd_sn;
-            let nexus = format!("{},i,0x{:012x}", o.initiator_name, o.isid);
-            self.session = Some((o, nexus));
-            self.login = None;
+            self.send(Bhs::NopIn(r), data);
         }
     }
 
-    fn on_text(&mut self, t: &TextRequest, data: &[u8], discovery: bool) {
-        let mut out = Vec::new();
-        if let Ok(pairs) = text::decode(data) {
-            if let Some(v) = text::get(&pairs, "SendTargets") {
-                let recs = [TargetRecord {
-                    name: self.shared.cfg.iqn.clone(),
-                    addresses: vec![self.shared.portal.clone()],
-                }];
-                let cur = self.session.as_ref().and_then(|s| s.0.target_name.clone());
-                text::encode(&send_targets(v, &recs, discovery, cur.as_deref()), &mut out);
-            }
-            // Renegotiation in full feature phase (§6.1): only MaxRecvDataSegmentLength among
-            // our keys may change; login-only keys are rejected, unknown keys not understood.
-            let mut answers = Vec::new();
-            for p in pairs.iter().filter(|p| p.key != "SendTargets") {
-                let ans = match keys::key_def(&p.key) {
-                    None => "NotUnderstood".to_string(),
-                    Some(def) if p.key == "MaxRecvDataSegmentLength" => {
-                        match keys::parse_num(def, &p.value) {
-                            Ok(n) => {
-                                self.tx.max_recv_data_segment_length = n as u32;
-                                self.rx.max_recv_data_segment_length.to_string()
-                            }
-                            Err(_) => "Reject".to_string(),
-                        }
-                    }
-                    Some(def) if def.scope == keys::Scope::Any => "Irrelevant".to_string(),
-                    Some(_) => "Reject".to_string(),
-                };
-                answers.push(text::Pair::new(p.key.clone(), ans));
-            }
-            text::encode(&answers, &mut out);
-        }
-        let r = TextResponse {
-            final_: true,
-            cont: false,
-            lun: t.lun,
-            itt: t.itt,
-            ttt: 0xffff_ffff,
+    /// §11.14-11.15: the connection closes after the Logout Response.
+    fn on_logout(&mut self, l: &LogoutRequest) {
+        self.check_cmd_sn(l.immediate, l.cmd_sn);
+        let r = LogoutResponse {
+            response: logout_response::CLOSED,
+            itt: l.itt,
             stat_sn: self.next_stat_sn(),
             exp_cmd_sn: self.exp_cmd_sn,
             max_cmd_sn: self.max_cmd_sn(),
+            time2wait: 0,
+            time2retain: 0,
         };
-        self.send(Bhs::TextResponse(r), &out);
-    }
-
-    fn on_tmf(&mut self, t: &TaskMgmtRequest) {
-        use crate::wire::codes::{tmf_function as f, tmf_response as r};
-        let response = match t.function {
-            // A task that already completed "does not exist" (§11.6.1); one whose command has
-            // not arrived yet (RefCmdSN not below ExpCmdSN) counts as aborted.
-            f::ABORT_TASK => {
-                if self.tasks.remove(&t.ref_task_tag).is_some()
-                    || !sn_lt(t.ref_cmd_sn, self.exp_cmd_sn)
-                {
-                    r::COMPLETE
-                } else {
-                    r::TASK_DOES_NOT_EXIST
-                }
-            }
-            f::ABORT_TASK_SET
-            | f::CLEAR_TASK_SET
-            | f::LOGICAL_UNIT_RESET
-            | f::TARGET_WARM_RESET
-            | f::TARGET_COLD_RESET => {
-                self.tasks.clear();
-                r::COMPLETE
-            }
-            f::CLEAR_ACA | f::TASK_REASSIGN => r::FUNCTION_NOT_SUPPORTED,
-            _ => r::REJECTED,
-        };
-        let r = TaskMgmtResponse {
-            response,
-            itt: t.itt,
-            stat_sn: self.next_stat_sn(),
-            exp_cmd_sn: self.exp_cmd_sn,
-            max_cmd_sn: self.max_cmd_sn(),
-        };
-        self.send(Bhs::TaskMgmtResponse(r), &[]);
-        if t.function == crate::wire::codes::tmf_function::TARGET_COLD_RESET {
-            self.close = true;
-        }
-    }
-
-    fn respond(&mut self, cmd: &ScsiCommand, st: u8, sense: Option<Sense>, residual: Residual) {
-        let mut data = Vec::new();
-        if let Some(s) = sense {
-            let f = s.fixed();
-            data.extend_from_slice(&(f.len() as u16).to_be_bytes());
-            data.extend_from_slice(&f);
-        }
-        let r = ScsiResponse {
-            bidi_overflow: false,
-            bidi_underflow: false,
-            residual,
-            response: 0,
-            status: st,
-            itt: cmd.itt,
-            snack_tag: 0,
-            stat_sn: self.next_stat_sn(),
-            exp_cmd_sn: self.exp_cmd_sn,
-            max_cmd_sn: self.max_cmd_sn(),
-            exp_data_sn: 0,
-            bidi_residual: 0,
-        };
-        self.send(Bhs::ScsiResponse(r), &data);
-    }
-
-    fn check(&mut self, cmd: &ScsiCommand, s: Sense) {
-        self.respond(cmd, status::CHECK_CONDITION, Some(s), Residual::default());
+        self.send(Bhs::LogoutResponse(r), &[]);
+        self.close = true;
     }
 }

@@ -1,7 +1,8 @@
 //! Named codes of the control PDUs (RFC 7143), so that the target and the initiator match on
 //! names rather than bare numbers: task management functions and responses (§11.5.1, §11.6.1),
-//! asynchronous events (§11.9.1), and the text of Reject reasons (§11.17.1, whose codes are in
-//! [`super::pdu_ctl::reject_reason`]).
+//! the iSCSI response of a SCSI Response (§11.4.3), Logout reasons and responses (§11.14.1,
+//! §11.15.1), asynchronous events (§11.9.1), and the text of Reject reasons (§11.17.1, whose
+//! codes are in [`super::pdu_ctl::reject_reason`]).
 
 /// Task Management Function Request functions (§11.5.1).
 pub mod tmf_function {
@@ -25,6 +26,28 @@ pub mod tmf_response {
     pub const FUNCTION_NOT_SUPPORTED: u8 = 5;
     pub const AUTHORIZATION_FAILED: u8 = 6;
     pub const REJECTED: u8 = 255;
+}
+
+/// The Response field of a SCSI Response (§11.4.3); the SCSI status is beside it.
+pub mod scsi_response {
+    pub const COMMAND_COMPLETED: u8 = 0x00;
+    pub const TARGET_FAILURE: u8 = 0x01;
+}
+
+/// Logout Request reason codes (§11.14.1).
+pub mod logout_reason {
+    pub const CLOSE_SESSION: u8 = 0;
+    pub const CLOSE_CONNECTION: u8 = 1;
+    pub const REMOVE_CONNECTION_FOR_RECOVERY: u8 = 2;
+}
+
+/// Logout Response codes (§11.15.1).
+pub mod logout_response {
+    /// Connection or session closed successfully.
+    pub const CLOSED: u8 = 0;
+    pub const CID_NOT_FOUND: u8 = 1;
+    pub const RECOVERY_NOT_SUPPORTED: u8 = 2;
+    pub const CLEANUP_FAILED: u8 = 3;
 }
 
 /// Asynchronous Message events (§11.9.1).

@@ -18,12 +18,13 @@
 //! TRANSFER TAG RECEIVED, TOO MUCH WRITE DATA, DATA OFFSET ERROR; iSCSI's own 0Ch/0Ch
 //! UNEXPECTED UNSOLICITED DATA and 0Ch/0Dh NOT ENOUGH UNSOLICITED DATA, §11.4.7.2).
 
-use crate::scsi::sense::{key, Sense};
+use crate::scsi::sense::Sense;
+use crate::wire::layout::RESERVED_TAG;
 use crate::wire::pdu::DataOut;
 use crate::wire::pdu_ctl::reject_reason;
 
 /// The Target Transfer Tag of unsolicited data (§11.7.3).
-pub const UNSOLICITED_TTT: u32 = 0xffff_ffff;
+pub const UNSOLICITED_TTT: u32 = RESERVED_TAG;
 
 /// The R2T a task is waiting on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,17 +79,16 @@ impl Violation {
         }
     }
 
-    /// The sense data the task ends with.
+    /// The sense data the task ends with (ABORTED COMMAND).
     pub fn sense(&self) -> Sense {
-        let (asc, ascq) = match self {
-            Violation::UnknownTtt { .. } => (0x4b, 0x01),
-            Violation::UnexpectedUnsolicited => (0x0c, 0x0c),
-            Violation::DataSn { .. } => (0x4b, 0x00),
-            Violation::Offset { .. } => (0x4b, 0x05),
-            Violation::TooMuch { .. } => (0x4b, 0x02),
-            Violation::EndedEarly { .. } => (0x0c, 0x0d),
-        };
-        Sense::new(key::ABORTED_COMMAND, asc, ascq)
+        match self {
+            Violation::UnknownTtt { .. } => Sense::INVALID_TTT_RECEIVED,
+            Violation::UnexpectedUnsolicited => Sense::UNEXPECTED_UNSOLICITED_DATA,
+            Violation::DataSn { .. } => Sense::DATA_PHASE_ERROR,
+            Violation::Offset { .. } => Sense::DATA_OFFSET_ERROR,
+            Violation::TooMuch { .. } => Sense::TOO_MUCH_WRITE_DATA,
+            Violation::EndedEarly { .. } => Sense::NOT_ENOUGH_UNSOLICITED_DATA,
+        }
     }
 }
 

@@ -1,9 +1,54 @@
 //! The SCSI data path of a connection: commands, immediate data, R2T and Data-Out collection,
-//! Data-In with status (RFC 7143 §10.7, §11.7-11.8). Kept beside [`super`] which owns the
-//! socket loop, login and control PDUs.
+//! Data-In with status (RFC 7143 §10.7, §11.4, §11.7-11.8). Kept beside [`super`] which owns
+//! the socket loop and the dispatch of PDUs.
+
+use std::ops::Range;
 
 use super::data_in::{self, Payload};
-use super::*;
+use super::data_out::{self, Burst};
+use super::Conn;
+use crate::scsi::cdb::{op, Cdb, CdbError};
+use crate::scsi::sense::{status, Sense};
+use crate::target::lun::{Lun, Outcome, BLOCK, MAX_XFER_BLOCKS};
+use crate::wire::bhs::{decode_lun, encode_lun, Bhs, BHS_LEN};
+use crate::wire::codes::scsi_response;
+use crate::wire::keys::SessionParams;
+use crate::wire::layout::RESERVED_TAG;
+use crate::wire::pdu::{DataIn, DataOut, R2t, Residual, ScsiCommand, ScsiResponse};
+use crate::wire::pdu_ctl::reject_reason;
+
+/// Largest EDTL we buffer for one write command.
+const MAX_WRITE: u32 = MAX_XFER_BLOCKS * BLOCK as u32;
+/// Most Data-Out bytes one connection may have buffered for incomplete writes.
+const MAX_BUFFERED: usize = 256 << 20;
+/// Bad Data-Out is remembered for this many tasks (their later Data-Out dropped quietly).
+const FAILED_ITTS: usize = 64;
+/// Standard INQUIRY byte 0 for a LUN that does not exist (SPC-5 §6.7.2): peripheral
+/// qualifier 011b (not capable of a device here), device type 1Fh (unknown).
+const NO_LUN_PERIPHERAL: u8 = 0x7f;
+
+/// A write command collecting its Data-Out.
+pub(super) struct WriteTask {
+    cmd: ScsiCommand,
+    cdb: Cdb,
+    lun: usize,
+    /// The data, EDTL bytes, filled from the front (DataPDUInOrder=Yes).
+    buf: Vec<u8>,
+    received: u32,
+    /// Bytes the command needs (the rest of the EDTL is residual).
+    want: u32,
+    unsolicited_done: bool,
+    /// The outstanding R2T.
+    r2t: Option<Burst>,
+    r2t_sn: u32,
+    unsol_data_sn: u32,
+}
+
+/// Store bytes that Data-In queued in the connection's `Out` references, not yet sent.
+pub(super) struct Referenced {
+    lun: usize,
+    bytes: Range<u64>,
+}
 
 impl Conn {
     pub(super) fn on_command(&mut self, cmd: ScsiCommand, imm: &[u8]) {
@@ -25,7 +70,7 @@ impl Conn {
         if lun_no >= self.shared.luns.len() {
             if cmd.cdb[0] == op::INQUIRY {
                 let mut v = vec![0u8; 36];
-                v[0] = 0x7f;
+                v[0] = NO_LUN_PERIPHERAL;
                 return self.data_in(&cmd, Outcome::Data(v), 0);
             }
             return self.check(&cmd, Sense::LUN_NOT_SUPPORTED);
@@ -75,12 +120,11 @@ impl Conn {
     /// Sends the next R2T when the unsolicited part is over and nothing is outstanding.
     fn advance(&mut self, t: &mut WriteTask) {
         if t.unsolicited_done && t.r2t.is_none() && t.received < t.want {
-            let p = &self
-                .session
-                .as_ref()
-                .map(|s| s.0.params.clone())
-                .unwrap_or_default();
-            let len = (t.want - t.received).min(p.max_burst_length);
+            let max_burst = match &self.session {
+                Some(s) => s.login.params.max_burst_length,
+                None => SessionParams::default().max_burst_length,
+            };
+            let len = (t.want - t.received).min(max_burst);
             let ttt = self.next_ttt;
             self.next_ttt = self.next_ttt.wrapping_add(1).max(1);
             t.r2t = Some(Burst {
@@ -118,7 +162,7 @@ impl Conn {
         let first_burst = self
             .session
             .as_ref()
-            .map_or(0, |s| s.0.params.first_burst_length);
+            .map_or(0, |s| s.login.params.first_burst_length);
         let expect = data_out::Expect {
             received: t.received,
             edtl: t.buf.len() as u32,
@@ -129,7 +173,7 @@ impl Conn {
         };
         if let Err(v) = data_out::check(&expect, d, data.len()) {
             self.reject(v.reject_reason(), header);
-            if self.failed_itts.len() >= 64 {
+            if self.failed_itts.len() >= FAILED_ITTS {
                 self.failed_itts.pop_front();
             }
             self.failed_itts.push_back(d.itt);
@@ -168,7 +212,10 @@ impl Conn {
         // first (no send: a send per write cost 1.4x the target's CPU per I/O in a 70/30 mix).
         if !self.refs.is_empty() && !leaves_store_as_is(cdb) {
             let hit = match writes(cdb) {
-                Some((s, e)) => self.refs.iter().any(|r| r.0 == lun && r.1 < e && s < r.2),
+                Some(w) => self
+                    .refs
+                    .iter()
+                    .any(|r| r.lun == lun && r.bytes.start < w.end && w.start < r.bytes.end),
                 None => true,
             };
             if hit {
@@ -177,7 +224,7 @@ impl Conn {
             }
         }
         let sh = self.shared.clone();
-        let nexus = self.session.as_ref().map_or("", |s| s.1.as_str());
+        let nexus = self.session.as_ref().map_or("", |s| s.nexus.as_str());
         let outcome = sh.luns[lun].execute(cdb, data, nexus);
         let need = Lun::data_out_len(cdb) as u32;
         self.data_in(cmd, outcome, need)
@@ -216,7 +263,10 @@ impl Conn {
                 let before = self.out.referenced();
                 self.send_data(cmd, n, res, &p);
                 if self.out.referenced() > before {
-                    self.refs.push((lun_no, off, off + n as u64));
+                    self.refs.push(Referenced {
+                        lun: lun_no,
+                        bytes: off..off + n as u64,
+                    });
                 }
             }
         }
@@ -235,7 +285,7 @@ impl Conn {
         let burst = self
             .session
             .as_ref()
-            .map_or(n, |s| s.0.params.max_burst_length as usize)
+            .map_or(n, |s| s.login.params.max_burst_length as usize)
             .max(512);
         let mut off = 0;
         let mut data_sn = 0;
@@ -250,7 +300,7 @@ impl Conn {
                 status: last.then_some(status::GOOD),
                 lun: 0,
                 itt: cmd.itt,
-                ttt: 0xffff_ffff,
+                ttt: RESERVED_TAG,
                 stat_sn: if last { self.next_stat_sn() } else { 0 },
                 exp_cmd_sn: self.exp_cmd_sn,
                 max_cmd_sn: self.max_cmd_sn(),
@@ -279,25 +329,54 @@ impl Conn {
         v.extend_from_slice(&((n * 8) as u32).to_be_bytes());
         v.extend_from_slice(&[0; 4]);
         for i in 0..n {
-            v.extend_from_slice(&crate::wire::bhs::encode_lun(i as u16).to_be_bytes());
+            v.extend_from_slice(&encode_lun(i as u16).to_be_bytes());
         }
         v.truncate(alloc as usize);
         self.data_in(cmd, Outcome::Data(v), 0);
     }
+
+    /// A SCSI Response with status `st` and, for CHECK CONDITION, its sense data.
+    fn respond(&mut self, cmd: &ScsiCommand, st: u8, sense: Option<Sense>, residual: Residual) {
+        let mut data = Vec::new();
+        if let Some(s) = sense {
+            // §11.4.7.1: SenseLength, then the sense data.
+            let f = s.fixed();
+            data.extend_from_slice(&(f.len() as u16).to_be_bytes());
+            data.extend_from_slice(&f);
+        }
+        let r = ScsiResponse {
+            bidi_overflow: false,
+            bidi_underflow: false,
+            residual,
+            response: scsi_response::COMMAND_COMPLETED,
+            status: st,
+            itt: cmd.itt,
+            snack_tag: 0,
+            stat_sn: self.next_stat_sn(),
+            exp_cmd_sn: self.exp_cmd_sn,
+            max_cmd_sn: self.max_cmd_sn(),
+            exp_data_sn: 0,
+            bidi_residual: 0,
+        };
+        self.send(Bhs::ScsiResponse(r), &data);
+    }
+
+    fn check(&mut self, cmd: &ScsiCommand, s: Sense) {
+        self.respond(cmd, status::CHECK_CONDITION, Some(s), Residual::default());
+    }
 }
 
-/// The store bytes `[start, end)` a command writes, when the CDB says (a count of 0 blocks
-/// means something else for some of them: unknown).
-fn writes(cdb: &Cdb) -> Option<(u64, u64)> {
+/// The store bytes a command writes, when the CDB says (a count of 0 blocks means something
+/// else for some of them: unknown).
+fn writes(cdb: &Cdb) -> Option<Range<u64>> {
     let (lba, blocks) = match *cdb {
         Cdb::Write { lba, blocks, .. } | Cdb::WriteSame { lba, blocks, .. } => (lba, blocks),
         Cdb::CompareAndWrite { lba, blocks, .. } => (lba, u32::from(blocks)),
         _ => return None,
     };
-    let b = super::super::lun::BLOCK;
     (blocks > 0).then(|| {
-        let start = lba.saturating_mul(b);
-        (start, start.saturating_add(u64::from(blocks) * b))
+        let start = lba.saturating_mul(BLOCK);
+        start..start.saturating_add(u64::from(blocks) * BLOCK)
     })
 }
 
