@@ -1,17 +1,58 @@
 //! SCSI-3 Persistent Reservations (SPC-4 §5.13, PERSISTENT RESERVE IN/OUT §6.16–6.17).
 //!
 //! Registrations are keyed by I_T nexus name (`initiator,i,0x<ISID>`), so they survive
-//! logout as the standard requires. Reservation types: 1 WE, 3 EA, 5 WERO, 6 EARO, 7 WEAR,
-//! 8 EAAR.
+//! logout as the standard requires. Reservation types: see [`pr_type`].
 
 use crate::scsi::sense::Sense;
+
+/// Persistent reservation types (SPC-4 §6.16.3.4, Table 172).
+pub mod pr_type {
+    pub const WRITE_EXCLUSIVE: u8 = 1;
+    pub const EXCLUSIVE_ACCESS: u8 = 3;
+    pub const WRITE_EXCLUSIVE_REGISTRANTS_ONLY: u8 = 5;
+    pub const EXCLUSIVE_ACCESS_REGISTRANTS_ONLY: u8 = 6;
+    pub const WRITE_EXCLUSIVE_ALL_REGISTRANTS: u8 = 7;
+    pub const EXCLUSIVE_ACCESS_ALL_REGISTRANTS: u8 = 8;
+}
+
+/// PERSISTENT RESERVE IN service actions (SPC-4 §6.15.1).
+pub mod in_action {
+    pub const READ_KEYS: u8 = 0;
+    pub const READ_RESERVATION: u8 = 1;
+    pub const REPORT_CAPABILITIES: u8 = 2;
+    pub const READ_FULL_STATUS: u8 = 3;
+}
+
+/// PERSISTENT RESERVE OUT service actions (SPC-4 §6.16.2).
+pub mod out_action {
+    pub const REGISTER: u8 = 0;
+    pub const RESERVE: u8 = 1;
+    pub const RELEASE: u8 = 2;
+    pub const CLEAR: u8 = 3;
+    pub const PREEMPT: u8 = 4;
+    pub const PREEMPT_AND_ABORT: u8 = 5;
+    pub const REGISTER_AND_IGNORE_EXISTING_KEY: u8 = 6;
+}
 
 #[derive(Debug, Default)]
 pub struct PrState {
     generation: u32,
-    regs: Vec<(String, u64)>,
-    /// (holder nexus, type). For all-registrants types the holder is every registrant.
-    res: Option<(String, u8)>,
+    regs: Vec<Registration>,
+    res: Option<Reservation>,
+}
+
+/// An I_T nexus registered with its reservation key.
+#[derive(Debug, Clone)]
+struct Registration {
+    nexus: String,
+    key: u64,
+}
+
+/// The reservation and who holds it. For all-registrants types the holder is every registrant.
+#[derive(Debug, Clone)]
+struct Reservation {
+    holder: String,
+    rtype: u8,
 }
 
 /// How a command touches the medium, for conflict checks.
@@ -28,17 +69,19 @@ pub enum PrError {
 }
 
 fn all_registrants(t: u8) -> bool {
-    t == 7 || t == 8
+    t == pr_type::WRITE_EXCLUSIVE_ALL_REGISTRANTS || t == pr_type::EXCLUSIVE_ACCESS_ALL_REGISTRANTS
 }
 
 impl PrState {
     fn key_of(&self, nexus: &str) -> Option<u64> {
-        self.regs.iter().find(|r| r.0 == nexus).map(|r| r.1)
+        self.regs.iter().find(|r| r.nexus == nexus).map(|r| r.key)
     }
 
     fn is_holder(&self, nexus: &str) -> bool {
         match &self.res {
-            Some((h, t)) => h == nexus || (all_registrants(*t) && self.key_of(nexus).is_some()),
+            Some(r) => {
+                r.holder == nexus || (all_registrants(r.rtype) && self.key_of(nexus).is_some())
+            }
             None => false,
         }
     }
@@ -50,17 +93,19 @@ impl PrState {
 
     /// True when `nexus` may perform `access` under the current reservation.
     pub fn allowed(&self, nexus: &str, access: Access) -> bool {
-        let Some((_, t)) = &self.res else { return true };
+        use pr_type::*;
+        let Some(res) = &self.res else { return true };
         if access == Access::None || self.is_holder(nexus) {
             return true;
         }
         let registered = self.key_of(nexus).is_some();
-        match (*t, access) {
-            (1, Access::Read) => true,
-            (1, _) | (3, _) => false,
-            (5 | 7, Access::Read) => true,
-            (5 | 7, _) => registered,
-            (6 | 8, _) => registered,
+        match res.rtype {
+            EXCLUSIVE_ACCESS => false,
+            WRITE_EXCLUSIVE => access == Access::Read,
+            WRITE_EXCLUSIVE_REGISTRANTS_ONLY | WRITE_EXCLUSIVE_ALL_REGISTRANTS => {
+                access == Access::Read || registered
+            }
+            EXCLUSIVE_ACCESS_REGISTRANTS_ONLY | EXCLUSIVE_ACCESS_ALL_REGISTRANTS => registered,
             _ => false,
         }
     }
@@ -70,26 +115,26 @@ impl PrState {
         let mut b = Vec::new();
         b.extend_from_slice(&self.generation.to_be_bytes());
         match action {
-            0 => {
+            in_action::READ_KEYS => {
                 b.extend_from_slice(&((self.regs.len() * 8) as u32).to_be_bytes());
-                for (_, k) in &self.regs {
-                    b.extend_from_slice(&k.to_be_bytes());
+                for r in &self.regs {
+                    b.extend_from_slice(&r.key.to_be_bytes());
                 }
             }
-            1 => match &self.res {
+            in_action::READ_RESERVATION => match &self.res {
                 None => b.extend_from_slice(&0u32.to_be_bytes()),
-                Some((h, t)) => {
+                Some(res) => {
                     b.extend_from_slice(&16u32.to_be_bytes());
-                    let key = if all_registrants(*t) {
+                    let key = if all_registrants(res.rtype) {
                         0
                     } else {
-                        self.key_of(h).unwrap_or(0)
+                        self.key_of(&res.holder).unwrap_or(0)
                     };
                     b.extend_from_slice(&key.to_be_bytes());
-                    b.extend_from_slice(&[0, 0, 0, 0, 0, *t & 0x0f, 0, 0]);
+                    b.extend_from_slice(&[0, 0, 0, 0, 0, res.rtype & 0x0f, 0, 0]);
                 }
             },
-            2 => {
+            in_action::REPORT_CAPABILITIES => {
                 // REPORT CAPABILITIES: length 8, TMV, the six supported types.
                 b = vec![
                     0,
@@ -102,23 +147,23 @@ impl PrState {
                     0,
                 ];
             }
-            3 => {
+            in_action::READ_FULL_STATUS => {
                 let mut d = Vec::new();
-                for (n, k) in &self.regs {
-                    d.extend_from_slice(&k.to_be_bytes());
+                for r in &self.regs {
+                    d.extend_from_slice(&r.key.to_be_bytes());
                     d.extend_from_slice(&[0; 4]);
-                    let holder = self.is_holder(n);
+                    let holder = self.is_holder(&r.nexus);
                     d.push(holder as u8);
                     d.push(
                         self.res
                             .as_ref()
                             .filter(|_| holder)
-                            .map_or(0, |r| r.1 & 0x0f),
+                            .map_or(0, |res| res.rtype & 0x0f),
                     );
                     d.extend_from_slice(&[0; 4]);
                     d.extend_from_slice(&1u16.to_be_bytes());
                     let mut tid = vec![0x45, 0, 0, 0];
-                    tid.extend_from_slice(n.as_bytes());
+                    tid.extend_from_slice(r.nexus.as_bytes());
                     tid.push(0);
                     while tid.len() % 4 != 0 {
                         tid.push(0);
@@ -157,24 +202,44 @@ impl PrState {
         let key = u64::from_be_bytes(p[0..8].try_into().unwrap_or([0; 8]));
         let sark = u64::from_be_bytes(p[8..16].try_into().unwrap_or([0; 8]));
         let mine = self.key_of(nexus);
-        let type_ok = matches!(rtype, 1 | 3 | 5 | 6 | 7 | 8);
+        let type_ok = {
+            use pr_type::*;
+            matches!(
+                rtype,
+                WRITE_EXCLUSIVE
+                    | EXCLUSIVE_ACCESS
+                    | WRITE_EXCLUSIVE_REGISTRANTS_ONLY
+                    | EXCLUSIVE_ACCESS_REGISTRANTS_ONLY
+                    | WRITE_EXCLUSIVE_ALL_REGISTRANTS
+                    | EXCLUSIVE_ACCESS_ALL_REGISTRANTS
+            )
+        };
+        let reserve = |holder: &str| {
+            Some(Reservation {
+                holder: holder.to_string(),
+                rtype,
+            })
+        };
         match action {
-            0 | 6 => {
-                if action == 0 && mine.unwrap_or(0) != key {
+            out_action::REGISTER | out_action::REGISTER_AND_IGNORE_EXISTING_KEY => {
+                if action == out_action::REGISTER && mine.unwrap_or(0) != key {
                     return Err(PrError::Conflict);
                 }
                 if sark == 0 {
                     if mine.is_some() {
                         self.unregister(nexus);
                     }
-                } else if let Some(r) = self.regs.iter_mut().find(|r| r.0 == nexus) {
-                    r.1 = sark;
+                } else if let Some(r) = self.regs.iter_mut().find(|r| r.nexus == nexus) {
+                    r.key = sark;
                 } else {
-                    self.regs.push((nexus.to_string(), sark));
+                    self.regs.push(Registration {
+                        nexus: nexus.to_string(),
+                        key: sark,
+                    });
                 }
                 self.generation = self.generation.wrapping_add(1);
             }
-            1 => {
+            out_action::RESERVE => {
                 if mine != Some(key) {
                     return Err(PrError::Conflict);
                 }
@@ -184,25 +249,25 @@ impl PrState {
                     ));
                 }
                 match &self.res {
-                    None => self.res = Some((nexus.to_string(), rtype)),
-                    Some((_, t)) if self.is_holder(nexus) && *t == rtype => {}
+                    None => self.res = reserve(nexus),
+                    Some(r) if self.is_holder(nexus) && r.rtype == rtype => {}
                     Some(_) => return Err(PrError::Conflict),
                 }
             }
-            2 => {
+            out_action::RELEASE => {
                 if mine != Some(key) {
                     return Err(PrError::Conflict);
                 }
-                if let Some((_, t)) = &self.res {
+                if let Some(r) = &self.res {
                     if self.is_holder(nexus) {
-                        if *t != rtype {
-                            return Err(PrError::Check(Sense::new(5, 0x26, 0x04)));
+                        if r.rtype != rtype {
+                            return Err(PrError::Check(Sense::INVALID_RELEASE_OF_PR));
                         }
                         self.res = None;
                     }
                 }
             }
-            3 => {
+            out_action::CLEAR => {
                 if mine != Some(key) {
                     return Err(PrError::Conflict);
                 }
@@ -210,7 +275,7 @@ impl PrState {
                 self.res = None;
                 self.generation = self.generation.wrapping_add(1);
             }
-            4 | 5 => {
+            out_action::PREEMPT | out_action::PREEMPT_AND_ABORT => {
                 if mine != Some(key) {
                     return Err(PrError::Conflict);
                 }
@@ -220,23 +285,23 @@ impl PrState {
                     ));
                 }
                 match self.res.clone() {
-                    Some((_, t)) if all_registrants(t) => {
+                    Some(r) if all_registrants(r.rtype) => {
                         if sark == 0 {
-                            self.regs.retain(|r| r.0 == nexus);
-                            self.res = Some((nexus.to_string(), rtype));
+                            self.regs.retain(|r| r.nexus == nexus);
+                            self.res = reserve(nexus);
                         } else {
-                            self.regs.retain(|r| r.1 != sark);
+                            self.regs.retain(|r| r.key != sark);
                         }
                     }
-                    Some((h, _)) if self.key_of(&h) == Some(sark) => {
-                        self.regs.retain(|r| r.1 != sark || r.0 == nexus);
-                        self.res = Some((nexus.to_string(), rtype));
+                    Some(r) if self.key_of(&r.holder) == Some(sark) => {
+                        self.regs.retain(|r| r.key != sark || r.nexus == nexus);
+                        self.res = reserve(nexus);
                     }
                     _ => {
                         if sark == 0 {
                             return Err(PrError::Check(Sense::INVALID_FIELD_IN_PARAM));
                         }
-                        self.regs.retain(|r| r.1 != sark || r.0 == nexus);
+                        self.regs.retain(|r| r.key != sark || r.nexus == nexus);
                     }
                 }
                 self.generation = self.generation.wrapping_add(1);
@@ -253,12 +318,12 @@ impl PrState {
     }
 
     fn unregister(&mut self, nexus: &str) {
-        self.regs.retain(|r| r.0 != nexus);
-        if let Some((h, t)) = &self.res {
-            let gone = if all_registrants(*t) {
+        self.regs.retain(|r| r.nexus != nexus);
+        if let Some(r) = &self.res {
+            let gone = if all_registrants(r.rtype) {
                 self.regs.is_empty()
             } else {
-                h == nexus
+                r.holder == nexus
             };
             if gone {
                 self.res = None;
