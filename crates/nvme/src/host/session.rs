@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use super::conn::{Connection, Event, HostOptions};
 use super::HostError;
 use crate::wire::cmd::{
-    admin, feature, identify_sqe, property_get_sqe, property_set_sqe, set_features_sqe, sqe,
-    DataPtr,
+    feature, identify_sqe, property_get_sqe, property_set_sqe, set_features_sqe, Command, DataPtr,
 };
 use crate::wire::discovery;
 use crate::wire::fabrics::{prop, Connect, ConnectData, CATTR_DISABLE_SQ_FLOW, CONNECT_DATA_LEN};
@@ -171,7 +170,7 @@ impl AdminSession {
 
     pub fn keep_alive(&mut self) -> Result<(), HostError> {
         let cid = self.next_cid();
-        let s = sqe(admin::KEEP_ALIVE, cid, 0, DataPtr::Transport { len: 0 });
+        let s = Command::KeepAlive.to_sqe(cid, DataPtr::Transport { len: 0 });
         exec_ok(&mut self.conn, "Keep Alive", s, &[], &mut [])?;
         Ok(())
     }
@@ -188,10 +187,14 @@ impl AdminSession {
     /// A log page of `len` bytes (the discovery log: LID 0x70).
     pub fn log_page(&mut self, lid: u8, len: u32) -> Result<Vec<u8>, HostError> {
         let cid = self.next_cid();
-        let mut s = sqe(admin::GET_LOG_PAGE, cid, 0, DataPtr::Transport { len });
-        let numd = len / 4 - 1;
-        s.cdw10.set(lid as u32 | (numd & 0xffff) << 16);
-        s.cdw11.set(numd >> 16);
+        let s = Command::GetLogPage {
+            lid,
+            lsp: 0,
+            numd: (len / 4) as u64,
+            offset: 0,
+            nsid: 0,
+        }
+        .to_sqe(cid, DataPtr::Transport { len });
         let mut b = vec![0u8; len as usize];
         exec_ok(&mut self.conn, "Get Log Page", s, &[], &mut b)?;
         Ok(b)

@@ -12,8 +12,9 @@ use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig
 
 use super::engine_err;
 use crate::host::conn::{Connection, Event};
-use crate::wire::cmd::{io, rw_sqe, sqe, DataPtr, Rw};
+use crate::wire::cmd::{io, rw_sqe, Command, DataPtr, DsmRange, Rw};
 use crate::wire::status::Status;
+use zerocopy::IntoBytes;
 
 const EIO: i32 = 5;
 
@@ -197,17 +198,19 @@ impl Queue for NvmeQueue {
                     self.r2t_writes += 1;
                 }
                 Op::Flush => {
-                    let s = sqe(io::FLUSH, cid, self.nsid, DataPtr::Transport { len: 0 });
+                    let s = Command::Flush { nsid: self.nsid }
+                        .to_sqe(cid, DataPtr::Transport { len: 0 });
                     self.conn.send_cmd(s, &[]);
                 }
                 Op::Trim => {
-                    let mut s = sqe(io::DSM, cid, self.nsid, DataPtr::Transport { len: 0 });
-                    s.cdw10.set(0); // one range
-                    s.cdw11.set(1 << 2); // deallocate
-                    let mut r = [0u8; 16];
-                    r[4..8].copy_from_slice(&rw.nlb.to_le_bytes());
-                    r[8..16].copy_from_slice(&rw.slba.to_le_bytes());
-                    self.conn.send_cmd(s, &r);
+                    let s = Command::Dsm {
+                        nsid: self.nsid,
+                        nr: 1,
+                        deallocate: true,
+                    }
+                    .to_sqe(cid, DataPtr::Transport { len: 0 });
+                    let r = DsmRange::new(rw.slba, rw.nlb);
+                    self.conn.send_cmd(s, r.as_bytes());
                 }
             }
         }

@@ -244,7 +244,7 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
                 0x01..=0x03 => vec![0; 512],
                 _ => return c.resp(cid, Status::INVALID_LOG_PAGE, 0),
             };
-            let want = (numd as u64 * 4).min(dp.len() as u64) as usize;
+            let want = (numd * 4).min(dp.len() as u64) as usize;
             let Ok(start) = usize::try_from(offset) else {
                 return c.resp(cid, Status::INVALID_FIELD, 0);
             };

@@ -4,7 +4,7 @@
 
 use super::conn::{Conn, End};
 use super::ctrl::{Shared, BLOCK};
-use crate::wire::cmd::{Command, DataPtr, Rw};
+use crate::wire::cmd::{Command, DataPtr, DsmRange, Rw, DSM_RANGE_LEN};
 use crate::wire::status::Status;
 
 /// MDTS in 4 KiB pages as a power of two: 1 MiB per command.
@@ -114,7 +114,7 @@ pub(crate) fn handle(
             nr,
             deallocate,
         } if c.sh.ns_active(nsid) => {
-            let len = nr as usize * 16;
+            let len = nr as usize * DSM_RANGE_LEN;
             if dp.len() as usize != len {
                 return c.resp(cid, Status::SGL_INVALID_DATA, 0);
             }
@@ -141,14 +141,11 @@ pub(crate) fn handle(
 /// Deallocates each range (16 bytes: attributes, NLB, SLBA); every range is checked first.
 fn dsm(sh: &Shared, nsid: u32, ranges: &[u8], deallocate: bool) -> Status {
     let mut parsed = Vec::new();
-    for r in ranges.chunks_exact(16) {
-        let nlb = u32::from_le_bytes([r[4], r[5], r[6], r[7]]);
-        let mut s = [0u8; 8];
-        s.copy_from_slice(&r[8..16]);
+    for r in DsmRange::parse_all(ranges) {
         let rw = Rw {
             nsid,
-            slba: u64::from_le_bytes(s),
-            nlb,
+            slba: r.slba.get(),
+            nlb: r.nlb.get(),
             fua: false,
         };
         match range(sh, &rw) {

@@ -1,13 +1,15 @@
 //! NVMe commands as NVMe/TCP carries them: opcodes, the SGL descriptors a TCP capsule may hold,
-//! [`Command::parse`] (an SQE typed, or the status to complete it with), and builders for the
-//! host side. Command fields: NVMe Base 2.0 §5 (admin), NVM Command Set 1.0 §3 (I/O), NVMe over
-//! Fabrics 1.1 §3 (Fabrics commands, whose FCTYPE sits where the NSID would be).
+//! [`Command::parse`] (an SQE typed, or the status to complete it with), its inverse
+//! [`Command::to_sqe`] (the one encoder: the host's builders go through it), and the Dataset
+//! Management range. Command fields: NVMe Base 2.0 §5 (admin), NVM Command Set 1.0 §3 (I/O),
+//! NVMe over Fabrics 1.1 §3 (Fabrics commands, whose FCTYPE sits where the NSID would be).
 
 use super::fabrics::Connect;
 use super::header::{SglDesc, Sqe};
 use super::status::Status;
+use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::{U32, U64};
-use zerocopy::FromZeros;
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 /// Admin opcodes.
 pub mod admin {
@@ -154,7 +156,8 @@ pub enum Command {
     GetLogPage {
         lid: u8,
         lsp: u8,
-        numd: u32,
+        /// Number of dwords, 1-based (the wire's 0's based NUMD can ask for 2^32).
+        numd: u64,
         offset: u64,
         nsid: u32,
     },
@@ -189,14 +192,20 @@ impl Command {
         let c13 = sqe.cdw13.get();
         if sqe.opcode == admin::FABRICS {
             let fct = nsid as u8;
+            // ATTRIB bits 2:0, the property's size: 000b 4 bytes, 001b 8, the rest reserved.
+            let eight = || match c10 & 7 {
+                0 => Ok(false),
+                1 => Ok(true),
+                _ => Err(Status::INVALID_FIELD),
+            };
             return Ok(match fct {
                 fctype::CONNECT => Command::Connect(Connect::from_sqe(sqe)),
                 fctype::PROPERTY_GET if admin => Command::PropertyGet {
-                    eight: c10 & 7 == 1,
+                    eight: eight()?,
                     offset: c11,
                 },
                 fctype::PROPERTY_SET if admin => Command::PropertySet {
-                    eight: c10 & 7 == 1,
+                    eight: eight()?,
                     offset: c11,
                     value: c12 as u64 | (c13 as u64) << 32,
                 },
@@ -230,7 +239,7 @@ impl Command {
                 admin::GET_LOG_PAGE => Command::GetLogPage {
                     lid: c10 as u8,
                     lsp: ((c10 >> 8) & 0x7f) as u8,
-                    numd: ((c10 >> 16) | ((c11 & 0xffff) << 16)).saturating_add(1),
+                    numd: ((c10 >> 16) | ((c11 & 0xffff) << 16)) as u64 + 1,
                     offset: c12 as u64 | (c13 as u64) << 32,
                     nsid,
                 },
@@ -254,6 +263,145 @@ impl Command {
             }
         })
     }
+
+    /// The SQE [`Command::parse`] types as this command (on the admin queue for the admin
+    /// commands and Property Get/Set, on an I/O queue for the NVM commands), with every bit
+    /// it does not read zero: the one encoder of each command's fields. `data` is the SGL; a
+    /// Connect's `data_len` is what parse reads back from it. Counts that are 0's based on
+    /// the wire (NLB, NUMD, NR) are 1-based here; each value is clamped (0 is sent as 1) or
+    /// masked to what its field holds.
+    pub fn to_sqe(&self, command_id: u16, data: DataPtr) -> Sqe {
+        let (opcode, nsid, c10, c11, c12, c13) = match *self {
+            Command::Connect(c) => {
+                let mut s = c.to_sqe(command_id);
+                s.dptr = data.to_desc();
+                return s;
+            }
+            Command::Read(rw) => return rw_sqe(io::READ, command_id, rw, data),
+            Command::Write(rw) => return rw_sqe(io::WRITE, command_id, rw, data),
+            Command::WriteZeroes(rw) => return rw_sqe(io::WRITE_ZEROES, command_id, rw, data),
+            Command::PropertyGet { eight, offset } => (
+                admin::FABRICS,
+                fctype::PROPERTY_GET as u32,
+                eight as u32,
+                offset,
+                0,
+                0,
+            ),
+            Command::PropertySet {
+                eight,
+                offset,
+                value,
+            } => (
+                admin::FABRICS,
+                fctype::PROPERTY_SET as u32,
+                eight as u32,
+                offset,
+                value as u32,
+                (value >> 32) as u32,
+            ),
+            Command::Identify {
+                cns,
+                cntid,
+                nsid,
+                csi,
+            } => (
+                admin::IDENTIFY,
+                nsid,
+                cns as u32 | (cntid as u32) << 16,
+                (csi as u32) << 24,
+                0,
+                0,
+            ),
+            Command::SetFeatures { fid, cdw11, nsid } => {
+                (admin::SET_FEATURES, nsid, fid as u32, cdw11, 0, 0)
+            }
+            Command::GetFeatures { fid, sel, nsid } => (
+                admin::GET_FEATURES,
+                nsid,
+                fid as u32 | ((sel & 7) as u32) << 8,
+                0,
+                0,
+                0,
+            ),
+            Command::GetLogPage {
+                lid,
+                lsp,
+                numd,
+                offset,
+                nsid,
+            } => {
+                let numd0 = numd.clamp(1, 1 << 32) - 1;
+                (
+                    admin::GET_LOG_PAGE,
+                    nsid,
+                    lid as u32 | ((lsp & 0x7f) as u32) << 8 | ((numd0 & 0xffff) as u32) << 16,
+                    (numd0 >> 16) as u32,
+                    offset as u32,
+                    (offset >> 32) as u32,
+                )
+            }
+            Command::AsyncEvent => (admin::ASYNC_EVENT, 0, 0, 0, 0, 0),
+            Command::KeepAlive => (admin::KEEP_ALIVE, 0, 0, 0, 0, 0),
+            Command::Abort => (admin::ABORT, 0, 0, 0, 0, 0),
+            Command::Flush { nsid } => (io::FLUSH, nsid, 0, 0, 0, 0),
+            Command::Dsm {
+                nsid,
+                nr,
+                deallocate,
+            } => (
+                io::DSM,
+                nsid,
+                nr.clamp(1, 256) - 1,
+                (deallocate as u32) << 2,
+                0,
+                0,
+            ),
+        };
+        let mut s = sqe(opcode, command_id, nsid, data);
+        s.cdw10.set(c10);
+        s.cdw11.set(c11);
+        s.cdw12.set(c12);
+        s.cdw13.set(c13);
+        s
+    }
+}
+
+/// One Dataset Management range (NVM Command Set 1.0 §3.2.3, figure 39): 16 bytes of the
+/// command's data. NLB here is a count, not 0's based.
+#[derive(
+    FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq,
+)]
+#[repr(C)]
+pub struct DsmRange {
+    /// Context attributes.
+    pub cattr: U32,
+    pub nlb: U32,
+    pub slba: U64,
+}
+
+pub const DSM_RANGE_LEN: usize = 16;
+
+const _: () = {
+    assert!(size_of::<DsmRange>() == DSM_RANGE_LEN);
+    assert!(offset_of!(DsmRange, nlb) == 4);
+    assert!(offset_of!(DsmRange, slba) == 8);
+};
+
+impl DsmRange {
+    pub fn new(slba: u64, nlb: u32) -> DsmRange {
+        DsmRange {
+            cattr: U32::new(0),
+            nlb: U32::new(nlb),
+            slba: U64::new(slba),
+        }
+    }
+
+    /// The whole ranges in a DSM command's data (a partial range at the end is not one).
+    pub fn parse_all(data: &[u8]) -> impl Iterator<Item = DsmRange> + '_ {
+        data.chunks_exact(DSM_RANGE_LEN)
+            .filter_map(|c| DsmRange::read_from_bytes(c).ok())
+    }
 }
 
 /// An SQE with the opcode, command id and an SGL data pointer set, everything else zero.
@@ -267,136 +415,48 @@ pub fn sqe(opcode: u8, command_id: u16, nsid: u32, data: DataPtr) -> Sqe {
     s
 }
 
-/// Read or Write of `rw.nlb` blocks.
+/// Read, Write or Write Zeroes of `rw.nlb` blocks.
 pub fn rw_sqe(opcode: u8, command_id: u16, rw: Rw, data: DataPtr) -> Sqe {
     let mut s = sqe(opcode, command_id, rw.nsid, data);
     s.cdw10.set(rw.slba as u32);
     s.cdw11.set((rw.slba >> 32) as u32);
     s.cdw12
-        .set((rw.nlb.saturating_sub(1) & 0xffff) | if rw.fua { 1 << 30 } else { 0 });
+        .set((rw.nlb.clamp(1, 1 << 16) - 1) | if rw.fua { 1 << 30 } else { 0 });
     s
 }
 
 pub fn identify_sqe(command_id: u16, cns: u8, nsid: u32, len: u32) -> Sqe {
-    let mut s = sqe(
-        admin::IDENTIFY,
-        command_id,
+    Command::Identify {
+        cns,
+        cntid: 0,
         nsid,
-        DataPtr::Transport { len },
-    );
-    s.cdw10.set(cns as u32);
-    s
+        csi: 0,
+    }
+    .to_sqe(command_id, DataPtr::Transport { len })
 }
 
 pub fn set_features_sqe(command_id: u16, fid: u8, cdw11: u32) -> Sqe {
-    let mut s = sqe(
-        admin::SET_FEATURES,
-        command_id,
-        0,
-        DataPtr::Transport { len: 0 },
-    );
-    s.cdw10.set(fid as u32);
-    s.cdw11.set(cdw11);
-    s
+    Command::SetFeatures {
+        fid,
+        cdw11,
+        nsid: 0,
+    }
+    .to_sqe(command_id, DataPtr::Transport { len: 0 })
 }
 
 pub fn property_get_sqe(command_id: u16, offset: u32, eight: bool) -> Sqe {
-    let mut s = sqe(
-        admin::FABRICS,
-        command_id,
-        fctype::PROPERTY_GET as u32,
-        DataPtr::Transport { len: 0 },
-    );
-    s.cdw10.set(eight as u32);
-    s.cdw11.set(offset);
-    s
+    Command::PropertyGet { eight, offset }.to_sqe(command_id, DataPtr::Transport { len: 0 })
 }
 
 pub fn property_set_sqe(command_id: u16, offset: u32, value: u64, eight: bool) -> Sqe {
-    let mut s = sqe(
-        admin::FABRICS,
-        command_id,
-        fctype::PROPERTY_SET as u32,
-        DataPtr::Transport { len: 0 },
-    );
-    s.cdw10.set(eight as u32);
-    s.cdw11.set(offset);
-    s.cdw12.set(value as u32);
-    s.cdw13.set((value >> 32) as u32);
-    s
+    Command::PropertySet {
+        eight,
+        offset,
+        value,
+    }
+    .to_sqe(command_id, DataPtr::Transport { len: 0 })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rw_round_trip() {
-        let rw = Rw {
-            nsid: 1,
-            slba: 0x1_2345_6789,
-            nlb: 8,
-            fua: true,
-        };
-        let s = rw_sqe(
-            io::WRITE,
-            7,
-            rw,
-            DataPtr::InCapsule {
-                offset: 0,
-                len: 4096,
-            },
-        );
-        assert_eq!(Command::parse(&s, false), Ok(Command::Write(rw)));
-        assert_eq!(
-            DataPtr::parse(&s.dptr),
-            Ok(DataPtr::InCapsule {
-                offset: 0,
-                len: 4096
-            })
-        );
-        // I/O opcodes are not admin commands.
-        assert_eq!(Command::parse(&s, true), Err(Status::INVALID_OPCODE));
-    }
-
-    #[test]
-    fn property_round_trip() {
-        let s = property_set_sqe(1, 0x14, 0x460001, false);
-        assert_eq!(
-            Command::parse(&s, true),
-            Ok(Command::PropertySet {
-                eight: false,
-                offset: 0x14,
-                value: 0x460001
-            })
-        );
-        let g = property_get_sqe(2, 0, true);
-        assert_eq!(
-            Command::parse(&g, true),
-            Ok(Command::PropertyGet {
-                eight: true,
-                offset: 0
-            })
-        );
-        assert_eq!(Command::parse(&g, false), Err(Status::INVALID_OPCODE));
-    }
-
-    #[test]
-    fn prp_and_fused_refused() {
-        let mut s = identify_sqe(1, 1, 0, 4096);
-        s.flags = 0;
-        assert_eq!(Command::parse(&s, true), Err(Status::INVALID_FIELD));
-        s.flags = FLAGS_SGL | 1;
-        assert_eq!(Command::parse(&s, true), Err(Status::INVALID_FIELD));
-    }
-
-    #[test]
-    fn sgl_types() {
-        let mut d = DataPtr::Transport { len: 512 }.to_desc();
-        assert_eq!(d.sgl_type, 0x5a);
-        d.addr.set(8);
-        assert_eq!(DataPtr::parse(&d), Err(Status::SGL_INVALID_OFFSET));
-        d.sgl_type = 0x00;
-        assert_eq!(DataPtr::parse(&d), Err(Status::SGL_INVALID_TYPE));
-    }
-}
+#[path = "cmd_tests.rs"]
+mod tests;

@@ -94,13 +94,20 @@ pub fn nqn_str(field: &[u8; NQN_LEN]) -> Option<&str> {
     std::str::from_utf8(&field[..end]).ok()
 }
 
-/// Writes `nqn` NUL-padded; an NQN of 256 bytes or more is refused (the spec's limit is 223).
+/// Writes `nqn` NUL-padded; an NQN of 256 bytes or more is refused (the spec's limit is 223),
+/// and so is one with a NUL in it, which [`nqn_str`] would read back cut short.
 pub fn set_nqn(field: &mut [u8; NQN_LEN], nqn: &str) -> Result<(), WireError> {
     if nqn.len() >= NQN_LEN {
         return Err(WireError::Length {
             what: "NQN",
             len: nqn.len(),
             want: NQN_LEN - 1,
+        });
+    }
+    if nqn.contains('\0') {
+        return Err(WireError::Unrepresentable {
+            what: "NQN",
+            reason: "contains a NUL byte",
         });
     }
     field.fill(0);
@@ -204,5 +211,77 @@ mod tests {
         let cap = prop::cap(128, 20);
         assert_eq!(prop::cap_mqes(cap), 128);
         assert_eq!(prop::cap_timeout_ms(cap), 10_000);
+    }
+
+    #[test]
+    fn nqn_with_nul_refused() {
+        // nqn_str would read "nqn.a" back: the encoder refuses what cannot round-trip.
+        let mut f = [0; NQN_LEN];
+        assert!(matches!(
+            set_nqn(&mut f, "nqn.a\0b"),
+            Err(WireError::Unrepresentable { .. })
+        ));
+        assert!(ConnectData::new([0; 16], 1, "nqn.a", "\0").is_err());
+    }
+
+    use proptest::collection::vec;
+    // Not the prelude: its `prop` would shadow the property module.
+    use proptest::prelude::{any, prop_assert_eq, prop_assert_ne, prop_oneof, proptest, Strategy};
+
+    fn nqn() -> impl Strategy<Value = String> {
+        // Any text without NUL up to the field's 255 bytes (63 characters of at most 4 bytes),
+        // and ASCII NQNs right up to the limit.
+        prop_oneof!["[^\\x00]{0,63}", "[ -~]{250,255}"]
+    }
+
+    proptest! {
+        #[test]
+        fn connect_sqe_round_trip(
+            (recfmt, qid, sqsize, cattr) in any::<(u16, u16, u16, u8)>(),
+            kato in any::<u32>(),
+            cid in any::<u16>(),
+        ) {
+            let c = Connect { recfmt, qid, sqsize, cattr, kato, data_len: CONNECT_DATA_LEN as u32 };
+            let s = c.to_sqe(cid);
+            prop_assert_eq!(Connect::from_sqe(&s), c);
+            prop_assert_eq!(Command::parse(&s, qid == 0), Ok(Command::Connect(c)));
+            prop_assert_eq!(s.command_id.get(), cid);
+        }
+
+        #[test]
+        fn connect_data_round_trip(
+            hostid in any::<[u8; 16]>(),
+            cntlid in any::<u16>(),
+            sub in nqn(),
+            host in nqn(),
+        ) {
+            let d = ConnectData::new(hostid, cntlid, &sub, &host).unwrap();
+            let b = d.as_bytes();
+            let p = ConnectData::parse(b).unwrap();
+            prop_assert_eq!(p.as_bytes(), b);
+            prop_assert_eq!(p.hostid, hostid);
+            prop_assert_eq!(p.cntlid.get(), cntlid);
+            prop_assert_eq!(nqn_str(&p.subsysnqn), Some(sub.as_str()));
+            prop_assert_eq!(nqn_str(&p.hostnqn), Some(host.as_str()));
+        }
+
+        /// Any 1024 bytes are Connect data and come back unchanged; NQN fields never panic.
+        #[test]
+        fn connect_data_bytes(b in vec(any::<u8>(), 0..1100)) {
+            match ConnectData::parse(&b) {
+                Ok(d) => {
+                    prop_assert_eq!(d.as_bytes(), &b[..]);
+                    let _ = (nqn_str(&d.subsysnqn), nqn_str(&d.hostnqn));
+                }
+                Err(_) => prop_assert_ne!(b.len(), CONNECT_DATA_LEN),
+            }
+        }
+
+        #[test]
+        fn cap_round_trip(mqes in any::<u16>(), to in any::<u8>()) {
+            let cap = prop::cap(mqes, to);
+            prop_assert_eq!(prop::cap_mqes(cap), mqes.max(2) as u32);
+            prop_assert_eq!(prop::cap_timeout_ms(cap), to as u64 * 500);
+        }
     }
 }

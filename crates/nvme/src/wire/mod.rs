@@ -59,6 +59,12 @@ pub enum WireError {
         len: usize,
         want: usize,
     },
+    /// A value the field cannot hold (an NQN with a NUL in it), refused before it is sent.
+    #[error("{what}: {reason}")]
+    Unrepresentable {
+        what: &'static str,
+        reason: &'static str,
+    },
 }
 
 /// Fatal Error Status values of H2C/C2HTermReq (NVMe/TCP 1.0 §3.6.2.9).
@@ -82,7 +88,9 @@ impl WireError {
             WireError::TooLong { .. } => (fes::INVALID_HEADER_FIELD, 4),
             WireError::HeaderDigest { .. } => (fes::HEADER_DIGEST_ERROR, 0),
             WireError::DataDigest { .. } => (fes::INVALID_HEADER_FIELD, 0),
-            WireError::Length { .. } => (fes::INVALID_HEADER_FIELD, 0),
+            WireError::Length { .. } | WireError::Unrepresentable { .. } => {
+                (fes::INVALID_HEADER_FIELD, 0)
+            }
         }
     }
 }

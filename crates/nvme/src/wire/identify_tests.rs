@@ -1,0 +1,218 @@
+use super::*;
+
+#[test]
+fn ctrl_round_trip() {
+    let c = IdCtrl {
+        vid: 0x1b36,
+        sn: "sb0001".into(),
+        mn: "sanbench".into(),
+        fr: "0.1".into(),
+        mdts: 5,
+        cntlid: 1,
+        ver: 0x10300,
+        cntrltype: CNTRLTYPE_IO,
+        aerl: 3,
+        kas: 1,
+        maxcmd: 128,
+        nn: 1,
+        oncs: 0x0c,
+        vwc: 1,
+        sgls: 1,
+        subnqn: "nqn.2026-11.io.sanbench:ram".into(),
+        ioccsz: 4 + 512,
+        iorcsz: 1,
+        icdoff: 0,
+        msdbd: 1,
+    };
+    assert_eq!(IdCtrl::decode(&c.encode()).unwrap(), c);
+    assert!(IdCtrl::decode(&[0; 100]).is_err());
+}
+
+#[test]
+fn ns_round_trip() {
+    let n = IdNs {
+        nsze: 1 << 21,
+        ncap: 1 << 21,
+        nuse: 0,
+        nsfeat: 1,
+        lbads: 9,
+        dlfeat: 1,
+        nguid: [3; 16],
+    };
+    let d = IdNs::decode(&n.encode()).unwrap();
+    assert_eq!(d, n);
+    assert_eq!(d.block_size(), 512);
+}
+
+#[test]
+fn lists() {
+    assert_eq!(decode_ns_list(&encode_ns_list(&[1, 2, 5], 1)), vec![2, 5]);
+    let descs = vec![
+        NsDesc {
+            nidt: nidt::NGUID,
+            nid: vec![9; 16],
+        },
+        NsDesc {
+            nidt: nidt::CSI,
+            nid: vec![0],
+        },
+    ];
+    assert_eq!(decode_ns_descs(&encode_ns_descs(&descs)).unwrap(), descs);
+    assert!(decode_ns_descs(&[2, 16, 0, 0, 1]).is_err());
+}
+
+mod props {
+    use super::super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    /// Printable ASCII of at most `n` characters not ending in a space: what a space-padded
+    /// ASCII field (SN, MN, FR) holds and reads back unchanged.
+    fn ascii(n: usize) -> impl Strategy<Value = String> {
+        proptest::string::string_regex(&format!("([ -~]{{0,{}}}[!-~])?", n - 1)).unwrap()
+    }
+
+    /// An NQN field's text: anything without NUL up to 255 bytes.
+    fn nqn() -> impl Strategy<Value = String> {
+        prop_oneof!["[^\\x00]{0,63}", "[ -~]{250,255}"]
+    }
+
+    fn id_ctrl() -> impl Strategy<Value = IdCtrl> {
+        (
+            (any::<u16>(), ascii(20), ascii(40), ascii(8), any::<u8>()),
+            (
+                any::<u16>(),
+                any::<u32>(),
+                any::<u8>(),
+                any::<u8>(),
+                any::<u16>(),
+            ),
+            (
+                any::<u16>(),
+                any::<u32>(),
+                any::<u16>(),
+                any::<u8>(),
+                any::<u32>(),
+            ),
+            (nqn(), any::<u32>(), any::<u32>(), any::<u16>(), any::<u8>()),
+        )
+            .prop_map(
+                |(
+                    (vid, sn, mn, fr, mdts),
+                    (cntlid, ver, cntrltype, aerl, kas),
+                    (maxcmd, nn, oncs, vwc, sgls),
+                    (subnqn, ioccsz, iorcsz, icdoff, msdbd),
+                )| IdCtrl {
+                    vid,
+                    sn,
+                    mn,
+                    fr,
+                    mdts,
+                    cntlid,
+                    ver,
+                    cntrltype,
+                    aerl,
+                    kas,
+                    maxcmd,
+                    nn,
+                    oncs,
+                    vwc,
+                    sgls,
+                    subnqn,
+                    ioccsz,
+                    iorcsz,
+                    icdoff,
+                    msdbd,
+                },
+            )
+    }
+
+    fn id_ns() -> impl Strategy<Value = IdNs> {
+        (
+            any::<(u64, u64, u64)>(),
+            any::<(u8, u8, u8)>(),
+            any::<[u8; 16]>(),
+        )
+            .prop_map(
+                |((nsze, ncap, nuse), (nsfeat, lbads, dlfeat), nguid)| IdNs {
+                    nsze,
+                    ncap,
+                    nuse,
+                    nsfeat,
+                    lbads,
+                    dlfeat,
+                    nguid,
+                },
+            )
+    }
+
+    fn ns_desc() -> impl Strategy<Value = NsDesc> {
+        (1u8..=255, vec(any::<u8>(), 0..=255)).prop_map(|(nidt, nid)| NsDesc { nidt, nid })
+    }
+
+    proptest! {
+        /// decode(encode(v)) == v, and the page decodes to what re-encodes byte for byte.
+        #[test]
+        fn ctrl_round_trip_prop(c in id_ctrl()) {
+            let b = c.encode();
+            prop_assert_eq!(b.len(), IDENTIFY_LEN);
+            let d = IdCtrl::decode(&b).unwrap();
+            prop_assert_eq!(&d, &c);
+            prop_assert_eq!(d.encode(), b);
+        }
+
+        #[test]
+        fn ns_round_trip_prop(n in id_ns()) {
+            let b = n.encode();
+            let d = IdNs::decode(&b).unwrap();
+            prop_assert_eq!(&d, &n);
+            prop_assert_eq!(d.encode(), b);
+        }
+
+        /// Any page: what IdNs keeps of it (the LBA format FLBAS selects among 16) survives
+        /// a re-encoding, which names it as format 0.
+        #[test]
+        fn ns_from_any_page(b in vec(any::<u8>(), IDENTIFY_LEN)) {
+            let d = IdNs::decode(&b).unwrap();
+            prop_assert_eq!(IdNs::decode(&d.encode()).unwrap(), d);
+        }
+
+        /// The list holds the NSIDs above `after`, in the order given, up to 1024.
+        #[test]
+        fn ns_list_round_trip(ids in vec(any::<u32>(), 0..1100), after in prop_oneof![Just(0u32), any::<u32>()]) {
+            let b = encode_ns_list(&ids, after);
+            prop_assert_eq!(b.len(), IDENTIFY_LEN);
+            let want: Vec<u32> = ids.iter().copied().filter(|&n| n > after).take(1024).collect();
+            prop_assert_eq!(decode_ns_list(&b), want.clone());
+            prop_assert_eq!(encode_ns_list(&want, 0), b);
+        }
+
+        #[test]
+        fn ns_descs_round_trip(d in vec(ns_desc(), 0..16)) {
+            let b = encode_ns_descs(&d);
+            prop_assert_eq!(b.len(), IDENTIFY_LEN);
+            let got = decode_ns_descs(&b).unwrap();
+            // Descriptors that do not fit in the page are left out, never cut.
+            prop_assert_eq!(&got[..], &d[..got.len()]);
+            let used: usize = d.iter().map(|x| 4 + x.nid.len()).sum();
+            if used <= IDENTIFY_LEN {
+                prop_assert_eq!(got.len(), d.len());
+            }
+            prop_assert_eq!(encode_ns_descs(&got), b);
+        }
+
+        /// Decoders take any bytes without panicking; what the descriptor list decodes from a
+        /// page re-encodes to a page that decodes the same.
+        #[test]
+        fn decoders_never_panic(b in vec(any::<u8>(), 0..4200)) {
+            let _ = IdCtrl::decode(&b);
+            let _ = IdNs::decode(&b).map(|n| n.block_size());
+            let _ = decode_ns_list(&b);
+            if let Ok(d) = decode_ns_descs(&b) {
+                if b.len() <= IDENTIFY_LEN {
+                    prop_assert_eq!(decode_ns_descs(&encode_ns_descs(&d)).unwrap(), d);
+                }
+            }
+        }
+    }
+}
