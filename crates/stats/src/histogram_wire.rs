@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::LatencyHistogram;
 
 const HEADER: usize = 16 + 8 + 8;
+/// HdrHistogram's V2 header: cookie, payload length, normalizing offset, significant digits
+/// (u32 each), lowest and highest trackable values (u64), integer-to-double ratio (f64).
+const V2_HEADER: usize = 4 * 4 + 8 + 8 + 8;
 
 /// Bytes that are not a serialized histogram.
 #[derive(Debug, thiserror::Error)]
@@ -48,10 +51,36 @@ impl LatencyHistogram {
         };
         let mut sum = [0u8; 16];
         sum.copy_from_slice(&b[..16]);
+        let mut out = LatencyHistogram::new();
+        // The V2 header's bounds and payload length are checked before the deserializer
+        // sizes its counts and its payload buffer by them: taken from the bytes (a highest
+        // trackable value of 2^63, a payload of 4 GB behind a 100-byte message) they would
+        // have it allocate gigabytes (found by the mpi_histogram and mpi_run_output fuzz
+        // targets).
+        let v2 = &b[HEADER..];
+        let payload = v2
+            .get(4..8)
+            .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]) as usize);
+        if payload.is_none_or(|p| p > v2.len().saturating_sub(V2_HEADER)) {
+            return Err(HistogramWireError::Decode(
+                "payload length beyond the bytes".into(),
+            ));
+        }
+        let be = |i: usize| -> Option<u64> {
+            Some(u64::from_be_bytes(v2.get(i..i + 8)?.try_into().ok()?))
+        };
+        let sigfig = v2
+            .get(12..16)
+            .map(|x| u32::from_be_bytes([x[0], x[1], x[2], x[3]]));
+        if sigfig != Some(u32::from(out.h.sigfig()))
+            || be(16) != Some(out.h.low())
+            || be(24) != Some(out.h.high())
+        {
+            return Err(HistogramWireError::Bounds);
+        }
         let h: hdrhistogram::Histogram<u64> = Deserializer::new()
             .deserialize(&mut &b[HEADER..])
             .map_err(|e| HistogramWireError::Decode(format!("{e:?}")))?;
-        let mut out = LatencyHistogram::new();
         if h.low() != out.h.low() || h.high() != out.h.high() || h.sigfig() != out.h.sigfig() {
             return Err(HistogramWireError::Bounds);
         }
@@ -82,6 +111,34 @@ impl<'de> Deserialize<'de> for LatencyHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes from the bytes are checked before anything is allocated by them: a payload
+    /// length of 4 GB behind a short message, or bounds that are not sanbench's (here a
+    /// highest trackable value of 2^62 at 5 digits, a counts array of gigabytes), are refused.
+    /// (That nothing large is allocated on the way is tests/wire_alloc.rs's check.)
+    #[test]
+    fn sizes_in_the_header_are_checked_before_allocating() {
+        let mut h = LatencyHistogram::new();
+        h.record(12_345);
+        let good = h.to_bytes();
+        let mut long = good.clone();
+        long[HEADER + 4..HEADER + 8].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            LatencyHistogram::from_bytes(&long),
+            Err(HistogramWireError::Decode(_))
+        ));
+        let mut wide = good.clone();
+        wide[HEADER + 12..HEADER + 16].copy_from_slice(&5u32.to_be_bytes());
+        wide[HEADER + 24..HEADER + 32].copy_from_slice(&(1u64 << 62).to_be_bytes());
+        assert!(matches!(
+            LatencyHistogram::from_bytes(&wide),
+            Err(HistogramWireError::Bounds)
+        ));
+        for cut in [HEADER, HEADER + 7, HEADER + 20, good.len() - 1] {
+            assert!(LatencyHistogram::from_bytes(&good[..cut]).is_err(), "{cut}");
+        }
+        assert!(LatencyHistogram::from_bytes(&good).is_ok());
+    }
 
     #[test]
     fn round_trip_keeps_every_figure_and_merges_exactly() {

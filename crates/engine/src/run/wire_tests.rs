@@ -90,3 +90,40 @@ fn garbage_is_an_error() {
     assert!(decode(b"{not json").is_err());
     assert!(merge(&[]).is_none());
 }
+
+/// The fuzzer's seeds (fuzz/seeds/mpi_run_output, fuzz/seeds/mpi_histogram) are a current run
+/// output and a current histogram, so the fuzzer starts from bytes a rank really sends instead
+/// of hunting for valid JSON. When the format changes this fails; regenerate them with
+/// `SANBENCH_WRITE_FUZZ_SEEDS=1 cargo test -p sanbench-engine fuzzer_seeds`.
+#[test]
+fn fuzzer_seeds_are_current() {
+    let a: Vec<u64> = (0..300).map(|i| 10_000 + i * i * 7).collect();
+    let b: Vec<u64> = (0..50).map(|i| 2_000_000 + i * 10_007).collect();
+    let mut t = target(&a);
+    t.write.hist.record(123_456);
+    t.write.ios = 1;
+    t.series.push(Second::default());
+    let out = output(vec![t, target(&b)]);
+    let run = encode(&out);
+    let hist = out.targets[0].read.hist.to_bytes();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds");
+    let files = [
+        (dir.join("mpi_run_output/two_targets.json"), run),
+        (dir.join("mpi_histogram/read.bin"), hist),
+    ];
+    for (path, bytes) in &files {
+        if std::env::var_os("SANBENCH_WRITE_FUZZ_SEEDS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        let seed = std::fs::read(path).unwrap_or_default();
+        assert!(
+            &seed == bytes,
+            "{} is not what this version sends: regenerate (see this test's docs)",
+            path.display()
+        );
+    }
+    // And they decode.
+    decode(&files[0].1).unwrap();
+    sanbench_stats::LatencyHistogram::from_bytes(&files[1].1).unwrap();
+}
