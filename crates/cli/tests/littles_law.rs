@@ -25,12 +25,7 @@ fn run(args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    sanbench_testkit::ok_json(&out)
 }
 
 /// Checks the law on every result of `doc`, from its own figures (not the document's

@@ -14,12 +14,7 @@ fn run(args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    sanbench_testkit::ok_json(&out)
 }
 
 fn check_order(what: &str, l: &Value) {

@@ -172,6 +172,43 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Sends a WRITE(16) of 32 blocks (16 KiB) at `lba` and returns the R2T the target
+    /// answers with; the command's ITT is then `self.itt` and its CmdSN `self.cmd_sn - 1`.
+    fn start_write(&mut self, lba: u64) -> sanbench_iscsi::wire::pdu::R2t {
+        let (cdb, _) = Cdb::Write {
+            len: CdbLen::L16,
+            lba,
+            blocks: 32,
+            protect: 0,
+            dpo: false,
+            fua: false,
+            verify: false,
+        }
+        .encode();
+        self.itt += 1;
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_: true,
+            read: false,
+            write: true,
+            attr: 1,
+            lun: 0,
+            itt: self.itt,
+            expected_data_len: 16384,
+            cmd_sn: self.cmd_sn,
+            exp_stat_sn: 0,
+            cdb,
+        };
+        self.cmd_sn += 1;
+        self.send(Bhs::ScsiCommand(cmd), &[]);
+        let (Bhs::R2t(r), _) = self.recv() else {
+            panic!("no R2T")
+        };
+        r
+    }
+}
+
 fn icfg() -> InitiatorLoginConfig {
     InitiatorLoginConfig {
         target_name: Some("iqn.2026-11.io.sanbench:ram".into()),
@@ -504,35 +541,7 @@ fn bad_data_out(
     reason: u8,
     asc_ascq: (u8, u8),
 ) {
-    let (cdb, _) = Cdb::Write {
-        len: CdbLen::L16,
-        lba: 64,
-        blocks: 32,
-        protect: 0,
-        dpo: false,
-        fua: false,
-        verify: false,
-    }
-    .encode();
-    c.itt += 1;
-    let cmd = ScsiCommand {
-        immediate: false,
-        final_: true,
-        read: false,
-        write: true,
-        attr: 1,
-        lun: 0,
-        itt: c.itt,
-        expected_data_len: 16384,
-        cmd_sn: c.cmd_sn,
-        exp_stat_sn: 0,
-        cdb,
-    };
-    c.cmd_sn += 1;
-    c.send(Bhs::ScsiCommand(cmd), &[]);
-    let (Bhs::R2t(r), _) = c.recv() else {
-        panic!("no R2T")
-    };
+    let r = c.start_write(64);
     assert_eq!((r.buffer_offset, r.desired_len), (0, 16384));
     let (d, len) = bad(&r);
     c.send(Bhs::DataOut(d.clone()), &vec![0xa5; len]);
@@ -743,36 +752,8 @@ fn task_management_and_logout() {
     use sanbench_iscsi::wire::pdu_ctl::reject_reason::INVALID_PDU_FIELD;
     let t = start(TargetConfig::default());
     let mut c = Client::login(t.2, icfg()).unwrap();
-    let (cdb, _) = Cdb::Write {
-        len: CdbLen::L16,
-        lba: 0,
-        blocks: 32,
-        protect: 0,
-        dpo: false,
-        fua: false,
-        verify: false,
-    }
-    .encode();
-    c.itt += 1;
-    let (write_itt, write_cmd_sn) = (c.itt, c.cmd_sn);
-    let cmd = ScsiCommand {
-        immediate: false,
-        final_: true,
-        read: false,
-        write: true,
-        attr: 1,
-        lun: 0,
-        itt: write_itt,
-        expected_data_len: 16384,
-        cmd_sn: write_cmd_sn,
-        exp_stat_sn: 0,
-        cdb,
-    };
-    c.cmd_sn += 1;
-    c.send(Bhs::ScsiCommand(cmd), &[]);
-    let (Bhs::R2t(r2t), _) = c.recv() else {
-        panic!("no R2T")
-    };
+    let r2t = c.start_write(0);
+    let (write_itt, write_cmd_sn) = (c.itt, c.cmd_sn - 1);
     assert_eq!(
         tmf(&mut c, f::ABORT_TASK, write_itt, write_cmd_sn),
         r::COMPLETE
