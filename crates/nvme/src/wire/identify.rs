@@ -229,7 +229,9 @@ impl IdNs {
     pub fn decode(b: &[u8]) -> Result<IdNs, WireError> {
         use ns_off::*;
         check_len(b, "Identify Namespace")?;
-        let f = (b[FLBAS] & 0x0f) as usize;
+        // The format in use: FLBAS bits 3:0, and bits 6:5 above them when there are more
+        // than 16 formats (NVMe 2.0 base spec, Identify Namespace); 64 at most.
+        let f = (b[FLBAS] & 0x0f) as usize | (((b[FLBAS] >> 5) & 0x03) as usize) << 4;
         Ok(IdNs {
             nsze: u64::from_le_bytes(get(b, NSZE)),
             ncap: u64::from_le_bytes(get(b, NCAP)),

@@ -44,6 +44,29 @@ fn ns_round_trip() {
     assert_eq!(d.block_size(), 512);
 }
 
+/// FLBAS selects among up to 64 formats: bits 3:0 and, above 16 formats, bits 6:5.
+#[test]
+fn the_format_in_use_may_be_above_16() {
+    let mut b = vec![0u8; IDENTIFY_LEN];
+    b[25] = 63; // NLBAF: 64 formats
+    for (flbas, index) in [
+        (0x00u8, 0usize),
+        (0x03, 3),
+        (0x0f, 15),
+        (0x20, 16),
+        (0x6f, 63),
+    ] {
+        b[26] = flbas | 0x10; // bit 4 (metadata at the end of the data) is not the index
+        b.iter_mut()
+            .skip(130)
+            .step_by(4)
+            .take(64)
+            .for_each(|x| *x = 0);
+        b[128 + 4 * index + 2] = 12;
+        assert_eq!(IdNs::decode(&b).unwrap().lbads, 12, "FLBAS {flbas:#x}");
+    }
+}
+
 #[test]
 fn lists() {
     assert_eq!(decode_ns_list(&encode_ns_list(&[1, 2, 5], 1)), vec![2, 5]);
@@ -169,7 +192,7 @@ mod props {
             prop_assert_eq!(d.encode(), b);
         }
 
-        /// Any page: what IdNs keeps of it (the LBA format FLBAS selects among 16) survives
+        /// Any page: what IdNs keeps of it (the LBA format FLBAS selects among 64) survives
         /// a re-encoding, which names it as format 0.
         #[test]
         fn ns_from_any_page(b in vec(any::<u8>(), IDENTIFY_LEN)) {
