@@ -165,6 +165,57 @@ fn rank_in_a_target_drives_a_file_per_rank() {
     }
 }
 
+/// The target host's view (XIV TOP's in the study): two ranks drive one `serve nbd`, the third
+/// runs no I/O and accounts the server's CPU through `--watch PID`.
+#[test]
+fn a_monitor_only_rank_accounts_a_watched_daemon() {
+    let server = Served::start(bin(), &["nbd", "--size", "16M", "--listen", "127.0.0.1:0"]);
+    let pid = server.pid().to_string();
+    let uri = server.uri.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = mpirun(
+        3,
+        &[
+            "run",
+            &uri,
+            "--time",
+            "600ms",
+            "--ramp",
+            "100ms",
+            "--qd",
+            "4",
+            "--monitor-only-ranks",
+            "2",
+            "--watch",
+            &pid,
+        ],
+    )
+    .args(["--json", json.to_str().unwrap()])
+    .output()
+    .unwrap();
+    server.interrupt();
+    ok(&out);
+    let d = doc(&json);
+    check_sums(&d, 3);
+    let m = &hosts(&d)[2];
+    assert_eq!(
+        (m["monitor_only"].as_bool(), m["ios"].as_u64()),
+        (Some(true), Some(0))
+    );
+    let groups = m["cpu"]["groups"].as_array().expect("CPU groups of rank 2");
+    let name = format!("watch:{pid}");
+    let g = groups
+        .iter()
+        .find(|g| g["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no {name} among {groups:?}"));
+    let cpu_s = g["cpu_s"].as_f64().unwrap();
+    assert!(
+        cpu_s > 0.0,
+        "the server served two ranks for 0.6 s with no CPU: {g}"
+    );
+}
+
 #[test]
 fn a_monitor_only_rank_reports_its_cpu_and_runs_no_io() {
     let dir = tempfile::tempdir().unwrap();
