@@ -35,7 +35,7 @@ impl Session {
     pub(crate) fn logout_request(&mut self) {
         let l = crate::wire::pdu_ctl::LogoutRequest {
             immediate: true,
-            reason: 0,
+            reason: crate::wire::codes::logout_reason::CLOSE_SESSION,
             itt: LOGOUT_ITT,
             cid: 0,
             cmd_sn: self.cmd_sn,

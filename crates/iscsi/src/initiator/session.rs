@@ -445,15 +445,16 @@ impl Session {
             }
             return;
         }
+        use crate::wire::codes::scsi_response::COMMAND_COMPLETED as DONE;
         let result = match (response, st) {
-            (0, status::GOOD) if !short => 0,
-            (0, status::GOOD) => -libc::EIO,
-            (0, status::CHECK_CONDITION) => {
+            (DONE, status::GOOD) if !short => 0,
+            (DONE, status::GOOD) => -libc::EIO,
+            (DONE, status::CHECK_CONDITION) => {
                 self.counters.check_conditions += 1;
                 self.counters.last_sense = sense;
                 -libc::EIO
             }
-            (0, status::BUSY | status::TASK_SET_FULL) => -libc::EBUSY,
+            (DONE, status::BUSY | status::TASK_SET_FULL) => -libc::EBUSY,
             _ => -libc::EIO,
         };
         if st != status::GOOD {
