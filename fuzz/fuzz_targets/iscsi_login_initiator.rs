@@ -4,6 +4,7 @@
 //! completes has negotiated values inside what the initiator offered.
 use libfuzzer_sys::fuzz_target;
 use sanbench_iscsi::wire::bhs::Bhs;
+use sanbench_iscsi::wire::chap::Credentials;
 use sanbench_iscsi::wire::login_initiator::{InitiatorLogin, InitiatorLoginConfig, InitiatorStep};
 
 fuzz_target!(|data: &[u8]| {
@@ -12,10 +13,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let cfg = InitiatorLoginConfig {
         target_name: (flags & 1 != 0).then(|| "iqn.t".to_string()),
-        chap: (flags & 2 != 0).then(|| ("u".to_string(), "secretsecret".to_string())),
+        chap: (flags & 2 != 0).then(|| Credentials::new("u", "secretsecret")),
         header_digest: flags & 4 != 0,
         data_digest: flags & 8 != 0,
-        target_chap: (flags & 16 != 0).then(|| ("t".to_string(), "targetsecret".to_string())),
+        target_chap: (flags & 16 != 0).then(|| Credentials::new("t", "targetsecret")),
         ..Default::default()
     };
     let ours = cfg.max_recv_data_segment_length;

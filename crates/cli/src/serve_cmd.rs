@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use sanbench_engine::units::format_size;
+use sanbench_iscsi::wire::chap::Credentials;
 
 use crate::args::{ServeCommand, ServeIscsiArgs, ServeNbdArgs, ServeNvmeArgs};
 use crate::error::{usage, CliError};
@@ -139,7 +140,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         v.map(|c| {
             c.split_once(':')
                 .filter(|(u, s)| !u.is_empty() && !s.is_empty())
-                .map(|(u, s)| (u.to_string(), s.to_string()))
+                .map(|(u, s)| Credentials::new(u, s))
                 .ok_or_else(|| usage(format!("{flag} takes NAME:SECRET")))
         })
         .transpose()
@@ -172,7 +173,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         }
         // RFC 7143 §12.1.3: a secret that authenticates initiators must not authenticate
         // the target.
-        (Some((_, i)), Some((_, t))) if i == t => {
+        (Some(i), Some(t)) if i.secret == t.secret => {
             return Err(usage("--chap and --target-chap must use different secrets"))
         }
         _ => {}

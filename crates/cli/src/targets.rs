@@ -156,7 +156,7 @@ fn iscsi_options(
         }
     }
     o.target_chap = match (target_user, target_password) {
-        (Some(u), Some(p)) => Some((u, p)),
+        (Some(u), Some(p)) => Some(sanbench_iscsi::wire::chap::Credentials::new(u, p)),
         (None, None) => None,
         _ => {
             return Err(usage(format!(

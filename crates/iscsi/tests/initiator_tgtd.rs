@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use initiator_support::{qcfg, write_read_verify, SLOT};
 use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
 use sanbench_iscsi::initiator::{open, InitiatorOptions};
+use sanbench_iscsi::wire::chap::Credentials;
 use sanbench_testkit::Tgtd;
 
 const SIZE: u64 = 256 << 20;
@@ -176,7 +177,7 @@ fn chap_one_way_and_mutual() {
     t.require_chap("bench", "bench-secret-1", Some(("tgt", "target-secret-2")));
     let uri = |cred: &str| t.uri().replacen("iscsi://", &format!("iscsi://{cred}@"), 1);
     let opts = |target_chap: Option<(&str, &str)>| InitiatorOptions {
-        target_chap: target_chap.map(|(u, s)| (u.to_string(), s.to_string())),
+        target_chap: target_chap.map(|(u, s)| Credentials::new(u, s)),
         ..InitiatorOptions::default()
     };
     // Without credentials, or with a wrong secret, tgtd refuses the login.

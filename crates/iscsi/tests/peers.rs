@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use sanbench_iscsi::target::{Target, TargetConfig};
+use sanbench_iscsi::wire::chap::Credentials;
 
 const IQN: &str = "iqn.2026-11.io.sanbench:ram";
 const I1: &str = "iqn.2007-10.com.github:sahlberg:libiscsi:iscsi-test";
@@ -82,7 +83,7 @@ fn iscsi_ls_inq_readcapacity() {
 #[test]
 fn libiscsi_chap_header_digest_and_two_luns() {
     require("iscsi-inq", "libiscsi-bin");
-    let chap = Some(("bench".to_string(), "secret123456".to_string()));
+    let chap = Some(Credentials::new("bench", "secret123456"));
     let t = start_cfg(TargetConfig {
         luns: 2,
         chap,
@@ -118,8 +119,8 @@ fn libiscsi_chap_header_digest_and_two_luns() {
 fn libiscsi_mutual_chap() {
     require("iscsi-inq", "libiscsi-bin");
     let t = start_cfg(TargetConfig {
-        chap: Some(("bench".to_string(), "secret123456".to_string())),
-        target_chap: Some(("tgt".to_string(), "target-secret-2".to_string())),
+        chap: Some(Credentials::new("bench", "secret123456")),
+        target_chap: Some(Credentials::new("tgt", "target-secret-2")),
         ..TargetConfig::default()
     });
     let url = |target: &str| {
@@ -140,7 +141,7 @@ fn libiscsi_mutual_chap() {
     );
     // Without credentials of its own the target refuses initiators that ask for them.
     let one_way = start_cfg(TargetConfig {
-        chap: Some(("bench".to_string(), "secret123456".to_string())),
+        chap: Some(Credentials::new("bench", "secret123456")),
         ..TargetConfig::default()
     });
     let refused = Command::new("iscsi-inq")

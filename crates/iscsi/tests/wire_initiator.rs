@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use sanbench_iscsi::scsi::cdb::{Cdb, CdbLen};
 use sanbench_iscsi::target::{Target, TargetConfig};
 use sanbench_iscsi::wire::bhs::Bhs;
+use sanbench_iscsi::wire::chap::Credentials;
 use sanbench_iscsi::wire::framer::{encode_pdu, parse_pdu, FrameConfig, Parsed};
 use sanbench_iscsi::wire::login_initiator::{InitiatorLogin, InitiatorLoginConfig, InitiatorStep};
 use sanbench_iscsi::wire::pdu::{DataOut, ScsiCommand};
@@ -263,7 +264,7 @@ fn digests_r2t_and_multi_pdu_reads() {
 
 #[test]
 fn chap_required_and_checked() {
-    let chap = Some(("bench".to_string(), "0123456789ab".to_string()));
+    let chap = Some(Credentials::new("bench", "0123456789ab"));
     let t = start(TargetConfig {
         chap: chap.clone(),
         ..TargetConfig::default()
@@ -272,7 +273,7 @@ fn chap_required_and_checked() {
         Client::login(t.2, icfg()).is_err(),
         "login without CHAP must fail"
     );
-    let wrong = Some(("bench".to_string(), "wrongwrongwr".to_string()));
+    let wrong = Some(Credentials::new("bench", "wrongwrongwr"));
     assert!(Client::login(
         t.2,
         InitiatorLoginConfig {

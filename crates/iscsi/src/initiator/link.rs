@@ -217,27 +217,6 @@ pub(crate) struct LoggedIn {
     pub max_cmd_sn: u32,
 }
 
-fn login_status(class: u8, detail: u8) -> &'static str {
-    match (class, detail) {
-        (1, _) => "target moved (redirect is not supported)",
-        (2, 1) => "authentication failed",
-        (2, 2) => "authorization failed: this initiator may not access the target",
-        (2, 3) => "target not found",
-        (2, 4) => "target removed",
-        (2, 5) => "unsupported iSCSI version",
-        (2, 6) => "too many connections",
-        (2, 7) => "missing parameter",
-        (2, 8) => "cannot include in session",
-        (2, 9) => "session type not supported",
-        (2, 10) => "session does not exist",
-        (2, 11) => "invalid request during login",
-        (2, _) => "initiator error",
-        (3, 1) => "target service unavailable",
-        (3, 2) => "target out of resources",
-        _ => "target error",
-    }
-}
-
 /// Connects and logs in; every step is bounded by `timeout`.
 pub(crate) fn login(
     addr: SocketAddr,
@@ -296,15 +275,15 @@ pub(crate) fn login(
             }
         };
         let (resp, rdata): (LoginResponse, Vec<u8>) = resp;
-        if resp.status_class != 0 {
+        if !resp.status.is_success() {
+            let note = if resp.status.is_redirect() {
+                "; redirect is not supported"
+            } else {
+                ""
+            };
             return Err(EngineError::Connect {
                 addr: link.peer.clone(),
-                reason: format!(
-                    "login refused: {} (status class {}, detail {})",
-                    login_status(resp.status_class, resp.status_detail),
-                    resp.status_class,
-                    resp.status_detail
-                ),
+                reason: format!("login refused: {}{note}", resp.status),
             });
         }
         if resp.cont {

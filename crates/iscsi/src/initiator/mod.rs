@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use sanbench_engine::{Allocation, Arena, EngineError, Queue, QueueConfig, Target, TargetInfo};
 
+use crate::wire::chap::Credentials;
 use crate::wire::login_initiator::InitiatorLoginConfig;
 pub use session::Session;
 pub use uri::IscsiUri;
@@ -63,9 +64,9 @@ pub struct InitiatorOptions {
     /// latency does not grow with depth) a batch of N costs up to N-1 of the queue depth: the
     /// default of 2 keeps that to one command (about 1.5 % of QD 32).
     pub submit_batch: u32,
-    /// Mutual CHAP: (name, secret) the target must prove (libiscsi's `target_user` and
+    /// Mutual CHAP: the name and secret the target must prove (libiscsi's `target_user` and
     /// `target_password`). The initiator's own credentials come from the URI.
-    pub target_chap: Option<(String, String)>,
+    pub target_chap: Option<Credentials>,
 }
 
 impl Default for InitiatorOptions {
@@ -193,7 +194,7 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
             ))
         }
         // RFC 7143 §12.1.3: never the same secret in both directions.
-        (Some((_, ours)), Some((_, theirs))) if ours == theirs => {
+        (Some(ours), Some(theirs)) if ours.secret == theirs.secret => {
             return Err(invalid(
                 "target_password must differ from the initiator's own secret",
             ))
@@ -255,5 +256,15 @@ mod tests {
         // Same process: same random B and C, next D.
         assert_eq!(a >> 16, b >> 16);
         assert!(a < 1 << 48);
+    }
+
+    #[test]
+    fn debug_of_the_options_hides_the_target_secret() {
+        let o = InitiatorOptions {
+            target_chap: Some(Credentials::new("tgt", "target-secret-8")),
+            ..InitiatorOptions::default()
+        };
+        let d = format!("{o:?}");
+        assert!(d.contains("tgt") && !d.contains("target-secret-8"), "{d}");
     }
 }

@@ -9,6 +9,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 use sanbench_engine::EngineError;
 
+use crate::wire::chap::Credentials;
+
 /// Default iSCSI port (RFC 7143 §13.1, IANA).
 pub const DEFAULT_PORT: u16 = 3260;
 
@@ -19,8 +21,9 @@ pub struct IscsiUri {
     pub port: u16,
     pub iqn: String,
     pub lun: u16,
-    /// CHAP (user, secret) when the URI carries `USER%SECRET@`.
-    pub chap: Option<(String, String)>,
+    /// CHAP credentials when the URI carries `USER%SECRET@` (or names the secret's file or
+    /// variable).
+    pub chap: Option<Credentials>,
 }
 
 fn invalid(uri: &str, why: &str) -> EngineError {
@@ -45,7 +48,7 @@ impl IscsiUri {
                     return Err(invalid(uri, "empty CHAP user or secret file"));
                 }
                 let secret = secret_from_file(file).map_err(|e| invalid(uri, &e))?;
-                (Some((user.to_string(), secret)), rest)
+                (Some(Credentials::new(user, secret)), rest)
             }
             _ => (None, rest),
         };
@@ -67,7 +70,7 @@ impl IscsiUri {
                     Some(var) => secret_from_env(var).map_err(|e| invalid(uri, &e))?,
                     None => secret.to_string(),
                 };
-                (Some((user.to_string(), secret)), hp)
+                (Some(Credentials::new(user, secret)), hp)
             }
             None => (file_cred, authority),
         };
@@ -171,7 +174,10 @@ mod tests {
         assert_eq!(u.host, "::1");
         assert_eq!(u.port, DEFAULT_PORT);
         assert_eq!(u.portal(), "[::1]:3260");
-        assert_eq!(u.chap, Some(("bob".into(), "s3cr3t".into())));
+        assert_eq!(u.chap, Some(Credentials::new("bob", "s3cr3t")));
+        // A parsed URI may be logged with {:?}: the secret is not in it.
+        let d = format!("{u:?}");
+        assert!(d.contains("bob") && !d.contains("s3cr3t"), "{d}");
         let u = IscsiUri::parse("iscsi://localhost/iqn.x/7").unwrap();
         assert_eq!((u.port, u.lun), (3260, 7));
     }
@@ -183,7 +189,7 @@ mod tests {
         std::fs::write(&f, "fr0m-a-f1le\nignored\n").unwrap();
         let uri = format!("iscsi://bob%@{}@127.0.0.1:3261/iqn.x:y/0", f.display());
         let u = IscsiUri::parse(&uri).unwrap();
-        assert_eq!(u.chap, Some(("bob".into(), "fr0m-a-f1le".into())));
+        assert_eq!(u.chap, Some(Credentials::new("bob", "fr0m-a-f1le")));
         assert_eq!(
             (u.host.as_str(), u.port, u.iqn.as_str()),
             ("127.0.0.1", 3261, "iqn.x:y")
@@ -193,7 +199,7 @@ mod tests {
 
         std::env::set_var("SANBENCH_TEST_URI_SECRET", "fr0m-env");
         let u = IscsiUri::parse("iscsi://bob%$SANBENCH_TEST_URI_SECRET@h/iqn.x/1").unwrap();
-        assert_eq!(u.chap, Some(("bob".into(), "fr0m-env".into())));
+        assert_eq!(u.chap, Some(Credentials::new("bob", "fr0m-env")));
 
         // Missing or empty sources are bad input, naming the source and not a secret.
         std::fs::write(&f, "\n").unwrap();

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::wire::chap::Credentials;
 use crate::wire::login::TargetLoginConfig;
 use lun::Lun;
 use sanbench_blockstore::BlockStore;
@@ -62,10 +63,10 @@ pub struct TargetConfig {
     pub luns: u32,
     /// Size of each LUN in bytes (rounded down to 512-byte blocks).
     pub lun_size: u64,
-    /// (user, secret): require CHAP from initiators.
-    pub chap: Option<(String, String)>,
-    /// (name, secret) the target proves itself with to initiators that ask (mutual CHAP).
-    pub target_chap: Option<(String, String)>,
+    /// Require CHAP from initiators: the user and secret they must prove.
+    pub chap: Option<Credentials>,
+    /// The name and secret the target proves itself with to initiators that ask (mutual CHAP).
+    pub target_chap: Option<Credentials>,
     /// Back LUN 0 with this file instead of RAM (other LUNs stay in RAM).
     pub file: Option<PathBuf>,
     /// Allocate (and touch) every LUN's RAM at start, or the file's blocks, so that no first
@@ -225,5 +226,26 @@ impl Target {
             let _ = t.join();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CLI and tests may print a target's configuration with {:?}: no secret in it.
+    #[test]
+    fn debug_of_the_config_hides_the_secrets() {
+        let cfg = TargetConfig {
+            chap: Some(Credentials::new("bench", "initiator-secret-7")),
+            target_chap: Some(Credentials::new("tgt", "target-secret-8")),
+            ..TargetConfig::default()
+        };
+        let d = format!("{cfg:?}");
+        assert!(d.contains("bench") && d.contains("tgt"), "{d}");
+        assert!(
+            !d.contains("initiator-secret-7") && !d.contains("target-secret-8"),
+            "{d}"
+        );
     }
 }

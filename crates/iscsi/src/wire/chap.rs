@@ -4,10 +4,46 @@
 //! both; the initiator offers only 5, because tgtd (like IET) reads 7 as SHA-1. Binary values
 //! are encoded `0x` + hex or `0b` + base64 (§6.1); we send hex and accept both.
 
+use std::fmt;
+
 use md5::{Digest, Md5};
 use sha2::Sha256;
 
 use super::WireError;
+
+/// A CHAP name and secret: what an initiator proves itself with (its user name), or in mutual
+/// CHAP the name and secret the target answers with. Both sides of login, the target's
+/// configuration and the initiator's URI and options hold them.
+///
+/// `Debug` prints the secret's length only, never the secret: the configurations that hold
+/// credentials derive `Debug`, and a `{:?}` in a log or a panic message must not publish it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// CHAP_N: the user an initiator logs in as, or the target's own name.
+    pub user: String,
+    pub secret: String,
+}
+
+impl Credentials {
+    pub fn new(user: impl Into<String>, secret: impl Into<String>) -> Credentials {
+        Credentials {
+            user: user.into(),
+            secret: secret.into(),
+        }
+    }
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("user", &self.user)
+            .field(
+                "secret",
+                &format_args!("<redacted, {} bytes>", self.secret.len()),
+            )
+            .finish()
+    }
+}
 
 /// CHAP hash algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +180,45 @@ mod tests {
         assert!(verify(ChapAlgorithm::Md5, 1, b"secret", &[0u8; 16], &r));
         assert!(!verify(ChapAlgorithm::Md5, 2, b"secret", &[0u8; 16], &r));
         assert_eq!(response(ChapAlgorithm::Sha256, 1, b"s", b"c").len(), 32);
+    }
+
+    #[test]
+    fn debug_never_shows_the_secret() {
+        let c = Credentials::new("bob", "s3cr3t-Value");
+        let d = format!("{c:?} {c:#?}");
+        assert!(!d.contains("s3cr3t-Value"), "{d}");
+        assert!(
+            d.contains("bob") && d.contains("<redacted, 12 bytes>"),
+            "{d}"
+        );
+    }
+
+    /// Both sides' login configurations derive `Debug` and hold credentials.
+    #[test]
+    fn debug_of_login_configs_hides_the_secrets() {
+        use crate::wire::login::TargetLoginConfig;
+        use crate::wire::login_initiator::InitiatorLoginConfig;
+        let (ours, theirs) = (
+            Credentials::new("bench", "initiator-secret-7"),
+            Credentials::new("tgt", "target-secret-8"),
+        );
+        let i = InitiatorLoginConfig {
+            chap: Some(ours.clone()),
+            target_chap: Some(theirs.clone()),
+            ..Default::default()
+        };
+        let t = TargetLoginConfig {
+            chap: Some(ours),
+            target_chap: Some(theirs),
+            ..Default::default()
+        };
+        for d in [format!("{i:?}"), format!("{t:#?}")] {
+            assert!(d.contains("bench") && d.contains("tgt"), "{d}");
+            assert!(
+                !d.contains("initiator-secret-7") && !d.contains("target-secret-8"),
+                "{d}"
+            );
+        }
     }
 
     #[test]

@@ -6,25 +6,11 @@
 //! [`LoginOutcome`]; when it carries a non-zero status class the connection must be closed
 //! after sending it. The initiator side lives in [`super::login_initiator`].
 
-use super::chap::{self, ChapAlgorithm};
+use super::chap::{self, ChapAlgorithm, Credentials};
+use super::codes::LoginStatus;
 use super::keys::{self, SessionParams};
 use super::pdu_ctl::{LoginRequest, LoginResponse, Stage};
 use super::text::{self, Pair};
-
-/// Status class/detail pairs (§11.13.5).
-pub mod status {
-    pub const SUCCESS: (u8, u8) = (0, 0);
-    pub const INITIATOR_ERROR: (u8, u8) = (2, 0);
-    pub const AUTH_FAILURE: (u8, u8) = (2, 1);
-    pub const AUTHORIZATION_FAILURE: (u8, u8) = (2, 2);
-    pub const NOT_FOUND: (u8, u8) = (2, 3);
-    pub const UNSUPPORTED_VERSION: (u8, u8) = (2, 5);
-    pub const MISSING_PARAMETER: (u8, u8) = (2, 7);
-    pub const SESSION_TYPE_UNSUPPORTED: (u8, u8) = (2, 9);
-    pub const SESSION_DOES_NOT_EXIST: (u8, u8) = (2, 10);
-    pub const INVALID_DURING_LOGIN: (u8, u8) = (2, 11);
-    pub const TARGET_ERROR: (u8, u8) = (3, 0);
-}
 
 /// CmdSN window we grant (MaxCmdSN - ExpCmdSN + 1).
 pub const CMD_WINDOW: u32 = 128;
@@ -41,11 +27,11 @@ pub struct TargetLoginConfig {
     /// Names that accept normal sessions.
     pub target_names: Vec<String>,
     pub portal_group_tag: u16,
-    /// (user, secret) the initiator must prove with CHAP; `None` = AuthMethod=None.
-    pub chap: Option<(String, String)>,
-    /// Mutual CHAP: (name, secret) the target answers an initiator's challenge with. Without
-    /// it, an initiator that asks the target to authenticate itself is refused.
-    pub target_chap: Option<(String, String)>,
+    /// What the initiator must prove with CHAP; `None` = AuthMethod=None.
+    pub chap: Option<Credentials>,
+    /// Mutual CHAP: what the target answers an initiator's challenge with. Without it, an
+    /// initiator that asks the target to authenticate itself is refused.
+    pub target_chap: Option<Credentials>,
     /// Our MaxRecvDataSegmentLength (declared to the initiator).
     pub max_recv_data_segment_length: u32,
     pub max_burst_length: u32,
@@ -103,7 +89,7 @@ pub struct LoginReply {
 impl LoginReply {
     /// True when the response reports failure: close the connection after sending it.
     pub fn is_failure(&self) -> bool {
-        self.header.status_class != 0
+        !self.header.status.is_success()
     }
 }
 
@@ -171,7 +157,7 @@ impl TargetLogin {
     fn reply(
         &mut self,
         req: &LoginRequest,
-        st: (u8, u8),
+        st: LoginStatus,
         transit: bool,
         data: Vec<u8>,
     ) -> LoginReply {
@@ -192,8 +178,7 @@ impl TargetLogin {
             stat_sn: self.stat_sn,
             exp_cmd_sn: req.cmd_sn,
             max_cmd_sn: req.cmd_sn.wrapping_add(CMD_WINDOW - 1),
-            status_class: st.0,
-            status_detail: st.1,
+            status: st,
         };
         self.stat_sn = self.stat_sn.wrapping_add(1);
         LoginReply {
@@ -203,13 +188,13 @@ impl TargetLogin {
         }
     }
 
-    fn fail(&mut self, req: &LoginRequest, st: (u8, u8)) -> LoginReply {
+    fn fail(&mut self, req: &LoginRequest, st: LoginStatus) -> LoginReply {
         self.reply(req, st, false, Vec::new())
     }
 
-    /// Refuses the request with status `st` (class, detail) without looking at it: for a
-    /// failure outside the negotiation (no random bytes for the session's first StatSN).
-    pub fn refuse(&mut self, req: &LoginRequest, st: (u8, u8)) -> LoginReply {
+    /// Refuses the request with status `st` without looking at it: for a failure outside the
+    /// negotiation (no random bytes for the session's first StatSN).
+    pub fn refuse(&mut self, req: &LoginRequest, st: LoginStatus) -> LoginReply {
         self.fail(req, st)
     }
 
@@ -225,26 +210,26 @@ impl TargetLogin {
             self.itt = req.itt;
             self.cid = req.cid;
             if req.version_min > 0 {
-                return self.fail(req, status::UNSUPPORTED_VERSION);
+                return self.fail(req, LoginStatus::UNSUPPORTED_VERSION);
             }
             if req.tsih != 0 {
-                return self.fail(req, status::SESSION_DOES_NOT_EXIST);
+                return self.fail(req, LoginStatus::SESSION_DOES_NOT_EXIST);
             }
         } else if req.isid != self.isid || req.itt != self.itt {
-            return self.fail(req, status::INITIATOR_ERROR);
+            return self.fail(req, LoginStatus::INITIATOR_ERROR);
         }
         if self.pending.len() + data.len() > 65536 {
-            return self.fail(req, status::INITIATOR_ERROR);
+            return self.fail(req, LoginStatus::INITIATOR_ERROR);
         }
         self.pending.extend_from_slice(data);
         if req.cont {
             // §6.3: answer a partial text with an empty response and wait for the rest.
-            return self.reply(req, status::SUCCESS, false, Vec::new());
+            return self.reply(req, LoginStatus::SUCCESS, false, Vec::new());
         }
         let joined = std::mem::take(&mut self.pending);
         let pairs = match text::decode(&joined) {
             Ok(p) => p,
-            Err(_) => return self.fail(req, status::INITIATOR_ERROR),
+            Err(_) => return self.fail(req, LoginStatus::INITIATOR_ERROR),
         };
         let mut out: Vec<Pair> = Vec::new();
         if self.first {
@@ -272,7 +257,7 @@ impl TargetLogin {
             }
         }
         if req.csg == Stage::Operational && self.cfg.chap.is_some() && self.auth != Auth::Done {
-            return self.fail(req, status::AUTH_FAILURE);
+            return self.fail(req, LoginStatus::AUTH_FAILURE);
         }
         if transit
             && req.nsg != Stage::Security
@@ -287,7 +272,7 @@ impl TargetLogin {
                 self.cfg.max_recv_data_segment_length.to_string(),
             ));
         }
-        let mut reply = self.reply(req, status::SUCCESS, transit, text::encode_vec(&out));
+        let mut reply = self.reply(req, LoginStatus::SUCCESS, transit, text::encode_vec(&out));
         if transit && req.nsg == Stage::FullFeature {
             self.params.finish();
             reply.outcome = Some(LoginOutcome {
@@ -305,25 +290,25 @@ impl TargetLogin {
         reply
     }
 
-    fn leading(&mut self, pairs: &[Pair]) -> Result<(), (u8, u8)> {
+    fn leading(&mut self, pairs: &[Pair]) -> Result<(), LoginStatus> {
         let Some(iname) = text::get(pairs, "InitiatorName") else {
-            return Err(status::MISSING_PARAMETER);
+            return Err(LoginStatus::MISSING_PARAMETER);
         };
         if iname.is_empty() {
-            return Err(status::MISSING_PARAMETER);
+            return Err(LoginStatus::MISSING_PARAMETER);
         }
         self.initiator_name = iname.to_string();
         self.session_type = match text::get(pairs, "SessionType").unwrap_or("Normal") {
             "Normal" => SessionType::Normal,
             "Discovery" => SessionType::Discovery,
-            _ => return Err(status::SESSION_TYPE_UNSUPPORTED),
+            _ => return Err(LoginStatus::SESSION_TYPE_UNSUPPORTED),
         };
         if self.session_type == SessionType::Normal {
             let Some(t) = text::get(pairs, "TargetName") else {
-                return Err(status::MISSING_PARAMETER);
+                return Err(LoginStatus::MISSING_PARAMETER);
             };
             if !self.cfg.target_names.iter().any(|n| n == t) {
-                return Err(status::NOT_FOUND);
+                return Err(LoginStatus::NOT_FOUND);
             }
             self.target_name = Some(t.to_string());
         }
@@ -336,7 +321,7 @@ impl TargetLogin {
         pairs: &[Pair],
         out: &mut Vec<Pair>,
         random: &mut dyn FnMut(&mut [u8]) -> std::io::Result<()>,
-    ) -> Result<(), (u8, u8)> {
+    ) -> Result<(), LoginStatus> {
         let security = req.csg == Stage::Security;
         for p in pairs {
             let (k, v) = (p.key.as_str(), p.value.as_str());
@@ -344,7 +329,7 @@ impl TargetLogin {
                 "InitiatorName" | "TargetName" | "SessionType" | "InitiatorAlias" => continue,
                 "AuthMethod" => {
                     if !security {
-                        return Err(status::INITIATOR_ERROR);
+                        return Err(LoginStatus::INITIATOR_ERROR);
                     }
                     let ours = if self.cfg.chap.is_some() {
                         "CHAP"
@@ -353,7 +338,7 @@ impl TargetLogin {
                     };
                     let ans = v.split(',').find(|m| *m == ours).unwrap_or("Reject");
                     if ans == "Reject" {
-                        return Err(status::AUTH_FAILURE);
+                        return Err(LoginStatus::AUTH_FAILURE);
                     }
                     if ans == "CHAP" {
                         self.auth = Auth::ChapWaitAlgorithm;
@@ -362,16 +347,16 @@ impl TargetLogin {
                 }
                 "CHAP_A" => {
                     if self.auth != Auth::ChapWaitAlgorithm {
-                        return Err(status::INITIATOR_ERROR);
+                        return Err(LoginStatus::INITIATOR_ERROR);
                     }
                     let Some(alg) = v.split(',').find_map(ChapAlgorithm::from_code) else {
                         out.push(Pair::new(k, "Reject"));
-                        return Err(status::AUTH_FAILURE);
+                        return Err(LoginStatus::AUTH_FAILURE);
                     };
                     let mut idc = vec![0u8; 1 + alg.challenge_len()];
                     // No random bytes from the OS: the login fails (a guessable challenge
                     // would let a recorded response be replayed).
-                    random(&mut idc).map_err(|_| status::TARGET_ERROR)?;
+                    random(&mut idc).map_err(|_| LoginStatus::TARGET_ERROR)?;
                     let (id, challenge) = (idc[0], idc[1..].to_vec());
                     out.push(Pair::new("CHAP_A", alg.code()));
                     out.push(Pair::new("CHAP_I", id.to_string()));
@@ -384,7 +369,7 @@ impl TargetLogin {
                 // CHAP_R it must come with.
                 "CHAP_I" | "CHAP_C" => {
                     if text::get(pairs, "CHAP_R").is_none() {
-                        return Err(status::INITIATOR_ERROR);
+                        return Err(LoginStatus::INITIATOR_ERROR);
                     }
                 }
                 _ => self.operational(k, v, out)?,
@@ -393,45 +378,46 @@ impl TargetLogin {
         Ok(())
     }
 
-    fn check_chap(&mut self, pairs: &[Pair], out: &mut Vec<Pair>) -> Result<(), (u8, u8)> {
+    fn check_chap(&mut self, pairs: &[Pair], out: &mut Vec<Pair>) -> Result<(), LoginStatus> {
         let Auth::ChapWaitResponse { alg, id, challenge } = &self.auth else {
-            return Err(status::INITIATOR_ERROR);
+            return Err(LoginStatus::INITIATOR_ERROR);
         };
-        let Some((user, secret)) = &self.cfg.chap else {
-            return Err(status::AUTH_FAILURE);
+        let Some(Credentials { user, secret }) = &self.cfg.chap else {
+            return Err(LoginStatus::AUTH_FAILURE);
         };
         let name = text::get(pairs, "CHAP_N").unwrap_or("");
         let resp = text::get(pairs, "CHAP_R").unwrap_or("");
         let Ok(resp) = chap::decode_binary("CHAP_R", resp) else {
-            return Err(status::AUTH_FAILURE);
+            return Err(LoginStatus::AUTH_FAILURE);
         };
         if name != user || !chap::verify(*alg, *id, secret.as_bytes(), challenge, &resp) {
-            return Err(status::AUTH_FAILURE);
+            return Err(LoginStatus::AUTH_FAILURE);
         }
         match (text::get(pairs, "CHAP_I"), text::get(pairs, "CHAP_C")) {
             (None, None) => {}
             (Some(i), Some(c)) => {
-                let Some((our_name, our_secret)) = &self.cfg.target_chap else {
-                    return Err(status::AUTH_FAILURE);
+                let Some(ours) = &self.cfg.target_chap else {
+                    return Err(LoginStatus::AUTH_FAILURE);
                 };
-                let their_id: u8 = i.parse().map_err(|_| status::AUTH_FAILURE)?;
-                let theirs = chap::decode_binary("CHAP_C", c).map_err(|_| status::AUTH_FAILURE)?;
+                let their_id: u8 = i.parse().map_err(|_| LoginStatus::AUTH_FAILURE)?;
+                let theirs =
+                    chap::decode_binary("CHAP_C", c).map_err(|_| LoginStatus::AUTH_FAILURE)?;
                 // RFC 7143 §12.1.3: our own challenge sent back to us would have us answer it
                 // for the initiator (a reflection attack).
                 if theirs == *challenge {
-                    return Err(status::AUTH_FAILURE);
+                    return Err(LoginStatus::AUTH_FAILURE);
                 }
-                let r = chap::response(*alg, their_id, our_secret.as_bytes(), &theirs);
-                out.push(Pair::new("CHAP_N", our_name.clone()));
+                let r = chap::response(*alg, their_id, ours.secret.as_bytes(), &theirs);
+                out.push(Pair::new("CHAP_N", ours.user.clone()));
                 out.push(Pair::new("CHAP_R", chap::encode_hex(&r)));
             }
-            _ => return Err(status::INITIATOR_ERROR),
+            _ => return Err(LoginStatus::INITIATOR_ERROR),
         }
         self.auth = Auth::Done;
         Ok(())
     }
 
-    fn operational(&mut self, k: &str, v: &str, out: &mut Vec<Pair>) -> Result<(), (u8, u8)> {
+    fn operational(&mut self, k: &str, v: &str, out: &mut Vec<Pair>) -> Result<(), LoginStatus> {
         let Some(def) = keys::key_def(k) else {
             out.push(Pair::new(k, "NotUnderstood"));
             return Ok(());
@@ -466,7 +452,7 @@ impl TargetLogin {
             "DataPDUInOrder" | "DataSequenceInOrder" => "Yes".into(),
             "IFMarker" | "OFMarker" => "No".into(),
             "MaxRecvDataSegmentLength" => {
-                let n = keys::parse_num(def, v).map_err(|_| status::INITIATOR_ERROR)?;
+                let n = keys::parse_num(def, v).map_err(|_| LoginStatus::INITIATOR_ERROR)?;
                 self.params.peer_max_recv_data_segment_length = n as u32;
                 self.declared_mrdsl = true;
                 out.push(Pair::new(k, c.max_recv_data_segment_length.to_string()));
@@ -478,11 +464,11 @@ impl TargetLogin {
                 return Ok(());
             }
         };
-        let ans = keys::respond(def, v, &ours).map_err(|_| status::INITIATOR_ERROR)?;
+        let ans = keys::respond(def, v, &ours).map_err(|_| LoginStatus::INITIATOR_ERROR)?;
         if ans != "Reject" {
             self.params
                 .apply(k, &ans)
-                .map_err(|_| status::INITIATOR_ERROR)?;
+                .map_err(|_| LoginStatus::INITIATOR_ERROR)?;
         }
         out.push(Pair::new(k, ans));
         Ok(())

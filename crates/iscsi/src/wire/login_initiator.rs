@@ -9,7 +9,7 @@
 //!     InitiatorStep::Done(outcome) => break } }
 //! ```
 
-use super::chap::{self, ChapAlgorithm};
+use super::chap::{self, ChapAlgorithm, Credentials};
 use super::keys::{self, SessionParams};
 use super::login::{LoginOutcome, SessionType};
 use super::pdu_ctl::{LoginRequest, LoginResponse, Stage};
@@ -23,10 +23,11 @@ pub struct InitiatorLoginConfig {
     /// `None` logs in a discovery session.
     pub target_name: Option<String>,
     pub isid: u64,
-    pub chap: Option<(String, String)>,
+    /// What we prove ourselves with when the target asks for CHAP.
+    pub chap: Option<Credentials>,
     /// Mutual CHAP: the name the target must answer with and its secret. The initiator then
     /// offers only CHAP and refuses a target that does not prove this secret.
-    pub target_chap: Option<(String, String)>,
+    pub target_chap: Option<Credentials>,
     pub header_digest: bool,
     pub data_digest: bool,
     pub max_recv_data_segment_length: u32,
@@ -185,10 +186,10 @@ impl InitiatorLogin {
         data: &[u8],
         random: &mut dyn FnMut(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<InitiatorStep, WireError> {
-        if resp.status_class != 0 {
+        if !resp.status.is_success() {
             return Err(WireError::Login(format!(
-                "target refused login: status class {} detail {}",
-                resp.status_class, resp.status_detail
+                "target refused login: {}",
+                resp.status
             )));
         }
         self.exp_stat_sn = resp.stat_sn.wrapping_add(1);
@@ -264,7 +265,7 @@ impl InitiatorLogin {
         pairs: &[Pair],
         random: &mut dyn FnMut(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<InitiatorStep, WireError> {
-        let Some((user, secret)) = self.cfg.chap.clone() else {
+        let Some(Credentials { user, secret }) = self.cfg.chap.clone() else {
             return Err(WireError::Login(
                 "target wants authentication; no CHAP secret configured".into(),
             ));
@@ -335,7 +336,7 @@ impl InitiatorLogin {
         id: u8,
         challenge: &[u8],
     ) -> Result<(), WireError> {
-        let Some((name, secret)) = &self.cfg.target_chap else {
+        let Some(Credentials { user: name, secret }) = &self.cfg.target_chap else {
             return Ok(());
         };
         let fail = |why: &str| WireError::Login(format!("target failed mutual CHAP: {why}"));
@@ -357,6 +358,7 @@ impl InitiatorLogin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::codes::LoginStatus;
     use crate::wire::login::{TargetLogin, TargetLoginConfig};
 
     fn run(
@@ -430,7 +432,7 @@ mod tests {
 
     #[test]
     fn chap_login() {
-        let chap = Some(("user".to_string(), "secretsecret".to_string()));
+        let chap = Some(Credentials::new("user", "secretsecret"));
         let ic = InitiatorLoginConfig {
             target_name: Some("iqn.t".into()),
             chap: chap.clone(),
@@ -442,7 +444,7 @@ mod tests {
         };
         assert!(run(ic.clone(), tc.clone()).is_ok());
         let bad = InitiatorLoginConfig {
-            chap: Some(("user".into(), "wrong".into())),
+            chap: Some(Credentials::new("user", "wrong")),
             ..ic.clone()
         };
         assert!(run(bad, tc.clone()).is_err());
@@ -454,8 +456,8 @@ mod tests {
     fn no_random_bytes_fail_the_login() {
         let ic = InitiatorLoginConfig {
             target_name: Some("iqn.t".into()),
-            chap: Some(("user".into(), "initiator-secret".into())),
-            target_chap: Some(("tgt".into(), "target-secret".into())),
+            chap: Some(Credentials::new("user", "initiator-secret")),
+            target_chap: Some(Credentials::new("tgt", "target-secret")),
             ..Default::default()
         };
         let tc = TargetLoginConfig {
@@ -465,7 +467,7 @@ mod tests {
         };
         // The target cannot draw its challenge: it answers Target Error (3/0), no challenge.
         let e = run_with(ic.clone(), tc.clone(), false, true).unwrap_err();
-        assert!(e.contains("status class 3 detail 0"), "{e}");
+        assert!(e.contains("target error (status class 3, detail 0)"), "{e}");
         // The initiator cannot draw its mutual-CHAP challenge: the login fails on its side.
         let e = run_with(ic.clone(), tc.clone(), true, false).unwrap_err();
         assert!(e.contains("no random bytes"), "{e}");
@@ -496,8 +498,8 @@ mod tests {
     fn mutual_chap() {
         let ic = InitiatorLoginConfig {
             target_name: Some("iqn.t".into()),
-            chap: Some(("user".into(), "initiator-secret".into())),
-            target_chap: Some(("tgt".into(), "target-secret".into())),
+            chap: Some(Credentials::new("user", "initiator-secret")),
+            target_chap: Some(Credentials::new("tgt", "target-secret")),
             ..Default::default()
         };
         let tc = TargetLoginConfig {
@@ -509,7 +511,7 @@ mod tests {
         // The target holds another secret, or another name: the initiator refuses it.
         for wrong in [("tgt", "other-secret"), ("someone", "target-secret")] {
             let tc = TargetLoginConfig {
-                target_chap: Some((wrong.0.into(), wrong.1.into())),
+                target_chap: Some(Credentials::new(wrong.0, wrong.1)),
                 ..tc.clone()
             };
             let e = run(ic.clone(), tc).unwrap_err();
@@ -537,8 +539,8 @@ mod tests {
     fn mutual_chap_cannot_be_skipped() {
         let mut i = InitiatorLogin::new(InitiatorLoginConfig {
             target_name: Some("iqn.t".into()),
-            chap: Some(("user".into(), "initiator-secret".into())),
-            target_chap: Some(("tgt".into(), "target-secret".into())),
+            chap: Some(Credentials::new("user", "initiator-secret")),
+            target_chap: Some(Credentials::new("tgt", "target-secret")),
             ..Default::default()
         });
         let (req, _) = i.start();
@@ -555,8 +557,7 @@ mod tests {
             stat_sn: 1,
             exp_cmd_sn: 1,
             max_cmd_sn: 1,
-            status_class: 0,
-            status_detail: 0,
+            status: LoginStatus::SUCCESS,
         };
         let data = text::encode_vec(&[Pair::new("AuthMethod", "None")]);
         let e = i

@@ -1,6 +1,7 @@
 //! Control PDUs (RFC 7143 §11.5–11.6, §11.9–11.15, §11.17–11.19): NOP, Task Management, Login,
 //! Text, Logout, Async Message, Reject. Layouts (offsets) are in [`super::layout`].
 
+use super::codes::LoginStatus;
 use super::layout::*;
 use super::pdu::{bad, bit};
 use super::WireError;
@@ -266,8 +267,8 @@ impl LoginRequest {
 }
 
 typed_pdu! {
-    /// Login Response (0x23), §11.13. Status class 0 success, 1 redirect, 2 initiator error,
-    /// 3 target error.
+    /// Login Response (0x23), §11.13. `status` is the header's Status-Class and
+    /// Status-Detail bytes (0/0 success, class 1 redirect, 2 initiator error, 3 target error).
     pub struct LoginResponse: LoginResponseHdr {
         hand {
             pub transit: bool,
@@ -275,6 +276,7 @@ typed_pdu! {
             pub csg: Stage,
             pub nsg: Stage,
             pub isid: u64,
+            pub status: LoginStatus,
         }
         wire {
             pub version_max: u8,
@@ -284,8 +286,6 @@ typed_pdu! {
             pub stat_sn: u32,
             pub exp_cmd_sn: u32,
             pub max_cmd_sn: u32,
-            pub status_class: u8,
-            pub status_detail: u8,
         }
     }
 }
@@ -300,6 +300,10 @@ impl LoginResponse {
             csg: f.csg,
             nsg: f.nsg,
             isid: get_isid(l.isid),
+            status: LoginStatus {
+                class: l.status_class,
+                detail: l.status_detail,
+            },
             ..Self::from_layout(l)
         })
     }
@@ -308,6 +312,8 @@ impl LoginResponse {
         l.opcode = 0x23;
         l.flags = LoginFlags::bits(self.transit, self.cont, self.csg, self.nsg);
         l.isid = put_isid(self.isid);
+        l.status_class = self.status.class;
+        l.status_detail = self.status.detail;
         transmute!(l)
     }
 }

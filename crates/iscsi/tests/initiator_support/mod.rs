@@ -13,6 +13,7 @@ use std::time::Duration;
 use sanbench_engine::arena::fill_random;
 use sanbench_engine::{Arena, Completion, Io, Op, Queue, QueueConfig, Target};
 use sanbench_iscsi::target::{Target as OurTarget, TargetConfig};
+use sanbench_iscsi::wire::chap::Credentials;
 
 /// Arena bytes per tag: the largest I/O the tests issue.
 pub const SLOT: usize = 1 << 20;
@@ -30,7 +31,7 @@ impl Ours {
         let cfg = TargetConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             lun_size: size,
-            chap: chap.map(|(u, s)| (u.to_string(), s.to_string())),
+            chap: chap.map(|(u, s)| Credentials::new(u, s)),
             ..TargetConfig::default()
         };
         let iqn = cfg.iqn.clone();

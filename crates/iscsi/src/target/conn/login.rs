@@ -5,10 +5,11 @@ use std::sync::atomic::Ordering;
 
 use super::Conn;
 use crate::wire::bhs::Bhs;
+use crate::wire::codes::LoginStatus;
 use crate::wire::discovery::{send_targets, TargetRecord};
 use crate::wire::framer::{encode_pdu, FrameConfig};
 use crate::wire::layout::RESERVED_TAG;
-use crate::wire::login::{status, LoginOutcome, TargetLogin};
+use crate::wire::login::{LoginOutcome, TargetLogin};
 use crate::wire::pdu_ctl::{LoginRequest, TextRequest, TextResponse};
 use crate::wire::{keys, text};
 
@@ -43,7 +44,7 @@ impl Conn {
         let reply = if seeded {
             login.on_request(req, data, &mut crate::os_random)
         } else {
-            login.refuse(req, status::TARGET_ERROR)
+            login.refuse(req, LoginStatus::TARGET_ERROR)
         };
         encode_pdu(
             self.out.buf(),
