@@ -37,10 +37,7 @@ impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Credentials")
             .field("user", &self.user)
-            .field(
-                "secret",
-                &format_args!("<redacted, {} bytes>", self.secret.len()),
-            )
+            .field("secret", &format_args!("<redacted>"))
             .finish()
     }
 }
@@ -188,7 +185,7 @@ mod tests {
         let d = format!("{c:?} {c:#?}");
         assert!(!d.contains("s3cr3t-Value"), "{d}");
         assert!(
-            d.contains("bob") && d.contains("<redacted, 12 bytes>"),
+            d.contains("bob") && d.contains("<redacted>") && !d.contains("12"),
             "{d}"
         );
     }
