@@ -3,13 +3,14 @@
 //! input is a 48-byte header plus a text segment. Nothing may panic.
 use libfuzzer_sys::fuzz_target;
 use sanbench_iscsi::wire::bhs::Bhs;
+use sanbench_iscsi::wire::chap::Credentials;
 use sanbench_iscsi::wire::login::{TargetLogin, TargetLoginConfig};
 
 fuzz_target!(|data: &[u8]| {
     let chap = data.first().is_some_and(|b| b & 1 != 0);
     let cfg = TargetLoginConfig {
         target_names: vec!["iqn.t".into()],
-        chap: chap.then(|| ("u".to_string(), "secretsecret".to_string())),
+        chap: chap.then(|| Credentials::new("u", "secretsecret")),
         ..Default::default()
     };
     let mut t = TargetLogin::new(cfg, 1, 1);
