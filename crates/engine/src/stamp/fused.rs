@@ -287,13 +287,11 @@ fn le(h: &[u8], r: std::ops::Range<usize>) -> u64 {
 /// so that a kernel with a target feature is called directly and inlines.
 macro_rules! expected_units {
     ($keys:expr, $buf:expr, $io_off:expr, $unit:expr, $run_id:expr, $pool:expr, $gen:expr,
-     $ahead:expr, $crc:path, $diff:path) => {{
-        let (buf, pool, ahead, unit): (&[u8], &[u8], &[u8], usize) =
-            ($buf, $pool, $ahead, $unit.max(1));
+     $crc:path, $diff:path) => {{
+        let (buf, pool, unit): (&[u8], &[u8], usize) = ($buf, $pool, $unit.max(1));
         let mut at = 0usize;
         let mut ok = true;
         while at < buf.len() {
-            prefetch_lines(ahead.get(at..(at + unit).min(ahead.len())).unwrap_or(&[]));
             let u = &buf[at..(at + unit).min(buf.len())];
             let off = $io_off + at as u64;
             let g = $gen(off);
@@ -379,11 +377,6 @@ impl KeyCache {
     /// the full check passes without recording anything ([`crate::verify::Checker`], current
     /// generations). `false` says only "look closer". One dispatch per read, the per-unit work
     /// inlined with AVX2 and SSE4.2 where the CPU has them.
-    ///
-    /// `ahead` is the memory the caller reads next (the next read's source on the RAM disk, or
-    /// empty): its lines are prefetched a unit's share at a time while this read is checked,
-    /// so that the check's arithmetic overlaps the next read's wait for memory.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
     pub fn all_expected(
         &mut self,
@@ -393,12 +386,11 @@ impl KeyCache {
         run_id: u64,
         pool: &[u8],
         gen: impl Fn(u64) -> u32,
-        ahead: &[u8],
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
         if avx2() && sse42() {
             // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
-            return unsafe { self.all_expected_avx2(buf, io_off, unit, run_id, pool, gen, ahead) };
+            return unsafe { self.all_expected_avx2(buf, io_off, unit, run_id, pool, gen) };
         }
         expected_units!(
             self,
@@ -408,7 +400,6 @@ impl KeyCache {
             run_id,
             pool,
             gen,
-            ahead,
             header_crc,
             xor_diff_bytes
         )
@@ -440,8 +431,9 @@ impl KeyCache {
                 self.copy_expected_avx2(src, dst, io_off, unit, run_id, pool, gen, ahead)
             };
         }
+        prefetch_lines(ahead);
         dst.copy_from_slice(src);
-        self.all_expected(dst, io_off, unit, run_id, pool, gen, ahead)
+        self.all_expected(dst, io_off, unit, run_id, pool, gen)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -498,7 +490,6 @@ impl KeyCache {
         true
     }
 
-    #[allow(clippy::too_many_arguments)]
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,sse4.2")]
     fn all_expected_avx2(
@@ -509,7 +500,6 @@ impl KeyCache {
         run_id: u64,
         pool: &[u8],
         gen: impl Fn(u64) -> u32,
-        ahead: &[u8],
     ) -> bool {
         // Direct calls, so that the kernels inline here (a closure between them did not).
         expected_units!(
@@ -520,7 +510,6 @@ impl KeyCache {
             run_id,
             pool,
             gen,
-            ahead,
             super::header_crc_sse42,
             xor_diff_avx2
         )

@@ -46,7 +46,7 @@ impl Checker {
         let ok = !buf.is_empty()
             && self
                 .keys
-                .all_expected(buf, io_off, self.unit, self.run_id, &self.pool, gen, &[]);
+                .all_expected(buf, io_off, self.unit, self.run_id, &self.pool, gen);
         self.count_fast(ok, buf.len(), rep)
     }
 
@@ -207,7 +207,7 @@ mod tests {
             let p = pool(RUN);
             let mut keys = KeyCache::default();
             let all = |k: &mut KeyCache, b: &[u8], off: u64, run: u64, g: u32| {
-                k.all_expected(b, off, unit, run, &p, |_| g, &[])
+                k.all_expected(b, off, unit, run, &p, |_| g)
             };
             assert!(all(&mut keys, &b, 1 << 20, RUN, 7));
             let mut dst = vec![0u8; b.len()];
