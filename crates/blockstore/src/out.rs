@@ -280,14 +280,26 @@ mod tests {
     use std::io::Read;
     use std::net::TcpListener;
 
+    /// What `o` sends (all of it) to a reader at the other end of a loopback connection.
+    fn sent(o: &mut Out) -> Vec<u8> {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut b, _) = l.accept().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            b.read_to_end(&mut got).unwrap();
+            got
+        });
+        o.send(&a).unwrap();
+        drop(a);
+        reader.join().unwrap()
+    }
+
     #[test]
     fn headers_and_store_pieces_arrive_in_order() {
         let store = BlockStore::ram(1 << 20, false).unwrap();
         let data: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
         store.write(1000, &data, false).unwrap();
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (b, _) = l.accept().unwrap();
         let mut want = Vec::new();
         let mut o = Out::new(64);
         // Many small pieces (more than one sendmsg's list) between headers, then a mark
@@ -306,16 +318,8 @@ mod tests {
         o.store(&store, 1000, 70_000).unwrap();
         want.extend_from_slice(&data[..70_000]);
         assert_eq!(o.len(), want.len());
-        let reader = std::thread::spawn(move || {
-            let mut got = Vec::new();
-            let mut b = b;
-            b.read_to_end(&mut got).unwrap();
-            got
-        });
-        o.send(&a).unwrap();
+        assert_eq!(sent(&mut o), want);
         assert!(o.is_empty());
-        drop(a);
-        assert_eq!(reader.join().unwrap(), want);
     }
 
     #[test]
@@ -323,9 +327,6 @@ mod tests {
         let store = BlockStore::ram(1 << 20, false).unwrap();
         let old: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
         store.write(0, &old, false).unwrap();
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (b, _) = l.accept().unwrap();
         let mut o = Out::new(16);
         let mut want = Vec::new();
         for (off, len) in [(0u64, 4096usize), (70_000, 100_000), (5, 3)] {
@@ -340,14 +341,6 @@ mod tests {
         o.copy_referenced();
         assert_eq!((o.referenced(), o.len()), (0, want.len()));
         store.write(0, &vec![0xee; 200_000], false).unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut got = Vec::new();
-            let mut b = b;
-            b.read_to_end(&mut got).unwrap();
-            got
-        });
-        o.send(&a).unwrap();
-        drop(a);
-        assert!(reader.join().unwrap() == want);
+        assert!(sent(&mut o) == want);
     }
 }
