@@ -8,6 +8,7 @@
 //! `IOPS × mean latency` with the number of I/Os kept outstanding, steady state follows the SNIA
 //! PTS criteria, and repeated runs are summarised as mean ± a Student-t 95 % confidence interval.
 
+pub mod design;
 mod histogram;
 mod histogram_wire;
 pub mod poison;

@@ -1,0 +1,58 @@
+//! Prints the design's simulated error rates and power (scripts/bench_findings.py runs it).
+use sanbench_stats::design::plan::Repeat;
+use sanbench_stats::design::sim::peeking_finds;
+use sanbench_stats::design::sim::{rates, Scenario};
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let max: u32 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(sanbench_stats::design::DEFAULT_MAX_REPEAT);
+    let with = |mut s: Scenario| {
+        s.repeat = Repeat::Auto { max };
+        s
+    };
+    let aa = rates(&with(Scenario::demo_aa()), n, 1);
+    println!(
+        "A/A: comparisons with a false finding {:.3}, with a missed interval {:.3}, rounds {:.1}",
+        aa.any_false, aa.any_miss, aa.mean_rounds
+    );
+    let mut one = Scenario::demo_aa();
+    one.workloads = 1;
+    one.targets = 2;
+    one.truth = vec![vec![0.0; 2]];
+    one.min_effect = 1e-6;
+    for spending in [false, true] {
+        let found = (0..n as u64)
+            .filter(|&s| peeking_finds(&one, 1000 + s, 20, spending))
+            .count();
+        println!(
+            "one A/A question, significance looked at up to 20 rounds, {}: false findings {:.3}",
+            if spending {
+                "group-sequential spending"
+            } else {
+                "fixed-sample t after every round"
+            },
+            found as f64 / n as f64
+        );
+    }
+    let mut carry = Scenario::demo_aa();
+    carry.carry = Some((0, 0.08));
+    carry.slot_step = 0.05;
+    let c = rates(&with(carry), n, 3);
+    println!(
+        "carry-over 8 % after target 0, slot +5 %: comparisons with a false finding {:.3}",
+        c.any_false
+    );
+    for ratio in [1.1, 1.2, 1.3, 1.5, 1.8] {
+        let r = rates(&with(Scenario::demo_effect(ratio)), n, 2);
+        println!(
+            "{ratio}x: power {:.3}, false {:.3}, rounds {:.1}, decided {:.3}",
+            r.power, r.any_false, r.mean_rounds, r.decided
+        );
+    }
+}

@@ -1,0 +1,441 @@
+//! Verdicts on a comparison's questions: for one metric, a table of log figures by workload,
+//! target and round, and for every pair of compared targets on every workload the ratio with a
+//! simultaneous, anytime-valid confidence interval and one of three verdicts.
+//!
+//! The model (the standard analysis of a cross-over design, Jones and Kenward ch. 2): per
+//! workload, `ln y[r][t] = μ + ρ_r + τ_t + ε`, with `ρ_r` the round's effect (the machine's
+//! drift: it cancels, since every round runs every target) and `ε ~ N(0, σ²)` common to the
+//! compared targets of the workload. Only complete rounds (every compared target measured)
+//! count. The contrast `τ_a − τ_b` is estimated by the difference of the targets' means over
+//! those rounds (variance `2σ²/n`) and `σ²` by the two-way residuals (`(n−1)(k−1)` degrees of
+//! freedom for `k` compared targets): pooling the workload's targets is what lets three or four
+//! rounds say anything at all. The interval is Student's t at the error the caller gives it: the
+//! question's share of the family's (Bonferroni) and, under `--repeat auto`, that look's share of
+//! the question's (the group-sequential spending of [`super::plan`]).
+//!
+//! Verdicts, with `m = ln(1 + min_effect)`: **better** when the whole interval lies beyond `m`
+//! on one side (a minimum-effect test), **equivalent** when it lies inside `(−m, m)` (two
+//! one-sided tests, TOST, each at the interval's level), **inconclusive** otherwise, with an
+//! estimate of how many more rounds would likely decide it at the same estimate and noise.
+
+use serde::{Deserialize, Serialize};
+
+/// Log figures of one metric: `[workload][target][round]`, `None` where a cell is missing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    workloads: usize,
+    targets: usize,
+    rounds: usize,
+    data: Vec<Option<f64>>,
+}
+
+impl Table {
+    pub fn new(workloads: usize, targets: usize, rounds: usize) -> Table {
+        Table {
+            workloads,
+            targets,
+            rounds,
+            data: vec![None; workloads * targets * rounds],
+        }
+    }
+
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    fn idx(&self, w: usize, t: usize, r: usize) -> usize {
+        (w * self.targets + t) * self.rounds + r
+    }
+
+    /// Records a figure (its logarithm is kept; a figure that is not positive and finite is
+    /// left out). Rounds past the table's size grow it.
+    pub fn set(&mut self, w: usize, t: usize, r: usize, figure: f64) {
+        if w >= self.workloads || t >= self.targets {
+            return;
+        }
+        if r >= self.rounds {
+            let mut grown = Table::new(self.workloads, self.targets, r + 1);
+            for ww in 0..self.workloads {
+                for tt in 0..self.targets {
+                    for rr in 0..self.rounds {
+                        let v = self.data[self.idx(ww, tt, rr)];
+                        let i = grown.idx(ww, tt, rr);
+                        grown.data[i] = v;
+                    }
+                }
+            }
+            *self = grown;
+        }
+        let i = self.idx(w, t, r);
+        self.data[i] = (figure.is_finite() && figure > 0.0).then(|| figure.ln());
+    }
+
+    pub fn get(&self, w: usize, t: usize, r: usize) -> Option<f64> {
+        (w < self.workloads && t < self.targets && r < self.rounds)
+            .then(|| self.data[self.idx(w, t, r)])
+            .flatten()
+    }
+
+    /// The rounds in which every one of `targets` has workload `w`'s figure.
+    fn complete_rounds(&self, w: usize, targets: &[usize]) -> Vec<usize> {
+        (0..self.rounds)
+            .filter(|&r| targets.iter().all(|&t| self.get(w, t, r).is_some()))
+            .collect()
+    }
+}
+
+/// The three verdicts, for the ordered pair (a, b) of a question.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// a's figure is higher than b's by more than the margin, over the whole interval.
+    Higher,
+    /// a's figure is lower than b's by more than the margin, over the whole interval.
+    Lower,
+    /// Within ± the margin over the whole interval.
+    Equivalent,
+    /// Neither: more rounds needed.
+    Inconclusive,
+}
+
+/// What the verdicts are judged against.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Margins {
+    /// The smallest relative difference worth a finding (0.10: 10 %), also the equivalence
+    /// margin.
+    pub min_effect: f64,
+    /// The error this one question may spend (its share of the family's).
+    pub alpha: f64,
+    /// Estimate how many more rounds would decide an inconclusive question (the report wants
+    /// it; the plan's stopping rule does not, and it costs a few quantiles per question).
+    pub project: bool,
+}
+
+/// One interval on the log scale with its verdict.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Judged {
+    /// ln(a / b): the log of the geometric-mean ratio.
+    pub estimate: f64,
+    /// Half-width of the interval on the log scale (infinite while unbounded).
+    pub half_width: f64,
+    /// Complete rounds the estimate used.
+    pub rounds: usize,
+    pub verdict: Verdict,
+    /// Rounds beyond `rounds` that would likely decide an inconclusive question (the same
+    /// estimate and noise, a narrower interval); `None` when decided, or not within 1000.
+    pub more_rounds: Option<u32>,
+}
+
+impl Judged {
+    pub fn ratio(&self) -> f64 {
+        self.estimate.exp()
+    }
+    pub fn low(&self) -> f64 {
+        (self.estimate - self.half_width).exp()
+    }
+    pub fn high(&self) -> f64 {
+        (self.estimate + self.half_width).exp()
+    }
+}
+
+/// The verdict on an interval `estimate ± half_width` (log scale).
+pub fn verdict(estimate: f64, half_width: f64, min_effect: f64) -> Verdict {
+    let m = (1.0 + min_effect).ln();
+    let (lo, hi) = (estimate - half_width, estimate + half_width);
+    if !half_width.is_finite() {
+        Verdict::Inconclusive
+    } else if lo > m {
+        Verdict::Higher
+    } else if hi < -m {
+        Verdict::Lower
+    } else if lo > -m && hi < m {
+        Verdict::Equivalent
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// The data a contrast's interval needs, and how it grows with rounds (for the projection).
+#[derive(Clone, Copy, Debug)]
+struct Fit {
+    estimate: f64,
+    /// Variance factor per round: the estimate's variance is `v1 / n` in units of σ².
+    v1: f64,
+    /// Residual degrees of freedom per round beyond the first.
+    df_per_round: f64,
+    /// Residual mean square (σ² estimate; 0 when df = 0).
+    ms: f64,
+    n: usize,
+}
+
+impl Fit {
+    /// The t interval's half-width after `n` rounds with residual mean square `ms`.
+    fn half_width_at(&self, n: usize, ms: f64, alpha: f64) -> f64 {
+        let df = self.df_per_round * (n as f64 - 1.0);
+        if df <= 0.0 || !(alpha > 0.0 && alpha < 1.0) {
+            return f64::INFINITY;
+        }
+        t_quantile(1.0 - alpha / 2.0, df) * (ms * self.v1 / n as f64).sqrt()
+    }
+
+    fn judge(&self, mg: Margins, hw: f64) -> Judged {
+        let v = verdict(self.estimate, hw, mg.min_effect);
+        // The interval narrows with n, so the first deciding n is found by bisection.
+        let decides = |n: usize| {
+            let hw = self.half_width_at(n, self.ms, mg.alpha);
+            verdict(self.estimate, hw, mg.min_effect) != Verdict::Inconclusive
+        };
+        let more_rounds =
+            (mg.project && v == Verdict::Inconclusive && self.ms > 0.0 && decides(self.n + 1000))
+                .then(|| {
+                    let (mut lo, mut hi) = (self.n, self.n + 1000);
+                    while hi - lo > 1 {
+                        let mid = (lo + hi) / 2;
+                        if decides(mid) {
+                            hi = mid;
+                        } else {
+                            lo = mid;
+                        }
+                    }
+                    (hi - self.n) as u32
+                });
+        Judged {
+            estimate: self.estimate,
+            half_width: hw,
+            rounds: self.n,
+            verdict: v,
+            more_rounds,
+        }
+    }
+}
+
+/// Student's t quantile `q` (> 0.5) for `df` degrees of freedom, by bisection on the
+/// distribution function.
+pub fn t_quantile(q: f64, df: f64) -> f64 {
+    let two_sided = 2.0 * (1.0 - q);
+    let (mut lo, mut hi) = (0.0f64, 1e7f64);
+    for _ in 0..64 {
+        let mid = 0.5 * (lo + hi);
+        if crate::student_t_two_sided_p(mid, df) > two_sided {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// One question's answer: workload `workload`, targets `a` and `b` (indices into the table).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Answer {
+    pub workload: usize,
+    pub a: usize,
+    pub b: usize,
+    pub judged: Judged,
+}
+
+/// Every pair (a < b in `compared`' order) on workload `w`: the two-way model over the compared
+/// targets' complete rounds. Nothing when fewer than one complete round exists.
+pub fn judge_workload(t: &Table, w: usize, compared: &[usize], mg: Margins) -> Vec<Answer> {
+    let k = compared.len();
+    if k < 2 {
+        return Vec::new();
+    }
+    let rounds = t.complete_rounds(w, compared);
+    let n = rounds.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let y = |r: usize, ti: usize| t.get(w, compared[ti], rounds[r]).unwrap_or(0.0);
+    let col: Vec<f64> = (0..k)
+        .map(|ti| (0..n).map(|r| y(r, ti)).sum::<f64>() / n as f64)
+        .collect();
+    let row: Vec<f64> = (0..n)
+        .map(|r| (0..k).map(|ti| y(r, ti)).sum::<f64>() / k as f64)
+        .collect();
+    let grand = col.iter().sum::<f64>() / k as f64;
+    let mut ss = 0.0;
+    for (r, rm) in row.iter().enumerate() {
+        for (ti, cm) in col.iter().enumerate() {
+            ss += (y(r, ti) - rm - cm + grand).powi(2);
+        }
+    }
+    let df_per_round = (k - 1) as f64;
+    let df = df_per_round * (n as f64 - 1.0);
+    let ms = if df > 0.0 { ss / df } else { 0.0 };
+    // Every pair shares the quantile and the standard error: one quantile per workload.
+    let hw = Fit {
+        estimate: 0.0,
+        v1: 2.0,
+        df_per_round,
+        ms,
+        n,
+    }
+    .half_width_at(n, ms, mg.alpha);
+    let mut out = Vec::new();
+    for i in 0..k {
+        for j in i + 1..k {
+            let fit = Fit {
+                estimate: col[i] - col[j],
+                v1: 2.0,
+                df_per_round,
+                ms,
+                n,
+            };
+            out.push(Answer {
+                workload: w,
+                a: compared[i],
+                b: compared[j],
+                judged: fit.judge(mg, hw),
+            });
+        }
+    }
+    out
+}
+
+/// The geometric mean of a pair's ratio over several workloads (a finding's average), with its
+/// interval: per round, the mean over the workloads of ln(a/b), then a one-sample sequence on
+/// those round means (rounds complete for both targets on every workload).
+pub fn judge_summary(
+    t: &Table,
+    workloads: &[usize],
+    a: usize,
+    b: usize,
+    mg: Margins,
+) -> Option<Judged> {
+    if workloads.is_empty() {
+        return None;
+    }
+    let g: Vec<f64> = (0..t.rounds())
+        .filter_map(|r| {
+            let mut s = 0.0;
+            for &w in workloads {
+                s += t.get(w, a, r)? - t.get(w, b, r)?;
+            }
+            Some(s / workloads.len() as f64)
+        })
+        .collect();
+    let n = g.len();
+    if n == 0 {
+        return None;
+    }
+    let mean = g.iter().sum::<f64>() / n as f64;
+    let ss: f64 = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+    let ms = if n > 1 { ss / (n - 1) as f64 } else { 0.0 };
+    let fit = Fit {
+        estimate: mean,
+        v1: 1.0,
+        df_per_round: 1.0,
+        ms,
+        n,
+    };
+    let hw = fit.half_width_at(n, ms, mg.alpha);
+    Some(fit.judge(mg, hw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mg() -> Margins {
+        Margins {
+            min_effect: 0.10,
+            alpha: 0.05,
+            project: true,
+        }
+    }
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        assert!((t_quantile(0.975, 4.0) - 2.776).abs() < 1e-3);
+        assert!((t_quantile(0.975, 30.0) - 2.042).abs() < 1e-3);
+    }
+
+    #[test]
+    fn verdicts_follow_the_interval() {
+        let m = 1.1f64.ln();
+        assert_eq!(verdict(0.5, 0.1, 0.1), Verdict::Higher);
+        assert_eq!(verdict(-0.5, 0.1, 0.1), Verdict::Lower);
+        assert_eq!(verdict(0.0, m * 0.9, 0.1), Verdict::Equivalent);
+        assert_eq!(verdict(0.2, 0.15, 0.1), Verdict::Inconclusive);
+        assert_eq!(verdict(0.0, f64::INFINITY, 0.1), Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn round_effects_cancel_and_the_ratio_is_exact_without_noise() {
+        // Target 1 is 1.8x target 0 in every round; rounds drift by a factor of 3.
+        let mut t = Table::new(1, 3, 4);
+        for r in 0..4 {
+            let drift = 1.0 + r as f64;
+            t.set(0, 0, r, 100.0 * drift);
+            t.set(
+                0,
+                1,
+                r,
+                180.0 * drift * (1.0 + 0.01 * ((r % 2) as f64 - 0.5)),
+            );
+            t.set(
+                0,
+                2,
+                r,
+                100.0 * drift * (1.0 + 0.01 * ((r % 2) as f64 - 0.5)),
+            );
+        }
+        let ans = judge_workload(&t, 0, &[0, 1, 2], mg());
+        assert_eq!(ans.len(), 3);
+        let a01 = ans.iter().find(|a| (a.a, a.b) == (0, 1)).unwrap().judged;
+        assert!((a01.ratio() - 1.0 / 1.8).abs() < 0.01, "{}", a01.ratio());
+        assert_eq!(a01.verdict, Verdict::Lower);
+        assert!(a01.low() < 1.0 / 1.8 && a01.high() > 1.0 / 1.8);
+        let a12 = ans.iter().find(|a| (a.a, a.b) == (1, 2)).unwrap().judged;
+        assert_eq!(a12.verdict, Verdict::Higher);
+        assert_eq!(a12.rounds, 4);
+    }
+
+    #[test]
+    fn incomplete_rounds_are_left_out_and_one_round_decides_nothing() {
+        let mut t = Table::new(1, 2, 3);
+        t.set(0, 0, 0, 10.0);
+        t.set(0, 1, 0, 20.0);
+        t.set(0, 0, 1, 10.0); // round 1 lacks target 1
+        let a = judge_workload(&t, 0, &[0, 1], mg());
+        assert_eq!(a[0].judged.rounds, 1);
+        assert_eq!(a[0].judged.verdict, Verdict::Inconclusive);
+        assert!(a[0].judged.half_width.is_infinite());
+        // Non-positive figures are missing, not logs of nonsense.
+        t.set(0, 1, 1, 0.0);
+        assert_eq!(t.get(0, 1, 1), None);
+    }
+
+    #[test]
+    fn projection_says_how_many_more_rounds() {
+        let mut t = Table::new(1, 2, 3);
+        for (r, (x, y)) in [(100.0, 125.0), (100.0, 140.0), (100.0, 118.0)]
+            .into_iter()
+            .enumerate()
+        {
+            t.set(0, 0, r, x);
+            t.set(0, 1, r, y);
+        }
+        let j = judge_workload(&t, 0, &[0, 1], mg())[0].judged;
+        assert_eq!(j.verdict, Verdict::Inconclusive);
+        let more = j.more_rounds.expect("decidable");
+        assert!((1..100).contains(&more), "{more}");
+    }
+
+    #[test]
+    fn summary_is_the_geometric_mean_over_workloads() {
+        let mut t = Table::new(2, 2, 6);
+        for r in 0..6 {
+            let e = 1.0 + 0.02 * (r % 3) as f64;
+            t.set(0, 0, r, 200.0 * e);
+            t.set(0, 1, r, 100.0);
+            t.set(1, 0, r, 800.0 / e);
+            t.set(1, 1, r, 100.0);
+        }
+        let s = judge_summary(&t, &[0, 1], 0, 1, mg()).unwrap();
+        assert!((s.ratio() - 4.0).abs() < 0.01, "{}", s.ratio());
+        assert_eq!(s.rounds, 6);
+        assert_eq!(s.verdict, Verdict::Higher);
+    }
+}

@@ -1,0 +1,497 @@
+//! The comparison's plan: which cell runs next, and when to stop. Sans-I/O: `compare` asks
+//! [`Plan::next`] for a cell (passing the time since the comparison started), runs it, and hands
+//! its primary figure back through [`Plan::record`]; the plan never reads a clock.
+//!
+//! Rounds follow the Williams [`Order`]. With a fixed number of rounds the plan runs them all.
+//! With `auto` it looks at the primary questions after every complete Latin square (every `t`
+//! rounds, so slot effects stay balanced in what it judges) and stops as soon as every one is
+//! decided (better or equivalent), or at the round cap, or when the next round would not fit
+//! the time budget.
+//!
+//! Looking repeatedly and stopping on what one sees inflates a fixed-sample test's error
+//! (Armitage, McPherson and Rowe 1969); the plan is a group-sequential design instead: with
+//! at most `K = ⌈max / t⌉` looks, look `k` spends the share `k / (K(K+1)/2)` of each question's
+//! error (an alpha-spending function in the sense of Lan and DeMets, "Discrete sequential
+//! boundaries for clinical trials", Biometrika 70 (1983) 659-663, rising linearly so that
+//! early looks, which can rarely decide anything, cost little), and the union bound over the
+//! looks keeps each question's error, and with Bonferroni over the questions the family's,
+//! whatever the plan or a budget or Ctrl-C makes of the stopping time. A comparison stopped
+//! between looks is judged as the next look (one more look, never more than `K`).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::analysis::{judge_summary, judge_workload, Answer, Judged, Margins, Table, Verdict};
+use super::williams::{Order, Slot};
+
+/// Family-wise error of everything a comparison prints.
+pub const ALPHA: f64 = 0.05;
+/// The primary family's share: throughput per (workload, pair) and the findings' averages.
+pub const ALPHA_PRIMARY: f64 = 0.04;
+/// The secondary family's share: tail latency, CPU and power efficiency.
+pub const ALPHA_SECONDARY: f64 = ALPHA - ALPHA_PRIMARY;
+
+/// How many rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repeat {
+    Fixed(u32),
+    /// Until every primary question is decided, at most `max` rounds.
+    Auto {
+        max: u32,
+    },
+}
+
+/// What the plan is given once.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub workloads: usize,
+    pub targets: usize,
+    /// The targets the questions compare (references left out), in comparison order.
+    pub compared: Vec<usize>,
+    /// Per workload: the group whose finding averages it (bandwidth, IOPS, ...).
+    pub groups: Vec<usize>,
+    pub seed: u64,
+    pub repeat: Repeat,
+    /// Time the whole comparison may take (checked before each round).
+    pub budget: Option<Duration>,
+    /// What one round is expected to take before any has run (ramp + time of every cell):
+    /// a budget shorter than this is refused.
+    pub nominal_round: Duration,
+    pub min_effect: f64,
+}
+
+/// Why the plan stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// `--repeat N` rounds ran.
+    Fixed,
+    /// Every primary question was decided.
+    Decided,
+    /// The round cap (`--max-repeat`).
+    MaxRounds,
+    /// The next round would not have fit the budget.
+    Budget,
+}
+
+impl Stop {
+    pub fn key(self) -> &'static str {
+        match self {
+            Stop::Fixed => "fixed",
+            Stop::Decided => "decided",
+            Stop::MaxRounds => "max_rounds",
+            Stop::Budget => "budget",
+        }
+    }
+}
+
+/// Why a configuration cannot run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("--repeat must be at least 1")]
+    NoRounds,
+    #[error("--max-repeat must be at least 2 (one round has no noise estimate)")]
+    MaxTooSmall,
+    #[error("--min-effect must be above 0 % and below 100 %")]
+    MinEffect,
+    #[error("--budget {budget:?} is shorter than one round ({round:?}: every workload on every target once)")]
+    BudgetTooShort { budget: Duration, round: Duration },
+}
+
+/// The number of primary questions and averages sharing [`ALPHA_PRIMARY`]: one per workload
+/// and pair, one per group and pair.
+pub fn primary_family(workloads: usize, groups: usize, compared: usize) -> usize {
+    let pairs = compared * compared.saturating_sub(1) / 2;
+    (workloads + groups) * pairs
+}
+
+/// Each primary question's share of the error (Bonferroni over the family).
+pub fn primary_alpha(workloads: usize, groups: usize, compared: usize) -> f64 {
+    ALPHA_PRIMARY / primary_family(workloads, groups, compared).max(1) as f64
+}
+
+/// The number of looks: one for a fixed number of rounds; for `auto` one per Latin square up
+/// to the cap, the last at the cap.
+pub fn looks(repeat: Repeat, square_len: u32) -> u32 {
+    match repeat {
+        Repeat::Fixed(_) => 1,
+        Repeat::Auto { max } => max.div_ceil(square_len.max(1)).max(1),
+    }
+}
+
+/// Which look an analysis after `rounds` complete rounds is (1-based).
+pub fn look_of(rounds: u32, square_len: u32, looks: u32) -> u32 {
+    rounds.div_ceil(square_len.max(1)).clamp(1, looks.max(1))
+}
+
+/// The share of a question's error spent at look `k` of `looks`: linear spending.
+pub fn look_share(k: u32, looks: u32) -> f64 {
+    let looks = looks.max(1);
+    let k = k.clamp(1, looks);
+    2.0 * f64::from(k) / (f64::from(looks) * f64::from(looks + 1))
+}
+
+/// The error one question of a family may spend at the analysis after `rounds` rounds.
+pub fn question_alpha(family_alpha: f64, family: usize, d: &Design) -> f64 {
+    let looks = looks(d.repeat(), d.square_len);
+    family_alpha / family.max(1) as f64 * look_share(look_of(d.rounds, d.square_len, looks), looks)
+}
+
+/// The design as the comparison document records it (`design` in results.json), and all the
+/// report needs to judge the finished comparison exactly as the plan did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Design {
+    /// "williams".
+    pub order: String,
+    pub seed: u64,
+    /// Rounds per Latin square (slot balance): the number of targets.
+    pub square_len: u32,
+    /// Rounds after which carry-over is balanced too (t, or 2t for odd t).
+    pub balance_len: u32,
+    /// `--repeat N`; `None` for auto.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<u32>,
+    /// `--max-repeat` under auto.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repeat: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
+    pub min_effect: f64,
+    /// Complete rounds run.
+    pub rounds: u32,
+    /// Why it stopped: fixed, decided, max_rounds, budget, interrupted.
+    pub stop: String,
+    pub alpha: f64,
+    pub alpha_primary: f64,
+}
+
+impl Design {
+    pub fn repeat(&self) -> Repeat {
+        match self.fixed {
+            Some(n) => Repeat::Fixed(n),
+            None => Repeat::Auto {
+                max: self.max_repeat.unwrap_or(super::DEFAULT_MAX_REPEAT),
+            },
+        }
+    }
+}
+
+pub struct Plan {
+    cfg: Config,
+    order: Order,
+    table: Table,
+    round: u32,
+    /// Cells of the current round still to run.
+    pending: Vec<Slot>,
+    round_started: Option<Duration>,
+    round_times: Vec<Duration>,
+    stop: Option<Stop>,
+}
+
+impl Plan {
+    pub fn new(cfg: Config) -> Result<Plan, PlanError> {
+        match cfg.repeat {
+            Repeat::Fixed(0) => return Err(PlanError::NoRounds),
+            Repeat::Auto { max } if max < 2 => return Err(PlanError::MaxTooSmall),
+            _ => {}
+        }
+        if !(cfg.min_effect > 0.0 && cfg.min_effect < 1.0) {
+            return Err(PlanError::MinEffect);
+        }
+        if let Some(b) = cfg.budget {
+            if b < cfg.nominal_round {
+                return Err(PlanError::BudgetTooShort {
+                    budget: b,
+                    round: cfg.nominal_round,
+                });
+            }
+        }
+        Ok(Plan {
+            order: Order::new(cfg.workloads, cfg.targets, cfg.seed),
+            table: Table::new(cfg.workloads, cfg.targets, 1),
+            round: 0,
+            pending: Vec::new(),
+            round_started: None,
+            round_times: Vec::new(),
+            stop: None,
+            cfg,
+        })
+    }
+
+    pub fn order(&self) -> &Order {
+        &self.order
+    }
+
+    /// Rounds started so far.
+    pub fn rounds_started(&self) -> u32 {
+        self.round
+    }
+
+    /// The next cell, or `None` when the plan has stopped ([`Plan::stopped`] says why).
+    /// `now` is the time since the comparison started.
+    pub fn next(&mut self, now: Duration) -> Option<Slot> {
+        if self.stop.is_some() {
+            return None;
+        }
+        if self.pending.is_empty() {
+            if let Some(s) = self.round_started.take() {
+                self.round_times.push(now.saturating_sub(s));
+            }
+            if let Some(stop) = self.should_stop(now) {
+                self.stop = Some(stop);
+                return None;
+            }
+            self.pending = self.order.round(self.round);
+            self.pending.reverse();
+            self.round += 1;
+            self.round_started = Some(now);
+        }
+        self.pending.pop()
+    }
+
+    /// The primary figure of a cell that ran (IOPS or MB/s; `None` when it failed).
+    pub fn record(&mut self, s: &Slot, figure: Option<f64>) {
+        if let Some(f) = figure {
+            self.table.set(s.workload, s.target, s.round as usize, f);
+        }
+    }
+
+    pub fn stopped(&self) -> Option<Stop> {
+        self.stop
+    }
+
+    fn should_stop(&self, now: Duration) -> Option<Stop> {
+        let done = self.round;
+        match self.cfg.repeat {
+            Repeat::Fixed(n) => return (done >= n).then_some(Stop::Fixed),
+            Repeat::Auto { max } => {
+                if done > 0 && done.is_multiple_of(self.order.square_len()) && self.all_decided() {
+                    return Some(Stop::Decided);
+                }
+                if done >= max {
+                    return Some(Stop::MaxRounds);
+                }
+            }
+        }
+        if let Some(b) = self.cfg.budget {
+            let next = self
+                .round_times
+                .iter()
+                .max()
+                .copied()
+                .unwrap_or(self.cfg.nominal_round);
+            if done > 0 && now + next > b {
+                return Some(Stop::Budget);
+            }
+        }
+        None
+    }
+
+    fn margins(&self) -> Margins {
+        let family = primary_family(
+            self.cfg.workloads,
+            distinct(&self.cfg.groups),
+            self.cfg.compared.len(),
+        );
+        Margins {
+            min_effect: self.cfg.min_effect,
+            alpha: question_alpha(ALPHA_PRIMARY, family, &self.design()),
+            project: false,
+        }
+    }
+
+    /// The design so far, as recorded.
+    pub fn design(&self) -> Design {
+        let (fixed, max_repeat) = match self.cfg.repeat {
+            Repeat::Fixed(n) => (Some(n), None),
+            Repeat::Auto { max } => (None, Some(max)),
+        };
+        Design {
+            order: "williams".into(),
+            seed: self.cfg.seed,
+            square_len: self.order.square_len(),
+            balance_len: self.order.balance_len(),
+            fixed,
+            max_repeat,
+            budget_s: self.cfg.budget.map(|b| b.as_secs_f64()),
+            min_effect: self.cfg.min_effect,
+            rounds: self.complete_rounds(),
+            stop: self.stop.map_or("interrupted", Stop::key).into(),
+            alpha: ALPHA,
+            alpha_primary: ALPHA_PRIMARY,
+        }
+    }
+
+    /// Rounds every cell of which has been handed out and (by the caller's loop) run.
+    fn complete_rounds(&self) -> u32 {
+        if self.pending.is_empty() {
+            self.round
+        } else {
+            self.round - 1
+        }
+    }
+
+    /// The primary questions' answers so far.
+    pub fn answers(&self) -> Vec<Answer> {
+        let mg = self.margins();
+        (0..self.cfg.workloads)
+            .flat_map(|w| judge_workload(&self.table, w, &self.cfg.compared, mg))
+            .collect()
+    }
+
+    /// The averages per group and pair so far.
+    pub fn summaries(&self) -> Vec<(usize, usize, usize, Judged)> {
+        let mg = self.margins();
+        let mut out = Vec::new();
+        let c = &self.cfg.compared;
+        for g in 0..=self.cfg.groups.iter().copied().max().unwrap_or(0) {
+            let ws: Vec<usize> = (0..self.cfg.workloads)
+                .filter(|&w| self.cfg.groups.get(w) == Some(&g))
+                .collect();
+            for i in 0..c.len() {
+                for j in i + 1..c.len() {
+                    if let Some(s) = judge_summary(&self.table, &ws, c[i], c[j], mg) {
+                        out.push((g, c[i], c[j], s));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn all_decided(&self) -> bool {
+        let a = self.answers();
+        let pairs = self.cfg.compared.len() * self.cfg.compared.len().saturating_sub(1) / 2;
+        a.len() == self.cfg.workloads * pairs
+            && a.iter().all(|x| x.judged.verdict != Verdict::Inconclusive)
+    }
+}
+
+fn distinct(v: &[usize]) -> usize {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s.dedup();
+    s.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(repeat: Repeat) -> Config {
+        Config {
+            workloads: 2,
+            targets: 3,
+            compared: vec![0, 1, 2],
+            groups: vec![0, 0],
+            seed: 9,
+            repeat,
+            budget: None,
+            nominal_round: Duration::from_secs(6),
+            min_effect: 0.10,
+        }
+    }
+
+    #[test]
+    fn fixed_runs_every_cell_of_every_round_once() {
+        let mut p = Plan::new(cfg(Repeat::Fixed(4))).unwrap();
+        let mut n = 0;
+        while let Some(s) = p.next(Duration::ZERO) {
+            assert_eq!(s.round, n / 6);
+            p.record(&s, Some(100.0));
+            n += 1;
+        }
+        assert_eq!(n, 24);
+        assert_eq!(p.stopped(), Some(Stop::Fixed));
+    }
+
+    #[test]
+    fn auto_stops_when_decided_at_a_square_boundary() {
+        let mut p = Plan::new(cfg(Repeat::Auto { max: 30 })).unwrap();
+        let mut k = 0u32;
+        while let Some(s) = p.next(Duration::ZERO) {
+            // Target t is 2^t times target 0, with a little noise: quickly decided.
+            let noise = 1.0 + 0.01 * ((k * 7919 % 13) as f64 - 6.0) / 6.0;
+            p.record(&s, Some(100.0 * (1u32 << s.target) as f64 * noise));
+            k += 1;
+        }
+        assert_eq!(p.stopped(), Some(Stop::Decided));
+        assert_eq!(p.rounds_started() % 3, 0);
+        assert!(p.rounds_started() < 30);
+        assert!(p
+            .answers()
+            .iter()
+            .all(|a| a.judged.verdict == Verdict::Lower));
+    }
+
+    #[test]
+    fn auto_stops_at_the_cap_and_at_the_budget() {
+        let mut p = Plan::new(cfg(Repeat::Auto { max: 5 })).unwrap();
+        let mut k = 0u32;
+        while let Some(s) = p.next(Duration::ZERO) {
+            // Identical targets with noise far above the margin: never decided in 5 rounds.
+            k = k.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            p.record(&s, Some(100.0 * (1.0 + (k >> 16) as f64 / 65536.0)));
+        }
+        assert_eq!(p.stopped(), Some(Stop::MaxRounds));
+        assert_eq!(p.rounds_started(), 5);
+
+        let mut c = cfg(Repeat::Auto { max: 50 });
+        c.budget = Some(Duration::from_secs(30));
+        let mut p = Plan::new(c).unwrap();
+        let mut t = Duration::ZERO;
+        while let Some(s) = p.next(t) {
+            t += Duration::from_secs(2); // 12 s a round: rounds 1 and 2 fit, a third would not
+            p.record(
+                &s,
+                Some(100.0 + (s.round * 7 + s.target as u32 * 3) as f64 % 11.0),
+            );
+        }
+        assert_eq!(p.stopped(), Some(Stop::Budget));
+        assert_eq!(p.rounds_started(), 2);
+    }
+
+    #[test]
+    fn bad_configurations_are_refused() {
+        assert_eq!(
+            Plan::new(cfg(Repeat::Fixed(0))).err(),
+            Some(PlanError::NoRounds)
+        );
+        assert_eq!(
+            Plan::new(cfg(Repeat::Auto { max: 1 })).err(),
+            Some(PlanError::MaxTooSmall)
+        );
+        let mut c = cfg(Repeat::Fixed(3));
+        c.min_effect = 1.5;
+        assert_eq!(Plan::new(c).err(), Some(PlanError::MinEffect));
+        let mut c = cfg(Repeat::Fixed(3));
+        c.budget = Some(Duration::from_secs(1));
+        assert!(matches!(
+            Plan::new(c).err(),
+            Some(PlanError::BudgetTooShort { .. })
+        ));
+    }
+
+    #[test]
+    fn spending_over_looks_adds_up_to_the_question_error() {
+        for (max, t) in [(20, 3), (20, 5), (7, 2), (30, 4)] {
+            let k = looks(Repeat::Auto { max }, t);
+            let total: f64 = (1..=k).map(|i| look_share(i, k)).sum();
+            assert!((total - 1.0).abs() < 1e-12, "{max} {t}");
+            assert_eq!(look_of(max, t, k), k);
+            assert_eq!(look_of(t, t, k), 1);
+            // Between looks: judged as the next one.
+            assert_eq!(look_of(t + 1, t, k), 2.min(k));
+        }
+        assert_eq!(looks(Repeat::Fixed(3), 5), 1);
+        assert_eq!(look_share(1, 1), 1.0);
+    }
+
+    #[test]
+    fn family_counts_questions_and_averages() {
+        // The demo: five workloads in two groups, three compared targets (three pairs).
+        assert_eq!(primary_family(5, 2, 3), 21);
+        assert!((primary_alpha(5, 2, 3) - 0.04 / 21.0).abs() < 1e-15);
+        assert_eq!(primary_family(5, 2, 1), 0);
+    }
+}
