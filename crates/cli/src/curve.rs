@@ -58,9 +58,10 @@ pub fn run(
                 .collect()
         })
         .collect();
-    let total = plan.levels.len() * nw * nt * cx.a.repeat as usize;
+    let repeats = curve_repeats(cx.a);
+    let total = plan.levels.len() * nw * nt * repeats as usize;
     let mut n = 0usize;
-    for rep in 0..cx.a.repeat {
+    for rep in 0..repeats {
         for (wi, w) in p.suite.workloads.iter().enumerate() {
             for k in 0..nt {
                 // The first target rotates, as in the closed-loop order.
@@ -81,8 +82,8 @@ pub fn run(
                             "[curve {n}/{total}] {} on {name} at {pct} % of {} IOPS{}",
                             w.id,
                             crate::output::si(top),
-                            if cx.a.repeat > 1 {
-                                format!(", repetition {}/{}", rep + 1, cx.a.repeat)
+                            if repeats > 1 {
+                                format!(", repetition {}/{}", rep + 1, repeats)
                             } else {
                                 String::new()
                             }
@@ -96,7 +97,7 @@ pub fn run(
                     else {
                         continue;
                     };
-                    let r: &TargetResult = book.record(ti, &w.id, rep, Some(pct), cell)?;
+                    let r: &TargetResult = book.record(ti, &w.id, crate::compare::Place::curve(rep, pct), cell)?;
                     if r.latency_us.mean > plan.stop_us {
                         if !cx.a.quiet {
                             eprintln!(
@@ -111,4 +112,13 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// Repetitions of each curve point: `--repeat N`, or under auto the three a curve finding
+/// needs (the curve's points are not part of the adaptive design).
+fn curve_repeats(a: &crate::args::CompareArgs) -> u32 {
+    match a.repeat {
+        crate::args::RepeatArg::Fixed(n) => n,
+        crate::args::RepeatArg::Auto => sanbench_report::curve::MIN_REPEATS as u32,
+    }
 }

@@ -150,7 +150,7 @@ pub fn print_findings(cmp: &Comparison) {
     if report.findings.is_empty() {
         outln!(
             "Key Findings: {}",
-            sanbench_report::findings::none_text(report.withheld.as_deref())
+            report.none_text()
         );
         return;
     }

@@ -15,7 +15,7 @@ use sanbench_engine::result::TargetResult;
 use sanbench_stats::{mean_ci95, MeanCi};
 use sanbench_store::{Comparison, WorkloadEntry};
 
-pub use crate::findings::{findings, fmt_ratio, winning_ratio, withheld, Finding};
+pub use crate::findings::{findings, fmt_ratio, withheld, Finding};
 
 /// A figure taken from every repetition of a cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

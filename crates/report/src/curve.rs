@@ -6,7 +6,10 @@ use sanbench_stats::{holm, mean_ci95, welch_p};
 use sanbench_store::Comparison;
 
 use crate::analysis::Category;
-use crate::findings::{fmt_ratio, Finding, ALPHA, MIN_REPEATS};
+use crate::findings::{fmt_ratio, Finding, ALPHA};
+
+/// Repetitions a curve point needs before a curve finding is drawn from it.
+pub const MIN_REPEATS: usize = 3;
 
 /// One level of one target's curve, averaged over its repetitions.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,11 +146,15 @@ pub fn findings(c: &Comparison, min_rel: f64) -> Vec<Finding> {
         out.push(Finding {
             category: Category::Latency,
             label: format!("p99 response time at {pct} % load"),
+            kind: "better".into(),
             better: better.to_string(),
             worse: worse.to_string(),
             average: r,
+            ci_low: None,
+            ci_high: None,
             tests: 1,
             compared: 1,
+            inconclusive: 0,
             max: r,
             max_workload: w.id.clone(),
             max_title: w.title.clone(),

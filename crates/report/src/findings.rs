@@ -1,55 +1,59 @@
-//! The studies' "Key Findings", kept to what survives the noise.
+//! The studies' "Key Findings", drawn from the comparison's judged questions
+//! ([`crate::questions`]): every sentence rests on intervals that hold together with every
+//! other interval the report prints (5 % family-wise error).
 //!
-//! A finding compares an ordered pair of targets A, B in one category. Per workload of the
-//! category it takes the ratio of means (A/B where higher is better, B/A for latency) and keeps
-//! the workload only when A is better **and** the difference is real: significant under
-//! Welch's t-test on the log of the figures (noise is a share of a figure; a ratio is a
-//! difference of logs) with the family-wise error of the whole comparison held at [`ALPHA`]
-//! (Holm's step-down over every (pair, category, workload) question it asks: identical targets
-//! make any finding at most 5 % of the time), **and** larger
-//! than `min_rel` (default 10 %: an effect below the machine's run-to-run noise is not worth a
-//! sentence even when it is real). If any workload is kept, the finding reads `"A shows 3.9x
-//! greater bandwidth power efficiency than B (average over 6 tests; maximum 7.1x in single-port
-//! random read)"`: the arithmetic mean of the kept ratios, their count, and the largest with
-//! its workload. Workloads where B is better count towards B's finding, never against A's.
+//! Per category (bandwidth, IOPS, p99 latency, CPU and measured power efficiency, split by
+//! flavour as Third I/O did) and pair of compared targets:
+//! * **better**: A wins the workloads whose whole interval lies beyond the margin
+//!   (`--min-effect`, 10 %) in A's favour. The sentence gives the geometric mean over *all* the
+//!   category's workloads with its interval (not the mean of the winners, which would lean
+//!   upward), how many tests A won, and the largest ratio with its workload: "NBD shows 1.8x
+//!   [1.5-2.2] greater bandwidth than iSCSI (2 of 2 tests; maximum 1.9x in seq write 1 MiB)".
+//! * **equivalent**: workloads whose whole interval lies within ± the margin (an equivalence
+//!   test, TOST): "NBD and NVMe-TCP are within 10 % on 3 of 5 IOPS tests; 2 inconclusive".
 //!
-//! What never makes a finding:
-//! * fewer than [`MIN_REPEATS`] repetitions of a cell (no noise estimate: [`withheld`] says so);
-//! * a reference target (`TargetEntry::reference`, a ceiling such as RAM shown beside the
-//!   targets under comparison);
-//! * modeled power: the utilization model is linear in CPU, so a "power efficiency" finding
-//!   on it would restate the CPU-efficiency finding in watts. Measured power keeps its own.
+//! What never makes a finding: a reference target (a ceiling shown beside the targets), a
+//! comparison of one round (no noise estimate: [`withheld`]), mean latency (closed loop: IOPS
+//! again), modeled power (CPU again).
 
 use serde::Serialize;
 
-use sanbench_stats::{holm, welch_p, MeanCi};
-use sanbench_store::{Comparison, WorkloadEntry};
+use sanbench_store::{Comparison, Question, WorkloadEntry};
 
-use crate::analysis::{flavour, Analysis, Category, Flavour};
+use crate::analysis::{flavour, Category, Flavour};
+use crate::questions::{Average, Judgement};
 
-/// Repetitions a cell needs before any finding is drawn from it.
-pub const MIN_REPEATS: usize = 3;
-/// Family-wise error rate of one comparison's findings.
-pub const ALPHA: f64 = 0.05;
+/// Family-wise error of everything the report prints.
+pub const ALPHA: f64 = sanbench_stats::design::plan::ALPHA;
 
 /// One key finding.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     pub category: Category,
-    /// "bandwidth", "IOPS", "latency", "bandwidth CPU efficiency", "database power efficiency".
+    /// "bandwidth", "IOPS", "p99 latency", "bandwidth CPU efficiency", "database power
+    /// efficiency".
     pub label: String,
+    /// "better" (a difference beyond the margin) or "equivalent" (within it).
+    pub kind: String,
+    /// The better target (for "equivalent": the first of the two).
     pub better: String,
     pub worse: String,
-    /// Mean of the ratios over the workloads where `better` wins outside the noise.
+    /// The geometric mean of better's ratio over `worse` on every workload of the category
+    /// (oriented: above 1 favours `better`).
     pub average: f64,
+    /// Its simultaneous interval (`None` while unbounded).
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Workloads `better` won ("better"), or found within the margin ("equivalent").
     pub tests: usize,
     /// Workloads where both targets had the figure.
     pub compared: usize,
+    /// Workloads neither decided nor equivalent.
+    pub inconclusive: usize,
     pub max: f64,
     pub max_workload: String,
     pub max_title: String,
-    /// Either side's power figure in a counted workload is modeled (never, since modeled power
-    /// makes no findings; kept for the document's shape).
+    /// Always false: modeled power makes no findings (kept for the document's shape).
     pub modeled_power: bool,
     /// The sentence, in the studies' form.
     pub text: String,
@@ -66,45 +70,58 @@ pub fn fmt_ratio(r: f64) -> String {
     }
 }
 
-/// Why a comparison has no findings at all, when that is for want of repetitions:
-/// "one repetition: no noise estimate, no findings".
-pub fn withheld(cmp: &Comparison, an: &Analysis) -> Option<String> {
-    let fewest = an.stats.values().map(|s| s.repeats).min()?;
-    (fewest < MIN_REPEATS).then(|| match fewest {
-        1 => "one repetition: no noise estimate, no findings".to_string(),
-        n => format!(
-            "{n} repetitions: too few for a noise estimate (findings need {MIN_REPEATS}), no \
-             findings{}",
+/// "[1.5-2.2]", or "[unbounded]" while the rounds cannot bound it.
+pub fn fmt_interval(lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(l), Some(h)) => {
+            let f = |x: f64| {
+                if x >= 9.95 {
+                    format!("{x:.0}")
+                } else if x < 1.095 {
+                    format!("{x:.2}")
+                } else {
+                    format!("{x:.1}")
+                }
+            };
+            format!("[{}-{}]", f(l), f(h))
+        }
+        _ => "[unbounded]".into(),
+    }
+}
+
+/// Why a comparison has no findings at all, when that is for want of rounds.
+pub fn withheld(cmp: &Comparison, rounds: u32) -> Option<String> {
+    (rounds < 2 && !cmp.cells.is_empty()).then(|| {
+        format!(
+            "one round: no noise estimate, no findings{}",
             if cmp.incomplete {
                 " (the comparison stopped early)"
             } else {
                 ""
             }
-        ),
+        )
     })
 }
 
 /// How findings are drawn, for the report's methods note.
-pub fn method(min_rel: f64) -> String {
+pub fn method(min_effect: f64) -> String {
     format!(
-        "A finding averages the ratio over the tests where one target is better by more than \
-         {} % and the difference is significant: Welch's t-test on the logarithm of the figure \
-         over the repetitions, with Holm's correction holding the chance of any false finding in \
-         the whole comparison at {} %. Findings need at least {MIN_REPEATS} repetitions. \
-         Reference targets are ceilings: shown, never compared. Efficiency uses MB/s on \
-         bandwidth tests and IOPS on database tests, per CPU % and per watt above idle; modeled \
-         power makes no findings of its own (the model restates CPU).",
-        crate::fmt::short(min_rel * 100.0),
-        crate::fmt::short(ALPHA * 100.0)
+        "Targets run in a Williams order (every target in every slot and after every other \
+         target equally often). Each question (a workload, two targets, one figure) gets the \
+         geometric-mean ratio over the rounds, paired on rounds (a two-way model: the round's \
+         drift cancels), with a simultaneous interval: every interval the report prints holds \
+         together with {} % family-wise error (Bonferroni; 4 % for throughput, the primary \
+         question, 1 % for p99 latency and CPU and measured power efficiency; under --repeat \
+         auto each look spends its share, so stopping when decided keeps the error). A target \
+         is better when the whole interval lies beyond {} %, equivalent when it lies within \
+         ± {} % (TOST), otherwise inconclusive. Mean latency is not asked (closed loop: queue \
+         depth / IOPS, the primary question again); modeled power is not asked (the model \
+         restates CPU). A finding's average is the geometric mean over all its category's \
+         tests. Reference targets are ceilings: shown, never compared.",
+        crate::fmt::short(ALPHA * 100.0),
+        crate::fmt::short(min_effect * 100.0),
+        crate::fmt::short(min_effect * 100.0),
     )
-}
-
-/// The sentence shown where there are no findings.
-pub fn none_text(withheld: Option<&str>) -> String {
-    match withheld {
-        Some(w) => format!("{}{}.", w[..1].to_uppercase(), &w[1..]),
-        None => "No difference between the targets is outside the noise.".into(),
-    }
 }
 
 /// The label of a category over workloads of one flavour; `database` names the IOPS flavour
@@ -113,8 +130,8 @@ fn label(c: Category, f: Flavour, all_database: bool) -> String {
     let io = if all_database { "database" } else { "IOPS" };
     match (c, f) {
         (Category::Bandwidth, _) => "bandwidth".into(),
-        (Category::Iops, _) => "IOPS".into(),
-        (Category::Latency, _) => "latency".into(),
+        (Category::Iops, _) => io.into(),
+        (Category::Latency, _) => "p99 latency".into(),
         (Category::CpuEfficiency, Flavour::Bandwidth) => "bandwidth CPU efficiency".into(),
         (Category::CpuEfficiency, Flavour::Io) => format!("{io} CPU efficiency"),
         (Category::PowerEfficiency, Flavour::Bandwidth) => "bandwidth power efficiency".into(),
@@ -122,198 +139,191 @@ fn label(c: Category, f: Flavour, all_database: bool) -> String {
     }
 }
 
-/// The ratio by which A beats B on one workload when it exceeds `min_rel`; `None` when either
-/// lacks the figure, a denominator is zero, or B is at least as good. (Significance is judged
-/// separately, over the whole comparison.)
-pub fn winning_ratio(a: &MeanCi, b: &MeanCi, lower_is_better: bool, min_rel: f64) -> Option<f64> {
-    let (num, den) = if lower_is_better {
-        (b.mean, a.mean)
-    } else {
-        (a.mean, b.mean)
-    };
-    if !(num.is_finite() && den.is_finite()) || den <= 0.0 || num <= den {
-        return None;
-    }
-    let r = num / den;
-    (r - 1.0 > min_rel).then_some(r)
-}
-
-/// One question the comparison asks: is target `a` different from `b` on this workload in
-/// this category? Targets are in comparison order (`a` before `b`), so each is asked once.
-struct Question<'a> {
-    cat: Category,
-    workload: &'a str,
-    a: &'a str,
-    b: &'a str,
-    p: f64,
-}
-
-/// Every key finding of a comparison, ordered by category, then flavour, then average ratio.
-pub fn findings(cmp: &Comparison, an: &Analysis, min_rel: f64) -> Vec<Finding> {
-    if withheld(cmp, an).is_some() {
-        return Vec::new();
-    }
-    let graded: Vec<&str> = cmp
-        .targets
-        .iter()
-        .filter(|t| !t.reference)
-        .map(|t| t.name.as_str())
-        .collect();
-    // Every question first, so that Holm's correction sees the whole family.
-    let mut qs: Vec<Question> = Vec::new();
-    for cat in Category::ALL {
-        for w in &cmp.workloads {
-            let Some(m) = cat.metric(flavour(w)) else {
-                continue;
-            };
-            for (i, a) in graded.iter().enumerate() {
-                for b in &graded[i + 1..] {
-                    let (Some(sa), Some(sb)) = (an.get(&w.id, a), an.get(&w.id, b)) else {
-                        continue;
-                    };
-                    if cat == Category::PowerEfficiency && (sa.modeled_power || sb.modeled_power) {
-                        continue;
-                    }
-                    let (Some(ma), Some(mb)) = (sa.log_metrics.get(&m), sb.log_metrics.get(&m))
-                    else {
-                        continue;
-                    };
-                    if let Some(p) = welch_p(ma, mb) {
-                        qs.push(Question {
-                            cat,
-                            workload: &w.id,
-                            a,
-                            b,
-                            p,
-                        });
-                    }
-                }
+/// The category a question's metric belongs to.
+fn category_of(metric: &str, f: Flavour) -> Option<Category> {
+    Some(match metric {
+        "mb_per_s" | "iops" => {
+            if f == Flavour::Bandwidth {
+                Category::Bandwidth
+            } else {
+                Category::Iops
             }
         }
-    }
-    let p: Vec<f64> = qs.iter().map(|q| q.p).collect();
-    let significant: Vec<(Category, &str, &str, &str)> = qs
-        .iter()
-        .zip(holm(&p, ALPHA))
-        .filter(|(_, s)| *s)
-        .map(|(q, _)| (q.cat, q.workload, q.a, q.b))
-        .collect();
-    let is_significant = |cat: Category, w: &str, x: &str, y: &str| {
-        significant
-            .iter()
-            .any(|&(c, sw, a, b)| c == cat && sw == w && ((a, b) == (x, y) || (a, b) == (y, x)))
-    };
+        "lat_p99_us" => Category::Latency,
+        "iops_per_cpu" | "mb_per_cpu" => Category::CpuEfficiency,
+        "iops_per_watt" | "mb_per_watt" => Category::PowerEfficiency,
+        _ => return None,
+    })
+}
 
+/// Every key finding, by category (primary first), then flavour, then average ratio.
+pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding> {
     let mut out = Vec::new();
     for cat in Category::ALL {
-        let flavours: &[Option<Flavour>] = match cat {
-            Category::Latency => &[None],
-            _ => &[Some(Flavour::Bandwidth), Some(Flavour::Io)],
-        };
-        for &fl in flavours {
-            let ws: Vec<&WorkloadEntry> = cmp
-                .workloads
-                .iter()
-                .filter(|w| fl.is_none_or(|f| flavour(w) == f))
-                .filter(|w| cat.metric(flavour(w)).is_some())
-                .collect();
-            if ws.is_empty() {
-                continue;
-            }
-            let all_db = ws.iter().all(|w| w.group.eq_ignore_ascii_case("database"));
-            let lbl = label(cat, fl.unwrap_or(Flavour::Io), all_db);
+        for fl in [Flavour::Bandwidth, Flavour::Io] {
+            let ws: Vec<&WorkloadEntry> =
+                cmp.workloads.iter().filter(|w| flavour(w) == fl).collect();
+            let all_db = !ws.is_empty() && ws.iter().all(|w| w.group.eq_ignore_ascii_case("database"));
+            let lbl = label(cat, fl, all_db);
             let mut group = Vec::new();
-            for a in &graded {
-                for b in &graded {
-                    if a == b {
-                        continue;
-                    }
-                    let pair = Pair {
-                        cat,
-                        label: &lbl,
-                        a,
-                        b,
-                    };
-                    if let Some(f) = pair.finding(&ws, an, min_rel, &is_significant) {
-                        group.push(f);
-                    }
-                }
+            for av in j.averages.iter().filter(|a| a.category == cat && a.flavour == fl) {
+                let qs: Vec<&Question> = j
+                    .questions
+                    .iter()
+                    .filter(|q| {
+                        q.a == av.a
+                            && q.b == av.b
+                            && ws.iter().any(|w| w.id == q.workload)
+                            && category_of(&q.metric, fl) == Some(cat)
+                    })
+                    .collect();
+                group.extend(pair_findings(cmp, cat, &lbl, av, &qs, min_effect));
             }
-            group.sort_by(|x, y| y.average.total_cmp(&x.average));
+            group.sort_by(|x, y| {
+                (x.kind != "better")
+                    .cmp(&(y.kind != "better"))
+                    .then(y.average.total_cmp(&x.average))
+            });
             out.extend(group);
         }
     }
     out
 }
 
-struct Pair<'a> {
+/// The findings of one pair in one category: a "better" finding for each side that won a
+/// test, an "equivalent" one when any test was within the margin.
+fn pair_findings(
+    cmp: &Comparison,
     cat: Category,
-    label: &'a str,
-    a: &'a str,
-    b: &'a str,
-}
-
-impl Pair<'_> {
-    fn finding(
-        &self,
-        ws: &[&WorkloadEntry],
-        an: &Analysis,
-        min_rel: f64,
-        significant: &dyn Fn(Category, &str, &str, &str) -> bool,
-    ) -> Option<Finding> {
-        let (cat, a, b) = (self.cat, self.a, self.b);
-        let mut ratios: Vec<(f64, &WorkloadEntry)> = Vec::new();
-        let mut compared = 0;
-        for w in ws {
-            let m = cat.metric(flavour(w))?;
-            let (Some(sa), Some(sb)) = (an.get(&w.id, a), an.get(&w.id, b)) else {
-                continue;
-            };
-            if cat == Category::PowerEfficiency && (sa.modeled_power || sb.modeled_power) {
-                continue;
-            }
-            let (Some(ma), Some(mb)) = (sa.get(m), sb.get(m)) else {
-                continue;
-            };
-            compared += 1;
-            if let Some(r) = winning_ratio(ma, mb, m.lower_is_better(), min_rel) {
-                if significant(cat, &w.id, a, b) {
-                    ratios.push((r, w));
-                }
-            }
+    lbl: &str,
+    av: &Average,
+    qs: &[&Question],
+    min_effect: f64,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let n = qs.len();
+    if n == 0 {
+        return out;
+    }
+    let inconclusive = qs.iter().filter(|q| q.verdict == "inconclusive").count();
+    let title = |id: &str| {
+        cmp.workloads
+            .iter()
+            .find(|w| w.id == id)
+            .map_or_else(|| id.to_string(), |w| w.title.clone())
+    };
+    let direction = if av.lower_is_better { "lower" } else { "greater" };
+    for (side, other, verdict) in [(&av.a, &av.b, "better"), (&av.b, &av.a, "worse")] {
+        let won: Vec<&&Question> = qs.iter().filter(|q| q.verdict == verdict).collect();
+        if won.is_empty() {
+            continue;
         }
-        if ratios.is_empty() {
-            return None;
-        }
-        let average = ratios.iter().map(|r| r.0).sum::<f64>() / ratios.len() as f64;
-        let (max, max_w) = *ratios.iter().max_by(|x, y| x.0.total_cmp(&y.0))?;
-        let direction = if cat == Category::Latency {
-            "lower"
+        // Oriented so that above 1 favours `side`.
+        let flip_a = |r: f64| if av.lower_is_better { 1.0 / r } else { r };
+        let orient = |r: f64| if verdict == "better" { flip_a(r) } else { 1.0 / flip_a(r) };
+        let avg = orient(av.judged.ratio());
+        let (lo, hi) = if av.judged.half_width.is_finite() {
+            let (x, y) = (orient(av.judged.low()), orient(av.judged.high()));
+            (Some(x.min(y)), Some(x.max(y)))
         } else {
-            "greater"
+            (None, None)
         };
-        let tests = ratios.len();
-        let text = format!(
-            "{a} shows {} {direction} {} than {b} (average over {tests} test{}; maximum {} in {})",
-            fmt_ratio(average),
-            self.label,
-            if tests == 1 { "" } else { "s" },
-            fmt_ratio(max),
-            max_w.title,
-        );
-        Some(Finding {
+        let (max, max_q) = won
+            .iter()
+            .map(|q| (orient(q.ratio), q))
+            .max_by(|x, y| x.0.total_cmp(&y.0))
+            .expect("won is not empty");
+        let k = won.len();
+        let text = if avg >= 1.0 {
+            format!(
+                "{side} shows {} {} {direction} {lbl} than {other} ({k} of {n} tests; maximum {} in {})",
+                fmt_ratio(avg),
+                fmt_interval(lo, hi),
+                fmt_ratio(max),
+                title(&max_q.workload),
+            )
+        } else {
+            format!(
+                "{side} shows {direction} {lbl} than {other} on {k} of {n} tests (maximum {} in {}); over all {n}: {} {}",
+                fmt_ratio(max),
+                title(&max_q.workload),
+                fmt_ratio(avg),
+                fmt_interval(lo, hi),
+            )
+        };
+        out.push(Finding {
             category: cat,
-            label: self.label.to_string(),
-            better: a.to_string(),
-            worse: b.to_string(),
-            average,
-            tests,
-            compared,
+            label: lbl.to_string(),
+            kind: "better".into(),
+            better: side.clone(),
+            worse: other.clone(),
+            average: avg,
+            ci_low: lo,
+            ci_high: hi,
+            tests: k,
+            compared: n,
+            inconclusive,
             max,
-            max_workload: max_w.id.clone(),
-            max_title: max_w.title.clone(),
+            max_workload: max_q.workload.clone(),
+            max_title: title(&max_q.workload),
             modeled_power: false,
             text,
-        })
+        });
     }
+    let eq = qs.iter().filter(|q| q.verdict == "equivalent").count();
+    if eq > 0 {
+        let ratio = av.judged.ratio();
+        let bounded = av.judged.half_width.is_finite();
+        out.push(Finding {
+            category: cat,
+            label: lbl.to_string(),
+            kind: "equivalent".into(),
+            better: av.a.clone(),
+            worse: av.b.clone(),
+            average: ratio,
+            ci_low: bounded.then(|| av.judged.low()),
+            ci_high: bounded.then(|| av.judged.high()),
+            tests: eq,
+            compared: n,
+            inconclusive,
+            max: ratio,
+            max_workload: String::new(),
+            max_title: String::new(),
+            modeled_power: false,
+            text: format!(
+                "{} and {} are within {} % on {eq} of {n} {lbl} tests{}",
+                av.a,
+                av.b,
+                crate::fmt::short(min_effect * 100.0),
+                if inconclusive > 0 {
+                    format!("; {inconclusive} inconclusive")
+                } else {
+                    String::new()
+                }
+            ),
+        });
+    }
+    out
+}
+
+/// The sentence shown where there are no findings: why, and what would decide.
+pub fn none_text(withheld: Option<&str>, j: &Judgement) -> String {
+    if let Some(w) = withheld {
+        return format!("{}{}.", w[..1].to_uppercase(), &w[1..]);
+    }
+    let primary: Vec<&Question> = j.questions.iter().filter(|q| q.family == "primary").collect();
+    if primary.is_empty() {
+        return "No two compared targets: nothing to find.".into();
+    }
+    let inconclusive = primary.iter().filter(|q| q.verdict == "inconclusive").count();
+    let more = primary.iter().filter_map(|q| q.more_rounds).min();
+    format!(
+        "No difference beyond the margin and no equivalence is shown: {inconclusive} of {} \
+         throughput questions inconclusive{}.",
+        primary.len(),
+        match more {
+            Some(m) => format!(" (about {m} more rounds would likely decide the closest)"),
+            None => String::new(),
+        }
+    )
 }

@@ -16,6 +16,7 @@ pub mod export;
 pub mod findings;
 pub mod fmt;
 pub mod hosts;
+pub mod questions;
 pub mod svg;
 pub mod verification;
 
@@ -70,9 +71,13 @@ pub struct Report<'a> {
     pub options: Options,
     pub analysis: Analysis,
     pub findings: Vec<Finding>,
-    /// Why there are no findings at all, when it is for want of repetitions
+    /// Why there are no findings at all, when it is for want of rounds
     /// ([`findings::withheld`]).
     pub withheld: Option<String>,
+    /// The design the comparison ran (recorded, or reconstructed for older documents).
+    pub design: sanbench_stats::design::plan::Design,
+    /// Every question with its ratio, interval and verdict.
+    pub judgement: questions::Judgement,
     /// Warnings a reader needs before trusting the figures ([`analysis::caveats`]).
     pub caveats: Vec<String>,
     pub card: Card,
@@ -83,8 +88,15 @@ pub struct Report<'a> {
 impl<'a> Report<'a> {
     pub fn new(cmp: &'a Comparison, options: &Options) -> Report<'a> {
         let analysis = Analysis::new(cmp);
-        let mut findings = analysis::findings(cmp, &analysis, options.min_rel);
-        findings.extend(curve::findings(cmp, options.min_rel));
+        let design = questions::design_of(cmp);
+        let judgement = questions::judge(cmp);
+        let withheld = findings::withheld(cmp, design.rounds);
+        let mut findings = if withheld.is_some() {
+            Vec::new()
+        } else {
+            analysis::findings(cmp, &judgement, design.min_effect)
+        };
+        findings.extend(curve::findings(cmp, design.min_effect));
         let card = card::card(cmp, &analysis, &options.weights);
         let verification = verification::verification(cmp);
         let mut caveats = verification::caveats(&verification);
@@ -92,13 +104,22 @@ impl<'a> Report<'a> {
         Report {
             cmp,
             options: options.clone(),
-            withheld: findings::withheld(cmp, &analysis),
+            withheld,
+            design,
+            judgement,
             analysis,
             findings,
             caveats,
             card,
             verification,
         }
+    }
+}
+
+impl Report<'_> {
+    /// The sentence where there are no findings.
+    pub fn none_text(&self) -> String {
+        findings::none_text(self.withheld.as_deref(), &self.judgement)
     }
 }
 

@@ -15,4 +15,4 @@ pub mod fixture;
 pub mod model;
 
 pub use db::{default_path_from, RunId, RunSummary, Store, StoreError, SCHEMA_VERSION};
-pub use model::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+pub use model::{Cell, Comparison, Question, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use sanbench_engine::result::TargetResult;
 use sanbench_engine::spec::Workload;
+use sanbench_stats::design::plan::Design;
 use sanbench_stats::SteadyState;
 
 pub const COMPARE_SCHEMA: &str = "sanbench.compare/1";
@@ -53,8 +54,18 @@ pub struct WorkloadEntry {
 pub struct Cell {
     pub workload: String,
     pub target: String,
-    /// 0-based repetition number.
+    /// 0-based repetition number (the round of the design).
     pub repeat: u32,
+    /// The round again, by the design's name for it (closed-loop cells of comparisons since the
+    /// Williams order; `repeat` stays for older readers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// 0-based position of this target within its workload's round (the Williams row).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
+    /// When the cell started (RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
     pub result: TargetResult,
     /// Time-based steady-state check over the per-second IOPS series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,6 +105,41 @@ pub struct Comparison {
     /// comparison ran them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub curve: Vec<f64>,
+    /// The design the cells followed: order, seed, rounds, why it stopped, the margins and
+    /// error rates the questions were judged with (comparisons since the Williams order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<Design>,
+}
+
+/// One question: is target `a` different from `b` on this workload by this figure? Derived
+/// from the cells by the report (`questions` in results.json), never stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    pub workload: String,
+    /// The figure: "mb_per_s", "iops", "lat_p99_us", "iops_per_cpu", ...
+    pub metric: String,
+    /// "primary" (throughput) or "secondary" (tail latency, CPU and power efficiency): each
+    /// family spends its own share of the comparison's 5 % error.
+    pub family: String,
+    pub a: String,
+    pub b: String,
+    /// a's figure over b's: the geometric mean over the rounds.
+    pub ratio: f64,
+    /// The simultaneous interval of the ratio; `None` while the data cannot bound it.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// From a's side: "better", "worse", "equivalent" (within the margin), "inconclusive".
+    pub verdict: String,
+    /// The better target's name, for "better" and "worse".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub better: Option<String>,
+    /// Complete rounds the answer used.
+    pub rounds: u32,
+    /// For an inconclusive answer: rounds more that would likely decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_rounds: Option<u32>,
+    /// The error this question's interval was drawn at.
+    pub alpha: f64,
 }
 
 impl Comparison {

@@ -295,9 +295,21 @@ pub struct CompareArgs {
     /// Suite to run: a built-in name (see 'sanbench suite list') or a TOML file.
     #[arg(long, default_value = "quick")]
     pub suite: String,
-    /// Repetitions of the whole matrix (mean and 95 % confidence interval from these).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub repeat: u32,
+    /// Rounds of the whole matrix: `auto` runs rounds until every throughput question is
+    /// decided (better or equivalent), --max-repeat rounds have run, or --budget is spent; N
+    /// runs exactly N.
+    #[arg(long, default_value = "auto", value_name = "auto|N")]
+    pub repeat: RepeatArg,
+    /// The most rounds `--repeat auto` runs.
+    #[arg(long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
+    pub max_repeat: u32,
+    /// Time the whole comparison may take (checked before each round: a round that would not
+    /// fit is not started).
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<Dur>,
+    /// The smallest difference worth a finding, and the equivalence margin.
+    #[arg(long, default_value = "10%", value_name = "PCT")]
+    pub min_effect: Pct,
     /// Response-time curve: after the closed-loop cells, run every workload on every target
     /// open loop at these percentages of its own closed-loop maximum (SPC-1 uses
     /// 10,50,80,90,95,100); a suite's `curve` key does the same.
@@ -351,14 +363,26 @@ pub struct DemoArgs {
     /// Allocate and touch the built-in targets' RAM at start (3 x --size).
     #[arg(long)]
     pub prealloc: bool,
-    /// Repetitions (findings need 3: fewer give the tables only).
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub repeat: u32,
-    /// Every workload's measured time (1 s: five targets in about the time four took at 1.5 s).
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    /// Rounds: `auto` until every throughput question is decided or the budget is spent;
+    /// N for exactly N.
+    #[arg(long, default_value = "auto", value_name = "auto|N")]
+    pub repeat: RepeatArg,
+    /// The most rounds `--repeat auto` runs.
+    #[arg(long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
+    pub max_repeat: u32,
+    /// Time the comparison may take (a few minutes by default; rounds that would not fit are
+    /// not started).
+    #[arg(long, default_value = "4m", value_name = "DURATION")]
+    pub budget: Dur,
+    /// The smallest difference worth a finding, and the equivalence margin.
+    #[arg(long, default_value = "10%", value_name = "PCT")]
+    pub min_effect: Pct,
+    /// Every workload's measured time (short cells, more rounds: the rounds, not the cells'
+    /// length, are what narrow the intervals).
+    #[arg(long, default_value = "0.5s", value_name = "DURATION")]
     pub time: Dur,
     /// Every workload's ramp-up.
-    #[arg(long, default_value = "0.5s", value_name = "DURATION")]
+    #[arg(long, default_value = "0.25s", value_name = "DURATION")]
     pub ramp: Dur,
     /// Results database (SQLite; default under the user's data directory).
     #[arg(long, value_name = "FILE")]
@@ -368,6 +392,37 @@ pub struct DemoArgs {
     pub no_store: bool,
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--repeat auto|N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepeatArg {
+    Auto,
+    Fixed(u32),
+}
+
+impl std::str::FromStr for RepeatArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RepeatArg, String> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(RepeatArg::Auto);
+        }
+        match s.parse::<u32>() {
+            Ok(0) => Err("--repeat must be at least 1 (or auto)".into()),
+            Ok(n) => Ok(RepeatArg::Fixed(n)),
+            Err(_) => Err(format!("'{s}' is neither auto nor a number of rounds")),
+        }
+    }
+}
+
+impl RepeatArg {
+    /// The plan's form, with `--max-repeat` for auto.
+    pub fn plan(self, max: u32) -> sanbench_stats::design::plan::Repeat {
+        match self {
+            RepeatArg::Auto => sanbench_stats::design::plan::Repeat::Auto { max },
+            RepeatArg::Fixed(n) => sanbench_stats::design::plan::Repeat::Fixed(n),
+        }
+    }
 }
 
 /// Host monitoring: CPU, network, power; shared by `run` and `compare`.

@@ -19,6 +19,28 @@ pub(crate) struct CellRun {
     pub(crate) hosts: Vec<sanbench_engine::hosts::HostResult>,
 }
 
+/// Where a cell sits in the comparison.
+pub(crate) struct Place {
+    /// The round (repetition).
+    pub(crate) round: u32,
+    /// Closed-loop cells: the position in the workload's Williams row, and when it started.
+    pub(crate) slot: Option<u32>,
+    pub(crate) started_at: Option<String>,
+    /// Curve points: the share of the target's maximum.
+    pub(crate) load_pct: Option<f64>,
+}
+
+impl Place {
+    pub(crate) fn curve(round: u32, pct: f64) -> Place {
+        Place {
+            round,
+            slot: None,
+            started_at: None,
+            load_pct: Some(pct),
+        }
+    }
+}
+
 /// What a comparison keeps as cells complete: the document, the store, per-target state.
 pub(crate) struct Book<'a> {
     pub(crate) cmp: Comparison,
@@ -39,8 +61,7 @@ impl Book<'_> {
         &mut self,
         ti: usize,
         workload: &str,
-        rep: u32,
-        load_pct: Option<f64>,
+        place: Place,
         cell: CellRun,
     ) -> Result<&TargetResult, CliError> {
         let CellRun {
@@ -88,9 +109,12 @@ impl Book<'_> {
         let cell = Cell {
             workload: workload.to_string(),
             target: cmp.targets[ti].name.clone(),
-            repeat: rep,
+            repeat: place.round,
+            round: place.slot.map(|_| place.round),
+            slot: place.slot,
+            started_at: place.started_at,
             steady: steady_state(&iops, 5),
-            load_pct,
+            load_pct: place.load_pct,
             result: r,
             hosts,
         };

@@ -1,5 +1,7 @@
-//! `sanbench compare`: every workload of a suite on every target, interleaved so that drift
-//! falls on all targets alike, repeated for confidence intervals, recorded cell by cell.
+//! `sanbench compare`: every workload of a suite on every target, round after round in the
+//! order of a Williams design, for as many rounds as the questions need, recorded cell by cell.
+//! The design (order, stopping, verdicts) is `sanbench_stats::design`'s plan: this module only
+//! drives it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +11,7 @@ use sanbench_engine::result::rfc3339;
 use sanbench_engine::suite::{self, Suite, SuiteWorkload};
 use sanbench_engine::verify::Verifier;
 use sanbench_engine::RunPlan;
+use sanbench_stats::design::plan::Plan;
 use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
@@ -21,7 +24,7 @@ use crate::progress::ProgressLine;
 use crate::run_cmd::{execute_output, file_options, io_timeout};
 
 mod book;
-pub(crate) use book::{Book, CellRun};
+pub(crate) use book::{Book, CellRun, Place};
 use sanbench_monitor::sampler::Baseline;
 
 /// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
@@ -33,27 +36,6 @@ pub fn split_named(s: &str) -> (String, String) {
         }
     }
     (sanbench_engine::uri::redact(s), s.to_string())
-}
-
-/// The order cells run in: repetition by repetition, workload by workload, and within a
-/// workload the targets rotated by one each time, so that no target always runs first (or
-/// right after another's writes).
-pub fn interleaved_order(
-    workloads: usize,
-    targets: usize,
-    repeat: u32,
-) -> Vec<(u32, usize, usize)> {
-    let mut v = Vec::with_capacity(workloads * targets * repeat as usize);
-    let mut k = 0usize;
-    for r in 0..repeat {
-        for w in 0..workloads {
-            for i in 0..targets {
-                v.push((r, w, (i + k) % targets.max(1)));
-            }
-            k += 1;
-        }
-    }
-    v
 }
 
 pub struct Prepared {
@@ -83,9 +65,6 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
             }
             w.workload.validate().map_err(usage)?;
         }
-    }
-    if a.repeat == 0 {
-        return Err(usage("--repeat must be at least 1"));
     }
     let mut references = Vec::new();
     let mut targets: Vec<(String, String)> = a
@@ -287,7 +266,10 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         a.quiet = true;
         a.no_store = true;
     }
+    let started = std::time::Instant::now();
     let mut p = prepare(&a)?;
+    // The plan first: a design that cannot run is refused before anything runs.
+    let mut plan = design_plan(&a, &p, rank0)?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
@@ -315,7 +297,10 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             .collect(),
         suite: p.suite.name.clone(),
         suite_description: p.suite.description.clone(),
-        repeat: a.repeat,
+        repeat: match a.repeat {
+            crate::args::RepeatArg::Fixed(n) => n,
+            crate::args::RepeatArg::Auto => 0,
+        },
         targets: p
             .targets
             .iter()
@@ -345,20 +330,20 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         manifest: serde_json::Value::Null,
         incomplete: false,
         curve: curve.clone(),
+        design: Some(plan.design()),
     };
     let recorder = if a.no_store {
         None
     } else {
         Some(crate::store_cmd::Recorder::begin(a.db.as_deref(), &cmp)?)
     };
-    let order = interleaved_order(p.suite.workloads.len(), p.targets.len(), a.repeat);
+    let cells_per_round = p.suite.workloads.len() * p.targets.len();
     let per_cell: Vec<Duration> = p
         .suite
         .workloads
         .iter()
         .map(|w| w.workload.ramp + w.workload.time)
         .collect();
-    let mut left: Duration = order.iter().map(|(_, w, _)| per_cell[*w]).sum();
     let progress = ProgressLine::new(a.quiet);
     // Under MPI: each rank's targets (`{rank}`, `{host}` expanded); targets all ranks share
     // are preconditioned by rank 0 alone.
@@ -373,6 +358,9 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         }
     }
     let (preconditions, vs) = precondition_all(&a, &p, &pre_data, size, &progress)?;
+    if !a.quiet && rank0 {
+        eprintln!("{}", design_line(&plan, &a));
+    }
     let mut book = Book {
         cmp,
         recorder,
@@ -395,31 +383,64 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         templates: &templates,
     };
     let mut failure = None;
-    for (i, (rep, wi, ti)) in order.iter().enumerate() {
+    let mut i = 0usize;
+    loop {
         let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
-        // Under MPI rank 0 decides for every rank, so all reach the cell's barrier or none.
-        if !job.as_ref().map_or(!stopped, |j| j.go_on(!stopped)) {
+        let next = if stopped {
+            None
+        } else {
+            plan.next(started.elapsed())
+        };
+        // Under MPI rank 0 decides for every rank (only it has the figures the plan judges),
+        // so all reach the cell's barrier or none; the other ranks' plans run the same order.
+        if !job.as_ref().map_or(next.is_some(), |j| j.go_on(next.is_some())) {
             break;
         }
-        let w = &p.suite.workloads[*wi];
-        let (name, uri) = &p.targets[*ti];
+        let Some(s) = next else { break };
+        let w = &p.suite.workloads[s.workload];
+        let (name, uri) = &p.targets[s.target];
+        i += 1;
         if !a.quiet {
+            let in_round = i - (s.round as usize) * cells_per_round;
             eprintln!(
-                "[{}/{}] {} on {name}{} ({} left)",
-                i + 1,
-                order.len(),
-                w.id,
-                if a.repeat > 1 {
-                    format!(", repetition {}/{}", rep + 1, a.repeat)
-                } else {
-                    String::new()
+                "[round {}{}, {in_round}/{cells_per_round}] {} on {name}{}",
+                s.round + 1,
+                match a.repeat {
+                    crate::args::RepeatArg::Fixed(n) => format!("/{n}"),
+                    crate::args::RepeatArg::Auto => format!(" of at most {}", a.max_repeat),
                 },
-                fmt_dur(left)
+                w.id,
+                match a.repeat {
+                    crate::args::RepeatArg::Fixed(n) => format!(
+                        " ({} left)",
+                        fmt_dur(
+                            per_cell.iter().sum::<Duration>()
+                                * (p.targets.len() as u32)
+                                * n.saturating_sub(s.round + 1)
+                                + per_cell[s.workload]
+                                    * (cells_per_round - in_round + 1) as u32
+                                    / p.targets.len().max(1) as u32
+                        )
+                    ),
+                    crate::args::RepeatArg::Auto => String::new(),
+                }
             );
         }
-        match run_cell(&cx, w, *ti, uri, name, &mut book.baselines[*ti]) {
+        let place = Place {
+            round: s.round,
+            slot: Some(s.slot as u32),
+            started_at: Some(rfc3339(std::time::SystemTime::now())),
+            load_pct: None,
+        };
+        match run_cell(&cx, w, s.target, uri, name, &mut book.baselines[s.target]) {
             Ok(Some(cell)) => {
-                book.record(*ti, &w.id, *rep, None, cell)?;
+                let m = sanbench_report::questions::primary_metric(
+                    sanbench_report::analysis::flavour(&book.cmp.workloads[s.workload]),
+                );
+                let r = book.record(s.target, &w.id, place, cell)?;
+                plan.record(&s, m.of(r));
+                book.cmp.repeat = book.cmp.repeat.max(s.round + 1);
+                book.cmp.design = Some(plan.design());
             }
             Ok(None) => {}
             Err(e) => {
@@ -427,9 +448,9 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
                 break;
             }
         }
-        left = left.saturating_sub(per_cell[*wi]);
     }
-    let closed_cells = book.cmp.cells.len();
+    book.cmp.design = Some(plan.design());
+    let complete = plan.stopped().is_some();
     if failure.is_none() && !curve.is_empty() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
         // Curves are refused under MPI (checked before the cells): no job here.
         let cx = CellCtx { job: None, ..cx };
@@ -448,7 +469,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     if !rank0 {
         return failure.map_or(Ok(()), Err);
     }
-    cmp.incomplete = closed_cells < order.len() || failure.is_some();
+    cmp.incomplete = !complete || failure.is_some();
     if let Some(rec) = recorder.as_mut() {
         rec.finish(cmp.incomplete)?;
     }
@@ -458,6 +479,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         out!("{}", crate::output::compare_table(&cmp));
     }
     outln!();
+    outln!("{}", stop_line(&cmp));
     crate::store_cmd::print_findings(&cmp);
     outln!();
     for f in &files {
@@ -475,6 +497,105 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
+}
+
+/// The plan of a comparison. Rank 0 of an MPI job (and every non-MPI run) judges as it goes;
+/// the other ranks run the same order for as many rounds as rank 0 may ask for and follow its
+/// decisions.
+fn design_plan(a: &CompareArgs, p: &Prepared, rank0: bool) -> Result<Plan, CliError> {
+    use sanbench_stats::design::plan::{Config, Repeat};
+    let flavours: Vec<sanbench_report::analysis::Flavour> = p
+        .suite
+        .workloads
+        .iter()
+        .map(|w| {
+            sanbench_report::analysis::flavour(&WorkloadEntry {
+                id: w.id.clone(),
+                title: w.title.clone(),
+                group: w.group.clone(),
+                spec: w.workload.clone(),
+                targets_at_once: w.targets_at_once,
+            })
+        })
+        .collect();
+    let groups = flavours
+        .iter()
+        .map(|f| usize::from(*f == sanbench_report::analysis::Flavour::Io))
+        .collect();
+    let nominal_round = p
+        .suite
+        .workloads
+        .iter()
+        .map(|w| w.workload.ramp + w.workload.time)
+        .sum::<Duration>()
+        * p.targets.len() as u32;
+    let mut repeat = a.repeat.plan(a.max_repeat);
+    let mut budget = a.budget.map(|d| d.0);
+    if !rank0 {
+        if let Repeat::Auto { max } = repeat {
+            repeat = Repeat::Fixed(max);
+        }
+        budget = None;
+    }
+    Plan::new(Config {
+        workloads: p.suite.workloads.len(),
+        targets: p.targets.len(),
+        compared: (0..p.targets.len()).filter(|&i| !p.references[i]).collect(),
+        groups,
+        seed: a.seed,
+        repeat,
+        budget,
+        nominal_round,
+        min_effect: a.min_effect.0 / 100.0,
+    })
+    .map_err(|e| usage(e.to_string()))
+}
+
+/// What the comparison will do, before it starts.
+fn design_line(plan: &Plan, a: &CompareArgs) -> String {
+    let d = plan.design();
+    format!(
+        "design: Williams order (seed {}; every target in every slot each {} rounds{}); {}",
+        d.seed,
+        d.square_len,
+        if d.balance_len != d.square_len {
+            format!(", after every other target each {}", d.balance_len)
+        } else {
+            String::new()
+        },
+        match a.repeat {
+            crate::args::RepeatArg::Fixed(n) => format!("{n} rounds"),
+            crate::args::RepeatArg::Auto => format!(
+                "rounds until every throughput question is decided (at most {}{})",
+                a.max_repeat,
+                a.budget
+                    .map(|b| format!(", budget {}", fmt_dur(b.0)))
+                    .unwrap_or_default()
+            ),
+        }
+    )
+}
+
+/// How many rounds ran and why it stopped.
+fn stop_line(cmp: &Comparison) -> String {
+    let Some(d) = &cmp.design else {
+        return String::new();
+    };
+    let why = match d.stop.as_str() {
+        "fixed" => "as asked (--repeat)".to_string(),
+        "decided" => "every throughput question decided".to_string(),
+        "max_rounds" => format!("the round cap (--max-repeat {})", d.max_repeat.unwrap_or(0)),
+        "budget" => format!(
+            "the budget ({}): another round would not have fit",
+            fmt_dur(Duration::from_secs_f64(d.budget_s.unwrap_or(0.0)))
+        ),
+        _ => "interrupted".to_string(),
+    };
+    format!(
+        "{} round{} ran; stopped: {why}.",
+        d.rounds,
+        if d.rounds == 1 { "" } else { "s" }
+    )
 }
 
 fn fmt_dur(d: Duration) -> String {
@@ -502,26 +623,5 @@ mod tests {
             split_named("/dev/sdb"),
             ("/dev/sdb".into(), "/dev/sdb".into())
         );
-    }
-
-    #[test]
-    fn order_is_interleaved_and_complete() {
-        let o = interleaved_order(3, 3, 2);
-        assert_eq!(o.len(), 18);
-        // Every target runs every workload in every repetition exactly once.
-        for r in 0..2 {
-            for w in 0..3 {
-                let mut ts: Vec<usize> = o
-                    .iter()
-                    .filter(|(rr, ww, _)| *rr == r && *ww == w)
-                    .map(|x| x.2)
-                    .collect();
-                ts.sort();
-                assert_eq!(ts, vec![0, 1, 2]);
-            }
-        }
-        // The first target of each workload rotates.
-        let firsts: Vec<usize> = o.chunks(3).map(|c| c[0].2).collect();
-        assert_eq!(firsts, vec![0, 1, 2, 0, 1, 2]);
     }
 }

@@ -98,7 +98,7 @@ fn findings(r: &Report, s: &mut String) {
         let _ = writeln!(
             s,
             "<p>{}</p>",
-            esc(&crate::findings::none_text(r.withheld.as_deref()))
+            esc(&r.none_text())
         );
     } else {
         // The strongest two of each kind first, as the studies' "Key Findings" page; the rest
@@ -148,7 +148,7 @@ fn findings(r: &Report, s: &mut String) {
     let _ = writeln!(
         s,
         "</section>\n<p class=\"note\">{}</p>",
-        esc(&crate::findings::method(r.options.min_rel))
+        esc(&crate::findings::method(r.design.min_effect))
     );
 }
 

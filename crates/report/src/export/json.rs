@@ -1,5 +1,6 @@
-//! results.json: the comparison document itself plus a `findings` array, so one file carries
-//! the raw figures and the conclusions drawn from them.
+//! results.json: the comparison document itself plus `questions` (every question's ratio,
+//! interval and verdict), `design` and a `findings` array, so one file carries the raw figures
+//! and the conclusions drawn from them.
 
 use super::Exporter;
 use crate::{Report, ReportError};
@@ -15,7 +16,12 @@ impl Exporter for JsonExporter {
         let mut v = serde_json::to_value(r.cmp)?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert("findings".into(), serde_json::to_value(&r.findings)?);
-            obj.insert("min_rel".into(), serde_json::json!(r.options.min_rel));
+            obj.insert("min_rel".into(), serde_json::json!(r.design.min_effect));
+            obj.insert("design".into(), serde_json::to_value(&r.design)?);
+            obj.insert(
+                "questions".into(),
+                serde_json::to_value(&r.judgement.questions)?,
+            );
             obj.insert(
                 "findings_withheld".into(),
                 serde_json::json!(r.withheld.as_deref()),

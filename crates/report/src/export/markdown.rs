@@ -52,7 +52,7 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(
                 s,
                 "{}",
-                md_cell(&crate::findings::none_text(r.withheld.as_deref()))
+                md_cell(&r.none_text())
             );
         }
         for f in &r.findings {
@@ -64,7 +64,7 @@ impl Exporter for MarkdownExporter {
         let _ = writeln!(
             s,
             "\n{}\n",
-            md_cell(&crate::findings::method(r.options.min_rel))
+            md_cell(&crate::findings::method(r.design.min_effect))
         );
         s.push_str("## Report card\n\n| Rank | Target |");
         for cat in &r.card.categories {

@@ -1,0 +1,277 @@
+//! Every question a comparison answers, judged by the design's analysis
+//! (`sanbench_stats::design`): per workload and pair of compared targets, the ratio of a figure
+//! with its simultaneous interval and verdict.
+//!
+//! Two families share the comparison's 5 % family-wise error, each by Bonferroni over its own
+//! questions and, under `--repeat auto`, by the plan's spending over looks:
+//! * **primary** (4 %): throughput, MB/s on bandwidth workloads and IOPS on the others, one
+//!   question per workload and pair, plus one average per group (bandwidth, IOPS) and pair;
+//!   these decide when an adaptive comparison stops;
+//! * **secondary** (1 %): p99 latency, CPU efficiency, and measured power efficiency, with
+//!   their averages.
+//!
+//! Mean latency is never asked: in a closed loop it is queue depth over IOPS (Little's law), the
+//! primary question again, and asking it would spend the error twice on one measurement.
+//! Modeled power is never asked either (the model is linear in CPU: CPU efficiency again).
+
+use std::collections::BTreeSet;
+
+use sanbench_stats::design::analysis::{judge_summary, judge_workload, Judged, Margins, Table, Verdict};
+use sanbench_stats::design::plan::{question_alpha, Design, ALPHA, ALPHA_PRIMARY, ALPHA_SECONDARY};
+use sanbench_store::{Comparison, Question};
+
+use crate::analysis::{flavour, power_is_modeled, Category, Flavour, Metric};
+
+/// A finding's average: the geometric mean of a pair's ratio over a group's workloads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Average {
+    pub category: Category,
+    pub flavour: Flavour,
+    pub a: String,
+    pub b: String,
+    /// On a's figure over b's (raw, not oriented).
+    pub judged: Judged,
+    pub lower_is_better: bool,
+    /// Workloads averaged.
+    pub tests: usize,
+}
+
+/// The questions and averages of one comparison.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Judgement {
+    pub questions: Vec<Question>,
+    pub averages: Vec<Average>,
+}
+
+/// The design a document ran with; documents from before the Williams order ran a fixed
+/// number of repetitions at a 10 % margin.
+pub fn design_of(cmp: &Comparison) -> Design {
+    cmp.design.clone().unwrap_or_else(|| {
+        let rounds = cmp.cells.iter().map(|c| c.repeat + 1).max().unwrap_or(0);
+        Design {
+            order: "rotation".into(),
+            seed: 0,
+            square_len: cmp.targets.len().max(1) as u32,
+            balance_len: cmp.targets.len().max(1) as u32,
+            fixed: Some(cmp.repeat.max(rounds)),
+            max_repeat: None,
+            budget_s: None,
+            min_effect: 0.10,
+            rounds,
+            stop: "fixed".into(),
+            alpha: ALPHA,
+            alpha_primary: ALPHA_PRIMARY,
+        }
+    })
+}
+
+/// The primary figure of a workload: MB/s for bandwidth, IOPS otherwise.
+pub fn primary_metric(f: Flavour) -> Metric {
+    match f {
+        Flavour::Bandwidth => Metric::MbPerS,
+        Flavour::Io => Metric::Iops,
+    }
+}
+
+/// One metric's question set: which metric, for which workloads, under which category.
+struct Ask {
+    category: Category,
+    /// Per workload: the metric asked, if any.
+    metrics: Vec<Option<Metric>>,
+}
+
+fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
+    let mut t = Table::new(cmp.workloads.len(), cmp.targets.len(), rounds.max(1));
+    for c in cmp.cells.iter().filter(|c| c.load_pct.is_none()) {
+        let (Some(w), Some(ti)) = (
+            cmp.workloads.iter().position(|w| w.id == c.workload),
+            cmp.targets.iter().position(|t| t.name == c.target),
+        ) else {
+            continue;
+        };
+        let Some(m) = metrics[w] else { continue };
+        if m.above_idle() && matches!(m, Metric::IopsPerWatt | Metric::MbPerWatt) && power_is_modeled(&c.result) {
+            continue;
+        }
+        if let Some(v) = m.of(&c.result) {
+            t.set(w, ti, c.round.unwrap_or(c.repeat) as usize, v);
+        }
+    }
+    t
+}
+
+/// Judges every question of the comparison.
+pub fn judge(cmp: &Comparison) -> Judgement {
+    let d = design_of(cmp);
+    let compared: Vec<usize> = (0..cmp.targets.len())
+        .filter(|&i| !cmp.targets[i].reference)
+        .collect();
+    let rounds = cmp
+        .cells
+        .iter()
+        .map(|c| c.round.unwrap_or(c.repeat) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let flavours: Vec<Flavour> = cmp.workloads.iter().map(flavour).collect();
+    let primary = vec![Ask {
+        category: Category::Bandwidth,
+        metrics: flavours.iter().map(|&f| Some(primary_metric(f))).collect(),
+    }];
+    let per_flavour = |bw: Metric, io: Metric| -> Vec<Option<Metric>> {
+        flavours
+            .iter()
+            .map(|f| Some(if *f == Flavour::Bandwidth { bw } else { io }))
+            .collect()
+    };
+    let secondary = vec![
+        Ask {
+            category: Category::Latency,
+            metrics: vec![Some(Metric::LatP99Us); flavours.len()],
+        },
+        Ask {
+            category: Category::CpuEfficiency,
+            metrics: per_flavour(Metric::MbPerCpu, Metric::IopsPerCpu),
+        },
+        Ask {
+            category: Category::PowerEfficiency,
+            metrics: per_flavour(Metric::MbPerWatt, Metric::IopsPerWatt),
+        },
+    ];
+    let mut out = Judgement::default();
+    for (family, family_alpha, asks) in [
+        ("primary", ALPHA_PRIMARY, primary),
+        ("secondary", ALPHA_SECONDARY, secondary),
+    ] {
+        judge_family(cmp, &d, &compared, rounds, family, family_alpha, &asks, &mut out);
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge_family(
+    cmp: &Comparison,
+    d: &Design,
+    compared: &[usize],
+    rounds: usize,
+    family: &str,
+    family_alpha: f64,
+    asks: &[Ask],
+    out: &mut Judgement,
+) {
+    let pairs = compared.len() * compared.len().saturating_sub(1) / 2;
+    if pairs == 0 {
+        return;
+    }
+    // First which questions have data at all (a metric nobody measured asks nothing), so that
+    // the family's size, and with it each question's error, is known before any is judged.
+    let tables: Vec<Table> = asks.iter().map(|a| table(cmp, &a.metrics, rounds)).collect();
+    let mut asked: Vec<(usize, usize)> = Vec::new(); // (ask, workload)
+    let mut groups: BTreeSet<(usize, Flavour)> = BTreeSet::new();
+    for (ai, a) in asks.iter().enumerate() {
+        for (w, m) in a.metrics.iter().enumerate() {
+            let has = m.is_some()
+                && (0..rounds).any(|r| compared.iter().all(|&t| tables[ai].get(w, t, r).is_some()));
+            if has {
+                asked.push((ai, w));
+                groups.insert((ai, flavour(&cmp.workloads[w])));
+            }
+        }
+    }
+    // The primary family's size is fixed by the design (every workload asks), as the plan counted.
+    let size = if family == "primary" {
+        (cmp.workloads.len() + distinct_flavours(cmp)) * pairs
+    } else {
+        (asked.len() + groups.len()) * pairs
+    };
+    let mg = Margins {
+        min_effect: d.min_effect,
+        alpha: question_alpha(family_alpha, size, d),
+        project: true,
+    };
+    for &(ai, w) in &asked {
+        let m = asks[ai].metrics[w].expect("asked");
+        for ans in judge_workload(&tables[ai], w, compared, mg) {
+            out.questions.push(question(cmp, family, m, &ans.judged, w, ans.a, ans.b, mg.alpha));
+        }
+    }
+    for &(ai, fl) in &groups {
+        let ws: Vec<usize> = asked
+            .iter()
+            .filter(|&&(a, w)| a == ai && flavour(&cmp.workloads[w]) == fl)
+            .map(|&(_, w)| w)
+            .collect();
+        let m = asks[ai].metrics[ws[0]].expect("asked");
+        for i in 0..compared.len() {
+            for j in i + 1..compared.len() {
+                if let Some(judged) = judge_summary(&tables[ai], &ws, compared[i], compared[j], mg) {
+                    out.averages.push(Average {
+                        category: if family == "primary" {
+                            if fl == Flavour::Bandwidth {
+                                Category::Bandwidth
+                            } else {
+                                Category::Iops
+                            }
+                        } else {
+                            asks[ai].category
+                        },
+                        flavour: fl,
+                        a: cmp.targets[compared[i]].name.clone(),
+                        b: cmp.targets[compared[j]].name.clone(),
+                        judged,
+                        lower_is_better: m.lower_is_better(),
+                        tests: ws.len(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn distinct_flavours(cmp: &Comparison) -> usize {
+    cmp.workloads.iter().map(flavour).collect::<BTreeSet<_>>().len()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn question(
+    cmp: &Comparison,
+    family: &str,
+    m: Metric,
+    j: &Judged,
+    w: usize,
+    a: usize,
+    b: usize,
+    alpha: f64,
+) -> Question {
+    let (a, b) = (&cmp.targets[a].name, &cmp.targets[b].name);
+    let (verdict, better) = oriented(j.verdict, m.lower_is_better(), a, b);
+    let bounded = j.half_width.is_finite();
+    Question {
+        workload: cmp.workloads[w].id.clone(),
+        metric: serde_json::to_value(m)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        family: family.into(),
+        a: a.clone(),
+        b: b.clone(),
+        ratio: j.ratio(),
+        ci_low: bounded.then(|| j.low()),
+        ci_high: bounded.then(|| j.high()),
+        verdict: verdict.into(),
+        better,
+        rounds: j.rounds as u32,
+        more_rounds: j.more_rounds,
+        alpha,
+    }
+}
+
+/// A verdict on a's figure over b's, from a's side: "better" / "worse" / "equivalent" /
+/// "inconclusive", and the better target's name.
+pub fn oriented(v: Verdict, lower_is_better: bool, a: &str, b: &str) -> (&'static str, Option<String>) {
+    match (v, lower_is_better) {
+        (Verdict::Higher, false) | (Verdict::Lower, true) => ("better", Some(a.to_string())),
+        (Verdict::Higher, true) | (Verdict::Lower, false) => ("worse", Some(b.to_string())),
+        (Verdict::Equivalent, _) => ("equivalent", None),
+        (Verdict::Inconclusive, _) => ("inconclusive", None),
+    }
+}
