@@ -30,6 +30,9 @@
 //! without zero-filling it first. Or it does not copy at all: [`out::Out`], the output of the
 //! NVMe/TCP and iSCSI targets, sends read data from where it lies ([`BlockStore::iovecs`]).
 //!
+//! [`delay::DueQueue`] is the servers' other shared part: the replies `serve --delay` holds
+//! per connection until they fall due.
+//!
 //! # Memory model (RAM)
 //!
 //! ```text
@@ -59,6 +62,7 @@
 //! ("sanbench RAM disk", "sanbench file"), and the iSCSI target's standard INQUIRY T10 vendor
 //! identification is `SANBENCH`. Keep both when changing the servers.
 
+pub mod delay;
 mod file;
 pub mod out;
 mod ram;

@@ -150,6 +150,34 @@ impl Out {
         store.read_append(off, len, &mut self.buf)
     }
 
+    /// Moves everything queued after `m` into `into` as owned bytes (referenced store bytes
+    /// copied now) and goes back to `m`. A reply held back for a while (`serve --delay`, see
+    /// [`crate::delay`]) must carry the bytes its read found, not those of later writes.
+    pub fn take_since(&mut self, m: Mark, into: &mut Vec<u8>) {
+        into.reserve(self.len() - (m.buf + m.ext_bytes));
+        let mut pos = m.buf;
+        for x in &self.ext[m.ext..] {
+            into.extend_from_slice(&self.buf[pos..x.at]);
+            pos = x.at;
+            let (at, n) = (into.len(), x.iov.iov_len);
+            into.reserve(n);
+            // SAFETY: `reserve` made room for n bytes after `at`. The piece is n readable
+            // bytes of the store, valid while it lives (`Out::store`), and cannot overlap
+            // `into`, which is the caller's; a write racing this copy gives torn-but-defined
+            // bytes, as the store's own reads do. The n bytes after `at` are then initialised.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    x.iov.iov_base.cast::<u8>().cast_const(),
+                    into.as_mut_ptr().add(at),
+                    n,
+                );
+                into.set_len(at + n);
+            }
+        }
+        into.extend_from_slice(&self.buf[pos..]);
+        self.truncate(m);
+    }
+
     /// Copies the referenced bytes waiting into the buffer in place of their references, in
     /// order: what is sent no longer follows later writes to the store. A server calls it
     /// before a write that must not show in replies already queued; it costs the copy that
@@ -320,6 +348,34 @@ mod tests {
         assert_eq!(o.len(), want.len());
         assert_eq!(sent(&mut o), want);
         assert!(o.is_empty());
+    }
+
+    #[test]
+    fn taken_bytes_are_what_would_have_been_sent() {
+        let store = BlockStore::ram(1 << 20, false).unwrap();
+        let old: Vec<u8> = (0..200_000u32).map(|i| (i % 239) as u8).collect();
+        store.write(0, &old, false).unwrap();
+        let mut o = Out::new(16);
+        o.buf().extend_from_slice(b"kept");
+        o.store(&store, 0, 100).unwrap();
+        let m = o.mark();
+        let mut want = Vec::new();
+        for (off, len) in [(7u64, 4096usize), (70_000, 100_000)] {
+            o.buf().extend_from_slice(b"head");
+            want.extend_from_slice(b"head");
+            o.store(&store, off, len).unwrap();
+            want.extend_from_slice(&old[off as usize..off as usize + len]);
+        }
+        o.buf().extend_from_slice(b"tail");
+        want.extend_from_slice(b"tail");
+        let mut held = b"before".to_vec();
+        o.take_since(m, &mut held);
+        store.write(0, &vec![0xee; 200_000], false).unwrap();
+        assert!(held[6..] == want[..] && held.starts_with(b"before"));
+        // What stays is what was queued before the mark (its reference reads the store now).
+        let mut kept = b"kept".to_vec();
+        kept.extend_from_slice(&[0xee; 100]);
+        assert_eq!((o.len(), sent(&mut o)), (104, kept));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use anyhow::Context;
 use sanbench_engine::units::format_size;
 use sanbench_iscsi::wire::chap::Credentials;
 
-use crate::args::{ServeCommand, ServeIscsiArgs, ServeNbdArgs, ServeNvmeArgs};
+use crate::args::{ReplyDelay, ServeCommand, ServeIscsiArgs, ServeNbdArgs, ServeNvmeArgs};
 use crate::error::{usage, CliError};
 
 pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
@@ -30,6 +30,11 @@ fn listen_addr(s: &str) -> Result<SocketAddr, CliError> {
             "--listen: '{s}' is not an address like 127.0.0.1:10809"
         ))
     })
+}
+
+/// The ready line's note of `--delay`, empty without one.
+fn delayed(d: ReplyDelay) -> String {
+    d.0.map_or(String::new(), |d| format!(", replies delayed {d}"))
 }
 
 fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
@@ -51,6 +56,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     cfg.prealloc = a.prealloc;
     let coalesce = a.coalesce.0;
     cfg.coalesce = (!coalesce.is_zero()).then_some(coalesce);
+    cfg.delay = a.delay.0;
     use sanbench_nbd::server::{Credentials, TlsMode};
     cfg.tls_credentials = match (&a.tls_certificates, &a.tls_psk) {
         (Some(d), _) => Some(Credentials::Certificates(d.clone())),
@@ -88,7 +94,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}{}); Ctrl-C to stop",
+        "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}{}{}); Ctrl-C to stop",
         if tls == TlsMode::Require {
             "nbds"
         } else {
@@ -107,7 +113,8 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
             ", client certificates verified"
         } else {
             ""
-        }
+        },
+        delayed(a.delay)
     );
     let stats = server.stats();
     server.run(stop).context("nbd server")?;
@@ -188,13 +195,14 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         target_chap,
         file: a.file.clone(),
         prealloc: a.prealloc,
+        delay: a.delay.0,
     };
     let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = t.local_addr();
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}); Ctrl-C to stop",
+        "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}{}); Ctrl-C to stop",
         a.iqn,
         a.luns,
         if a.luns == 1 { "" } else { "s" },
@@ -208,7 +216,8 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
             (true, true) => ", CHAP required, mutual CHAP offered",
             (true, false) => ", CHAP required",
             _ => "",
-        }
+        },
+        delayed(a.delay)
     );
     let stats = t.stats();
     t.run(stop).context("iscsi target")?;
@@ -236,6 +245,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
         namespaces: a.namespaces,
         file: a.file.clone(),
         prealloc: a.prealloc,
+        delay: a.delay.0,
         ..Default::default()
     };
     let t = sanbench_nvme::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
@@ -243,7 +253,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}); discovery at nvme+tcp://{addr}; \
+        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}); discovery at nvme+tcp://{addr}; \
          Ctrl-C to stop",
         a.nqn,
         match t.namespaces() {
@@ -258,6 +268,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
             (None, false) => "RAM, allocated as written".into(),
             (None, true) => "RAM, preallocated".into(),
         },
+        delayed(a.delay),
     );
     let stats = t.stats();
     t.run(stop).context("nvme target")?;

@@ -33,6 +33,30 @@ fn nbdinfo_negotiates_tls_with_certificates() {
     }
 }
 
+/// `--delay` over TLS: the connection reads from the TLS session without blocking before it
+/// waits for the next due reply (decrypted requests may wait there, unseen by a poll).
+#[test]
+fn delayed_replies_over_tls() {
+    let pki = pki("sanbench-test-ca");
+    let dir = pki.path().display().to_string();
+    let srv = Serve::start("8M", &["--tls-certificates", &dir, "--delay", "2ms"]);
+    assert!(srv.line.contains("replies delayed 2ms"), "{}", srv.line);
+    let uri = format!("nbds://localhost:{}/?tls-certificates={dir}", srv.port());
+    let out = run(Command::new(tls::bin())
+        .args(["run", &uri, "--qd", "4", "--time", "1s", "--ramp", "100ms"])
+        .args(["--read", "50", "--precondition", "none", "--verify"])
+        .args(["--quiet", "--no-monitor", "--baseline", "0", "--json", "-"]));
+    let doc = sanbench_testkit::ok_json(&out);
+    let r = &doc["results"][0];
+    let min = r["latency_us"]["min"].as_f64().unwrap();
+    let iops = r["iops"].as_f64().unwrap();
+    assert!(min >= 2000.0, "{min} µs under a 2 ms delay");
+    // QD 4 at 2 ms: about 2,000 IOPS; one at a time would be at most 500.
+    assert!(iops > 1000.0, "{iops} IOPS at QD 4: replies held in turn");
+    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{r}");
+    srv.stop();
+}
+
 #[test]
 fn nbdcopy_round_trip_over_tls() {
     require("nbdcopy", "libnbd-bin");

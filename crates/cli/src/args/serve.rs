@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use sanbench_blockstore::delay::Delay;
 use sanbench_engine::units::{Bytes, Dur};
 
 #[derive(Subcommand, Debug)]
@@ -45,6 +46,17 @@ pub struct ServeNvmeArgs {
         value_name = "NQN"
     )]
     pub nqn: String,
+    /// Emulated latency: every I/O's reply leaves no sooner than D after its request
+    /// arrived, plus a uniform random extra in [0, JITTER] per I/O (seeded per connection);
+    /// replies wait side by side, so a client at queue depth N sees about N I/Os per D.
+    /// 0 (the default) answers at once; at most 60s in all.
+    #[arg(
+        long,
+        default_value = "0",
+        value_name = "D[,JITTER]",
+        allow_hyphen_values = true
+    )]
+    pub delay: ReplyDelay,
     /// Back the namespace with this file instead of RAM (created or extended to --size).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
@@ -69,6 +81,17 @@ pub struct ServeIscsiArgs {
         value_name = "IQN"
     )]
     pub iqn: String,
+    /// Emulated latency: every I/O's reply leaves no sooner than D after its request
+    /// arrived, plus a uniform random extra in [0, JITTER] per I/O (seeded per connection);
+    /// replies wait side by side, so a client at queue depth N sees about N I/Os per D.
+    /// 0 (the default) answers at once; at most 60s in all.
+    #[arg(
+        long,
+        default_value = "0",
+        value_name = "D[,JITTER]",
+        allow_hyphen_values = true
+    )]
+    pub delay: ReplyDelay,
     /// Require CHAP from initiators (visible to every user of the host in `ps`: prefer
     /// --chap-file).
     #[arg(long, value_name = "USER:SECRET", conflicts_with = "chap_file")]
@@ -102,6 +125,17 @@ pub struct ServeNbdArgs {
     /// Export name (clients asking for "" get it too).
     #[arg(long, default_value = "", value_name = "NAME")]
     pub export: String,
+    /// Emulated latency: every I/O's reply leaves no sooner than D after its request
+    /// arrived, plus a uniform random extra in [0, JITTER] per I/O (seeded per connection);
+    /// replies wait side by side, so a client at queue depth N sees about N I/Os per D.
+    /// 0 (the default) answers at once; at most 60s in all.
+    #[arg(
+        long,
+        default_value = "0",
+        value_name = "D[,JITTER]",
+        allow_hyphen_values = true
+    )]
+    pub delay: ReplyDelay,
     #[arg(long)]
     pub read_only: bool,
     /// Serve this file instead of RAM (created or extended to --size).
@@ -135,4 +169,60 @@ pub struct ServeNbdArgs {
 
 fn parse_tls_mode(s: &str) -> Result<sanbench_nbd::server::TlsMode, String> {
     s.parse()
+}
+
+/// `--delay D[,JITTER]`, parsed once: durations as `Dur` reads them (`2ms`, `500us`; a bare
+/// number is seconds), checked by [`Delay::new`]. None: no delay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplyDelay(pub Option<Delay>);
+
+impl std::str::FromStr for ReplyDelay {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ReplyDelay, String> {
+        let part = |text: &str, what: &str| {
+            // A leading '-' would read as "does not start with a number": say what it is.
+            if text.trim_start().starts_with('-') {
+                return Err(format!("{what} '{}' is negative", text.trim()));
+            }
+            text.parse::<Dur>().map(|d| d.0)
+        };
+        let (base, jitter) = match s.split_once(',') {
+            Some((d, j)) => (part(d, "delay")?, part(j, "jitter")?),
+            None => (part(s, "delay")?, std::time::Duration::ZERO),
+        };
+        Delay::new(base, jitter)
+            .map(ReplyDelay)
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn delays_parse_with_the_duration_units_and_bad_ones_say_why() {
+        let d = |s: &str| s.parse::<ReplyDelay>().map(|r| r.0);
+        let one = d("2ms").unwrap().unwrap();
+        assert_eq!(
+            (one.base(), one.jitter()),
+            (Duration::from_millis(2), Duration::ZERO)
+        );
+        let two = d("1ms,500us").unwrap().unwrap();
+        assert_eq!(
+            (two.base(), two.jitter()),
+            (Duration::from_millis(1), Duration::from_micros(500))
+        );
+        assert_eq!(d("0"), Ok(None));
+        assert!(d("-1ms").unwrap_err().contains("negative"));
+        assert!(d("1ms,-1ms")
+            .unwrap_err()
+            .contains("jitter '-1ms' is negative"));
+        assert!(d("0,1ms").unwrap_err().contains("needs a delay"));
+        assert!(d("soon").unwrap_err().contains("not start with a number"));
+        assert!(d("61s").unwrap_err().contains("above the limit"));
+        assert!(d("59s,2s").unwrap_err().contains("above the limit"));
+        assert!(d("1ms,").is_err());
+    }
 }

@@ -16,8 +16,9 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use sanbench_blockstore::delay::DueQueue;
 use sanbench_blockstore::out::Out;
 
 use super::Shared;
@@ -31,6 +32,7 @@ use crate::wire::WireError;
 
 mod data_in;
 mod data_out;
+mod delayed;
 mod io;
 mod login;
 mod recv;
@@ -45,9 +47,16 @@ const RBUF: usize = 1 << 20;
 /// How long one read waits before the loop looks at the stop flag again.
 const READ_WAIT: Duration = Duration::from_millis(200);
 
-pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool>) {
+/// Serves connection `number` (counted from 0 as accepted: the seed of its delays' jitter).
+pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool>, number: u64) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(READ_WAIT));
+    let held = shared.cfg.delay.map(|d| DueQueue::new(d, number));
+    if held.is_some() {
+        // Replies leave at their due time: the default 50 µs timer slack would add to each.
+        // A failure only costs precision.
+        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1000));
+    }
     let mut c = Conn {
         stream,
         shared,
@@ -63,6 +72,8 @@ pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool
         failed_itts: VecDeque::new(),
         next_ttt: 1,
         close: false,
+        held,
+        arrived: Instant::now(),
     };
     let _ = c.run(&stop);
 }
@@ -88,6 +99,10 @@ struct Conn {
     failed_itts: VecDeque<u32>,
     next_ttt: u32,
     close: bool,
+    /// With a delay: SCSI statuses (and their data) held until due (`conn/delayed.rs`).
+    held: Option<DueQueue<Vec<u8>>>,
+    /// When the bytes read last arrived: the PDUs they complete were received then.
+    arrived: Instant,
 }
 
 /// Serial number arithmetic (RFC 1982) on 32-bit sequence numbers.
@@ -101,9 +116,17 @@ impl Conn {
     fn run(&mut self, stop: &AtomicBool) -> Result<(), WireError> {
         let mut rb = RecvBuf::new(RBUF);
         while !self.close && !stop.load(Ordering::Relaxed) {
+            if self.held.is_some() && !self.wait_delayed() {
+                continue;
+            }
             match self.stream.read(rb.spare()) {
                 Ok(0) => return Ok(()),
-                Ok(n) => rb.filled(n),
+                Ok(n) => {
+                    rb.filled(n);
+                    if self.held.is_some() {
+                        self.arrived = Instant::now();
+                    }
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -119,8 +142,12 @@ impl Conn {
             loop {
                 match parse_pdu(rb.pending(), &self.rx) {
                     Ok(Parsed::Complete { pdu, consumed }) => {
+                        let before = self.held.as_ref().map(|_| self.before(pdu.header));
                         self.handle(pdu);
                         rb.consume(consumed);
+                        if let Some(b) = before {
+                            self.hold_reply(b, stop);
+                        }
                         if self.close {
                             break;
                         }

@@ -25,6 +25,7 @@ use thiserror::Error;
 use crate::wire::chap::Credentials;
 use crate::wire::login::TargetLoginConfig;
 use lun::Lun;
+pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 
 /// Errors of starting or running the target.
@@ -72,6 +73,9 @@ pub struct TargetConfig {
     /// Allocate (and touch) every LUN's RAM at start, or the file's blocks, so that no first
     /// write pays for allocation inside a measurement.
     pub prealloc: bool,
+    /// Emulated latency: each SCSI command's status held until this long after the command
+    /// (with its data) arrived (see [`sanbench_blockstore::delay`]); None answers at once.
+    pub delay: Option<Delay>,
 }
 
 impl Default for TargetConfig {
@@ -85,6 +89,7 @@ impl Default for TargetConfig {
             target_chap: None,
             file: None,
             prealloc: false,
+            delay: None,
         }
     }
 }
@@ -209,11 +214,11 @@ impl Target {
         while !shutdown.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((s, _)) => {
-                    self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                    let number = self.stats.connections.fetch_add(1, Ordering::Relaxed);
                     let sh = self.shared.clone();
                     let stop = shutdown.clone();
                     threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
-                    threads.push(std::thread::spawn(move || conn::serve(s, sh, stop)));
+                    threads.push(std::thread::spawn(move || conn::serve(s, sh, stop, number)));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(20))

@@ -14,6 +14,7 @@
 //! [`MAX_OPTION_LEN`](crate::wire::MAX_OPTION_LEN), a WRITE longer than the maximum payload) is disconnected; a request that
 //! is well framed but wrong gets the NBD error the spec asks for and the connection goes on.
 
+mod delayed;
 mod handshake;
 mod starttls;
 mod transmission;
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::RecvFlags;
+use sanbench_blockstore::delay::DueQueue;
 
 use super::coalesce::{Coalesce, Outcome};
 use super::Shared;
@@ -77,6 +79,10 @@ pub(crate) struct Conn<'a> {
     lowat: usize,
     /// When the handshake (TLS included) must be over.
     deadline: Instant,
+    /// With `--delay`: replies held until due (`conn/delayed.rs`); None answers at once.
+    held: Option<DueQueue<Vec<u8>>>,
+    /// When the bytes read last arrived: the requests they complete were received then.
+    arrived: Instant,
 }
 
 struct PendingWrite {
@@ -94,7 +100,9 @@ impl<'a> Conn<'a> {
         sh: &'a Shared,
         shutdown: &'a AtomicBool,
         peer: String,
+        number: u64,
     ) -> Conn<'a> {
+        let now = Instant::now();
         Conn {
             sock,
             tls: None,
@@ -112,7 +120,9 @@ impl<'a> Conn<'a> {
             coalesce: Coalesce::default(),
             coalesced: 0,
             lowat: 1,
-            deadline: Instant::now() + HANDSHAKE_TIMEOUT,
+            deadline: now + HANDSHAKE_TIMEOUT,
+            held: sh.cfg.delay.map(|d| DueQueue::new(d, number)),
+            arrived: now,
         }
     }
 
@@ -147,14 +157,7 @@ impl<'a> Conn<'a> {
 
     /// Reads more bytes into the receive buffer (blocking, waking up to watch the shutdown flag).
     fn read_more(&mut self, deadline: Option<Instant>) -> R<()> {
-        if self.rpos == self.rlen {
-            self.rpos = 0;
-            self.rlen = 0;
-        } else if self.rlen == self.rbuf.len() || self.rpos > self.rbuf.len() / 2 {
-            self.rbuf.copy_within(self.rpos..self.rlen, 0);
-            self.rlen -= self.rpos;
-            self.rpos = 0;
-        }
+        self.make_room();
         let fd = self.sock.as_raw_fd();
         loop {
             let buf = &mut self.rbuf[self.rlen..];
@@ -193,6 +196,18 @@ impl<'a> Conn<'a> {
         }
     }
 
+    /// Moves unread bytes to the front when the buffer is empty or its room is running out.
+    fn make_room(&mut self) {
+        if self.rpos == self.rlen {
+            self.rpos = 0;
+            self.rlen = 0;
+        } else if self.rlen == self.rbuf.len() || self.rpos > self.rbuf.len() / 2 {
+            self.rbuf.copy_within(self.rpos..self.rlen, 0);
+            self.rlen -= self.rpos;
+            self.rpos = 0;
+        }
+    }
+
     fn flush_out(&mut self) -> R<()> {
         if self.out.is_empty() {
             return Ok(());
@@ -226,6 +241,9 @@ impl<'a> Conn<'a> {
     /// Waits for the next requests, coalescing wake-ups when the client pipelines (see
     /// [`super::coalesce`]).
     fn wait_for_requests(&mut self, found: u32, bytes: u64, written: u64) -> R<()> {
+        if self.held.is_some() {
+            return self.wait_delayed();
+        }
         // Coalescing counts bytes on the socket: TLS records are not requests, and a session
         // may hold decrypted requests a poll cannot see. A TLS connection wakes per arrival.
         let Some(deadline) = self.sh.cfg.coalesce.filter(|_| self.tls.is_none()) else {

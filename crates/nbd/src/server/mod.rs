@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
+pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 pub use sanbench_blockstore::CHUNK;
 
@@ -77,6 +78,10 @@ pub struct ServerConfig {
     /// Wake-up coalescing for pipelining clients: the longest a connection waits for a batch
     /// of requests to gather (see `coalesce.rs`); None wakes for every request.
     pub coalesce: Option<Duration>,
+    /// Emulated latency: each reply held until this long after its request arrived (see
+    /// [`sanbench_blockstore::delay`]); None answers at once. Turns coalescing off: the wait
+    /// for the next due reply takes its place.
+    pub delay: Option<Delay>,
     /// `NBD_OPT_STARTTLS`: off, offered, or required.
     pub tls: TlsMode,
     /// The TLS credentials (needed unless `tls` is off).
@@ -103,6 +108,7 @@ impl ServerConfig {
             preferred_block: 4096,
             max_payload: MAX_PAYLOAD,
             coalesce: Some(DEFAULT_COALESCE),
+            delay: None,
             tls: TlsMode::Off,
             tls_credentials: None,
             tls_verify_peer: false,
@@ -287,12 +293,12 @@ impl Server {
             match listener.accept() {
                 Ok((sock, peer)) => {
                     threads.retain(|t| !t.is_finished());
-                    stats.connections.fetch_add(1, Ordering::Relaxed);
+                    let number = stats.connections.fetch_add(1, Ordering::Relaxed);
                     let (sh, st, stop) = (shared.clone(), stats.clone(), shutdown.clone());
                     let t = std::thread::Builder::new()
                         .name(format!("nbd {peer}"))
                         .spawn(move || {
-                            if let Err(e) = connection(sock, &sh, &stop, peer) {
+                            if let Err(e) = connection(sock, &sh, &stop, peer, number) {
                                 st.failed.fetch_add(1, Ordering::Relaxed);
                                 // A refused TLS handshake (an untrusted or missing client
                                 // certificate, a wrong key) is what an operator must see.
@@ -330,17 +336,19 @@ fn connection(
     sh: &Shared,
     shutdown: &AtomicBool,
     peer: SocketAddr,
+    number: u64,
 ) -> Result<(), NbdError> {
     let setup = |e| NbdError::io(format!("set up connection from {peer}"), e);
     sock.set_nonblocking(false).map_err(setup)?;
     sock.set_nodelay(true).map_err(setup)?;
     sock.set_read_timeout(Some(POLL)).map_err(setup)?;
-    if sh.cfg.coalesce.is_some() {
-        // Coalescing deadlines are tens of µs: the default 50 µs timer slack would double them.
+    if sh.cfg.coalesce.is_some() || sh.cfg.delay.is_some() {
+        // Coalescing deadlines are tens of µs: the default 50 µs timer slack would double them
+        // (and add up to 50 µs to every delayed reply).
         // A failure only costs precision.
         let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1000));
     }
-    match Conn::new(sock, sh, shutdown, peer.to_string()).run() {
+    match Conn::new(sock, sh, shutdown, peer.to_string(), number).run() {
         Ok(()) | Err(End::Clean) => Ok(()),
         Err(End::Fail(e)) => Err(e),
     }

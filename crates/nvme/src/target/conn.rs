@@ -27,7 +27,10 @@ use crate::wire::header::{
 use crate::wire::pdu::{encode_head, encode_pdu, parse_pdu, Pdu, RxConfig, TxConfig};
 use crate::wire::status::Status;
 use crate::wire::{fes, Parsed, WireError};
+use sanbench_blockstore::delay::DueQueue;
 use sanbench_blockstore::out::Out;
+
+mod delayed;
 
 /// Why a connection ended other than by the host closing it.
 #[derive(Debug)]
@@ -92,14 +95,32 @@ pub(crate) struct Conn {
     next_ttag: u16,
     /// Asynchronous Event Requests held (no event is ever reported).
     pub aers: u32,
+    /// With a delay: I/O completions held until due (`conn/delayed.rs`).
+    held: Option<DueQueue<Vec<u8>>>,
+    /// When the bytes read last arrived: the PDUs they complete were received then.
+    arrived: Instant,
+    /// R2Ts sent: an I/O command that sent one is not complete yet.
+    r2ts: u64,
 }
 
 /// Before its ICReq, and between commands when the queue has no keep-alive, a host may be
 /// silent this long.
 const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
-pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Result<(), End> {
+/// Serves connection `number` (counted from 0 as accepted: the seed of its delays' jitter).
+pub(crate) fn serve(
+    s: TcpStream,
+    sh: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    number: u64,
+) -> Result<(), End> {
     let _ = s.set_nodelay(true);
+    let held = sh.cfg.delay.map(|d| DueQueue::new(d, number));
+    if held.is_some() {
+        // Completions leave at their due time: the default 50 µs timer slack would add to
+        // each. A failure only costs precision.
+        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1000));
+    }
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
     s.set_write_timeout(Some(sh.cfg.send_timeout))?;
     let mut c = Conn {
@@ -118,6 +139,9 @@ pub(crate) fn serve(s: TcpStream, sh: Arc<Shared>, stop: Arc<AtomicBool>) -> Res
         pending: HashMap::new(),
         next_ttag: 0,
         aers: 0,
+        held,
+        arrived: Instant::now(),
+        r2ts: 0,
     };
     let r = c.run();
     if let Some(q) = c.q.take() {
@@ -140,15 +164,24 @@ impl Conn {
         let mut last_rx = Instant::now();
         loop {
             let r = match parse_pdu(rb.data(), &self.rx) {
-                Ok(Parsed::Complete { pdu, consumed }) => pdu
-                    .decode()
-                    .map_err(End::from)
-                    .and_then(|p| self.handle(p, &mut ic_done))
-                    .map(|()| consumed),
+                Ok(Parsed::Complete { pdu, consumed }) => {
+                    let before = self.held.as_ref().map(|_| self.before());
+                    let r = pdu
+                        .decode()
+                        .map_err(End::from)
+                        .and_then(|p| self.handle(p, &mut ic_done));
+                    if let (Ok(()), Some(b)) = (&r, before) {
+                        self.hold_reply(b);
+                    }
+                    r.map(|()| consumed)
+                }
                 Ok(Parsed::Incomplete { needed }) => {
                     self.flush()?;
-                    if self.fill(&mut rb, needed)? {
+                    if self.held.is_some() && !self.wait_delayed()? {
+                        self.check_alive(ic_done, last_rx)?;
+                    } else if self.fill(&mut rb, needed)? {
                         last_rx = Instant::now();
+                        self.arrived = last_rx;
                     } else {
                         self.check_alive(ic_done, last_rx)?;
                     }
@@ -426,6 +459,7 @@ impl Conn {
         r.r2t_offset = U32::new(0);
         r.r2t_length = U32::new(w.len as u32);
         encode_pdu(self.out.buf(), &r, &[], &self.tx);
+        self.r2ts += 1;
         self.pending.insert(ttag, w);
         Ok(())
     }

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 use thiserror::Error;
 
@@ -72,6 +73,10 @@ pub struct TargetConfig {
     /// A host that takes nothing of a reply for this long is cut off (one that stopped
     /// reading must not hold its connection's thread forever).
     pub send_timeout: Duration,
+    /// Emulated latency: each I/O command's completion held until this long after the
+    /// command (with its data) arrived (see [`sanbench_blockstore::delay`]); None answers at
+    /// once.
+    pub delay: Option<Delay>,
 }
 
 impl Default for TargetConfig {
@@ -88,6 +93,7 @@ impl Default for TargetConfig {
             in_capsule: 8192,
             max_h2c_data: 128 * 1024,
             send_timeout: Duration::from_secs(10),
+            delay: None,
         }
     }
 }
@@ -219,13 +225,13 @@ impl Target {
         while !shutdown.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((s, _)) => {
-                    self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                    let number = self.stats.connections.fetch_add(1, Ordering::Relaxed);
                     let sh = self.shared.clone();
                     let stop = shutdown.clone();
                     let stats = self.stats.clone();
                     threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
                     threads.push(std::thread::spawn(move || {
-                        if let Err(e) = conn::serve(s, sh, stop) {
+                        if let Err(e) = conn::serve(s, sh, stop, number) {
                             stats.failed.fetch_add(1, Ordering::Relaxed);
                             *poison::lock(&stats.last_error) = Some(e.to_string());
                         }

@@ -11,11 +11,16 @@ use crate::wire::{errno, Parsed};
 
 impl Conn<'_> {
     pub(super) fn transmission(&mut self) -> R<()> {
+        // Requests sent right behind the handshake are in the buffer already: received now.
+        self.arrived = std::time::Instant::now();
         loop {
             let (mut found, mut bytes, mut written) = (0u32, 0u64, 0u64);
             loop {
                 if self.pending.is_some() {
-                    if !self.take_payload()? {
+                    let start = self.out.len();
+                    let done = self.take_payload()?;
+                    self.hold_since(start);
+                    if !done {
                         break;
                     }
                     continue;
@@ -35,9 +40,11 @@ impl Conn<'_> {
                 if req.cmd == cmd::WRITE {
                     written += u64::from(req.len);
                 }
+                let start = self.out.len();
                 if !self.request(req)? {
                     return Ok(());
                 }
+                self.hold_since(start);
                 if self.out.len() >= FLUSH_AT {
                     self.flush_out()?;
                 }
@@ -124,6 +131,8 @@ impl Conn<'_> {
     /// Executes one request; false after DISC.
     fn request(&mut self, r: Request) -> R<bool> {
         if r.cmd == cmd::DISC {
+            // The requests before it are answered first (proto.md: NBD_CMD_DISC).
+            let _ = self.drain_held();
             let _ = self.flush_out();
             return Ok(false);
         }
