@@ -130,7 +130,7 @@ fn label(c: Category, f: Flavour, all_database: bool) -> String {
     let io = if all_database { "database" } else { "IOPS" };
     match (c, f) {
         (Category::Bandwidth, _) => "bandwidth".into(),
-        (Category::Iops, _) => io.into(),
+        (Category::Iops, _) => "IOPS".into(),
         (Category::Latency, _) => "p99 latency".into(),
         (Category::CpuEfficiency, Flavour::Bandwidth) => "bandwidth CPU efficiency".into(),
         (Category::CpuEfficiency, Flavour::Io) => format!("{io} CPU efficiency"),

@@ -169,8 +169,15 @@ fn judge_family(
     let mut groups: BTreeSet<(usize, Flavour)> = BTreeSet::new();
     for (ai, a) in asks.iter().enumerate() {
         for (w, m) in a.metrics.iter().enumerate() {
+            // Asked when two compared targets have the figure in a common round.
             let has = m.is_some()
-                && (0..rounds).any(|r| compared.iter().all(|&t| tables[ai].get(w, t, r).is_some()));
+                && (0..rounds).any(|r| {
+                    compared
+                        .iter()
+                        .filter(|&&t| tables[ai].get(w, t, r).is_some())
+                        .count()
+                        >= 2
+                });
             if has {
                 asked.push((ai, w));
                 groups.insert((ai, flavour(&cmp.workloads[w])));

@@ -44,7 +44,7 @@ fn markdown_matches_snapshot() {
     let md = render("markdown");
     assert!(md.contains("## Key findings"));
     // Modeled power makes no findings of its own (it restates CPU), and the method says so.
-    assert!(md.contains("modeled power makes no findings of its own"));
+    assert!(md.contains("modeled power is not asked (the model restates CPU)"));
     assert!(md
         .lines()
         .all(|l| !(l.starts_with("- ") && l.contains("(modeled power)"))));
@@ -72,9 +72,19 @@ fn json_is_the_comparison_plus_findings() {
     assert_eq!(v["schema"], "sanbench.compare/1");
     let findings = v["findings"].as_array().unwrap();
     assert!(!findings.is_empty());
-    assert!(findings
-        .iter()
-        .all(|f| f["text"].as_str().unwrap().contains(" shows ")));
+    assert!(findings.iter().all(|f| {
+        let t = f["text"].as_str().unwrap();
+        t.contains(" shows ") || t.contains(" are within ")
+    }));
+    // Every question with its ratio, interval and verdict, and the design.
+    let qs = v["questions"].as_array().unwrap();
+    assert!(!qs.is_empty());
+    for q in qs {
+        for k in ["verdict", "ratio", "ci_low", "ci_high", "rounds"] {
+            assert!(q.get(k).is_some(), "{k} in {q}");
+        }
+    }
+    assert_eq!(v["design_assumed"]["rounds"], 3);
     // The document part still parses as a Comparison.
     let back: sanbench_store::Comparison = serde_json::from_value(v).unwrap();
     assert_eq!(back, sample_comparison());
@@ -87,16 +97,13 @@ fn html_is_self_contained_and_complete() {
     let report = Report::new(&cmp, &Options::default());
     // The steady-state verdict of every workload and target is in the results tables.
     assert_eq!(html.matches("<th>Steady</th>").count(), cmp.workloads.len());
-    // Every finding is on the page (escaped).
+    // Every finding is on the page (escaped; the headline ratio emphasised).
+    let page = html
+        .replace("<span class=\"ratio\">", "")
+        .replace("</span>", "");
     for f in &report.findings {
         let esc = sanbench_report::fmt::html(&f.text);
-        let plain = esc.replacen(
-            &format!("{} ", sanbench_report::analysis::fmt_ratio(f.average)),
-            "",
-            1,
-        );
-        let tail = plain.split(" shows ").nth(1).unwrap().to_string();
-        assert!(html.contains(&tail[tail.len() / 2..]), "{}", f.text);
+        assert!(page.contains(&esc), "{}", f.text);
     }
     // Charts: 2 groups × (MB/s, IOPS) + 2 flavours × (CPU, power) + 4 percentile charts
     // + 1 queue-depth chart + 4 time series.

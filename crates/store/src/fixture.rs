@@ -250,6 +250,9 @@ pub fn sample_comparison() -> Comparison {
                     workload: wl.0.into(),
                     target: p.name.into(),
                     repeat,
+                    round: None,
+                    slot: None,
+                    started_at: None,
                     result: result(p, w, repeat),
                     steady: None,
                     load_pct: None,
@@ -288,5 +291,6 @@ pub fn sample_comparison() -> Comparison {
         }),
         incomplete: false,
         curve: Vec::new(),
+        design: None,
     }
 }

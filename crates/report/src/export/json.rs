@@ -17,7 +17,11 @@ impl Exporter for JsonExporter {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("findings".into(), serde_json::to_value(&r.findings)?);
             obj.insert("min_rel".into(), serde_json::json!(r.design.min_effect));
-            obj.insert("design".into(), serde_json::to_value(&r.design)?);
+            if r.cmp.design.is_none() {
+                // Older documents: the design they are judged by, under its own key so the
+                // document part still reads back as it was.
+                obj.insert("design_assumed".into(), serde_json::to_value(&r.design)?);
+            }
             obj.insert(
                 "questions".into(),
                 serde_json::to_value(&r.judgement.questions)?,

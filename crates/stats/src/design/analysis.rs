@@ -236,7 +236,16 @@ pub struct Answer {
 
 /// Every pair (a < b in `compared`' order) on workload `w`: the two-way model over the compared
 /// targets' complete rounds. Nothing when fewer than one complete round exists.
+///
+/// A target with no figure at all on this workload (a metric it does not have, such as power
+/// efficiency where its power was modeled) leaves the model; the others are still compared.
 pub fn judge_workload(t: &Table, w: usize, compared: &[usize], mg: Margins) -> Vec<Answer> {
+    let compared: Vec<usize> = compared
+        .iter()
+        .copied()
+        .filter(|&c| (0..t.rounds).any(|r| t.get(w, c, r).is_some()))
+        .collect();
+    let compared = &compared[..];
     let k = compared.len();
     if k < 2 {
         return Vec::new();
