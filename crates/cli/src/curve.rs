@@ -97,7 +97,8 @@ pub fn run(
                     else {
                         continue;
                     };
-                    let r: &TargetResult = book.record(ti, &w.id, crate::compare::Place::curve(rep, pct), cell)?;
+                    let r: &TargetResult =
+                        book.record(ti, &w.id, crate::compare::Place::curve(rep, pct), cell)?;
                     if r.latency_us.mean > plan.stop_us {
                         if !cx.a.quiet {
                             eprintln!(

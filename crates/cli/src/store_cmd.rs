@@ -148,10 +148,7 @@ pub fn print_findings(cmp: &Comparison) {
         outln!("warning: {c}");
     }
     if report.findings.is_empty() {
-        outln!(
-            "Key Findings: {}",
-            report.none_text()
-        );
+        outln!("Key Findings: {}", report.none_text());
         return;
     }
     outln!("Key Findings:");

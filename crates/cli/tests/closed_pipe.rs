@@ -98,6 +98,8 @@ fn compare_args(dir: &Path) -> Vec<String> {
     let out = dir.join("out");
     [
         "compare",
+        "--repeat",
+        "1",
         "--suite",
         suite.to_str().unwrap(),
         "--baseline",

@@ -11,7 +11,7 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
     let o = Command::cargo_bin("sanbench")
         .unwrap()
         .args([
-            "demo", "--time", "200ms", "--ramp", "0s", "--size", "64M", "--quiet",
+            "demo", "--time", "200ms", "--ramp", "0s", "--size", "64M", "--quiet", "--repeat", "3",
         ])
         .arg("--out")
         .arg(&out)

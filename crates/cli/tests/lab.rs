@@ -283,7 +283,7 @@ fn links_cap_reads_and_down_leaves_nothing() {
 
     let out_dir = dir.path().join("report");
     let cmp_out = sanbench()
-        .args(["compare", "--lab"])
+        .args(["compare", "--repeat", "1", "--lab"])
         .arg(&state)
         .args([
             "--suite",

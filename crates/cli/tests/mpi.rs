@@ -370,6 +370,8 @@ fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
         3,
         &[
             "compare",
+            "--repeat",
+            "1",
             "--suite",
             suite.to_str().unwrap(),
             "--baseline",
@@ -407,6 +409,8 @@ fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
         2,
         &[
             "compare",
+            "--repeat",
+            "1",
             "--suite",
             suite.to_str().unwrap(),
             "--curve",

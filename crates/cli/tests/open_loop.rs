@@ -235,7 +235,14 @@ fn a_curve_runs_every_level_of_every_target_and_reports_it() {
     .unwrap();
     let out = Command::cargo_bin("sanbench")
         .unwrap()
-        .args(["compare", "--no-store", "--quiet", "--suite"])
+        .args([
+            "compare",
+            "--repeat",
+            "1",
+            "--no-store",
+            "--quiet",
+            "--suite",
+        ])
         .arg(&suite)
         .arg("--out")
         .arg(dir.path())
@@ -284,8 +291,8 @@ fn bad_rates_are_refused() {
         &["run", "null:", "--rate", "0"][..],
         &["run", "null:", "--rate", "1000", "--arrival", "burst"][..],
         &["run", "null:", "--arrival", "poisson"][..],
-        &["compare", "null:", "--curve", "10,abc"][..],
-        &["compare", "null:", "--curve", "0,50"][..],
+        &["compare", "--repeat", "1", "null:", "--curve", "10,abc"][..],
+        &["compare", "--repeat", "1", "null:", "--curve", "0,50"][..],
     ] {
         let out = Command::cargo_bin("sanbench")
             .unwrap()

@@ -108,7 +108,7 @@ fn compare_drops_the_cache_before_every_cell_unless_kept() {
     ] {
         let out_dir = dir.path().join("report");
         let mut c = Command::cargo_bin("sanbench").unwrap();
-        c.arg("compare")
+        c.args(["compare", "--repeat", "1"])
             .arg(&path)
             .args(["--suite", "quick", "--time", "200ms", "--ramp", "0"])
             .args(["--no-monitor", "--no-store", "--quiet", "--out"])

@@ -166,6 +166,8 @@ fn bad_input_exits_2_with_one_line() {
     expect_usage_error(
         &[
             "compare",
+            "--repeat",
+            "1",
             "null:",
             "--suite",
             "/nonexistent.toml",
@@ -175,7 +177,7 @@ fn bad_input_exits_2_with_one_line() {
         "--curve <PCT,PCT,...>': 'abc' is not a percentage",
     );
     expect_usage_error(
-        &["compare", "null:", "--curve", "0,50"],
+        &["compare", "--repeat", "1", "null:", "--curve", "0,50"],
         "0 is not a load level between 0 and 200 %",
     );
     expect_usage_error(&["run", "mem:1G", "--frobnicate"], "frobnicate");

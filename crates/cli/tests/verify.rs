@@ -511,6 +511,8 @@ fn a_verified_comparison_checks_every_cell_and_reports_it() {
     let out = sanbench()
         .args([
             "compare",
+            "--repeat",
+            "1",
             "--suite",
             "quick",
             "--time",

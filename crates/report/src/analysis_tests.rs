@@ -144,7 +144,11 @@ fn inside_the_noise_is_excluded() {
     let f = find(&fs, "IOPS", "A").unwrap();
     assert_eq!((f.tests, f.compared, f.inconclusive), (1, 3, 1));
     assert_eq!(f.max_workload, "w3");
-    assert!(f.text.contains("(1 of 3 tests; maximum 2.0x in test w3)"), "{}", f.text);
+    assert!(
+        f.text.contains("(1 of 3 tests; maximum 2.0x in test w3)"),
+        "{}",
+        f.text
+    );
     assert_eq!(find(&fs, "database CPU efficiency", "A").unwrap().tests, 1);
     // 5 % apart with no spread between rounds: within the margin, said so.
     let eq = fs
@@ -172,7 +176,8 @@ fn latency_lower_is_better() {
     let f = find(&fs, "p99 latency", "Fast").unwrap();
     assert!((f.average - 2.5).abs() < 1e-9);
     assert!(
-        f.text.starts_with("Fast shows 2.5x [2.5-2.5] lower p99 latency than Slow"),
+        f.text
+            .starts_with("Fast shows 2.5x [2.5-2.5] lower p99 latency than Slow"),
         "{}",
         f.text
     );

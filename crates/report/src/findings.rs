@@ -163,10 +163,15 @@ pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding
         for fl in [Flavour::Bandwidth, Flavour::Io] {
             let ws: Vec<&WorkloadEntry> =
                 cmp.workloads.iter().filter(|w| flavour(w) == fl).collect();
-            let all_db = !ws.is_empty() && ws.iter().all(|w| w.group.eq_ignore_ascii_case("database"));
+            let all_db =
+                !ws.is_empty() && ws.iter().all(|w| w.group.eq_ignore_ascii_case("database"));
             let lbl = label(cat, fl, all_db);
             let mut group = Vec::new();
-            for av in j.averages.iter().filter(|a| a.category == cat && a.flavour == fl) {
+            for av in j
+                .averages
+                .iter()
+                .filter(|a| a.category == cat && a.flavour == fl)
+            {
                 let qs: Vec<&Question> = j
                     .questions
                     .iter()
@@ -212,7 +217,11 @@ fn pair_findings(
             .find(|w| w.id == id)
             .map_or_else(|| id.to_string(), |w| w.title.clone())
     };
-    let direction = if av.lower_is_better { "lower" } else { "greater" };
+    let direction = if av.lower_is_better {
+        "lower"
+    } else {
+        "greater"
+    };
     for (side, other, verdict) in [(&av.a, &av.b, "better"), (&av.b, &av.a, "worse")] {
         let won: Vec<&&Question> = qs.iter().filter(|q| q.verdict == verdict).collect();
         if won.is_empty() {
@@ -220,7 +229,13 @@ fn pair_findings(
         }
         // Oriented so that above 1 favours `side`.
         let flip_a = |r: f64| if av.lower_is_better { 1.0 / r } else { r };
-        let orient = |r: f64| if verdict == "better" { flip_a(r) } else { 1.0 / flip_a(r) };
+        let orient = |r: f64| {
+            if verdict == "better" {
+                flip_a(r)
+            } else {
+                1.0 / flip_a(r)
+            }
+        };
         let avg = orient(av.judged.ratio());
         let (lo, hi) = if av.judged.half_width.is_finite() {
             let (x, y) = (orient(av.judged.low()), orient(av.judged.high()));
@@ -311,11 +326,18 @@ pub fn none_text(withheld: Option<&str>, j: &Judgement) -> String {
     if let Some(w) = withheld {
         return format!("{}{}.", w[..1].to_uppercase(), &w[1..]);
     }
-    let primary: Vec<&Question> = j.questions.iter().filter(|q| q.family == "primary").collect();
+    let primary: Vec<&Question> = j
+        .questions
+        .iter()
+        .filter(|q| q.family == "primary")
+        .collect();
     if primary.is_empty() {
         return "No two compared targets: nothing to find.".into();
     }
-    let inconclusive = primary.iter().filter(|q| q.verdict == "inconclusive").count();
+    let inconclusive = primary
+        .iter()
+        .filter(|q| q.verdict == "inconclusive")
+        .count();
     let more = primary.iter().filter_map(|q| q.more_rounds).min();
     format!(
         "No difference beyond the margin and no equivalence is shown: {inconclusive} of {} \

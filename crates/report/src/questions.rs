@@ -16,7 +16,9 @@
 
 use std::collections::BTreeSet;
 
-use sanbench_stats::design::analysis::{judge_summary, judge_workload, Judged, Margins, Table, Verdict};
+use sanbench_stats::design::analysis::{
+    judge_summary, judge_workload, Judged, Margins, Table, Verdict,
+};
 use sanbench_stats::design::plan::{question_alpha, Design, ALPHA, ALPHA_PRIMARY, ALPHA_SECONDARY};
 use sanbench_store::{Comparison, Question};
 
@@ -90,7 +92,10 @@ fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
             continue;
         };
         let Some(m) = metrics[w] else { continue };
-        if m.above_idle() && matches!(m, Metric::IopsPerWatt | Metric::MbPerWatt) && power_is_modeled(&c.result) {
+        if m.above_idle()
+            && matches!(m, Metric::IopsPerWatt | Metric::MbPerWatt)
+            && power_is_modeled(&c.result)
+        {
             continue;
         }
         if let Some(v) = m.of(&c.result) {
@@ -142,7 +147,16 @@ pub fn judge(cmp: &Comparison) -> Judgement {
         ("primary", ALPHA_PRIMARY, primary),
         ("secondary", ALPHA_SECONDARY, secondary),
     ] {
-        judge_family(cmp, &d, &compared, rounds, family, family_alpha, &asks, &mut out);
+        judge_family(
+            cmp,
+            &d,
+            &compared,
+            rounds,
+            family,
+            family_alpha,
+            &asks,
+            &mut out,
+        );
     }
     out
 }
@@ -164,7 +178,10 @@ fn judge_family(
     }
     // First which questions have data at all (a metric nobody measured asks nothing), so that
     // the family's size, and with it each question's error, is known before any is judged.
-    let tables: Vec<Table> = asks.iter().map(|a| table(cmp, &a.metrics, rounds)).collect();
+    let tables: Vec<Table> = asks
+        .iter()
+        .map(|a| table(cmp, &a.metrics, rounds))
+        .collect();
     let mut asked: Vec<(usize, usize)> = Vec::new(); // (ask, workload)
     let mut groups: BTreeSet<(usize, Flavour)> = BTreeSet::new();
     for (ai, a) in asks.iter().enumerate() {
@@ -198,7 +215,16 @@ fn judge_family(
     for &(ai, w) in &asked {
         let m = asks[ai].metrics[w].expect("asked");
         for ans in judge_workload(&tables[ai], w, compared, mg) {
-            out.questions.push(question(cmp, family, m, &ans.judged, w, ans.a, ans.b, mg.alpha));
+            out.questions.push(question(
+                cmp,
+                family,
+                m,
+                &ans.judged,
+                w,
+                ans.a,
+                ans.b,
+                mg.alpha,
+            ));
         }
     }
     for &(ai, fl) in &groups {
@@ -210,7 +236,8 @@ fn judge_family(
         let m = asks[ai].metrics[ws[0]].expect("asked");
         for i in 0..compared.len() {
             for j in i + 1..compared.len() {
-                if let Some(judged) = judge_summary(&tables[ai], &ws, compared[i], compared[j], mg) {
+                if let Some(judged) = judge_summary(&tables[ai], &ws, compared[i], compared[j], mg)
+                {
                     out.averages.push(Average {
                         category: if family == "primary" {
                             if fl == Flavour::Bandwidth {
@@ -235,7 +262,11 @@ fn judge_family(
 }
 
 fn distinct_flavours(cmp: &Comparison) -> usize {
-    cmp.workloads.iter().map(flavour).collect::<BTreeSet<_>>().len()
+    cmp.workloads
+        .iter()
+        .map(flavour)
+        .collect::<BTreeSet<_>>()
+        .len()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -274,7 +305,12 @@ fn question(
 
 /// A verdict on a's figure over b's, from a's side: "better" / "worse" / "equivalent" /
 /// "inconclusive", and the better target's name.
-pub fn oriented(v: Verdict, lower_is_better: bool, a: &str, b: &str) -> (&'static str, Option<String>) {
+pub fn oriented(
+    v: Verdict,
+    lower_is_better: bool,
+    a: &str,
+    b: &str,
+) -> (&'static str, Option<String>) {
     match (v, lower_is_better) {
         (Verdict::Higher, false) | (Verdict::Lower, true) => ("better", Some(a.to_string())),
         (Verdict::Higher, true) | (Verdict::Lower, false) => ("worse", Some(b.to_string())),

@@ -393,7 +393,10 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         };
         // Under MPI rank 0 decides for every rank (only it has the figures the plan judges),
         // so all reach the cell's barrier or none; the other ranks' plans run the same order.
-        if !job.as_ref().map_or(next.is_some(), |j| j.go_on(next.is_some())) {
+        if !job
+            .as_ref()
+            .map_or(next.is_some(), |j| j.go_on(next.is_some()))
+        {
             break;
         }
         let Some(s) = next else { break };
@@ -417,8 +420,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
                             per_cell.iter().sum::<Duration>()
                                 * (p.targets.len() as u32)
                                 * n.saturating_sub(s.round + 1)
-                                + per_cell[s.workload]
-                                    * (cells_per_round - in_round + 1) as u32
+                                + per_cell[s.workload] * (cells_per_round - in_round + 1) as u32
                                     / p.targets.len().max(1) as u32
                         )
                     ),

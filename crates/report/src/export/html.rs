@@ -95,11 +95,7 @@ fn header(r: &Report, title: &str, s: &mut String) {
 fn findings(r: &Report, s: &mut String) {
     s.push_str("<h2>Key findings</h2>\n<section id=\"key-findings\">\n");
     if r.findings.is_empty() {
-        let _ = writeln!(
-            s,
-            "<p>{}</p>",
-            esc(&r.none_text())
-        );
+        let _ = writeln!(s, "<p>{}</p>", esc(&r.none_text()));
     } else {
         // The strongest two of each kind first, as the studies' "Key Findings" page; the rest
         // one click away, so the card and the charts are not pushed off the first screen.

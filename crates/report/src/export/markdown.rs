@@ -49,11 +49,7 @@ impl Exporter for MarkdownExporter {
         }
         s.push_str("## Key findings\n\n");
         if r.findings.is_empty() {
-            let _ = writeln!(
-                s,
-                "{}",
-                md_cell(&r.none_text())
-            );
+            let _ = writeln!(s, "{}", md_cell(&r.none_text()));
         }
         for f in &r.findings {
             let _ = writeln!(s, "- {}", md_cell(&f.text));
