@@ -114,7 +114,7 @@ fn a_true_1_3x_is_found_with_its_ratio_inside_the_interval() {
     assert!(rounds % 2 == 0 && rounds < 12, "{rounds}");
     assert!(stdout.contains("fast shows 1.3x ["), "{stdout}");
     assert!(
-        stdout.contains("stopped: every throughput question decided"),
+        stdout.contains("stopped: every throughput question decided."),
         "{stdout}"
     );
     // Every cell says where it ran; every round ran both targets, each slot once.

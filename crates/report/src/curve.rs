@@ -6,7 +6,8 @@ use sanbench_stats::{holm, mean_ci95, welch_p};
 use sanbench_store::Comparison;
 
 use crate::analysis::Category;
-use crate::findings::{fmt_ratio, Finding, ALPHA};
+use crate::findings::{fmt_ratio, Finding};
+use crate::questions::CURVE_ALPHA;
 
 /// Repetitions a curve point needs before a curve finding is drawn from it.
 pub const MIN_REPEATS: usize = 3;
@@ -94,7 +95,8 @@ pub fn least_response(curves: &[Curve], workload: &str) -> Vec<(String, f64)> {
 /// B's (4 KiB random read)". One question per (workload, level, pair of graded targets) with
 /// at least [`MIN_REPEATS`] valid repetitions each: Welch's test on the log of the p99s, Holm
 /// over every curve question of the comparison (the curve findings are their own family at
-/// [`ALPHA`]), and a difference larger than `min_rel`.
+/// [`CURVE_ALPHA`]: half the secondary family's share, so that everything the report prints
+/// keeps 5 % together), and a difference larger than `min_rel`.
 pub fn findings(c: &Comparison, min_rel: f64) -> Vec<Finding> {
     let graded: Vec<&str> = c
         .targets
@@ -132,7 +134,7 @@ pub fn findings(c: &Comparison, min_rel: f64) -> Vec<Finding> {
     }
     let ps: Vec<f64> = qs.iter().map(|q| q.4).collect();
     let mut out = Vec::new();
-    for (q, sig) in qs.iter().zip(holm(&ps, ALPHA)) {
+    for (q, sig) in qs.iter().zip(holm(&ps, CURVE_ALPHA)) {
         let &(wi, pct, a, b, _, ma, mb) = q;
         let (better, worse, r) = if ma < mb {
             (a, b, mb / ma)

@@ -103,6 +103,34 @@ pub fn withheld(cmp: &Comparison, rounds: u32) -> Option<String> {
     })
 }
 
+/// How many rounds ran and why the comparison stopped, for the report's methods note.
+pub fn rounds_text(d: &sanbench_stats::design::plan::Design) -> String {
+    let why = match d.stop.as_str() {
+        "fixed" => "as asked (--repeat)".to_string(),
+        "decided" => "every throughput question decided".to_string(),
+        "max_rounds" => format!(
+            "the round cap (--max-repeat {}) before every throughput question was decided",
+            d.max_repeat.unwrap_or(0)
+        ),
+        "budget" => format!(
+            "the budget ({:.0} s): another round would not have fit",
+            d.budget_s.unwrap_or(0.0)
+        ),
+        _ => "interrupted before the plan's end".to_string(),
+    };
+    format!(
+        "{} round{} ran ({} order, seed {}); stopped: {why}.",
+        d.rounds,
+        if d.rounds == 1 { "" } else { "s" },
+        if d.order == "williams" {
+            "Williams"
+        } else {
+            "rotated"
+        },
+        d.seed
+    )
+}
+
 /// How findings are drawn, for the report's methods note.
 pub fn method(min_effect: f64) -> String {
     format!(

@@ -8,7 +8,8 @@
 //!   question per workload and pair, plus one average per group (bandwidth, IOPS) and pair;
 //!   these decide when an adaptive comparison stops;
 //! * **secondary** (1 %): p99 latency, CPU efficiency, and measured power efficiency, with
-//!   their averages.
+//!   their averages (0.5 % when the comparison ran response-time curves: their findings take
+//!   the other half, [`CURVE_ALPHA`]).
 //!
 //! Mean latency is never asked: in a closed loop it is queue depth over IOPS (Little's law), the
 //! primary question again, and asking it would spend the error twice on one measurement.
@@ -23,6 +24,11 @@ use sanbench_stats::design::plan::{question_alpha, Design, ALPHA, ALPHA_PRIMARY,
 use sanbench_store::{Comparison, Question};
 
 use crate::analysis::{flavour, power_is_modeled, Category, Flavour, Metric};
+
+/// The error the response-time curve findings share (Holm, [`crate::curve`]): half of the
+/// secondary family's, which the secondary questions then leave to them when a comparison ran
+/// curves.
+pub const CURVE_ALPHA: f64 = ALPHA_SECONDARY / 2.0;
 
 /// A finding's average: the geometric mean of a pair's ratio over a group's workloads.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,7 +151,15 @@ pub fn judge(cmp: &Comparison) -> Judgement {
     let mut out = Judgement::default();
     for (family, family_alpha, asks) in [
         ("primary", ALPHA_PRIMARY, primary),
-        ("secondary", ALPHA_SECONDARY, secondary),
+        (
+            "secondary",
+            if cmp.curve.is_empty() {
+                ALPHA_SECONDARY
+            } else {
+                ALPHA_SECONDARY - CURVE_ALPHA
+            },
+            secondary,
+        ),
     ] {
         judge_family(
             cmp,

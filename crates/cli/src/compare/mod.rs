@@ -481,7 +481,9 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         out!("{}", crate::output::compare_table(&cmp));
     }
     outln!();
-    outln!("{}", stop_line(&cmp));
+    if let Some(d) = &cmp.design {
+        outln!("{}", sanbench_report::findings::rounds_text(d));
+    }
     crate::store_cmd::print_findings(&cmp);
     outln!();
     for f in &files {
@@ -575,28 +577,6 @@ fn design_line(plan: &Plan, a: &CompareArgs) -> String {
                     .unwrap_or_default()
             ),
         }
-    )
-}
-
-/// How many rounds ran and why it stopped.
-fn stop_line(cmp: &Comparison) -> String {
-    let Some(d) = &cmp.design else {
-        return String::new();
-    };
-    let why = match d.stop.as_str() {
-        "fixed" => "as asked (--repeat)".to_string(),
-        "decided" => "every throughput question decided".to_string(),
-        "max_rounds" => format!("the round cap (--max-repeat {})", d.max_repeat.unwrap_or(0)),
-        "budget" => format!(
-            "the budget ({}): another round would not have fit",
-            fmt_dur(Duration::from_secs_f64(d.budget_s.unwrap_or(0.0)))
-        ),
-        _ => "interrupted".to_string(),
-    };
-    format!(
-        "{} round{} ran; stopped: {why}.",
-        d.rounds,
-        if d.rounds == 1 { "" } else { "s" }
     )
 }
 

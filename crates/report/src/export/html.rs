@@ -144,7 +144,11 @@ fn findings(r: &Report, s: &mut String) {
     let _ = writeln!(
         s,
         "</section>\n<p class=\"note\">{}</p>",
-        esc(&crate::findings::method(r.design.min_effect))
+        esc(&format!(
+            "{} {}",
+            crate::findings::rounds_text(&r.design),
+            crate::findings::method(r.design.min_effect)
+        ))
     );
 }
 

@@ -60,7 +60,11 @@ impl Exporter for MarkdownExporter {
         let _ = writeln!(
             s,
             "\n{}\n",
-            md_cell(&crate::findings::method(r.design.min_effect))
+            md_cell(&format!(
+                "{} {}",
+                crate::findings::rounds_text(&r.design),
+                crate::findings::method(r.design.min_effect)
+            ))
         );
         s.push_str("## Report card\n\n| Rank | Target |");
         for cat in &r.card.categories {
