@@ -3,9 +3,11 @@
 //! two identical targets are never found different; and bad design values are refused before
 //! anything runs.
 //!
-//! At queue depth 1 an I/O against `--delay 10ms` takes 10 ms plus the loopback round trip
-//! (~0.1 ms here), so 10 ms vs 13 ms gives an IOPS ratio of 13.1 / 10.1 = 1.297 (1.29-1.30
-//! for any overhead up to 0.3 ms).
+//! At queue depth 1 an I/O against `--delay 10ms` takes 10 ms plus the client's and the loopback's
+//! overhead `o` (~0.1 ms on an idle host, milliseconds on a loaded one), so 10 ms vs 13 ms gives
+//! a true IOPS ratio of (13 + o) / (10 + o): 1.297 idle, 1.25 at o = 2 ms. The test takes `o`
+//! from the fast target's own mean latency (the client's clock) and checks that the interval
+//! contains the ratio that implies.
 
 use std::process::Command;
 
@@ -89,7 +91,7 @@ fn a_true_1_3x_is_found_with_its_ratio_inside_the_interval() {
     let (doc, stdout) = compare(
         tmp.path(),
         &[format!("fast={}", fast.uri), format!("slow={}", slow.uri)],
-        &["--max-repeat", "12"],
+        &["--max-repeat", "20"],
     );
     let q = &doc["questions"]
         .as_array()
@@ -104,15 +106,28 @@ fn a_true_1_3x_is_found_with_its_ratio_inside_the_interval() {
         q["ci_low"].as_f64().unwrap(),
         q["ci_high"].as_f64().unwrap(),
     );
+    let fast_ms: Vec<f64> = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["target"] == "fast")
+        .map(|c| c["result"]["latency_us"]["mean"].as_f64().unwrap() / 1000.0)
+        .collect();
+    let o = (fast_ms.iter().sum::<f64>() / fast_ms.len() as f64 - 10.0).max(0.0);
+    let truth = (13.0 + o) / (10.0 + o);
     assert!(
-        lo <= 1.30 && hi >= 1.29,
-        "[{lo}, {hi}] misses 1.29-1.30: {q}"
+        lo <= truth && truth <= hi,
+        "[{lo}, {hi}] misses the true ratio {truth} (overhead {o} ms): {q}"
     );
     // auto stopped because it was decided, at a Latin-square boundary, before the cap.
     assert_eq!(doc["design"]["stop"], "decided", "{}", doc["design"]);
     let rounds = doc["design"]["rounds"].as_u64().unwrap();
-    assert!(rounds % 2 == 0 && rounds < 12, "{rounds}");
-    assert!(stdout.contains("fast shows 1.3x ["), "{stdout}");
+    assert!(rounds % 2 == 0 && rounds < 20, "{rounds}");
+    assert!(stdout.contains("fast shows 1."), "{stdout}");
+    assert!(
+        stdout.contains("greater IOPS than slow (1 of 1 tests"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("stopped: every throughput question decided."),
         "{stdout}"
