@@ -1,0 +1,26 @@
+//! Multipath: one logical unit reached over several portals, I/O spread over them by
+//! dm-multipath's path selectors, and failover when a path fails.
+//!
+//! It lives in the engine crate, beside the trait it wraps, because it knows no transport: a
+//! [`MultipathTarget`] is an [`Engine`](crate::engine) target built from one inner target per
+//! portal, whatever opened them (`targets.rs` in the CLI maps the schemes), and its queues
+//! are queues of queues. The scheduler sees one target.
+//!
+//! * [`selector`]: the pure policy (selectors, path states, groups, failback, no_path_retry).
+//! * [`uri`]: splitting `scheme://H1,H2/...?policy=...` into one URI per portal and options.
+//! * `queue`: the [`Target`](crate::Target)/[`Queue`](crate::Queue) wrapper: routing, the
+//!   outstanding I/Os kept for reissue, failure, background reconnection.
+//! * [`report`]: what each path carried and what happened to it, for the result.
+
+mod queue;
+pub mod report;
+pub mod selector;
+pub mod uri;
+
+#[cfg(test)]
+mod selector_tests;
+
+pub use queue::MultipathTarget;
+pub use report::{PathEvent, PathReport};
+pub use selector::{Config, Failback, Group, Policy, Selector, State};
+pub use uri::{MultipathUri, Options};
