@@ -18,7 +18,7 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
         let target = match &t {
             TargetUri::Network { scheme, uri } if MULTIPATH_SCHEMES.contains(&scheme.as_str()) => {
                 match multipath::uri::parse(uri).map_err(usage)? {
-                    Some(m) => open_multipath(uri, m, opts)?,
+                    Some(m) => open_multipath(uri, m)?,
                     None => open_one(s, &t, opts)?,
                 }
             }
@@ -45,21 +45,39 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
 /// The schemes whose URIs may name several portals (`H1,H2`) and the multipath keys.
 const MULTIPATH_SCHEMES: &[&str] = &["iscsi", "nvme+tcp", "nbd", "nbds"];
 
-/// One target over several paths: each portal opened as its own URI, then checked to lead
-/// to the same logical unit (refused as bad input otherwise).
-fn open_multipath(
-    uri: &str,
-    m: multipath::MultipathUri,
-    opts: &FileOptions,
-) -> Result<Arc<dyn Target>, CliError> {
-    let mut paths = Vec::with_capacity(m.paths.len());
-    for p in &m.paths {
-        let t = parse_target(p).map_err(usage)?;
-        paths.push(open_one(p, &t, opts)?);
-    }
+/// One target over several paths: each portal opened as its own URI (and again when a
+/// reconnection needs it), then checked to lead to the same logical unit (refused as bad
+/// input otherwise).
+fn open_multipath(uri: &str, m: multipath::MultipathUri) -> Result<Arc<dyn Target>, CliError> {
+    let openers = m
+        .paths
+        .iter()
+        .map(|p| path_opener(p))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Arc::new(multipath::MultipathTarget::new(
-        uri, paths, m.options,
+        uri, openers, m.options,
     )?))
+}
+
+/// Opens one path of a multipath target: its options are parsed here, once, so that opening
+/// it again later can only fail as a connection does.
+fn path_opener(p: &str) -> Result<multipath::Opener, CliError> {
+    let scheme = p.split_once("://").map(|(s, _)| s).unwrap_or_default();
+    Ok(match scheme {
+        "nbd" | "nbds" => {
+            let (base, opts) = nbd_options(p)?;
+            Arc::new(move || sanbench_nbd::open(&base, &opts).map(Arc::from))
+        }
+        "iscsi" => {
+            let (base, opts) = iscsi_options(p)?;
+            Arc::new(move || sanbench_iscsi::initiator::open(&base, &opts).map(Arc::from))
+        }
+        "nvme+tcp" => {
+            let uri = p.to_string();
+            Arc::new(move || sanbench_nvme::initiator::open(&uri).map(Arc::from))
+        }
+        _ => return Err(usage(format!("{p}: not a scheme with several paths"))),
+    })
 }
 
 /// Opens one single-portal (or local) target.

@@ -1,7 +1,9 @@
 //! Helpers shared by the tests that start real peer processes (nbdkit, qemu-nbd, tgtd) and
 //! sanbench's own servers.
 
+mod forward;
 mod serve;
+pub use forward::Forwarder;
 pub use serve::Served;
 
 use std::net::{TcpListener, TcpStream};

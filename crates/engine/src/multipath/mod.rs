@@ -20,7 +20,7 @@ pub mod uri;
 #[cfg(test)]
 mod selector_tests;
 
-pub use queue::{MultipathTarget, LU_ID, MULTI_CONN, WAIT_SLICE};
+pub use queue::{MultipathTarget, Opener, LU_ID, MULTI_CONN, WAIT_SLICE};
 pub use report::{PathEvent, PathReport};
 pub use selector::{Config, Failback, Group, Policy, Selector, State};
 pub use uri::{MultipathUri, Options};

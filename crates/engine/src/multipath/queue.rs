@@ -19,7 +19,9 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use crate::poison::lock;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
@@ -44,8 +46,16 @@ pub const MULTI_CONN: &str = "can_multi_conn";
 /// (and a send that found a socket full is retried).
 pub const WAIT_SLICE: Duration = Duration::from_millis(1);
 
+/// Opens one path's target afresh: a reconnection needs it when the path's session went down
+/// with the link (an NVMe controller lives as long as its admin queue's connection).
+pub type Opener = Arc<dyn Fn() -> Result<Arc<dyn Target>, EngineError> + Send + Sync>;
+
 struct Shared {
-    paths: Vec<Arc<dyn Target>>,
+    /// Each path's target, replaced when a reconnection had to open it again.
+    paths: Vec<Mutex<Arc<dyn Target>>>,
+    openers: Vec<Opener>,
+    /// The logical unit every path leads to.
+    lu: String,
     /// The paths' URIs, secrets masked.
     uris: Vec<String>,
     options: Options,
@@ -58,18 +68,19 @@ pub struct MultipathTarget {
 }
 
 impl MultipathTarget {
-    /// Refuses (as bad input) paths that do not lead to one logical unit, or to one that
-    /// forbids several connections.
+    /// Opens every path; refuses (as bad input) paths that do not lead to one logical unit,
+    /// or to one that forbids several connections.
     pub fn new(
         uri: &str,
-        paths: Vec<Arc<dyn Target>>,
+        openers: Vec<Opener>,
         options: Options,
     ) -> Result<MultipathTarget, EngineError> {
-        if paths.is_empty() {
+        if openers.is_empty() {
             return Err(EngineError::Invalid(format!("{}: no path", redact(uri))));
         }
+        let paths = openers.iter().map(|o| o()).collect::<Result<Vec<_>, _>>()?;
         let uris: Vec<String> = paths.iter().map(|p| redact(&p.info().uri)).collect();
-        same_lu(&paths, &uris)?;
+        let lu = same_lu(&paths, &uris)?;
         let mut info = paths[0].info().clone();
         info.uri = redact(uri);
         let p = &mut info.params;
@@ -92,7 +103,9 @@ impl MultipathTarget {
         );
         Ok(MultipathTarget {
             shared: Arc::new(Shared {
-                paths,
+                paths: paths.into_iter().map(Mutex::new).collect(),
+                openers,
+                lu,
                 uris,
                 options,
             }),
@@ -101,8 +114,8 @@ impl MultipathTarget {
     }
 }
 
-/// Every path names the same logical unit, of the same geometry.
-fn same_lu(paths: &[Arc<dyn Target>], uris: &[String]) -> Result<(), EngineError> {
+/// Every path names the same logical unit, of the same geometry: returns its name.
+fn same_lu(paths: &[Arc<dyn Target>], uris: &[String]) -> Result<String, EngineError> {
     let id = |i: usize| {
         paths[i]
             .info()
@@ -138,7 +151,37 @@ fn same_lu(paths: &[Arc<dyn Target>], uris: &[String]) -> Result<(), EngineError
             )));
         }
     }
-    Ok(())
+    Ok(first)
+}
+
+/// A failed path's new queue: from its target, or, when that cannot open one, from the target
+/// opened again (checked to be the same logical unit). One reconnection per path opens it
+/// again at a time; the others then use what it opened.
+fn reconnect(sh: &Shared, p: usize, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+    let t = lock(&sh.paths[p]).clone();
+    let first = match t.open_queue(cfg) {
+        Ok(q) => return Ok(q),
+        Err(e) => e,
+    };
+    let mut current = lock(&sh.paths[p]);
+    if !Arc::ptr_eq(&current, &t) {
+        let t = current.clone();
+        drop(current);
+        return t.open_queue(cfg).map_err(|_| first);
+    }
+    let fresh = (sh.openers[p])()?;
+    let lu = fresh.info().params.get(LU_ID).and_then(|v| v.as_str());
+    if lu != Some(sh.lu.as_str()) {
+        return Err(EngineError::Invalid(format!(
+            "{} now leads to another logical unit ({}, was {})",
+            sh.uris[p],
+            lu.unwrap_or("unnamed"),
+            sh.lu
+        )));
+    }
+    let q = fresh.open_queue(cfg)?;
+    *current = fresh;
+    Ok(q)
 }
 
 impl Target for MultipathTarget {
@@ -150,6 +193,7 @@ impl Target for MultipathTarget {
     fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
         let mut last = Ok(None);
         for p in &self.shared.paths {
+            let p = lock(p).clone();
             last = p.allocation(offset, len);
             if last.is_ok() {
                 return last;
@@ -159,7 +203,8 @@ impl Target for MultipathTarget {
     }
 
     fn invalidate_cache(&self, span: u64) -> Result<Option<String>, EngineError> {
-        self.shared.paths[0].invalidate_cache(span)
+        let first = lock(&self.shared.paths[0]).clone();
+        first.invalidate_cache(span)
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
@@ -170,6 +215,7 @@ impl Target for MultipathTarget {
         let mut events = Vec::new();
         let mut first_err = None;
         for (i, t) in sh.paths.iter().enumerate() {
+            let t = lock(t).clone();
             let queue: Option<Box<dyn Queue>> = match t.open_queue(cfg) {
                 Ok(q) => Some(q),
                 // A path down at the start is failed and retried like one that fails later.
@@ -382,12 +428,12 @@ impl MultipathQueue {
         }
         while let Some(p) = self.sel.due(now) {
             let (tx, rx) = std::sync::mpsc::channel();
-            let target = self.shared.paths[p].clone();
+            let shared = self.shared.clone();
             let cfg = self.cfg.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("multipath reconnect {p}"))
                 .spawn(move || {
-                    let _ = tx.send(target.open_queue(&cfg));
+                    let _ = tx.send(reconnect(&shared, p, &cfg));
                 });
             match spawned {
                 Ok(_) => self.paths[p].reconnect = Some(rx),
