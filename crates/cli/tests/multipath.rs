@@ -202,3 +202,32 @@ fn a_cut_iscsi_path_fails_over_and_comes_back() {
 fn a_cut_nvme_path_fails_over_and_comes_back() {
     cut_path_fails_over("nvme");
 }
+
+#[test]
+fn no_path_left_past_no_path_retry_fails_the_io_with_its_offset() {
+    let server = serve2("iscsi");
+    let fwd: Vec<Forwarder> = portals(&server.uri)
+        .iter()
+        .map(|p| Forwarder::start(p.parse().unwrap()))
+        .collect();
+    let via: Vec<String> = fwd.iter().map(|f| f.addr().to_string()).collect();
+    let uri = format!("{}?no_path_retry=1s", with_portals(&server.uri, &via));
+    let started = std::time::Instant::now();
+    let child = run_cmd(&uri, &["--time", "20s", "--qd", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    for f in &fwd {
+        f.cut();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("offset"), "{err}");
+    // Failed within no_path_retry of the cut (plus detection and the run's own ending),
+    // not at the end of the 20 s run.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "{took:?}: {err}");
+}

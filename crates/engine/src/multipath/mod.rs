@@ -8,19 +8,23 @@
 //!
 //! * [`selector`]: the pure policy (selectors, path states, groups, failback, no_path_retry).
 //! * [`uri`]: splitting `scheme://H1,H2/...?policy=...` into one URI per portal and options.
-//! * `queue`: the [`Target`](crate::Target)/[`Queue`](crate::Queue) wrapper: routing, the
-//!   outstanding I/Os kept for reissue, failure, background reconnection.
+//! * `target`: the [`Target`](crate::Target) over the paths: opening, the check that they lead
+//!   to one logical unit, opening a path again.
+//! * `queue`: the [`Queue`](crate::Queue) over the paths' queues: routing, the outstanding
+//!   I/Os kept for reissue, failure, background reconnection.
 //! * [`report`]: what each path carried and what happened to it, for the result.
 
 mod queue;
 pub mod report;
 pub mod selector;
+mod target;
 pub mod uri;
 
 #[cfg(test)]
 mod selector_tests;
 
-pub use queue::{MultipathTarget, Opener, LU_ID, MULTI_CONN, WAIT_SLICE};
+pub use queue::WAIT_SLICE;
 pub use report::{PathEvent, PathReport};
 pub use selector::{Config, Failback, Group, Policy, Selector, State};
+pub use target::{MultipathTarget, Opener, LU_ID, MULTI_CONN};
 pub use uri::{MultipathUri, Options};

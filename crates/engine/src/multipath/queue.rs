@@ -1,6 +1,6 @@
-//! The multipath [`Target`] and its queues: one inner target per portal, one inner queue per
-//! path per worker, each I/O routed by the [`Selector`] and kept until it completes so that it
-//! can be sent again on another path when its own fails.
+//! The multipath target's queues: one inner queue per path per worker, each I/O routed by
+//! the [`Selector`] and kept until it completes so that it can be sent again on another path
+//! when its own fails.
 //!
 //! * Tags: an I/O keeps the scheduler's tag on whichever inner queue carries it. A tag is in
 //!   flight on one path at a time and each inner queue is opened with the full depth, so
@@ -19,245 +19,72 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::{Arc, Mutex};
-
-use crate::poison::lock;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::report::{MultipathReport, PathEvent, PathReport, STATS_KEY};
 use super::selector::{Failback, Selector, State};
-use super::uri::Options;
-use crate::engine::{Allocation, Completion, Io, Queue, QueueConfig, Target, TargetInfo};
+use super::target::{reconnect, Shared};
+use crate::engine::{Completion, Io, Queue, QueueConfig};
 use crate::error::EngineError;
-use crate::uri::redact;
-
-/// The `TargetInfo::params` key under which an engine names the logical unit it reached
-/// (iSCSI: the VPD 0x83 designator; NVMe: NSID and namespace identifiers; NBD: export name
-/// and size). Paths are one target only when it is equal.
-pub const LU_ID: &str = "lu_id";
-
-/// The `TargetInfo::params` key an engine sets to `false` when the target does not allow
-/// I/O over several connections at once (NBD without CAN_MULTI_CONN).
-pub const MULTI_CONN: &str = "can_multi_conn";
+use crate::poison::lock;
 
 /// The longest one wait for completions lasts before timeouts and reconnections are looked at
 /// (and a send that found a socket full is retried).
 pub const WAIT_SLICE: Duration = Duration::from_millis(1);
 
-/// Opens one path's target afresh: a reconnection needs it when the path's session went down
-/// with the link (an NVMe controller lives as long as its admin queue's connection).
-pub type Opener = Arc<dyn Fn() -> Result<Arc<dyn Target>, EngineError> + Send + Sync>;
-
-struct Shared {
-    /// Each path's target, replaced when a reconnection had to open it again.
-    paths: Vec<Mutex<Arc<dyn Target>>>,
-    openers: Vec<Opener>,
-    /// The logical unit every path leads to.
-    lu: String,
-    /// The paths' URIs, secrets masked.
-    uris: Vec<String>,
-    options: Options,
-}
-
-/// A target reached over several paths.
-pub struct MultipathTarget {
-    shared: Arc<Shared>,
-    info: TargetInfo,
-}
-
-impl MultipathTarget {
-    /// Opens every path; refuses (as bad input) paths that do not lead to one logical unit,
-    /// or to one that forbids several connections.
-    pub fn new(
-        uri: &str,
-        openers: Vec<Opener>,
-        options: Options,
-    ) -> Result<MultipathTarget, EngineError> {
-        if openers.is_empty() {
-            return Err(EngineError::Invalid(format!("{}: no path", redact(uri))));
-        }
-        let paths = openers.iter().map(|o| o()).collect::<Result<Vec<_>, _>>()?;
-        let uris: Vec<String> = paths.iter().map(|p| redact(&p.info().uri)).collect();
-        let lu = same_lu(&paths, &uris)?;
-        let mut info = paths[0].info().clone();
-        info.uri = redact(uri);
-        let p = &mut info.params;
-        p.insert("multipath.paths".into(), uris.clone().into());
-        p.insert("multipath.policy".into(), options.policy.name().into());
-        p.insert(
-            "multipath.failback".into(),
-            match options.failback {
-                Failback::Immediate => "immediate",
-                Failback::Manual => "manual",
+/// One worker's queue: a queue on every path (a path that cannot open one starts failed).
+pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+    let now = Instant::now();
+    let mut sel = Selector::new(sh.paths.len(), sh.options.selector());
+    let mut paths = Vec::new();
+    let mut events = Vec::new();
+    let mut first_err = None;
+    for (i, t) in sh.paths.iter().enumerate() {
+        let t = lock(t).clone();
+        let queue: Option<Box<dyn Queue>> = match t.open_queue(cfg) {
+            Ok(q) => Some(q),
+            // A path down at the start is failed and retried like one that fails later.
+            Err(e) => {
+                sel.failed(i, now);
+                events.push(event(i, cfg.worker, "failed", Some(e.to_string())));
+                first_err.get_or_insert(e);
+                None
             }
-            .into(),
-        );
-        if let Some(t) = options.path_timeout {
-            p.insert("multipath.path_timeout_s".into(), t.as_secs_f64().into());
-        }
-        p.insert(
-            "multipath.no_path_retry_s".into(),
-            options.no_path_retry.as_secs_f64().into(),
-        );
-        Ok(MultipathTarget {
-            shared: Arc::new(Shared {
-                paths: paths.into_iter().map(Mutex::new).collect(),
-                openers,
-                lu,
-                uris,
-                options,
-            }),
-            info,
-        })
+        };
+        let down = queue.is_none();
+        paths.push(PathQ {
+            queue,
+            reconnect: None,
+            last_progress: now,
+            report: PathReport {
+                uri: sh.uris[i].clone(),
+                failures: u64::from(down),
+                ..PathReport::default()
+            },
+        });
     }
-}
-
-/// Every path names the same logical unit, of the same geometry: returns its name.
-fn same_lu(paths: &[Arc<dyn Target>], uris: &[String]) -> Result<String, EngineError> {
-    let id = |i: usize| {
-        paths[i]
-            .info()
-            .params
-            .get(LU_ID)
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .ok_or_else(|| {
-                EngineError::Invalid(format!(
-                    "{}: the engine does not say which logical unit it reached, so its paths \
-                     cannot be checked",
-                    uris[i]
-                ))
-            })
-    };
-    let first = id(0)?;
-    let i0 = paths[0].info();
-    for i in 0..paths.len() {
-        let info = paths[i].info();
-        if paths.len() > 1 && info.params.get(MULTI_CONN) == Some(&false.into()) {
-            return Err(EngineError::Invalid(format!(
-                "{}: the server does not allow several connections to the export \
-                 (no CAN_MULTI_CONN): it cannot be used over several paths",
-                uris[i]
-            )));
-        }
-        let this = id(i)?;
-        if this != first || info.size != i0.size || info.block_size != i0.block_size {
-            return Err(EngineError::Invalid(format!(
-                "{} and {} lead to different logical units ({first}, {} bytes in {} B blocks \
-                 vs {this}, {} bytes in {} B blocks): refusing to use them as paths of one",
-                uris[0], uris[i], i0.size, i0.block_size, info.size, info.block_size
-            )));
-        }
+    if let Some(e) = first_err.filter(|_| paths.iter().all(|p| p.queue.is_none())) {
+        return Err(e);
     }
-    Ok(first)
-}
-
-/// A failed path's new queue: from its target, or, when that cannot open one, from the target
-/// opened again (checked to be the same logical unit). One reconnection per path opens it
-/// again at a time; the others then use what it opened.
-fn reconnect(sh: &Shared, p: usize, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-    let t = lock(&sh.paths[p]).clone();
-    let first = match t.open_queue(cfg) {
-        Ok(q) => return Ok(q),
-        Err(e) => e,
-    };
-    let mut current = lock(&sh.paths[p]);
-    if !Arc::ptr_eq(&current, &t) {
-        let t = current.clone();
-        drop(current);
-        return t.open_queue(cfg).map_err(|_| first);
-    }
-    let fresh = (sh.openers[p])()?;
-    let lu = fresh.info().params.get(LU_ID).and_then(|v| v.as_str());
-    if lu != Some(sh.lu.as_str()) {
-        return Err(EngineError::Invalid(format!(
-            "{} now leads to another logical unit ({}, was {})",
-            sh.uris[p],
-            lu.unwrap_or("unnamed"),
-            sh.lu
-        )));
-    }
-    let q = fresh.open_queue(cfg)?;
-    *current = fresh;
-    Ok(q)
-}
-
-impl Target for MultipathTarget {
-    fn info(&self) -> &TargetInfo {
-        &self.info
-    }
-
-    /// The first path that can answer.
-    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
-        let mut last = Ok(None);
-        for p in &self.shared.paths {
-            let p = lock(p).clone();
-            last = p.allocation(offset, len);
-            if last.is_ok() {
-                return last;
-            }
-        }
-        last
-    }
-
-    fn invalidate_cache(&self, span: u64) -> Result<Option<String>, EngineError> {
-        let first = lock(&self.shared.paths[0]).clone();
-        first.invalidate_cache(span)
-    }
-
-    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-        let now = Instant::now();
-        let sh = &self.shared;
-        let mut sel = Selector::new(sh.paths.len(), sh.options.selector());
-        let mut paths = Vec::new();
-        let mut events = Vec::new();
-        let mut first_err = None;
-        for (i, t) in sh.paths.iter().enumerate() {
-            let t = lock(t).clone();
-            let queue: Option<Box<dyn Queue>> = match t.open_queue(cfg) {
-                Ok(q) => Some(q),
-                // A path down at the start is failed and retried like one that fails later.
-                Err(e) => {
-                    sel.failed(i, now);
-                    events.push(event(i, cfg.worker, "failed", Some(e.to_string())));
-                    first_err.get_or_insert(e);
-                    None
-                }
-            };
-            let down = queue.is_none();
-            paths.push(PathQ {
-                queue,
-                reconnect: None,
-                last_progress: now,
-                report: PathReport {
-                    uri: sh.uris[i].clone(),
-                    failures: u64::from(down),
-                    ..PathReport::default()
-                },
-            });
-        }
-        if let Some(e) = first_err.filter(|_| paths.iter().all(|p| p.queue.is_none())) {
-            return Err(e);
-        }
-        let n = paths.len();
-        Ok(Box::new(MultipathQueue {
-            shared: sh.clone(),
-            cfg: cfg.clone(),
-            path_timeout: sh.options.path_timeout.unwrap_or(cfg.io_timeout),
-            sel,
-            paths,
-            slots: (0..cfg.depth).map(|_| None).collect(),
-            waiting: VecDeque::new(),
-            in_flight: 0,
-            events,
-            reissued: 0,
-            failed_no_path: 0,
-            batches: vec![Vec::new(); n],
-            scratch: Vec::new(),
-        }))
-    }
+    let n = paths.len();
+    Ok(Box::new(MultipathQueue {
+        shared: sh.clone(),
+        cfg: cfg.clone(),
+        path_timeout: sh.options.path_timeout.unwrap_or(cfg.io_timeout),
+        sel,
+        paths,
+        slots: (0..cfg.depth).map(|_| None).collect(),
+        waiting: VecDeque::new(),
+        in_flight: 0,
+        events,
+        reissued: 0,
+        failed_no_path: 0,
+        batches: vec![Vec::new(); n],
+        scratch: Vec::new(),
+    }))
 }
 
 fn event(path: usize, worker: usize, what: &str, reason: Option<String>) -> PathEvent {
@@ -472,8 +299,9 @@ impl MultipathQueue {
         }
     }
 
-    /// Waits until a busy path's socket is readable, or for [`WAIT_SLICE`].
-    fn wait(&self) {
+    /// Waits until a busy path's socket is readable, or for [`WAIT_SLICE`] (or `limit`).
+    fn wait(&self, limit: Option<Duration>) {
+        let slice = limit.map_or(WAIT_SLICE, |l| l.min(WAIT_SLICE));
         let mut fds = Vec::with_capacity(self.paths.len());
         let mut pollable = true;
         for (p, path) in self.paths.iter().enumerate() {
@@ -494,15 +322,50 @@ impl MultipathQueue {
         }
         if !pollable {
             // An engine without a socket to wait on: look again soon.
-            std::thread::sleep(Duration::from_micros(20));
+            std::thread::sleep(slice.min(Duration::from_micros(20)));
             return;
         }
         let ts = Timespec {
             tv_sec: 0,
-            tv_nsec: WAIT_SLICE.as_nanos() as _,
+            tv_nsec: slice.as_nanos() as _,
         };
         // Any outcome (readable, the time, EINTR) sends the caller back to its loop.
         let _ = rustix::event::poll(&mut fds, Some(&ts));
+    }
+
+    /// Takes completions from every path until `want` have come (or `deadline` passes):
+    /// the wrapper never fails a reap itself, a path's error fails the path.
+    fn gather(&mut self, want: usize, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        let start = out.len();
+        loop {
+            let now = Instant::now();
+            self.housekeeping(now, out);
+            for p in 0..self.paths.len() {
+                if self.sel.outstanding(p) == 0 {
+                    continue;
+                }
+                let Some(q) = self.paths[p].queue.as_mut() else {
+                    continue;
+                };
+                let mut got = std::mem::take(&mut self.scratch);
+                got.clear();
+                let r = q.reap(0, &mut got);
+                let now = Instant::now();
+                for c in got.drain(..) {
+                    self.complete(p, c, now, out);
+                }
+                self.scratch = got;
+                if let Err(e) = r {
+                    let tags = self.fail(p, e, now);
+                    self.route(tags, now);
+                }
+            }
+            let now = Instant::now();
+            if out.len() - start >= want || deadline.is_some_and(|d| now >= d) {
+                return;
+            }
+            self.wait(deadline.map(|d| d - now));
+        }
     }
 
     fn report(&self) -> MultipathReport {
@@ -554,36 +417,18 @@ impl Queue for MultipathQueue {
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        let start = out.len();
         let want = min.min(self.in_flight);
-        loop {
-            let now = Instant::now();
-            self.housekeeping(now, out);
-            for p in 0..self.paths.len() {
-                if self.sel.outstanding(p) == 0 {
-                    continue;
-                }
-                let Some(q) = self.paths[p].queue.as_mut() else {
-                    continue;
-                };
-                let mut got = std::mem::take(&mut self.scratch);
-                got.clear();
-                let r = q.reap(0, &mut got);
-                let now = Instant::now();
-                for c in got.drain(..) {
-                    self.complete(p, c, now, out);
-                }
-                self.scratch = got;
-                if let Err(e) = r {
-                    let tags = self.fail(p, e, now);
-                    self.route(tags, now);
-                }
-            }
-            if out.len() - start >= want {
-                return Ok(());
-            }
-            self.wait();
-        }
+        self.gather(want, None, out);
+        Ok(())
+    }
+
+    fn reap_until(
+        &mut self,
+        deadline: Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        self.gather(1, Some(deadline), out);
+        Ok(())
     }
 
     fn stats(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
