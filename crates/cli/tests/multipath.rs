@@ -231,3 +231,47 @@ fn no_path_left_past_no_path_retry_fails_the_io_with_its_offset() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(5), "{took:?}: {err}");
 }
+
+#[test]
+fn tgtd_with_two_portals_is_one_lu_over_two_paths() {
+    sanbench_testkit::require("tgtd", "tgt");
+    let tgt = sanbench_testkit::Tgtd::start(16 << 20);
+    let second = tgt.add_portal();
+    let uri = tgt.uri().replacen(
+        &format!(":{}/", tgt.port),
+        &format!(":{},127.0.0.1:{second}/", tgt.port),
+        1,
+    );
+    let out = run_cmd(
+        &format!("{uri}?policy=round-robin"),
+        &[
+            "--time",
+            "1s",
+            "--read",
+            "50",
+            "--qd",
+            "8",
+            "--workers",
+            "2",
+            // tgtd's LUN is not sanbench's own: written once so every read can be checked.
+            "--precondition",
+            "fill",
+        ],
+    )
+    .output()
+    .unwrap();
+    let v = json(&out);
+    let r = &v["results"][0];
+    let ps = paths(r);
+    assert_eq!(ps.len(), 2, "{v}");
+    assert!(ps.iter().all(|p| p["ios"].as_u64().unwrap() > 50), "{v}");
+    assert!(
+        r["info"]["params"]["lu_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("naa."),
+        "{v}"
+    );
+    assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]));
+}

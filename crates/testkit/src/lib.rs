@@ -166,6 +166,18 @@ impl Tgtd {
         format!("iscsi://127.0.0.1:{}/{}/1", self.port, self.iqn)
     }
 
+    /// Makes tgtd listen on one more loopback portal (tgtadm `--op new --mode portal`, in
+    /// portal group 1 with the first) and returns its port.
+    pub fn add_portal(&self) -> u16 {
+        let port = free_port();
+        let portal = format!("portal=127.0.0.1:{port}");
+        assert!(
+            !self.adm(&["--op", "new", "--mode", "portal", "--param", &portal]),
+            "tgtadm: cannot add {portal}"
+        );
+        port
+    }
+
     /// Sets a target parameter (tgtadm `--op update --mode target -n NAME -v VALUE`), e.g.
     /// `HeaderDigest` to `CRC32C,None` (tgtd offers no digests unless told).
     pub fn set_param(&self, name: &str, value: &str) {
