@@ -65,6 +65,14 @@ pub fn parse(uri: &str) -> Result<Option<MultipathUri>, String> {
     let Some((scheme, rest)) = uri.split_once("://") else {
         return Ok(None);
     };
+    // Not a URI (RFC 3986 §3.1 scheme): nothing of ours, left to whoever reads it.
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok {
+        return Ok(None);
+    }
     let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(auth_end);
     let (path, query) = match tail.split_once('?') {
@@ -188,6 +196,7 @@ mod tests {
     fn one_portal_is_multipath_only_when_asked() {
         assert_eq!(parse("nbd://h1/x?submit_batch=2").unwrap(), None);
         assert_eq!(parse("mem:1G").unwrap(), None);
+        assert_eq!(parse("?/&//h1,h2/x?failback=manual").unwrap(), None);
         let m = parse("nbd://h1/x?policy=round-robin").unwrap().unwrap();
         assert_eq!(m.paths, ["nbd://h1/x"]);
     }
