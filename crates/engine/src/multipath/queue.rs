@@ -84,6 +84,8 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         failed_no_path: 0,
         batches: vec![Vec::new(); n],
         scratch: Vec::new(),
+        work: Vec::new(),
+        ready: vec![true; n],
     }))
 }
 
@@ -139,12 +141,16 @@ struct MultipathQueue {
     failed_no_path: u64,
     batches: Vec<Vec<Io>>,
     scratch: Vec<Completion>,
+    /// Tags being routed (kept to spare an allocation per batch).
+    work: Vec<u32>,
+    /// Paths to reap in the next pass: all busy ones first, then those a wait found ready.
+    ready: Vec<bool>,
 }
 
 impl MultipathQueue {
     /// Sends each tag on the path the selector picks (or queues it when there is none); a
     /// path whose submit fails is taken out and its I/Os go round again.
-    fn route(&mut self, mut work: Vec<u32>, now: Instant) {
+    fn route(&mut self, work: &mut Vec<u32>, now: Instant) {
         while !work.is_empty() {
             for tag in work.drain(..) {
                 let Some(slot) = self.slots[tag as usize].as_mut() else {
@@ -268,8 +274,8 @@ impl MultipathQueue {
             }
         }
         if !self.waiting.is_empty() && self.sel.any_usable() {
-            let work: Vec<u32> = self.waiting.drain(..).collect();
-            self.route(work, now);
+            let mut work: Vec<u32> = self.waiting.drain(..).collect();
+            self.route(&mut work, now);
         }
         if !self.waiting.is_empty() && self.sel.no_path_expired(now) {
             for tag in self.waiting.drain(..) {
@@ -293,16 +299,20 @@ impl MultipathQueue {
                     peer: self.paths[p].report.uri.clone(),
                     secs: silent.as_secs_f64(),
                 };
-                let tags = self.fail(p, why, now);
-                self.route(tags, now);
+                let mut tags = self.fail(p, why, now);
+                self.route(&mut tags, now);
             }
         }
     }
 
-    /// Waits until a busy path's socket is readable, or for [`WAIT_SLICE`] (or `limit`).
-    fn wait(&self, limit: Option<Duration>) {
+    /// Waits until a busy path's socket is ready, or for [`WAIT_SLICE`] (or `limit`), and
+    /// marks in `ready` the paths to reap next: those whose socket is ready, and every busy
+    /// one when the wait ended by time (a timeout or a reconnection may be due, a send that
+    /// found a socket full is retried).
+    fn wait(&mut self, limit: Option<Duration>) {
         let slice = limit.map_or(WAIT_SLICE, |l| l.min(WAIT_SLICE));
         let mut fds = Vec::with_capacity(self.paths.len());
+        let mut which = Vec::with_capacity(self.paths.len());
         let mut pollable = true;
         for (p, path) in self.paths.iter().enumerate() {
             let Some(q) = &path.queue else { continue };
@@ -316,32 +326,43 @@ impl MultipathQueue {
                         f |= PollFlags::OUT;
                     }
                     fds.push(PollFd::from_borrowed_fd(r.fd, f));
+                    which.push(p);
                 }
                 None => pollable = false,
             }
         }
         if !pollable {
-            // An engine without a socket to wait on: look again soon.
+            // An engine without a socket to wait on: look at every path again soon.
             std::thread::sleep(slice.min(Duration::from_micros(20)));
+            self.ready.iter_mut().for_each(|r| *r = true);
             return;
         }
         let ts = Timespec {
             tv_sec: 0,
             tv_nsec: slice.as_nanos() as _,
         };
-        // Any outcome (readable, the time, EINTR) sends the caller back to its loop.
-        let _ = rustix::event::poll(&mut fds, Some(&ts));
+        match rustix::event::poll(&mut fds, Some(&ts)) {
+            Ok(n) if n > 0 => {
+                self.ready.iter_mut().for_each(|r| *r = false);
+                for (f, &p) in fds.iter().zip(&which) {
+                    self.ready[p] = !f.revents().is_empty();
+                }
+            }
+            // The time, or EINTR: every busy path.
+            _ => self.ready.iter_mut().for_each(|r| *r = true),
+        }
     }
 
     /// Takes completions from every path until `want` have come (or `deadline` passes):
     /// the wrapper never fails a reap itself, a path's error fails the path.
     fn gather(&mut self, want: usize, deadline: Option<Instant>, out: &mut Vec<Completion>) {
         let start = out.len();
+        self.ready.iter_mut().for_each(|r| *r = true);
         loop {
             let now = Instant::now();
             self.housekeeping(now, out);
             for p in 0..self.paths.len() {
-                if self.sel.outstanding(p) == 0 {
+                if self.sel.outstanding(p) == 0 || !self.ready[p] {
                     continue;
                 }
                 let Some(q) = self.paths[p].queue.as_mut() else {
@@ -356,8 +377,8 @@ impl MultipathQueue {
                 }
                 self.scratch = got;
                 if let Err(e) = r {
-                    let tags = self.fail(p, e, now);
-                    self.route(tags, now);
+                    let mut tags = self.fail(p, e, now);
+                    self.route(&mut tags, now);
                 }
             }
             let now = Instant::now();
@@ -392,7 +413,8 @@ impl MultipathQueue {
 impl Queue for MultipathQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
         let now = Instant::now();
-        let mut work = Vec::with_capacity(ios.len());
+        let mut work = std::mem::take(&mut self.work);
+        work.clear();
         for io in ios {
             let slot = self.slots.get_mut(io.tag as usize).ok_or_else(|| {
                 EngineError::Invalid(format!("tag {} above the queue depth", io.tag))
@@ -412,7 +434,8 @@ impl Queue for MultipathQueue {
             self.in_flight += 1;
             work.push(io.tag);
         }
-        self.route(work, now);
+        self.route(&mut work, now);
+        self.work = work;
         Ok(())
     }
 

@@ -229,12 +229,12 @@ impl Selector {
             Policy::RoundRobin => cands.into_iter().next(),
             Policy::QueueLength => cands.min_by_key(|&p| self.paths[p].outstanding),
             Policy::ServiceTime => {
-                let known: Vec<f64> = self.paths.iter().filter_map(|p| p.rate).collect();
-                let mean = if known.is_empty() {
-                    1.0
-                } else {
-                    known.iter().sum::<f64>() / known.len() as f64
-                };
+                let (sum, n) = self
+                    .paths
+                    .iter()
+                    .filter_map(|p| p.rate)
+                    .fold((0.0, 0u32), |(s, n), r| (s + r, n + 1));
+                let mean = if n == 0 { 1.0 } else { sum / n as f64 };
                 let cost = |p: usize| {
                     let path = &self.paths[p];
                     (path.in_flight_bytes + len as u64) as f64 / path.rate.unwrap_or(mean)
