@@ -21,6 +21,8 @@ mod target;
 pub mod uri;
 
 #[cfg(test)]
+mod queue_tests;
+#[cfg(test)]
 mod selector_tests;
 
 pub use queue::WAIT_SLICE;
