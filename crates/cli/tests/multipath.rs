@@ -98,6 +98,12 @@ fn both_portals_carry_io_and_every_read_checks() {
         assert!(ios.iter().all(|&n| n > 100), "{kind}: {ios:?}");
         assert!(ios[0].abs_diff(ios[1]) <= 16, "{kind}: {ios:?}");
         assert!(ps.iter().all(|p| p["bytes"].as_u64().unwrap() > 0));
+        assert!(
+            ps.iter()
+                .all(|p| p["latency_mean_us"].as_f64().unwrap() > 0.0
+                    && p["latency_max_us"].as_f64() >= p["latency_mean_us"].as_f64()),
+            "{kind}: {v}"
+        );
         assert!(r["info"]["params"]["lu_id"].is_string(), "{kind}: {v}");
         assert_eq!(r["multipath"]["reissued"], 0);
         assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{kind}: {v}");

@@ -59,6 +59,8 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
             queue,
             reconnect: None,
             last_progress: now,
+            latency_sum_ns: 0,
+            latency_max_ns: 0,
             report: PathReport {
                 uri: sh.uris[i].clone(),
                 failures: u64::from(down),
@@ -121,6 +123,8 @@ struct PathQ {
     reconnect: Option<Receiver<Result<Box<dyn Queue>, EngineError>>>,
     /// The last completion, or when the path last went from idle to busy.
     last_progress: Instant,
+    latency_sum_ns: u64,
+    latency_max_ns: u64,
     report: PathReport,
 }
 
@@ -217,9 +221,12 @@ impl MultipathQueue {
             return;
         };
         self.in_flight -= 1;
-        self.sel
-            .completed(p, slot.io.len, slot.ahead, now.duration_since(slot.sent));
+        let took = now.saturating_duration_since(slot.sent);
+        self.sel.completed(p, slot.io.len, slot.ahead, took);
         let path = &mut self.paths[p];
+        let ns = took.as_nanos() as u64;
+        path.latency_sum_ns += ns;
+        path.latency_max_ns = path.latency_max_ns.max(ns);
         path.last_progress = now;
         path.report.ios += 1;
         path.report.bytes += slot.io.len as u64;
@@ -398,9 +405,16 @@ impl MultipathQueue {
             }
             .into(),
             paths: (0..self.paths.len())
-                .map(|p| PathReport {
-                    estimated_bytes_per_s: self.sel.rate(p),
-                    ..self.paths[p].report.clone()
+                .map(|p| {
+                    let path = &self.paths[p];
+                    let ios = path.report.ios;
+                    PathReport {
+                        estimated_bytes_per_s: self.sel.rate(p),
+                        latency_mean_us: (ios > 0)
+                            .then(|| path.latency_sum_ns as f64 / ios as f64 / 1e3),
+                        latency_max_us: (ios > 0).then(|| path.latency_max_ns as f64 / 1e3),
+                        ..path.report.clone()
+                    }
                 })
                 .collect(),
             reissued: self.reissued,

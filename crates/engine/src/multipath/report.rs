@@ -23,6 +23,12 @@ pub struct PathReport {
     /// Its throughput estimate at the end (service-time's), bytes per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_bytes_per_s: Option<f64>,
+    /// Mean and largest latency of the I/Os it completed, from their sending on this path to
+    /// their completion (a reissued I/O's time on the failed path is not in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_mean_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_max_us: Option<f64>,
 }
 
 /// A path's state change, as it happened.
@@ -75,6 +81,17 @@ impl MultipathReport {
                 .collect();
         }
         for (a, b) in self.paths.iter_mut().zip(&o.paths) {
+            // Means weighted by the I/Os behind them.
+            a.latency_mean_us = match (a.latency_mean_us, b.latency_mean_us) {
+                (Some(x), Some(y)) if a.ios + b.ios > 0 => {
+                    Some((x * a.ios as f64 + y * b.ios as f64) / (a.ios + b.ios) as f64)
+                }
+                (x, y) => x.or(y),
+            };
+            a.latency_max_us = match (a.latency_max_us, b.latency_max_us) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                (x, y) => x.or(y),
+            };
             a.ios += b.ios;
             a.bytes += b.bytes;
             a.reissued += b.reissued;
@@ -121,6 +138,8 @@ mod tests {
                     uri: "a".into(),
                     ios,
                     bytes: ios * 10,
+                    latency_mean_us: Some(ios as f64),
+                    latency_max_us: Some(ios as f64 * 2.0),
                     ..PathReport::default()
                 },
                 PathReport {
@@ -147,6 +166,9 @@ mod tests {
         let m = MultipathReport::from_queue_stats(&stats).unwrap();
         assert_eq!(m.paths[0].ios, 12);
         assert_eq!(m.paths[0].bytes, 120);
+        // (5 × 5 + 7 × 7) / 12
+        assert!((m.paths[0].latency_mean_us.unwrap() - 74.0 / 12.0).abs() < 1e-9);
+        assert_eq!(m.paths[0].latency_max_us, Some(14.0));
         assert_eq!(m.paths[1].reissued, 4);
         assert_eq!(m.reissued, 4);
         assert_eq!(m.policy, "round-robin");
