@@ -281,3 +281,8 @@ fn tgtd_with_two_portals_is_one_lu_over_two_paths() {
     assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]));
 }
+
+#[test]
+fn a_cut_nbd_path_fails_over_and_comes_back() {
+    cut_path_fails_over("nbd");
+}
