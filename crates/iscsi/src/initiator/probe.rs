@@ -161,7 +161,11 @@ pub(super) fn lu_designator(page: &[u8]) -> Option<String> {
     let mut best: Option<(u8, String)> = None;
     let mut i = 0;
     while i + 4 <= body.len() {
-        let (assoc, kind, n) = (body[i + 1] >> 4 & 3, body[i + 1] & 0xf, body[i + 3] as usize);
+        let (assoc, kind, n) = (
+            body[i + 1] >> 4 & 3,
+            body[i + 1] & 0xf,
+            body[i + 3] as usize,
+        );
         let Some(d) = body.get(i + 4..i + 4 + n) else {
             break;
         };
