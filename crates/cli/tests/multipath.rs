@@ -286,3 +286,30 @@ fn tgtd_with_two_portals_is_one_lu_over_two_paths() {
 fn a_cut_nbd_path_fails_over_and_comes_back() {
     cut_path_fails_over("nbd");
 }
+
+#[test]
+fn discovery_lists_every_port_of_a_two_port_nvme_target() {
+    let server = serve2("nvme");
+    let ps = portals(&server.uri);
+    for p in &ps {
+        let out = Command::new(bin())
+            .args(["discover", "--json", &format!("nvme+tcp://{p}")])
+            .output()
+            .unwrap();
+        let v = json(&out);
+        let recs = v.as_array().unwrap();
+        let ports: Vec<String> = recs
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}:{}",
+                    r["traddr"].as_str().unwrap(),
+                    r["trsvcid"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(&ports, &ps, "{v}");
+        let ids: Vec<u64> = recs.iter().map(|r| r["portid"].as_u64().unwrap()).collect();
+        assert_eq!(ids, [1, 2], "{v}");
+    }
+}
