@@ -24,12 +24,32 @@ pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
     }
 }
 
-fn listen_addr(s: &str) -> Result<SocketAddr, CliError> {
-    s.parse().map_err(|_| {
-        usage(format!(
-            "--listen: '{s}' is not an address like 127.0.0.1:10809"
-        ))
-    })
+/// Every `--listen` address, in order (clap gives at least the default one).
+fn listen_addrs(list: &[String]) -> Result<Vec<SocketAddr>, CliError> {
+    let addrs = list
+        .iter()
+        .map(|s| {
+            s.parse().map_err(|_| {
+                usage(format!(
+                    "--listen: '{s}' is not an address like 127.0.0.1:10809"
+                ))
+            })
+        })
+        .collect::<Result<Vec<SocketAddr>, _>>()?;
+    if addrs.is_empty() {
+        return Err(usage("--listen: give at least one address"));
+    }
+    Ok(addrs)
+}
+
+/// The portals of a multi-portal URI: `H1:P1,H2:P2` (IPv6 in brackets, as `SocketAddr`
+/// prints it).
+fn portals(addrs: &[SocketAddr]) -> String {
+    addrs
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The ready line's note of `--delay`, empty without one.
@@ -46,11 +66,12 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     if size == 0 && a.file.is_none() {
         return Err(usage("--size must be above 0"));
     }
-    let listen = listen_addr(&a.listen)?;
+    let listen = listen_addrs(&a.listen)?;
     let mut cfg = match &a.file {
-        Some(p) => sanbench_nbd::ServerConfig::file(listen, p.clone(), size),
-        None => sanbench_nbd::ServerConfig::ram(listen, size),
+        Some(p) => sanbench_nbd::ServerConfig::file(listen[0], p.clone(), size),
+        None => sanbench_nbd::ServerConfig::ram(listen[0], size),
     };
+    cfg.also_listen = listen[1..].to_vec();
     cfg.export = a.export.clone();
     cfg.read_only = a.read_only;
     cfg.prealloc = a.prealloc;
@@ -85,7 +106,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     cfg.tls_verify_peer = a.tls_verify_peer;
     let tls = cfg.tls;
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
-    let addr = server.local_addr();
+    let addr = portals(&server.local_addrs());
     let backing = match (&a.file, a.prealloc) {
         (Some(p), _) => format!("file {}", p.display()),
         (None, false) => "RAM, allocated as written".into(),
@@ -186,8 +207,10 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         _ => {}
     }
     let (cfg_chap, cfg_target_chap) = (chap.is_some(), target_chap.is_some());
+    let listen = listen_addrs(&a.listen)?;
     let cfg = sanbench_iscsi::target::TargetConfig {
-        listen: listen_addr(&a.listen)?,
+        listen: listen[0],
+        also_listen: listen[1..].to_vec(),
         iqn: a.iqn.clone(),
         luns: a.luns,
         lun_size,
@@ -198,7 +221,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         delay: a.delay.0,
     };
     let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
-    let addr = t.local_addr();
+    let addr = portals(&t.local_addrs());
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
@@ -238,8 +261,10 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     if size < 512 && a.file.is_none() {
         return Err(usage("--size must be at least 512 bytes"));
     }
+    let listen = listen_addrs(&a.listen)?;
     let cfg = sanbench_nvme::target::TargetConfig {
-        listen: listen_addr(&a.listen)?,
+        listen: listen[0],
+        also_listen: listen[1..].to_vec(),
         nqn: a.nqn.clone(),
         size,
         namespaces: a.namespaces,
@@ -249,11 +274,13 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
         ..Default::default()
     };
     let t = sanbench_nvme::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
-    let addr = t.local_addr();
+    let addr = portals(&t.local_addrs());
+    // Discovery answers on every port; the first is the one to name.
+    let first = t.local_addr();
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}); discovery at nvme+tcp://{addr}; \
+        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}); discovery at nvme+tcp://{first}; \
          Ctrl-C to stop",
         a.nqn,
         match t.namespaces() {

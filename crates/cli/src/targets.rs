@@ -5,6 +5,7 @@ use sanbench_engine::poison;
 use std::sync::Arc;
 
 use sanbench_engine::file::FileOptions;
+use sanbench_engine::multipath;
 use sanbench_engine::uri::{open_local, parse_target, TargetUri};
 use sanbench_engine::Target;
 
@@ -15,26 +16,13 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
     for s in list {
         let t = parse_target(s).map_err(usage)?;
         let target = match &t {
-            TargetUri::Network { scheme, uri }
-                if matches!(scheme.as_str(), "nbd" | "nbd+unix" | "nbds" | "nbds+unix") =>
-            {
-                let (base, opts) = nbd_options(uri)?;
-                sanbench_nbd::open(&base, &opts)?.into()
+            TargetUri::Network { scheme, uri } if MULTIPATH_SCHEMES.contains(&scheme.as_str()) => {
+                match multipath::uri::parse(uri).map_err(usage)? {
+                    Some(m) => open_multipath(uri, m)?,
+                    None => open_one(s, &t, opts)?,
+                }
             }
-            TargetUri::Network { scheme, uri } if scheme == "iscsi" => {
-                let (base, opts) = iscsi_options(uri)?;
-                sanbench_iscsi::initiator::open(&base, &opts)?.into()
-            }
-            TargetUri::Network { scheme, uri } if scheme == "nvme+tcp" => {
-                sanbench_nvme::initiator::open(uri)?.into()
-            }
-            TargetUri::Network { scheme, .. } => {
-                return Err(usage(format!(
-                    "{s}: the {scheme} engine is not built into this sanbench yet"
-                )))
-            }
-            TargetUri::Mem { .. } => shared_mem(s, &t, opts)?,
-            _ => open_local(s, &t, opts)?,
+            _ => open_one(s, &t, opts)?,
         };
         // An engine other than the one asked for (io_uring without extended-argument wait):
         // said once here, and kept in the target's params in every result.
@@ -52,6 +40,70 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
         out.push(target);
     }
     Ok(out)
+}
+
+/// The schemes whose URIs may name several portals (`H1,H2`) and the multipath keys.
+const MULTIPATH_SCHEMES: &[&str] = &["iscsi", "nvme+tcp", "nbd", "nbds"];
+
+/// One target over several paths: each portal opened as its own URI (and again when a
+/// reconnection needs it), then checked to lead to the same logical unit (refused as bad
+/// input otherwise).
+fn open_multipath(uri: &str, m: multipath::MultipathUri) -> Result<Arc<dyn Target>, CliError> {
+    let openers = m
+        .paths
+        .iter()
+        .map(|p| path_opener(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(multipath::MultipathTarget::new(
+        uri, openers, m.options,
+    )?))
+}
+
+/// Opens one path of a multipath target: its options are parsed here, once, so that opening
+/// it again later can only fail as a connection does.
+fn path_opener(p: &str) -> Result<multipath::Opener, CliError> {
+    let scheme = p.split_once("://").map(|(s, _)| s).unwrap_or_default();
+    Ok(match scheme {
+        "nbd" | "nbds" => {
+            let (base, opts) = nbd_options(p)?;
+            Arc::new(move || sanbench_nbd::open(&base, &opts).map(Arc::from))
+        }
+        "iscsi" => {
+            let (base, opts) = iscsi_options(p)?;
+            Arc::new(move || sanbench_iscsi::initiator::open(&base, &opts).map(Arc::from))
+        }
+        "nvme+tcp" => {
+            let uri = p.to_string();
+            Arc::new(move || sanbench_nvme::initiator::open(&uri).map(Arc::from))
+        }
+        _ => return Err(usage(format!("{p}: not a scheme with several paths"))),
+    })
+}
+
+/// Opens one single-portal (or local) target.
+fn open_one(s: &str, t: &TargetUri, opts: &FileOptions) -> Result<Arc<dyn Target>, CliError> {
+    Ok(match t {
+        TargetUri::Network { scheme, uri }
+            if matches!(scheme.as_str(), "nbd" | "nbd+unix" | "nbds" | "nbds+unix") =>
+        {
+            let (base, opts) = nbd_options(uri)?;
+            sanbench_nbd::open(&base, &opts)?.into()
+        }
+        TargetUri::Network { scheme, uri } if scheme == "iscsi" => {
+            let (base, opts) = iscsi_options(uri)?;
+            sanbench_iscsi::initiator::open(&base, &opts)?.into()
+        }
+        TargetUri::Network { scheme, uri } if scheme == "nvme+tcp" => {
+            sanbench_nvme::initiator::open(uri)?.into()
+        }
+        TargetUri::Network { scheme, .. } => {
+            return Err(usage(format!(
+                "{s}: the {scheme} engine is not built into this sanbench yet"
+            )))
+        }
+        TargetUri::Mem { .. } => shared_mem(s, t, opts)?,
+        _ => open_local(s, t, opts)?,
+    })
 }
 
 /// A `mem:` RAM disk lives as long as the process: every cell of a comparison (and the

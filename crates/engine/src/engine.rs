@@ -149,6 +149,12 @@ pub trait DataPath {
     fn read(&mut self, io: &Io, src: &[u8], dst: &mut [u8], ahead: &[u8]);
 }
 
+/// What [`Queue::readiness`] names.
+pub struct Readiness<'a> {
+    pub fd: std::os::fd::BorrowedFd<'a>,
+    pub write: bool,
+}
+
 /// One worker's channel to a target.
 pub trait Queue: Send {
     /// Hands over a batch of I/Os. Engines may start them at once or when `reap` is next called
@@ -195,6 +201,14 @@ pub trait Queue: Send {
     fn submit_fused(&mut self, ios: &[Io], data: &mut dyn DataPath) -> Result<(), EngineError> {
         let _ = data;
         self.submit(ios)
+    }
+
+    /// The socket a caller waiting on several queues at once (multipath) polls for this one:
+    /// readable means `reap(0)` has something to take, and `write` asks for writability too
+    /// (a send found the socket full). `None` (the default): no such socket, the caller polls
+    /// `reap(0)`.
+    fn readiness(&self) -> Option<Readiness<'_>> {
+        None
     }
 
     /// Per-queue facts worth reporting (e.g. which completion path ran), merged into the

@@ -15,6 +15,7 @@ pub mod gen;
 pub mod holes;
 pub mod hosts;
 pub mod mem;
+pub mod multipath;
 pub mod null;
 pub mod page_cache;
 /// The one lock-poison helper; it lives in `sanbench-stats`, the crate below both the engine
@@ -29,7 +30,7 @@ pub mod verify;
 
 pub use arena::Arena;
 pub use engine::{
-    Allocation, Completion, DataPath, Io, Op, Queue, QueueConfig, Target, TargetInfo,
+    Allocation, Completion, DataPath, Io, Op, Queue, QueueConfig, Readiness, Target, TargetInfo,
 };
 pub use error::EngineError;
 pub use spec::{Segment, Workload};

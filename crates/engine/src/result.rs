@@ -177,6 +177,10 @@ pub struct TargetResult {
     /// What `--verify` found: reads checked, bad blocks per class, the first bad blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyReport>,
+    /// A target over several portals: I/Os and bytes per path, I/Os reissued after a path
+    /// failed, and the paths' events (failed, reinstated) with their times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath: Option<crate::multipath::report::MultipathReport>,
 }
 
 /// Most the issue lag's p99 may be for an open-loop point to be valid: beyond it, the
@@ -383,12 +387,19 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         },
         timeseries: samples(&t.series),
         info: with_info.then(|| t.info.clone()),
+        // A multipath queue's report goes to `multipath`, merged, not once per queue here.
         queues: t
             .queue_stats
             .iter()
+            .map(|m| {
+                let mut m = m.clone();
+                m.remove(crate::multipath::report::STATS_KEY);
+                m
+            })
             .filter(|m| !m.is_empty())
             .map(|m| serde_json::to_value(m).unwrap_or_default())
             .collect(),
+        multipath: crate::multipath::report::MultipathReport::from_queue_stats(&t.queue_stats),
         cpu: None,
         net: None,
         power: None,

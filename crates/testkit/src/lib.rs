@@ -1,7 +1,9 @@
 //! Helpers shared by the tests that start real peer processes (nbdkit, qemu-nbd, tgtd) and
 //! sanbench's own servers.
 
+mod forward;
 mod serve;
+pub use forward::Forwarder;
 pub use serve::Served;
 
 use std::net::{TcpListener, TcpStream};
@@ -162,6 +164,18 @@ impl Tgtd {
 
     pub fn uri(&self) -> String {
         format!("iscsi://127.0.0.1:{}/{}/1", self.port, self.iqn)
+    }
+
+    /// Makes tgtd listen on one more loopback portal (tgtadm `--op new --mode portal`, in
+    /// portal group 1 with the first) and returns its port.
+    pub fn add_portal(&self) -> u16 {
+        let port = free_port();
+        let portal = format!("portal=127.0.0.1:{port}");
+        assert!(
+            !self.adm(&["--op", "new", "--mode", "portal", "--param", &portal]),
+            "tgtadm: cannot add {portal}"
+        );
+        port
     }
 
     /// Sets a target parameter (tgtadm `--op update --mode target -n NAME -v VALUE`), e.g.

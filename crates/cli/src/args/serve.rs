@@ -37,8 +37,10 @@ pub struct ServeNvmeArgs {
     /// nvme+tcp://HOST:PORT/NQN/NSID selects one.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub namespaces: u32,
+    /// Where to listen; repeat for several portals of the same store and identity
+    /// (multipath): the URI printed then names them all.
     #[arg(long, default_value = "127.0.0.1:4420", value_name = "ADDR")]
-    pub listen: String,
+    pub listen: Vec<String>,
     /// The NVM subsystem's NQN.
     #[arg(
         long,
@@ -73,8 +75,10 @@ pub struct ServeIscsiArgs {
     pub size: Option<Bytes>,
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub luns: u32,
+    /// Where to listen; repeat for several portals of the same store and identity
+    /// (multipath): the URI printed then names them all.
     #[arg(long, default_value = "127.0.0.1:3260", value_name = "ADDR")]
-    pub listen: String,
+    pub listen: Vec<String>,
     #[arg(
         long,
         default_value = "iqn.2026-11.io.sanbench:ram",
@@ -120,8 +124,10 @@ pub struct ServeNbdArgs {
     /// Export size (RAM is allocated as written, so a large export costs only what is written).
     #[arg(long, value_name = "SIZE")]
     pub size: Option<Bytes>,
+    /// Where to listen; repeat for several portals of the same store and identity
+    /// (multipath): the URI printed then names them all.
     #[arg(long, default_value = "127.0.0.1:10809", value_name = "ADDR")]
-    pub listen: String,
+    pub listen: Vec<String>,
     /// Export name (clients asking for "" get it too).
     #[arg(long, default_value = "", value_name = "NAME")]
     pub export: String,

@@ -118,6 +118,13 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
         params.insert("block_limits.max_transfer_bytes".into(), max.into());
         params.insert("block_limits.optimal_transfer_bytes".into(), opt.into());
     }
+    // The LU's name (VPD 0x83), which a multipath target compares across its paths.
+    let (r, d83) = ask(s, inquiry(true, 0x83, 252), 252)?;
+    if r == 0 && d83.len() >= 4 && d83[1] == 0x83 {
+        if let Some(id) = lu_designator(&d83) {
+            params.insert(sanbench_engine::multipath::LU_ID.into(), id.into());
+        }
+    }
     let mode = Cdb::ModeSense {
         ten: false,
         dbd: true,
@@ -142,6 +149,43 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
         read_only,
         params: params.into_iter().collect(),
     })
+}
+
+/// The logical unit's best designator from a Device Identification page (SPC-5 §7.7.6), named
+/// as Linux names WWIDs: NAA (`naa.`), EUI-64 (`eui.`), SCSI name string, then T10 vendor ID
+/// (`t10.`). Only designators of the logical unit (association 0) count: target port ones
+/// differ between paths by design.
+pub(super) fn lu_designator(page: &[u8]) -> Option<String> {
+    let len = u16::from_be_bytes([page[2], page[3]]) as usize;
+    let body = page.get(4..(4 + len).min(page.len()))?;
+    let mut best: Option<(u8, String)> = None;
+    let mut i = 0;
+    while i + 4 <= body.len() {
+        let (assoc, kind, n) = (
+            body[i + 1] >> 4 & 3,
+            body[i + 1] & 0xf,
+            body[i + 3] as usize,
+        );
+        let Some(d) = body.get(i + 4..i + 4 + n) else {
+            break;
+        };
+        i += 4 + n;
+        if assoc != 0 {
+            continue;
+        }
+        let hex = || d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        let named = match kind {
+            3 => (0, format!("naa.{}", hex())),
+            2 => (1, format!("eui.{}", hex())),
+            8 => (2, ascii(d)),
+            1 => (3, format!("t10.{}", ascii(d))),
+            _ => continue,
+        };
+        if best.as_ref().is_none_or(|b| named.0 < b.0) {
+            best = Some(named);
+        }
+    }
+    best.map(|b| b.1)
 }
 
 fn yn(b: bool) -> Value {
@@ -192,4 +236,22 @@ pub(super) fn session_params(s: &Session, spec: &Spec, info: &mut TargetInfo) {
     put("MaxConnections", p.max_connections.into());
     put("DataPDUInOrder", yn(p.data_pdu_in_order));
     put("DataSequenceInOrder", yn(p.data_sequence_in_order));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lu_designator;
+
+    #[test]
+    fn the_lu_designator_prefers_naa_and_skips_port_designators() {
+        let page = [
+            0u8, 0x83, 0, 28, // header
+            0x02, 0x01, 0, 4, b'A', b'B', b'C', b'D', // T10 vendor ID, LU
+            0x01, 0x13, 0, 4, 9, 9, 9, 9, // NAA of a target port (association 1)
+            0x01, 0x03, 0, 4, 0x30, 0, 0, 1, // NAA of the LU
+        ];
+        assert_eq!(lu_designator(&page).as_deref(), Some("naa.30000001"));
+        assert_eq!(lu_designator(&page[..16]).as_deref(), Some("t10.ABCD"));
+        assert_eq!(lu_designator(&[0, 0x83, 0, 9, 0x01, 0x03, 0, 200]), None);
+    }
 }

@@ -106,6 +106,14 @@ impl Queue for Session {
         Ok(())
     }
 
+    fn readiness(&self) -> Option<sanbench_engine::Readiness<'_>> {
+        use std::os::fd::AsFd;
+        Some(sanbench_engine::Readiness {
+            fd: self.link.stream.as_fd(),
+            write: self.blocked,
+        })
+    }
+
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         self.stats_map()
     }

@@ -39,7 +39,9 @@ pub fn inquiry(lun: &Lun, evpd: bool, page: u8) -> Result<Vec<u8>, Sense> {
         }
         return Ok(v);
     }
-    let naa = 0x6000_0000_5a4e_4200u64 | lun.id as u64;
+    // NAA 3 (locally assigned, 8 bytes, SPC-5 §7.7.6.6.3): the target's identity and the LUN,
+    // the same on every portal and different between two targets.
+    let naa = 3u64 << 60 | (lun.target as u64) << 16 | lun.id as u64;
     Ok(match page {
         0x00 => vpd(0, VPD_PAGES.to_vec()),
         0x80 => vpd(0x80, lun.serial.as_bytes().to_vec()),

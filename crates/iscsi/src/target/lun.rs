@@ -41,6 +41,8 @@ pub struct Lun {
     pr_active: AtomicBool,
     caw: Vec<Mutex<()>>,
     pub serial: String,
+    /// The target's identity (see [`Lun::new`]).
+    pub target: u32,
 }
 
 fn cut(mut v: Vec<u8>, alloc: usize) -> Outcome {
@@ -49,7 +51,9 @@ fn cut(mut v: Vec<u8>, alloc: usize) -> Outcome {
 }
 
 impl Lun {
-    pub fn new(id: u16, store: BlockStore, size: u64) -> Lun {
+    /// `target` tells this target's LUNs from another's: it goes into the serial number and
+    /// the VPD 0x83 designators, which initiators compare across paths.
+    pub fn new(id: u16, store: BlockStore, size: u64, target: u32) -> Lun {
         Lun {
             id,
             store,
@@ -57,7 +61,8 @@ impl Lun {
             pr: Mutex::new(PrState::default()),
             pr_active: AtomicBool::new(false),
             caw: (0..CAW_STRIPES).map(|_| Mutex::new(())).collect(),
-            serial: format!("SANB{id:04}"),
+            serial: format!("SANB{target:08x}{id:04}"),
+            target,
         }
     }
 

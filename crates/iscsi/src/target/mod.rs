@@ -59,6 +59,9 @@ pub enum TargetError {
 #[derive(Debug, Clone)]
 pub struct TargetConfig {
     pub listen: SocketAddr,
+    /// More portals of the same target (multipath): every portal serves the same LUNs with
+    /// the same identity (VPD 0x83), all in portal group 1.
+    pub also_listen: Vec<SocketAddr>,
     pub iqn: String,
     /// Number of LUNs (numbered from 0).
     pub luns: u32,
@@ -82,6 +85,7 @@ impl Default for TargetConfig {
     fn default() -> Self {
         TargetConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 3260)),
+            also_listen: Vec::new(),
             iqn: "iqn.2026-11.io.sanbench:ram".into(),
             luns: 1,
             lun_size: 1 << 30,
@@ -99,7 +103,8 @@ pub(crate) struct Shared {
     pub luns: Vec<Lun>,
     pub login: TargetLoginConfig,
     pub next_tsih: AtomicU16,
-    pub portal: String,
+    /// Every portal as SendTargets lists it (`ip:port,1`): one portal group, several portals.
+    pub portals: Vec<String>,
 }
 
 /// What a caller can watch while the target runs (and read after it stopped).
@@ -123,7 +128,8 @@ impl TargetStats {
 
 /// A bound, not yet running target.
 pub struct Target {
-    listener: TcpListener,
+    /// One per portal, in the order given (`listen` first).
+    listeners: Vec<TcpListener>,
     shared: Arc<Shared>,
     stats: Arc<TargetStats>,
 }
@@ -141,6 +147,18 @@ impl Target {
                 "lun_size must be at least 512 bytes".into(),
             ));
         }
+        let mut listeners = Vec::new();
+        let mut locals = Vec::new();
+        for &addr in std::iter::once(&cfg.listen).chain(&cfg.also_listen) {
+            let bind = |source| TargetError::Bind { addr, source };
+            let l = TcpListener::bind(addr).map_err(bind)?;
+            locals.push(l.local_addr().map_err(bind)?);
+            listeners.push(l);
+        }
+        // One identity for every portal (a multipathing initiator compares it across paths),
+        // different for two targets: derived from the name and the first portal as bound, as
+        // the NVMe target's NGUID is.
+        let identity = crc32c::crc32c(format!("{}:{}", cfg.iqn, locals[0]).as_bytes());
         let mut luns = Vec::new();
         for i in 0..cfg.luns {
             let (backing, size) = match (&cfg.file, i) {
@@ -163,16 +181,13 @@ impl Target {
                     (store, cfg.lun_size)
                 }
             };
-            luns.push(Lun::new(i as u16, backing, size - size % lun::BLOCK));
+            luns.push(Lun::new(
+                i as u16,
+                backing,
+                size - size % lun::BLOCK,
+                identity,
+            ));
         }
-        let listener = TcpListener::bind(cfg.listen).map_err(|source| TargetError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
-        let local = listener.local_addr().map_err(|source| TargetError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
         let login = TargetLoginConfig {
             target_names: vec![cfg.iqn.clone()],
             chap: cfg.chap.clone(),
@@ -180,7 +195,10 @@ impl Target {
             ..TargetLoginConfig::default()
         };
         let shared = Arc::new(Shared {
-            portal: format!("{}:{},1", local.ip(), local.port()),
+            portals: locals
+                .iter()
+                .map(|a| format!("{}:{},1", a.ip(), a.port()))
+                .collect(),
             cfg,
             luns,
             login,
@@ -191,7 +209,7 @@ impl Target {
             shared: shared.clone(),
         });
         Ok(Target {
-            listener,
+            listeners,
             shared,
             stats,
         })
@@ -201,30 +219,49 @@ impl Target {
         self.stats.clone()
     }
 
+    /// The first portal's address (port 0 resolved).
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().unwrap_or(self.shared.cfg.listen)
+        self.local_addrs()[0]
+    }
+
+    /// Every portal's address, `listen` first.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        let given = std::iter::once(&self.shared.cfg.listen).chain(&self.shared.cfg.also_listen);
+        self.listeners
+            .iter()
+            .zip(given)
+            .map(|(l, a)| l.local_addr().unwrap_or(*a))
+            .collect()
     }
 
     /// Serves until `shutdown` becomes true, then waits for connection threads to end.
     pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), TargetError> {
-        self.listener
-            .set_nonblocking(true)
-            .map_err(TargetError::Accept)?;
+        for l in &self.listeners {
+            l.set_nonblocking(true).map_err(TargetError::Accept)?;
+        }
         let mut threads = Vec::new();
         while !shutdown.load(Ordering::Relaxed) {
-            match self.listener.accept() {
-                Ok((s, _)) => {
-                    let number = self.stats.connections.fetch_add(1, Ordering::Relaxed);
-                    let sh = self.shared.clone();
-                    let stop = shutdown.clone();
-                    threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
-                    threads.push(std::thread::spawn(move || conn::serve(s, sh, stop, number)));
+            let mut accepted = false;
+            for l in &self.listeners {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        accepted = true;
+                        let number = self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                        let sh = self.shared.clone();
+                        let stop = shutdown.clone();
+                        threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
+                        threads.push(std::thread::spawn(move || conn::serve(s, sh, stop, number)));
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => return Err(TargetError::Accept(e)),
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(TargetError::Accept(e)),
+            }
+            if !accepted {
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
         for t in threads {

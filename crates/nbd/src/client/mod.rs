@@ -273,6 +273,11 @@ fn target_info(uri: &str, addr: &Addr, export: &str, n: &Negotiated) -> TargetIn
     let mut params = BTreeMap::new();
     params.insert("server".into(), json!(addr.to_string()));
     params.insert("export".into(), json!(export));
+    // All NBD can say of what it reached (a multipath target compares it across its paths).
+    params.insert(
+        sanbench_engine::multipath::LU_ID.into(),
+        json!(format!("export {export:?} of {} bytes", n.size)),
+    );
     params.insert("transmission_flags".into(), json!(tflags::names(n.flags)));
     params.insert("structured_replies".into(), json!(n.structured));
     params.insert(

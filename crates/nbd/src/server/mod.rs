@@ -59,6 +59,9 @@ const POLL: Duration = Duration::from_millis(100);
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// More addresses serving the same export (multipath: the export advertises
+    /// CAN_MULTI_CONN, so a client may spread its requests over connections to any of them).
+    pub also_listen: Vec<SocketAddr>,
     /// Export size in bytes; with `file`, 0 means the file's size (a larger size extends it).
     pub size: u64,
     /// Export name; clients asking for "" get this export too.
@@ -98,6 +101,7 @@ impl ServerConfig {
     pub fn ram(listen: SocketAddr, size: u64) -> ServerConfig {
         ServerConfig {
             listen,
+            also_listen: Vec::new(),
             size,
             export: String::new(),
             description: "sanbench RAM disk".into(),
@@ -200,7 +204,8 @@ impl ServerStats {
 
 /// A bound, not yet running server.
 pub struct Server {
-    listener: TcpListener,
+    /// One per address, `listen` first.
+    listeners: Vec<TcpListener>,
     shared: Arc<Shared>,
     stats: Arc<ServerStats>,
 }
@@ -244,11 +249,14 @@ impl Server {
             }
             _ => None,
         };
-        let listener = TcpListener::bind(cfg.listen)
-            .map_err(|e| NbdError::io(format!("listen on {}", cfg.listen), e))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| NbdError::io("set listener nonblocking", e))?;
+        let mut listeners = Vec::new();
+        for addr in std::iter::once(&cfg.listen).chain(&cfg.also_listen) {
+            let l = TcpListener::bind(addr)
+                .map_err(|e| NbdError::io(format!("listen on {addr}"), e))?;
+            l.set_nonblocking(true)
+                .map_err(|e| NbdError::io("set listener nonblocking", e))?;
+            listeners.push(l);
+        }
         let shared = Arc::new(Shared {
             cfg,
             size,
@@ -262,14 +270,25 @@ impl Server {
             shared: shared.clone(),
         });
         Ok(Server {
-            listener,
+            listeners,
             shared,
             stats,
         })
     }
 
+    /// The first address (port 0 resolved).
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().unwrap_or(self.shared.cfg.listen)
+        self.local_addrs()[0]
+    }
+
+    /// Every address, `listen` first.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        let given = std::iter::once(&self.shared.cfg.listen).chain(&self.shared.cfg.also_listen);
+        self.listeners
+            .iter()
+            .zip(given)
+            .map(|(l, a)| l.local_addr().unwrap_or(*a))
+            .collect()
     }
 
     pub fn stats(&self) -> Arc<ServerStats> {
@@ -284,13 +303,27 @@ impl Server {
     /// Serves until `shutdown` becomes true, then waits for every connection thread.
     pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), NbdError> {
         let Server {
-            listener,
+            listeners,
             shared,
             stats,
         } = self;
         let mut threads: Vec<JoinHandle<()>> = Vec::new();
         while !shutdown.load(Ordering::Relaxed) {
-            match listener.accept() {
+            let mut accepted = None;
+            for l in &listeners {
+                match l.accept() {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    r => {
+                        accepted = Some(r);
+                        break;
+                    }
+                }
+            }
+            let Some(accepted) = accepted else {
+                wait_readable(&listeners);
+                continue;
+            };
+            match accepted {
                 Ok((sock, peer)) => {
                     threads.retain(|t| !t.is_finished());
                     let number = stats.connections.fetch_add(1, Ordering::Relaxed);
@@ -310,9 +343,6 @@ impl Server {
                         })
                         .map_err(|e| NbdError::io("spawn connection thread", e))?;
                     threads.push(t);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    wait_readable(&listener);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 // Per-connection accept failures (ECONNABORTED, EMFILE) must not stop the server.
@@ -354,12 +384,13 @@ fn connection(
     }
 }
 
-/// Waits until the listener has a connection or [`POLL`] passes.
-fn wait_readable(l: &TcpListener) {
+/// Waits until a listener has a connection or [`POLL`] passes.
+fn wait_readable(ls: &[TcpListener]) {
     let ts = Timespec {
         tv_sec: POLL.as_secs() as _,
         tv_nsec: POLL.subsec_nanos() as _,
     };
     // Any outcome (a connection, the time, EINTR) sends the caller back to its loop.
-    let _ = rustix::event::poll(&mut [PollFd::new(l, PollFlags::IN)], Some(&ts));
+    let mut fds: Vec<_> = ls.iter().map(|l| PollFd::new(l, PollFlags::IN)).collect();
+    let _ = rustix::event::poll(&mut fds, Some(&ts));
 }

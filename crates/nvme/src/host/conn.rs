@@ -87,6 +87,12 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// The socket, for a caller that waits on several connections at once.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.s.as_fd()
+    }
+
     /// Connects and exchanges ICReq/ICResp; the digests asked for are required.
     pub fn open(addr: SocketAddr, o: &HostOptions) -> Result<Connection, HostError> {
         let s = TcpStream::connect_timeout(&addr, o.timeout).map_err(|e| {

@@ -215,6 +215,17 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     );
     params.insert("maxcmd".into(), json!(a.id.maxcmd));
     params.insert("kato_ms".into(), json!(u.kato_ms));
+    // The namespace's name, which a multipath target compares across its paths: the
+    // subsystem (NQNs are unique), the NSID and the NGUID when the controller reports one.
+    let nguid: String = ns.nguid.iter().map(|b| format!("{b:02x}")).collect();
+    params.insert(
+        sanbench_engine::multipath::LU_ID.into(),
+        json!(if ns.nguid == [0; 16] {
+            format!("{} nsid {}", u.subnqn, u.nsid)
+        } else {
+            format!("{} nsid {} nguid {nguid}", u.subnqn, u.nsid)
+        }),
+    );
     let max_transfer = (a.id.mdts != 0)
         .then(|| 4096u64.checked_shl(a.id.mdts as u32))
         .flatten()

@@ -239,6 +239,13 @@ impl Queue for NvmeQueue {
         }
     }
 
+    fn readiness(&self) -> Option<sanbench_engine::Readiness<'_>> {
+        Some(sanbench_engine::Readiness {
+            fd: self.conn.fd(),
+            write: false,
+        })
+    }
+
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         let mut m = BTreeMap::new();
         m.insert("in_capsule_writes".into(), self.in_capsule_writes.into());

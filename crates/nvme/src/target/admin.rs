@@ -309,22 +309,26 @@ fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
     .encode()
 }
 
-/// The discovery log page (NVMe-oF 1.1 §5.3): one NVM subsystem at the listening address.
+/// The discovery log page (NVMe-oF 1.1 §5.3): the NVM subsystem at each listening port,
+/// numbered from 1 in the order given.
 fn discovery_log(c: &Conn) -> Vec<u8> {
-    let rec = discovery::Record {
-        trtype: discovery::TRTYPE_TCP,
-        adrfam: if c.sh.local.is_ipv4() {
-            discovery::ADRFAM_IPV4
-        } else {
-            discovery::ADRFAM_IPV6
-        },
-        subtype: discovery::SUBTYPE_NVM,
-        portid: 1,
-        cntlid: 0xffff,
-        asqsz: ADMIN_QUEUE_SIZE,
-        trsvcid: c.sh.local.port().to_string(),
-        subnqn: c.sh.cfg.nqn.clone(),
-        traddr: c.sh.local.ip().to_string(),
-    };
-    discovery::encode(1, &[rec])
+    let recs: Vec<_> = (1u16..)
+        .zip(&c.sh.ports)
+        .map(|(portid, a)| discovery::Record {
+            trtype: discovery::TRTYPE_TCP,
+            adrfam: if a.is_ipv4() {
+                discovery::ADRFAM_IPV4
+            } else {
+                discovery::ADRFAM_IPV6
+            },
+            subtype: discovery::SUBTYPE_NVM,
+            portid,
+            cntlid: 0xffff,
+            asqsz: ADMIN_QUEUE_SIZE,
+            trsvcid: a.port().to_string(),
+            subnqn: c.sh.cfg.nqn.clone(),
+            traddr: a.ip().to_string(),
+        })
+        .collect();
+    discovery::encode(1, &recs)
 }

@@ -26,15 +26,20 @@ pub(crate) struct Shared {
     pub store: BlockStore,
     /// Blocks of each namespace; namespace N starts at block (N - 1) * blocks of the store.
     pub blocks: u64,
+    /// The first port (the one a single-port target has).
     pub local: SocketAddr,
-    /// Namespace GUID, derived from the NQN and the port so two targets differ.
+    /// Every port, `local` first: one subsystem, one set of namespaces behind them all.
+    pub ports: Vec<SocketAddr>,
+    /// Namespace GUID, derived from the NQN and the first port so two targets differ and
+    /// every port of one target shows the same.
     pub nguid: [u8; 16],
     ctrls: Mutex<HashMap<u16, Arc<Ctrl>>>,
     next_cntlid: AtomicU16,
 }
 
 impl Shared {
-    pub fn new(cfg: TargetConfig, store: BlockStore, local: SocketAddr) -> Shared {
+    pub fn new(cfg: TargetConfig, store: BlockStore, ports: Vec<SocketAddr>) -> Shared {
+        let local = ports[0];
         let seed = format!("{}:{}", cfg.nqn, local);
         let a = crc32c::crc32c(seed.as_bytes());
         let b = crc32c::crc32c_append(a, b"nguid");
@@ -47,6 +52,7 @@ impl Shared {
             cfg,
             store,
             local,
+            ports,
             nguid,
             ctrls: Mutex::new(HashMap::new()),
             next_cntlid: AtomicU16::new(1),

@@ -52,6 +52,9 @@ pub enum TargetError {
 #[derive(Debug, Clone)]
 pub struct TargetConfig {
     pub listen: SocketAddr,
+    /// More ports of the same subsystem (multipath): each serves the same namespaces with the
+    /// same NGUIDs; the discovery log lists them all, `listen` as port 1.
+    pub also_listen: Vec<SocketAddr>,
     /// The NVM subsystem's NQN.
     pub nqn: String,
     /// Size of each namespace in bytes (rounded down to 512-byte blocks).
@@ -83,6 +86,7 @@ impl Default for TargetConfig {
     fn default() -> Self {
         TargetConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 4420)),
+            also_listen: Vec::new(),
             nqn: "nqn.2026-11.io.sanbench:ram".into(),
             size: 1 << 30,
             namespaces: 1,
@@ -116,7 +120,8 @@ impl TargetStats {
 
 /// A bound, not yet running target.
 pub struct Target {
-    listener: TcpListener,
+    /// One per port, `listen` first.
+    listeners: Vec<TcpListener>,
     shared: Arc<ctrl::Shared>,
     stats: Arc<TargetStats>,
 }
@@ -176,15 +181,15 @@ impl Target {
                 "each namespace needs at least 512 bytes".into(),
             ));
         }
-        let listener = TcpListener::bind(cfg.listen).map_err(|source| TargetError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
-        let local = listener.local_addr().map_err(|source| TargetError::Bind {
-            addr: cfg.listen,
-            source,
-        })?;
-        let shared = Arc::new(ctrl::Shared::new(cfg, store, local));
+        let mut listeners = Vec::new();
+        let mut ports = Vec::new();
+        for &addr in std::iter::once(&cfg.listen).chain(&cfg.also_listen) {
+            let bind = |source| TargetError::Bind { addr, source };
+            let l = TcpListener::bind(addr).map_err(bind)?;
+            ports.push(l.local_addr().map_err(bind)?);
+            listeners.push(l);
+        }
+        let shared = Arc::new(ctrl::Shared::new(cfg, store, ports));
         let stats = Arc::new(TargetStats {
             connections: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -192,7 +197,7 @@ impl Target {
             shared: shared.clone(),
         });
         Ok(Target {
-            listener,
+            listeners,
             shared,
             stats,
         })
@@ -202,8 +207,14 @@ impl Target {
         self.stats.clone()
     }
 
+    /// The first port's address (port 0 resolved).
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local
+    }
+
+    /// Every port's address, `listen` first.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.shared.ports.clone()
     }
 
     /// Size of each namespace in bytes.
@@ -218,30 +229,38 @@ impl Target {
 
     /// Serves until `shutdown` becomes true, then waits for connection threads to end.
     pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), TargetError> {
-        self.listener
-            .set_nonblocking(true)
-            .map_err(TargetError::Accept)?;
+        for l in &self.listeners {
+            l.set_nonblocking(true).map_err(TargetError::Accept)?;
+        }
         let mut threads = Vec::new();
         while !shutdown.load(Ordering::Relaxed) {
-            match self.listener.accept() {
-                Ok((s, _)) => {
-                    let number = self.stats.connections.fetch_add(1, Ordering::Relaxed);
-                    let sh = self.shared.clone();
-                    let stop = shutdown.clone();
-                    let stats = self.stats.clone();
-                    threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
-                    threads.push(std::thread::spawn(move || {
-                        if let Err(e) = conn::serve(s, sh, stop, number) {
-                            stats.failed.fetch_add(1, Ordering::Relaxed);
-                            *poison::lock(&stats.last_error) = Some(e.to_string());
-                        }
-                    }));
+            let mut accepted = false;
+            for l in &self.listeners {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        accepted = true;
+                        let number = self.stats.connections.fetch_add(1, Ordering::Relaxed);
+                        let sh = self.shared.clone();
+                        let stop = shutdown.clone();
+                        let stats = self.stats.clone();
+                        threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
+                        threads.push(std::thread::spawn(move || {
+                            if let Err(e) = conn::serve(s, sh, stop, number) {
+                                stats.failed.fetch_add(1, Ordering::Relaxed);
+                                *poison::lock(&stats.last_error) = Some(e.to_string());
+                            }
+                        }));
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => return Err(TargetError::Accept(e)),
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(TargetError::Accept(e)),
+            }
+            if !accepted {
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
         for t in threads {

@@ -84,7 +84,7 @@ impl Conn {
             if let Some(v) = text::get(&pairs, "SendTargets") {
                 let recs = [TargetRecord {
                     name: self.shared.cfg.iqn.clone(),
-                    addresses: vec![self.shared.portal.clone()],
+                    addresses: self.shared.portals.clone(),
                 }];
                 let cur = self
                     .session

@@ -320,6 +320,14 @@ impl Queue for NbdQueue {
         self.reap_by(deadline, out)
     }
 
+    fn readiness(&self) -> Option<sanbench_engine::Readiness<'_>> {
+        use std::os::fd::AsFd;
+        Some(sanbench_engine::Readiness {
+            fd: self.sock.as_fd(),
+            write: false,
+        })
+    }
+
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         let mut m = BTreeMap::new();
         m.insert("nbd_send_calls".into(), json!(self.sends));

@@ -1,0 +1,489 @@
+//! The multipath target's queues: one inner queue per path per worker, each I/O routed by
+//! the [`Selector`] and kept until it completes so that it can be sent again on another path
+//! when its own fails.
+//!
+//! * Tags: an I/O keeps the scheduler's tag on whichever inner queue carries it. A tag is in
+//!   flight on one path at a time and each inner queue is opened with the full depth, so
+//!   completions map back without a table.
+//! * Failure: an inner `submit` or `reap` that fails (a transport error), or a path with I/O
+//!   outstanding and no completion for `path_timeout`, takes the path out: its queue is
+//!   dropped (nothing of it touches the arena again: inner queues move data only inside their
+//!   own calls) and its outstanding I/Os are routed again. Errors a target reports in a
+//!   completion (a medium error) are the I/O's, not the path's, and pass through.
+//! * Reconnection runs on a thread of its own (a login to a dead portal can take its whole
+//!   timeout) with the selector's backoff; its queue comes back over a channel.
+//! * No path: I/Os wait, and fail with EIO once `no_path_retry` has passed without a path.
+//! * Waiting: every path's `reap(0)`, then `poll` on the sockets the inner queues name
+//!   ([`Queue::readiness`]) for at most [`WAIT_SLICE`], so one quiet path never delays
+//!   another's completions and timeouts and reconnections are looked at often.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+
+use super::report::{MultipathReport, PathEvent, PathReport, STATS_KEY};
+use super::selector::{Failback, Selector, State};
+use super::target::{reconnect, Shared};
+use crate::engine::{Completion, Io, Queue, QueueConfig};
+use crate::error::EngineError;
+use crate::poison::lock;
+
+/// The longest one wait for completions lasts before timeouts and reconnections are looked at
+/// (and a send that found a socket full is retried).
+pub const WAIT_SLICE: Duration = Duration::from_millis(1);
+
+/// One worker's queue: a queue on every path (a path that cannot open one starts failed).
+pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+    let now = Instant::now();
+    let mut sel = Selector::new(sh.paths.len(), sh.options.selector());
+    let mut paths = Vec::new();
+    let mut events = Vec::new();
+    let mut first_err = None;
+    for (i, t) in sh.paths.iter().enumerate() {
+        let t = lock(t).clone();
+        let queue: Option<Box<dyn Queue>> = match t.open_queue(cfg) {
+            Ok(q) => Some(q),
+            // A path down at the start is failed and retried like one that fails later.
+            Err(e) => {
+                sel.failed(i, now);
+                events.push(event(i, cfg.worker, "failed", Some(e.to_string())));
+                first_err.get_or_insert(e);
+                None
+            }
+        };
+        let down = queue.is_none();
+        paths.push(PathQ {
+            queue,
+            reconnect: None,
+            last_progress: now,
+            latency_sum_ns: 0,
+            latency_max_ns: 0,
+            report: PathReport {
+                uri: sh.uris[i].clone(),
+                failures: u64::from(down),
+                ..PathReport::default()
+            },
+        });
+    }
+    if let Some(e) = first_err.filter(|_| paths.iter().all(|p| p.queue.is_none())) {
+        return Err(e);
+    }
+    let n = paths.len();
+    Ok(Box::new(MultipathQueue {
+        shared: sh.clone(),
+        cfg: cfg.clone(),
+        path_timeout: sh.options.path_timeout.unwrap_or(cfg.io_timeout),
+        sel,
+        paths,
+        slots: (0..cfg.depth).map(|_| None).collect(),
+        waiting: VecDeque::new(),
+        in_flight: 0,
+        events,
+        reissued: 0,
+        failed_no_path: 0,
+        batches: vec![Vec::new(); n],
+        scratch: Vec::new(),
+        work: Vec::new(),
+        ready: vec![true; n],
+    }))
+}
+
+fn event(path: usize, worker: usize, what: &str, reason: Option<String>) -> PathEvent {
+    let now = SystemTime::now();
+    PathEvent {
+        at: crate::result::rfc3339(now),
+        at_unix_ms: now
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64,
+        path,
+        worker,
+        event: what.into(),
+        reason,
+    }
+}
+
+/// An I/O the scheduler handed over and has not had back.
+struct Slot {
+    io: Io,
+    /// The path carrying it; `None` while it waits for one.
+    path: Option<usize>,
+    /// Bytes in flight on its path when it was sent (the service-time estimate's input).
+    ahead: u64,
+    sent: Instant,
+}
+
+struct PathQ {
+    /// `None` while the path is failed.
+    queue: Option<Box<dyn Queue>>,
+    /// A reconnection under way.
+    reconnect: Option<Receiver<Result<Box<dyn Queue>, EngineError>>>,
+    /// The last completion, or when the path last went from idle to busy.
+    last_progress: Instant,
+    latency_sum_ns: u64,
+    latency_max_ns: u64,
+    report: PathReport,
+}
+
+struct MultipathQueue {
+    shared: Arc<Shared>,
+    cfg: QueueConfig,
+    path_timeout: Duration,
+    sel: Selector,
+    paths: Vec<PathQ>,
+    /// By tag.
+    slots: Vec<Option<Slot>>,
+    /// Tags waiting for a usable path.
+    waiting: VecDeque<u32>,
+    /// Slots taken (sent or waiting).
+    in_flight: usize,
+    events: Vec<PathEvent>,
+    reissued: u64,
+    failed_no_path: u64,
+    batches: Vec<Vec<Io>>,
+    scratch: Vec<Completion>,
+    /// Tags being routed (kept to spare an allocation per batch).
+    work: Vec<u32>,
+    /// Paths to reap in the next pass: all busy ones first, then those a wait found ready.
+    ready: Vec<bool>,
+}
+
+impl MultipathQueue {
+    /// Sends each tag on the path the selector picks (or queues it when there is none); a
+    /// path whose submit fails is taken out and its I/Os go round again.
+    fn route(&mut self, work: &mut Vec<u32>, now: Instant) {
+        while !work.is_empty() {
+            for tag in work.drain(..) {
+                let Some(slot) = self.slots[tag as usize].as_mut() else {
+                    continue;
+                };
+                match self.sel.pick(slot.io.len) {
+                    Some(p) => {
+                        if self.sel.outstanding(p) == 0 {
+                            self.paths[p].last_progress = now;
+                        }
+                        slot.path = Some(p);
+                        slot.ahead = self.sel.in_flight_bytes(p);
+                        slot.sent = now;
+                        self.sel.started(p, slot.io.len);
+                        self.batches[p].push(slot.io);
+                    }
+                    None => {
+                        slot.path = None;
+                        self.waiting.push_back(tag);
+                    }
+                }
+            }
+            for p in 0..self.paths.len() {
+                if self.batches[p].is_empty() {
+                    continue;
+                }
+                let batch = std::mem::take(&mut self.batches[p]);
+                let r = match self.paths[p].queue.as_mut() {
+                    Some(q) => q.submit(&batch),
+                    None => Err(EngineError::Invalid("path without a queue".into())),
+                };
+                self.batches[p] = batch;
+                self.batches[p].clear();
+                if let Err(e) = r {
+                    work.extend(self.fail(p, e, now));
+                }
+            }
+        }
+    }
+
+    /// Takes path `p` out; returns the tags it had in flight, to route again.
+    fn fail(&mut self, p: usize, why: EngineError, now: Instant) -> Vec<u32> {
+        // Dropped, not closed: a logout would wait on the peer that just failed.
+        self.paths[p].queue = None;
+        self.sel.failed(p, now);
+        let tags: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&t| {
+                self.slots[t as usize]
+                    .as_ref()
+                    .is_some_and(|s| s.path == Some(p))
+            })
+            .collect();
+        let pr = &mut self.paths[p].report;
+        pr.failures += 1;
+        pr.reissued += tags.len() as u64;
+        self.reissued += tags.len() as u64;
+        self.events
+            .push(event(p, self.cfg.worker, "failed", Some(why.to_string())));
+        tags
+    }
+
+    fn complete(&mut self, p: usize, c: Completion, now: Instant, out: &mut Vec<Completion>) {
+        let Some(slot) = self.slots.get_mut(c.tag as usize).and_then(Option::take) else {
+            return;
+        };
+        self.in_flight -= 1;
+        let took = now.saturating_duration_since(slot.sent);
+        self.sel.completed(p, slot.io.len, slot.ahead, took);
+        let path = &mut self.paths[p];
+        let ns = took.as_nanos() as u64;
+        path.latency_sum_ns += ns;
+        path.latency_max_ns = path.latency_max_ns.max(ns);
+        path.last_progress = now;
+        path.report.ios += 1;
+        path.report.bytes += slot.io.len as u64;
+        out.push(c);
+    }
+
+    /// Reconnections, retries, waiting I/Os, the no-path deadline and path timeouts.
+    fn housekeeping(&mut self, now: Instant, out: &mut Vec<Completion>) {
+        for p in 0..self.paths.len() {
+            let Some(rx) = &self.paths[p].reconnect else {
+                continue;
+            };
+            let got = match rx.try_recv() {
+                Err(TryRecvError::Empty) => continue,
+                Ok(r) => r,
+                Err(TryRecvError::Disconnected) => {
+                    Err(EngineError::Invalid("reconnection thread ended".into()))
+                }
+            };
+            self.paths[p].reconnect = None;
+            match got {
+                Ok(q) => {
+                    self.paths[p].queue = Some(q);
+                    self.paths[p].report.reinstatements += 1;
+                    self.sel.reinstated(p, now);
+                    self.events
+                        .push(event(p, self.cfg.worker, "reinstated", None));
+                }
+                Err(e) => {
+                    self.sel.retry_failed(p, now);
+                    self.events.push(event(
+                        p,
+                        self.cfg.worker,
+                        "reconnect_failed",
+                        Some(e.to_string()),
+                    ));
+                }
+            }
+        }
+        while let Some(p) = self.sel.due(now) {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let shared = self.shared.clone();
+            let cfg = self.cfg.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("multipath reconnect {p}"))
+                .spawn(move || {
+                    let _ = tx.send(reconnect(&shared, p, &cfg));
+                });
+            match spawned {
+                Ok(_) => self.paths[p].reconnect = Some(rx),
+                Err(_) => self.sel.retry_failed(p, now),
+            }
+        }
+        if !self.waiting.is_empty() && self.sel.any_usable() {
+            let mut work: Vec<u32> = self.waiting.drain(..).collect();
+            self.route(&mut work, now);
+        }
+        if !self.waiting.is_empty() && self.sel.no_path_expired(now) {
+            for tag in self.waiting.drain(..) {
+                if self.slots[tag as usize].take().is_some() {
+                    self.in_flight -= 1;
+                    self.failed_no_path += 1;
+                    out.push(Completion {
+                        tag,
+                        result: -libc::EIO,
+                    });
+                }
+            }
+        }
+        for p in 0..self.paths.len() {
+            let silent = now.saturating_duration_since(self.paths[p].last_progress);
+            if self.sel.state(p) == State::Active
+                && self.sel.outstanding(p) > 0
+                && silent >= self.path_timeout
+            {
+                let why = EngineError::Timeout {
+                    peer: self.paths[p].report.uri.clone(),
+                    secs: silent.as_secs_f64(),
+                };
+                let mut tags = self.fail(p, why, now);
+                self.route(&mut tags, now);
+            }
+        }
+    }
+
+    /// Waits until a busy path's socket is ready, or for [`WAIT_SLICE`] (or `limit`), and
+    /// marks in `ready` the paths to reap next: those whose socket is ready, and every busy
+    /// one when the wait ended by time (a timeout or a reconnection may be due, a send that
+    /// found a socket full is retried).
+    fn wait(&mut self, limit: Option<Duration>) {
+        let slice = limit.map_or(WAIT_SLICE, |l| l.min(WAIT_SLICE));
+        let mut fds = Vec::with_capacity(self.paths.len());
+        let mut which = Vec::with_capacity(self.paths.len());
+        let mut pollable = true;
+        for (p, path) in self.paths.iter().enumerate() {
+            let Some(q) = &path.queue else { continue };
+            if self.sel.outstanding(p) == 0 {
+                continue;
+            }
+            match q.readiness() {
+                Some(r) => {
+                    let mut f = PollFlags::IN;
+                    if r.write {
+                        f |= PollFlags::OUT;
+                    }
+                    fds.push(PollFd::from_borrowed_fd(r.fd, f));
+                    which.push(p);
+                }
+                None => pollable = false,
+            }
+        }
+        if !pollable {
+            // An engine without a socket to wait on: look at every path again soon.
+            std::thread::sleep(slice.min(Duration::from_micros(20)));
+            self.ready.iter_mut().for_each(|r| *r = true);
+            return;
+        }
+        let ts = Timespec {
+            tv_sec: 0,
+            tv_nsec: slice.as_nanos() as _,
+        };
+        match rustix::event::poll(&mut fds, Some(&ts)) {
+            Ok(n) if n > 0 => {
+                self.ready.iter_mut().for_each(|r| *r = false);
+                for (f, &p) in fds.iter().zip(&which) {
+                    self.ready[p] = !f.revents().is_empty();
+                }
+            }
+            // The time, or EINTR: every busy path.
+            _ => self.ready.iter_mut().for_each(|r| *r = true),
+        }
+    }
+
+    /// Takes completions from every path until `want` have come (or `deadline` passes):
+    /// the wrapper never fails a reap itself, a path's error fails the path.
+    fn gather(&mut self, want: usize, deadline: Option<Instant>, out: &mut Vec<Completion>) {
+        let start = out.len();
+        self.ready.iter_mut().for_each(|r| *r = true);
+        loop {
+            let now = Instant::now();
+            self.housekeeping(now, out);
+            for p in 0..self.paths.len() {
+                if self.sel.outstanding(p) == 0 || !self.ready[p] {
+                    continue;
+                }
+                let Some(q) = self.paths[p].queue.as_mut() else {
+                    continue;
+                };
+                let mut got = std::mem::take(&mut self.scratch);
+                got.clear();
+                let r = q.reap(0, &mut got);
+                let now = Instant::now();
+                for c in got.drain(..) {
+                    self.complete(p, c, now, out);
+                }
+                self.scratch = got;
+                if let Err(e) = r {
+                    let mut tags = self.fail(p, e, now);
+                    self.route(&mut tags, now);
+                }
+            }
+            let now = Instant::now();
+            if out.len() - start >= want || deadline.is_some_and(|d| now >= d) {
+                return;
+            }
+            self.wait(deadline.map(|d| d - now));
+        }
+    }
+
+    fn report(&self) -> MultipathReport {
+        MultipathReport {
+            policy: self.sel.config().policy.name().into(),
+            failback: match self.sel.config().failback {
+                Failback::Immediate => "immediate",
+                Failback::Manual => "manual",
+            }
+            .into(),
+            paths: (0..self.paths.len())
+                .map(|p| {
+                    let path = &self.paths[p];
+                    let ios = path.report.ios;
+                    PathReport {
+                        estimated_bytes_per_s: self.sel.rate(p),
+                        latency_mean_us: (ios > 0)
+                            .then(|| path.latency_sum_ns as f64 / ios as f64 / 1e3),
+                        latency_max_us: (ios > 0).then(|| path.latency_max_ns as f64 / 1e3),
+                        ..path.report.clone()
+                    }
+                })
+                .collect(),
+            reissued: self.reissued,
+            failed_no_path: self.failed_no_path,
+            events: self.events.clone(),
+        }
+    }
+}
+
+impl Queue for MultipathQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        let now = Instant::now();
+        let mut work = std::mem::take(&mut self.work);
+        work.clear();
+        for io in ios {
+            let slot = self.slots.get_mut(io.tag as usize).ok_or_else(|| {
+                EngineError::Invalid(format!("tag {} above the queue depth", io.tag))
+            })?;
+            if slot.is_some() {
+                return Err(EngineError::Invalid(format!(
+                    "tag {} already in flight",
+                    io.tag
+                )));
+            }
+            *slot = Some(Slot {
+                io: *io,
+                path: None,
+                ahead: 0,
+                sent: now,
+            });
+            self.in_flight += 1;
+            work.push(io.tag);
+        }
+        self.route(&mut work, now);
+        self.work = work;
+        Ok(())
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        let want = min.min(self.in_flight);
+        self.gather(want, None, out);
+        Ok(())
+    }
+
+    fn reap_until(
+        &mut self,
+        deadline: Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        self.gather(1, Some(deadline), out);
+        Ok(())
+    }
+
+    fn stats(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let mut m = std::collections::BTreeMap::new();
+        m.insert(
+            STATS_KEY.into(),
+            serde_json::to_value(self.report()).unwrap_or_default(),
+        );
+        m
+    }
+
+    fn close(&mut self) -> Result<(), EngineError> {
+        // A path that cannot log out cleanly is one the run no longer needs: the I/O is done.
+        for p in &mut self.paths {
+            if let Some(q) = p.queue.as_mut() {
+                let _ = q.close();
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,297 @@
+//! The multipath target and queue over fake paths (no network): the check that paths lead to
+//! one logical unit, tags coming back to the caller, failover with reissue, the no-path
+//! deadline, reconnection.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::report::{MultipathReport, STATS_KEY};
+use super::selector::Policy;
+use super::target::{MultipathTarget, Opener, LU_ID, MULTI_CONN};
+use super::uri::Options;
+use crate::engine::{Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
+use crate::error::EngineError;
+use crate::Arena;
+
+/// A path: completes what it is sent at the next reap, unless told to fail (then every call
+/// of its queues and every open fails, as a cut link does).
+#[derive(Clone)]
+struct Link {
+    down: Arc<AtomicBool>,
+    /// Takes I/O and never answers (a link that drops everything without closing).
+    silent: Arc<AtomicBool>,
+    opens: Arc<AtomicUsize>,
+}
+
+impl Link {
+    fn new() -> Link {
+        Link {
+            down: Arc::new(AtomicBool::new(false)),
+            silent: Arc::new(AtomicBool::new(false)),
+            opens: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+struct FakeTarget {
+    info: TargetInfo,
+    link: Link,
+}
+
+fn cut() -> EngineError {
+    EngineError::Disconnected {
+        peer: "fake".into(),
+        reason: "cut".into(),
+    }
+}
+
+impl Target for FakeTarget {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    fn open_queue(&self, _cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        if self.link.down.load(Ordering::SeqCst) {
+            return Err(cut());
+        }
+        self.link.opens.fetch_add(1, Ordering::SeqCst);
+        Ok(Box::new(FakeQueue {
+            link: self.link.clone(),
+            done: Vec::new(),
+        }))
+    }
+}
+
+struct FakeQueue {
+    link: Link,
+    done: Vec<Completion>,
+}
+
+impl Queue for FakeQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        if self.link.down.load(Ordering::SeqCst) {
+            return Err(cut());
+        }
+        if self.link.silent.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.done.extend(ios.iter().map(|io| Completion {
+            tag: io.tag,
+            result: 0,
+        }));
+        Ok(())
+    }
+
+    fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        if self.link.down.load(Ordering::SeqCst) {
+            return Err(cut());
+        }
+        out.append(&mut self.done);
+        Ok(())
+    }
+}
+
+fn opener(link: &Link, lu: &str, size: u64, multi_conn: Option<bool>) -> Opener {
+    let (link, lu) = (link.clone(), lu.to_string());
+    Arc::new(move || {
+        let mut params = BTreeMap::new();
+        params.insert(LU_ID.to_string(), lu.clone().into());
+        if let Some(m) = multi_conn {
+            params.insert(MULTI_CONN.to_string(), m.into());
+        }
+        Ok(Arc::new(FakeTarget {
+            info: TargetInfo {
+                uri: "fake://x".into(),
+                engine: "fake".into(),
+                size,
+                block_size: 512,
+                params,
+                ..TargetInfo::default()
+            },
+            link: link.clone(),
+        }) as Arc<dyn Target>)
+    })
+}
+
+fn cfg() -> QueueConfig {
+    QueueConfig {
+        worker: 0,
+        depth: 8,
+        max_len: 4096,
+        arena: Arc::new(Arena::new(8 * 4096)),
+        io_timeout: Duration::from_secs(5),
+    }
+}
+
+fn io(tag: u32) -> Io {
+    Io {
+        tag,
+        op: Op::Read,
+        offset: tag as u64 * 4096,
+        len: 4096,
+        buf: tag as usize * 4096,
+        fua: false,
+    }
+}
+
+fn report(q: &dyn Queue) -> MultipathReport {
+    serde_json::from_value(q.stats()[STATS_KEY].clone()).unwrap()
+}
+
+fn two_paths(opts: Options) -> (Vec<Link>, Box<dyn Queue>) {
+    let links = vec![Link::new(), Link::new()];
+    let openers = links
+        .iter()
+        .map(|l| opener(l, "lu-1", 1 << 20, None))
+        .collect();
+    let t = MultipathTarget::new("fake://a,b", openers, opts).unwrap();
+    let q = t.open_queue(&cfg()).unwrap();
+    (links, q)
+}
+
+const RR: Options = Options {
+    policy: Policy::RoundRobin,
+    failback: super::selector::Failback::Immediate,
+    path_timeout: None,
+    no_path_retry: Duration::from_secs(30),
+};
+
+#[test]
+fn paths_to_different_units_or_without_multi_conn_are_bad_input() {
+    let l = Link::new();
+    let cases = [
+        (opener(&l, "lu-2", 1 << 20, None), "different logical units"),
+        (opener(&l, "lu-1", 2 << 20, None), "different logical units"),
+        (opener(&l, "lu-1", 1 << 20, Some(false)), "CAN_MULTI_CONN"),
+    ];
+    for (second, want) in cases {
+        let openers = vec![opener(&l, "lu-1", 1 << 20, None), second];
+        let Err(e) = MultipathTarget::new("fake://a,b", openers, RR) else {
+            panic!("{want}: accepted");
+        };
+        assert!(e.is_usage() && e.to_string().contains(want), "{e}");
+    }
+    let ok = vec![
+        opener(&l, "lu-1", 1 << 20, Some(true)),
+        opener(&l, "lu-1", 1 << 20, Some(true)),
+    ];
+    assert!(MultipathTarget::new("fake://a,b", ok, RR).is_ok());
+}
+
+#[test]
+fn every_tag_comes_back_and_round_robin_uses_both_paths() {
+    let (_links, mut q) = two_paths(RR);
+    let ios: Vec<Io> = (0..8).map(io).collect();
+    q.submit(&ios).unwrap();
+    let mut out = Vec::new();
+    q.reap(8, &mut out).unwrap();
+    let mut tags: Vec<u32> = out.iter().map(|c| c.tag).collect();
+    tags.sort();
+    assert_eq!(tags, (0..8).collect::<Vec<_>>());
+    let r = report(q.as_ref());
+    assert_eq!((r.paths[0].ios, r.paths[1].ios), (4, 4));
+    assert_eq!(r.paths[0].bytes, 4 * 4096);
+    assert!(q.submit(&[io(8)]).is_err(), "a tag above the depth");
+}
+
+#[test]
+fn a_failed_path_reissues_its_ios_and_comes_back_after_its_backoff() {
+    let (links, mut q) = two_paths(RR);
+    q.submit(&(0..4).map(io).collect::<Vec<_>>()).unwrap();
+    // The link goes down with two I/Os on it: the reap finds it, they go to path 0.
+    links[1].down.store(true, Ordering::SeqCst);
+    let mut out = Vec::new();
+    q.reap(4, &mut out).unwrap();
+    assert_eq!(out.len(), 4);
+    assert!(out.iter().all(|c| c.result == 0));
+    let r = report(q.as_ref());
+    assert_eq!(r.reissued, 2, "{r:?}");
+    assert_eq!(r.paths[1].failures, 1);
+    assert_eq!(r.paths[0].ios, 4);
+    assert_eq!(r.events[0].event, "failed");
+    // While it is down, everything goes to path 0.
+    q.submit(&(0..8).map(io).collect::<Vec<_>>()).unwrap();
+    out.clear();
+    q.reap(8, &mut out).unwrap();
+    assert_eq!(report(q.as_ref()).paths[0].ios, 12);
+    // Back up: reconnected after the backoff (500 ms) and used again.
+    links[1].down.store(false, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while report(q.as_ref()).paths[1].reinstatements == 0 {
+        assert!(Instant::now() < deadline, "not reinstated");
+        q.reap(0, &mut out).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    q.submit(&(0..8).map(io).collect::<Vec<_>>()).unwrap();
+    out.clear();
+    q.reap(8, &mut out).unwrap();
+    let r = report(q.as_ref());
+    assert!(r.paths[1].ios >= 2, "{r:?}");
+    let events: Vec<&str> = r.events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(events.last(), Some(&"reinstated"), "{events:?}");
+}
+
+#[test]
+fn with_no_path_left_ios_wait_for_no_path_retry_then_fail() {
+    let opts = Options {
+        no_path_retry: Duration::from_millis(200),
+        ..RR
+    };
+    let (links, mut q) = two_paths(opts);
+    for l in &links {
+        l.down.store(true, Ordering::SeqCst);
+    }
+    let started = Instant::now();
+    q.submit(&(0..3).map(io).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    q.reap(3, &mut out).unwrap();
+    let waited = started.elapsed();
+    assert_eq!(out.len(), 3);
+    assert!(out.iter().all(|c| c.result == -libc::EIO), "{out:?}");
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+    assert_eq!(report(q.as_ref()).failed_no_path, 3);
+}
+
+#[test]
+fn a_path_back_before_no_path_retry_takes_the_waiting_ios() {
+    let (links, mut q) = two_paths(RR);
+    for l in &links {
+        l.down.store(true, Ordering::SeqCst);
+    }
+    q.submit(&(0..2).map(io).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    q.reap(0, &mut out).unwrap();
+    assert!(out.is_empty(), "they wait");
+    links[0].down.store(false, Ordering::SeqCst);
+    q.reap(2, &mut out).unwrap();
+    assert!(out.iter().all(|c| c.result == 0), "{out:?}");
+    assert_eq!(report(q.as_ref()).failed_no_path, 0);
+}
+
+#[test]
+fn a_silent_path_fails_after_path_timeout_and_its_ios_go_elsewhere() {
+    let opts = Options {
+        path_timeout: Some(Duration::from_millis(150)),
+        ..RR
+    };
+    let (links, mut q) = two_paths(opts);
+    links[1].silent.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    q.submit(&(0..4).map(io).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    q.reap(4, &mut out).unwrap();
+    let waited = started.elapsed();
+    assert!(
+        out.iter().all(|c| c.result == 0) && out.len() == 4,
+        "{out:?}"
+    );
+    assert!(waited >= Duration::from_millis(150), "{waited:?}");
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+    let r = report(q.as_ref());
+    assert_eq!(r.reissued, 2, "{r:?}");
+    let reason = r.events[0].reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("no completion"), "{reason}");
+}

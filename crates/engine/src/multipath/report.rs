@@ -1,0 +1,182 @@
+//! What a multipath target's paths carried and what happened to them: each queue reports its
+//! own (through `Queue::stats`, under the key `multipath`), and the result merges the queues
+//! into one [`MultipathReport`] per target (`multipath` in `sanbench.run/1`).
+
+use serde::{Deserialize, Serialize};
+
+/// The key of a multipath queue's report in its `Queue::stats`.
+pub const STATS_KEY: &str = "multipath";
+
+/// One path's figures over the run (all queues of the target together).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathReport {
+    /// The path's single-portal URI, secrets masked.
+    pub uri: String,
+    /// I/Os completed on this path (every completion of the run, ramp and drain included).
+    pub ios: u64,
+    pub bytes: u64,
+    /// I/Os that were in flight on this path when it failed and were sent again elsewhere.
+    pub reissued: u64,
+    /// Times the path was taken out, and brought back.
+    pub failures: u64,
+    pub reinstatements: u64,
+    /// Its throughput estimate at the end (service-time's), bytes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_bytes_per_s: Option<f64>,
+    /// Mean and largest latency of the I/Os it completed, from their sending on this path to
+    /// their completion (a reissued I/O's time on the failed path is not in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_mean_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_max_us: Option<f64>,
+}
+
+/// A path's state change, as it happened.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathEvent {
+    /// UTC, RFC 3339 with milliseconds.
+    pub at: String,
+    /// Milliseconds since the Unix epoch (for ordering and arithmetic).
+    pub at_unix_ms: u64,
+    /// Index into `paths`.
+    pub path: usize,
+    /// The worker whose queue saw it (each queue has its own connection per path).
+    pub worker: usize,
+    /// "failed", "reinstated" or "reconnect_failed".
+    pub event: String,
+    /// Why (the error that failed the path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A multipath target's paths, merged over its queues.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MultipathReport {
+    /// The path selector ("round-robin", "queue-length", "service-time").
+    pub policy: String,
+    /// "immediate" or "manual".
+    pub failback: String,
+    pub paths: Vec<PathReport>,
+    /// I/Os sent again on another path, all paths together.
+    pub reissued: u64,
+    /// I/Os failed because no path was left past `no_path_retry`.
+    pub failed_no_path: u64,
+    pub events: Vec<PathEvent>,
+}
+
+impl MultipathReport {
+    /// Adds another queue's report of the same target.
+    pub fn merge(&mut self, o: &MultipathReport) {
+        if self.paths.is_empty() {
+            self.policy = o.policy.clone();
+            self.failback = o.failback.clone();
+            self.paths = o
+                .paths
+                .iter()
+                .map(|p| PathReport {
+                    uri: p.uri.clone(),
+                    estimated_bytes_per_s: None,
+                    ..PathReport::default()
+                })
+                .collect();
+        }
+        for (a, b) in self.paths.iter_mut().zip(&o.paths) {
+            // Means weighted by the I/Os behind them.
+            a.latency_mean_us = match (a.latency_mean_us, b.latency_mean_us) {
+                (Some(x), Some(y)) if a.ios + b.ios > 0 => {
+                    Some((x * a.ios as f64 + y * b.ios as f64) / (a.ios + b.ios) as f64)
+                }
+                (x, y) => x.or(y),
+            };
+            a.latency_max_us = match (a.latency_max_us, b.latency_max_us) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                (x, y) => x.or(y),
+            };
+            a.ios += b.ios;
+            a.bytes += b.bytes;
+            a.reissued += b.reissued;
+            a.failures += b.failures;
+            a.reinstatements += b.reinstatements;
+            a.estimated_bytes_per_s = match (a.estimated_bytes_per_s, b.estimated_bytes_per_s) {
+                (Some(x), Some(y)) => Some(x + y),
+                (x, y) => x.or(y),
+            };
+        }
+        self.reissued += o.reissued;
+        self.failed_no_path += o.failed_no_path;
+        self.events.extend(o.events.iter().cloned());
+        self.events.sort_by_key(|e| e.at_unix_ms);
+    }
+
+    /// The merged report of every queue's stats that carry one (`None`: not multipath).
+    pub fn from_queue_stats<'a>(
+        stats: impl IntoIterator<Item = &'a std::collections::BTreeMap<String, serde_json::Value>>,
+    ) -> Option<MultipathReport> {
+        let mut all: Option<MultipathReport> = None;
+        for m in stats {
+            let Some(v) = m.get(STATS_KEY) else { continue };
+            let Ok(r) = serde_json::from_value::<MultipathReport>(v.clone()) else {
+                continue;
+            };
+            all.get_or_insert_with(MultipathReport::default).merge(&r);
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queues_merge_path_by_path_and_events_in_time_order() {
+        let q = |ios, at| MultipathReport {
+            policy: "round-robin".into(),
+            failback: "immediate".into(),
+            paths: vec![
+                PathReport {
+                    uri: "a".into(),
+                    ios,
+                    bytes: ios * 10,
+                    latency_mean_us: Some(ios as f64),
+                    latency_max_us: Some(ios as f64 * 2.0),
+                    ..PathReport::default()
+                },
+                PathReport {
+                    uri: "b".into(),
+                    ios: 1,
+                    reissued: 2,
+                    ..PathReport::default()
+                },
+            ],
+            reissued: 2,
+            failed_no_path: 0,
+            events: vec![PathEvent {
+                at_unix_ms: at,
+                event: "failed".into(),
+                ..PathEvent::default()
+            }],
+        };
+        let stats: Vec<std::collections::BTreeMap<String, serde_json::Value>> =
+            [q(5, 20), q(7, 10)]
+                .iter()
+                .map(|r| [(STATS_KEY.to_string(), serde_json::to_value(r).unwrap())].into())
+                .chain([Default::default()])
+                .collect();
+        let m = MultipathReport::from_queue_stats(&stats).unwrap();
+        assert_eq!(m.paths[0].ios, 12);
+        assert_eq!(m.paths[0].bytes, 120);
+        // (5 × 5 + 7 × 7) / 12
+        assert!((m.paths[0].latency_mean_us.unwrap() - 74.0 / 12.0).abs() < 1e-9);
+        assert_eq!(m.paths[0].latency_max_us, Some(14.0));
+        assert_eq!(m.paths[1].reissued, 4);
+        assert_eq!(m.reissued, 4);
+        assert_eq!(m.policy, "round-robin");
+        let at: Vec<_> = m.events.iter().map(|e| e.at_unix_ms).collect();
+        assert_eq!(at, [10, 20]);
+        assert_eq!(
+            MultipathReport::from_queue_stats(&[Default::default()]),
+            None
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! Which path the next I/O takes: dm-multipath's three path selectors (Linux
+//! `drivers/md/dm-{round-robin,queue-length,service-time}.c`), path states with a retry backoff,
+//! ANA-like priority groups, failback, and the `no_path_retry` deadline.
+//!
+//! Pure and sans-I/O: time is passed in, nothing here touches a queue, so every decision is
+//! unit-tested by simulation (`selector_tests.rs`). The multipath queue (`queue.rs`) tells it
+//! what happened (an I/O started or completed, a path failed or came back) and asks it where to
+//! send the next I/O and which failed path is due for a retry.
+//!
+//! * round-robin: the usable paths in turn, whatever they carry.
+//! * queue-length: the path with the fewest I/Os in flight.
+//! * service-time: the path whose estimated service time for this I/O is least, dm's
+//!   `(in-flight bytes + this I/O) / throughput`. dm takes each path's relative throughput from
+//!   its table; sanbench has no table, so it estimates it: each completion gives
+//!   `(bytes in flight ahead of it at submission + its length) / its latency`, the rate at which
+//!   the path drained what was queued in front of it (exact for a saturated FIFO path), kept as
+//!   an exponential moving average. A path without an estimate yet counts as the mean of the
+//!   others (all equal: least in-flight bytes).
+//!
+//! Priority groups (NVMe ANA states; SCSI ALUA has the same three): optimized paths carry I/O
+//! while any is usable, non-optimized ones only when none is, inaccessible ones never. Failback
+//! is about groups, as in dm: `immediate` returns to the best group as soon as one of its paths
+//! is reinstated, `manual` stays in the group in use while it has a usable path. A reinstated
+//! path of the group in use carries I/O at once either way.
+
+use std::time::{Duration, Instant};
+
+/// dm-multipath's path selectors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    RoundRobin,
+    QueueLength,
+    #[default]
+    ServiceTime,
+}
+
+impl Policy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::RoundRobin => "round-robin",
+            Policy::QueueLength => "queue-length",
+            Policy::ServiceTime => "service-time",
+        }
+    }
+}
+
+/// When I/O goes back to a better priority group whose path returned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Failback {
+    #[default]
+    Immediate,
+    Manual,
+}
+
+/// A path's access state (NVMe ANA, SCSI ALUA), best first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    #[default]
+    Optimized,
+    NonOptimized,
+    Inaccessible,
+}
+
+/// Where a path stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Active,
+    /// Taken out; a reconnection is tried at `retry_at`.
+    Failed {
+        retry_at: Instant,
+    },
+    /// A reconnection is under way.
+    Reinstating,
+}
+
+/// The selector's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub policy: Policy,
+    pub failback: Failback,
+    /// How long I/O waits, queued, while no path is usable before it fails (dm's
+    /// `queue_if_no_path` with a limit).
+    pub no_path_retry: Duration,
+    /// The first wait before a failed path is retried; each failed retry doubles it, up to
+    /// `max_backoff`.
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            policy: Policy::ServiceTime,
+            failback: Failback::Immediate,
+            no_path_retry: Duration::from_secs(30),
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+        }
+    }
+}
+
+/// Weight of a new throughput sample in the moving average.
+const ALPHA: f64 = 0.1;
+
+#[derive(Clone, Debug)]
+struct Path {
+    state: State,
+    group: Group,
+    backoff: Duration,
+    outstanding: u32,
+    in_flight_bytes: u64,
+    /// Estimated throughput, bytes per nanosecond.
+    rate: Option<f64>,
+}
+
+/// The path selector of one queue.
+#[derive(Clone, Debug)]
+pub struct Selector {
+    cfg: Config,
+    paths: Vec<Path>,
+    /// Round-robin's next path, and the tie-break start of the other two (so equal paths share).
+    next: usize,
+    /// The group I/O goes to (failback manual keeps it while it has a usable path).
+    current: Option<Group>,
+    /// Since when no path has been usable.
+    no_path_since: Option<Instant>,
+}
+
+impl Selector {
+    /// `n` active, optimized paths.
+    pub fn new(n: usize, cfg: Config) -> Selector {
+        let path = Path {
+            state: State::Active,
+            group: Group::Optimized,
+            backoff: cfg.backoff,
+            outstanding: 0,
+            in_flight_bytes: 0,
+            rate: None,
+        };
+        Selector {
+            cfg,
+            paths: vec![path; n],
+            next: 0,
+            current: (n > 0).then_some(Group::Optimized),
+            no_path_since: None,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    pub fn state(&self, p: usize) -> State {
+        self.paths[p].state
+    }
+
+    pub fn outstanding(&self, p: usize) -> u32 {
+        self.paths[p].outstanding
+    }
+
+    /// Bytes in flight on path `p` (what an I/O sent now queues behind).
+    pub fn in_flight_bytes(&self, p: usize) -> u64 {
+        self.paths[p].in_flight_bytes
+    }
+
+    /// The throughput estimate of path `p` in bytes per second, once it has one.
+    pub fn rate(&self, p: usize) -> Option<f64> {
+        self.paths[p].rate.map(|r| r * 1e9)
+    }
+
+    /// Sets path `p`'s access state (an ANA change). An inaccessible path keeps what it has in
+    /// flight but gets nothing new.
+    pub fn set_group(&mut self, p: usize, g: Group, now: Instant) {
+        self.paths[p].group = g;
+        self.after_change(now);
+    }
+
+    fn usable(&self, p: usize) -> bool {
+        let p = &self.paths[p];
+        p.state == State::Active && p.group != Group::Inaccessible
+    }
+
+    /// Whether any path can take I/O now.
+    pub fn any_usable(&self) -> bool {
+        (0..self.paths.len()).any(|p| self.usable(p))
+    }
+
+    fn best_group(&self) -> Option<Group> {
+        (0..self.paths.len())
+            .filter(|&p| self.usable(p))
+            .map(|p| self.paths[p].group)
+            .min()
+    }
+
+    /// Keeps the group in use and the no-path clock current after any state change.
+    fn after_change(&mut self, now: Instant) {
+        let best = self.best_group();
+        let keep = self.cfg.failback == Failback::Manual
+            && self.current.is_some_and(|g| {
+                (0..self.paths.len()).any(|p| self.usable(p) && self.paths[p].group == g)
+            });
+        if !keep {
+            self.current = best;
+        }
+        match best {
+            Some(_) => self.no_path_since = None,
+            None => {
+                self.no_path_since.get_or_insert(now);
+            }
+        }
+    }
+
+    /// The path for an I/O of `len` bytes, or `None` when no path is usable (the I/O waits).
+    pub fn pick(&mut self, len: u32) -> Option<usize> {
+        let group = self.current?;
+        let n = self.paths.len();
+        // Candidates in rotation order from `next`, so ties are shared, not always path 0's.
+        let order = (0..n).map(|i| (self.next + i) % n);
+        let cands = order.filter(|&p| self.usable(p) && self.paths[p].group == group);
+        let chosen = match self.cfg.policy {
+            Policy::RoundRobin => cands.into_iter().next(),
+            Policy::QueueLength => cands.min_by_key(|&p| self.paths[p].outstanding),
+            Policy::ServiceTime => {
+                let (sum, n) = self
+                    .paths
+                    .iter()
+                    .filter_map(|p| p.rate)
+                    .fold((0.0, 0u32), |(s, n), r| (s + r, n + 1));
+                let mean = if n == 0 { 1.0 } else { sum / n as f64 };
+                let cost = |p: usize| {
+                    let path = &self.paths[p];
+                    (path.in_flight_bytes + len as u64) as f64 / path.rate.unwrap_or(mean)
+                };
+                // min_by keeps the first of equals, so rotation breaks ties.
+                cands.min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+            }
+        }?;
+        self.next = (chosen + 1) % n;
+        Some(chosen)
+    }
+
+    /// An I/O of `len` bytes went to path `p`.
+    pub fn started(&mut self, p: usize, len: u32) {
+        let path = &mut self.paths[p];
+        path.outstanding += 1;
+        path.in_flight_bytes += len as u64;
+    }
+
+    /// An I/O of `len` bytes completed on path `p` after `latency`; `ahead` is what
+    /// [`in_flight_bytes`](Self::in_flight_bytes) said just before it was started.
+    pub fn completed(&mut self, p: usize, len: u32, ahead: u64, latency: Duration) {
+        let path = &mut self.paths[p];
+        path.outstanding = path.outstanding.saturating_sub(1);
+        path.in_flight_bytes = path.in_flight_bytes.saturating_sub(len as u64);
+        let ns = latency.as_nanos() as f64;
+        if ns > 0.0 {
+            let sample = (ahead + len as u64) as f64 / ns;
+            path.rate = Some(match path.rate {
+                Some(r) => r + ALPHA * (sample - r),
+                None => sample,
+            });
+        }
+    }
+
+    /// Path `p` failed (transport error, timeout): it gets nothing more, and what it had in
+    /// flight is the caller's to reissue. Its reconnection is due after its backoff.
+    pub fn failed(&mut self, p: usize, now: Instant) {
+        let path = &mut self.paths[p];
+        path.state = State::Failed {
+            retry_at: now + path.backoff,
+        };
+        path.outstanding = 0;
+        path.in_flight_bytes = 0;
+        self.after_change(now);
+    }
+
+    /// A failed path whose retry is due, now marked reinstating (the caller tries to
+    /// reconnect it and reports [`reinstated`](Self::reinstated) or
+    /// [`retry_failed`](Self::retry_failed)).
+    pub fn due(&mut self, now: Instant) -> Option<usize> {
+        let p = self
+            .paths
+            .iter()
+            .position(|p| matches!(p.state, State::Failed { retry_at } if retry_at <= now))?;
+        self.paths[p].state = State::Reinstating;
+        Some(p)
+    }
+
+    /// The earliest instant a failed path is due for a retry.
+    pub fn next_retry(&self) -> Option<Instant> {
+        self.paths
+            .iter()
+            .filter_map(|p| match p.state {
+                State::Failed { retry_at } => Some(retry_at),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Path `p`'s reconnection failed: the next try waits twice as long (up to the maximum).
+    pub fn retry_failed(&mut self, p: usize, now: Instant) {
+        let path = &mut self.paths[p];
+        path.backoff = (path.backoff * 2).min(self.cfg.max_backoff);
+        path.state = State::Failed {
+            retry_at: now + path.backoff,
+        };
+    }
+
+    /// Path `p` is back: active again, its backoff reset; its old throughput estimate is kept
+    /// (the same link, most likely).
+    pub fn reinstated(&mut self, p: usize, now: Instant) {
+        let path = &mut self.paths[p];
+        path.state = State::Active;
+        path.backoff = self.cfg.backoff;
+        self.after_change(now);
+    }
+
+    /// Whether queued I/O must now fail: no path has been usable for `no_path_retry`.
+    pub fn no_path_expired(&self, now: Instant) -> bool {
+        self.no_path_since
+            .is_some_and(|t| now.duration_since(t) >= self.cfg.no_path_retry)
+    }
+
+    /// When the `no_path_retry` deadline falls, while no path is usable.
+    pub fn no_path_deadline(&self) -> Option<Instant> {
+        self.no_path_since.map(|t| t + self.cfg.no_path_retry)
+    }
+}

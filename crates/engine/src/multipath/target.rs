@@ -1,0 +1,190 @@
+//! The multipath [`Target`]: one inner target per portal, checked to lead to one logical
+//! unit before any I/O, and opened again when a reconnection needs it.
+
+use std::sync::{Arc, Mutex};
+
+use super::selector::Failback;
+use super::uri::Options;
+use crate::engine::{Allocation, Queue, QueueConfig, Target, TargetInfo};
+use crate::error::EngineError;
+use crate::poison::lock;
+use crate::uri::redact;
+
+/// The `TargetInfo::params` key under which an engine names the logical unit it reached
+/// (iSCSI: the VPD 0x83 designator; NVMe: NSID and namespace identifiers; NBD: export name
+/// and size). Paths are one target only when it is equal.
+pub const LU_ID: &str = "lu_id";
+
+/// The `TargetInfo::params` key an engine sets to `false` when the target does not allow
+/// I/O over several connections at once (NBD without CAN_MULTI_CONN).
+pub const MULTI_CONN: &str = "can_multi_conn";
+
+/// Opens one path's target afresh: a reconnection needs it when the path's session went down
+/// with the link (an NVMe controller lives as long as its admin queue's connection).
+pub type Opener = Arc<dyn Fn() -> Result<Arc<dyn Target>, EngineError> + Send + Sync>;
+
+pub(super) struct Shared {
+    /// Each path's target, replaced when a reconnection had to open it again.
+    pub(super) paths: Vec<Mutex<Arc<dyn Target>>>,
+    pub(super) openers: Vec<Opener>,
+    /// The logical unit every path leads to.
+    pub(super) lu: String,
+    /// The paths' URIs, secrets masked.
+    pub(super) uris: Vec<String>,
+    pub(super) options: Options,
+}
+
+/// A target reached over several paths.
+pub struct MultipathTarget {
+    shared: Arc<Shared>,
+    info: TargetInfo,
+}
+
+impl MultipathTarget {
+    /// Opens every path; refuses (as bad input) paths that do not lead to one logical unit,
+    /// or to one that forbids several connections.
+    pub fn new(
+        uri: &str,
+        openers: Vec<Opener>,
+        options: Options,
+    ) -> Result<MultipathTarget, EngineError> {
+        if openers.is_empty() {
+            return Err(EngineError::Invalid(format!("{}: no path", redact(uri))));
+        }
+        let paths = openers.iter().map(|o| o()).collect::<Result<Vec<_>, _>>()?;
+        let uris: Vec<String> = paths.iter().map(|p| redact(&p.info().uri)).collect();
+        let lu = same_lu(&paths, &uris)?;
+        let mut info = paths[0].info().clone();
+        info.uri = redact(uri);
+        let p = &mut info.params;
+        p.insert("multipath.paths".into(), uris.clone().into());
+        p.insert("multipath.policy".into(), options.policy.name().into());
+        p.insert(
+            "multipath.failback".into(),
+            match options.failback {
+                Failback::Immediate => "immediate",
+                Failback::Manual => "manual",
+            }
+            .into(),
+        );
+        if let Some(t) = options.path_timeout {
+            p.insert("multipath.path_timeout_s".into(), t.as_secs_f64().into());
+        }
+        p.insert(
+            "multipath.no_path_retry_s".into(),
+            options.no_path_retry.as_secs_f64().into(),
+        );
+        Ok(MultipathTarget {
+            shared: Arc::new(Shared {
+                paths: paths.into_iter().map(Mutex::new).collect(),
+                openers,
+                lu,
+                uris,
+                options,
+            }),
+            info,
+        })
+    }
+}
+
+/// Every path names the same logical unit, of the same geometry: returns its name.
+fn same_lu(paths: &[Arc<dyn Target>], uris: &[String]) -> Result<String, EngineError> {
+    let id = |i: usize| {
+        paths[i]
+            .info()
+            .params
+            .get(LU_ID)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                EngineError::Invalid(format!(
+                    "{}: the engine does not say which logical unit it reached, so its paths \
+                     cannot be checked",
+                    uris[i]
+                ))
+            })
+    };
+    let first = id(0)?;
+    let i0 = paths[0].info();
+    for i in 0..paths.len() {
+        let info = paths[i].info();
+        if paths.len() > 1 && info.params.get(MULTI_CONN) == Some(&false.into()) {
+            return Err(EngineError::Invalid(format!(
+                "{}: the server does not allow several connections to the export \
+                 (no CAN_MULTI_CONN): it cannot be used over several paths",
+                uris[i]
+            )));
+        }
+        let this = id(i)?;
+        if this != first || info.size != i0.size || info.block_size != i0.block_size {
+            return Err(EngineError::Invalid(format!(
+                "{} and {} lead to different logical units ({first}, {} bytes in {} B blocks \
+                 vs {this}, {} bytes in {} B blocks): refusing to use them as paths of one",
+                uris[0], uris[i], i0.size, i0.block_size, info.size, info.block_size
+            )));
+        }
+    }
+    Ok(first)
+}
+
+/// A failed path's new queue: from its target, or, when that cannot open one, from the target
+/// opened again (checked to be the same logical unit). One reconnection per path opens it
+/// again at a time; the others then use what it opened.
+pub(super) fn reconnect(
+    sh: &Shared,
+    p: usize,
+    cfg: &QueueConfig,
+) -> Result<Box<dyn Queue>, EngineError> {
+    let t = lock(&sh.paths[p]).clone();
+    let first = match t.open_queue(cfg) {
+        Ok(q) => return Ok(q),
+        Err(e) => e,
+    };
+    let mut current = lock(&sh.paths[p]);
+    if !Arc::ptr_eq(&current, &t) {
+        let t = current.clone();
+        drop(current);
+        return t.open_queue(cfg).map_err(|_| first);
+    }
+    let fresh = (sh.openers[p])()?;
+    let lu = fresh.info().params.get(LU_ID).and_then(|v| v.as_str());
+    if lu != Some(sh.lu.as_str()) {
+        return Err(EngineError::Invalid(format!(
+            "{} now leads to another logical unit ({}, was {})",
+            sh.uris[p],
+            lu.unwrap_or("unnamed"),
+            sh.lu
+        )));
+    }
+    let q = fresh.open_queue(cfg)?;
+    *current = fresh;
+    Ok(q)
+}
+
+impl Target for MultipathTarget {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+
+    /// The first path that can answer.
+    fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
+        let mut last = Ok(None);
+        for p in &self.shared.paths {
+            let p = lock(p).clone();
+            last = p.allocation(offset, len);
+            if last.is_ok() {
+                return last;
+            }
+        }
+        last
+    }
+
+    fn invalidate_cache(&self, span: u64) -> Result<Option<String>, EngineError> {
+        let first = lock(&self.shared.paths[0]).clone();
+        first.invalidate_cache(span)
+    }
+
+    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        super::queue::open(self.shared.clone(), cfg)
+    }
+}
