@@ -15,6 +15,7 @@ pub mod diff;
 pub mod export;
 pub mod findings;
 pub mod fmt;
+pub mod forest;
 pub mod hosts;
 pub mod questions;
 pub mod svg;

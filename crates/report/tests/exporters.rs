@@ -106,8 +106,8 @@ fn html_is_self_contained_and_complete() {
         assert!(page.contains(&esc), "{}", f.text);
     }
     // Charts: 2 groups × (MB/s, IOPS) + 2 flavours × (CPU, power) + 4 percentile charts
-    // + 1 queue-depth chart + 4 time series.
-    assert_eq!(html.matches("<svg").count(), 4 + 4 + 4 + 1 + 4);
+    // + 1 queue-depth chart + 4 time series + 2 forest plots (primary, secondary).
+    assert_eq!(html.matches("<svg").count(), 4 + 4 + 4 + 1 + 4 + 2);
     assert!(html.contains("id=\"report-card\""));
     for key in [
         "bandwidth",
@@ -127,6 +127,93 @@ fn html_is_self_contained_and_complete() {
     assert!(html.contains("≥ 24"));
     assert!(html.contains("id=\"reproduce-command\""));
     assert!(html.contains("(modeled)"));
+}
+
+/// The value of attribute `name` in the first tag of `s` that has it.
+fn attr(s: &str, name: &str) -> f64 {
+    let at = s
+        .find(&format!(" {name}=\""))
+        .unwrap_or_else(|| panic!("{name} in {s}"))
+        + name.len()
+        + 3;
+    s[at..at + s[at..].find('"').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn html_forest_plot_has_every_question_on_a_log_axis() {
+    let html = render("html");
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    let esc = sanbench_report::fmt::html;
+    for family in ["primary", "secondary"] {
+        let start = html
+            .find(&format!("id=\"forest-{family}\""))
+            .unwrap_or_else(|| panic!("forest-{family}"));
+        let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+        let qs: Vec<_> = report
+            .judgement
+            .questions
+            .iter()
+            .filter(|q| q.family == family)
+            .collect();
+        assert!(!qs.is_empty());
+        let rows: Vec<&str> = svg.split("<g class=\"q\"").skip(1).collect();
+        assert_eq!(rows.len(), qs.len(), "{family}: one row per question");
+        // Every question has its row: workload, pair, figure in the title, the verdict in words.
+        for q in &qs {
+            let title = &cmp
+                .workloads
+                .iter()
+                .find(|w| w.id == q.workload)
+                .unwrap()
+                .title;
+            let metric = sanbench_report::questions::metric_of(q).unwrap().label();
+            let found = rows.iter().any(|r| {
+                let tip = &r[r.find("<title>").unwrap()..r.find("</title>").unwrap()];
+                let verdict = &r[r.find("class=\"verdict\"").unwrap()..];
+                r.contains(&format!("data-verdict=\"{}\"", q.verdict))
+                    && tip.contains(&esc(title))
+                    && tip.contains(&format!("{} vs {}", esc(&q.a), esc(&q.b)))
+                    && tip.contains(&esc(metric))
+                    && verdict.contains(&format!(" {}", q.verdict))
+            });
+            assert!(found, "{family}: no row for {q:?}");
+        }
+        // A log axis: 1 halfway between 0.5 and 2 (every axis holds them: the margin is
+        // inside), every power of two equally spaced, and every dot where its ratio's log
+        // puts it.
+        let tick = |v: &str| {
+            attr(
+                &svg[svg.find(&format!("data-value=\"{v}\"")).unwrap()..],
+                "x1",
+            )
+        };
+        let (x05, x1, x2) = (tick("0.5"), tick("1"), tick("2"));
+        assert!(x05 < x1 && x1 < x2);
+        assert!((x1 - (x05 + x2) / 2.0).abs() < 0.02, "{x05} {x1} {x2}");
+        let ticks: Vec<f64> = svg
+            .split("class=\"tick-mark\"")
+            .skip(1)
+            .map(|t| attr(t, "x1"))
+            .collect();
+        assert!(ticks.len() >= 3);
+        for w in ticks.windows(2) {
+            assert!((w[1] - w[0] - (x2 - x1)).abs() < 0.02, "{ticks:?}");
+        }
+        for r in &rows {
+            let ratio = attr(r, "data-ratio");
+            let dot = &r[r.find("class=\"ratio\"").unwrap()..];
+            let x = if dot.contains(" cx=\"") {
+                attr(dot, "cx")
+            } else {
+                attr(dot, "data-x")
+            };
+            let want = x1 + (x2 - x1) * ratio.log2();
+            assert!((x - want).abs() < 0.05, "ratio {ratio} at {x}, want {want}");
+        }
+        // 1 and the margin are marked.
+        assert!(svg.contains("class=\"one\"") && svg.contains("class=\"margin\""));
+    }
 }
 
 #[test]

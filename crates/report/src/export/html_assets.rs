@@ -50,6 +50,9 @@ td.zero { color: #b3b9c2; }
 .chart .axis { stroke: #8a929e; stroke-width: 1; }
 .chart .err { stroke: #1d2330; stroke-width: 1.2; fill: none; }
 .chart .line { fill: none; stroke-width: 2; }
+.chart.forest { width: auto; max-width: 100%; height: auto; display: block; margin: 8px 0 14px; }
+.chart .group-title { font-size: 12px; font-weight: 600; }
+.chart .verdict { font-size: 11px; font-weight: 600; }
 details { margin: 6px 0; }
 summary { cursor: pointer; font-weight: 600; }
 pre { background: var(--panel); border: 1px solid var(--line); padding: 10px 12px; overflow-x: auto;
