@@ -353,3 +353,41 @@ pub fn summary(q: &Question) -> String {
         q.verdict
     )
 }
+
+/// One line of a workload's verdict table: the pair, "1.8x [1.5-2.2]" and the verdict from
+/// the pair's first target's side (with the rounds that would likely decide it).
+pub struct VerdictLine {
+    pub pair: String,
+    pub ratio: String,
+    pub verdict: String,
+}
+
+/// The throughput verdicts of one workload (the primary questions), for the results tables;
+/// the figure's label ("MB/s", "IOPS") is the first of the pair.
+pub fn verdict_lines(j: &Judgement, workload: &str) -> (String, Vec<VerdictLine>) {
+    let qs: Vec<&Question> = j
+        .questions
+        .iter()
+        .filter(|q| q.family == "primary" && q.workload == workload)
+        .collect();
+    let figure = qs
+        .first()
+        .and_then(|q| metric_of(q))
+        .map_or(String::new(), |m| m.label().to_string());
+    let lines = qs
+        .iter()
+        .map(|q| VerdictLine {
+            pair: format!("{} / {}", q.a, q.b),
+            ratio: format!(
+                "{} {}",
+                crate::findings::fmt_ratio(q.ratio),
+                crate::findings::fmt_interval(q.ci_low, q.ci_high)
+            ),
+            verdict: match q.more_rounds.filter(|_| q.verdict == "inconclusive") {
+                Some(m) => format!("inconclusive (~{m} more rounds)"),
+                None => q.verdict.clone(),
+            },
+        })
+        .collect();
+    (figure, lines)
+}

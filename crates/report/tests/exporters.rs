@@ -48,6 +48,37 @@ fn markdown_matches_snapshot() {
     assert!(md
         .lines()
         .all(|l| !(l.starts_with("- ") && l.contains("(modeled power)"))));
+    // Every throughput question's verdict sits under its workload's table.
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    for q in report
+        .judgement
+        .questions
+        .iter()
+        .filter(|q| q.family == "primary")
+    {
+        let esc = sanbench_report::fmt::md_cell;
+        let line = format!(
+            "| {} / {} | {} {} | {} |",
+            esc(&q.a),
+            esc(&q.b),
+            sanbench_report::fmt_ratio(q.ratio),
+            sanbench_report::findings::fmt_interval(q.ci_low, q.ci_high),
+            q.verdict
+        );
+        let at = md.find(&line).unwrap_or_else(|| panic!("{line}"));
+        let title = &cmp
+            .workloads
+            .iter()
+            .find(|w| w.id == q.workload)
+            .unwrap()
+            .title;
+        let heading = md[..at].rfind("\n### ").unwrap();
+        assert!(
+            md[heading..].starts_with(&format!("\n### {title}\n")),
+            "{line}"
+        );
+    }
     snapshot("report.md", &md);
 }
 
@@ -213,6 +244,41 @@ fn html_forest_plot_has_every_question_on_a_log_axis() {
         }
         // 1 and the margin are marked.
         assert!(svg.contains("class=\"one\"") && svg.contains("class=\"margin\""));
+    }
+}
+
+#[test]
+fn html_results_tables_carry_each_pairs_verdict() {
+    let html = render("html");
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    let esc = sanbench_report::fmt::html;
+    for w in &cmp.workloads {
+        let start = html
+            .find(&format!(
+                "<table class=\"verdicts\" data-workload=\"{}\"",
+                w.id
+            ))
+            .unwrap_or_else(|| panic!("verdicts of {}", w.id));
+        let table = &html[start..start + html[start..].find("</table>").unwrap()];
+        let qs: Vec<_> = report
+            .judgement
+            .questions
+            .iter()
+            .filter(|q| q.family == "primary" && q.workload == w.id)
+            .collect();
+        assert_eq!(table.matches("<tr><td").count(), qs.len(), "{}", w.id);
+        for q in qs {
+            let row = format!(
+                "<tr><td class=\"name\">{} / {}</td><td>{} {}</td><td class=\"name\">{}</td></tr>",
+                esc(&q.a),
+                esc(&q.b),
+                sanbench_report::fmt_ratio(q.ratio),
+                sanbench_report::findings::fmt_interval(q.ci_low, q.ci_high),
+                q.verdict
+            );
+            assert!(table.contains(&row), "{row}");
+        }
     }
 }
 
