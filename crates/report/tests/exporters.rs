@@ -282,6 +282,83 @@ fn html_results_tables_carry_each_pairs_verdict() {
     }
 }
 
+/// The demo's five target names, on a comparison with five targets.
+fn five_targets() -> sanbench_store::Comparison {
+    let mut cmp = sample_comparison();
+    let names = [
+        "RAM (in-process)",
+        "tmpfs file (io_uring)",
+        "NBD (loopback)",
+        "iSCSI (loopback)",
+        "NVMe-TCP (loopback)",
+    ];
+    let (targets, cells) = (cmp.targets.clone(), cmp.cells.clone());
+    cmp.targets.clear();
+    cmp.cells.clear();
+    for (i, name) in names.iter().enumerate() {
+        let from = &targets[i % targets.len()];
+        let mut t = from.clone();
+        t.name = name.to_string();
+        cmp.targets.push(t);
+        for c in cells.iter().filter(|c| c.target == from.name) {
+            let mut c = c.clone();
+            c.target = name.to_string();
+            cmp.cells.push(c);
+        }
+    }
+    cmp
+}
+
+#[test]
+fn every_legend_shows_every_name_in_full_inside_its_chart() {
+    let cmp = five_targets();
+    let report = Report::new(&cmp, &Options::default());
+    let html = String::from_utf8(exporter("html").unwrap().render(&report).unwrap()).unwrap();
+    let mut charts = 0;
+    for svg in html.split("<svg class=\"chart ").skip(1) {
+        if !(svg.starts_with("bars") || svg.starts_with("lines")) {
+            continue;
+        }
+        charts += 1;
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        let view_box = &svg[svg.find("viewBox=\"").unwrap() + 9..];
+        let width: f64 = view_box[..view_box.find('"').unwrap()]
+            .split(' ')
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let legend: Vec<(f64, &str)> = svg
+            .split("<text class=\"legend\"")
+            .skip(1)
+            .map(|t| {
+                let text = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+                (attr(t, "x"), text)
+            })
+            .collect();
+        // In full: the name, and " (modeled)" on a power chart of a target without a meter.
+        let names: Vec<&str> = legend
+            .iter()
+            .map(|(_, n)| n.strip_suffix(" (modeled)").unwrap_or(n))
+            .collect();
+        assert_eq!(
+            names,
+            cmp.targets
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+        );
+        for (x, name) in legend {
+            assert!(x < width, "{name} starts at {x} of {width}");
+            // Ends inside too, at a generous 6 px per character of the 11 px legend font.
+            let end = x + 6.0 * name.chars().count() as f64;
+            assert!(end <= width, "{name} ends at {end} of {width}");
+        }
+    }
+    // Bars per group and metric, efficiency, percentiles, queue depth, time series.
+    assert!(charts >= 10, "{charts}");
+}
+
 #[test]
 fn render_dir_writes_every_format() {
     let dir = tempfile::tempdir().unwrap();
