@@ -360,6 +360,53 @@ fn every_legend_shows_every_name_in_full_inside_its_chart() {
 }
 
 #[test]
+fn earlier_runs_say_per_finding_whether_they_agreed() {
+    use sanbench_report::{render_dir_with_earlier, EarlierRun};
+    let cmp = sample_comparison();
+    // Run 2: NBD's sequential reads a third of this run's (its bandwidth lead over FC turns).
+    let mut turned = cmp.clone();
+    for c in turned
+        .cells
+        .iter_mut()
+        .filter(|c| c.workload == "seq-read-1m" && c.target == "NBD <ram> & co")
+    {
+        c.result.mb_per_s /= 3.0;
+    }
+    let earlier = [
+        EarlierRun {
+            run: "2".into(),
+            cmp: turned,
+        },
+        EarlierRun {
+            run: "1".into(),
+            cmp: cmp.clone(),
+        },
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    render_dir_with_earlier(&cmp, dir.path(), &Options::default(), &earlier).unwrap();
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let start = html.find("<section id=\"earlier-runs\">").expect("section");
+    let section = &html[start..start + html[start..].find("</section>").unwrap()];
+    assert!(section.contains("data-run=\"2\"") && section.contains("data-run=\"1\""));
+    let report = Report::new(&cmp, &Options::default());
+    let rows: Vec<&str> = section.split("<tr class=\"finding\">").skip(1).collect();
+    assert_eq!(rows.len(), report.findings.len());
+    // Run 1 is this run again: every finding reproduced; run 2 reverses NBD's lead over FC.
+    for row in &rows {
+        let cells: Vec<&str> = row.split("<td class=\"name outcome-").skip(1).collect();
+        assert_eq!(cells.len(), 2, "{row}");
+        assert!(cells[1].starts_with("reproduced\""), "{row}");
+    }
+    let nbd_fc = rows
+        .iter()
+        .find(|r| r.contains("NBD &lt;ram&gt; &amp; co vs FC 8G: bandwidth"))
+        .unwrap();
+    assert!(nbd_fc.contains("outcome-reversed\""), "{nbd_fc}");
+    // Without a store, no section.
+    assert!(!render("html").contains("id=\"earlier-runs\""));
+}
+
+#[test]
 fn render_dir_writes_every_format() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("new/report");

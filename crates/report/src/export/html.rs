@@ -38,6 +38,7 @@ impl Exporter for HtmlExporter {
         header(r, &title, &mut s);
         findings(r, &mut s);
         html_charts::forest(r, &mut s);
+        super::html_runs::earlier(r, &mut s);
         card(r, &mut s);
         html_charts::throughput(r, &mut s);
         html_charts::latency(r, &mut s);

@@ -27,6 +27,8 @@ th, td { padding: 4px 9px; border-bottom: 1px solid var(--line); text-align: rig
 th { background: var(--panel); font-weight: 600; border-bottom: 1px solid #b9c0ca; }
 th:first-child, td:first-child, td.name, th.name { text-align: left; }
 td.zero { color: #b3b9c2; }
+td.outcome-reproduced { color: #1b7a3e; } td.outcome-reversed { color: #b3261e; font-weight: 600; }
+td.outcome-differs { color: #b35a00; } td.outcome-inconclusive, td.outcome-not_in_b { color: var(--muted); }
 .scroll { overflow-x: auto; }
 .weights { display: flex; flex-wrap: wrap; gap: 8px 22px; margin: 8px 0 12px; }
 .weights label { display: flex; align-items: center; gap: 8px; font-size: 13px; }
