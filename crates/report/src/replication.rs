@@ -293,10 +293,10 @@ pub fn render_text(r: &Replication, a: &str, b: &str) -> String {
                 x.claim.clone(),
                 x.in_a.clone(),
                 x.in_b.clone(),
-                if x.note.is_empty() {
-                    x.outcome.label().to_string()
-                } else {
-                    format!("{} ({})", x.outcome.label(), x.note)
+                match (x.outcome, x.note.is_empty()) {
+                    (Outcome::NotInB, _) => format!("not in {b}"),
+                    (o, true) => o.label().to_string(),
+                    (o, false) => format!("{} ({})", o.label(), x.note),
                 },
             ]
         })
