@@ -283,6 +283,13 @@ pub fn replicate(a: &Report, b: &Report) -> Replication {
 
 /// A plain-text table for the terminal, with a count of each outcome.
 pub fn render_text(r: &Replication, a: &str, b: &str) -> String {
+    if r.rows.is_empty() {
+        let mut s = format!("{a} has no findings and decided no throughput question.\n");
+        for t in &r.only_in_b {
+            let _ = writeln!(s, "only in {b}: {t}");
+        }
+        return s;
+    }
     let header = ["", "claim", a, b, "outcome"].map(String::from);
     let rows: Vec<[String; 5]> = r
         .rows
@@ -457,6 +464,10 @@ mod tests {
                 &format!("Sequential read, 1 MiB, QD 12: FC 8G / {NBD} MB/s")
             ),
             Outcome::Reversed
+        );
+        assert_eq!(
+            render_text(&Replication::default(), "run 1", "run 2"),
+            "run 1 has no findings and decided no throughput question.\n"
         );
         let text = render_text(&r, "run 1", "run 2");
         assert!(text.contains("reversed") && text.contains("inconclusive"));

@@ -62,7 +62,15 @@ pub fn earlier(r: &Report, s: &mut String) {
         .iter()
         .map(|e| findings(&e.replication.rows))
         .collect();
-    for (i, row) in findings(&first.replication.rows).iter().enumerate() {
+    let ours = findings(&first.replication.rows);
+    if ours.is_empty() {
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"name\" colspan=\"{}\">This run has no findings.</td></tr>",
+            r.earlier.len() + 1
+        );
+    }
+    for (i, row) in ours.iter().enumerate() {
         let _ = write!(
             s,
             "<tr class=\"finding\"><td class=\"name\">{}: {}</td>",
