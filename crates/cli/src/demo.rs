@@ -55,6 +55,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         out: a.out.clone(),
         db: a.db.clone(),
         no_store: a.no_store,
+        against: None,
         time: Some(a.time),
         ramp: Some(a.ramp),
         size: Some(a.size),

@@ -1,11 +1,12 @@
-//! The results store from the command line: `history`, `report RUN...`, `diff RUN_A RUN_B`, and
+//! The results store from the command line: `history`, `report RUN...`, `diff RUN_A RUN_B` (the
+//! figures side by side, then whether B reproduced A's findings), and
 //! the store side of `compare` (a run opened before the first cell, every cell committed as it
 //! finishes, so a run killed halfway keeps what it measured).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use sanbench_report::{render_dir, Options, Report};
+use sanbench_report::{render_dir, EarlierRun, Options, Report};
 use sanbench_store::{Cell, Comparison, RunId, Store};
 
 use crate::args::{DiffArgs, HistoryArgs, ReportArgs};
@@ -41,12 +42,63 @@ impl Recorder {
         Ok(())
     }
 
-    pub fn finish(&mut self, incomplete: bool) -> Result<(), CliError> {
+    /// Closes the run with the comparison as it ended (its design's rounds and stop reason
+    /// replace those recorded at the start).
+    pub fn finish(&mut self, cmp: &Comparison) -> Result<(), CliError> {
         self.store
-            .finish_run(self.run, incomplete)
+            .finish_run_with(self.run, cmp)
             .context("closing the run")?;
         Ok(())
     }
+
+    /// Earlier complete runs of the same suite with the same target names, newest first, for
+    /// the report's "Earlier runs". A run that cannot be read is left out: the comparison just
+    /// measured matters more than its history.
+    pub fn earlier_runs(&self, cmp: &Comparison) -> Vec<EarlierRun> {
+        let mut names: Vec<&str> = cmp.targets.iter().map(|t| t.name.as_str()).collect();
+        names.sort_unstable();
+        let Ok(runs) = self.store.list() else {
+            return Vec::new();
+        };
+        runs.into_iter()
+            .rev()
+            .filter(|r| r.id < self.run && !r.incomplete && r.suite == cmp.suite)
+            .filter(|r| {
+                let mut theirs: Vec<&str> = r.targets.iter().map(String::as_str).collect();
+                theirs.sort_unstable();
+                theirs == names
+            })
+            .take(EARLIER_RUNS)
+            .filter_map(|r| {
+                Some(EarlierRun {
+                    run: r.id.to_string(),
+                    cmp: self.store.load(r.id).ok()?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// How many earlier runs the report shows beside this one.
+const EARLIER_RUNS: usize = 5;
+
+/// A stored run by the id the user typed; an unknown id is bad input.
+pub fn load(db: Option<&Path>, run: &str) -> Result<Comparison, CliError> {
+    let (store, _) = open(db)?;
+    store.load(run_id(run)?).map_err(|e| usage(e.to_string()))
+}
+
+/// The replication table: each finding (and decided throughput question) of `a`, and what `b`
+/// says about it.
+pub fn print_replication(a: &Comparison, a_name: &str, b: &Comparison, b_name: &str) {
+    let options = Options::default();
+    let (ra, rb) = (Report::new(a, &options), Report::new(b, &options));
+    let r = sanbench_report::replication::replicate(&ra, &rb);
+    outln!("Findings of {a_name} in {b_name}:");
+    out!(
+        "{}",
+        sanbench_report::replication::render_text(&r, a_name, b_name)
+    );
 }
 
 fn run_id(s: &str) -> Result<RunId, CliError> {
@@ -137,6 +189,13 @@ pub fn diff(a: DiffArgs) -> Result<(), CliError> {
         .map_err(|e| usage(e.to_string()))?;
     let d = sanbench_report::diff(&ra, &rb, a.min_rel);
     out!("{}", sanbench_report::render_diff_text(&d));
+    outln!();
+    print_replication(
+        &ra,
+        &format!("run {}", a.run_a),
+        &rb,
+        &format!("run {}", a.run_b),
+    );
     Ok(())
 }
 

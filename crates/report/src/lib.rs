@@ -4,7 +4,7 @@
 //! ("A shows 3.9x greater bandwidth power efficiency than B (average over 6 tests; maximum 7.1x
 //! in single-port random read)"), only where a difference is outside the noise. [`card`] scores
 //! targets per category like Network Computing's interactive report card. [`diff`] compares two
-//! runs. The exporters in [`export`] (one file per format behind one [`Exporter`] trait, as in
+//! runs figure by figure; [`replication`] says whether one run's findings held up in another. The exporters in [`export`] (one file per format behind one [`Exporter`] trait, as in
 //! hyperfine) turn a [`Report`] into `report.html`, `report.md`, `results.json` and
 //! `results.csv`; [`render_dir`] writes them all.
 
@@ -15,8 +15,10 @@ pub mod diff;
 pub mod export;
 pub mod findings;
 pub mod fmt;
+pub mod forest;
 pub mod hosts;
 pub mod questions;
+pub mod replication;
 pub mod svg;
 pub mod verification;
 
@@ -83,6 +85,9 @@ pub struct Report<'a> {
     pub card: Card,
     /// Per verified target (`--verify`): what checking every read found.
     pub verification: Vec<verification::TargetVerification>,
+    /// Earlier runs of the same suite and targets, and whether they agreed with this one's
+    /// findings (empty unless rendered with a store: [`render_dir_with_earlier`]).
+    pub earlier: Vec<replication::Earlier>,
 }
 
 impl<'a> Report<'a> {
@@ -112,6 +117,7 @@ impl<'a> Report<'a> {
             caveats,
             card,
             verification,
+            earlier: Vec::new(),
         }
     }
 }
@@ -130,11 +136,36 @@ pub fn render_dir(
     dir: &Path,
     options: &Options,
 ) -> Result<Vec<PathBuf>, ReportError> {
+    render_dir_with_earlier(cmp, dir, options, &[])
+}
+
+/// An earlier run from the results store: its id, as the store names it, and its document.
+pub struct EarlierRun {
+    pub run: String,
+    pub cmp: Comparison,
+}
+
+/// [`render_dir`], with earlier runs of the same suite and targets beside this one: report.html
+/// says per finding whether each agreed ([`replication`]).
+pub fn render_dir_with_earlier(
+    cmp: &Comparison,
+    dir: &Path,
+    options: &Options,
+    earlier: &[EarlierRun],
+) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
         path: dir.to_path_buf(),
         source,
     })?;
-    let report = Report::new(cmp, options);
+    let mut report = Report::new(cmp, options);
+    report.earlier = earlier
+        .iter()
+        .map(|e| replication::Earlier {
+            run: e.run.clone(),
+            started_at: e.cmp.started_at.clone(),
+            replication: replication::replicate(&report, &Report::new(&e.cmp, options)),
+        })
+        .collect();
     let mut written = Vec::new();
     for e in exporters() {
         let path = dir.join(e.file_name());

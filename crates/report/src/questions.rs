@@ -332,3 +332,76 @@ pub fn oriented(
         (Verdict::Inconclusive, _) => ("inconclusive", None),
     }
 }
+
+/// The metric a question asks about.
+pub fn metric_of(q: &Question) -> Option<Metric> {
+    Metric::ALL.into_iter().find(|m| {
+        serde_json::to_value(m)
+            .ok()
+            .is_some_and(|v| v.as_str() == Some(q.metric.as_str()))
+    })
+}
+
+/// A question's ratio and interval turned so that above 1 favours a (for latency: b's figure
+/// over a's), so that "right of 1" and "above 1" mean the same on every figure.
+pub fn oriented_ratio(q: &Question) -> (f64, Option<f64>, Option<f64>) {
+    let flip = metric_of(q).is_some_and(Metric::lower_is_better);
+    if flip {
+        (
+            1.0 / q.ratio,
+            q.ci_high.map(|h| 1.0 / h),
+            q.ci_low.map(|l| 1.0 / l),
+        )
+    } else {
+        (q.ratio, q.ci_low, q.ci_high)
+    }
+}
+
+/// "1.8x [1.5-2.2] better": the oriented ratio, its interval and the verdict from a's side.
+pub fn summary(q: &Question) -> String {
+    let (r, lo, hi) = oriented_ratio(q);
+    format!(
+        "{} {} {}",
+        crate::findings::fmt_ratio(r),
+        crate::findings::fmt_interval(lo, hi),
+        q.verdict
+    )
+}
+
+/// One line of a workload's verdict table: the pair, "1.8x [1.5-2.2]" and the verdict from
+/// the pair's first target's side (with the rounds that would likely decide it).
+pub struct VerdictLine {
+    pub pair: String,
+    pub ratio: String,
+    pub verdict: String,
+}
+
+/// The throughput verdicts of one workload (the primary questions), for the results tables;
+/// the figure's label ("MB/s", "IOPS") is the first of the pair.
+pub fn verdict_lines(j: &Judgement, workload: &str) -> (String, Vec<VerdictLine>) {
+    let qs: Vec<&Question> = j
+        .questions
+        .iter()
+        .filter(|q| q.family == "primary" && q.workload == workload)
+        .collect();
+    let figure = qs
+        .first()
+        .and_then(|q| metric_of(q))
+        .map_or(String::new(), |m| m.label().to_string());
+    let lines = qs
+        .iter()
+        .map(|q| VerdictLine {
+            pair: format!("{} / {}", q.a, q.b),
+            ratio: format!(
+                "{} {}",
+                crate::findings::fmt_ratio(q.ratio),
+                crate::findings::fmt_interval(q.ci_low, q.ci_high)
+            ),
+            verdict: match q.more_rounds.filter(|_| q.verdict == "inconclusive") {
+                Some(m) => format!("inconclusive (~{m} more rounds)"),
+                None => q.verdict.clone(),
+            },
+        })
+        .collect();
+    (figure, lines)
+}

@@ -53,25 +53,56 @@ pub fn nice_axis(max: f64) -> (f64, f64) {
     ((max / step).ceil() * step, step)
 }
 
-fn open(s: &mut String, title: &str, class: &str) {
-    let _ = write!(
-        s,
-        r##"<svg class="chart {class}" viewBox="0 0 {W} {H}" role="img" xmlns="http://www.w3.org/2000/svg"><title>{t}</title><text class="chart-title" x="{LEFT}" y="18">{t}</text>"##,
-        t = esc(title)
-    );
+/// Width of a character of the 11 px legend, generous (system fonts run 5.5-6.5 px), so that
+/// an estimate never lets a name run past the chart's edge.
+pub const LEGEND_CHAR_W: f64 = 6.6;
+const LEGEND_ROW: f64 = 15.0;
+
+/// Where each legend entry goes: (x, row). Entries fill a row from the plot's left edge and
+/// wrap when the next would pass the right edge, so that five long target names ("tmpfs file
+/// (io_uring)", "NVMe-TCP (loopback)") all show in full; the chart grows a row taller for
+/// each extra row rather than squeezing the plot.
+fn legend_layout(names: &[&str]) -> Vec<(f64, usize)> {
+    let mut out = Vec::with_capacity(names.len());
+    let (mut x, mut row) = (LEFT, 0);
+    for name in names {
+        let w = 14.0 + LEGEND_CHAR_W * name.chars().count() as f64;
+        if x > LEFT && x + w > W - RIGHT {
+            x = LEFT;
+            row += 1;
+        }
+        out.push((x, row));
+        x += w + 10.0;
+    }
+    out
 }
 
-fn legend(s: &mut String, items: &[(&str, &str)]) {
-    let mut x = LEFT;
-    for (name, colour) in items {
+/// Opens a chart whose legend holds `names`; returns how far the plot moves down for the
+/// legend's extra rows. Everything after is drawn in a group shifted by that much, so the
+/// plot's own coordinates stay those of a one-row legend.
+fn open(s: &mut String, title: &str, class: &str, items: &[(&str, &str)]) -> f64 {
+    let names: Vec<&str> = items.iter().map(|(n, _)| *n).collect();
+    let layout = legend_layout(&names);
+    let rows = layout.iter().map(|(_, r)| r + 1).max().unwrap_or(1);
+    let extra = (rows - 1) as f64 * LEGEND_ROW;
+    let _ = write!(
+        s,
+        r##"<svg class="chart {class}" viewBox="0 0 {W} {}" role="img" xmlns="http://www.w3.org/2000/svg"><title>{t}</title><text class="chart-title" x="{LEFT}" y="18">{t}</text>"##,
+        H + extra,
+        t = esc(title)
+    );
+    for ((name, colour), (x, row)) in items.iter().zip(layout) {
+        let y = 28.0 + row as f64 * LEGEND_ROW;
         let _ = write!(
             s,
-            r#"<rect x="{x}" y="28" width="10" height="10" fill="{colour}"/><text class="legend" x="{}" y="37">{}</text>"#,
+            r#"<rect x="{x:.1}" y="{y}" width="10" height="10" fill="{colour}"/><text class="legend" x="{:.1}" y="{}">{}</text>"#,
             x + 14.0,
+            y + 9.0,
             esc(name)
         );
-        x += 24.0 + 6.5 * name.chars().count() as f64;
     }
+    let _ = write!(s, r#"<g transform="translate(0 {extra})">"#);
+    extra
 }
 
 fn y_axis(s: &mut String, top: f64, step: f64, unit: &str) {
@@ -120,9 +151,10 @@ fn wrap(label: &str, width: usize) -> Vec<String> {
 /// is known (> 0).
 pub fn bar_chart(title: &str, unit: &str, groups: &[String], series: &[BarSeries]) -> String {
     let mut s = String::new();
-    open(&mut s, title, "bars");
-    legend(
+    open(
         &mut s,
+        title,
+        "bars",
         &series
             .iter()
             .map(|x| (x.name.as_str(), x.colour))
@@ -198,7 +230,7 @@ pub fn bar_chart(title: &str, unit: &str, groups: &[String], series: &[BarSeries
     }
     let _ = write!(
         s,
-        r#"<line class="axis" x1="{LEFT}" x2="{}" y1="{}" y2="{}"/></svg>"#,
+        r#"<line class="axis" x1="{LEFT}" x2="{}" y1="{}" y2="{}"/></g></svg>"#,
         W - RIGHT,
         H - BOTTOM,
         H - BOTTOM
@@ -215,9 +247,10 @@ pub fn line_chart(
     log2_x: bool,
 ) -> String {
     let mut s = String::new();
-    open(&mut s, title, "lines");
-    legend(
+    open(
         &mut s,
+        title,
+        "lines",
         &series
             .iter()
             .map(|x| (x.name.as_str(), x.colour))
@@ -308,7 +341,7 @@ pub fn line_chart(
     }
     let _ = write!(
         s,
-        r#"<line class="axis" x1="{LEFT}" x2="{}" y1="{}" y2="{}"/></svg>"#,
+        r#"<line class="axis" x1="{LEFT}" x2="{}" y1="{}" y2="{}"/></g></svg>"#,
         W - RIGHT,
         H - BOTTOM,
         H - BOTTOM
@@ -326,6 +359,41 @@ mod tests {
         assert_eq!(nice_axis(7.3), (8.0, 2.0));
         assert_eq!(nice_axis(0.0), (1.0, 0.25));
         assert_eq!(nice_axis(f64::NAN), (1.0, 0.25));
+    }
+
+    #[test]
+    fn five_long_names_wrap_inside_the_chart() {
+        let names = [
+            "RAM (in-process)",
+            "tmpfs file (io_uring)",
+            "NBD (loopback)",
+            "iSCSI (loopback)",
+            "NVMe-TCP (loopback)",
+        ];
+        let layout = legend_layout(&names);
+        for ((x, _), n) in layout.iter().zip(names) {
+            assert!(
+                x + 14.0 + LEGEND_CHAR_W * n.chars().count() as f64 <= W - RIGHT,
+                "{n}"
+            );
+        }
+        assert_eq!(layout.last().unwrap().1, 1, "the fifth name wraps");
+        let series: Vec<BarSeries> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| BarSeries {
+                name: n.to_string(),
+                colour: colour(i),
+                values: vec![Some((1.0, 0.1))],
+            })
+            .collect();
+        let svg = bar_chart("t", "MB/s", &["w".into()], &series);
+        // One row more: the chart is a row taller, the plot shifted under the legend.
+        assert!(svg.contains(&format!(r#"viewBox="0 0 {W} {}""#, H + LEGEND_ROW)));
+        assert!(svg.contains(&format!(r#"<g transform="translate(0 {LEGEND_ROW})">"#)));
+        assert!(svg.ends_with("</g></svg>"));
+        // A single short name stays on one row, as before.
+        assert_eq!(legend_layout(&["a"]), vec![(LEFT, 0)]);
     }
 
     #[test]

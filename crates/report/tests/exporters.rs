@@ -48,6 +48,37 @@ fn markdown_matches_snapshot() {
     assert!(md
         .lines()
         .all(|l| !(l.starts_with("- ") && l.contains("(modeled power)"))));
+    // Every throughput question's verdict sits under its workload's table.
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    for q in report
+        .judgement
+        .questions
+        .iter()
+        .filter(|q| q.family == "primary")
+    {
+        let esc = sanbench_report::fmt::md_cell;
+        let line = format!(
+            "| {} / {} | {} {} | {} |",
+            esc(&q.a),
+            esc(&q.b),
+            sanbench_report::fmt_ratio(q.ratio),
+            sanbench_report::findings::fmt_interval(q.ci_low, q.ci_high),
+            q.verdict
+        );
+        let at = md.find(&line).unwrap_or_else(|| panic!("{line}"));
+        let title = &cmp
+            .workloads
+            .iter()
+            .find(|w| w.id == q.workload)
+            .unwrap()
+            .title;
+        let heading = md[..at].rfind("\n### ").unwrap();
+        assert!(
+            md[heading..].starts_with(&format!("\n### {title}\n")),
+            "{line}"
+        );
+    }
     snapshot("report.md", &md);
 }
 
@@ -106,8 +137,8 @@ fn html_is_self_contained_and_complete() {
         assert!(page.contains(&esc), "{}", f.text);
     }
     // Charts: 2 groups × (MB/s, IOPS) + 2 flavours × (CPU, power) + 4 percentile charts
-    // + 1 queue-depth chart + 4 time series.
-    assert_eq!(html.matches("<svg").count(), 4 + 4 + 4 + 1 + 4);
+    // + 1 queue-depth chart + 4 time series + 2 forest plots (primary, secondary).
+    assert_eq!(html.matches("<svg").count(), 4 + 4 + 4 + 1 + 4 + 2);
     assert!(html.contains("id=\"report-card\""));
     for key in [
         "bandwidth",
@@ -127,6 +158,252 @@ fn html_is_self_contained_and_complete() {
     assert!(html.contains("≥ 24"));
     assert!(html.contains("id=\"reproduce-command\""));
     assert!(html.contains("(modeled)"));
+}
+
+/// The value of attribute `name` in the first tag of `s` that has it.
+fn attr(s: &str, name: &str) -> f64 {
+    let at = s
+        .find(&format!(" {name}=\""))
+        .unwrap_or_else(|| panic!("{name} in {s}"))
+        + name.len()
+        + 3;
+    s[at..at + s[at..].find('"').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn html_forest_plot_has_every_question_on_a_log_axis() {
+    let html = render("html");
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    let esc = sanbench_report::fmt::html;
+    for family in ["primary", "secondary"] {
+        let start = html
+            .find(&format!("id=\"forest-{family}\""))
+            .unwrap_or_else(|| panic!("forest-{family}"));
+        let svg = &html[start..start + html[start..].find("</svg>").unwrap()];
+        let qs: Vec<_> = report
+            .judgement
+            .questions
+            .iter()
+            .filter(|q| q.family == family)
+            .collect();
+        assert!(!qs.is_empty());
+        let rows: Vec<&str> = svg.split("<g class=\"q\"").skip(1).collect();
+        assert_eq!(rows.len(), qs.len(), "{family}: one row per question");
+        // Every question has its row: workload, pair, figure in the title, the verdict in words.
+        for q in &qs {
+            let title = &cmp
+                .workloads
+                .iter()
+                .find(|w| w.id == q.workload)
+                .unwrap()
+                .title;
+            let metric = sanbench_report::questions::metric_of(q).unwrap().label();
+            let found = rows.iter().any(|r| {
+                let tip = &r[r.find("<title>").unwrap()..r.find("</title>").unwrap()];
+                let verdict = &r[r.find("class=\"verdict\"").unwrap()..];
+                r.contains(&format!("data-verdict=\"{}\"", q.verdict))
+                    && tip.contains(&esc(title))
+                    && tip.contains(&format!("{} vs {}", esc(&q.a), esc(&q.b)))
+                    && tip.contains(&esc(metric))
+                    && verdict.contains(&format!(" {}", q.verdict))
+            });
+            assert!(found, "{family}: no row for {q:?}");
+        }
+        // A log axis: 1 halfway between 0.5 and 2 (every axis holds them: the margin is
+        // inside), every power of two equally spaced, and every dot where its ratio's log
+        // puts it.
+        let tick = |v: &str| {
+            attr(
+                &svg[svg.find(&format!("data-value=\"{v}\"")).unwrap()..],
+                "x1",
+            )
+        };
+        let (x05, x1, x2) = (tick("0.5"), tick("1"), tick("2"));
+        assert!(x05 < x1 && x1 < x2);
+        assert!((x1 - (x05 + x2) / 2.0).abs() < 0.02, "{x05} {x1} {x2}");
+        let ticks: Vec<f64> = svg
+            .split("class=\"tick-mark\"")
+            .skip(1)
+            .map(|t| attr(t, "x1"))
+            .collect();
+        assert!(ticks.len() >= 3);
+        for w in ticks.windows(2) {
+            assert!((w[1] - w[0] - (x2 - x1)).abs() < 0.02, "{ticks:?}");
+        }
+        for r in &rows {
+            let ratio = attr(r, "data-ratio");
+            let dot = &r[r.find("class=\"ratio\"").unwrap()..];
+            let x = if dot.contains(" cx=\"") {
+                attr(dot, "cx")
+            } else {
+                attr(dot, "data-x")
+            };
+            let want = x1 + (x2 - x1) * ratio.log2();
+            assert!((x - want).abs() < 0.05, "ratio {ratio} at {x}, want {want}");
+        }
+        // 1 and the margin are marked.
+        assert!(svg.contains("class=\"one\"") && svg.contains("class=\"margin\""));
+    }
+}
+
+#[test]
+fn html_results_tables_carry_each_pairs_verdict() {
+    let html = render("html");
+    let cmp = sample_comparison();
+    let report = Report::new(&cmp, &Options::default());
+    let esc = sanbench_report::fmt::html;
+    for w in &cmp.workloads {
+        let start = html
+            .find(&format!(
+                "<table class=\"verdicts\" data-workload=\"{}\"",
+                w.id
+            ))
+            .unwrap_or_else(|| panic!("verdicts of {}", w.id));
+        let table = &html[start..start + html[start..].find("</table>").unwrap()];
+        let qs: Vec<_> = report
+            .judgement
+            .questions
+            .iter()
+            .filter(|q| q.family == "primary" && q.workload == w.id)
+            .collect();
+        assert_eq!(table.matches("<tr><td").count(), qs.len(), "{}", w.id);
+        for q in qs {
+            let row = format!(
+                "<tr><td class=\"name\">{} / {}</td><td>{} {}</td><td class=\"name\">{}</td></tr>",
+                esc(&q.a),
+                esc(&q.b),
+                sanbench_report::fmt_ratio(q.ratio),
+                sanbench_report::findings::fmt_interval(q.ci_low, q.ci_high),
+                q.verdict
+            );
+            assert!(table.contains(&row), "{row}");
+        }
+    }
+}
+
+/// The demo's five target names, on a comparison with five targets.
+fn five_targets() -> sanbench_store::Comparison {
+    let mut cmp = sample_comparison();
+    let names = [
+        "RAM (in-process)",
+        "tmpfs file (io_uring)",
+        "NBD (loopback)",
+        "iSCSI (loopback)",
+        "NVMe-TCP (loopback)",
+    ];
+    let (targets, cells) = (cmp.targets.clone(), cmp.cells.clone());
+    cmp.targets.clear();
+    cmp.cells.clear();
+    for (i, name) in names.iter().enumerate() {
+        let from = &targets[i % targets.len()];
+        let mut t = from.clone();
+        t.name = name.to_string();
+        cmp.targets.push(t);
+        for c in cells.iter().filter(|c| c.target == from.name) {
+            let mut c = c.clone();
+            c.target = name.to_string();
+            cmp.cells.push(c);
+        }
+    }
+    cmp
+}
+
+#[test]
+fn every_legend_shows_every_name_in_full_inside_its_chart() {
+    let cmp = five_targets();
+    let report = Report::new(&cmp, &Options::default());
+    let html = String::from_utf8(exporter("html").unwrap().render(&report).unwrap()).unwrap();
+    let mut charts = 0;
+    for svg in html.split("<svg class=\"chart ").skip(1) {
+        if !(svg.starts_with("bars") || svg.starts_with("lines")) {
+            continue;
+        }
+        charts += 1;
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        let view_box = &svg[svg.find("viewBox=\"").unwrap() + 9..];
+        let width: f64 = view_box[..view_box.find('"').unwrap()]
+            .split(' ')
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let legend: Vec<(f64, &str)> = svg
+            .split("<text class=\"legend\"")
+            .skip(1)
+            .map(|t| {
+                let text = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+                (attr(t, "x"), text)
+            })
+            .collect();
+        // In full: the name, and " (modeled)" on a power chart of a target without a meter.
+        let names: Vec<&str> = legend
+            .iter()
+            .map(|(_, n)| n.strip_suffix(" (modeled)").unwrap_or(n))
+            .collect();
+        assert_eq!(
+            names,
+            cmp.targets
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+        );
+        for (x, name) in legend {
+            assert!(x < width, "{name} starts at {x} of {width}");
+            // Ends inside too, at a generous 6 px per character of the 11 px legend font.
+            let end = x + 6.0 * name.chars().count() as f64;
+            assert!(end <= width, "{name} ends at {end} of {width}");
+        }
+    }
+    // Bars per group and metric, efficiency, percentiles, queue depth, time series.
+    assert!(charts >= 10, "{charts}");
+}
+
+#[test]
+fn earlier_runs_say_per_finding_whether_they_agreed() {
+    use sanbench_report::{render_dir_with_earlier, EarlierRun};
+    let cmp = sample_comparison();
+    // Run 2: NBD's sequential reads a third of this run's (its bandwidth lead over FC turns).
+    let mut turned = cmp.clone();
+    for c in turned
+        .cells
+        .iter_mut()
+        .filter(|c| c.workload == "seq-read-1m" && c.target == "NBD <ram> & co")
+    {
+        c.result.mb_per_s /= 3.0;
+    }
+    let earlier = [
+        EarlierRun {
+            run: "2".into(),
+            cmp: turned,
+        },
+        EarlierRun {
+            run: "1".into(),
+            cmp: cmp.clone(),
+        },
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    render_dir_with_earlier(&cmp, dir.path(), &Options::default(), &earlier).unwrap();
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    let start = html.find("<section id=\"earlier-runs\">").expect("section");
+    let section = &html[start..start + html[start..].find("</section>").unwrap()];
+    assert!(section.contains("data-run=\"2\"") && section.contains("data-run=\"1\""));
+    let report = Report::new(&cmp, &Options::default());
+    let rows: Vec<&str> = section.split("<tr class=\"finding\">").skip(1).collect();
+    assert_eq!(rows.len(), report.findings.len());
+    // Run 1 is this run again: every finding reproduced; run 2 reverses NBD's lead over FC.
+    for row in &rows {
+        let cells: Vec<&str> = row.split("<td class=\"name outcome-").skip(1).collect();
+        assert_eq!(cells.len(), 2, "{row}");
+        assert!(cells[1].starts_with("reproduced\""), "{row}");
+    }
+    let nbd_fc = rows
+        .iter()
+        .find(|r| r.contains("NBD &lt;ram&gt; &amp; co vs FC 8G: bandwidth"))
+        .unwrap();
+    assert!(nbd_fc.contains("outcome-reversed\""), "{nbd_fc}");
+    // Without a store, no section.
+    assert!(!render("html").contains("id=\"earlier-runs\""));
 }
 
 #[test]

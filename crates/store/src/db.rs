@@ -289,6 +289,23 @@ impl Store {
         Ok(())
     }
 
+    /// Marks the run finished with the comparison's final header: what only the end knows
+    /// (the design's rounds and why it stopped) replaces what `begin_run` recorded, so that a
+    /// stored run judges as the report written at the end did.
+    pub fn finish_run_with(&mut self, run: RunId, header: &Comparison) -> Result<(), StoreError> {
+        let mut bare = header.clone();
+        bare.cells.clear();
+        let now = sanbench_engine::result::rfc3339(std::time::SystemTime::now());
+        let n = self.conn.execute(
+            "UPDATE runs SET header = ?1, incomplete = ?2, finished_at = ?3 WHERE id = ?4",
+            params![serde_json::to_string(&bare)?, header.incomplete, now, run.0],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NoSuchRun(run));
+        }
+        Ok(())
+    }
+
     /// Stores a whole comparison at once (e.g. a `results.json` imported from elsewhere).
     pub fn save(&mut self, cmp: &Comparison) -> Result<RunId, StoreError> {
         let run = self.begin_run(cmp)?;

@@ -38,6 +38,29 @@ fn round_trip_is_exact() {
 }
 
 #[test]
+fn the_final_header_replaces_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmp = sample_comparison();
+    let mut header = cmp.clone();
+    header.cells.clear();
+    // As compare begins, the header holds what is known then (in compare: a design that has
+    // run no rounds yet); the end knows more.
+    header.suite_description = "at the start".into();
+    let mut store = Store::open(dir.path().join("r.db")).unwrap();
+    let run = store.begin_run(&header).unwrap();
+    for cell in &cmp.cells {
+        store.add_cell(run, cell).unwrap();
+    }
+    store.finish_run_with(run, &cmp).unwrap();
+    assert_eq!(store.load(run).unwrap(), cmp);
+    assert!(!store.list().unwrap()[0].incomplete);
+    assert!(matches!(
+        store.finish_run_with(RunId(99), &cmp),
+        Err(StoreError::NoSuchRun(_))
+    ));
+}
+
+#[test]
 fn cells_added_one_by_one_keep_their_order() {
     let dir = tempfile::tempdir().unwrap();
     let cmp = sample_comparison();

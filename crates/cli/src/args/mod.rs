@@ -327,6 +327,10 @@ pub struct CompareArgs {
     /// Do not record the run in the results database.
     #[arg(long)]
     pub no_store: bool,
+    /// After the comparison, say for each finding of the stored run RUN whether this run
+    /// reproduced it, found it inconclusive or reversed it (see 'sanbench history').
+    #[arg(long, value_name = "RUN")]
+    pub against: Option<String>,
     /// Replace every workload's measured time (a quick look at a long suite).
     #[arg(long, value_name = "DURATION")]
     pub time: Option<Dur>,

@@ -267,6 +267,11 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         a.no_store = true;
     }
     let started = std::time::Instant::now();
+    // The run to replicate, read before anything runs: an unknown id is refused at once.
+    let against = match a.against.as_deref().filter(|_| rank0) {
+        Some(id) => Some((id, crate::store_cmd::load(a.db.as_deref(), id)?)),
+        None => None,
+    };
     let mut p = prepare(&a)?;
     // The plan first: a design that cannot run is refused before anything runs.
     let mut plan = design_plan(&a, &p, rank0)?;
@@ -473,10 +478,19 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     }
     cmp.incomplete = !complete || failure.is_some();
     if let Some(rec) = recorder.as_mut() {
-        rec.finish(cmp.incomplete)?;
+        rec.finish(&cmp)?;
     }
-    let files = sanbench_report::render_dir(&cmp, &a.out, &sanbench_report::Options::default())
-        .context("writing the report")?;
+    let earlier = recorder
+        .as_ref()
+        .map(|rec| rec.earlier_runs(&cmp))
+        .unwrap_or_default();
+    let files = sanbench_report::render_dir_with_earlier(
+        &cmp,
+        &a.out,
+        &sanbench_report::Options::default(),
+        &earlier,
+    )
+    .context("writing the report")?;
     if !a.quiet {
         out!("{}", crate::output::compare_table(&cmp));
     }
@@ -485,6 +499,10 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         outln!("{}", sanbench_report::findings::rounds_text(d));
     }
     crate::store_cmd::print_findings(&cmp);
+    if let Some((id, run)) = &against {
+        outln!();
+        crate::store_cmd::print_replication(run, &format!("run {id}"), &cmp, "this run");
+    }
     outln!();
     for f in &files {
         outln!("wrote {}", f.display());

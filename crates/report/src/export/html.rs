@@ -37,6 +37,8 @@ impl Exporter for HtmlExporter {
         );
         header(r, &title, &mut s);
         findings(r, &mut s);
+        html_charts::forest(r, &mut s);
+        super::html_runs::earlier(r, &mut s);
         card(r, &mut s);
         html_charts::throughput(r, &mut s);
         html_charts::latency(r, &mut s);
@@ -285,7 +287,9 @@ fn tables(r: &Report, s: &mut String) {
         "<h2 id=\"results\">Results</h2>\n<p class=\"note\">Mean ± 95 % confidence interval over \
          the repetitions. * modeled power. Steady: the SNIA PTS criteria on the per-second IOPS \
          of the last 5 seconds (range within 20 %, trend within 10 % of the mean), per \
-         repetition; a dash when a run was shorter than 5 s.</p>\n",
+         repetition; a dash when a run was shorter than 5 s. Under each table: every pair's \
+         throughput ratio with its simultaneous interval and verdict (<a \
+         href=\"#questions\">every question</a>).</p>\n",
     );
     for w in &c.workloads {
         let _ = write!(
@@ -320,7 +324,35 @@ fn tables(r: &Report, s: &mut String) {
             s.push_str("</tr>\n");
         }
         s.push_str("</tbody></table></div>\n");
+        verdicts(r, &w.id, s);
     }
+}
+
+/// Under a workload's table: each compared pair's throughput ratio with its interval and
+/// verdict, so that the figures above are read with what the design decided about them.
+fn verdicts(r: &Report, workload: &str, s: &mut String) {
+    let (figure, lines) = crate::questions::verdict_lines(&r.judgement, workload);
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "<table class=\"verdicts\" data-workload=\"{}\"><thead><tr><th class=\"name\">Pair A / B\
+         </th><th>{} ratio [simultaneous 95 % interval]</th><th class=\"name\">Verdict for A\
+         </th></tr></thead><tbody>",
+        esc(workload),
+        esc(&figure)
+    );
+    for l in lines {
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"name\">{}</td><td>{}</td><td class=\"name\">{}</td></tr>",
+            esc(&l.pair),
+            esc(&l.ratio),
+            esc(&l.verdict)
+        );
+    }
+    s.push_str("</tbody></table>\n");
 }
 
 /// "2/2", "1/2 (range 34 %)", or "–" when no repetition ran long enough to judge.

@@ -27,6 +27,8 @@ th, td { padding: 4px 9px; border-bottom: 1px solid var(--line); text-align: rig
 th { background: var(--panel); font-weight: 600; border-bottom: 1px solid #b9c0ca; }
 th:first-child, td:first-child, td.name, th.name { text-align: left; }
 td.zero { color: #b3b9c2; }
+td.outcome-reproduced { color: #1b7a3e; } td.outcome-reversed { color: #b3261e; font-weight: 600; }
+td.outcome-differs { color: #b35a00; } td.outcome-inconclusive, td.outcome-not_in_b { color: var(--muted); }
 .scroll { overflow-x: auto; }
 .weights { display: flex; flex-wrap: wrap; gap: 8px 22px; margin: 8px 0 12px; }
 .weights label { display: flex; align-items: center; gap: 8px; font-size: 13px; }
@@ -50,6 +52,9 @@ td.zero { color: #b3b9c2; }
 .chart .axis { stroke: #8a929e; stroke-width: 1; }
 .chart .err { stroke: #1d2330; stroke-width: 1.2; fill: none; }
 .chart .line { fill: none; stroke-width: 2; }
+.chart.forest { width: auto; max-width: 100%; height: auto; display: block; margin: 8px 0 14px; }
+.chart .group-title { font-size: 12px; font-weight: 600; }
+.chart .verdict { font-size: 11px; font-weight: 600; }
 details { margin: 6px 0; }
 summary { cursor: pointer; font-weight: 600; }
 pre { background: var(--panel); border: 1px solid var(--line); padding: 10px 12px; overflow-x: auto;

@@ -336,6 +336,49 @@ pub fn timeseries(r: &Report, s: &mut String) {
     }
 }
 
+/// The forest plots: one per family of questions (throughput; then tail latency and
+/// efficiency), so that what the findings rest on, and what they leave undecided, is seen.
+pub fn forest(r: &Report, s: &mut String) {
+    let qs = &r.judgement.questions;
+    if qs.is_empty() {
+        return;
+    }
+    let pct = crate::fmt::short(r.design.min_effect * 100.0);
+    let _ = writeln!(
+        s,
+        "<h2 id=\"questions\">Every question</h2>\n<p class=\"note\">Each row is one workload \
+         and pair A / B: the geometric-mean ratio (dot) and its simultaneous 95 % interval \
+         (line) on a log scale, oriented so that right of 1 favours A (for p99 latency B's \
+         latency over A's). The shaded band is ± {pct} %: a whole interval beyond it is a \
+         difference (filled dot, green when A is better, red when B is), a whole interval \
+         inside it equivalence (diamond); anything else is inconclusive (hollow dot). An arrow \
+         at the edge marks an interval that runs off the axis or is unbounded (too few \
+         rounds).</p>"
+    );
+    for (family, title, axis) in [
+        (
+            "primary",
+            "Throughput (primary questions)",
+            "A / B, MB/s or IOPS",
+        ),
+        (
+            "secondary",
+            "p99 latency and efficiency (secondary questions)",
+            "A's advantage over B",
+        ),
+    ] {
+        let rows = crate::forest::rows(r.cmp, family, qs);
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "<div class=\"scroll\" id=\"forest-{family}\">{}</div>",
+            crate::forest::forest_plot(title, axis, &rows, r.design.min_effect)
+        );
+    }
+}
+
 /// A target's label in chart legends: its name, and the lab link it sits behind (rate, MTU,
 /// offloads, switched) so that "1 Gb vs 10 Gb" reads from the chart itself.
 pub(crate) fn series_name(t: &sanbench_store::TargetEntry) -> String {

@@ -89,7 +89,9 @@ impl Exporter for MarkdownExporter {
         if r.card.categories.iter().any(|c| !c.available) {
             s.push_str(" † not every target has this figure: left out of the total.");
         }
-        s.push_str("\n\n## Results\n\nMean ± 95 % confidence interval over the repetitions; MB = 10^6 bytes.\n");
+        s.push_str("\n\n## Results\n\nMean ± 95 % confidence interval over the repetitions; MB = 10^6 bytes. \
+             Under each table: every pair's throughput ratio with its simultaneous interval \
+             and the verdict for the pair's first target.\n");
         let mut modeled = false;
         for w in &c.workloads {
             let _ = writeln!(
@@ -134,6 +136,7 @@ impl Exporter for MarkdownExporter {
                 };
                 let _ = writeln!(s, " {} | {} |", cum(1), cum(2));
             }
+            verdicts(r, &w.id, &mut s);
         }
         if modeled {
             s.push_str("\n\\* modeled power (no meter): an estimate, not a measurement.\n");
@@ -147,6 +150,27 @@ impl Exporter for MarkdownExporter {
             shell_command(&c.command)
         );
         Ok(s.into_bytes())
+    }
+}
+
+/// Under a workload's table: each compared pair's throughput ratio, interval and verdict.
+fn verdicts(r: &Report, workload: &str, s: &mut String) {
+    let (figure, lines) = crate::questions::verdict_lines(&r.judgement, workload);
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n| Pair A / B | {figure} ratio [simultaneous 95 % interval] | Verdict for A |\n|---|---:|---|"
+    );
+    for l in lines {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} |",
+            md_cell(&l.pair),
+            md_cell(&l.ratio),
+            md_cell(&l.verdict)
+        );
     }
 }
 
