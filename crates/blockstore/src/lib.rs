@@ -65,6 +65,7 @@
 pub mod delay;
 mod file;
 pub mod out;
+pub mod portals;
 mod ram;
 
 use std::fs::{File, OpenOptions};

@@ -229,43 +229,18 @@ impl Target {
 
     /// Serves until `shutdown` becomes true, then waits for connection threads to end.
     pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), TargetError> {
-        for l in &self.listeners {
-            l.set_nonblocking(true).map_err(TargetError::Accept)?;
-        }
-        let mut threads = Vec::new();
-        while !shutdown.load(Ordering::Relaxed) {
-            let mut accepted = false;
-            for l in &self.listeners {
-                match l.accept() {
-                    Ok((s, _)) => {
-                        accepted = true;
-                        let number = self.stats.connections.fetch_add(1, Ordering::Relaxed);
-                        let sh = self.shared.clone();
-                        let stop = shutdown.clone();
-                        let stats = self.stats.clone();
-                        threads.retain(|t: &std::thread::JoinHandle<()>| !t.is_finished());
-                        threads.push(std::thread::spawn(move || {
-                            if let Err(e) = conn::serve(s, sh, stop, number) {
-                                stats.failed.fetch_add(1, Ordering::Relaxed);
-                                *poison::lock(&stats.last_error) = Some(e.to_string());
-                            }
-                        }));
-                    }
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
-                        ) => {}
-                    Err(e) => return Err(TargetError::Accept(e)),
+        let (shared, stats) = (self.shared.clone(), self.stats.clone());
+        let stop = shutdown.clone();
+        sanbench_blockstore::portals::accept_loop(&self.listeners, &shutdown, |s| {
+            let number = stats.connections.fetch_add(1, Ordering::Relaxed);
+            let (sh, stop, stats) = (shared.clone(), stop.clone(), stats.clone());
+            std::thread::spawn(move || {
+                if let Err(e) = conn::serve(s, sh, stop, number) {
+                    stats.failed.fetch_add(1, Ordering::Relaxed);
+                    *poison::lock(&stats.last_error) = Some(e.to_string());
                 }
-            }
-            if !accepted {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        for t in threads {
-            let _ = t.join();
-        }
-        Ok(())
+            })
+        })
+        .map_err(TargetError::Accept)
     }
 }
