@@ -11,6 +11,7 @@ mod curve;
 mod demo;
 mod discover_cmd;
 mod error;
+mod fio_cmd;
 mod lab_cmd;
 mod launcher;
 mod monitoring;

@@ -194,13 +194,32 @@ impl Default for DataArgs {
 Sizes: 512, 4k, 4KiB, 1M, 1G (binary). Durations: 500ms, 5s, 2m.
 Exit codes: 0 ok, 1 the run failed, 2 bad usage or input, 3 data did not verify.")]
 pub struct RunArgs {
-    /// Targets to drive; every worker drives all of them.
-    #[arg(required = true, value_name = "TARGET")]
+    /// Targets to drive; every worker drives all of them (with --fio: the job's filename, or
+    /// uri for ioengine=nbd, unless given here).
+    #[arg(required_unless_present = "fio", value_name = "TARGET")]
     pub targets: Vec<String>,
 
     /// Access specification file (TOML; see docs/SPEC.md). Flags below override its values.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "fio")]
     pub spec: Option<PathBuf>,
+    /// fio job file: one job section (--section) becomes the workload, its targets, engine and
+    /// data flags (docs/FIO.md). Every option sanbench does not map is named, one line each
+    /// (exit 2), unless --fio-ignore names it. Flags below override the job's values.
+    #[arg(long, value_name = "JOBFILE")]
+    pub fio: Option<PathBuf>,
+    /// The job section of --fio to run (needed when the file has several).
+    #[arg(long, value_name = "NAME")]
+    pub section: Option<String>,
+    /// fio options to run without (their names, comma-separated).
+    #[arg(long, value_name = "OPTION,...", value_delimiter = ',')]
+    pub fio_ignore: Vec<String>,
+    /// Also write the fio job that does what this run does (files, block devices, nbd:// through
+    /// fio's nbd engine, iscsi:// through libiscsi), with a comment on what fio cannot express.
+    #[arg(long, value_name = "FILE")]
+    pub emit_fio: Option<PathBuf>,
+    /// The workload of --fio, once read.
+    #[arg(skip)]
+    pub fio_workload: Option<sanbench_engine::Workload>,
 
     /// Transfer size for reads and writes.
     #[arg(long, value_name = "SIZE")]
@@ -272,7 +291,13 @@ pub enum SuiteCommand {
     /// The built-in suites.
     List,
     /// A suite's workloads (a built-in name or a TOML file).
-    Show { name: String },
+    Show {
+        name: String,
+        /// Print the suite as a fio job file instead (one stonewalled section per workload, on
+        /// the file or device in $TARGET).
+        #[arg(long)]
+        fio: bool,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -283,8 +308,23 @@ pub enum SuiteCommand {
 )]
 pub struct CompareArgs {
     /// Targets to compare, each as [ref:][NAME=]TARGET.
-    #[arg(required_unless_present = "lab", value_name = "[ref:][NAME=]TARGET")]
+    #[arg(required_unless_present_any = ["lab", "fio"], value_name = "[ref:][NAME=]TARGET")]
     pub targets: Vec<String>,
+    /// fio job file instead of a suite: one workload per job section, [global] applied;
+    /// targets from the command line, or the filename every section names.
+    #[arg(long, value_name = "JOBFILE", conflicts_with = "suite")]
+    pub fio: Option<PathBuf>,
+    /// fio options to run without (their names, comma-separated).
+    #[arg(
+        long,
+        value_name = "OPTION,...",
+        value_delimiter = ',',
+        requires = "fio"
+    )]
+    pub fio_ignore: Vec<String>,
+    /// The suite --fio makes, once read.
+    #[arg(skip)]
+    pub fio_suite: Option<sanbench_engine::suite::Suite>,
     /// Mark the target named NAME as a reference (repeatable), like ref:NAME=TARGET.
     #[arg(long, value_name = "NAME")]
     pub reference: Vec<String>,

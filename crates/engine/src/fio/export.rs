@@ -208,6 +208,12 @@ pub fn export_section(
         })
         .collect();
     let (rd, wd) = sizes::marginals(&with_pct);
+    // A direction never issued has no sizes of its own: the other's stand in.
+    let (rd, wd) = match (reads, writes) {
+        (false, _) => (wd.clone(), wd),
+        (_, false) => (rd.clone(), rd),
+        _ => (rd, wd),
+    };
     let fmt_bs = |r: String, w: String| {
         if !writes || !reads || r == w {
             if reads {
