@@ -42,6 +42,9 @@ pub enum Command {
     /// Read targets back and check every block a sanbench run wrote (exit code 3 when data did
     /// not verify).
     Verify(VerifyArgs),
+    /// Run a workload with sanbench and as the equivalent fio job on one target, interleaved,
+    /// and compare IOPS, mean and p99 latency and Little's law (exit 1 outside --tolerance).
+    Crosscheck(CrosscheckArgs),
     /// Runs recorded in the results store.
     History(HistoryArgs),
     /// Re-render the report of one or more stored runs (several: side by side).
@@ -284,6 +287,29 @@ pub struct RunArgs {
     /// measure their host (CPU, --watch daemons, power, network), e.g. "0" or "0,4-7".
     #[arg(long, value_name = "LIST")]
     pub monitor_only_ranks: Option<String>,
+}
+
+/// `sanbench crosscheck`: the workload flags of `run` (or --spec, --fio), one target.
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "The fio job is the one --emit-fio writes (kept there when given). \
+Host monitoring is off: only I/O figures are compared. fio's mean latency is lat_ns (from preparing \
+the I/O), its p99 from clat_ns (from submission), its mean in flight iodepth x numjobs. Exit codes: 0 within the tolerance, 1 \
+outside it or a run failed, 2 bad usage."
+)]
+pub struct CrosscheckArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Repetitions of each tool, interleaved (the first tool alternates).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub repeat: u32,
+    /// Largest relative difference (percent) of the medians, and of IOPS x mean latency from
+    /// the mean in flight, that still agrees.
+    #[arg(long, default_value = "15", value_name = "PCT")]
+    pub tolerance: Pct,
+    /// The fio to run.
+    #[arg(long, default_value = "fio", value_name = "PATH")]
+    pub fio_bin: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]

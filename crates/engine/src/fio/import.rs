@@ -28,6 +28,10 @@ const NO_EFFECT: &[&str] = &[
     "norandommap",
     // sanbench fills every write afresh (stamped data) whatever it says.
     "refill_buffers",
+    "scramble_buffers",
+    // sanbench's io_uring ring always registers its buffers and files.
+    "fixedbufs",
+    "registerfiles",
 ];
 
 const MAPPED: &[&str] = &[
