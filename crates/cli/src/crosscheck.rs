@@ -151,6 +151,9 @@ pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     if a.repeat == 0 {
         return Err(usage("--repeat must be at least 1"));
     }
+    if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
+        return Err(usage("--tolerance is a percentage of at least 0"));
+    }
     // I/O figures only: no idle baseline before every run.
     a.run.monitor.no_monitor = true;
     let w = workload_from_args(&a.run)?;
@@ -230,7 +233,7 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<Figures, CliError> {
 }
 
 fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Result<(), CliError> {
-    let tol = a.tolerance.0 / 100.0;
+    let tol = a.tolerance / 100.0;
     // fio's in-flight mean: its configured depth in a closed loop (a sync engine keeps one).
     let depth = w.rate.is_none().then_some(w.qd as f64 * w.workers as f64);
     let target = sanbench_engine::uri::redact(&a.run.targets[0]);
@@ -238,7 +241,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         "crosscheck: {} on {target}, {} repetitions interleaved, tolerance {} %",
         w.describe(),
         a.repeat,
-        a.tolerance.0
+        a.tolerance
     );
     outln!("fio: {} {}", a.fio_bin.display(), fio_args(job).join(" "));
     outln!(
@@ -332,12 +335,12 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         );
     }
     if misses.is_empty() {
-        outln!("verdict: sanbench and fio agree within {} %", a.tolerance.0);
+        outln!("verdict: sanbench and fio agree within {} %", a.tolerance);
         Ok(())
     } else {
         Err(CliError::Failed(anyhow::anyhow!(
             "crosscheck: outside the {} % tolerance: {}",
-            a.tolerance.0,
+            a.tolerance,
             misses.join(", ")
         )))
     }

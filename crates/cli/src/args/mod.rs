@@ -305,8 +305,8 @@ pub struct CrosscheckArgs {
     pub repeat: u32,
     /// Largest relative difference (percent) of the medians, and of IOPS x mean latency from
     /// the mean in flight, that still agrees.
-    #[arg(long, default_value = "15", value_name = "PCT")]
-    pub tolerance: Pct,
+    #[arg(long, default_value_t = 15.0, value_name = "PCT")]
+    pub tolerance: f64,
     /// The fio to run.
     #[arg(long, default_value = "fio", value_name = "PATH")]
     pub fio_bin: PathBuf,
