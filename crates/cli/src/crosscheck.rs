@@ -234,17 +234,28 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<Figures, CliError> {
 
 fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Result<(), CliError> {
     let tol = a.tolerance / 100.0;
+    // With --json -, the document alone goes to stdout and the table to stderr.
+    let to_stdout = a.run.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    macro_rules! say {
+        ($($t:tt)*) => {
+            if to_stdout {
+                eprintln!($($t)*)
+            } else {
+                outln!($($t)*)
+            }
+        };
+    }
     // fio's in-flight mean: its configured depth in a closed loop (a sync engine keeps one).
     let depth = w.rate.is_none().then_some(w.qd as f64 * w.workers as f64);
     let target = sanbench_engine::uri::redact(&a.run.targets[0]);
-    outln!(
+    say!(
         "crosscheck: {} on {target}, {} repetitions interleaved, tolerance {} %",
         w.describe(),
         a.repeat,
         a.tolerance
     );
-    outln!("fio: {} {}", a.fio_bin.display(), fio_args(job).join(" "));
-    outln!(
+    say!("fio: {} {}", a.fio_bin.display(), fio_args(job).join(" "));
+    say!(
         "{:>4}  {:<9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>8}",
         "rep",
         "tool",
@@ -265,7 +276,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
             } else {
                 run_fio(a, job, depth)?
             };
-            outln!(
+            say!(
                 "{:>4}  {:<9} {:>10} {:>10.1} {:>10.1} {:>10} {:>11.2} {:>8}",
                 rep + 1,
                 if tool == 0 { "sanbench" } else { "fio" },
@@ -285,7 +296,8 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
     }
     let m = |v: &[Figures], g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
     let mut misses = Vec::new();
-    outln!("median   {:>12} {:>12} {:>8}", "sanbench", "fio", "ratio");
+    let mut medians = serde_json::Map::new();
+    say!("median   {:>12} {:>12} {:>8}", "sanbench", "fio", "ratio");
     for (what, g) in [
         ("IOPS", (|f: &Figures| f.iops) as fn(&Figures) -> f64),
         ("mean µs", |f: &Figures| f.mean_us),
@@ -294,6 +306,10 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         let (s, f) = (m(&sb, g), m(&fio, g));
         let ratio = s / f;
         let ok = (ratio - 1.0).abs() <= tol;
+        medians.insert(
+            what.replace(" µs", "_us").replace("IOPS", "iops"),
+            serde_json::json!({"sanbench": s, "fio": f, "ratio": ratio, "ok": ok}),
+        );
         if !ok {
             misses.push(format!("{what} {ratio:.2}x"));
         }
@@ -304,7 +320,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
                 format!("{v:.1}")
             }
         };
-        outln!(
+        say!(
             "{what:<8} {:>12} {:>12} {:>7.3}x  {}",
             shown(s),
             shown(f),
@@ -316,6 +332,10 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         let devs: Vec<f64> = v.iter().filter_map(Figures::little).collect();
         let d = (!devs.is_empty()).then(|| median(devs));
         let ok = d.is_none_or(|d| d <= tol);
+        medians.insert(
+            format!("littles_law_{who}"),
+            serde_json::json!({"deviation": d, "ok": ok}),
+        );
         if !ok {
             misses.push(format!("Little's law for {who} {}", fmt_pct(d)));
         }
@@ -324,7 +344,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         } else {
             "in flight: sampled"
         };
-        outln!(
+        say!(
             "Little's law, {who}: IOPS × mean vs mean in flight {} ({basis}){}",
             fmt_pct(d),
             match (d, ok) {
@@ -334,8 +354,38 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
             }
         );
     }
+    if let Some(path) = &a.run.json {
+        let reps = |v: &[Figures]| -> Vec<Value> {
+            v.iter()
+                .map(|f| {
+                    serde_json::json!({"iops": f.iops, "mean_us": f.mean_us, "p99_us": f.p99_us,
+                        "in_flight": f.in_flight, "littles_law": f.little()})
+                })
+                .collect()
+        };
+        let doc = serde_json::json!({
+            "schema": "sanbench.crosscheck/1",
+            "target": target,
+            "spec": w,
+            "spec_description": w.describe(),
+            "fio_job": std::fs::read_to_string(job).unwrap_or_default(),
+            "tolerance_pct": a.tolerance,
+            "sanbench": reps(&sb),
+            "fio": reps(&fio),
+            "medians": medians,
+            "agree": misses.is_empty(),
+        });
+        let text = format!("{doc:#}\n");
+        if path.as_os_str() == "-" {
+            crate::stdout::write_bytes(text.as_bytes());
+        } else {
+            std::fs::write(path, text).map_err(|e| {
+                CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display()))
+            })?;
+        }
+    }
     if misses.is_empty() {
-        outln!("verdict: sanbench and fio agree within {} %", a.tolerance);
+        say!("verdict: sanbench and fio agree within {} %", a.tolerance);
         Ok(())
     } else {
         Err(CliError::Failed(anyhow::anyhow!(
