@@ -77,7 +77,8 @@ def main():
                 continue
             args = [spec.name if x == "MIXED" else x for x in args]
             cmd = [SB, "crosscheck", img, "--size", a.size, "--time", f"{a.time}s", "--ramp", "1s",
-                   "--repeat", str(a.reps), "--tolerance", a.tolerance, "--json", "-"] + args
+                   "--repeat", str(a.reps), "--tolerance", a.tolerance, "--json", "-",
+                   "--no-store"] + args
             print("$ " + " ".join(cmd), file=sys.stderr)
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode not in (0, 1):

@@ -320,6 +320,11 @@ fn crosscheck(target: &str, extra: &[&str], tolerance: &str) -> std::process::Ou
         ])
         .args(["--tolerance", tolerance, "--fio-bin", fio()])
         .args(extra)
+        .args(if extra.contains(&"--db") {
+            None
+        } else {
+            Some("--no-store")
+        })
         .output()
         .unwrap()
 }
@@ -359,8 +364,30 @@ fn crosscheck_on_a_tmpfs_file() {
     let img = dir.path().join("t.img");
     let img = img.to_str().unwrap();
     let args = ["--size", "64m", "--bs", "4k", "--read", "70", "--qd", "4"];
-    let out = compared(&crosscheck(img, &args, "1000"));
+    let db = dir.path().join("db.sqlite");
+    let db = db.to_str().unwrap();
+    let with_db: Vec<&str> = args.iter().copied().chain(["--db", db]).collect();
+    let out = compared(&crosscheck(img, &with_db, "1000"));
     assert!(out.contains("4KiB 70% read 100% random, QD 4"), "{out}");
+    // Kept in the store as a comparison of sanbench and fio, which `report` renders.
+    assert!(out.contains("recorded as run 1 in"), "{out}");
+    let rep = dir.path().join("report");
+    let o = sanbench()
+        .args(["report", "1", "--db", db, "--out"])
+        .arg(&rep)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let results = std::fs::read_to_string(rep.join("results.json")).unwrap();
+    let cmp: Value = serde_json::from_str(&results).unwrap();
+    let cells: Vec<&str> = cmp["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(cells, ["sanbench", "fio"]);
+    assert!(cmp["cells"][1]["result"]["iops"].as_f64().unwrap() > 0.0);
     // No tolerance: no two measurements are equal, so the check fails with exit 1.
     let o = crosscheck(img, &args, "0");
     assert_eq!(o.status.code(), Some(1));

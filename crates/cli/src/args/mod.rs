@@ -311,6 +311,13 @@ pub struct CrosscheckArgs {
     /// The fio to run.
     #[arg(long, default_value = "fio", value_name = "PATH")]
     pub fio_bin: PathBuf,
+    /// Results database (SQLite; default under the user's data directory): the crosscheck is
+    /// kept as a comparison of "sanbench" and "fio" ('sanbench report RUN').
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Do not record the crosscheck in the results database.
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 #[derive(Subcommand, Debug)]

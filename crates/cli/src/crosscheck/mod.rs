@@ -21,100 +21,11 @@ use serde_json::Value;
 use crate::args::CrosscheckArgs;
 use crate::error::{usage, CliError};
 use crate::run_cmd::{measure, workload_from_args, Measure};
+use sanbench_engine::result::TargetResult;
+use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
-/// fio's percentile list for the joint p99 (at most 20 entries in fio).
-const PERCENTILES: &str = "10:25:50:70:80:90:94:96:97:98:98.5:99:99.3:99.5:99.7:99.9:99.95:99.99";
-
-/// One tool's figures in one repetition.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Figures {
-    pub iops: f64,
-    pub mean_us: f64,
-    pub p99_us: f64,
-    /// Mean I/Os in flight (measured by sanbench; configured for fio), if known.
-    pub in_flight: Option<f64>,
-}
-
-impl Figures {
-    /// |IOPS x mean latency - in flight| / in flight.
-    pub fn little(&self) -> Option<f64> {
-        self.in_flight
-            .filter(|l| *l > 0.0)
-            .map(|l| (self.iops * self.mean_us / 1e6 - l).abs() / l)
-    }
-}
-
-/// Reads fio's JSON output. `depth`: iodepth x numjobs for a closed loop, else `None`.
-pub fn fio_figures(json: &Value, depth: Option<f64>) -> Result<Figures, String> {
-    let jobs = json["jobs"]
-        .as_array()
-        .filter(|j| !j.is_empty())
-        .ok_or("fio's JSON has no jobs")?;
-    let mut f = Figures::default();
-    let mut ios = 0.0;
-    let mut lat_sum = 0.0;
-    // (I/O count, percentile table) per direction and job, for the joint p99.
-    let mut tables: Vec<(f64, Vec<(f64, f64)>)> = Vec::new();
-    for j in jobs {
-        if j["error"].as_i64().is_some_and(|e| e != 0) {
-            return Err(format!("fio's job failed with error {}", j["error"]));
-        }
-        for d in ["read", "write"] {
-            let x = &j[d];
-            let n = x["total_ios"].as_f64().unwrap_or(0.0);
-            if n == 0.0 {
-                continue;
-            }
-            f.iops += x["iops"].as_f64().unwrap_or(0.0);
-            ios += n;
-            lat_sum += x["lat_ns"]["mean"].as_f64().unwrap_or(0.0) * n;
-            let pct = x["clat_ns"]["percentile"]
-                .as_object()
-                .ok_or("fio's JSON has no latency percentiles")?;
-            let mut t: Vec<(f64, f64)> = pct
-                .iter()
-                .filter_map(|(k, v)| Some((k.parse::<f64>().ok()?, v.as_f64()?)))
-                .collect();
-            t.sort_by(|a, b| a.0.total_cmp(&b.0));
-            tables.push((n, t));
-        }
-    }
-    if ios == 0.0 {
-        return Err("fio completed no I/O".into());
-    }
-    f.mean_us = lat_sum / ios / 1e3;
-    f.p99_us = joint_percentile(&tables, 99.0) / 1e3;
-    f.in_flight = depth;
-    Ok(f)
-}
-
-/// The smallest latency in the tables at which the count-weighted share of I/Os at or below
-/// it reaches `p` percent (each table read as a step function of its percentiles).
-pub fn joint_percentile(tables: &[(f64, Vec<(f64, f64)>)], p: f64) -> f64 {
-    let total: f64 = tables.iter().map(|t| t.0).sum();
-    let mut candidates: Vec<f64> = tables
-        .iter()
-        .flat_map(|t| t.1.iter().map(|e| e.1))
-        .collect();
-    candidates.sort_by(f64::total_cmp);
-    for x in &candidates {
-        let below: f64 = tables
-            .iter()
-            .map(|(n, t)| {
-                let share = t
-                    .iter()
-                    .filter(|e| e.1 <= *x)
-                    .map(|e| e.0)
-                    .fold(0.0, f64::max);
-                n * share
-            })
-            .sum();
-        if below / total >= p - 1e-9 {
-            return *x;
-        }
-    }
-    candidates.last().copied().unwrap_or(0.0)
-}
+mod fio_json;
+pub use fio_json::{fio_figures, fio_result, Figures, PERCENTILES};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -182,7 +93,12 @@ fn fio_args(job: &Path) -> Vec<String> {
     ]
 }
 
-fn run_fio(a: &CrosscheckArgs, job: &Path, depth: Option<f64>) -> Result<Figures, CliError> {
+fn run_fio(
+    a: &CrosscheckArgs,
+    job: &Path,
+    depth: Option<f64>,
+    engine: &str,
+) -> Result<(Figures, TargetResult), CliError> {
     let out = Command::new(&a.fio_bin)
         .args(fio_args(job))
         .output()
@@ -195,7 +111,9 @@ fn run_fio(a: &CrosscheckArgs, job: &Path, depth: Option<f64>) -> Result<Figures
     let err = String::from_utf8_lossy(&out.stderr);
     match json {
         Some(j) if out.status.success() => {
-            fio_figures(&j, depth).map_err(|e| CliError::Failed(anyhow::anyhow!("fio: {e}")))
+            let f = fio_figures(&j, depth)
+                .map_err(|e| CliError::Failed(anyhow::anyhow!("fio: {e}")))?;
+            Ok((f, fio_result(&j, &f, engine)))
         }
         _ => Err(CliError::Failed(anyhow::anyhow!(
             "fio failed ({}): {}",
@@ -205,7 +123,7 @@ fn run_fio(a: &CrosscheckArgs, job: &Path, depth: Option<f64>) -> Result<Figures
     }
 }
 
-fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<Figures, CliError> {
+fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<(Figures, TargetResult), CliError> {
     let (doc, _) = measure(
         &a.run,
         Measure {
@@ -220,7 +138,7 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<Figures, CliError> {
         .results
         .first()
         .ok_or_else(|| CliError::Failed(anyhow::anyhow!("sanbench returned no result")))?;
-    Ok(Figures {
+    let f = Figures {
         iops: r.iops,
         mean_us: r.latency_us.mean,
         p99_us: r.latency_us.p99,
@@ -229,7 +147,47 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<Figures, CliError> {
                 .mean_outstanding
                 .unwrap_or(r.littles_law.outstanding as f64),
         ),
-    })
+    };
+    Ok((f, r.clone()))
+}
+
+/// The crosscheck as a comparison of two "targets", sanbench and fio, on one workload: the
+/// store keeps it and `sanbench report` renders it like any comparison.
+fn comparison(
+    a: &CrosscheckArgs,
+    w: &sanbench_engine::Workload,
+    target: &str,
+    started: std::time::SystemTime,
+    cells: Vec<Cell>,
+) -> Comparison {
+    let entry = |name: &str| TargetEntry {
+        name: name.into(),
+        uri: target.into(),
+        ..TargetEntry::default()
+    };
+    Comparison {
+        schema: COMPARE_SCHEMA.into(),
+        sanbench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: sanbench_engine::result::rfc3339(started),
+        command: std::env::args()
+            .map(|x| sanbench_engine::uri::redact(&x))
+            .collect(),
+        suite: "crosscheck".into(),
+        suite_description: format!("sanbench against fio on {target}"),
+        repeat: a.repeat,
+        targets: vec![entry("sanbench"), entry("fio")],
+        workloads: vec![WorkloadEntry {
+            id: "crosscheck".into(),
+            title: w.describe(),
+            group: "crosscheck".into(),
+            spec: w.clone(),
+            targets_at_once: None,
+        }],
+        cells,
+        manifest: serde_json::Value::Null,
+        incomplete: false,
+        curve: Vec::new(),
+    }
 }
 
 fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Result<(), CliError> {
@@ -268,14 +226,32 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
     );
     let mut sb = Vec::new();
     let mut fio = Vec::new();
+    let mut cells = Vec::new();
+    let engine = std::fs::read_to_string(job)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("ioengine=").map(str::to_string))
+        })
+        .unwrap_or_default();
+    let started = std::time::SystemTime::now();
     for rep in 0..a.repeat {
         let sb_first = rep % 2 == 0;
         for tool in if sb_first { [0, 1] } else { [1, 0] } {
-            let f = if tool == 0 {
+            let (f, result) = if tool == 0 {
                 run_sanbench(a, rep == 0)?
             } else {
-                run_fio(a, job, depth)?
+                run_fio(a, job, depth, &engine)?
             };
+            cells.push(Cell {
+                workload: "crosscheck".into(),
+                target: if tool == 0 { "sanbench" } else { "fio" }.into(),
+                repeat: rep,
+                result,
+                steady: None,
+                load_pct: None,
+                hosts: Vec::new(),
+            });
             say!(
                 "{:>4}  {:<9} {:>10} {:>10.1} {:>10.1} {:>10} {:>11.2} {:>8}",
                 rep + 1,
@@ -384,6 +360,14 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
             })?;
         }
     }
+    if !a.no_store {
+        let cmp = comparison(a, w, &target, started, cells);
+        let (mut store, path) = crate::store_cmd::open(a.db.as_deref())?;
+        let run = store
+            .save(&cmp)
+            .map_err(|e| CliError::Failed(anyhow::anyhow!("recording the crosscheck: {e}")))?;
+        say!("recorded as run {run} in {}", path.display());
+    }
     if misses.is_empty() {
         say!("verdict: sanbench and fio agree within {} %", a.tolerance);
         Ok(())
@@ -399,25 +383,6 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fio_json_figures() {
-        let j: Value = serde_json::json!({"jobs": [{
-            "error": 0,
-            "read": {"iops": 700.0, "total_ios": 700, "lat_ns": {"mean": 10000.0},
-                "clat_ns": {"percentile": {"50.000000": 9000, "99.000000": 20000}}},
-            "write": {"iops": 300.0, "total_ios": 300, "lat_ns": {"mean": 20000.0},
-                "clat_ns": {"percentile": {"50.000000": 15000, "99.000000": 40000}}}
-        }]});
-        let f = fio_figures(&j, Some(1.0)).unwrap();
-        assert_eq!(f.iops, 1000.0);
-        assert!((f.mean_us - 13.0).abs() < 1e-9);
-        // 99 % of all I/Os: every read (<= 20 µs) and 99 % of writes are at or below 40 µs;
-        // at 20 µs only 0.99 x 700 + 0.5 x 300 of 1000 are.
-        assert_eq!(f.p99_us, 40.0);
-        assert!((f.little().unwrap() - 0.987).abs() < 1e-9);
-        assert!(fio_figures(&serde_json::json!({"jobs": []}), None).is_err());
-    }
 
     #[test]
     fn medians() {
