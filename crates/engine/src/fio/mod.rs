@@ -10,6 +10,7 @@
 pub mod export;
 pub mod import;
 pub mod ini;
+pub mod options;
 pub mod sizes;
 pub mod value;
 
