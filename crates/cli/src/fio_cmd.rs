@@ -227,8 +227,18 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The fio job's opening and data for a run's flags (the inverse of [`apply_setup`]).
-pub fn setup_of(e: &EngineArgs, d: &DataArgs) -> Setup {
+/// The fio job's opening and data for a run's flags (the inverse of [`apply_setup`]). Without
+/// --direct or --buffered, sanbench's defaults said outright for fio, whose own differ: O_DIRECT
+/// when a target is a block device, the page cache otherwise.
+pub fn setup_of(e: &EngineArgs, d: &DataArgs, targets: &[String]) -> Setup {
+    use std::os::unix::fs::FileTypeExt;
+    let block = targets.iter().any(|t| {
+        let p = t.strip_prefix("file:").unwrap_or(t);
+        std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device())
+    });
+    let local = targets
+        .iter()
+        .all(|t| matches!(FioTarget::of(t), Ok(FioTarget::Path(_))));
     Setup {
         engine: match e.engine.as_str() {
             "sync" => Some("sync".into()),
@@ -238,6 +248,8 @@ pub fn setup_of(e: &EngineArgs, d: &DataArgs) -> Setup {
             Some(true)
         } else if e.buffered {
             Some(false)
+        } else if local && !targets.is_empty() {
+            Some(block)
         } else {
             None
         },
@@ -265,8 +277,13 @@ pub fn job_text(a: &RunArgs, w: &Workload) -> Result<String, CliError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
     let name = w.name.clone().unwrap_or_else(|| "sanbench".into());
-    let section =
-        fio::export_section(&name, w, &targets, &setup_of(&a.engine, &a.data)).map_err(usage)?;
+    let section = fio::export_section(
+        &name,
+        w,
+        &targets,
+        &setup_of(&a.engine, &a.data, &a.targets),
+    )
+    .map_err(usage)?;
     Ok(format!("{}{section}", header(&w.describe())))
 }
 

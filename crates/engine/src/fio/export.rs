@@ -330,6 +330,11 @@ pub fn export_section(
     match setup.direct {
         Some(true) => set(&mut pending, "direct", "1".into()),
         Some(false) => set(&mut pending, "direct", "0".into()),
+        None if matches!(first, FioTarget::Path(_) | FioTarget::Env(_)) => pending.push(
+            "# sanbench opens files through the page cache and block devices with O_DIRECT; \
+             fio uses the page cache unless direct=1"
+                .into(),
+        ),
         None => {}
     }
     if setup.keep_cache {

@@ -430,7 +430,8 @@ pub fn import(s: &Section, o: &ImportOptions) -> Result<Imported, Vec<String>> {
             let _ = d;
             Some(b)
         }
-        (d, b) => d.or(b),
+        // fio's default is the page cache, for block devices too (sanbench's is O_DIRECT there).
+        (d, b) => d.or(b).or((kind == Kind::Files).then_some(false)),
     };
     if let Some(inv) = c.parse("invalidate", |v| value::boolean(Some(v))) {
         setup.keep_cache = !inv;
