@@ -7,10 +7,12 @@ mod stdout;
 
 mod args;
 mod compare;
+mod crosscheck;
 mod curve;
 mod demo;
 mod discover_cmd;
 mod error;
+mod fio_cmd;
 mod lab_cmd;
 mod launcher;
 mod monitoring;
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => compare::run(a),
         Command::Verify(a) => verify_cmd::run(a),
+        Command::Crosscheck(a) => crosscheck::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Discover(a) => discover_cmd::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),

@@ -28,6 +28,9 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
         || a.read.is_some()
         || a.random.is_some()
         || a.align.is_some();
+    if let Some(w) = &a.fio_workload {
+        return fio_workload(a, w.clone(), seg_flags);
+    }
     let mut file = match &a.spec {
         Some(path) => {
             if seg_flags {
@@ -81,6 +84,34 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
         file.arrival = a.arrival;
     }
     let w = file.into_workload(&Defaults::default()).map_err(usage)?;
+    w.validate().map_err(usage)?;
+    Ok(w)
+}
+
+/// The workload of a fio job with the load and timing flags over it.
+fn fio_workload(a: &RunArgs, mut w: Workload, seg_flags: bool) -> Result<Workload, CliError> {
+    if seg_flags {
+        return Err(usage(
+            "--bs, --read-bs, --write-bs, --read, --random and --align describe one segment; \
+             with --fio the job file gives them",
+        ));
+    }
+    w.qd = a.qd.unwrap_or(w.qd);
+    w.workers = a.workers.unwrap_or(w.workers);
+    w.ramp = a.ramp.map_or(w.ramp, |d| d.0);
+    w.time = a.time.map_or(w.time, |d| d.0);
+    w.span = a.size.map(|b| b.0).or(w.span);
+    w.flush_every = a.data.flush_every.unwrap_or(w.flush_every);
+    w.fua_pct = a.data.fua.map_or(w.fua_pct, |p| p.0);
+    w.rate = a.rate.or(w.rate);
+    w.arrival = a.arrival.unwrap_or(w.arrival);
+    if w.time.is_zero() {
+        return Err(usage(format!(
+            "fio job [{}] gives no runtime (fio would run one pass over size; sanbench runs for \
+             a time): set runtime= and time_based=1, or give --time",
+            w.name.as_deref().unwrap_or("?")
+        )));
+    }
     w.validate().map_err(usage)?;
     Ok(w)
 }
@@ -362,7 +393,11 @@ pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
     crate::precondition::verdict(doc, a.quiet)
 }
 
-pub fn run(a: RunArgs) -> Result<(), CliError> {
+pub fn run(mut a: RunArgs) -> Result<(), CliError> {
+    crate::fio_cmd::resolve_run(&mut a)?;
+    if let Some(path) = &a.emit_fio {
+        crate::fio_cmd::emit(&a, &workload_from_args(&a)?, path)?;
+    }
     #[cfg(feature = "mpi")]
     if let Some(job) = crate::mpi::job() {
         return crate::mpi::run::run(&a, job);

@@ -21,7 +21,12 @@ pub fn run(cmd: SuiteCommand) -> Result<(), CliError> {
             }
             Ok(())
         }
-        SuiteCommand::Show { name } => {
+        SuiteCommand::Show { name, fio: true } => {
+            let s = suite::load(&name).map_err(usage)?;
+            out!("{}", crate::fio_cmd::suite_text(&s)?);
+            Ok(())
+        }
+        SuiteCommand::Show { name, fio: false } => {
             let s = suite::load(&name).map_err(usage)?;
             outln!("{}: {}", s.name, s.description);
             if let Some(src) = &s.source {

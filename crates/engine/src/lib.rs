@@ -11,6 +11,7 @@ pub mod blkdev;
 pub mod engine;
 pub mod error;
 pub mod file;
+pub mod fio;
 pub mod gen;
 pub mod holes;
 pub mod hosts;

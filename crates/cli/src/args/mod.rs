@@ -42,6 +42,9 @@ pub enum Command {
     /// Read targets back and check every block a sanbench run wrote (exit code 3 when data did
     /// not verify).
     Verify(VerifyArgs),
+    /// Run a workload with sanbench and as the equivalent fio job on one target, interleaved,
+    /// and compare IOPS, mean and p99 latency and Little's law (exit 1 outside --tolerance).
+    Crosscheck(CrosscheckArgs),
     /// Runs recorded in the results store.
     History(HistoryArgs),
     /// Re-render the report of one or more stored runs (several: side by side).
@@ -194,13 +197,32 @@ impl Default for DataArgs {
 Sizes: 512, 4k, 4KiB, 1M, 1G (binary). Durations: 500ms, 5s, 2m.
 Exit codes: 0 ok, 1 the run failed, 2 bad usage or input, 3 data did not verify.")]
 pub struct RunArgs {
-    /// Targets to drive; every worker drives all of them.
-    #[arg(required = true, value_name = "TARGET")]
+    /// Targets to drive; every worker drives all of them (with --fio: the job's filename, or
+    /// uri for ioengine=nbd, unless given here).
+    #[arg(required_unless_present = "fio", value_name = "TARGET")]
     pub targets: Vec<String>,
 
     /// Access specification file (TOML; see docs/SPEC.md). Flags below override its values.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "fio")]
     pub spec: Option<PathBuf>,
+    /// fio job file: one job section (--section) becomes the workload, its targets, engine and
+    /// data flags (docs/FIO.md). Every option sanbench does not map is named, one line each
+    /// (exit 2), unless --fio-ignore names it. Flags below override the job's values.
+    #[arg(long, value_name = "JOBFILE")]
+    pub fio: Option<PathBuf>,
+    /// The job section of --fio to run (needed when the file has several).
+    #[arg(long, value_name = "NAME")]
+    pub section: Option<String>,
+    /// fio options to run without (their names, comma-separated).
+    #[arg(long, value_name = "OPTION,...", value_delimiter = ',')]
+    pub fio_ignore: Vec<String>,
+    /// Also write the fio job that does what this run does (files, block devices, nbd:// through
+    /// fio's nbd engine, iscsi:// through libiscsi), with a comment on what fio cannot express.
+    #[arg(long, value_name = "FILE")]
+    pub emit_fio: Option<PathBuf>,
+    /// The workload of --fio, once read.
+    #[arg(skip)]
+    pub fio_workload: Option<sanbench_engine::Workload>,
 
     /// Transfer size for reads and writes.
     #[arg(long, value_name = "SIZE")]
@@ -267,12 +289,49 @@ pub struct RunArgs {
     pub monitor_only_ranks: Option<String>,
 }
 
+/// `sanbench crosscheck`: the workload flags of `run` (or --spec, --fio), one target.
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "The fio job is the one --emit-fio writes (kept there when given). \
+Host monitoring is off: only I/O figures are compared. --json FILE writes the \
+figures as sanbench.crosscheck/1. fio's mean latency is lat_ns (from preparing \
+the I/O), its p99 from clat_ns (from submission), its mean in flight iodepth x numjobs. Exit codes: 0 within the tolerance, 1 \
+outside it or a run failed, 2 bad usage."
+)]
+pub struct CrosscheckArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Repetitions of each tool, interleaved (the first tool alternates).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub repeat: u32,
+    /// Largest relative difference (percent) of the medians, and of IOPS x mean latency from
+    /// the mean in flight, that still agrees.
+    #[arg(long, default_value_t = 15.0, value_name = "PCT")]
+    pub tolerance: f64,
+    /// The fio to run.
+    #[arg(long, default_value = "fio", value_name = "PATH")]
+    pub fio_bin: PathBuf,
+    /// Results database (SQLite; default under the user's data directory): the crosscheck is
+    /// kept as a comparison of "sanbench" and "fio" ('sanbench report RUN').
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Do not record the crosscheck in the results database.
+    #[arg(long)]
+    pub no_store: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum SuiteCommand {
     /// The built-in suites.
     List,
     /// A suite's workloads (a built-in name or a TOML file).
-    Show { name: String },
+    Show {
+        name: String,
+        /// Print the suite as a fio job file instead (one stonewalled section per workload, on
+        /// the file or device in $TARGET).
+        #[arg(long)]
+        fio: bool,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -283,8 +342,23 @@ pub enum SuiteCommand {
 )]
 pub struct CompareArgs {
     /// Targets to compare, each as [ref:][NAME=]TARGET.
-    #[arg(required_unless_present = "lab", value_name = "[ref:][NAME=]TARGET")]
+    #[arg(required_unless_present_any = ["lab", "fio"], value_name = "[ref:][NAME=]TARGET")]
     pub targets: Vec<String>,
+    /// fio job file instead of a suite: one workload per job section, [global] applied;
+    /// targets from the command line, or the filename every section names.
+    #[arg(long, value_name = "JOBFILE", conflicts_with = "suite")]
+    pub fio: Option<PathBuf>,
+    /// fio options to run without (their names, comma-separated).
+    #[arg(
+        long,
+        value_name = "OPTION,...",
+        value_delimiter = ',',
+        requires = "fio"
+    )]
+    pub fio_ignore: Vec<String>,
+    /// The suite --fio makes, once read.
+    #[arg(skip)]
+    pub fio_suite: Option<sanbench_engine::suite::Suite>,
     /// Mark the target named NAME as a reference (repeatable), like ref:NAME=TARGET.
     #[arg(long, value_name = "NAME")]
     pub reference: Vec<String>,

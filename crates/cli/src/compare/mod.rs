@@ -48,7 +48,10 @@ pub struct Prepared {
 }
 
 pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
-    let mut suite = suite::load(&a.suite).map_err(usage)?;
+    let mut suite = match &a.fio_suite {
+        Some(s) => s.clone(),
+        None => suite::load(&a.suite).map_err(usage)?,
+    };
     let time = a.time.map(|d| d.0);
     let ramp = a.ramp.map(|d| d.0);
     if time.is_some_and(|t| t.is_zero()) {
@@ -259,6 +262,7 @@ fn precondition_all(
 }
 
 pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
+    crate::fio_cmd::resolve_compare(&mut a)?;
     let job = crate::ranks::job();
     let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
     if !rank0 {

@@ -1,0 +1,214 @@
+//! fio's JSON output as crosscheck's figures, and as a result the store and the report take
+//! beside sanbench's own (`TargetResult`, with what fio reports filled in).
+
+use serde_json::Value;
+
+use sanbench_engine::result::{DirResult, LatencyUs, LittlesLaw, TargetResult};
+
+/// fio's percentile list for the joint p99 (at most 20 entries in fio).
+pub const PERCENTILES: &str =
+    "10:25:50:70:80:90:94:96:97:98:98.5:99:99.3:99.5:99.7:99.9:99.95:99.99";
+
+/// One tool's figures in one repetition.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Figures {
+    pub iops: f64,
+    pub mean_us: f64,
+    pub p99_us: f64,
+    /// Mean I/Os in flight (measured by sanbench; configured for fio), if known.
+    pub in_flight: Option<f64>,
+}
+
+impl Figures {
+    /// |IOPS x mean latency - in flight| / in flight.
+    pub fn little(&self) -> Option<f64> {
+        self.in_flight
+            .filter(|l| *l > 0.0)
+            .map(|l| (self.iops * self.mean_us / 1e6 - l).abs() / l)
+    }
+}
+
+/// Reads fio's JSON output. `depth`: iodepth x numjobs for a closed loop, else `None`.
+pub fn fio_figures(json: &Value, depth: Option<f64>) -> Result<Figures, String> {
+    let jobs = json["jobs"]
+        .as_array()
+        .filter(|j| !j.is_empty())
+        .ok_or("fio's JSON has no jobs")?;
+    let mut f = Figures::default();
+    let mut ios = 0.0;
+    let mut lat_sum = 0.0;
+    // (I/O count, percentile table) per direction and job, for the joint p99.
+    let mut tables: Vec<(f64, Vec<(f64, f64)>)> = Vec::new();
+    for j in jobs {
+        if j["error"].as_i64().is_some_and(|e| e != 0) {
+            return Err(format!("fio's job failed with error {}", j["error"]));
+        }
+        for d in ["read", "write"] {
+            let x = &j[d];
+            let n = x["total_ios"].as_f64().unwrap_or(0.0);
+            if n == 0.0 {
+                continue;
+            }
+            f.iops += x["iops"].as_f64().unwrap_or(0.0);
+            ios += n;
+            lat_sum += x["lat_ns"]["mean"].as_f64().unwrap_or(0.0) * n;
+            let t = table(x).ok_or("fio's JSON has no latency percentiles")?;
+            tables.push((n, t));
+        }
+    }
+    if ios == 0.0 {
+        return Err("fio completed no I/O".into());
+    }
+    f.mean_us = lat_sum / ios / 1e3;
+    f.p99_us = joint_percentile(&tables, 99.0) / 1e3;
+    f.in_flight = depth;
+    Ok(f)
+}
+
+/// One direction's `clat_ns` percentiles as (percent, ns), ascending.
+fn table(x: &Value) -> Option<Vec<(f64, f64)>> {
+    let mut t: Vec<(f64, f64)> = x["clat_ns"]["percentile"]
+        .as_object()?
+        .iter()
+        .filter_map(|(k, v)| Some((k.parse::<f64>().ok()?, v.as_f64()?)))
+        .collect();
+    t.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Some(t)
+}
+
+/// The smallest latency in the tables at which the count-weighted share of I/Os at or below
+/// it reaches `p` percent (each table read as a step function of its percentiles).
+pub fn joint_percentile(tables: &[(f64, Vec<(f64, f64)>)], p: f64) -> f64 {
+    let total: f64 = tables.iter().map(|t| t.0).sum();
+    let mut candidates: Vec<f64> = tables
+        .iter()
+        .flat_map(|t| t.1.iter().map(|e| e.1))
+        .collect();
+    candidates.sort_by(f64::total_cmp);
+    for x in &candidates {
+        let below: f64 = tables
+            .iter()
+            .map(|(n, t)| {
+                let share = t
+                    .iter()
+                    .filter(|e| e.1 <= *x)
+                    .map(|e| e.0)
+                    .fold(0.0, f64::max);
+                n * share
+            })
+            .sum();
+        if below / total >= p - 1e-9 {
+            return *x;
+        }
+    }
+    candidates.last().copied().unwrap_or(0.0)
+}
+
+/// fio's run as a result beside sanbench's, for the store and the report: counts, rates and
+/// latency (mean from `lat_ns`, p99 from `clat_ns`, as in the crosscheck) per direction and in
+/// all; what fio does not report (histograms, CPU, the series) is left empty.
+pub fn fio_result(json: &Value, f: &Figures, engine: &str) -> TargetResult {
+    let jobs = json["jobs"].as_array().cloned().unwrap_or_default();
+    let secs = jobs
+        .iter()
+        .filter_map(|j| j["job_runtime"].as_f64())
+        .fold(0.0, f64::max)
+        / 1e3;
+    let dir = |d: &str| {
+        let (mut ios, mut bytes, mut iops, mut lat) = (0u64, 0u64, 0.0, 0.0);
+        let mut tables = Vec::new();
+        for j in &jobs {
+            let x = &j[d];
+            let n = x["total_ios"].as_u64().unwrap_or(0);
+            ios += n;
+            bytes += x["io_bytes"].as_u64().unwrap_or(0);
+            iops += x["iops"].as_f64().unwrap_or(0.0);
+            lat += x["lat_ns"]["mean"].as_f64().unwrap_or(0.0) * n as f64;
+            if let Some(t) = table(x) {
+                tables.push((n as f64, t));
+            }
+        }
+        let mb = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
+        DirResult {
+            ios,
+            bytes,
+            iops,
+            mb_per_s: mb / 1e6,
+            mib_per_s: mb / (1u64 << 20) as f64,
+            latency_us: LatencyUs {
+                mean: if ios > 0 { lat / ios as f64 / 1e3 } else { 0.0 },
+                p99: joint_percentile(&tables, 99.0) / 1e3,
+                ..LatencyUs::default()
+            },
+            service_us: None,
+            issue_lag_us: None,
+        }
+    };
+    let (read, write) = (dir("read"), dir("write"));
+    let bytes = read.bytes + write.bytes;
+    let mb = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
+    TargetResult {
+        target: "fio".into(),
+        engine: format!("fio {engine}"),
+        seconds: secs,
+        ios: read.ios + write.ios,
+        bytes,
+        iops: f.iops,
+        mb_per_s: mb / 1e6,
+        mib_per_s: mb / (1u64 << 20) as f64,
+        read,
+        write,
+        latency_us: LatencyUs {
+            mean: f.mean_us,
+            p99: f.p99_us,
+            ..LatencyUs::default()
+        },
+        littles_law: LittlesLaw {
+            outstanding: f.in_flight.unwrap_or(0.0) as u64,
+            mean_outstanding: None,
+            implied: f.iops * f.mean_us / 1e6,
+            deviation: f.little(),
+        },
+        ..TargetResult::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_json_figures() {
+        let j: Value = serde_json::json!({"jobs": [{
+            "error": 0,
+            "read": {"iops": 700.0, "total_ios": 700, "lat_ns": {"mean": 10000.0},
+                "clat_ns": {"percentile": {"50.000000": 9000, "99.000000": 20000}}},
+            "write": {"iops": 300.0, "total_ios": 300, "lat_ns": {"mean": 20000.0},
+                "clat_ns": {"percentile": {"50.000000": 15000, "99.000000": 40000}}}
+        }]});
+        let f = fio_figures(&j, Some(1.0)).unwrap();
+        assert_eq!(f.iops, 1000.0);
+        assert!((f.mean_us - 13.0).abs() < 1e-9);
+        // 99 % of all I/Os: every read (<= 20 µs) and 99 % of writes are at or below 40 µs;
+        // at 20 µs only 0.99 x 700 + 0.5 x 300 of 1000 are.
+        assert_eq!(f.p99_us, 40.0);
+        assert!((f.little().unwrap() - 0.987).abs() < 1e-9);
+        assert!(fio_figures(&serde_json::json!({"jobs": []}), None).is_err());
+    }
+
+    #[test]
+    fn fio_as_a_result() {
+        let j: Value = serde_json::json!({"jobs": [{"job_runtime": 2000,
+            "read": {"iops": 500.0, "total_ios": 1000, "io_bytes": 4096000,
+                "lat_ns": {"mean": 8000.0}, "clat_ns": {"percentile": {"99.000000": 30000}}},
+            "write": {"iops": 0.0, "total_ios": 0, "io_bytes": 0, "lat_ns": {"mean": 0.0}}}]});
+        let f = fio_figures(&j, Some(4.0)).unwrap();
+        let r = fio_result(&j, &f, "io_uring");
+        assert_eq!((r.ios, r.bytes, r.seconds), (1000, 4096000, 2.0));
+        assert_eq!(r.read.latency_us.p99, 30.0);
+        assert_eq!(r.latency_us.mean, 8.0);
+        assert_eq!(r.engine, "fio io_uring");
+        assert_eq!(r.littles_law.outstanding, 4);
+        assert!((r.mb_per_s - 2.048).abs() < 1e-9);
+    }
+}

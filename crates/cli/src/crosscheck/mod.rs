@@ -1,0 +1,399 @@
+//! `sanbench crosscheck`: the same workload by sanbench and by the fio job `--emit-fio` writes,
+//! on the same target, interleaved (the first tool alternates per repetition, so drift falls
+//! on both), and the figures side by side: IOPS, mean and p99 latency, their ratios, and
+//! whether IOPS x mean latency agrees with the mean number of I/Os in flight (Little's law)
+//! for each tool. Exit 0 when every ratio and both Little's-law deviations are within the
+//! tolerance, 1 otherwise.
+//!
+//! fio's figures come from its JSON (`jobs[].read|write`: `iops`, `total_ios`, `lat_ns.mean`
+//! (fio's total latency, from preparing the I/O: the one its configured depth is in flight
+//! for) and `clat_ns.percentile` (from submission, as sanbench's latency runs). The p99 of a
+//! mixed job joins fio's per-direction percentile tables weighted by their I/O counts (fio
+//! reports no joint one), at the points `percentile_list` asks for.
+//! fio's in-flight mean is its configured depth, iodepth x numjobs: exact for a closed loop,
+//! not reported for an open one (rate_iops), where only sanbench's is checked.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::args::CrosscheckArgs;
+use crate::error::{usage, CliError};
+use crate::run_cmd::{measure, workload_from_args, Measure};
+use sanbench_engine::result::TargetResult;
+use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+
+mod fio_json;
+pub use fio_json::{fio_figures, fio_result, Figures, PERCENTILES};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn fmt_iops(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn fmt_pct(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |d| format!("{:.1} %", d * 100.0))
+}
+
+pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
+    crate::fio_cmd::resolve_run(&mut a.run)?;
+    if a.run.targets.len() != 1 {
+        return Err(usage("crosscheck drives one target"));
+    }
+    if a.repeat == 0 {
+        return Err(usage("--repeat must be at least 1"));
+    }
+    if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
+        return Err(usage("--tolerance is a percentage of at least 0"));
+    }
+    // I/O figures only: no idle baseline before every run.
+    a.run.monitor.no_monitor = true;
+    let w = workload_from_args(&a.run)?;
+    let job = crate::fio_cmd::job_text(&a.run, &w)?;
+    let (job_path, keep) = match &a.run.emit_fio {
+        Some(p) => (p.clone(), true),
+        None => (
+            std::env::temp_dir().join(format!("sanbench-crosscheck-{}.fio", std::process::id())),
+            false,
+        ),
+    };
+    std::fs::write(&job_path, &job)
+        .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", job_path.display())))?;
+    let r = check(&a, &w, &job_path);
+    if !keep {
+        let _ = std::fs::remove_file(&job_path);
+    }
+    r
+}
+
+fn fio_args(job: &Path) -> Vec<String> {
+    vec![
+        "--output-format=json".into(),
+        format!("--percentile_list={PERCENTILES}"),
+        job.display().to_string(),
+    ]
+}
+
+fn run_fio(
+    a: &CrosscheckArgs,
+    job: &Path,
+    depth: Option<f64>,
+    engine: &str,
+) -> Result<(Figures, TargetResult), CliError> {
+    let out = Command::new(&a.fio_bin)
+        .args(fio_args(job))
+        .output()
+        .map_err(|e| usage(format!("cannot run {}: {e}", a.fio_bin.display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // fio may print notes before its JSON.
+    let json: Option<Value> = text
+        .find('{')
+        .and_then(|i| serde_json::from_str(&text[i..]).ok());
+    let err = String::from_utf8_lossy(&out.stderr);
+    match json {
+        Some(j) if out.status.success() => {
+            let f = fio_figures(&j, depth)
+                .map_err(|e| CliError::Failed(anyhow::anyhow!("fio: {e}")))?;
+            Ok((f, fio_result(&j, &f, engine)))
+        }
+        _ => Err(CliError::Failed(anyhow::anyhow!(
+            "fio failed ({}): {}",
+            out.status,
+            err.lines().last().unwrap_or("no message")
+        ))),
+    }
+}
+
+fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<(Figures, TargetResult), CliError> {
+    let (doc, _) = measure(
+        &a.run,
+        Measure {
+            targets: &a.run.targets,
+            quiet: true,
+            sync: None,
+            precondition: first,
+            raw_latencies: false,
+        },
+    )?;
+    let r = doc
+        .results
+        .first()
+        .ok_or_else(|| CliError::Failed(anyhow::anyhow!("sanbench returned no result")))?;
+    let f = Figures {
+        iops: r.iops,
+        mean_us: r.latency_us.mean,
+        p99_us: r.latency_us.p99,
+        in_flight: Some(
+            r.littles_law
+                .mean_outstanding
+                .unwrap_or(r.littles_law.outstanding as f64),
+        ),
+    };
+    Ok((f, r.clone()))
+}
+
+/// The crosscheck as a comparison of two "targets", sanbench and fio, on one workload: the
+/// store keeps it and `sanbench report` renders it like any comparison.
+fn comparison(
+    a: &CrosscheckArgs,
+    w: &sanbench_engine::Workload,
+    target: &str,
+    started: std::time::SystemTime,
+    cells: Vec<Cell>,
+) -> Comparison {
+    let entry = |name: &str| TargetEntry {
+        name: name.into(),
+        uri: target.into(),
+        ..TargetEntry::default()
+    };
+    Comparison {
+        schema: COMPARE_SCHEMA.into(),
+        sanbench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: sanbench_engine::result::rfc3339(started),
+        command: std::env::args()
+            .map(|x| sanbench_engine::uri::redact(&x))
+            .collect(),
+        suite: "crosscheck".into(),
+        suite_description: format!("sanbench against fio on {target}"),
+        repeat: a.repeat,
+        targets: vec![entry("sanbench"), entry("fio")],
+        workloads: vec![WorkloadEntry {
+            id: "crosscheck".into(),
+            title: w.describe(),
+            group: "crosscheck".into(),
+            spec: w.clone(),
+            targets_at_once: None,
+        }],
+        cells,
+        manifest: serde_json::Value::Null,
+        incomplete: false,
+        curve: Vec::new(),
+        // The order alternates (sanbench first in even rounds): a Williams design for two,
+        // judged as a fixed number of rounds.
+        design: None,
+    }
+}
+
+fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Result<(), CliError> {
+    let tol = a.tolerance / 100.0;
+    // With --json -, the document alone goes to stdout and the table to stderr.
+    let to_stdout = a.run.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    macro_rules! say {
+        ($($t:tt)*) => {
+            if to_stdout {
+                eprintln!($($t)*)
+            } else {
+                outln!($($t)*)
+            }
+        };
+    }
+    // fio's in-flight mean: its configured depth in a closed loop (a sync engine keeps one).
+    let depth = w.rate.is_none().then_some(w.qd as f64 * w.workers as f64);
+    let target = sanbench_engine::uri::redact(&a.run.targets[0]);
+    say!(
+        "crosscheck: {} on {target}, {} repetitions interleaved, tolerance {} %",
+        w.describe(),
+        a.repeat,
+        a.tolerance
+    );
+    say!("fio: {} {}", a.fio_bin.display(), fio_args(job).join(" "));
+    say!(
+        "{:>4}  {:<9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>8}",
+        "rep",
+        "tool",
+        "IOPS",
+        "mean µs",
+        "p99 µs",
+        "in flight",
+        "IOPS×mean",
+        "Little"
+    );
+    let mut sb = Vec::new();
+    let mut fio = Vec::new();
+    let mut cells = Vec::new();
+    let engine = std::fs::read_to_string(job)
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("ioengine=").map(str::to_string))
+        })
+        .unwrap_or_default();
+    let started = std::time::SystemTime::now();
+    for rep in 0..a.repeat {
+        let sb_first = rep % 2 == 0;
+        for tool in if sb_first { [0, 1] } else { [1, 0] } {
+            let cell_start = std::time::SystemTime::now();
+            let (f, result) = if tool == 0 {
+                run_sanbench(a, rep == 0)?
+            } else {
+                run_fio(a, job, depth, &engine)?
+            };
+            cells.push(Cell {
+                workload: "crosscheck".into(),
+                target: if tool == 0 { "sanbench" } else { "fio" }.into(),
+                repeat: rep,
+                round: Some(rep),
+                slot: Some(u32::from((tool == 0) != sb_first)),
+                started_at: Some(sanbench_engine::result::rfc3339(cell_start)),
+                result,
+                steady: None,
+                load_pct: None,
+                hosts: Vec::new(),
+            });
+            say!(
+                "{:>4}  {:<9} {:>10} {:>10.1} {:>10.1} {:>10} {:>11.2} {:>8}",
+                rep + 1,
+                if tool == 0 { "sanbench" } else { "fio" },
+                fmt_iops(f.iops),
+                f.mean_us,
+                f.p99_us,
+                f.in_flight.map_or("n/a".into(), |l| format!("{l:.2}")),
+                f.iops * f.mean_us / 1e6,
+                fmt_pct(f.little())
+            );
+            if tool == 0 {
+                sb.push(f)
+            } else {
+                fio.push(f)
+            }
+        }
+    }
+    let m = |v: &[Figures], g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
+    let mut misses = Vec::new();
+    let mut medians = serde_json::Map::new();
+    say!("median   {:>12} {:>12} {:>8}", "sanbench", "fio", "ratio");
+    for (what, g) in [
+        ("IOPS", (|f: &Figures| f.iops) as fn(&Figures) -> f64),
+        ("mean µs", |f: &Figures| f.mean_us),
+        ("p99 µs", |f: &Figures| f.p99_us),
+    ] {
+        let (s, f) = (m(&sb, g), m(&fio, g));
+        let ratio = s / f;
+        let ok = (ratio - 1.0).abs() <= tol;
+        medians.insert(
+            what.replace(" µs", "_us").replace("IOPS", "iops"),
+            serde_json::json!({"sanbench": s, "fio": f, "ratio": ratio, "ok": ok}),
+        );
+        if !ok {
+            misses.push(format!("{what} {ratio:.2}x"));
+        }
+        let shown = |v: f64| {
+            if what == "IOPS" {
+                fmt_iops(v)
+            } else {
+                format!("{v:.1}")
+            }
+        };
+        say!(
+            "{what:<8} {:>12} {:>12} {:>7.3}x  {}",
+            shown(s),
+            shown(f),
+            ratio,
+            if ok { "ok" } else { "OUTSIDE" }
+        );
+    }
+    for (who, v) in [("sanbench", &sb), ("fio", &fio)] {
+        let devs: Vec<f64> = v.iter().filter_map(Figures::little).collect();
+        let d = (!devs.is_empty()).then(|| median(devs));
+        let ok = d.is_none_or(|d| d <= tol);
+        medians.insert(
+            format!("littles_law_{who}"),
+            serde_json::json!({"deviation": d, "ok": ok}),
+        );
+        if !ok {
+            misses.push(format!("Little's law for {who} {}", fmt_pct(d)));
+        }
+        let basis = if who == "fio" {
+            "in flight: iodepth x numjobs"
+        } else {
+            "in flight: sampled"
+        };
+        say!(
+            "Little's law, {who}: IOPS × mean vs mean in flight {} ({basis}){}",
+            fmt_pct(d),
+            match (d, ok) {
+                (None, _) => "  (open loop: fio reports no in-flight mean)",
+                (_, true) => "  ok",
+                (_, false) => "  OUTSIDE",
+            }
+        );
+    }
+    if let Some(path) = &a.run.json {
+        let reps = |v: &[Figures]| -> Vec<Value> {
+            v.iter()
+                .map(|f| {
+                    serde_json::json!({"iops": f.iops, "mean_us": f.mean_us, "p99_us": f.p99_us,
+                        "in_flight": f.in_flight, "littles_law": f.little()})
+                })
+                .collect()
+        };
+        let doc = serde_json::json!({
+            "schema": "sanbench.crosscheck/1",
+            "target": target,
+            "spec": w,
+            "spec_description": w.describe(),
+            "fio_job": std::fs::read_to_string(job).unwrap_or_default(),
+            "tolerance_pct": a.tolerance,
+            "sanbench": reps(&sb),
+            "fio": reps(&fio),
+            "medians": medians,
+            "agree": misses.is_empty(),
+        });
+        let text = format!("{doc:#}\n");
+        if path.as_os_str() == "-" {
+            crate::stdout::write_bytes(text.as_bytes());
+        } else {
+            std::fs::write(path, text).map_err(|e| {
+                CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display()))
+            })?;
+        }
+    }
+    if !a.no_store {
+        let cmp = comparison(a, w, &target, started, cells);
+        let (mut store, path) = crate::store_cmd::open(a.db.as_deref())?;
+        let run = store
+            .save(&cmp)
+            .map_err(|e| CliError::Failed(anyhow::anyhow!("recording the crosscheck: {e}")))?;
+        say!("recorded as run {run} in {}", path.display());
+    }
+    if misses.is_empty() {
+        say!("verdict: sanbench and fio agree within {} %", a.tolerance);
+        Ok(())
+    } else {
+        Err(CliError::Failed(anyhow::anyhow!(
+            "crosscheck: outside the {} % tolerance: {}",
+            a.tolerance,
+            misses.join(", ")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0]), 2.5);
+    }
+}

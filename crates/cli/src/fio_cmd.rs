@@ -1,0 +1,316 @@
+//! fio job files at the command line: `run --fio`, `compare --fio` (read through the engine's
+//! sans-I/O `fio` module, with the files and the environment supplied here), `run --emit-fio`
+//! and `suite show --fio` (written by its export). docs/FIO.md.
+
+use std::path::{Path, PathBuf};
+
+use sanbench_engine::fio::{self, FioTarget, Host, ImportOptions, Imported, Setup};
+use sanbench_engine::suite::{Suite, SuiteWorkload};
+use sanbench_engine::units::Bytes;
+use sanbench_engine::Workload;
+
+use crate::args::{CompareArgs, DataArgs, EngineArgs, RunArgs};
+use crate::error::{usage, CliError};
+
+/// Files and the environment for the parser: an `include` names a file as written, or, when
+/// that does not exist, beside the file that includes it (as fio does).
+struct Files;
+
+impl Host for Files {
+    fn env(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn include(&mut self, from: &str, name: &str) -> Result<(String, String), String> {
+        let mut p = PathBuf::from(name);
+        if !p.exists() {
+            if let Some(dir) = Path::new(from).parent() {
+                p = dir.join(name);
+            }
+        }
+        let text = std::fs::read_to_string(&p).map_err(|e| e.to_string())?;
+        Ok((p.display().to_string(), text))
+    }
+}
+
+/// Reads and maps every job section (or only the one named; `pick_one`: exactly one, so a
+/// file of several needs a name). Every problem is printed on a line of its own; the error
+/// then says how many there were.
+pub fn load(
+    path: &Path,
+    ignore: &[String],
+    cli_targets: Option<usize>,
+    only: Option<&str>,
+    pick_one: bool,
+) -> Result<Vec<Imported>, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+    let sections = fio::parse(&text, &path.display().to_string(), &mut Files)
+        .map_err(|e| usage(e.to_string()))?;
+    if sections.is_empty() {
+        return Err(usage(format!("{}: no job section", path.display())));
+    }
+    let names: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
+    let sections: Vec<&fio::Section> = match only {
+        Some(name) => match sections.iter().find(|s| s.name == name) {
+            Some(s) => vec![s],
+            None => {
+                return Err(usage(format!(
+                    "{}: no job section [{name}] (there are: {})",
+                    path.display(),
+                    names.join(", ")
+                )))
+            }
+        },
+        None if pick_one && sections.len() > 1 => {
+            return Err(usage(format!(
+                "{} has {} job sections ({}): choose one with --section (compare --fio runs \
+                 them all)",
+                path.display(),
+                sections.len(),
+                names.join(", ")
+            )))
+        }
+        None => sections.iter().collect(),
+    };
+    let o = ImportOptions {
+        ignore: ignore.to_vec(),
+        cli_targets,
+    };
+    let mut jobs = Vec::new();
+    let mut problems = Vec::new();
+    for s in sections {
+        match fio::import(s, &o) {
+            Ok(j) => jobs.push(j),
+            Err(p) => problems.extend(p),
+        }
+    }
+    if problems.is_empty() {
+        return Ok(jobs);
+    }
+    let n = problems.len();
+    let last = problems.pop().unwrap_or_default();
+    for p in &problems {
+        eprintln!("sanbench: {p}");
+    }
+    if n == 1 {
+        Err(usage(last))
+    } else {
+        eprintln!("sanbench: {last}");
+        Err(usage(format!(
+            "{}: {n} fio options sanbench does not map (above)",
+            path.display()
+        )))
+    }
+}
+
+fn notes(j: &Imported) {
+    for n in &j.notes {
+        eprintln!("note: fio [{}]: {n}", j.name);
+    }
+}
+
+/// The engine and data flags a job implies, where the command line left their defaults.
+fn apply_setup(s: &Setup, e: &mut EngineArgs, d: &mut DataArgs) {
+    if e.engine == "auto" {
+        if let Some(x) = &s.engine {
+            e.engine = x.clone();
+        }
+    }
+    if !e.direct && !e.buffered {
+        match s.direct {
+            Some(true) => e.direct = true,
+            Some(false) => e.buffered = true,
+            None => {}
+        }
+    }
+    e.no_invalidate |= s.keep_cache;
+    d.verify |= s.verify;
+    if d.compress.0 == 0.0 {
+        d.compress.0 = s.compress;
+    }
+    if d.dedupe.0 == 0.0 {
+        d.dedupe.0 = s.dedupe;
+    }
+}
+
+/// `run --fio`: the chosen section becomes the run's workload, its targets (unless the command
+/// line names them) and engine and data flags.
+pub fn resolve_run(a: &mut RunArgs) -> Result<(), CliError> {
+    let Some(path) = a.fio.clone() else {
+        if a.section.is_some() || !a.fio_ignore.is_empty() {
+            return Err(usage("--section and --fio-ignore go with --fio JOBFILE"));
+        }
+        return Ok(());
+    };
+    let cli = (!a.targets.is_empty()).then_some(a.targets.len());
+    let jobs = load(&path, &a.fio_ignore, cli, a.section.as_deref(), true)?;
+    let job = &jobs[0];
+    notes(job);
+    if a.targets.is_empty() {
+        a.targets = job.targets.clone();
+    }
+    apply_setup(&job.setup, &mut a.engine, &mut a.data);
+    // The job's size is each target's span, and the size fio lays a missing file out at.
+    if a.size.is_none() {
+        a.size = job.workload.span.map(Bytes);
+    }
+    a.fio_workload = Some(job.workload.clone());
+    Ok(())
+}
+
+/// `compare --fio`: one suite workload per job section; targets from the command line, or
+/// the ones every section names.
+pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
+    let Some(path) = a.fio.clone() else {
+        return Ok(());
+    };
+    let cli = (!a.targets.is_empty() || a.lab.is_some()).then_some(a.targets.len().max(1));
+    let jobs = load(&path, &a.fio_ignore, cli, None, false)?;
+    let first = &jobs[0];
+    for j in &jobs[1..] {
+        if j.setup != first.setup {
+            return Err(usage(format!(
+                "{}: [{}] and [{}] open their targets differently (engine, direct, invalidate, \
+                 verify, compression, dedupe); compare runs every workload the same way",
+                path.display(),
+                first.name,
+                j.name
+            )));
+        }
+        if cli.is_none() && j.targets != first.targets {
+            return Err(usage(format!(
+                "{}: [{}] and [{}] name different targets; give the targets on the command line",
+                path.display(),
+                first.name,
+                j.name
+            )));
+        }
+    }
+    if let Some(j) = jobs.iter().find(|j| j.workload.time.is_zero()) {
+        if a.time.is_none() {
+            return Err(usage(format!(
+                "{}: [{}] gives no runtime (sanbench runs for a time): set runtime= and \
+                 time_based=1, or give --time",
+                path.display(),
+                j.name
+            )));
+        }
+    }
+    jobs.iter().for_each(notes);
+    if cli.is_none() {
+        a.targets = first.targets.clone();
+    }
+    apply_setup(&first.setup, &mut a.engine, &mut a.data);
+    if a.size.is_none() {
+        a.size = jobs.iter().filter_map(|j| j.workload.span).max().map(Bytes);
+    }
+    let stem = path
+        .file_stem()
+        .map_or("fio".into(), |s| s.to_string_lossy().to_string());
+    a.fio_suite = Some(Suite {
+        name: stem,
+        description: format!("fio job file {}", path.display()),
+        source: Some(path.display().to_string()),
+        precondition: "fill".into(),
+        curve: Vec::new(),
+        workloads: jobs
+            .iter()
+            .map(|j| SuiteWorkload {
+                id: j.name.clone(),
+                title: j.workload.describe(),
+                group: "fio".into(),
+                workload: j.workload.clone(),
+                targets_at_once: None,
+            })
+            .collect(),
+    });
+    Ok(())
+}
+
+/// The fio job's opening and data for a run's flags (the inverse of [`apply_setup`]). Without
+/// --direct or --buffered, sanbench's defaults said outright for fio, whose own differ: O_DIRECT
+/// when a target is a block device, the page cache otherwise.
+pub fn setup_of(e: &EngineArgs, d: &DataArgs, targets: &[String]) -> Setup {
+    use std::os::unix::fs::FileTypeExt;
+    let block = targets.iter().any(|t| {
+        let p = t.strip_prefix("file:").unwrap_or(t);
+        std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device())
+    });
+    let local = targets
+        .iter()
+        .all(|t| matches!(FioTarget::of(t), Ok(FioTarget::Path(_))));
+    Setup {
+        engine: match e.engine.as_str() {
+            "sync" => Some("sync".into()),
+            _ => Some("io_uring".into()),
+        },
+        direct: if e.direct {
+            Some(true)
+        } else if e.buffered {
+            Some(false)
+        } else if local && !targets.is_empty() {
+            Some(block)
+        } else {
+            None
+        },
+        keep_cache: e.no_invalidate,
+        verify: d.verify,
+        compress: d.compress.0,
+        dedupe: d.dedupe.0,
+    }
+}
+
+fn header(what: &str) -> String {
+    format!(
+        "# fio job written by sanbench {}: {what}\n# Lines starting with '# ' say what fio \
+         cannot express as sanbench does.\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The fio job doing what this run does.
+pub fn job_text(a: &RunArgs, w: &Workload) -> Result<String, CliError> {
+    let targets = a
+        .targets
+        .iter()
+        .map(|t| FioTarget::of(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let name = w.name.clone().unwrap_or_else(|| "sanbench".into());
+    let section = fio::export_section(
+        &name,
+        w,
+        &targets,
+        &setup_of(&a.engine, &a.data, &a.targets),
+    )
+    .map_err(usage)?;
+    Ok(format!("{}{section}", header(&w.describe())))
+}
+
+/// `run --emit-fio FILE`.
+pub fn emit(a: &RunArgs, w: &Workload, path: &Path) -> Result<(), CliError> {
+    let text = job_text(a, w)?;
+    std::fs::write(path, text)
+        .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display())))
+}
+
+/// `suite show NAME --fio`: one job section per workload, run one after another (stonewall),
+/// on the file or device in `$TARGET`.
+pub fn suite_text(s: &Suite) -> Result<String, CliError> {
+    let mut out = header(&format!("suite {} ({})", s.name, s.description));
+    out.push_str("# Run: TARGET=/path/to/file-or-device fio THIS_FILE\n");
+    let t = [FioTarget::Env("TARGET".into())];
+    for w in &s.workloads {
+        let mut text =
+            fio::export_section(&w.id, &w.workload, &t, &Setup::default()).map_err(usage)?;
+        if let Some(n) = w.targets_at_once.filter(|n| *n > 1) {
+            text.push_str(&format!(
+                "# sanbench runs {n} instances of each target at once; fio: {n} files in filename\n"
+            ));
+        }
+        out.push('\n');
+        out.push_str(&text);
+        out.push_str("stonewall\n");
+    }
+    Ok(out)
+}
