@@ -98,6 +98,9 @@ pub struct ThreadReport {
     pub tid: u32,
     pub name: String,
     pub cpu_s: f64,
+    /// Other names the thread had during the window (a kworker's workqueues), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen_as: Vec<String>,
 }
 
 #[cfg(test)]
