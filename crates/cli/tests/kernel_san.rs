@@ -1,0 +1,305 @@
+//! The kernel's own SAN stacks in one QEMU TCG guest (testkit::vm), one LIO RAM disk behind
+//! them, and sanbench inside measuring each: FC over software FCoE VN2VN (fcoe/libfc
+//! initiator, LIO tcm_fc target, on a veth pair), iSCSI (open-iscsi + LIO), iSER (the same
+//! over soft-RoCE, rdma_rxe), NVMe/TCP and NVMe/RDMA (kernel host + nvmet on one brd RAM disk:
+//! nvmet takes a block device, not a LIO backstore). Per transport: the device is found,
+//! sanbench's run manifest labels it with the parameters sysfs has, a QD 1 and a QD 8 run
+//! complete with nonzero IOPS (the QD 8 one verifying every read it makes), and the result's
+//! kernel group measures CPU, on the stack's own threads where it has any. One boot; the guest's figures are
+//! emulated-CPU (TCG) figures, nothing here is a performance claim.
+//! The recipe is docs/KERNEL-TRANSPORTS.md's.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use sanbench_testkit::vm;
+use serde_json::Value;
+
+/// The guest's script: the LIO backstore, then each transport in turn, each new disk named on
+/// the console (`DEV <label> <name>`), then sanbench runs on each (`SB-JSON <name> <qd> …`).
+const SCRIPT: &str = r#"
+mount -t configfs none /sys/kernel/config
+export PATH=/bin:/usr/sbin:/usr/bin   # sanbench runs ethtool (busybox's ip comes first)
+T=/sys/kernel/config/target; C=/sys/kernel/config/nvmet; SEEN=""
+# The next block device that was not there before (hidden NVMe path devices left out).
+newdisk() { for i in $(seq 1 150); do for d in $(ls /sys/block); do case " $SEEN " in *" $d "*) ;; *)
+  case $d in nvme*c*) ;; sd*|nvme*n*) echo $d; return;; esac;; esac; done; sleep 0.2; done; }
+found() { SEEN="$SEEN $2"; echo "DEV $1 $2"; }
+mkdir -p $T/core/rd_mcp_0/rd0 && echo rd_pages=8192 > $T/core/rd_mcp_0/rd0/control \
+  && echo 1 > $T/core/rd_mcp_0/rd0/enable || echo "FAIL rd_mcp"
+
+# FC: software FCoE in VN2VN mode between the ends of a veth pair; the LIO tcm_fc target on
+# veth1's port, with an ACL for veth0's port (the initiator).
+/usr/sbin/ip link add veth0 type veth peer name veth1 || echo "FAIL veth"
+for i in veth0 veth1; do ip link set $i mtu 9000; ip link set $i up; done
+echo veth0 > /sys/bus/fcoe/ctlr_create; echo veth1 > /sys/bus/fcoe/ctlr_create
+wwn() { v=$(cat /sys/class/fc_host/$1/port_name); echo ${v#0x} | sed 's/../&:/g;s/:$//'; }
+H0=$(ls -d /sys/bus/fcoe/devices/ctlr_0/host*); H1=$(ls -d /sys/bus/fcoe/devices/ctlr_1/host*)
+W0=$(wwn ${H0##*/}); W1=$(wwn ${H1##*/}); G=$T/fc/$W1/tpgt_1
+mkdir -p $G/lun/lun_0 && ln -s $T/core/rd_mcp_0/rd0 $G/lun/lun_0/rd0 || echo "FAIL fc lun"
+mkdir -p $G/acls/$W0/lun_0 && ln -s $G/lun/lun_0 $G/acls/$W0/lun_0/map || echo "FAIL fc acl"
+for c in 1 0; do echo VN2VN > /sys/bus/fcoe/devices/ctlr_$c/mode; echo 1 > /sys/bus/fcoe/devices/ctlr_$c/enabled; done
+found FC $(newdisk)
+
+# iSCSI over TCP (LIO portal on 127.0.0.1) and iSER (portal on 10.0.2.15 over rxe0).
+/usr/bin/rdma link add rxe0 type rxe netdev eth0 || echo "FAIL rxe"
+lio() { G=$T/iscsi/$1/tpgt_1
+  mkdir -p $G/lun/lun_0 && ln -s $T/core/rd_mcp_0/rd0 $G/lun/lun_0/rd0 || echo "FAIL lun $1"
+  for a in authentication=0 generate_node_acls=1 demo_mode_write_protect=0 cache_dynamic_acls=1; do
+    echo ${a#*=} > $G/attrib/${a%=*}; done
+  mkdir $G/np/$2 || echo "FAIL np $2"; [ -z "$3" ] || echo 1 > $G/np/$2/iser || echo "FAIL iser np"
+  echo 1 > $G/enable || echo "FAIL tpg $1"; }
+lio iqn.2026-11.io.sanbench:tcp 127.0.0.1:3260
+lio iqn.2026-11.io.sanbench:iser 10.0.2.15:3260 iser
+mkdir -p /etc/iscsi/ifaces /etc/iscsi/nodes /etc/iscsi/send_targets /var/lib/iscsi /run/lock/iscsi /var/lock/iscsi
+echo "InitiatorName=iqn.2026-11.io.sanbench:guest" > /etc/iscsi/initiatorname.iscsi
+printf 'iscsid.startup = /bin/true\nnode.startup = manual\n' > /etc/iscsi/iscsid.conf
+/usr/sbin/iscsid -f > /tmp/iscsid.log 2>&1 &
+sleep 1
+A=/usr/sbin/iscsiadm
+$A -m node -o new -T iqn.2026-11.io.sanbench:tcp -p 127.0.0.1:3260 > /dev/null || echo "FAIL iscsi node"
+$A -m node -T iqn.2026-11.io.sanbench:tcp -p 127.0.0.1:3260 --login > /dev/null || echo "FAIL iscsi login"
+found iSCSI $(newdisk)
+$A -m iface -I iser0 -o new > /dev/null; $A -m iface -I iser0 -o update -n iface.transport_name -v iser > /dev/null
+$A -m node -o new -T iqn.2026-11.io.sanbench:iser -p 10.0.2.15:3260 -I iser0 > /dev/null || echo "FAIL iser node"
+$A -m node -T iqn.2026-11.io.sanbench:iser -p 10.0.2.15:3260 -I iser0 --login > /dev/null || echo "FAIL iser login"
+found iSER $(newdisk)
+
+# NVMe: nvmet on /dev/ram0, one subsystem per transport (one subsystem on both ports would
+# be one multipath namespace), the kernel host connected to each.
+nvmet() { mkdir $C/subsystems/$2; echo 1 > $C/subsystems/$2/attr_allow_any_host
+  mkdir $C/subsystems/$2/namespaces/1; echo -n /dev/ram0 > $C/subsystems/$2/namespaces/1/device_path
+  echo 1 > $C/subsystems/$2/namespaces/1/enable || echo "FAIL ns $2"
+  mkdir $C/ports/$1; echo ipv4 > $C/ports/$1/addr_adrfam; echo $3 > $C/ports/$1/addr_trtype
+  echo 10.0.2.15 > $C/ports/$1/addr_traddr; echo $4 > $C/ports/$1/addr_trsvcid
+  ln -s $C/subsystems/$2 $C/ports/$1/subsystems/$2 || echo "FAIL port $2"
+  echo "transport=$3,traddr=10.0.2.15,trsvcid=$4,nqn=$2" > /dev/nvme-fabrics || echo "FAIL connect $2"; }
+nvmet 1 nqn.2026-11.io.sanbench:tcp tcp 4420
+found NVMe/TCP $(newdisk)
+nvmet 2 nqn.2026-11.io.sanbench:rdma rdma 4421
+found NVMe/RDMA $(newdisk)
+echo SAN-UP
+
+SB=/tmp/sanbench
+$SB monitors > /tmp/monitors.out 2>&1 && echo "SB-MONITORS-OK $(head -1 /tmp/monitors.out)" || { echo "FAIL monitors"; cat /tmp/monitors.out; }
+for d in $SEEN; do
+  $SB run /dev/$d --read 50 --bs 4k --qd 1 --time 1s --ramp 0 --size 8M --quiet --json /tmp/r1.json \
+    > /tmp/sb.out 2>&1 || { echo "FAIL run $d qd1"; cat /tmp/sb.out; }
+  echo "SB-JSON $d 1 $(tr -d '\n' < /tmp/r1.json)"
+  $SB run /dev/$d --read 50 --bs 4k --qd 8 --time 1s --ramp 0 --size 8M --precondition fill --verify \
+    --quiet --json /tmp/r8.json > /tmp/sb.out 2>&1 || { echo "FAIL run $d qd8"; cat /tmp/sb.out; }
+  echo "SB-JSON $d 8 $(tr -d '\n' < /tmp/r8.json)"
+done
+"#;
+
+/// Kernel threads that carry only one stack's work (docs/KERNEL-TRANSPORTS.md): LIO's iSCSI
+/// connection threads, and for soft-RoCE its softirq work and the RDMA completion workqueue.
+/// FC(oE) and NVMe/TCP have none of their own in a one-CPU guest: their work runs inline, in
+/// softirq, and on the CPU's one high-priority kworker, which serves kblockd, nvme_tcp_wq and
+/// ib-comp-wq alike and is named after whichever it served last; for them the test asks only
+/// that the kernel group measured CPU.
+fn own_threads(label: &str) -> &'static [&'static str] {
+    match label {
+        "iSCSI" => &["iscsi_trx", "iscsi_ttx"],
+        "iSER" | "NVMe/RDMA" => &["ksoftirqd/", "ib-comp"],
+        _ => &[],
+    }
+}
+
+#[test]
+fn kernel_san_stacks_found_labelled_and_measured() {
+    let started = Instant::now();
+    let (k, vmlinuz) = vm::kernel();
+    let dir = tempfile::tempdir().unwrap();
+    let initrd = dir.path().join("initrd");
+    // sanbench goes in stripped (the test build carries ~100 MB of debug info).
+    let sb = dir.path().join("sanbench");
+    let st = std::process::Command::new("strip")
+        .arg("-o")
+        .arg(&sb)
+        .arg(env!("CARGO_BIN_EXE_sanbench"))
+        .status()
+        .expect("strip (binutils)");
+    assert!(st.success());
+    let script = SCRIPT.replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()));
+    vm::build_initramfs_with(
+        &initrd,
+        &k,
+        &[
+            "configfs",
+            "crc32_generic",
+            "crc32c_generic",
+            "crct10dif_generic",
+            "crc64_rocksoft_generic",
+            "brd",
+            "veth",
+            "fcoe",
+            "tcm_fc",
+            "sd_mod",
+            "rdma_rxe",
+            "rdma_cm",
+            "iscsi_target_mod",
+            "ib_isert",
+            "iscsi_tcp",
+            "ib_iser",
+            "nvmet-tcp",
+            "nvmet-rdma",
+            "nvme-tcp",
+            "nvme-rdma",
+        ],
+        &[("brd", "rd_nr=1 rd_size=32768")],
+        &script,
+        &[
+            "/usr/sbin/ip",
+            "/usr/sbin/ethtool",
+            "/usr/bin/rdma",
+            "/usr/sbin/iscsid",
+            "/usr/sbin/iscsiadm",
+            &sb.display().to_string(),
+        ],
+        // iscsid looks up the user of every iscsiadm that talks to it.
+        &[
+            ("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n"),
+            ("etc/group", b"root:x:0:\n"),
+        ],
+    );
+    let mut g = vm::Vm::boot(&vmlinuz, &initrd, &[], &[]);
+    let console = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(600));
+    drop(g);
+    let fails: Vec<&str> = console.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(fails.is_empty(), "{fails:?}\n{console}");
+    assert!(console.contains("SB-MONITORS-OK host:"), "{console}");
+    let devs: BTreeMap<String, String> = console
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("DEV ")?.split_whitespace();
+            Some((w.next()?.to_string(), w.next()?.to_string()))
+        })
+        .collect();
+    let mut runs: BTreeMap<(String, u32), Value> = BTreeMap::new();
+    for l in console.lines() {
+        let Some(rest) = l.strip_prefix("SB-JSON ") else {
+            continue;
+        };
+        let mut it = rest.splitn(3, ' ');
+        let (d, qd, json) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+        let v: Value = serde_json::from_str(json.trim())
+            .unwrap_or_else(|e| panic!("{d} qd {qd}: {e}: {json}\n{console}"));
+        runs.insert((d.to_string(), qd.parse().unwrap()), v);
+    }
+    for (label, want_dev) in [
+        ("FC", "sd"),
+        ("iSCSI", "sd"),
+        ("iSER", "sd"),
+        ("NVMe/TCP", "nvme"),
+        ("NVMe/RDMA", "nvme"),
+    ] {
+        let dev = devs
+            .get(label)
+            .unwrap_or_else(|| panic!("no {label} disk\n{console}"));
+        assert!(dev.starts_with(want_dev), "{label}: {dev}");
+        let (mut kernel_s, mut busy) = (0.0, Vec::new());
+        for qd in [1, 8] {
+            let v = runs
+                .get(&(dev.clone(), qd))
+                .unwrap_or_else(|| panic!("no run on {dev} at QD {qd}\n{console}"));
+            let r = &v["results"][0];
+            let iops = r["iops"].as_f64().unwrap_or(0.0);
+            assert!(iops > 0.0, "{label} QD {qd}: {r}");
+            let t = &r["info"]["params"]["transport"];
+            check_transport(label, t);
+            let kernel = r["cpu"]["groups"]
+                .as_array()
+                .and_then(|g| g.iter().find(|g| g["name"] == "kernel"))
+                .unwrap_or_else(|| panic!("{label}: no kernel group in {}", r["cpu"]));
+            kernel_s += kernel["cpu_s"].as_f64().unwrap_or(0.0);
+            for t in kernel["top_threads"].as_array().unwrap() {
+                if t["cpu_s"].as_f64().unwrap_or(0.0) > 0.0 {
+                    busy.push(t["name"].as_str().unwrap_or("").to_string());
+                    for n in t["seen_as"].as_array().into_iter().flatten() {
+                        busy.push(n.as_str().unwrap_or("").to_string());
+                    }
+                }
+            }
+            if qd == 8 {
+                assert!(r["verify"]["reads"].as_u64().unwrap_or(0) > 0, "{r}");
+                assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{r}");
+            }
+            eprintln!(
+                "{label:<9} /dev/{dev:<8} QD {qd}: {iops:>6.0} IOPS (TCG), kernel group {:.2} s",
+                kernel["cpu_s"].as_f64().unwrap_or(0.0)
+            );
+        }
+        busy.sort();
+        busy.dedup();
+        eprintln!("{label:<9} busy kernel threads: {busy:?}");
+        assert!(kernel_s > 0.0, "{label}: no kernel CPU measured");
+        let own = own_threads(label);
+        assert!(
+            own.is_empty() || busy.iter().any(|b| own.iter().any(|o| b.contains(o))),
+            "{label}: none of {own:?} among the kernel group's busy threads {busy:?}"
+        );
+    }
+    eprintln!(
+        "kernel SAN test: {:.0} s wall",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The manifest's transport of one device, as the guest's sysfs has it.
+fn check_transport(label: &str, t: &Value) {
+    let tr = &t["transport"];
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    match label {
+        "FC" => {
+            assert_eq!(t["label"], "FCoE", "{t}");
+            assert_eq!(tr["kind"], "fibre_channel", "{t}");
+            assert_eq!(tr["port_state"], "Online", "{t}");
+            assert!(s(&tr["roles"]).contains("FCP Target"), "{t}");
+            assert!(s(&tr["port_name"]).starts_with("0x2000"), "{t}");
+            let h = &tr["host"];
+            assert_eq!(h["port_state"], "Online", "{t}");
+            assert_eq!(h["speed"], "10 Gbit", "{t}");
+            assert!(s(&h["port_name"]).starts_with("0x2000"), "{t}");
+            assert_ne!(h["port_name"], tr["port_name"], "{t}");
+            assert_eq!(tr["fcoe_netdev"], "veth0", "{t}");
+            assert_eq!(t["net"]["name"], "veth0", "{t}");
+            assert_eq!(t["net"]["mtu"], 9000, "{t}");
+            // ethtool went in with sanbench: the veth's offloads are read.
+            assert!(
+                t["net"]["offloads"]
+                    .as_object()
+                    .is_some_and(|o| !o.is_empty()),
+                "{t}"
+            );
+        }
+        "iSCSI" | "iSER" => {
+            let (name, iqn, portal) = if label == "iSCSI" {
+                ("tcp", "iqn.2026-11.io.sanbench:tcp", "127.0.0.1:3260")
+            } else {
+                ("iser", "iqn.2026-11.io.sanbench:iser", "10.0.2.15:3260")
+            };
+            assert_eq!(t["label"], label, "{t}");
+            assert_eq!(tr["kind"], "iscsi", "{t}");
+            assert_eq!(tr["transport_name"], name, "{t}");
+            assert_eq!(tr["target_name"], iqn, "{t}");
+            assert_eq!(tr["portal"], portal, "{t}");
+            assert_eq!(tr["state"], "LOGGED_IN", "{t}");
+        }
+        _ => {
+            let (trt, port, nqn) = if label == "NVMe/TCP" {
+                ("tcp", "trsvcid=4420", "nqn.2026-11.io.sanbench:tcp")
+            } else {
+                ("rdma", "trsvcid=4421", "nqn.2026-11.io.sanbench:rdma")
+            };
+            assert_eq!(t["label"], label, "{t}");
+            assert_eq!(tr["kind"], "nvme", "{t}");
+            assert_eq!(tr["transport"], trt, "{t}");
+            assert!(s(&tr["address"]).starts_with("traddr=10.0.2.15,"), "{t}");
+            assert!(s(&tr["address"]).contains(port), "{t}");
+            assert_eq!(tr["subsysnqn"], nqn, "{t}");
+            assert_eq!(tr["state"], "live", "{t}");
+            assert!(s(&tr["controller"]).starts_with("nvme"), "{t}");
+        }
+    }
+}
