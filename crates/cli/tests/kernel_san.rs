@@ -81,7 +81,9 @@ found NVMe/RDMA $(newdisk)
 echo SAN-UP
 
 SB=/tmp/sanbench
-$SB monitors > /tmp/monitors.out 2>&1 && echo "SB-MONITORS-OK $(head -1 /tmp/monitors.out)" || { echo "FAIL monitors"; cat /tmp/monitors.out; }
+$SB monitors $(for d in $SEEN; do echo /dev/$d; done) > /tmp/monitors.out 2>&1 \
+  && echo "SB-MONITORS-OK $(head -1 /tmp/monitors.out)" || echo "FAIL monitors"
+grep '^device ' /tmp/monitors.out | sed 's/^/SB-/'
 for d in $SEEN; do
   $SB run /dev/$d --read 50 --bs 4k --qd 1 --time 1s --ramp 0 --size 8M --quiet --json /tmp/r1.json \
     > /tmp/sb.out 2>&1 || { echo "FAIL run $d qd1"; cat /tmp/sb.out; }
@@ -169,6 +171,14 @@ fn kernel_san_stacks_found_labelled_and_measured() {
     let fails: Vec<&str> = console.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert!(fails.is_empty(), "{fails:?}\n{console}");
     assert!(console.contains("SB-MONITORS-OK host:"), "{console}");
+    // `sanbench monitors DEVICE…` names each disk's transport as the manifest does.
+    let monitors: BTreeMap<&str, &str> = console
+        .lines()
+        .filter_map(|l| {
+            let (d, rest) = l.strip_prefix("SB-device /dev/")?.split_once(": ")?;
+            Some((d, rest))
+        })
+        .collect();
     let devs: BTreeMap<String, String> = console
         .lines()
         .filter_map(|l| {
@@ -198,6 +208,13 @@ fn kernel_san_stacks_found_labelled_and_measured() {
             .get(label)
             .unwrap_or_else(|| panic!("no {label} disk\n{console}"));
         assert!(dev.starts_with(want_dev), "{label}: {dev}");
+        let m = monitors.get(dev.as_str()).copied().unwrap_or("");
+        let shown = if label == "FC" {
+            "FCoE via veth0"
+        } else {
+            label
+        };
+        assert!(m.starts_with(shown), "monitors on {dev}: {m:?}\n{console}");
         let (mut kernel_s, mut busy) = (0.0, Vec::new());
         for qd in [1, 8] {
             let v = runs

@@ -60,7 +60,7 @@ pub enum Transport {
         roles: Option<String>,
         /// The local port (`/sys/class/fc_host/hostH`) the remote port was found through.
         #[serde(default)]
-        host: Option<FcHost>,
+        host: Option<Box<FcHost>>,
         /// The Ethernet interface under a software FCoE port (`.../net/IF/ctlr_N/hostH`).
         #[serde(default)]
         fcoe_netdev: Option<String>,
@@ -369,7 +369,7 @@ fn classify(root: &Path, disk: &Path, name: &str) -> Transport {
         }
         if c.starts_with("rport-") {
             let r = class("fc_remote_ports", &c);
-            let host = scsi_host_of(anc).map(|h| fc_host(&class("fc_host", &h), h));
+            let host = scsi_host_of(anc).map(|h| Box::new(fc_host(&class("fc_host", &h), h)));
             return Transport::FibreChannel {
                 port_name: read_attr(&r.join("port_name")),
                 node_name: read_attr(&r.join("node_name")),

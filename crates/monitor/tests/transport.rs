@@ -72,7 +72,7 @@ fn fibre_channel() {
             port_id: Some("0x010200".into()),
             port_state: Some("Online".into()),
             roles: Some("FCP Target".into()),
-            host: Some(FcHost {
+            host: Some(Box::new(FcHost {
                 host: "host5".into(),
                 port_name: Some("0x21000024ff7d6a10".into()),
                 node_name: Some("0x20000024ff7d6a10".into()),
@@ -83,7 +83,7 @@ fn fibre_channel() {
                 fabric_name: Some("0x100000051e0c1a2b".into()),
                 symbolic_name: Some("QLE2692 FW:v8.08.231 DVR:v10.02.07.900-k".into()),
                 maxframe_size: Some("2048 bytes".into()),
-            }),
+            })),
             fcoe_netdev: None,
         }
     );
