@@ -92,6 +92,55 @@ for d in $SEEN; do
     --quiet --json /tmp/r8.json > /tmp/sb.out 2>&1 || { echo "FAIL run $d qd8"; cat /tmp/sb.out; }
   echo "SB-JSON $d 8 $(tr -d '\n' < /tmp/r8.json)"
 done
+
+# The studies' comparison across the five, shortened (SUITE below), one target at a time.
+set -- $SEEN
+$SB compare --suite /etc/kernel-san.toml --repeat 2 --baseline 0 --no-store --quiet --out /tmp/cmp \
+  fc=/dev/$1 iscsi=/dev/$2 iser=/dev/$3 nvme-tcp=/dev/$4 nvme-rdma=/dev/$5 > /tmp/cmp.out 2>&1 \
+  || { echo "FAIL compare"; cat /tmp/cmp.out; }
+sed 's/^/SB-REPORT /' /tmp/cmp/report.md
+grep -o '"label": *"[^"]*"' /tmp/cmp/results.json | sort -u | sed 's/^/SB-CMP-LABEL /'
+"#;
+
+/// thirdio-2008 (1 MiB sequential read, the 4 KiB database mix; QD 12 on 4 instances) and the
+/// Demartek/LSI 2011 QD 1 latency matrix (4 KiB random read and write), shortened to fit a
+/// TCG guest: the same suite shape, not the studies' durations.
+const SUITE: &str = r#"name = "kernel-san"
+description = "thirdio-2008 and demartek-lsi-2011 shortened, on the Linux kernel's FC(oE), iSCSI, iSER, NVMe/TCP and NVMe/RDMA stacks over one RAM disk in a QEMU TCG guest: emulated-CPU figures, not performance figures"
+source = "shared/seeds/000 (Third I/O 2008) and 002 (Demartek/LSI 2011), shortened (issue 24)"
+ramp = "0s"
+time = "300ms"
+qd = 1
+
+[[sweep]]
+id = "seq-read-1m"
+title = "Sequential read, 1 MiB"
+group = "bandwidth"
+qd = [12]
+targets = [4]
+segment = [{ bs = "1M", read = 100, random = 0 }]
+
+[[sweep]]
+id = "database-4k"
+title = "Database, 4 KiB 67/33 random"
+group = "database"
+qd = [12]
+targets = [4]
+segment = [{ bs = "4k", read = 67, random = 100 }]
+
+[[sweep]]
+id = "rand-read"
+title = "Random read, QD 1"
+group = "latency"
+bs = ["4k"]
+segment = [{ read = 100, random = 100 }]
+
+[[sweep]]
+id = "rand-write"
+title = "Random write, QD 1"
+group = "latency"
+bs = ["4k"]
+segment = [{ read = 0, random = 100 }]
 "#;
 
 /// Kernel threads that carry only one stack's work (docs/KERNEL-TRANSPORTS.md): LIO's iSCSI
@@ -163,6 +212,7 @@ fn kernel_san_stacks_found_labelled_and_measured() {
         &[
             ("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n"),
             ("etc/group", b"root:x:0:\n"),
+            ("etc/kernel-san.toml", SUITE.as_bytes()),
         ],
     );
     let mut g = vm::Vm::boot(&vmlinuz, &initrd, &[], &[]);
@@ -257,6 +307,37 @@ fn kernel_san_stacks_found_labelled_and_measured() {
             "{label}: none of {own:?} among the kernel group's busy threads {busy:?}"
         );
     }
+    // The comparison: its report names all five, says what kind of figures these are, and
+    // has its findings; its results carry each target's transport label.
+    let report: String = console
+        .lines()
+        .filter_map(|l| l.strip_prefix("SB-REPORT "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(report.contains("## Key findings"), "{report}\n{console}");
+    assert!(report.contains("emulated-CPU figures"), "{report}");
+    for t in ["fc", "iscsi", "iser", "nvme-tcp", "nvme-rdma"] {
+        assert!(report.contains(&format!("| {t} |")), "{t} not in\n{report}");
+    }
+    let labels: Vec<&str> = console
+        .lines()
+        .filter_map(|l| l.strip_prefix("SB-CMP-LABEL "))
+        .collect();
+    for l in ["FCoE", "iSCSI", "iSER", "NVMe/TCP", "NVMe/RDMA"] {
+        assert!(
+            labels.iter().any(|x| x.contains(&format!("\"{l}\""))),
+            "{l} not among the comparison's labels {labels:?}"
+        );
+    }
+    eprintln!(
+        "{}",
+        report
+            .lines()
+            .skip_while(|l| !l.starts_with("## Key findings"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     eprintln!(
         "kernel SAN test: {:.0} s wall",
         started.elapsed().as_secs_f64()
