@@ -218,6 +218,10 @@ fn kernel_san_stacks_found_labelled_and_measured() {
     let mut g = vm::Vm::boot(&vmlinuz, &initrd, &[], &[]);
     let console = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(600));
     drop(g);
+    // The whole console (runs, report) for a look afterwards.
+    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel_san_console.log");
+    std::fs::write(&log, &console).unwrap();
+    eprintln!("guest console: {}", log.display());
     let fails: Vec<&str> = console.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert!(fails.is_empty(), "{fails:?}\n{console}");
     assert!(console.contains("SB-MONITORS-OK host:"), "{console}");
