@@ -5,9 +5,10 @@
 //! nvmet takes a block device, not a LIO backstore). Per transport: the device is found,
 //! sanbench's run manifest labels it with the parameters sysfs has, a QD 1 and a QD 8 run
 //! complete with nonzero IOPS (the QD 8 one verifying every read it makes), and the result's
-//! kernel group measures CPU, on the stack's own threads where it has any. One boot; the guest's figures are
-//! emulated-CPU (TCG) figures, nothing here is a performance claim.
-//! The recipe is docs/KERNEL-TRANSPORTS.md's.
+//! kernel group measures CPU, on the stack's own threads where it has any; `sanbench monitors`
+//! names each disk's transport; and `compare` with thirdio-2008 and the Demartek QD 1 matrix
+//! (shortened) reports on all five. One boot; the guest's figures are emulated-CPU (TCG)
+//! figures, nothing here is a performance claim. The recipe is docs/KERNEL-TRANSPORTS.md's.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
