@@ -41,6 +41,9 @@ mkdir -p $G/lun/lun_0 && ln -s $T/core/rd_mcp_0/rd0 $G/lun/lun_0/rd0 || echo "FA
 mkdir -p $G/acls/$W0/lun_0 && ln -s $G/lun/lun_0 $G/acls/$W0/lun_0/map || echo "FAIL fc acl"
 for c in 1 0; do echo VN2VN > /sys/bus/fcoe/devices/ctlr_$c/mode; echo 1 > /sys/bus/fcoe/devices/ctlr_$c/enabled; done
 found FC $(newdisk)
+# What sysfs says, for the test to compare with the manifest exactly.
+R=$(ls -d $H0/rport-*)
+echo "SYSFS-FC $(cat $H0/fc_host/*/port_name) $(cat $R/fc_remote_ports/*/port_name) $(cat $R/fc_remote_ports/*/port_id)"
 
 # iSCSI over TCP (LIO portal on 127.0.0.1) and iSER (portal on 10.0.2.15 over rxe0).
 /usr/bin/rdma link add rxe0 type rxe netdev eth0 || echo "FAIL rxe"
@@ -82,14 +85,16 @@ found NVMe/RDMA $(newdisk)
 echo SAN-UP
 
 SB=/tmp/sanbench
+# Sampled often: a kworker counts once seen under a storage workqueue's name.
+MON="--monitor-interval 100ms"
 $SB monitors $(for d in $SEEN; do echo /dev/$d; done) > /tmp/monitors.out 2>&1 \
   && echo "SB-MONITORS-OK $(head -1 /tmp/monitors.out)" || echo "FAIL monitors"
 grep '^device ' /tmp/monitors.out | sed 's/^/SB-/'
 for d in $SEEN; do
-  $SB run /dev/$d --read 50 --bs 4k --qd 1 --time 1s --ramp 0 --size 8M --quiet --json /tmp/r1.json \
+  $SB run /dev/$d --read 50 --bs 4k --qd 1 --time 1s --ramp 0 --size 8M $MON --quiet --json /tmp/r1.json \
     > /tmp/sb.out 2>&1 || { echo "FAIL run $d qd1"; cat /tmp/sb.out; }
   echo "SB-JSON $d 1 $(tr -d '\n' < /tmp/r1.json)"
-  $SB run /dev/$d --read 50 --bs 4k --qd 8 --time 1s --ramp 0 --size 8M --precondition fill --verify \
+  $SB run /dev/$d --read 50 --bs 4k --qd 8 --time 1s --ramp 0 --size 8M $MON --precondition fill --verify \
     --quiet --json /tmp/r8.json > /tmp/sb.out 2>&1 || { echo "FAIL run $d qd8"; cat /tmp/sb.out; }
   echo "SB-JSON $d 8 $(tr -d '\n' < /tmp/r8.json)"
 done
@@ -152,7 +157,9 @@ segment = [{ read = 0, random = 100 }]
 /// that the kernel group measured CPU.
 fn own_threads(label: &str) -> &'static [&'static str] {
     match label {
+        "FC" => &["tcm_fc", "target_completion", "target_submission"],
         "iSCSI" => &["iscsi_trx", "iscsi_ttx"],
+        "NVMe/TCP" => &["nvme_tcp_wq", "nvmet_tcp_wq"],
         "iSER" | "NVMe/RDMA" => &["ksoftirqd/", "ib-comp"],
         _ => &[],
     }
@@ -279,7 +286,7 @@ fn kernel_san_stacks_found_labelled_and_measured() {
             let iops = r["iops"].as_f64().unwrap_or(0.0);
             assert!(iops > 0.0, "{label} QD {qd}: {r}");
             let t = &r["info"]["params"]["transport"];
-            check_transport(label, t);
+            check_transport(label, t, &console);
             let kernel = r["cpu"]["groups"]
                 .as_array()
                 .and_then(|g| g.iter().find(|g| g["name"] == "kernel"))
@@ -350,7 +357,7 @@ fn kernel_san_stacks_found_labelled_and_measured() {
 }
 
 /// The manifest's transport of one device, as the guest's sysfs has it.
-fn check_transport(label: &str, t: &Value) {
+fn check_transport(label: &str, t: &Value, console: &str) {
     let tr = &t["transport"];
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     match label {
@@ -365,6 +372,22 @@ fn check_transport(label: &str, t: &Value) {
             assert_eq!(h["speed"], "10 Gbit", "{t}");
             assert!(s(&h["port_name"]).starts_with("0x2000"), "{t}");
             assert_ne!(h["port_name"], tr["port_name"], "{t}");
+            // The WWPNs (from the veths' random MACs) and the remote port's ID as sysfs had them.
+            let sysfs: Vec<&str> = console
+                .lines()
+                .find_map(|l| l.strip_prefix("SYSFS-FC "))
+                .unwrap_or_default()
+                .split_whitespace()
+                .collect();
+            assert_eq!(
+                sysfs,
+                [
+                    s(&h["port_name"]).as_str(),
+                    &s(&tr["port_name"]),
+                    &s(&tr["port_id"])
+                ],
+                "{t}"
+            );
             assert_eq!(tr["fcoe_netdev"], "veth0", "{t}");
             assert_eq!(t["net"]["name"], "veth0", "{t}");
             assert_eq!(t["net"]["mtu"], 9000, "{t}");

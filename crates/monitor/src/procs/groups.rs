@@ -44,7 +44,8 @@ impl WatchSpec {
 /// * RDMA (iSER, NVMe/RDMA, soft-RoCE): completion queues polled from `ib-comp-wq` and
 ///   `ib-comp-unb-wq`; rdma_rxe itself works in tasklets, i.e. softirq (`ksoftirqd/N`);
 /// * LIO's core (every fabric: tcm_fc, iSCSI, iSER): `target_completion`/`target_submission`;
-/// * FC: libfc's exchange and remote-port workqueues (`fc_exch_workque[ue]`, `fc_rport_eq`);
+/// * FC: LIO's tcm_fc receives commands on its `tcm_fc` workqueue; libfc's exchange and
+///   remote-port workqueues (`fc_exch_workque[ue]`, `fc_rport_eq`);
 ///   software FCoE receives in per-CPU work on the shared `events` workqueue and in softirq,
 ///   so only its softirq part is attributed (the shared kworkers would count everything).
 pub fn default_kernel_patterns() -> Vec<String> {
@@ -55,6 +56,7 @@ pub fn default_kernel_patterns() -> Vec<String> {
         "kworker/*nvmet*",
         "kworker/*ib-comp*",
         "kworker/*target_*",
+        "kworker/*tcm_fc*",
         "kworker/*fc_exch*",
         "kworker/*fc_rport*",
         "kworker/*nbd*",
@@ -141,6 +143,7 @@ mod tests {
             "kworker/0:1H-ib-comp-wq",
             "kworker/u3:1-ib-comp-unb-wq",
             "kworker/0:3-target_completion",
+            "kworker/0:2-tcm_fc",
             "kworker/u2:1-fc_exch_workqueue",
             "kworker/u2:1-fc_rport_eq",
             "ksoftirqd/0",
