@@ -2,15 +2,18 @@
 # Installs the Debian packages sanbench's tests and benchmarks drive as reference peers.
 # qemu-system-x86, busybox-static, linux-image-amd64, socat: the Linux kernel as an NVMe/TCP
 # peer in a TCG guest (crates/testkit/src/vm.rs); nbd-client, open-iscsi: the kernel's NBD and
-# iSCSI initiators, copied into that guest with their libraries. openmpi-bin, libopenmpi-dev,
-# libclang-dev: the `mpi` feature (rsmpi's bindgen needs libclang) and its tests under mpirun.
-# libssl-dev, pkg-config: the tls-psk feature (NBD TLS with pre-shared keys through OpenSSL);
-# openssl: the command-line tool the TLS tests make their certificates with. The test suite
-# builds both features. Idempotent: does nothing when everything is present. Needs root (CI runs
-# as root).
+# iSCSI initiators, copied into that guest with their libraries; iproute2's ip and rdma,
+# iscsid/iscsiadm and the kernel's fcoe, LIO, rdma_rxe and nvmet modules make the guest's
+# software SAN (crates/cli/tests/kernel_san.rs: no fcoe-utils, targetcli or rdma-core needed,
+# all configfs and sysfs); binutils strips sanbench before it goes into the guest.
+# openmpi-bin, libopenmpi-dev, libclang-dev: the `mpi` feature (rsmpi's bindgen needs
+# libclang) and its tests under mpirun. libssl-dev, pkg-config: the tls-psk feature (NBD TLS
+# with pre-shared keys through OpenSSL); openssl: the command-line tool the TLS tests make
+# their certificates with. The test suite builds both features. Idempotent: does nothing when
+# everything is present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
-      iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python
+      iperf3 ethtool iproute2 binutils chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
       nbd-client open-iscsi openmpi-bin libopenmpi-dev libclang-dev
       libssl-dev pkg-config openssl)

@@ -2,13 +2,14 @@
 
 use std::path::Path;
 
-use sanbench_monitor::transport::InspectOptions;
+use sanbench_monitor::transport::{self, InspectOptions};
 use sanbench_monitor::{detect, manifest, PowerOptions};
 
-use crate::args::MonitorArgs;
+use crate::args::MonitorsArgs;
 use crate::error::CliError;
 
-pub fn run(a: MonitorArgs) -> Result<(), CliError> {
+pub fn run(args: MonitorsArgs) -> Result<(), CliError> {
+    let a = args.monitor;
     let root = Path::new("/");
     let setup = crate::monitoring::setup(&a)?;
     let opts = setup
@@ -45,5 +46,27 @@ pub fn run(a: MonitorArgs) -> Result<(), CliError> {
         );
     }
     outln!("  * modeled: every figure from it is labeled modeled in every output");
+    // Each device as `run` records it in the manifest: the label, then the transport's fields.
+    let mut bad = None;
+    for d in &args.devices {
+        match transport::inspect_device(root, d, &InspectOptions::default()) {
+            Ok(info) => {
+                let t = serde_json::to_string(&info.transport).unwrap_or_default();
+                let net = info
+                    .net
+                    .as_ref()
+                    .map(|n| format!(" via {} (MTU {})", n.name, n.mtu.unwrap_or(0)))
+                    .unwrap_or_default();
+                outln!("device {}: {}{net} {t}", d.display(), info.label);
+            }
+            Err(e) => {
+                outln!("device {}: {e}", d.display());
+                bad = Some(e);
+            }
+        }
+    }
+    if let Some(e) = bad {
+        return Err(CliError::Usage(e.to_string()));
+    }
     Ok(())
 }

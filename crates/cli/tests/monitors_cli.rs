@@ -164,3 +164,19 @@ fn a_host_busy_before_the_run_is_flagged_and_warned_about() {
     );
     assert_eq!(r["efficiency"]["host_not_idle"], true);
 }
+
+#[test]
+fn monitors_refuses_a_device_that_is_not_there() {
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args(["monitors", "/dev/sanbench-no-such-disk"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("device /dev/sanbench-no-such-disk: ")
+            && stdout.contains("sanbench-no-such-disk"),
+        "{stdout}"
+    );
+}

@@ -73,12 +73,19 @@ enum Class {
 struct ProcEntry {
     class: Class,
     name: String,
+    /// Other names a kernel thread had while the window was open: a kworker takes the name of
+    /// the workqueue it last served, and one per-CPU high-priority kworker serves kblockd,
+    /// nvme_tcp_wq and ib-comp-wq alike, so its name alone does not say whose work it did.
+    seen_as: Vec<String>,
     starttime: u64,
     seen: u64,
     alive: bool,
     acct: Acct,
     threads: HashMap<u32, ThreadEntry>,
 }
+
+/// The most other names kept per kernel thread.
+const SEEN_AS_MAX: usize = 8;
 
 /// Tracks the CPU of the groups across samples; owned by the sampler.
 #[derive(Debug)]
@@ -148,6 +155,7 @@ impl ProcessTracker {
         for e in self.entries.values_mut() {
             e.acct.first = e.acct.last;
             e.acct.in_window = e.alive;
+            e.seen_as.clear();
             for t in e.threads.values_mut() {
                 t.acct.first = t.acct.last;
                 if let Some(x) = t.exec.as_mut() {
@@ -283,6 +291,7 @@ impl ProcessTracker {
         let fresh = || ProcEntry {
             class,
             name: st.comm.to_string(),
+            seen_as: Vec::new(),
             starttime: st.starttime,
             seen: gen,
             alive: true,
@@ -303,6 +312,9 @@ impl ProcessTracker {
         e.seen = gen;
         e.alive = true;
         if e.name != st.comm {
+            if window_open && e.seen_as.len() < SEEN_AS_MAX && !e.seen_as.contains(&e.name) {
+                e.seen_as.push(e.name.clone());
+            }
             e.name.clear();
             e.name.push_str(st.comm);
         }
@@ -416,6 +428,12 @@ impl ProcessTracker {
                     tid: *pid,
                     name: e.name.clone(),
                     cpu_s: (u + s) as f64 / tck,
+                    seen_as: e
+                        .seen_as
+                        .iter()
+                        .filter(|n| **n != e.name)
+                        .cloned()
+                        .collect(),
                 });
                 continue;
             }
@@ -433,6 +451,7 @@ impl ProcessTracker {
                         Some(x) => x.delta().0 as f64 / 1e9,
                         None => (tu + ts) as f64 / tck,
                     },
+                    seen_as: Vec::new(),
                 };
                 if t.kernel_match {
                     kernel.user_s += tu as f64 / tck;

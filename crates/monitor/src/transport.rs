@@ -2,9 +2,15 @@
 //!
 //! The device's canonical sysfs path (`/sys/class/block/NAME` resolved) names its ancestors:
 //! * iSCSI: `.../hostH/sessionS/targetH:C:T/H:C:T:L/block/sdX` → `iscsi_session/sessionS`
-//!   (targetname, tpgt) and `iscsi_connection/connectionS:N` (persistent_address/port);
+//!   (targetname, tpgt, state) and `iscsi_connection/connectionS:N` (persistent_address/port);
+//!   the SCSI host's `proc_name` names the initiator's transport (`iscsi_tcp`, `iscsi_iser`
+//!   for iSER over RDMA, or an offload driver such as `bnx2i`), as iscsiadm's
+//!   `iface.transport_name` does;
 //! * Fibre Channel: `.../hostH/rport-H:B-R/targetH:C:T/...` → `fc_remote_ports/rport-*`
-//!   (port_name, node_name, port_id);
+//!   (port_name, node_name, port_id, port_state, roles) and the local port
+//!   `fc_host/hostH` (port_name, port_state, port_type, speed, …); software FCoE hangs the
+//!   host under its Ethernet interface (`.../net/IF/ctlr_N/hostH`), which is then the
+//!   device's network interface;
 //! * SAS: `.../hostH/port-H:P/end_device-H:P/targetH:C:T/...` → `sas_device/end_device-*`
 //!   (sas_address);
 //! * NVMe: `.../nvme/nvmeN/nvmeNnM` or `.../nvme-subsystem/nvme-subsysN/nvmeNnM` (native
@@ -32,12 +38,32 @@ pub enum Transport {
         tpgt: Option<String>,
         /// `address:port` of the connection's portal.
         portal: Option<String>,
+        /// The session's state (`LOGGED_IN`, `FAILED`, `FREE`).
+        #[serde(default)]
+        state: Option<String>,
+        /// The initiator's transport, iscsiadm's `iface.transport_name`: `tcp`, `iser`, or an
+        /// offload driver's name (from the SCSI host's `proc_name`, `iscsi_` stripped).
+        #[serde(default)]
+        transport_name: Option<String>,
     },
     FibreChannel {
+        /// The remote (target) port.
         rport: String,
         port_name: Option<String>,
         node_name: Option<String>,
         port_id: Option<String>,
+        /// `Online`, `Blocked`, `Not Present`, …
+        #[serde(default)]
+        port_state: Option<String>,
+        /// e.g. `FCP Target`.
+        #[serde(default)]
+        roles: Option<String>,
+        /// The local port (`/sys/class/fc_host/hostH`) the remote port was found through.
+        #[serde(default)]
+        host: Option<Box<FcHost>>,
+        /// The Ethernet interface under a software FCoE port (`.../net/IF/ctlr_N/hostH`).
+        #[serde(default)]
+        fcoe_netdev: Option<String>,
     },
     Sas {
         end_device: String,
@@ -50,6 +76,9 @@ pub enum Transport {
         /// e.g. `traddr=10.0.0.2,trsvcid=4420` or a PCI address.
         address: Option<String>,
         subsysnqn: Option<String>,
+        /// `live`, `connecting`, `resetting`, …
+        #[serde(default)]
+        state: Option<String>,
     },
     Sata {
         port: String,
@@ -71,7 +100,60 @@ pub enum Transport {
     },
 }
 
+/// A local Fibre Channel port, as `/sys/class/fc_host/hostH` has it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FcHost {
+    pub host: String,
+    pub port_name: Option<String>,
+    pub node_name: Option<String>,
+    pub port_id: Option<String>,
+    /// `Online`, `Linkdown`, …
+    pub port_state: Option<String>,
+    /// e.g. `NPort (fabric via point-to-point)`.
+    pub port_type: Option<String>,
+    /// e.g. `10 Gbit`; `unknown` where the link does not say.
+    pub speed: Option<String>,
+    pub fabric_name: Option<String>,
+    pub symbolic_name: Option<String>,
+    /// e.g. `2112 bytes`.
+    pub maxframe_size: Option<String>,
+}
+
 impl Transport {
+    /// A short name for people: `iSCSI`, `iSER`, `FC`, `FCoE`, `NVMe/TCP`, `NVMe/RDMA`, …
+    pub fn label(&self) -> String {
+        match self {
+            Transport::Iscsi { transport_name, .. } => match transport_name.as_deref() {
+                Some("iser") => "iSER".into(),
+                Some("tcp") | None => "iSCSI".into(),
+                Some(other) => format!("iSCSI ({other})"),
+            },
+            Transport::FibreChannel { fcoe_netdev, .. } => {
+                if fcoe_netdev.is_some() {
+                    "FCoE".into()
+                } else {
+                    "FC".into()
+                }
+            }
+            Transport::Nvme { transport, .. } => match transport.as_deref() {
+                Some("tcp") => "NVMe/TCP".into(),
+                Some("rdma") => "NVMe/RDMA".into(),
+                Some("fc") => "NVMe/FC".into(),
+                Some("pcie") => "NVMe/PCIe".into(),
+                Some("loop") => "NVMe/loop".into(),
+                Some(t) => format!("NVMe/{t}"),
+                None => "NVMe".into(),
+            },
+            Transport::Sas { .. } => "SAS".into(),
+            Transport::Sata { .. } => "SATA".into(),
+            Transport::Usb { .. } => "USB".into(),
+            Transport::Virtio { .. } => "virtio".into(),
+            Transport::Loop { .. } => "loop".into(),
+            Transport::Nbd { .. } => "NBD".into(),
+            Transport::Unknown { .. } => "unknown".into(),
+        }
+    }
+
     /// The remote address whose route gives the network interface, for networked transports.
     fn remote_addr(&self) -> Option<String> {
         match self {
@@ -113,6 +195,9 @@ pub struct DeviceInfo {
     pub path: String,
     /// Kernel name of the whole disk (`sdb` for `/dev/sdb1`).
     pub name: String,
+    /// [`Transport::label`], for people and reports.
+    #[serde(default)]
+    pub label: String,
     pub transport: Transport,
     pub size_bytes: Option<u64>,
     pub logical_block_size: Option<u64>,
@@ -208,15 +293,28 @@ pub fn inspect_device(root: &Path, dev: &Path, opts: &InspectOptions) -> Result<
     }
     let name = name_of(&disk);
     let transport = classify(root, &disk, &name);
-    let net = transport
-        .remote_addr()
-        .map(|addr| net_iface(root, &addr, opts));
+    let net = match &transport {
+        // FCoE: the interface the FC port sits on, no route to look up.
+        Transport::FibreChannel {
+            fcoe_netdev: Some(i),
+            ..
+        } => Some(net_iface(
+            root,
+            "",
+            &InspectOptions {
+                iface: Some(i.clone()),
+                ..opts.clone()
+            },
+        )),
+        t => t.remote_addr().map(|addr| net_iface(root, &addr, opts)),
+    };
     let size_bytes = read_attr(&disk.join("size"))
         .and_then(|s| s.parse::<u64>().ok())
         .map(|sectors| sectors * 512);
     Ok(DeviceInfo {
         path: dev.display().to_string(),
         name,
+        label: transport.label(),
         transport,
         size_bytes,
         logical_block_size: read_attr(&disk.join("queue/logical_block_size"))
@@ -257,19 +355,29 @@ fn classify(root: &Path, disk: &Path, name: &str) -> Transport {
             .filter(|_| digits_after(&c, "session"))
         {
             let sess = class("iscsi_session", &c);
+            let transport_name = scsi_host_of(anc)
+                .and_then(|h| read_attr(&class("scsi_host", &h).join("proc_name")))
+                .map(|p| p.strip_prefix("iscsi_").unwrap_or(&p).to_string());
             return Transport::Iscsi {
                 target_name: read_attr(&sess.join("targetname")),
                 tpgt: read_attr(&sess.join("tpgt")),
                 portal: iscsi_portal(root, s),
+                state: read_attr(&sess.join("state")),
+                transport_name,
                 session: c,
             };
         }
         if c.starts_with("rport-") {
             let r = class("fc_remote_ports", &c);
+            let host = scsi_host_of(anc).map(|h| Box::new(fc_host(&class("fc_host", &h), h)));
             return Transport::FibreChannel {
                 port_name: read_attr(&r.join("port_name")),
                 node_name: read_attr(&r.join("node_name")),
                 port_id: read_attr(&r.join("port_id")),
+                port_state: read_attr(&r.join("port_state")),
+                roles: read_attr(&r.join("roles")),
+                host,
+                fcoe_netdev: fcoe_netdev(anc),
                 rport: c,
             };
         }
@@ -320,7 +428,42 @@ fn nvme(root: &Path, ctl: &str) -> Transport {
         transport: read_attr(&d.join("transport")),
         address: read_attr(&d.join("address")),
         subsysnqn: read_attr(&d.join("subsysnqn")),
+        state: read_attr(&d.join("state")),
     }
+}
+
+/// The SCSI host (`hostH`) directly above a session or remote port directory.
+fn scsi_host_of(dir: &Path) -> Option<String> {
+    let h = name_of(dir.parent()?);
+    digits_after(&h, "host").then_some(h)
+}
+
+fn fc_host(d: &Path, host: String) -> FcHost {
+    let a = |n: &str| read_attr(&d.join(n));
+    FcHost {
+        port_name: a("port_name"),
+        node_name: a("node_name"),
+        port_id: a("port_id"),
+        port_state: a("port_state"),
+        port_type: a("port_type"),
+        speed: a("speed"),
+        fabric_name: a("fabric_name"),
+        symbolic_name: a("symbolic_name"),
+        maxframe_size: a("maxframe_size"),
+        host,
+    }
+}
+
+/// Software FCoE builds `.../net/IF/ctlr_N/hostH/rport-…`: the interface is the directory
+/// under `net` above the controller.
+fn fcoe_netdev(rport: &Path) -> Option<String> {
+    let host = rport.parent()?;
+    let ctlr = host.parent()?;
+    if !digits_after(&name_of(ctlr), "ctlr_") {
+        return None;
+    }
+    let iface = ctlr.parent()?;
+    (name_of(iface.parent()?) == "net").then(|| name_of(iface))
 }
 
 fn iscsi_portal(root: &Path, session_no: &str) -> Option<String> {

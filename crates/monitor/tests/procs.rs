@@ -140,3 +140,32 @@ fn garbage_stat_files_are_skipped_not_fatal() {
     tr.window_end();
     assert_eq!(tr.report(1.0)[0].cpu_s, 0.0);
 }
+
+/// One high-priority kworker serves several stacks' workqueues in turn: the report names it as
+/// it was last seen and lists what else it was seen as during the window (not before it).
+#[test]
+fn shared_kworker_lists_the_workqueues_it_was_seen_serving() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    fs::create_dir_all(r.join("proc")).unwrap();
+    fs::write(r.join("proc/uptime"), "1000.00 1900.00\n").unwrap();
+    single(r, 20, "kworker/0:1H-ib-comp-wq", 0, 100, 10);
+    let mut tr = ProcessTracker::new(r, 1, vec![], default_kernel_patterns(), TCK);
+    tr.sample();
+    single(r, 20, "kworker/0:1H-kblockd", 0, 110, 10);
+    tr.window_start();
+    single(r, 20, "kworker/0:1H-nvme_tcp_wq", 0, 150, 10);
+    tr.sample();
+    single(r, 20, "kworker/0:1H-kblockd", 0, 170, 10);
+    tr.sample();
+    single(r, 20, "kworker/0:1H-nvme_tcp_wq", 0, 190, 10);
+    tr.window_end();
+    let g = tr.report(1.0);
+    let k = g.last().unwrap();
+    let w = &k.top_threads[0];
+    assert_eq!(w.name, "kworker/0:1H-nvme_tcp_wq");
+    assert_eq!(w.seen_as, vec!["kworker/0:1H-kblockd".to_string()]);
+    assert!((w.cpu_s - 0.8).abs() < 1e-9, "{w:?}");
+    let j = serde_json::to_value(w).unwrap();
+    assert_eq!(j["seen_as"][0], "kworker/0:1H-kblockd");
+}

@@ -2,7 +2,7 @@
 //! block device per kind, plus the environment manifest read from the same root.
 
 use sanbench_monitor::manifest::collect;
-use sanbench_monitor::transport::{inspect_device, InspectOptions, Transport};
+use sanbench_monitor::transport::{inspect_device, FcHost, InspectOptions, Transport};
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
@@ -38,8 +38,11 @@ fn iscsi_with_portal_interface_mtu_and_offloads() {
             target_name: Some("iqn.2026-11.org.sanbench:ram0".into()),
             tpgt: Some("1".into()),
             portal: Some("10.0.0.2:3260".into()),
+            state: None,
+            transport_name: Some("tcp".into()),
         }
     );
+    assert_eq!(d.label, "iSCSI");
     assert_eq!(d.size_bytes, Some(2_097_152 * 512));
     assert_eq!(d.logical_block_size, Some(512));
     assert_eq!(d.rotational, Some(false));
@@ -67,8 +70,26 @@ fn fibre_channel() {
             port_name: Some("0x500507680b21a0c1".into()),
             node_name: Some("0x500507680b00a0c1".into()),
             port_id: Some("0x010200".into()),
+            port_state: Some("Online".into()),
+            roles: Some("FCP Target".into()),
+            host: Some(Box::new(FcHost {
+                host: "host5".into(),
+                port_name: Some("0x21000024ff7d6a10".into()),
+                node_name: Some("0x20000024ff7d6a10".into()),
+                port_id: Some("0x010100".into()),
+                port_state: Some("Online".into()),
+                port_type: Some("NPort (fabric via point-to-point)".into()),
+                speed: Some("16 Gbit".into()),
+                fabric_name: Some("0x100000051e0c1a2b".into()),
+                symbolic_name: Some("QLE2692 FW:v8.08.231 DVR:v10.02.07.900-k".into()),
+                maxframe_size: Some("2048 bytes".into()),
+            })),
+            fcoe_netdev: None,
         }
     );
+    let d = inspect_device(&root(), Path::new("/dev/sdc"), &opts()).unwrap();
+    assert_eq!(d.label, "FC");
+    assert!(d.net.is_none(), "native FC has no network interface");
 }
 
 #[test]
@@ -102,6 +123,7 @@ fn nvme_pcie() {
             transport: Some("pcie".into()),
             address: Some("0000:00:04.0".into()),
             subsysnqn: Some("nqn.2014.08.org.nvmexpress:1b361b36serial".into()),
+            state: None,
         }
     );
     assert_eq!(d.logical_block_size, Some(4096));
@@ -208,4 +230,109 @@ fn manifest_from_fixture() {
         serde_json::to_value(&m).unwrap()["governor"],
         serde_json::Value::Null
     );
+}
+
+/// The sysfs of the software SAN in the test guest (fixtures/guest, see make_guest.py): what
+/// the kernel's own stacks put there, labelled as the guest's run manifest labels them.
+fn guest(dev: &str) -> sanbench_monitor::DeviceInfo {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/guest");
+    inspect_device(&root, Path::new(dev), &opts()).unwrap()
+}
+
+#[test]
+fn guest_fcoe_vn2vn_with_local_and_remote_port() {
+    let d = guest("/dev/sda");
+    assert_eq!(d.label, "FCoE");
+    let Transport::FibreChannel {
+        rport,
+        port_name,
+        port_state,
+        roles,
+        host,
+        fcoe_netdev,
+        ..
+    } = &d.transport
+    else {
+        panic!("{:?}", d.transport)
+    };
+    assert_eq!(rport, "rport-0:0-0");
+    assert_eq!(port_name.as_deref(), Some("0x2000aecabe2ca365"));
+    assert_eq!(port_state.as_deref(), Some("Online"));
+    assert_eq!(roles.as_deref(), Some("FCP Target, FCP Initiator"));
+    assert_eq!(fcoe_netdev.as_deref(), Some("veth0"));
+    let h = host.as_ref().unwrap();
+    assert_eq!(h.host, "host0");
+    assert_eq!(h.port_name.as_deref(), Some("0x2000cee246b92612"));
+    assert_eq!(h.port_state.as_deref(), Some("Online"));
+    assert_eq!(h.speed.as_deref(), Some("10 Gbit"));
+    assert_eq!(
+        h.port_type.as_deref(),
+        Some("NPort (fabric via point-to-point)")
+    );
+    assert_eq!(h.symbolic_name.as_deref(), Some("fcoe v0.1 over veth0"));
+    // The FCoE port's Ethernet interface is the device's interface.
+    let net = d.net.unwrap();
+    assert_eq!(net.name, "veth0");
+    assert_eq!(net.mtu, Some(9000));
+    assert_eq!(d.size_bytes, Some(32 << 20));
+}
+
+#[test]
+fn guest_iscsi_and_iser_told_apart_by_the_scsi_host() {
+    let d = guest("/dev/sdb");
+    assert_eq!(d.label, "iSCSI");
+    assert_eq!(
+        d.transport,
+        Transport::Iscsi {
+            session: "session1".into(),
+            target_name: Some("iqn.2026-11.io.sanbench:tcp".into()),
+            tpgt: Some("1".into()),
+            portal: Some("127.0.0.1:3260".into()),
+            state: Some("LOGGED_IN".into()),
+            transport_name: Some("tcp".into()),
+        }
+    );
+    assert_eq!(d.net.unwrap().name, "lo");
+    let d = guest("/dev/sdc");
+    assert_eq!(d.label, "iSER");
+    assert_eq!(
+        d.transport,
+        Transport::Iscsi {
+            session: "session2".into(),
+            target_name: Some("iqn.2026-11.io.sanbench:iser".into()),
+            tpgt: Some("1".into()),
+            portal: Some("10.0.2.15:3260".into()),
+            state: Some("LOGGED_IN".into()),
+            transport_name: Some("iser".into()),
+        }
+    );
+}
+
+#[test]
+fn guest_nvme_tcp_and_rdma() {
+    let d = guest("/dev/nvme0n1");
+    assert_eq!(d.label, "NVMe/TCP");
+    assert_eq!(
+        d.transport,
+        Transport::Nvme {
+            controller: "nvme0".into(),
+            transport: Some("tcp".into()),
+            address: Some("traddr=10.0.2.15,trsvcid=4420,src_addr=10.0.2.15".into()),
+            subsysnqn: Some("nqn.2026-11.io.sanbench:tcp".into()),
+            state: Some("live".into()),
+        }
+    );
+    let d = guest("/dev/nvme1n1");
+    assert_eq!(d.label, "NVMe/RDMA");
+    assert_eq!(
+        d.transport,
+        Transport::Nvme {
+            controller: "nvme1".into(),
+            transport: Some("rdma".into()),
+            address: Some("traddr=10.0.2.15,trsvcid=4421".into()),
+            subsysnqn: Some("nqn.2026-11.io.sanbench:rdma".into()),
+            state: Some("live".into()),
+        }
+    );
+    assert_eq!(d.net.unwrap().name, "lo");
 }

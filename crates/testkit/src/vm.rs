@@ -275,6 +275,35 @@ pub fn build_initramfs_with(
     std::fs::write(path, c.finish()).unwrap();
 }
 
+/// Moves the complete UTF-8 of `pending` to `out`, keeping an incomplete character at its end
+/// for the next read: the serial console arrives a few bytes at a time, and a character split
+/// across two reads must not turn into two replacement characters.
+fn drain_utf8(pending: &mut Vec<u8>, out: &mut String) {
+    loop {
+        match std::str::from_utf8(pending) {
+            Ok(s) => {
+                out.push_str(s);
+                pending.clear();
+                return;
+            }
+            Err(e) => {
+                let ok = e.valid_up_to();
+                out.push_str(std::str::from_utf8(&pending[..ok]).unwrap_or_default());
+                match e.error_len() {
+                    None => {
+                        pending.drain(..ok);
+                        return;
+                    }
+                    Some(bad) => {
+                        out.push(char::REPLACEMENT_CHARACTER);
+                        pending.drain(..ok + bad);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A running guest; killed by its process id when dropped.
 pub struct Vm {
     child: Child,
@@ -335,11 +364,13 @@ impl Vm {
             let c = console.clone();
             std::thread::spawn(move || {
                 let mut b = [0u8; 4096];
+                let mut pending = Vec::new();
                 while let Ok(n) = stream.read(&mut b) {
                     if n == 0 {
                         break;
                     }
-                    lock(&c).push_str(&String::from_utf8_lossy(&b[..n]));
+                    pending.extend_from_slice(&b[..n]);
+                    drain_utf8(&mut pending, &mut lock(&c));
                 }
             });
         }
@@ -374,5 +405,27 @@ impl Drop for Vm {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drain_utf8;
+
+    #[test]
+    fn a_character_split_across_reads_arrives_whole() {
+        let (mut p, mut out) = (Vec::new(), String::new());
+        let pm = "± µs".as_bytes();
+        p.extend_from_slice(&pm[..1]);
+        drain_utf8(&mut p, &mut out);
+        assert_eq!((out.as_str(), p.len()), ("", 1));
+        p.extend_from_slice(&pm[1..4]);
+        drain_utf8(&mut p, &mut out);
+        assert_eq!((out.as_str(), p.len()), ("± ", 1));
+        p.extend_from_slice(&pm[4..]);
+        p.extend_from_slice(&[0xff, b'x']);
+        drain_utf8(&mut p, &mut out);
+        assert_eq!(out, "± µs\u{fffd}x");
+        assert!(p.is_empty());
     }
 }

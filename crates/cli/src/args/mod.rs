@@ -51,8 +51,9 @@ pub enum Command {
     Report(ReportArgs),
     /// What got better or worse between two stored runs, and whether it is outside the noise.
     Diff(DiffArgs),
-    /// What this host can measure: CPU, network, power sources.
-    Monitors(MonitorArgs),
+    /// What this host can measure: CPU, network, power sources; and the transport of block
+    /// devices as a run's manifest records it.
+    Monitors(MonitorsArgs),
     /// Serve a RAM-disk (or file) target: nbd, iscsi or nvme.
     Serve {
         #[command(subcommand)]
@@ -501,6 +502,17 @@ impl RepeatArg {
             RepeatArg::Fixed(n) => sanbench_stats::design::plan::Repeat::Fixed(n),
         }
     }
+}
+
+/// `sanbench monitors`.
+#[derive(Args, Debug, Clone)]
+pub struct MonitorsArgs {
+    /// Block devices to describe (e.g. /dev/sdb, /dev/nvme0n1): the transport and its
+    /// parameters from sysfs (FC ports, iSCSI/iSER session, NVMe controller), one line each.
+    #[arg(value_name = "DEVICE")]
+    pub devices: Vec<std::path::PathBuf>,
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 }
 
 /// Host monitoring: CPU, network, power; shared by `run` and `compare`.
