@@ -70,12 +70,19 @@ pub fn fmt_ratio(r: f64) -> String {
     }
 }
 
-/// "[1.5-2.2]", or "[unbounded]" while the rounds cannot bound it.
+/// "[1.5-2.2]", "[<0.001->999]" when a few rounds leave it that wide, or "[unbounded]" while
+/// the rounds cannot bound it.
 pub fn fmt_interval(lo: Option<f64>, hi: Option<f64>) -> String {
     match (lo, hi) {
         (Some(l), Some(h)) => {
             let f = |x: f64| {
-                if x >= 9.95 {
+                // Two or three rounds can leave an average's interval astronomically wide:
+                // say so rather than print 2.8e78.
+                if x > 999.0 {
+                    ">999".to_string()
+                } else if x < 0.001 {
+                    "<0.001".to_string()
+                } else if x >= 9.95 {
                     format!("{x:.0}")
                 } else if x < 1.095 {
                     format!("{x:.2}")
