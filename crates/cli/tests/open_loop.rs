@@ -189,10 +189,11 @@ fn response_time_follows_queueing_theory_on_a_server_of_known_service_time() {
         .as_f64()
         .unwrap()
         / 1000.0;
-    // nbdkit's delay overshoots by its timer's wake-up (about 0.8 ms here): the formula below
-    // takes the service time measured, not the one asked.
+    // nbdkit's delay overshoots by its timer's wake-up (about 0.8 ms here idle, 1.8 ms seen
+    // while other builds ran): the formula below takes the service time measured, not the one
+    // asked, so this bound only catches a delay that did not apply or a client gone wrong.
     assert!(
-        d >= d_ms && d < d_ms * 1.3,
+        d >= d_ms && d < d_ms * 1.6,
         "service time {d} ms for a {d_ms} ms delay"
     );
     for rho in [0.3, 0.6] {
