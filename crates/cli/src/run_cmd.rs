@@ -337,6 +337,8 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         clock: None,
         sync: m.sync,
         raw_latencies: m.raw_latencies,
+        log_interval: a.watch.log_interval.0,
+        intervals: None,
     };
     let mon = crate::monitoring::setup(&a.monitor)?;
     let (mut doc, _, out) = execute_output(&plan, &progress, mon.as_ref(), None)?;

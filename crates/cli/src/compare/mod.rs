@@ -169,6 +169,8 @@ pub(crate) fn run_cell(
         clock: None,
         sync: cx.job.map(|j| j.sync()),
         raw_latencies: false,
+        log_interval: a.watch.log_interval.0,
+        intervals: None,
     };
     let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline)?;
     if baseline.is_none() {

@@ -135,6 +135,7 @@ pub(super) fn coordinate(
     observer: &dyn Observer,
     seed: u64,
     sync: Option<&dyn PhaseSync>,
+    intervals: &mut super::interval::Collector<'_>,
 ) -> Samples {
     let Some(clock) = shared.clock.get() else {
         return Samples::default();
@@ -186,6 +187,7 @@ pub(super) fn coordinate(
                 }
             },
         }
+        intervals.poll(None);
         if in_window && now >= next_sample {
             samples.count += 1;
             for (sum, l) in samples.inflight_sum.iter_mut().zip(lives) {
