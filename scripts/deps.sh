@@ -45,3 +45,9 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "installing: cargo-fuzz"
   cargo install --locked cargo-fuzz >/dev/null
 fi
+# The hdrhistogram Python package reads --hist-log's interval log back in
+# crates/cli/tests/hist_log.rs (HdrHistogram's own reader, not sanbench's).
+if ! python3 -c "import hdrh" >/dev/null 2>&1; then
+  echo "installing: hdrhistogram (pip)"
+  pip install --quiet hdrhistogram
+fi

@@ -29,6 +29,7 @@ mod store_cmd;
 mod suite_cmd;
 mod targets;
 mod verify_cmd;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -52,9 +52,12 @@ fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Duration)
     }
 }
 
-/// Keeps every interval it is handed: (target, index, start, length, statistics).
+/// One interval as handed to the sink: (target, index, start, length, statistics).
+type Kept = (usize, u64, u64, u64, Interval);
+
+/// Keeps every interval it is handed.
 #[derive(Default)]
-struct Keep(Mutex<Vec<(usize, u64, u64, u64, Interval)>>);
+struct Keep(Mutex<Vec<Kept>>);
 
 impl IntervalSink for Keep {
     fn interval(&self, r: &IntervalRecord<'_>) {

@@ -75,6 +75,8 @@ pub struct IntervalRecord<'a> {
     /// Its start (ns since the window's start) and length (the last one may be shorter).
     pub start_ns: u64,
     pub len_ns: u64,
+    /// Wall-clock time of the window's start (`start_ns` counts from it).
+    pub window_start: std::time::SystemTime,
     pub stats: &'a Interval,
     /// Reads and writes together (see [`Interval::latency`]).
     pub latency: &'a LatencyHistogram,
@@ -161,6 +163,8 @@ pub(super) struct Collector<'a> {
     sink: Option<&'a dyn IntervalSink>,
     rx: Receiver<Msg>,
     pool: &'a Pool,
+    /// Wall-clock time of the window's start, set when the run's clock starts.
+    pub(super) window_start: std::time::SystemTime,
 }
 
 impl<'a> Collector<'a> {
@@ -185,6 +189,7 @@ impl<'a> Collector<'a> {
             sink,
             rx,
             pool,
+            window_start: std::time::SystemTime::UNIX_EPOCH,
         }
     }
 
@@ -253,6 +258,7 @@ impl<'a> Collector<'a> {
                 index: k,
                 start_ns,
                 len_ns,
+                window_start: self.window_start,
                 stats: &iv,
                 latency: &self.scratch,
             });

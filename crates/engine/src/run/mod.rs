@@ -356,6 +356,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             }
         }
         let clock_started_at = SystemTime::now();
+        collector.window_start = clock_started_at + w.ramp;
         let t0 = Instant::now();
         let _ = shared.start.set(t0);
         let _ = shared.clock.set(
@@ -366,8 +367,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         barrier.wait();
         let samples = (!shared.abort.load(Ordering::Relaxed)).then(|| {
             coordinate(
-                ramp_ns,
-                end_ns,
+                (ramp_ns, end_ns),
                 &shared,
                 &lives,
                 observer,

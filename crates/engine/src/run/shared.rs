@@ -127,9 +127,9 @@ impl Samples {
 /// (the delay between the deciding process's end and this one's).
 const SYNC_POLL_NS: u64 = 200_000;
 
+/// `window`: the ramp's end and the window's end (ns since the start).
 pub(super) fn coordinate(
-    ramp_ns: u64,
-    end_ns: u64,
+    (ramp_ns, end_ns): (u64, u64),
     shared: &Shared,
     lives: &[Arc<Live>],
     observer: &dyn Observer,
