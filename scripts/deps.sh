@@ -5,7 +5,8 @@
 # iSCSI initiators, copied into that guest with their libraries. openmpi-bin, libopenmpi-dev,
 # libclang-dev: the `mpi` feature (rsmpi's bindgen needs libclang) and its tests under mpirun.
 # libssl-dev, pkg-config: the tls-psk feature (NBD TLS with pre-shared keys through OpenSSL);
-# openssl: the command-line tool the TLS tests make their certificates with. The test suite
+# openssl: the command-line tool the TLS tests make their certificates with. prometheus: a real
+# server scraping `--metrics-listen` (crates/cli/tests/metrics_endpoint.rs). The test suite
 # builds both features. Idempotent: does nothing when everything is present. Needs root (CI runs
 # as root).
 set -euo pipefail
@@ -13,7 +14,7 @@ pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mou
       iperf3 ethtool iproute2 chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
       nbd-client open-iscsi openmpi-bin libopenmpi-dev libclang-dev
-      libssl-dev pkg-config openssl)
+      libssl-dev pkg-config openssl prometheus)
 missing_now() {
   missing=()
   for p in "${pkgs[@]}"; do

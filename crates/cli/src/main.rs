@@ -13,6 +13,7 @@ mod discover_cmd;
 mod error;
 mod lab_cmd;
 mod launcher;
+mod metrics;
 mod monitoring;
 mod monitors_cmd;
 #[cfg(feature = "mpi")]

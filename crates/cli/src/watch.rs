@@ -1,6 +1,7 @@
 //! Watching a run as it goes (issue 25): the run's intervals (`--log-interval`) go to the
 //! histogram log (`--hist-log`, HdrHistogram's interval log format) as each one finishes, so
-//! the log holds every interval's full histogram while the process holds none of them.
+//! the log holds every interval's full histogram while the process holds none of them, and
+//! into the live endpoint's counters (`--metrics-listen`, metrics.rs).
 //!
 //! One [`Watch`] lives for a whole command: in `compare` every cell's intervals go to the one
 //! log, tagged with the cell (workload, round, target), timestamps counting from the first
@@ -15,6 +16,8 @@ use std::time::SystemTime;
 use sanbench_engine::poison;
 use sanbench_engine::run::{IntervalRecord, IntervalSink};
 use sanbench_stats::hist_log;
+
+use sanbench_metrics::expo::{Key, Registry};
 
 use crate::args::WatchArgs;
 use crate::error::{usage, CliError};
@@ -34,6 +37,9 @@ pub struct Watch {
     log: Option<HistLog>,
     /// Per target of the plan that runs now: its tag in the log (`None`: untagged).
     tags: Mutex<Vec<Option<String>>>,
+    /// `--metrics-listen`: what the endpoint serves, and per target of the plan its series.
+    metrics: Option<Arc<Registry>>,
+    keys: Mutex<Vec<Key>>,
 }
 
 /// A tag HdrHistogram's log accepts: no commas, no whitespace.
@@ -53,19 +59,31 @@ impl Watch {
     /// Opens what the flags ask for, before any I/O: a log that cannot be created is bad
     /// input (exit 2). `None` when nothing watches.
     pub fn open(a: &WatchArgs) -> Result<Option<Arc<Watch>>, CliError> {
-        let Some(path) = &a.hist_log else {
+        if a.hist_log.is_none() && a.metrics_listen.is_none() {
             return Ok(None);
+        }
+        let log = match &a.hist_log {
+            None => None,
+            Some(path) => {
+                let f = File::create(path)
+                    .map_err(|e| usage(format!("--hist-log {}: {e}", path.display())))?;
+                Some(HistLog {
+                    path: path.clone(),
+                    out: Mutex::new(BufWriter::new(f)),
+                    base: OnceLock::new(),
+                    failed: Mutex::new(None),
+                })
+            }
         };
-        let f =
-            File::create(path).map_err(|e| usage(format!("--hist-log {}: {e}", path.display())))?;
+        let metrics = match a.metrics_listen {
+            None => None,
+            Some(addr) => Some(crate::metrics::start(addr)?),
+        };
         Ok(Some(Arc::new(Watch {
-            log: Some(HistLog {
-                path: path.clone(),
-                out: Mutex::new(BufWriter::new(f)),
-                base: OnceLock::new(),
-                failed: Mutex::new(None),
-            }),
+            log,
             tags: Mutex::new(Vec::new()),
+            metrics,
+            keys: Mutex::new(Vec::new()),
         })))
     }
 
@@ -77,6 +95,14 @@ impl Watch {
             _ => (0..uris.len()).map(|i| Some(format!("t{i}"))).collect(),
         };
         *poison::lock(&self.tags) = tags;
+        *poison::lock(&self.keys) = uris
+            .iter()
+            .map(|u| Key {
+                target: sanbench_engine::uri::redact(u),
+                workload: None,
+                round: None,
+            })
+            .collect();
         if let (Some(log), true) = (&self.log, uris.len() > 1) {
             let names: Vec<String> = uris
                 .iter()
@@ -91,6 +117,12 @@ impl Watch {
     pub fn for_cell(&self, workload: &str, round: u32, target: &str, copies: usize) {
         let t = tag(&format!("{workload}/r{}/{target}", round + 1));
         *poison::lock(&self.tags) = vec![Some(t); copies];
+        let key = Key {
+            target: target.to_string(),
+            workload: Some(workload.to_string()),
+            round: Some(round + 1),
+        };
+        *poison::lock(&self.keys) = vec![key; copies];
     }
 
     /// Flushes the log; a write that failed fails the command (exit 1).
@@ -145,6 +177,11 @@ impl HistLog {
 
 impl IntervalSink for Watch {
     fn interval(&self, r: &IntervalRecord<'_>) {
+        if let Some(m) = &self.metrics {
+            if let Some(k) = poison::lock(&self.keys).get(r.target) {
+                crate::metrics::add(m, k, r);
+            }
+        }
         let Some(log) = &self.log else { return };
         let base = log.header(r.window_start);
         let since = r.window_start.duration_since(base).unwrap_or_default();

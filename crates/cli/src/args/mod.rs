@@ -496,6 +496,12 @@ pub struct WatchArgs {
     /// several. compare: every cell, its tags naming workload, round and target.
     #[arg(long, value_name = "FILE")]
     pub hist_log: Option<PathBuf>,
+    /// Serve live metrics at http://ADDR:PORT/metrics in the Prometheus text format: I/Os,
+    /// bytes, errors and a latency histogram per target and op (updated every
+    /// --log-interval), I/Os in flight, the host's CPU; compare's cell as labels. PORT alone
+    /// listens on 127.0.0.1; any other address only when given.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = metrics_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for WatchArgs {
@@ -503,8 +509,18 @@ impl Default for WatchArgs {
         WatchArgs {
             log_interval: Dur(Duration::from_secs(1)),
             hist_log: None,
+            metrics_listen: None,
         }
     }
+}
+
+/// `PORT` (loopback) or `ADDR:PORT` (`[V6]:PORT`).
+fn metrics_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok((std::net::Ipv4Addr::LOCALHOST, port).into());
+    }
+    s.parse()
+        .map_err(|_| format!("'{s}' is neither PORT nor ADDR:PORT (an IP address and a port)"))
 }
 
 fn log_interval(s: &str) -> Result<Dur, String> {

@@ -80,6 +80,8 @@ pub struct IntervalRecord<'a> {
     pub stats: &'a Interval,
     /// Reads and writes together (see [`Interval::latency`]).
     pub latency: &'a LatencyHistogram,
+    /// I/Os in flight on the target when the interval was emitted (reads and writes).
+    pub inflight: u64,
 }
 
 /// Where finished intervals go (a histogram log, a metrics endpoint). Called from the run's
@@ -165,23 +167,25 @@ pub(super) struct Collector<'a> {
     pool: &'a Pool,
     /// Wall-clock time of the window's start, set when the run's clock starts.
     pub(super) window_start: std::time::SystemTime,
+    /// The streams' live counts (for the in-flight figure of each record).
+    lives: Vec<std::sync::Arc<super::shared::Live>>,
 }
 
 impl<'a> Collector<'a> {
     pub(super) fn new(
         len_ns: u64,
         n_targets: usize,
-        n_streams: usize,
         open_loop: bool,
         sink: Option<&'a dyn IntervalSink>,
         rx: Receiver<Msg>,
         pool: &'a Pool,
+        lives: Vec<std::sync::Arc<super::shared::Live>>,
     ) -> Collector<'a> {
         Collector {
             len_ns,
             n_targets,
             open_loop,
-            done_below: vec![0; n_streams],
+            done_below: vec![0; lives.len()],
             pending: (0..n_targets).map(|_| BTreeMap::new()).collect(),
             totals: vec![Interval::default(); n_targets],
             summaries: vec![Vec::new(); n_targets],
@@ -190,6 +194,7 @@ impl<'a> Collector<'a> {
             rx,
             pool,
             window_start: std::time::SystemTime::UNIX_EPOCH,
+            lives,
         }
     }
 
@@ -253,7 +258,16 @@ impl<'a> Collector<'a> {
             max_us: us(lat.max_ns()),
         });
         if let Some(sink) = self.sink {
+            let inflight = (t..self.lives.len())
+                .step_by(self.n_targets)
+                .map(|s| {
+                    self.lives[s]
+                        .inflight
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                })
+                .sum();
             sink.interval(&IntervalRecord {
+                inflight,
                 target: t,
                 index: k,
                 start_ns,

@@ -304,11 +304,11 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     let mut collector = interval::Collector::new(
         iv_ns,
         plan.targets.len(),
-        n_streams,
         w.rate.is_some(),
         plan.intervals.as_deref(),
         iv_rx,
         &pool,
+        lives.clone(),
     );
 
     let (outs, samples, clock_started_at) = thread::scope(|scope| {
