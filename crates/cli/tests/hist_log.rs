@@ -188,3 +188,44 @@ fn a_server_stopped_for_300ms_shows_in_exactly_the_intervals_it_covered() {
     }
     served.interrupt();
 }
+
+#[test]
+fn compare_logs_every_cell_tagged_with_workload_round_and_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        "name = \"one\"\ndescription = \"one workload\"\ntime = \"300ms\"\nramp = \"0s\"\n\
+         [[workload]]\nid = \"rr\"\ngroup = \"iops\"\nqd = 4\n\
+         segment = [{ bs = \"4k\", read = 100, random = 100 }]\n",
+    )
+    .unwrap();
+    let hlog = dir.path().join("c.hlog");
+    let out = dir.path().join("out");
+    let st = Command::new(bin())
+        .args(["compare", "--repeat", "1", "--suite"])
+        .arg(&suite)
+        .args(["--baseline", "0", "--quiet", "--no-store", "--no-monitor"])
+        .args(["--log-interval", "100ms", "--hist-log"])
+        .arg(&hlog)
+        .arg("--out")
+        .arg(&out)
+        .args(["a=mem:16M", "b=mem:16M"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let text = std::fs::read_to_string(&hlog).unwrap();
+    for t in ["Tag=rr/r1/a,", "Tag=rr/r1/b,"] {
+        assert!(text.lines().any(|l| l.starts_with(t)), "{t}: {text}");
+    }
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let ios: u64 = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["result"]["ios"].as_u64().unwrap())
+        .sum();
+    assert_eq!(read_log(&hlog)["count"].as_u64(), Some(ios));
+}
