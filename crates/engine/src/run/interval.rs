@@ -153,7 +153,7 @@ impl Pool {
 
 /// The coordinator's side: merges per target, emits in order.
 pub(super) struct Collector<'a> {
-    len_ns: u64,
+    pub(super) len_ns: u64,
     n_targets: usize,
     open_loop: bool,
     /// Per stream: every interval before this one has been received.

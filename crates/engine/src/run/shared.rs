@@ -211,11 +211,14 @@ pub(super) fn coordinate(
             last_bytes = bytes;
         }
         let next_event = if in_window { end_ns } else { ramp_ns };
+        // Short intervals are collected as often as they end, so few wait in the channel
+        // and the pool hands the streams emptied ones instead of new allocations.
+        let poll_ns = intervals.len_ns.clamp(1_000_000, 50_000_000);
         let max_sleep = match sync {
             // The deciding process may end a little before this one's own end: poll often
             // from shortly before it.
             Some(_) if now + 50_000_000 >= end_ns || stopped => SYNC_POLL_NS,
-            _ => 50_000_000,
+            _ => poll_ns,
         };
         let sleep_ns = next_event
             .saturating_sub(now)
