@@ -9,14 +9,15 @@
 # openmpi-bin, libopenmpi-dev, libclang-dev: the `mpi` feature (rsmpi's bindgen needs
 # libclang) and its tests under mpirun. libssl-dev, pkg-config: the tls-psk feature (NBD TLS
 # with pre-shared keys through OpenSSL); openssl: the command-line tool the TLS tests make
-# their certificates with. The test suite builds both features. Idempotent: does nothing when
+# their certificates with. prometheus: a real server scraping `--metrics-listen`
+# (crates/cli/tests/metrics_endpoint.rs). The test suite builds both features. Idempotent: does nothing when
 # everything is present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
       iperf3 ethtool iproute2 binutils chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
       nbd-client open-iscsi openmpi-bin libopenmpi-dev libclang-dev
-      libssl-dev pkg-config openssl)
+      libssl-dev pkg-config openssl prometheus)
 missing_now() {
   missing=()
   for p in "${pkgs[@]}"; do
@@ -47,4 +48,10 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "installing: cargo-fuzz"
   cargo install --locked cargo-fuzz >/dev/null
+fi
+# The hdrhistogram Python package reads --hist-log's interval log back in
+# crates/cli/tests/hist_log.rs (HdrHistogram's own reader, not sanbench's).
+if ! python3 -c "import hdrh" >/dev/null 2>&1; then
+  echo "installing: hdrhistogram (pip)"
+  pip install --quiet hdrhistogram
 fi

@@ -72,6 +72,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         },
         data: crate::args::DataArgs::default(),
         monitor: crate::args::MonitorArgs::default(),
+        watch: crate::args::WatchArgs::default(),
         seed: crate::args::DEFAULT_SEED,
         quiet: a.quiet,
     };

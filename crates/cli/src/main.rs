@@ -15,6 +15,7 @@ mod error;
 mod fio_cmd;
 mod lab_cmd;
 mod launcher;
+mod metrics;
 mod monitoring;
 mod monitors_cmd;
 #[cfg(feature = "mpi")]
@@ -31,6 +32,7 @@ mod store_cmd;
 mod suite_cmd;
 mod targets;
 mod verify_cmd;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -328,7 +328,16 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     let data = DataPlan::from_args(&data_args)?;
     let opts = file_options(&a.engine, size, w.has_writes() || data.writes())?;
     let io_timeout = io_timeout(&a.engine)?;
+    // Before any target opens: a log that cannot be created is bad input.
+    // (Under MPI the ranks' intervals are not gathered yet: no rank writes a log.)
+    let watch = match m.sync {
+        None => crate::watch::Watch::open(&a.watch)?,
+        Some(_) => None,
+    };
     let targets = crate::targets::open_targets(m.targets, &opts)?;
+    if let Some(wt) = &watch {
+        wt.for_run(m.targets);
+    }
     let progress = ProgressLine::new(m.quiet);
     let mut reports = Vec::with_capacity(targets.len());
     let spans: Vec<u64> = targets
@@ -368,9 +377,15 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         clock: None,
         sync: m.sync,
         raw_latencies: m.raw_latencies,
+        log_interval: a.watch.log_interval.0,
+        intervals: crate::watch::sink(&watch),
     };
     let mon = crate::monitoring::setup(&a.monitor)?;
-    let (mut doc, _, out) = execute_output(&plan, &progress, mon.as_ref(), None)?;
+    let done = execute_output(&plan, &progress, mon.as_ref(), None);
+    if let Some(wt) = &watch {
+        wt.finish()?;
+    }
+    let (mut doc, _, out) = done?;
     attach_precondition(&mut doc, reports);
     Ok((doc, out))
 }

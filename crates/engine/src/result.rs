@@ -136,6 +136,10 @@ pub struct TargetResult {
     pub histogram_ns: Vec<(u64, u64)>,
     pub littles_law: LittlesLaw,
     pub timeseries: Vec<Sample>,
+    /// Per interval of `--log-interval` (absent for the aggregate and merged MPI runs): I/Os,
+    /// bytes and errors per op, p50 / p99 / max latency (reads and writes together).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<crate::run::IntervalSummary>,
     /// Target facts and negotiated parameters (absent for the aggregate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<TargetInfo>,
@@ -386,6 +390,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             ),
         },
         timeseries: samples(&t.series),
+        intervals: t.intervals.clone(),
         info: with_info.then(|| t.info.clone()),
         // A multipath queue's report goes to `multipath`, merged, not once per queue here.
         queues: t
@@ -449,6 +454,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         queue_stats: Vec::new(),
         verify: None,
         open_loop: None,
+        intervals: Vec::new(),
         raw_ns: Vec::new(),
     };
     for t in &out.targets {

@@ -298,6 +298,8 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         clock: None,
         sync: None,
         raw_latencies: false,
+        log_interval: Duration::from_secs(1),
+        intervals: None,
     }
 }
 

@@ -75,7 +75,27 @@ impl LatencyHistogram {
         self.h.len()
     }
 
+    /// Empties the histogram, keeping its counts array (an interval's histogram is reused
+    /// for the next interval instead of allocating a new one). An empty one is left alone.
+    pub fn reset(&mut self) {
+        if self.count() == 0 && self.sum_ns == 0 {
+            return;
+        }
+        self.h.reset();
+        self.sum_ns = 0;
+        self.min_ns = u64::MAX;
+        self.max_ns = 0;
+    }
+
+    /// The highest recorded value (exact), 0 when empty.
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
     pub fn merge(&mut self, other: &LatencyHistogram) {
+        if other.count() == 0 {
+            return;
+        }
         // Both histograms have the same bounds, so `add` cannot fail.
         let _ = self.h.add(&other.h);
         self.sum_ns += other.sum_ns;

@@ -9,6 +9,7 @@
 //! PTS criteria, and repeated runs are summarised as mean ± a Student-t 95 % confidence interval.
 
 pub mod design;
+pub mod hist_log;
 mod histogram;
 mod histogram_wire;
 pub mod poison;

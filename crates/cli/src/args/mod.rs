@@ -274,6 +274,8 @@ pub struct RunArgs {
     pub data: DataArgs,
     #[command(flatten)]
     pub monitor: MonitorArgs,
+    #[command(flatten)]
+    pub watch: WatchArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
@@ -421,6 +423,8 @@ pub struct CompareArgs {
     pub data: DataArgs,
     #[command(flatten)]
     pub monitor: MonitorArgs,
+    #[command(flatten)]
+    pub watch: WatchArgs,
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Only the findings and the report's location.
@@ -562,6 +566,56 @@ impl Default for MonitorArgs {
             no_monitor: false,
         }
     }
+}
+
+/// Watching a run as it goes: intervals, the histogram log; shared by `run` and `compare`.
+#[derive(Args, Debug, Clone)]
+pub struct WatchArgs {
+    /// Cut the measured window into intervals this long (at least 10ms): per target and
+    /// interval, I/Os, bytes and errors per op and p50/p99/max latency go into the result
+    /// (`intervals`), the full histograms into --hist-log.
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = log_interval)]
+    pub log_interval: Dur,
+    /// Write every interval's latency histogram to FILE in HdrHistogram's interval log
+    /// format (V2 compressed; read by HdrHistogram's HistogramLogProcessor and the
+    /// `hdrhistogram` Python package); values in ns, one tag per target when there are
+    /// several. compare: every cell, its tags naming workload, round and target.
+    #[arg(long, value_name = "FILE")]
+    pub hist_log: Option<PathBuf>,
+    /// Serve live metrics at http://ADDR:PORT/metrics in the Prometheus text format: I/Os,
+    /// bytes, errors and a latency histogram per target and op (updated every
+    /// --log-interval), I/Os in flight, the host's CPU; compare's cell as labels. PORT alone
+    /// listens on 127.0.0.1; any other address only when given.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = metrics_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+impl Default for WatchArgs {
+    fn default() -> WatchArgs {
+        WatchArgs {
+            log_interval: Dur(Duration::from_secs(1)),
+            hist_log: None,
+            metrics_listen: None,
+        }
+    }
+}
+
+/// `PORT` (loopback) or `ADDR:PORT` (`[V6]:PORT`).
+fn metrics_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok((std::net::Ipv4Addr::LOCALHOST, port).into());
+    }
+    s.parse()
+        .map_err(|_| format!("'{s}' is neither PORT nor ADDR:PORT (an IP address and a port)"))
+}
+
+fn log_interval(s: &str) -> Result<Dur, String> {
+    let d: Dur = s.parse()?;
+    let min = sanbench_engine::run::MIN_LOG_INTERVAL;
+    if d.0 < min {
+        return Err(format!("'{s}' is shorter than {}", Dur(min)));
+    }
+    Ok(d)
 }
 
 #[derive(Args, Debug, Clone)]

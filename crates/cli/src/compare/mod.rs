@@ -135,6 +135,9 @@ pub(crate) struct CellCtx<'a> {
     /// targets as given (`{rank}`, `{host}` unexpanded), by index.
     pub(crate) job: Option<&'a dyn crate::ranks::Ranked>,
     pub(crate) templates: &'a [String],
+    /// `--hist-log`: where every cell's intervals go, and the round that runs now (its tag).
+    pub(crate) watch: Option<&'a Arc<crate::watch::Watch>>,
+    pub(crate) round: std::cell::Cell<u32>,
 }
 
 /// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
@@ -159,6 +162,9 @@ pub(crate) fn run_cell(
     let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
     let uris = vec![uri.to_string(); n];
     let targets = crate::targets::open_targets(&uris, &opts)?;
+    if let Some(wt) = cx.watch {
+        wt.for_cell(&w.id, cx.round.get(), name, n);
+    }
     let plan = RunPlan {
         workload: w.workload.clone(),
         targets,
@@ -172,6 +178,8 @@ pub(crate) fn run_cell(
         clock: None,
         sync: cx.job.map(|j| j.sync()),
         raw_latencies: false,
+        log_interval: a.watch.log_interval.0,
+        intervals: crate::watch::sink(&cx.watch.cloned()),
     };
     let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline)?;
     if baseline.is_none() {
@@ -282,6 +290,11 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
+    // Rank 0 alone writes files (the other ranks' intervals are not gathered yet).
+    let watch = match rank0 {
+        true => crate::watch::Watch::open(&a.watch)?,
+        false => None,
+    };
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite);
@@ -390,6 +403,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         run_id: vs.run_id,
         job: job.as_deref(),
         templates: &templates,
+        watch: watch.as_ref(),
+        round: std::cell::Cell::new(0),
     };
     let mut failure = None;
     let mut i = 0usize;
@@ -443,6 +458,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             started_at: Some(rfc3339(std::time::SystemTime::now())),
             load_pct: None,
         };
+        cx.round.set(s.round);
         match run_cell(&cx, w, s.target, uri, name, &mut book.baselines[s.target]) {
             Ok(Some(cell)) => {
                 let m = sanbench_report::questions::primary_metric(
@@ -470,6 +486,11 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             stop_us: curve_stop.as_secs_f64() * 1e6,
         };
         failure = crate::curve::run(&cx, &p, &plan, &mut book).err();
+    }
+    if let Some(wt) = &watch {
+        if let Err(e) = wt.finish() {
+            failure.get_or_insert(e);
+        }
     }
     let Book {
         mut cmp,

@@ -9,6 +9,8 @@
 //! * [`shared`]: what the threads share, and the coordinator (window, progress, the sampled
 //!   in-flight counts of the Little's-law check);
 //! * [`stream`]: one stream's loop (timing, stamped write data, counting);
+//! * [`interval`]: the window cut into intervals (`--log-interval`): per-stream current
+//!   statistics handed over at each edge and merged per target by the coordinator;
 //! * [`sync`]: the hooks that run a plan in step with other processes (MPI ranks);
 //! * [`wire`]: a run's output as bytes (histograms in HdrHistogram's V2 format) and the merge
 //!   of several processes' outputs.
@@ -16,6 +18,7 @@
 mod check;
 pub mod clock;
 mod fused;
+pub mod interval;
 mod open;
 pub mod pacer;
 mod shared;
@@ -41,6 +44,7 @@ use crate::spec::Workload;
 use crate::stamp::DataSpec;
 
 pub use check::check_plan;
+pub use interval::{Interval, IntervalRecord, IntervalSink, IntervalSummary};
 use shared::{coordinate, Live, Shared};
 pub(crate) use stream::{stamp_slot, Layout};
 use stream::{stream, StreamCtx};
@@ -73,7 +77,15 @@ pub struct RunPlan {
     /// ns; at most `state::RAW_CAP` per stream) in `TargetRun::raw_ns`, so a test can check
     /// merged percentiles against the raw values. Off in every real run.
     pub raw_latencies: bool,
+    /// The length of the window's intervals (`--log-interval`): each target's statistics
+    /// per interval are summarized in `TargetRun::intervals` and handed to `intervals`.
+    pub log_interval: Duration,
+    /// Where finished intervals go as they finish (a histogram log, a metrics endpoint).
+    pub intervals: Option<Arc<dyn IntervalSink>>,
 }
+
+/// The shortest `--log-interval`.
+pub const MIN_LOG_INTERVAL: Duration = Duration::from_millis(10);
 
 /// Called by the scheduler's coordinating thread; monitors hook in here.
 pub trait Observer: Sync {
@@ -104,6 +116,9 @@ pub struct Progress {
 pub struct DirStats {
     pub ios: u64,
     pub bytes: u64,
+    /// Completions that failed (a run ends at the first).
+    #[serde(default)]
+    pub errors: u64,
     /// Service time: completion minus submission.
     pub hist: LatencyHistogram,
     /// Open loop only: response time (completion minus intended issue time) and issue lag
@@ -116,6 +131,7 @@ impl DirStats {
     pub(crate) fn merge(&mut self, o: &DirStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
+        self.errors += o.errors;
         self.hist.merge(&o.hist);
         self.response.merge(&o.response);
         self.lag.merge(&o.lag);
@@ -163,6 +179,9 @@ pub struct TargetRun {
     pub verify: Option<crate::verify::VerifyReport>,
     /// Open loop: the asked rate (I/Os per second on this target) and the arrivals.
     pub open_loop: Option<(f64, pacer::Arrival)>,
+    /// Per interval of the window (`RunPlan::log_interval`): counts and latency figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalSummary>,
     /// The raw latencies of the test hook (`RunPlan::raw_latencies`), in no order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub raw_ns: Vec<u64>,
@@ -201,10 +220,6 @@ impl RunError {
 
 pub(super) struct StreamOut {
     target: usize,
-    read: DirStats,
-    write: DirStats,
-    flush: DirStats,
-    fua: DirStats,
     series: Vec<Second>,
     stats: std::collections::BTreeMap<String, serde_json::Value>,
     verify: Option<crate::verify::VerifyReport>,
@@ -232,6 +247,15 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             )
         })?,
     };
+    if plan.log_interval < MIN_LOG_INTERVAL {
+        return Err(bad(
+            "log interval",
+            EngineError::Invalid(format!(
+                "the log interval must be at least {} ms",
+                MIN_LOG_INTERVAL.as_millis()
+            )),
+        ));
+    }
     let verifier = |ti: usize| plan.verify.get(ti).cloned().flatten();
     if plan.clock.is_some() && w.rate.is_some() {
         return Err(bad(
@@ -274,6 +298,20 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     );
     let lives: Vec<Arc<Live>> = (0..n_streams).map(|_| Live::new()).collect();
     let started_at = SystemTime::now();
+    let iv_ns = plan.log_interval.as_nanos().min(u64::MAX as u128) as u64;
+    let (iv_tx, iv_rx) = std::sync::mpsc::channel();
+    // Per stream: the interval it fills, those in the channel and those merged at the
+    // coordinator before they come back (the coordinator polls at least once per interval).
+    let pool = interval::Pool::new(4 * n_streams);
+    let mut collector = interval::Collector::new(
+        iv_ns,
+        plan.targets.len(),
+        w.rate.is_some(),
+        plan.intervals.as_deref(),
+        iv_rx,
+        &pool,
+        lives.clone(),
+    );
 
     let (outs, samples, clock_started_at) = thread::scope(|scope| {
         let mut handles = Vec::new();
@@ -296,6 +334,10 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                     live: lives[worker * plan.targets.len() + ti].clone(),
                     verify: verifier(ti),
                     raw_latencies: plan.raw_latencies,
+                    stream_idx: worker * plan.targets.len() + ti,
+                    iv_ns,
+                    iv_tx: iv_tx.clone(),
+                    pool: &pool,
                 };
                 let h = thread::Builder::new()
                     .name(format!("sb-w{worker}-t{ti}"))
@@ -316,6 +358,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             }
         }
         let clock_started_at = SystemTime::now();
+        collector.window_start = clock_started_at + w.ramp;
         let t0 = Instant::now();
         let _ = shared.start.set(t0);
         let _ = shared.clock.set(
@@ -326,13 +369,13 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         barrier.wait();
         let samples = (!shared.abort.load(Ordering::Relaxed)).then(|| {
             coordinate(
-                ramp_ns,
-                end_ns,
+                (ramp_ns, end_ns),
                 &shared,
                 &lives,
                 observer,
                 plan.seed,
                 plan.sync.as_deref(),
+                &mut collector,
             )
         });
         shared.close_window();
@@ -342,9 +385,8 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             .collect::<Vec<_>>();
         (outs, samples, clock_started_at)
     });
-    if let Some(e) = poison::lock(&shared.first_error).take() {
-        return Err(e);
-    }
+    drop(iv_tx);
+    let first_error = poison::lock(&shared.first_error).take();
     let elapsed_ns = shared.clock.get().map(|c| c.now_ns()).unwrap_or(0);
     // Ctrl-C: the window ends where the streams stopped counting, not after the drain.
     let elapsed_ns = match shared.stopped_at.load(Ordering::Relaxed) {
@@ -359,6 +401,12 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         at => at.max(ramp_ns),
     };
     let window = Duration::from_nanos(elapsed_ns.clamp(ramp_ns, end_ns) - ramp_ns);
+    // Every stream has sent its last interval: all of them go out, a failed run's too (the
+    // histogram log then shows what led up to the failure).
+    collector.poll(Some(window.as_nanos() as u64));
+    if let Some(e) = first_error {
+        return Err(e);
+    }
 
     let mut targets: Vec<TargetRun> = plan
         .targets
@@ -389,16 +437,13 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 queue_stats: Vec::new(),
                 verify: verifier(ti).map(|v| v.report()),
                 open_loop: w.rate.map(|r| (r, w.arrival)),
+                intervals: Vec::new(),
                 raw_ns: Vec::new(),
             }
         })
         .collect();
     for o in outs {
         let t = &mut targets[o.target];
-        t.read.merge(&o.read);
-        t.write.merge(&o.write);
-        t.flush.merge(&o.flush);
-        t.fua.merge(&o.fua);
         if t.series.len() < o.series.len() {
             t.series.resize(o.series.len(), Second::default());
         }
@@ -411,6 +456,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         }
         t.raw_ns.extend(o.raw.unwrap_or_default());
     }
+    collector.finish(&mut targets);
     let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
     for t in &mut targets {
         // Keep whole seconds only; a partial last second would read as a dip.

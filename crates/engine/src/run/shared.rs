@@ -127,14 +127,15 @@ impl Samples {
 /// (the delay between the deciding process's end and this one's).
 const SYNC_POLL_NS: u64 = 200_000;
 
+/// `window`: the ramp's end and the window's end (ns since the start).
 pub(super) fn coordinate(
-    ramp_ns: u64,
-    end_ns: u64,
+    (ramp_ns, end_ns): (u64, u64),
     shared: &Shared,
     lives: &[Arc<Live>],
     observer: &dyn Observer,
     seed: u64,
     sync: Option<&dyn PhaseSync>,
+    intervals: &mut super::interval::Collector<'_>,
 ) -> Samples {
     let Some(clock) = shared.clock.get() else {
         return Samples::default();
@@ -186,6 +187,7 @@ pub(super) fn coordinate(
                 }
             },
         }
+        intervals.poll(None);
         if in_window && now >= next_sample {
             samples.count += 1;
             for (sum, l) in samples.inflight_sum.iter_mut().zip(lives) {
@@ -209,11 +211,14 @@ pub(super) fn coordinate(
             last_bytes = bytes;
         }
         let next_event = if in_window { end_ns } else { ramp_ns };
+        // Short intervals are collected as often as they end, so few wait in the channel
+        // and the pool hands the streams emptied ones instead of new allocations.
+        let poll_ns = intervals.len_ns.clamp(1_000_000, 50_000_000);
         let max_sleep = match sync {
             // The deciding process may end a little before this one's own end: poll often
             // from shortly before it.
             Some(_) if now + 50_000_000 >= end_ns || stopped => SYNC_POLL_NS,
-            _ => 50_000_000,
+            _ => poll_ns,
         };
         let sleep_ns = next_event
             .saturating_sub(now)

@@ -91,6 +91,10 @@ pub(super) struct StreamState {
     pub(super) verify: Option<StreamVerify>,
     /// Test hook (`RunPlan::raw_latencies`): every counted read and write latency, in ns.
     pub(super) raw: Option<Vec<u64>>,
+    /// The interval `read`, `write`, `flush` and `fua_stats` hold now, and where it ends (ns
+    /// since the start): the first completion at or after it hands them over.
+    pub(super) iv_index: u64,
+    pub(super) iv_next: u64,
 }
 
 /// Most raw latencies one stream keeps for the test hook (small runs only).
@@ -124,6 +128,8 @@ impl StreamState {
             busy: vec![false; d],
             verify: None,
             raw: None,
+            iv_index: 0,
+            iv_next: u64::MAX,
         }
     }
 
@@ -421,6 +427,17 @@ impl StreamState {
         sent
     }
 
+    /// Counts a failed completion inside the window in its op's statistics.
+    #[cold]
+    #[inline(never)]
+    fn count_error(&mut self, t: usize) {
+        match self.op[t] {
+            Op::Flush => self.flush.errors += 1,
+            Op::Write => self.write.errors += 1,
+            _ => self.read.errors += 1,
+        }
+    }
+
     /// Counts a completion inside the window that is a flush, a FUA write, or part of an open
     /// loop (response time and issue lag beside the service time).
     #[cold]
@@ -467,6 +484,29 @@ impl StreamState {
         }
     }
 
+    /// Hands the current interval's statistics to the coordinator and starts interval
+    /// `next` (`u64::MAX`: the stream is done) with emptied ones from the pool.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn hand_over(&mut self, ctx: &StreamCtx<'_>, next: u64) {
+        let mut fresh = ctx.pool.take();
+        std::mem::swap(&mut self.read, &mut fresh.read);
+        std::mem::swap(&mut self.write, &mut fresh.write);
+        std::mem::swap(&mut self.flush, &mut fresh.flush);
+        std::mem::swap(&mut self.fua_stats, &mut fresh.fua);
+        // The coordinator outlives every stream (it joins them), so the send cannot fail.
+        let _ = ctx.iv_tx.send(super::interval::Msg {
+            stream: ctx.stream_idx,
+            index: self.iv_index,
+            next,
+            stats: fresh,
+        });
+        self.iv_index = next;
+        self.iv_next = (next.saturating_add(1))
+            .saturating_mul(ctx.iv_ns)
+            .saturating_add(ctx.ramp_ns);
+    }
+
     /// Takes the batch just reaped off the in-flight counts.
     pub(super) fn reaped(&mut self, ctx: &StreamCtx<'_>) {
         self.inflight -= self.done.len();
@@ -500,6 +540,9 @@ impl StreamState {
         } else {
             0
         };
+        if in_window && now >= self.iv_next {
+            self.hand_over(ctx, (now - ctx.ramp_ns) / ctx.iv_ns);
+        }
         let open = !self.intended.is_empty();
         let mut bytes = 0u64;
         for i in 0..self.done.len() {
@@ -509,6 +552,9 @@ impl StreamState {
                 self.settle(c, lay, arena);
             }
             if c.result < 0 {
+                if in_window {
+                    self.count_error(t);
+                }
                 return Err(self.io_error(c));
             }
             let len = self.len[t] as u64;

@@ -53,6 +53,12 @@ pub(super) struct StreamCtx<'a> {
     pub(super) live: Arc<Live>,
     pub(super) verify: Option<Arc<Verifier>>,
     pub(super) raw_latencies: bool,
+    /// This stream's number (worker × targets + target), the interval length (ns), where
+    /// finished intervals go and where emptied ones come from.
+    pub(super) stream_idx: usize,
+    pub(super) iv_ns: u64,
+    pub(super) iv_tx: std::sync::mpsc::Sender<super::interval::Msg>,
+    pub(super) pool: &'a super::interval::Pool,
 }
 
 /// Arena layout of one stream: a private slot per tag, then the random pool writes draw from.
@@ -174,6 +180,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     );
     let mut stamper = Stamper::new(&ctx.data, ctx.run_id, ctx.worker as u32);
     let mut s = StreamState::new(depth, w.time);
+    s.iv_next = ctx.ramp_ns.saturating_add(ctx.iv_ns);
     s.flush_every = w.flush_every;
     if ctx.raw_latencies {
         s.raw = Some(Vec::new());
@@ -199,6 +206,8 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         s.abandon();
     }
     ctx.live.inflight.store(0, Ordering::Relaxed);
+    // The last interval (the coordinator knows where the window ended).
+    s.hand_over(&ctx, u64::MAX);
     if let Err(e) = result {
         // I/O may still be in flight on a failed queue and waiting for it could take another
         // timeout: keep its buffers alive for the rest of the process instead.
@@ -208,10 +217,6 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     }
     Some(StreamOut {
         target: ctx.target_idx,
-        read: s.read,
-        write: s.write,
-        flush: s.flush,
-        fua: s.fua_stats,
         series: s.series,
         stats: queue.stats(),
         verify: s.verify.map(|v| v.rep),

@@ -51,6 +51,9 @@ pub fn merge_target(into: &mut TargetRun, o: &TargetRun) {
         *ra += rb;
     }
     into.raw_ns.extend_from_slice(&o.raw_ns);
+    // An interval's summary holds percentiles, which do not add: the processes' intervals
+    // are not merged (yet), and the merged output claims none rather than one process's.
+    into.intervals.clear();
 }
 
 /// Merges the outputs of processes that ran the same plan in step (target `i` of each is the

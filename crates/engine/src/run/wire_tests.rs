@@ -31,6 +31,7 @@ fn target(lats: &[u64]) -> TargetRun {
         queue_stats: Vec::new(),
         verify: None,
         open_loop: None,
+        intervals: Vec::new(),
         raw_ns: Vec::new(),
     }
 }

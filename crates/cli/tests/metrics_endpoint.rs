@@ -1,0 +1,414 @@
+//! `--metrics-listen` (issue 25): the endpoint's text parses under a strict reading of the
+//! Prometheus text format 0.0.4, counters never go down between scrapes, a port in use or a
+//! bad address is one line and exit 2 before any I/O, and a real Prometheus server (Debian's
+//! `prometheus`, started here on loopback) scraping a run computes the run's own IOPS with
+//! `rate()` and its p99 within one bucket with `histogram_quantile`.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("sanbench")
+}
+
+/// GET /metrics: the body of a 200 answer.
+fn scrape(port: u16) -> Option<String> {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut s = String::new();
+    c.read_to_string(&mut s).ok()?;
+    let (head, body) = s.split_once("\r\n\r\n")?;
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    Some(body.to_string())
+}
+
+/// One sample: metric name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+/// A strict reading of the text format: `# HELP`/`# TYPE` before a family's samples, names
+/// and label names of the allowed characters, label values quoted with only `\\`, `\"`, `\n`
+/// escapes, values that are numbers or +Inf; histograms' buckets cumulative and ending in
+/// +Inf equal to _count.
+fn parse(text: &str) -> Vec<Sample> {
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut types: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut w = rest.splitn(3, ' ');
+            let (kind, name, what) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
+            assert!(name_ok(name), "{line}");
+            match kind {
+                "HELP" => {}
+                "TYPE" => {
+                    assert!(["counter", "gauge", "histogram"].contains(&what), "{line}");
+                    assert!(types.insert(name.into(), what.into()).is_none(), "{line}");
+                }
+                _ => panic!("unknown comment: {line}"),
+            }
+            continue;
+        }
+        assert!(!line.is_empty() && !line.starts_with('#'), "{line:?}");
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("value: {line}")),
+        };
+        let (name, labels) = match series.split_once('{') {
+            None => (series, BTreeMap::new()),
+            Some((n, rest)) => {
+                let body = rest.strip_suffix('}').unwrap_or_else(|| panic!("{line}"));
+                let mut labels = BTreeMap::new();
+                let mut chars = body.chars().peekable();
+                while chars.peek().is_some() {
+                    let key: String = chars.by_ref().take_while(|&c| c != '=').collect();
+                    assert!(name_ok(&key), "label name {key:?}: {line}");
+                    assert_eq!(chars.next(), Some('"'), "{line}");
+                    let mut v = String::new();
+                    loop {
+                        match chars
+                            .next()
+                            .unwrap_or_else(|| panic!("unterminated: {line}"))
+                        {
+                            '\\' => match chars.next() {
+                                Some('\\') => v.push('\\'),
+                                Some('"') => v.push('"'),
+                                Some('n') => v.push('\n'),
+                                e => panic!("escape {e:?}: {line}"),
+                            },
+                            '"' => break,
+                            c => v.push(c),
+                        }
+                    }
+                    assert!(labels.insert(key, v).is_none(), "{line}");
+                    match chars.next() {
+                        None => break,
+                        Some(',') => {}
+                        c => panic!("after a label {c:?}: {line}"),
+                    }
+                }
+                (n, labels)
+            }
+        };
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| types.get(*f).is_some_and(|t| t == "histogram"))
+            })
+            .unwrap_or(name);
+        assert!(types.contains_key(family), "no TYPE before {line}");
+        out.push((name.to_string(), labels, value));
+    }
+    // Histograms: per series, buckets cumulative, +Inf last and equal to _count.
+    let mut buckets: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut counts = BTreeMap::new();
+    for (n, l, v) in &out {
+        let mut key = l.clone();
+        if let Some(le) = key.remove("le") {
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap()
+            };
+            buckets
+                .entry(format!("{n}{key:?}"))
+                .or_default()
+                .push((le, *v));
+        } else if let Some(f) = n.strip_suffix("_count") {
+            counts.insert(format!("{f}_bucket{key:?}"), *v);
+        }
+    }
+    for (k, b) in &buckets {
+        assert!(
+            b.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+            "{k}: {b:?}"
+        );
+        assert_eq!(b.last().unwrap().0, f64::INFINITY, "{k}");
+        assert_eq!(Some(&b.last().unwrap().1), counts.get(k), "{k}");
+    }
+    out
+}
+
+fn start_run(port: u16, extra: &[&str]) -> Child {
+    Command::new(bin())
+        .args([
+            "run",
+            "mem:16m",
+            "--qd",
+            "4",
+            "--quiet",
+            "--no-monitor",
+            "--baseline",
+            "0",
+        ])
+        .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+        .args(extra)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_scrape(port: u16) -> String {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = scrape(port) {
+            return s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "no endpoint");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_endpoint_parses_strictly_and_counters_only_grow() {
+    let port = sanbench_testkit::free_port();
+    let mut run = start_run(port, &["--time", "3s", "--log-interval", "100ms"]);
+    wait_scrape(port);
+    std::thread::sleep(Duration::from_millis(1000));
+    let a = parse(&wait_scrape(port));
+    std::thread::sleep(Duration::from_millis(700));
+    let b = parse(&wait_scrape(port));
+    assert!(run.wait().unwrap().success());
+    let total =
+        |s: &[Sample], name: &str| s.iter().filter(|x| x.0 == name).map(|x| x.2).sum::<f64>();
+    assert!(total(&a, "sanbench_ios_total") > 0.0, "{a:?}");
+    assert!(total(&b, "sanbench_ios_total") > total(&a, "sanbench_ios_total"));
+    for (n, l, v) in &a {
+        if n.ends_with("_total") || n.ends_with("_bucket") || n.ends_with("_count") {
+            let later = b.iter().find(|x| &x.0 == n && &x.1 == l).map(|x| x.2);
+            assert!(
+                later.is_some_and(|w| w >= *v),
+                "{n}{l:?}: {v} then {later:?}"
+            );
+        }
+    }
+    let read = a
+        .iter()
+        .find(|x| x.0 == "sanbench_ios_total" && x.1.get("op").is_some_and(|o| o == "read"))
+        .unwrap();
+    assert_eq!(read.1.get("target").map(String::as_str), Some("mem:16m"));
+}
+
+#[test]
+fn a_port_in_use_or_a_bad_address_is_one_line_and_exit_2_before_any_io() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("target.img");
+    for addr in [
+        format!("127.0.0.1:{port}"),
+        "nonsense".into(),
+        "127.0.0.1:99999".into(),
+        // Not an address of this host.
+        "192.0.2.1:9100".into(),
+    ] {
+        let out = Command::new(bin())
+            .arg("run")
+            .arg(&file)
+            .args([
+                "--size",
+                "1M",
+                "--time",
+                "100ms",
+                "--no-monitor",
+                "--baseline",
+                "0",
+            ])
+            .args(["--metrics-listen", &addr])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{addr}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{addr}: {err}");
+        assert!(
+            !file.exists(),
+            "{addr}: the target was created before the refusal"
+        );
+    }
+}
+
+/// A Prometheus server on loopback scraping `port` every second, data in a temp dir; killed
+/// by its process id when dropped.
+struct Prometheus {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(target_port: u16) -> Prometheus {
+        sanbench_testkit::require("prometheus", "prometheus");
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: sanbench\n    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
+            ),
+        )
+        .unwrap();
+        let port = sanbench_testkit::free_port();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Prometheus {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    /// An instant query at `at` (Unix seconds): the first result's value, if any.
+    fn query(&self, q: &str, at: f64) -> Option<f64> {
+        let enc: String = q
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        let mut c = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        write!(
+            c,
+            "GET /api/v1/query?query={enc}&time={at:.3} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut s = String::new();
+        c.read_to_string(&mut s).ok()?;
+        let body = s.split_once("\r\n\r\n")?.1;
+        let v: Value = serde_json::from_str(body).ok()?;
+        v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+    }
+
+    fn ready(&self) -> bool {
+        TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        // SAFETY: a signal to the child this test started, by its process id.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+fn unix(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn a_real_prometheus_computes_the_run_s_iops_and_p99() {
+    let port = sanbench_testkit::free_port();
+    let prom = Prometheus::start(port);
+    let t0 = Instant::now();
+    // Up and scraping (its `up` series exists, 0 while nothing listens yet): the run's
+    // whole window is then scraped.
+    while !prom.ready() || prom.query("count(up)", unix(SystemTime::now())).is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "prometheus did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let hlog = dir.path().join("run.hlog");
+    // Open loop at a rate the host keeps whatever else runs: the IOPS are steady, so the
+    // comparison is about the counters, not the machine.
+    let mut run = start_run(
+        port,
+        &[
+            "--time",
+            "8s",
+            "--ramp",
+            "0",
+            "--rate",
+            "4000",
+            "--workers",
+            "1",
+            "--log-interval",
+            "100ms",
+            "--json",
+            json.to_str().unwrap(),
+            "--hist-log",
+            hlog.to_str().unwrap(),
+        ],
+    );
+    assert!(run.wait().unwrap().success());
+    // Two more scrapes' worth of Prometheus time to be sure the last samples are in.
+    std::thread::sleep(Duration::from_millis(1500));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = &doc["results"][0];
+    // The window's start from the histogram log (its StartTime).
+    let log = std::fs::read_to_string(&hlog).unwrap();
+    let start: f64 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("#[StartTime: "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    // A 4 s range ending 6 s into the window: well inside it, several scrapes.
+    let (range, end) = (4.0, 6.0);
+    let q = format!("sum(rate(sanbench_ios_total[{range}s]))");
+    let prom_iops = prom.query(&q, start + end).expect("a rate from prometheus");
+    // sanbench's own figure over the same window, from its 100 ms intervals.
+    let ios: u64 = r["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|iv| {
+            let t = iv["t"].as_f64().unwrap();
+            t >= end - range - 1e-6 && t < end - 1e-6
+        })
+        .map(|iv| iv["read_ios"].as_u64().unwrap() + iv["write_ios"].as_u64().unwrap())
+        .sum();
+    let own = ios as f64 / range;
+    assert!(
+        (prom_iops - own).abs() <= own * 0.02,
+        "prometheus rate {prom_iops:.1}/s, sanbench {own:.1}/s (run {} IOPS; samples in range: {:?})",
+        r["iops"],
+        prom.query(&format!("count_over_time(sanbench_ios_total{{op=\"read\"}}[{range}s])"), start + end)
+    );
+    let q = format!(
+        "histogram_quantile(0.99, sum by (le) (rate(sanbench_latency_seconds_bucket[{range}s])))"
+    );
+    let p99_s = prom
+        .query(&q, start + end)
+        .expect("a quantile from prometheus");
+    let own_p99 = r["latency_us"]["p99"].as_f64().unwrap() / 1e6;
+    // The buckets double: one bucket either way is a factor of two.
+    assert!(
+        p99_s <= own_p99 * 2.0 && p99_s >= own_p99 / 2.0,
+        "prometheus p99 {p99_s} s, sanbench {own_p99} s"
+    );
+}

@@ -1,0 +1,222 @@
+//! `--log-interval`: the window cut into intervals. Merging every interval gives the window's
+//! histograms exactly, interval counts add up to the I/Os counted independently, and a stall
+//! shows in exactly the intervals it covered.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sanbench_engine::mem::MemTarget;
+use sanbench_engine::run::clock::{Clock, Manual};
+use sanbench_engine::run::{Interval, IntervalRecord, IntervalSink};
+use sanbench_engine::spec::{Segment, Workload};
+use sanbench_engine::{
+    run, Completion, EngineError, Io, NoObserver, Queue, QueueConfig, RunPlan, Target, TargetInfo,
+};
+use sanbench_stats::LatencyHistogram;
+
+fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Duration) -> RunPlan {
+    RunPlan {
+        workload: Workload {
+            name: None,
+            segments: vec![Segment {
+                weight: 1,
+                read_bs: 4096,
+                write_bs: 4096,
+                read_pct: 70.0,
+                random_pct: 100.0,
+                align: None,
+            }],
+            qd: 4,
+            workers: 2,
+            ramp: Duration::from_millis(ramp_ms),
+            time: Duration::from_millis(time_ms),
+            span: None,
+            flush_every: 0,
+            fua_pct: 0.0,
+            rate: None,
+            arrival: sanbench_engine::run::pacer::Arrival::Fixed,
+        },
+        targets,
+        io_timeout: Duration::from_secs(5),
+        seed: 1,
+        data: Default::default(),
+        stop: Arc::new(AtomicBool::new(false)),
+        run_id: None,
+        verify: Vec::new(),
+        clock: None,
+        sync: None,
+        raw_latencies: false,
+        log_interval: iv,
+        intervals: None,
+    }
+}
+
+/// One interval as handed to the sink: (target, index, start, length, statistics).
+type Kept = (usize, u64, u64, u64, Interval);
+
+/// Keeps every interval it is handed.
+#[derive(Default)]
+struct Keep(Mutex<Vec<Kept>>);
+
+impl IntervalSink for Keep {
+    fn interval(&self, r: &IntervalRecord<'_>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((r.target, r.index, r.start_ns, r.len_ns, r.stats.clone()));
+    }
+}
+
+#[test]
+fn merged_intervals_are_the_window_exactly() {
+    let a: Arc<dyn Target> = Arc::new(MemTarget::new("mem:a", 16 << 20).unwrap());
+    let b: Arc<dyn Target> = Arc::new(MemTarget::new("mem:b", 16 << 20).unwrap());
+    let keep = Arc::new(Keep::default());
+    let mut p = plan(vec![a, b], 100, 300, Duration::from_millis(10));
+    p.raw_latencies = true;
+    p.intervals = Some(keep.clone());
+    let out = run(&p, &NoObserver).unwrap();
+    let got = keep.0.lock().unwrap();
+    for (ti, t) in out.targets.iter().enumerate() {
+        let mine: Vec<_> = got.iter().filter(|g| g.0 == ti).collect();
+        // In order, each once, inside the window, and the result summarizes the same ones.
+        assert!(mine.windows(2).all(|w| w[0].1 < w[1].1));
+        // (Fewer than 30 on a loaded host: an interval without a completion is not emitted.)
+        assert!(mine.len() >= 3, "{} intervals", mine.len());
+        assert_eq!(mine.len(), t.intervals.len());
+        let mut merged = Interval::default();
+        for (_, k, start, len, iv) in &mine {
+            assert_eq!(*start, k * 10_000_000);
+            assert!(*len <= 10_000_000 && start + len <= out.window.as_nanos() as u64);
+            merged.merge(iv);
+        }
+        assert_eq!(merged.read.hist.buckets(), t.read.hist.buckets());
+        assert_eq!(merged.write.hist.buckets(), t.write.hist.buckets());
+        assert_eq!(merged.read.ios, t.read.ios);
+        // Independent counts: the raw latencies the streams kept, and the per-second series.
+        let ios = merged.read.ios + merged.write.ios;
+        assert_eq!(ios, t.raw_ns.len() as u64);
+        assert_eq!(ios, t.series[0].read_ios + t.series[0].write_ios);
+        let mut raw = LatencyHistogram::new();
+        t.raw_ns.iter().for_each(|&v| raw.record(v));
+        let mut both = merged.read.hist.clone();
+        both.merge(&merged.write.hist);
+        assert_eq!(both.buckets(), raw.buckets());
+        let sum: u64 = t.intervals.iter().map(|s| s.read_ios + s.write_ios).sum();
+        assert_eq!(sum, ios);
+    }
+}
+
+#[test]
+fn a_log_interval_below_10ms_is_refused() {
+    let a: Arc<dyn Target> = Arc::new(MemTarget::new("mem:a", 1 << 20).unwrap());
+    let err = run(
+        &plan(vec![a], 0, 100, Duration::from_millis(5)),
+        &NoObserver,
+    )
+    .unwrap_err();
+    assert!(err.is_usage(), "{err}");
+}
+
+/// Completes every I/O `service` after submission on a clock the test owns, except that
+/// nothing completes inside `stall` (ns since the start): completions due then come at its end.
+struct Stalls {
+    info: TargetInfo,
+    clock: Arc<Manual>,
+    stall: (u64, u64),
+}
+
+struct StallsQueue {
+    clock: Arc<Manual>,
+    stall: (u64, u64),
+    pending: Vec<(u64, u32)>,
+}
+
+impl Target for Stalls {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+    fn open_queue(&self, _cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        Ok(Box::new(StallsQueue {
+            clock: self.clock.clone(),
+            stall: self.stall,
+            pending: Vec::new(),
+        }))
+    }
+}
+
+const SERVICE: u64 = 100_000;
+
+impl Queue for StallsQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        let now = self.clock.now_ns();
+        let mut due = now + SERVICE;
+        if (self.stall.0..self.stall.1).contains(&due) {
+            due = self.stall.1;
+        }
+        self.pending.extend(ios.iter().map(|io| (due, io.tag)));
+        Ok(())
+    }
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        self.pending.sort();
+        if let (true, Some(&(t, _))) = (min > 0, self.pending.first()) {
+            self.clock.advance_to(t);
+        }
+        let now = self.clock.now_ns();
+        let due = self.pending.iter().take_while(|(t, _)| *t <= now).count();
+        out.extend(
+            self.pending
+                .drain(..due)
+                .map(|(_, tag)| Completion { tag, result: 0 }),
+        );
+        Ok(())
+    }
+}
+
+#[test]
+fn a_stall_shows_in_exactly_the_intervals_it_covered() {
+    let clock = Arc::new(Manual::new());
+    let ramp = 200_000_000;
+    // 300 ms without completions from 0.35 s into the window: intervals of 100 ms 3 (half),
+    // 4 and 5 (none), 6 (the stalled I/Os complete at its start, 300 ms late).
+    let stall = (ramp + 350_000_000, ramp + 650_000_000);
+    let t: Arc<dyn Target> = Arc::new(Stalls {
+        info: TargetInfo {
+            uri: "stalls:".into(),
+            engine: "test".into(),
+            size: 64 << 20,
+            block_size: 512,
+            ..TargetInfo::default()
+        },
+        clock: clock.clone(),
+        stall,
+    });
+    let mut p = plan(vec![t], 200, 1000, Duration::from_millis(100));
+    p.workload.workers = 1;
+    p.clock = Some(clock);
+    let out = run(&p, &NoObserver).unwrap();
+    let iv = &out.targets[0].intervals;
+    // Intervals 4 and 5 saw no completion at all: they are not there.
+    let idx: Vec<u64> = iv.iter().map(|s| (s.t * 10.0).round() as u64).collect();
+    assert_eq!(idx, vec![0, 1, 2, 3, 6, 7, 8, 9], "{iv:?}");
+    for s in iv {
+        let k = (s.t * 10.0).round() as u64;
+        let ios = s.read_ios + s.write_ios;
+        match k {
+            // Four I/Os every 100 µs.
+            0..=2 | 7..=9 => {
+                assert_eq!(ios, 4000, "{s:?}");
+                assert_eq!(s.max_us, 100.0, "{s:?}");
+            }
+            3 => assert_eq!(ios, 2000, "{s:?}"),
+            6 => {
+                // Sent at 349.9 ms, completed at 650 ms.
+                assert_eq!(s.max_us, 300_100.0, "{s:?}");
+                assert_eq!(ios, 2000, "{s:?}");
+                assert!(s.p99_us <= 100.1, "{s:?}");
+            }
+            _ => unreachable!(),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! HdrHistogram's interval log (the `.hlog` text of HdrHistogram's `HistogramLogWriter`, read
+//! by its `HistogramLogProcessor` and by the `hdrhistogram` Python package), as text: the
+//! caller writes it where it wants (this crate does no I/O).
+//!
+//! A log is a header (comments, `#[StartTime: ...]`, `#[BaseTime: ...]`, the legend line)
+//! and then one line per interval: `[Tag=NAME,]StartTimestamp,Interval_Length,Interval_Max,
+//! Interval_Compressed_Histogram`, timestamps in seconds since the base time, the histogram in
+//! HdrHistogram's V2 compressed (deflate) encoding in base64. Values are nanoseconds; the max
+//! column is in milliseconds (a max value divisor of 10^6, as HdrHistogram's tools expect for
+//! nanosecond recordings shown in milliseconds).
+
+use std::time::{Duration, SystemTime};
+
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+
+use crate::LatencyHistogram;
+
+/// The legend line HdrHistogram's writers put after the header.
+pub const LEGEND: &str =
+    "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"";
+
+/// The max column's divisor: nanoseconds recorded, milliseconds shown.
+const MAX_DIVISOR: f64 = 1e6;
+
+/// A tag that HdrHistogram's log can carry (no comma, no whitespace, not empty).
+#[derive(Debug, thiserror::Error)]
+#[error("histogram log tag {0:?}: must be non-empty without commas or whitespace")]
+pub struct BadTag(pub String);
+
+/// The log's header: `comments` (one `#` line each), the start and base time (both `base`:
+/// every interval's timestamp counts from it), the legend.
+pub fn header(comments: &[String], base: SystemTime) -> String {
+    let mut out = Vec::new();
+    let mut b = IntervalLogWriterBuilder::new();
+    for c in comments {
+        b.add_comment(c);
+    }
+    b.with_start_time(base)
+        .with_base_time(base)
+        .with_max_value_divisor(MAX_DIVISOR);
+    let mut ser = V2DeflateSerializer::new();
+    // Writing to a Vec cannot fail.
+    let _ = b.begin_log_with(&mut out, &mut ser);
+    let mut s = String::from_utf8_lossy(&out).into_owned();
+    s.push_str(LEGEND);
+    s.push('\n');
+    s
+}
+
+/// One interval's line: its histogram recorded from `start` (since the base time) for `len`.
+pub fn line(
+    h: &LatencyHistogram,
+    start: Duration,
+    len: Duration,
+    tag: Option<&str>,
+) -> Result<String, BadTag> {
+    let tag = match tag {
+        Some(t) if t.chars().any(char::is_whitespace) => return Err(BadTag(t.into())),
+        Some(t) => Some(Tag::new(t).ok_or_else(|| BadTag(t.into()))?),
+        None => None,
+    };
+    let mut out = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let b = {
+        let mut b = IntervalLogWriterBuilder::new();
+        b.with_max_value_divisor(MAX_DIVISOR);
+        b
+    };
+    // The builder writes nothing but the divisor's comment, which is dropped below; writing
+    // to a Vec cannot fail and every u64 histogram serializes.
+    if let Ok(mut w) = b.begin_log_with(&mut out, &mut ser) {
+        let _ = w.write_histogram(&h.h, start, len, tag);
+    }
+    let text = String::from_utf8_lossy(&out);
+    Ok(text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+
+    #[test]
+    fn a_log_reads_back_with_the_crate_s_reader() {
+        let mut a = LatencyHistogram::new();
+        a.record_n(50_000, 90);
+        a.record_n(2_000_000, 10);
+        let mut b = LatencyHistogram::new();
+        b.record_n(70_000, 5);
+        let base = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut log = header(&["sanbench test".into()], base);
+        let s = Duration::from_millis(100);
+        log += &line(&a, Duration::ZERO, s, None).unwrap();
+        log += &line(&b, s, s, Some("t1")).unwrap();
+        assert!(log.contains("#[StartTime: 1700000000.000"), "{log}");
+        assert!(log.contains("#[BaseTime: 1700000000.000"), "{log}");
+        assert!(log.contains(LEGEND));
+        let mut hists = Vec::new();
+        for e in IntervalLogIterator::new(log.as_bytes()) {
+            if let Ok(LogEntry::Interval(i)) = e {
+                let bytes = base64::Engine::decode(
+                    &base64::engine::general_purpose::STANDARD,
+                    i.encoded_histogram(),
+                )
+                .unwrap();
+                let h: hdrhistogram::Histogram<u64> =
+                    Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+                hists.push((i.tag().map(|t| t.as_str().to_string()), i.max(), h));
+            }
+        }
+        assert_eq!(hists.len(), 2);
+        assert_eq!(hists[0].2.len(), 100);
+        assert_eq!(
+            hists[0].2.value_at_quantile(0.5),
+            a.h.value_at_quantile(0.5)
+        );
+        assert!((hists[0].1 - 2.0).abs() < 0.01, "max in ms: {}", hists[0].1);
+        assert_eq!(hists[1].0.as_deref(), Some("t1"));
+        assert_eq!(hists[1].2.len(), 5);
+    }
+
+    #[test]
+    fn a_tag_with_a_comma_is_refused() {
+        let h = LatencyHistogram::new();
+        assert!(line(&h, Duration::ZERO, Duration::ZERO, Some("a,b")).is_err());
+        assert!(line(&h, Duration::ZERO, Duration::ZERO, Some("a b")).is_err());
+    }
+}
