@@ -105,7 +105,12 @@ fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
             continue;
         }
         if let Some(v) = m.of(&c.result) {
-            t.set(w, ti, c.round.unwrap_or(c.repeat) as usize, v);
+            let r = c.round.unwrap_or(c.repeat) as usize;
+            if matches!(m, Metric::Iops | Metric::MbPerS) {
+                t.set_counted(w, ti, r, v, c.result.ios);
+            } else {
+                t.set(w, ti, r, v);
+            }
         }
     }
     t

@@ -465,7 +465,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
                     sanbench_report::analysis::flavour(&book.cmp.workloads[s.workload]),
                 );
                 let r = book.record(s.target, &w.id, place, cell)?;
-                plan.record(&s, m.of(r));
+                plan.record_counted(&s, m.of(r), r.ios);
                 book.cmp.repeat = book.cmp.repeat.max(s.round + 1);
                 book.cmp.design = Some(plan.design());
             }

@@ -27,6 +27,9 @@ pub struct Table {
     targets: usize,
     rounds: usize,
     data: Vec<Option<f64>>,
+    /// Per cell: the figure's relative resolution (1 / I/Os for a rate counted from I/Os),
+    /// 0 when unknown.
+    res: Vec<f64>,
 }
 
 impl Table {
@@ -36,6 +39,7 @@ impl Table {
             targets,
             rounds,
             data: vec![None; workloads * targets * rounds],
+            res: vec![0.0; workloads * targets * rounds],
         }
     }
 
@@ -58,9 +62,13 @@ impl Table {
             for ww in 0..self.workloads {
                 for tt in 0..self.targets {
                     for rr in 0..self.rounds {
-                        let v = self.data[self.idx(ww, tt, rr)];
+                        let (v, q) = (
+                            self.data[self.idx(ww, tt, rr)],
+                            self.res[self.idx(ww, tt, rr)],
+                        );
                         let i = grown.idx(ww, tt, rr);
                         grown.data[i] = v;
+                        grown.res[i] = q;
                     }
                 }
             }
@@ -68,6 +76,26 @@ impl Table {
         }
         let i = self.idx(w, t, r);
         self.data[i] = (figure.is_finite() && figure > 0.0).then(|| figure.ln());
+        self.res[i] = 0.0;
+    }
+
+    /// [`Table::set`] for a figure counted from `ios` I/Os (IOPS, MB/s): its logarithm is known
+    /// only to about ±1/ios, which bounds how small the noise estimate may be (a few rounds of
+    /// identical counts would otherwise give an interval of zero width around a quantized
+    /// figure).
+    pub fn set_counted(&mut self, w: usize, t: usize, r: usize, figure: f64, ios: u64) {
+        self.set(w, t, r, figure);
+        if w < self.workloads && t < self.targets && ios > 0 {
+            let i = self.idx(w, t, r);
+            self.res[i] = 1.0 / ios as f64;
+        }
+    }
+
+    /// The variance of a cell's log figure from counting alone: the window's two edges each
+    /// cut an I/O, an error uniform within one count either way, `res² / 3` on the log scale.
+    fn quantization(&self, w: usize, t: usize, r: usize) -> f64 {
+        let q = self.res[self.idx(w, t, r)];
+        q * q / 3.0
     }
 
     pub fn get(&self, w: usize, t: usize, r: usize) -> Option<f64> {
@@ -271,7 +299,13 @@ pub fn judge_workload(t: &Table, w: usize, compared: &[usize], mg: Margins) -> V
     }
     let df_per_round = (k - 1) as f64;
     let df = df_per_round * (n as f64 - 1.0);
-    let ms = if df > 0.0 { ss / df } else { 0.0 };
+    // The noise estimate never goes below what counting alone leaves (see `set_counted`).
+    let floor = (0..n)
+        .flat_map(|r| (0..k).map(move |ti| (r, ti)))
+        .map(|(r, ti)| t.quantization(w, compared[ti], rounds[r]))
+        .sum::<f64>()
+        / (n * k) as f64;
+    let ms = if df > 0.0 { (ss / df).max(floor) } else { 0.0 };
     // Every pair shares the quantile and the standard error: one quantile per workload.
     let hw = Fit {
         estimate: 0.0,
@@ -315,22 +349,29 @@ pub fn judge_summary(
     if workloads.is_empty() {
         return None;
     }
-    let g: Vec<f64> = (0..t.rounds())
+    let wn = workloads.len() as f64;
+    let (g, quant): (Vec<f64>, Vec<f64>) = (0..t.rounds())
         .filter_map(|r| {
-            let mut s = 0.0;
+            let (mut s, mut q) = (0.0, 0.0);
             for &w in workloads {
                 s += t.get(w, a, r)? - t.get(w, b, r)?;
+                q += t.quantization(w, a, r) + t.quantization(w, b, r);
             }
-            Some(s / workloads.len() as f64)
+            Some((s / wn, q / (wn * wn)))
         })
-        .collect();
+        .unzip();
     let n = g.len();
     if n == 0 {
         return None;
     }
     let mean = g.iter().sum::<f64>() / n as f64;
     let ss: f64 = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
-    let ms = if n > 1 { ss / (n - 1) as f64 } else { 0.0 };
+    let floor = quant.iter().sum::<f64>() / n as f64;
+    let ms = if n > 1 {
+        (ss / (n - 1) as f64).max(floor)
+    } else {
+        0.0
+    };
     let fit = Fit {
         estimate: mean,
         v1: 1.0,
@@ -430,6 +471,33 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Inconclusive);
         let more = j.more_rounds.expect("decidable");
         assert!((1..100).contains(&more), "{more}");
+    }
+
+    #[test]
+    fn identical_counts_do_not_make_an_interval_of_zero_width() {
+        // 29 and 22 I/Os in every round: no spread at all, but each count is only known to
+        // about one I/O, so the interval keeps that width.
+        let mut t = Table::new(1, 2, 4);
+        for r in 0..4 {
+            t.set_counted(0, 0, r, 29.0 / 0.3, 29);
+            t.set_counted(0, 1, r, 22.0 / 0.3, 22);
+        }
+        let j = judge_workload(&t, 0, &[0, 1], mg())[0].judged;
+        assert!(j.half_width > 0.02, "{j:?}");
+        assert!(
+            j.low() < 29.0 / 22.0 * 0.98 && j.high() > 29.0 / 22.0 * 1.02,
+            "{j:?}"
+        );
+        // Without counts (figures of unknown resolution) nothing changes.
+        let mut u = Table::new(1, 2, 4);
+        for r in 0..4 {
+            u.set(0, 0, r, 29.0 / 0.3);
+            u.set(0, 1, r, 22.0 / 0.3);
+        }
+        assert_eq!(
+            judge_workload(&u, 0, &[0, 1], mg())[0].judged.half_width,
+            0.0
+        );
     }
 
     #[test]

@@ -256,6 +256,15 @@ impl Plan {
         }
     }
 
+    /// [`Plan::record`] for a figure counted from `ios` I/Os (its resolution bounds the noise
+    /// estimate, as the report's analysis does).
+    pub fn record_counted(&mut self, s: &Slot, figure: Option<f64>, ios: u64) {
+        if let Some(f) = figure {
+            self.table
+                .set_counted(s.workload, s.target, s.round as usize, f, ios);
+        }
+    }
+
     pub fn stopped(&self) -> Option<Stop> {
         self.stop
     }
