@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use sanbench_engine::run::pacer::Arrival;
-use sanbench_engine::units::{Bytes, Dur, LoadLevels, Pct};
+use sanbench_engine::units::{Bytes, Dur, Pct};
 
+mod compare;
 mod lab;
 mod serve;
+pub use compare::*;
 pub use lab::*;
 pub use serve::*;
 
@@ -335,177 +337,6 @@ pub enum SuiteCommand {
         #[arg(long)]
         fio: bool,
     },
-}
-
-#[derive(Args, Debug, Clone)]
-#[command(
-    after_help = "Targets are [ref:][NAME=]TARGET: NAME labels the target in tables, charts and \
-                  findings; ref: marks a reference (a ceiling such as a RAM disk): shown in tables \
-                  and charts, never compared in the findings, not graded on the report card."
-)]
-pub struct CompareArgs {
-    /// Targets to compare, each as [ref:][NAME=]TARGET.
-    #[arg(required_unless_present_any = ["lab", "fio"], value_name = "[ref:][NAME=]TARGET")]
-    pub targets: Vec<String>,
-    /// fio job file instead of a suite: one workload per job section, [global] applied;
-    /// targets from the command line, or the filename every section names.
-    #[arg(long, value_name = "JOBFILE", conflicts_with = "suite")]
-    pub fio: Option<PathBuf>,
-    /// fio options to run without (their names, comma-separated).
-    #[arg(
-        long,
-        value_name = "OPTION,...",
-        value_delimiter = ',',
-        requires = "fio"
-    )]
-    pub fio_ignore: Vec<String>,
-    /// The suite --fio makes, once read.
-    #[arg(skip)]
-    pub fio_suite: Option<sanbench_engine::suite::Suite>,
-    /// Mark the target named NAME as a reference (repeatable), like ref:NAME=TARGET.
-    #[arg(long, value_name = "NAME")]
-    pub reference: Vec<String>,
-    /// Also compare the targets of a lab ('sanbench lab up' prints its file); each target's
-    /// link (rate, MTU, offloads, switched) goes into the comparison.
-    #[arg(long, value_name = "FILE")]
-    pub lab: Option<PathBuf>,
-    /// Suite to run: a built-in name (see 'sanbench suite list') or a TOML file.
-    #[arg(long, default_value = "quick")]
-    pub suite: String,
-    /// Rounds of the whole matrix: `auto` runs rounds until every throughput question is
-    /// decided (better or equivalent), --max-repeat rounds have run, or --budget is spent; N
-    /// runs exactly N.
-    #[arg(long, default_value = "auto", value_name = "auto|N")]
-    pub repeat: RepeatArg,
-    /// The most rounds `--repeat auto` runs.
-    #[arg(long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
-    pub max_repeat: u32,
-    /// Time the whole comparison may take (checked before each round: a round that would not
-    /// fit is not started).
-    #[arg(long, value_name = "DURATION")]
-    pub budget: Option<Dur>,
-    /// The smallest difference worth a finding, and the equivalence margin.
-    #[arg(long, default_value = "10%", value_name = "PCT")]
-    pub min_effect: Pct,
-    /// Response-time curve: after the closed-loop cells, run every workload on every target
-    /// open loop at these percentages of its own closed-loop maximum (SPC-1 uses
-    /// 10,50,80,90,95,100); a suite's `curve` key does the same.
-    #[arg(long, value_name = "PCT,PCT,...")]
-    pub curve: Option<LoadLevels>,
-    /// A target's curve stops climbing once its mean response time passes this.
-    #[arg(long, default_value = "100ms", value_name = "DURATION")]
-    pub curve_stop: Dur,
-    /// Directory for report.html, report.md, results.json, results.csv.
-    #[arg(long, default_value = "sanbench-report", value_name = "DIR")]
-    pub out: PathBuf,
-    /// Results database (SQLite; default under the user's data directory).
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
-    /// Do not record the run in the results database.
-    #[arg(long)]
-    pub no_store: bool,
-    /// After the comparison, say for each finding of the stored run RUN whether this run
-    /// reproduced it, found it inconclusive or reversed it (see 'sanbench history').
-    #[arg(long, value_name = "RUN")]
-    pub against: Option<String>,
-    /// Replace every workload's measured time (a quick look at a long suite).
-    #[arg(long, value_name = "DURATION")]
-    pub time: Option<Dur>,
-    /// Replace every workload's ramp-up.
-    #[arg(long, value_name = "DURATION")]
-    pub ramp: Option<Dur>,
-    /// Size to create missing file targets at.
-    #[arg(long, value_name = "SIZE")]
-    pub size: Option<Bytes>,
-    #[command(flatten)]
-    pub engine: EngineArgs,
-    #[command(flatten)]
-    pub data: DataArgs,
-    #[command(flatten)]
-    pub monitor: MonitorArgs,
-    #[command(flatten)]
-    pub watch: WatchArgs,
-    #[arg(long, default_value_t = DEFAULT_SEED)]
-    pub seed: u64,
-    /// Only the findings and the report's location.
-    #[arg(long, short)]
-    pub quiet: bool,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct DemoArgs {
-    /// Directory for the report.
-    #[arg(long, default_value = "sanbench-demo", value_name = "DIR")]
-    pub out: PathBuf,
-    /// Suite to run.
-    #[arg(long, default_value = "quick")]
-    pub suite: String,
-    /// Size of each built-in target.
-    #[arg(long, default_value = "1G", value_name = "SIZE")]
-    pub size: Bytes,
-    /// Allocate and touch the built-in targets' RAM at start (3 x --size).
-    #[arg(long)]
-    pub prealloc: bool,
-    /// Rounds: `auto` until every throughput question is decided or the budget is spent;
-    /// N for exactly N.
-    #[arg(long, default_value = "auto", value_name = "auto|N")]
-    pub repeat: RepeatArg,
-    /// The most rounds `--repeat auto` runs.
-    #[arg(long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
-    pub max_repeat: u32,
-    /// Time the comparison may take (a few minutes by default; rounds that would not fit are
-    /// not started).
-    #[arg(long, default_value = "4m", value_name = "DURATION")]
-    pub budget: Dur,
-    /// The smallest difference worth a finding, and the equivalence margin.
-    #[arg(long, default_value = "10%", value_name = "PCT")]
-    pub min_effect: Pct,
-    /// Every workload's measured time (short cells, more rounds: the rounds, not the cells'
-    /// length, are what narrow the intervals).
-    #[arg(long, default_value = "0.5s", value_name = "DURATION")]
-    pub time: Dur,
-    /// Every workload's ramp-up.
-    #[arg(long, default_value = "0.25s", value_name = "DURATION")]
-    pub ramp: Dur,
-    /// Results database (SQLite; default under the user's data directory).
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
-    /// Do not record the run in the results database.
-    #[arg(long)]
-    pub no_store: bool,
-    #[arg(long, short)]
-    pub quiet: bool,
-}
-
-/// `--repeat auto|N`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RepeatArg {
-    Auto,
-    Fixed(u32),
-}
-
-impl std::str::FromStr for RepeatArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RepeatArg, String> {
-        if s.eq_ignore_ascii_case("auto") {
-            return Ok(RepeatArg::Auto);
-        }
-        match s.parse::<u32>() {
-            Ok(0) => Err("--repeat must be at least 1 (or auto)".into()),
-            Ok(n) => Ok(RepeatArg::Fixed(n)),
-            Err(_) => Err(format!("'{s}' is neither auto nor a number of rounds")),
-        }
-    }
-}
-
-impl RepeatArg {
-    /// The plan's form, with `--max-repeat` for auto.
-    pub fn plan(self, max: u32) -> sanbench_stats::design::plan::Repeat {
-        match self {
-            RepeatArg::Auto => sanbench_stats::design::plan::Repeat::Auto { max },
-            RepeatArg::Fixed(n) => sanbench_stats::design::plan::Repeat::Fixed(n),
-        }
-    }
 }
 
 /// `sanbench monitors`.

@@ -11,7 +11,6 @@ use sanbench_engine::result::rfc3339;
 use sanbench_engine::suite::{self, Suite, SuiteWorkload};
 use sanbench_engine::verify::Verifier;
 use sanbench_engine::RunPlan;
-use sanbench_stats::design::plan::Plan;
 use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
@@ -24,6 +23,7 @@ use crate::progress::ProgressLine;
 use crate::run_cmd::{execute_output, file_options, io_timeout};
 
 mod book;
+mod design;
 pub(crate) use book::{Book, CellRun, Place};
 use sanbench_monitor::sampler::Baseline;
 
@@ -286,7 +286,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     };
     let mut p = prepare(&a)?;
     // The plan first: a design that cannot run is refused before anything runs.
-    let mut plan = design_plan(&a, &p, rank0)?;
+    let mut plan = design::plan(&a, &p, rank0)?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
@@ -359,7 +359,6 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     } else {
         Some(crate::store_cmd::Recorder::begin(a.db.as_deref(), &cmp)?)
     };
-    let cells_per_round = p.suite.workloads.len() * p.targets.len();
     let per_cell: Vec<Duration> = p
         .suite
         .workloads
@@ -381,7 +380,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     }
     let (preconditions, vs) = precondition_all(&a, &p, &pre_data, size, &progress)?;
     if !a.quiet && rank0 {
-        eprintln!("{}", design_line(&plan, &a));
+        eprintln!("{}", design::line(&plan, &a));
     }
     let mut book = Book {
         cmp,
@@ -407,7 +406,6 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         round: std::cell::Cell::new(0),
     };
     let mut failure = None;
-    let mut i = 0usize;
     loop {
         let stopped = stop.load(std::sync::atomic::Ordering::Relaxed);
         let next = if stopped {
@@ -426,31 +424,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         let Some(s) = next else { break };
         let w = &p.suite.workloads[s.workload];
         let (name, uri) = &p.targets[s.target];
-        i += 1;
         if !a.quiet {
-            let in_round = i - (s.round as usize) * cells_per_round;
-            eprintln!(
-                "[round {}{}, {in_round}/{cells_per_round}] {} on {name}{}",
-                s.round + 1,
-                match a.repeat {
-                    crate::args::RepeatArg::Fixed(n) => format!("/{n}"),
-                    crate::args::RepeatArg::Auto => format!(" of at most {}", a.max_repeat),
-                },
-                w.id,
-                match a.repeat {
-                    crate::args::RepeatArg::Fixed(n) => format!(
-                        " ({} left)",
-                        fmt_dur(
-                            per_cell.iter().sum::<Duration>()
-                                * (p.targets.len() as u32)
-                                * n.saturating_sub(s.round + 1)
-                                + per_cell[s.workload] * (cells_per_round - in_round + 1) as u32
-                                    / p.targets.len().max(1) as u32
-                        )
-                    ),
-                    crate::args::RepeatArg::Auto => String::new(),
-                }
-            );
+            eprintln!("{}", design::cell_line(&a, &p, &s, &per_cell));
         }
         let place = Place {
             round: s.round,
@@ -544,94 +519,6 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
-}
-
-/// The plan of a comparison. Rank 0 of an MPI job (and every non-MPI run) judges as it goes;
-/// the other ranks run the same order for as many rounds as rank 0 may ask for and follow its
-/// decisions.
-fn design_plan(a: &CompareArgs, p: &Prepared, rank0: bool) -> Result<Plan, CliError> {
-    use sanbench_stats::design::plan::{Config, Repeat};
-    let flavours: Vec<sanbench_report::analysis::Flavour> = p
-        .suite
-        .workloads
-        .iter()
-        .map(|w| {
-            sanbench_report::analysis::flavour(&WorkloadEntry {
-                id: w.id.clone(),
-                title: w.title.clone(),
-                group: w.group.clone(),
-                spec: w.workload.clone(),
-                targets_at_once: w.targets_at_once,
-            })
-        })
-        .collect();
-    let groups = flavours
-        .iter()
-        .map(|f| usize::from(*f == sanbench_report::analysis::Flavour::Io))
-        .collect();
-    let nominal_round = p
-        .suite
-        .workloads
-        .iter()
-        .map(|w| w.workload.ramp + w.workload.time)
-        .sum::<Duration>()
-        * p.targets.len() as u32;
-    let mut repeat = a.repeat.plan(a.max_repeat);
-    let mut budget = a.budget.map(|d| d.0);
-    if !rank0 {
-        if let Repeat::Auto { max } = repeat {
-            repeat = Repeat::Fixed(max);
-        }
-        budget = None;
-    }
-    Plan::new(Config {
-        workloads: p.suite.workloads.len(),
-        targets: p.targets.len(),
-        compared: (0..p.targets.len()).filter(|&i| !p.references[i]).collect(),
-        groups,
-        seed: a.seed,
-        repeat,
-        budget,
-        nominal_round,
-        min_effect: a.min_effect.0 / 100.0,
-    })
-    .map_err(|e| usage(e.to_string()))
-}
-
-/// What the comparison will do, before it starts.
-fn design_line(plan: &Plan, a: &CompareArgs) -> String {
-    let d = plan.design();
-    format!(
-        "design: Williams order (seed {}; every target in every slot each {} rounds{}); {}",
-        d.seed,
-        d.square_len,
-        if d.balance_len != d.square_len {
-            format!(", after every other target each {}", d.balance_len)
-        } else {
-            String::new()
-        },
-        match a.repeat {
-            crate::args::RepeatArg::Fixed(n) => format!("{n} rounds"),
-            crate::args::RepeatArg::Auto => format!(
-                "rounds until every throughput question is decided (at most {}{})",
-                a.max_repeat,
-                a.budget
-                    .map(|b| format!(", budget {}", fmt_dur(b.0)))
-                    .unwrap_or_default()
-            ),
-        }
-    )
-}
-
-fn fmt_dur(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
 }
 
 #[cfg(test)]
