@@ -3,7 +3,6 @@
 //! statistics, settling every completion with the verification, draining at the end.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::fused::StreamData;
@@ -15,53 +14,9 @@ use crate::error::EngineError;
 use crate::gen::Generator;
 use crate::stamp::Stamper;
 use crate::verify::map::next_gen;
-use crate::verify::{Checker, Verifier, VerifyReport};
 
-/// A stream's share of the verification: its checker, what it found, and the map cells each
-/// tag's I/O locked (for a write, the generations it writes).
-pub(super) struct StreamVerify {
-    pub(super) v: Arc<Verifier>,
-    pub(super) checker: Checker,
-    pub(super) rep: VerifyReport,
-    pub(super) cells: Vec<Vec<u8>>,
-    pub(super) shift: u32,
-    /// With a state file and flushes: writes completed since the last flush was sent (range
-    /// and where its generations start in `pending_gens`), and per flush tag what it covers.
-    pub(super) track_durable: bool,
-    pub(super) pending: Vec<Written>,
-    pub(super) pending_gens: Vec<u8>,
-    pub(super) covers: Vec<(Vec<Written>, Vec<u8>)>,
-    /// Tags whose read the engine's fused copy already checked (settled without a check).
-    pub(super) checked: Vec<bool>,
-}
-
-/// A completed write awaiting a flush: offset, length, and where its generations start.
-type Written = (u64, u64, usize);
-
-impl StreamVerify {
-    /// A flush is being sent on tag `t`: it covers every write completed so far.
-    fn flush_sent(&mut self, t: usize) {
-        if self.track_durable {
-            let c = &mut self.covers[t];
-            c.0.clear();
-            c.1.clear();
-            std::mem::swap(&mut c.0, &mut self.pending);
-            std::mem::swap(&mut c.1, &mut self.pending_gens);
-        }
-    }
-
-    /// The flush on tag `t` completed: what it covered is durable (the checkpoint).
-    fn flush_done(&mut self, t: usize, ok: bool) {
-        if !self.track_durable || !ok {
-            return;
-        }
-        let (ranges, gens) = &self.covers[t];
-        for &(off, len, at) in ranges {
-            self.v.map.set_durable(off, len, &gens[at..]);
-        }
-        self.v.map.sync_durable();
-    }
-}
+mod verify;
+pub(super) use verify::StreamVerify;
 
 pub(super) struct StreamState {
     pub(super) free: Vec<u32>,
@@ -287,23 +242,6 @@ impl StreamState {
             self.retire_uncounted(lay, arena)?;
         }
         Ok(())
-    }
-}
-
-impl StreamVerify {
-    pub(super) fn new(v: &Arc<Verifier>, depth: u32, flush_every: u32) -> StreamVerify {
-        StreamVerify {
-            v: v.clone(),
-            checker: v.checker(true),
-            rep: VerifyReport::default(),
-            cells: vec![Vec::new(); depth as usize],
-            shift: v.granule().trailing_zeros(),
-            track_durable: v.map.tracks_durable() && flush_every > 0,
-            pending: Vec::new(),
-            pending_gens: Vec::new(),
-            covers: vec![(Vec::new(), Vec::new()); depth as usize],
-            checked: vec![false; depth as usize],
-        }
     }
 }
 
