@@ -117,26 +117,7 @@ pub fn render_text(d: &Diff) -> String {
             verdict.into(),
         ]);
     }
-    let mut widths = header.map(|h| h.chars().count());
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut s = String::new();
-    let line = |s: &mut String, cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(s, "{}", parts.join("  ").trim_end());
-    };
-    line(&mut s, &header.map(String::from));
-    line(&mut s, &widths.map(|w| "-".repeat(w)));
-    for r in &rows {
-        line(&mut s, r);
-    }
+    let mut s = crate::fmt::text_table(&header.map(String::from), &rows);
     for (label, cells) in [("only in A", &d.only_in_a), ("only in B", &d.only_in_b)] {
         for (w, t) in cells {
             let _ = writeln!(s, "{label}: {w} on {t}");

@@ -98,10 +98,7 @@ fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
             continue;
         };
         let Some(m) = metrics[w] else { continue };
-        if m.above_idle()
-            && matches!(m, Metric::IopsPerWatt | Metric::MbPerWatt)
-            && power_is_modeled(&c.result)
-        {
+        if matches!(m, Metric::IopsPerWatt | Metric::MbPerWatt) && power_is_modeled(&c.result) {
             continue;
         }
         if let Some(v) = m.of(&c.result) {

@@ -308,26 +308,7 @@ pub fn render_text(r: &Replication, a: &str, b: &str) -> String {
             ]
         })
         .collect();
-    let mut widths = header.clone().map(|h| h.chars().count());
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut s = String::new();
-    let line = |s: &mut String, cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(s, "{}", parts.join("  ").trim_end());
-    };
-    line(&mut s, &header);
-    line(&mut s, &widths.map(|w| "-".repeat(w)));
-    for row in &rows {
-        line(&mut s, row);
-    }
+    let mut s = crate::fmt::text_table(&header, &rows);
     for t in &r.only_in_b {
         let _ = writeln!(s, "only in {b}: {t}");
     }
