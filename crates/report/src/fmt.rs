@@ -111,6 +111,33 @@ pub fn short(x: f64) -> String {
     }
 }
 
+/// A plain-text table for the terminal: left-aligned columns as wide as their widest cell,
+/// a dashed rule under the header, trailing spaces trimmed.
+pub fn text_table<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
+    use std::fmt::Write as _;
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r.as_ref()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut s = String::new();
+    let mut line = |cells: &[String]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, &w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(s, "{}", parts.join("  ").trim_end());
+    };
+    line(header);
+    line(&widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>());
+    for r in rows {
+        line(r.as_ref());
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,31 +171,4 @@ mod tests {
             "sanbench 'NBD <ram> & co=nbd://x' 'it'\\''s'"
         );
     }
-}
-
-/// A plain-text table for the terminal: left-aligned columns as wide as their widest cell,
-/// a dashed rule under the header, trailing spaces trimmed.
-pub fn text_table<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
-    use std::fmt::Write as _;
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r.as_ref()) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut s = String::new();
-    let mut line = |cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, &w)| format!("{c:<w$}"))
-            .collect();
-        let _ = writeln!(s, "{}", parts.join("  ").trim_end());
-    };
-    line(header);
-    line(&widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>());
-    for r in rows {
-        line(r.as_ref());
-    }
-    s
 }
