@@ -11,6 +11,7 @@ mod crosscheck;
 mod curve;
 mod demo;
 mod discover_cmd;
+mod disruption_out;
 mod error;
 mod fio_cmd;
 mod lab_cmd;

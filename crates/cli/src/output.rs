@@ -173,6 +173,7 @@ pub fn summary(doc: &RunDoc) -> String {
         if let Some(p) = &r.precondition {
             let _ = writeln!(out, "span of {}: {}", r.target, p.note);
         }
+        out.push_str(&crate::disruption_out::lines(r));
     }
     if doc.results.iter().any(|r| r.write.ios > 0) {
         let _ = writeln!(out, "written data: {}", doc.data.describe());

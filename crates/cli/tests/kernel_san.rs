@@ -150,14 +150,13 @@ segment = [{ read = 0, random = 100 }]
 "#;
 
 /// Kernel threads that carry only one stack's work (docs/KERNEL-TRANSPORTS.md): LIO's iSCSI
-/// connection threads, and for soft-RoCE its softirq work and the RDMA completion workqueue.
-/// FC(oE) and NVMe/TCP have none of their own in a one-CPU guest: their work runs inline, in
-/// softirq, and on the CPU's one high-priority kworker, which serves kblockd, nvme_tcp_wq and
-/// ib-comp-wq alike and is named after whichever it served last; for them the test asks only
-/// that the kernel group measured CPU.
+/// connection threads; NVMe/TCP's workqueues, seen by name on the kworker that served them
+/// (`seen_as`); for soft-RoCE its softirq work and the RDMA completion workqueue. FC(oE) has
+/// none of its own in a one-CPU guest: its frames are handled in softirq and its target work
+/// on the CPU's shared kworkers (tcm_fc's and LIO's workqueues showed in 3 of 4 runs, not in
+/// the fourth), so for FC the test asks only that the kernel group measured CPU.
 fn own_threads(label: &str) -> &'static [&'static str] {
     match label {
-        "FC" => &["tcm_fc", "target_completion", "target_submission"],
         "iSCSI" => &["iscsi_trx", "iscsi_ttx"],
         "NVMe/TCP" => &["nvme_tcp_wq", "nvmet_tcp_wq"],
         "iSER" | "NVMe/RDMA" => &["ksoftirqd/", "ib-comp"],

@@ -197,6 +197,92 @@ fn cut_path_fails_over(kind: &str) {
     // Nothing acknowledged was lost: every read, before and after, found what was written.
     assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{kind}: {v}");
     assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{kind}");
+    // A connection reset is seen at once: the I/O goes on on the other path without a
+    // stall long enough to report.
+    assert!(r["disruption"].is_null(), "{kind}: {}", r["disruption"]);
+}
+
+/// A path that goes silent (a pulled cable: nothing closes, nothing answers) 1.5 s into a
+/// 4 s run: round-robin soon has every slot on it, so the target stalls until the path
+/// times out (1 s after its last completion); the disruption reports the stall, the
+/// failover, the per-path timeline, and that nothing was lost.
+#[test]
+fn a_silent_path_stalls_for_its_path_timeout_and_the_disruption_says_so() {
+    let server = serve2("iscsi");
+    let ps = portals(&server.uri);
+    let fwd = Forwarder::start(ps[1].parse().unwrap());
+    let uri = format!(
+        "{}?policy=round-robin&path_timeout=1s",
+        with_portals(&server.uri, &[ps[0].clone(), fwd.addr().to_string()])
+    );
+    let child = run_cmd(&uri, &["--time", "4s", "--read", "50", "--qd", "8"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    fwd.silence();
+    let out = child.wait_with_output().unwrap();
+    let v = json(&out);
+    let r = &v["results"][0];
+    let d = &r["disruption"];
+    assert_eq!(d["cause"], "stall", "{d}");
+    let stall = d["stall_ms"].as_f64().unwrap();
+    assert!((600.0..1800.0).contains(&stall), "stall {stall} ms: {d}");
+    let start = d["stall_start_ms"].as_f64().unwrap();
+    assert!((1000.0..2500.0).contains(&start), "{d}");
+    assert!(
+        d["worst_latency_ms"].as_f64().unwrap() >= stall * 0.9,
+        "{d}"
+    );
+    assert_eq!(d["bad_blocks"], 0, "{d}");
+    assert!(d["verified_reads"].as_u64().unwrap() > 0, "{d}");
+    assert!(d["reissued"].as_u64().unwrap() >= 1, "{d}");
+    let kinds: Vec<&str> = d["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"failed"), "{kinds:?}");
+    assert!(kinds.contains(&"failed_over"), "{kinds:?}");
+    // The failover came at the stall's end: within a bin or two of it.
+    let fo = d["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "failed_over")
+        .unwrap()["offset_ms"]
+        .as_f64()
+        .unwrap();
+    assert!((fo - (start + stall)).abs() < 30.0, "failover at {fo}: {d}");
+    // The timeline: nothing completed inside the stall, on either path; the path that went
+    // silent carried nothing after it, the other went on.
+    let bins = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect()
+    };
+    let all = bins(&d["completions"]);
+    let (a, b) = (
+        (start / 10.0) as usize + 1,
+        ((start + stall) / 10.0) as usize,
+    );
+    assert!(all[a..b].iter().all(|&c| c == 0), "{a}..{b} {d}");
+    let paths = d["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2);
+    let (p0, p1) = (bins(&paths[0]), bins(&paths[1]));
+    assert!(p1[b + 1..].iter().all(|&c| c == 0), "{d}");
+    assert!(p0[b + 1..].iter().sum::<u64>() > 0, "{d}");
+    // The paths' bins add up to the target's, but for the I/Os reaped at the window's edges
+    // (the paths count what they carried, the target what its window counted).
+    let (t, p) = (
+        all.iter().sum::<u64>() as f64,
+        (p0.iter().sum::<u64>() + p1.iter().sum::<u64>()) as f64,
+    );
+    assert!((p / t - 1.0).abs() < 0.01, "{p} vs {t}");
 }
 
 #[test]

@@ -185,6 +185,10 @@ pub struct TargetResult {
     /// failed, and the paths' events (failed, reinstated) with their times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multipath: Option<crate::multipath::report::MultipathReport>,
+    /// What a fault or a stall did to the I/O (only when a fault was fired, or the longest
+    /// span without a completion reached the stall threshold): crate::disruption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruption: Option<crate::disruption::Disruption>,
 }
 
 /// Most the issue lag's p99 may be for an open-loop point to be valid: beyond it, the
@@ -404,7 +408,15 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             .filter(|m| !m.is_empty())
             .map(|m| serde_json::to_value(m).unwrap_or_default())
             .collect(),
-        multipath: crate::multipath::report::MultipathReport::from_queue_stats(&t.queue_stats),
+        // The per-path bins are the disruption's input, not the result's.
+        multipath: crate::multipath::report::MultipathReport::from_queue_stats(&t.queue_stats).map(
+            |mut m| {
+                m.paths.iter_mut().for_each(|p| p.bins_10ms.clear());
+                m.epoch_unix_ns = 0;
+                m
+            },
+        ),
+        disruption: crate::disruption::of_target(t, (secs * 1e9) as u64, &[]),
         cpu: None,
         net: None,
         power: None,
@@ -456,6 +468,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         open_loop: None,
         intervals: Vec::new(),
         raw_ns: Vec::new(),
+        timeline: Default::default(),
     };
     for t in &out.targets {
         all.read.ios += t.read.ios;

@@ -1,10 +1,12 @@
 //! A loopback TCP forwarder a test can cut: a path of a multipath test runs through it, and
 //! [`Forwarder::cut`] breaks every connection through it and turns new ones away (a link
-//! going down, as the initiator sees it), [`Forwarder::restore`] lets new ones through again.
+//! going down, as the initiator sees it), [`Forwarder::silence`] stops carrying bytes without
+//! closing anything (a pulled cable: only a timeout tells), [`Forwarder::restore`] lets new
+//! connections through again.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,6 +14,10 @@ use sanbench_stats::poison::lock;
 
 struct Shared {
     cut: AtomicBool,
+    /// Silenced: nothing is carried; connections made before or during it never carry again.
+    silent: AtomicBool,
+    /// Bumped by each silence: a connection of an older generation is dead.
+    gen: AtomicU64,
     stop: AtomicBool,
     /// Both ends of every connection made, so that a cut can shut them down.
     conns: Mutex<Vec<TcpStream>>,
@@ -30,6 +36,8 @@ impl Forwarder {
         let addr = l.local_addr().expect("forwarder address");
         let shared = Arc::new(Shared {
             cut: AtomicBool::new(false),
+            silent: AtomicBool::new(false),
+            gen: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
         });
@@ -51,9 +59,18 @@ impl Forwarder {
         }
     }
 
+    /// Carries nothing from now on, in either direction, and closes nothing: bytes sent are
+    /// dropped, new connections are accepted and never answered. Those connections stay dead
+    /// after [`restore`](Self::restore), as after a real outage the initiator has given up on.
+    pub fn silence(&self) {
+        self.shared.silent.store(true, Ordering::SeqCst);
+        self.shared.gen.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// Lets new connections through again.
     pub fn restore(&self) {
         self.shared.cut.store(false, Ordering::SeqCst);
+        self.shared.silent.store(false, Ordering::SeqCst);
     }
 }
 
@@ -74,6 +91,11 @@ fn accept(l: TcpListener, upstream: SocketAddr, sh: Arc<Shared>) {
             continue; // dropped: the client sees the connection closed
         }
         let _ = down.set_nonblocking(false);
+        let gen = if sh.silent.load(Ordering::SeqCst) {
+            u64::MAX
+        } else {
+            sh.gen.load(Ordering::SeqCst)
+        };
         let Ok(up) = TcpStream::connect(upstream) else {
             continue;
         };
@@ -89,19 +111,23 @@ fn accept(l: TcpListener, upstream: SocketAddr, sh: Arc<Shared>) {
                 }
             }
         }
-        std::thread::spawn(move || pipe(down, up));
-        std::thread::spawn(move || pipe(u2, d2));
+        let sh2 = sh.clone();
+        let sh3 = sh.clone();
+        std::thread::spawn(move || pipe(down, up, &sh2, gen));
+        std::thread::spawn(move || pipe(u2, d2, &sh3, gen));
     }
 }
 
-/// Copies `from` to `to` until either ends, then shuts both down.
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` to `to` until either ends, then shuts both down; a connection of generation
+/// `gen` drops what it reads once a silence has begun.
+fn pipe(mut from: TcpStream, mut to: TcpStream, sh: &Shared, gen: u64) {
     let mut buf = vec![0u8; 256 * 1024];
     loop {
         match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
+                let dead = sh.silent.load(Ordering::SeqCst) || sh.gen.load(Ordering::SeqCst) != gen;
+                if !dead && to.write_all(&buf[..n]).is_err() {
                     break;
                 }
             }

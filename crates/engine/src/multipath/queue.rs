@@ -84,6 +84,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         events,
         reissued: 0,
         failed_no_path: 0,
+        failover_pending: vec![false; n],
         batches: vec![Vec::new(); n],
         scratch: Vec::new(),
         work: Vec::new(),
@@ -114,6 +115,8 @@ struct Slot {
     /// Bytes in flight on its path when it was sent (the service-time estimate's input).
     ahead: u64,
     sent: Instant,
+    /// The path it was in flight on when that path failed (it was sent again).
+    from: Option<usize>,
 }
 
 struct PathQ {
@@ -143,6 +146,8 @@ struct MultipathQueue {
     events: Vec<PathEvent>,
     reissued: u64,
     failed_no_path: u64,
+    /// Per path: failed, and none of its reissued I/Os has completed elsewhere yet.
+    failover_pending: Vec<bool>,
     batches: Vec<Vec<Io>>,
     scratch: Vec<Completion>,
     /// Tags being routed (kept to spare an allocation per batch).
@@ -207,6 +212,12 @@ impl MultipathQueue {
                     .is_some_and(|s| s.path == Some(p))
             })
             .collect();
+        for &t in &tags {
+            if let Some(s) = self.slots[t as usize].as_mut() {
+                s.from = Some(p);
+            }
+        }
+        self.failover_pending[p] = !tags.is_empty();
         let pr = &mut self.paths[p].report;
         pr.failures += 1;
         pr.reissued += tags.len() as u64;
@@ -230,6 +241,24 @@ impl MultipathQueue {
         path.last_progress = now;
         path.report.ios += 1;
         path.report.bytes += slot.io.len as u64;
+        let bin = (now.saturating_duration_since(self.shared.epoch).as_nanos()
+            / crate::run::timeline::BIN_NS as u128) as usize;
+        if bin < crate::run::timeline::MAX_BINS {
+            let bins = &mut path.report.bins_10ms;
+            if bins.len() <= bin {
+                bins.resize(bin + 1, 0);
+            }
+            bins[bin] = bins[bin].saturating_add(1);
+        }
+        if let Some(from) = slot.from.filter(|&f| self.failover_pending[f]) {
+            self.failover_pending[from] = false;
+            self.events.push(event(
+                from,
+                self.cfg.worker,
+                "failed_over",
+                Some(format!("its first reissued I/O completed on path {p}")),
+            ));
+        }
         out.push(c);
     }
 
@@ -420,6 +449,7 @@ impl MultipathQueue {
             reissued: self.reissued,
             failed_no_path: self.failed_no_path,
             events: self.events.clone(),
+            epoch_unix_ns: self.shared.epoch_unix_ns,
         }
     }
 }
@@ -444,6 +474,7 @@ impl Queue for MultipathQueue {
                 path: None,
                 ahead: 0,
                 sent: now,
+                from: None,
             });
             self.in_flight += 1;
             work.push(io.tag);

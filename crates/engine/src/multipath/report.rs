@@ -29,6 +29,10 @@ pub struct PathReport {
     pub latency_mean_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_max_us: Option<f64>,
+    /// Completions per 10 ms from the target's epoch ([`MultipathReport::epoch_unix_ns`]):
+    /// the disruption analysis' per-path timeline. Taken out of the run's result once used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bins_10ms: Vec<u32>,
 }
 
 /// A path's state change, as it happened.
@@ -42,7 +46,9 @@ pub struct PathEvent {
     pub path: usize,
     /// The worker whose queue saw it (each queue has its own connection per path).
     pub worker: usize,
-    /// "failed", "reinstated" or "reconnect_failed".
+    /// "failed" (the path was taken out: the failure was detected), "failed_over" (the
+    /// first I/O sent again from this path completed on another), "reinstated" or
+    /// "reconnect_failed".
     pub event: String,
     /// Why (the error that failed the path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +68,13 @@ pub struct MultipathReport {
     /// I/Os failed because no path was left past `no_path_retry`.
     pub failed_no_path: u64,
     pub events: Vec<PathEvent>,
+    /// Where the paths' `bins_10ms` start, ns since the Unix epoch.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch_unix_ns: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl MultipathReport {
@@ -101,6 +114,12 @@ impl MultipathReport {
                 (Some(x), Some(y)) => Some(x + y),
                 (x, y) => x.or(y),
             };
+        }
+        for (a, b) in self.paths.iter_mut().zip(&o.paths) {
+            crate::run::timeline::add_bins(&mut a.bins_10ms, &b.bins_10ms);
+        }
+        if self.epoch_unix_ns == 0 {
+            self.epoch_unix_ns = o.epoch_unix_ns;
         }
         self.reissued += o.reissued;
         self.failed_no_path += o.failed_no_path;
@@ -156,6 +175,7 @@ mod tests {
                 event: "failed".into(),
                 ..PathEvent::default()
             }],
+            epoch_unix_ns: 0,
         };
         let stats: Vec<std::collections::BTreeMap<String, serde_json::Value>> =
             [q(5, 20), q(7, 10)]

@@ -32,6 +32,9 @@ pub(super) struct Shared {
     /// The paths' URIs, secrets masked.
     pub(super) uris: Vec<String>,
     pub(super) options: Options,
+    /// Where the paths' 10 ms completion bins start (the same for every queue).
+    pub(super) epoch: std::time::Instant,
+    pub(super) epoch_unix_ns: u64,
 }
 
 /// A target reached over several paths.
@@ -81,6 +84,10 @@ impl MultipathTarget {
                 lu,
                 uris,
                 options,
+                epoch: std::time::Instant::now(),
+                epoch_unix_ns: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64),
             }),
             info,
         })

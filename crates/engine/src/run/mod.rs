@@ -26,6 +26,7 @@ mod spin;
 mod state;
 mod stream;
 pub mod sync;
+pub mod timeline;
 pub mod wire;
 #[cfg(test)]
 mod wire_tests;
@@ -185,6 +186,9 @@ pub struct TargetRun {
     /// The raw latencies of the test hook (`RunPlan::raw_latencies`), in no order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub raw_ns: Vec<u64>,
+    /// Completions per 10 ms and the spans in which none came (all streams merged).
+    #[serde(default)]
+    pub timeline: timeline::Timeline,
 }
 
 /// The outcome of a run.
@@ -221,6 +225,7 @@ impl RunError {
 pub(super) struct StreamOut {
     target: usize,
     series: Vec<Second>,
+    timeline: timeline::Timeline,
     stats: std::collections::BTreeMap<String, serde_json::Value>,
     verify: Option<crate::verify::VerifyReport>,
     raw: Option<Vec<u64>>,
@@ -439,9 +444,18 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 open_loop: w.rate.map(|r| (r, w.arrival)),
                 intervals: Vec::new(),
                 raw_ns: Vec::new(),
+                timeline: timeline::Timeline::default(),
             }
         })
         .collect();
+    let window_start_unix_ns = (clock_started_at + w.ramp)
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    for (ti, t) in targets.iter_mut().enumerate() {
+        let of_target = outs.iter().filter(|o| o.target == ti).map(|o| &o.timeline);
+        t.timeline = timeline::Timeline::merge_all(of_target).unwrap_or_default();
+        t.timeline.window_start_unix_ns = window_start_unix_ns;
+    }
     for o in outs {
         let t = &mut targets[o.target];
         if t.series.len() < o.series.len() {

@@ -52,6 +52,10 @@ pub(super) fn drive(
             {
                 ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
             }
+            s.watch.close(
+                ctx.ramp_ns,
+                now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
+            );
             return Ok(());
         }
         s.batch.clear();
@@ -59,7 +63,9 @@ pub(super) fn drive(
         while pacer.next_ns() <= now {
             let Some(tag) = s.free.pop() else { break };
             if s.prepare(tag, gen, f)? {
-                s.intended[tag as usize] = pacer.take();
+                let at = pacer.take();
+                s.intended[tag as usize] = at;
+                s.watch.arrival(at, ctx.ramp_ns);
             }
         }
         s.send(q, ctx, f, t0.elapsed().as_nanos() as u64)?;

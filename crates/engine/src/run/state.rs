@@ -50,6 +50,8 @@ pub(super) struct StreamState {
     /// since the start): the first completion at or after it hands them over.
     pub(super) iv_index: u64,
     pub(super) iv_next: u64,
+    /// Completions per 10 ms and the spans without one (the disruption analysis' input).
+    pub(super) watch: super::timeline::Watch,
 }
 
 /// Most raw latencies one stream keeps for the test hook (small runs only).
@@ -85,6 +87,7 @@ impl StreamState {
             raw: None,
             iv_index: 0,
             iv_next: u64::MAX,
+            watch: Default::default(),
         }
     }
 
@@ -341,6 +344,7 @@ impl StreamState {
         for io in &self.batch {
             self.submit_ns[io.tag as usize] = submitted;
         }
+        self.watch.sent(submitted);
         self.inflight += self.batch.len();
         if self.flush_every > 0 {
             self.flushing += self.batch.iter().filter(|io| io.op == Op::Flush).count();
@@ -478,8 +482,16 @@ impl StreamState {
         } else {
             0
         };
-        if in_window && now >= self.iv_next {
-            self.hand_over(ctx, (now - ctx.ramp_ns) / ctx.iv_ns);
+        if in_window {
+            if now >= self.iv_next {
+                self.hand_over(ctx, (now - ctx.ramp_ns) / ctx.iv_ns);
+            }
+            self.watch.completed(now, ctx.ramp_ns, self.done.len());
+        } else {
+            self.watch.reaped_outside(now);
+        }
+        if self.inflight == 0 {
+            self.watch.idle();
         }
         let open = !self.intended.is_empty();
         let mut bytes = 0u64;

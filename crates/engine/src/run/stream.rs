@@ -218,6 +218,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     Some(StreamOut {
         target: ctx.target_idx,
         series: s.series,
+        timeline: s.watch.tl,
         stats: queue.stats(),
         verify: s.verify.map(|v| v.rep),
         raw: s.raw,
@@ -253,6 +254,11 @@ fn drive(
             {
                 ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
             }
+            // A span without completions that reaches the end ends there.
+            s.watch.close(
+                ctx.ramp_ns,
+                now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
+            );
             // Completions at or after the end are outside the window.
             s.retire_uncounted(f.lay, f.arena)?;
             return Ok(());

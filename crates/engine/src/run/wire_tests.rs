@@ -33,6 +33,7 @@ fn target(lats: &[u64]) -> TargetRun {
         open_loop: None,
         intervals: Vec::new(),
         raw_ns: Vec::new(),
+        timeline: Default::default(),
     }
 }
 
