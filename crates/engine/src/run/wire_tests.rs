@@ -2,6 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use super::timeline::Timeline;
 use super::wire::{decode, encode, merge};
 use super::{DirStats, RunOutput, Second, TargetRun};
 use crate::engine::TargetInfo;
@@ -88,6 +89,27 @@ fn the_window_is_the_mean_of_the_processes_that_ran_io() {
 }
 
 #[test]
+fn timelines_merge_across_processes_bins_adding_and_stalls_intersecting() {
+    let mut a = target(&[1_000]);
+    let mut b = target(&[2_000]);
+    a.timeline = Timeline {
+        done: vec![2, 0, 0, 5],
+        gaps: vec![(8, 40)],
+        ..Timeline::default()
+    };
+    b.timeline = Timeline {
+        done: vec![1, 0, 3],
+        gaps: vec![(12, 50)],
+        ..Timeline::default()
+    };
+    let bytes = [encode(&output(vec![a])), encode(&output(vec![b]))];
+    let back: Vec<RunOutput> = bytes.iter().map(|b| decode(b).unwrap()).collect();
+    let m = merge(&back).unwrap();
+    assert_eq!(m.targets[0].timeline.done, vec![3, 0, 3, 5]);
+    assert_eq!(m.targets[0].timeline.gaps, vec![(12, 40)]);
+}
+
+#[test]
 fn garbage_is_an_error() {
     assert!(decode(b"{not json").is_err());
     assert!(merge(&[]).is_none());
@@ -105,6 +127,12 @@ fn fuzzer_seeds_are_current() {
     t.write.hist.record(123_456);
     t.write.ios = 1;
     t.series.push(Second::default());
+    t.timeline = Timeline {
+        done: vec![3, 0, 4],
+        gaps: vec![(10_000_000, 25_000_000)],
+        window_start_unix_ns: 101_000_000_000,
+        ..Timeline::default()
+    };
     let out = output(vec![t, target(&b)]);
     let run = encode(&out);
     let hist = out.targets[0].read.hist.to_bytes();
