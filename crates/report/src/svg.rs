@@ -238,6 +238,13 @@ pub fn bar_chart(title: &str, unit: &str, groups: &[String], series: &[BarSeries
     s
 }
 
+/// A vertical line across a chart at `x`, labelled (an event on a timeline).
+pub struct Mark {
+    pub x: f64,
+    pub label: String,
+    pub colour: &'static str,
+}
+
 /// Lines with markers; `log2_x` spaces the x axis by powers of two (queue depths).
 pub fn line_chart(
     title: &str,
@@ -245,6 +252,19 @@ pub fn line_chart(
     y_label: &str,
     series: &[LineSeries],
     log2_x: bool,
+) -> String {
+    line_chart_marked(title, x_label, y_label, series, log2_x, &[])
+}
+
+/// [`line_chart`] with vertical marks (events), each labelled at the top of the plot and in
+/// its tooltip; marks outside the data's x range are left out.
+pub fn line_chart_marked(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[LineSeries],
+    log2_x: bool,
+    marks: &[Mark],
 ) -> String {
     let mut s = String::new();
     open(
@@ -298,6 +318,25 @@ pub fn line_chart(
         H - 10.0,
         esc(x_label)
     );
+    for (i, m) in marks.iter().enumerate() {
+        if !m.x.is_finite() || fx(m.x) < xmin || fx(m.x) > xmax {
+            continue;
+        }
+        let x = px(m.x);
+        // Labels alternate between two rows so that close events stay readable.
+        let _ = write!(
+            s,
+            r#"<line class="mark" x1="{x:.1}" x2="{x:.1}" y1="{}" y2="{}" stroke="{}" stroke-dasharray="4 3"><title>{}</title></line><text class="mark-label" x="{:.1}" y="{}" style="fill:{}">{}</text>"#,
+            TOP - 4.0,
+            H - BOTTOM,
+            m.colour,
+            esc(&m.label),
+            x + 3.0,
+            TOP + 8.0 + 11.0 * (i % 2) as f64,
+            m.colour,
+            esc(&m.label)
+        );
+    }
     for ser in series {
         let mut d = String::new();
         for (i, (x, y)) in ser

@@ -44,6 +44,7 @@ impl Exporter for HtmlExporter {
         html_charts::latency(r, &mut s);
         html_charts::scaling(r, &mut s);
         html_charts::timeseries(r, &mut s);
+        super::html_disruption::disruption(r, &mut s);
         tables(r, &mut s);
         super::html_curves::curves(r, &mut s);
         hosts(r, &mut s);

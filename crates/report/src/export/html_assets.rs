@@ -47,6 +47,8 @@ td.outcome-differs { color: #b35a00; } td.outcome-inconclusive, td.outcome-not_i
 .chart .legend, .chart .group, .chart .tick { font-size: 11px; }
 .chart .tick, .chart .axis-label { fill: var(--muted); }
 .chart .axis-label { font-size: 11px; }
+.chart .mark-label { font-size: 10px; }
+.chart .mark { stroke-width: 1.2; }
 .chart .na { font-size: 10px; fill: #a0a6b0; }
 .chart .grid { stroke: #eceef1; stroke-width: 1; }
 .chart .axis { stroke: #8a929e; stroke-width: 1; }

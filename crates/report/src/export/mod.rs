@@ -5,6 +5,7 @@ mod html;
 mod html_assets;
 mod html_charts;
 mod html_curves;
+mod html_disruption;
 mod html_runs;
 mod json;
 mod markdown;
