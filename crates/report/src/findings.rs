@@ -152,9 +152,7 @@ pub fn method(min_effect: f64) -> String {
          ± {} % (TOST), otherwise inconclusive. Mean latency is not asked (closed loop: queue \
          depth / IOPS, the primary question again); modeled power is not asked (the model \
          restates CPU). A finding's average is the geometric mean over all its category's \
-         tests. Reference targets are ceilings: shown, never compared. Where cells fired \
-         faults, each one's longest stall is a failover question (lower is better; half of \
-         what the secondary family has).",
+         tests. Reference targets are ceilings: shown, never compared.",
         crate::fmt::short(ALPHA * 100.0),
         crate::fmt::short(min_effect * 100.0),
         crate::fmt::short(min_effect * 100.0),
