@@ -23,6 +23,8 @@
 //! bs = ["4k", "8k"]           # transfer-size sweep (fills segments that give no size)
 //! targets = [1, 2]            # 1 vs N instances of each target at once (LUNs per port,
 //!                             # connections to one target)
+//! paths = [1, 2, 6]           # each target over N paths (its portals in turn; targets
+//!                             # without portals skip these workloads)
 //! segment = [{ read = 100, random = 100 }]
 //! ```
 
@@ -57,6 +59,9 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// Most paths a suite workload may ask for.
+pub const MAX_PATHS: u32 = 64;
+
 /// One workload of an expanded suite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SuiteWorkload {
@@ -66,6 +71,11 @@ pub struct SuiteWorkload {
     pub workload: Workload,
     /// Run this many instances of each target at once (None: one).
     pub targets_at_once: Option<u32>,
+    /// Reach each target over this many paths (its portals in turn, so 6 paths over 2
+    /// portals are 3 sessions each; 1 is one path through the same multipath layer). Only
+    /// targets with portals (iSCSI, NVMe/TCP, NBD) run such a workload; others skip it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,6 +131,7 @@ struct WorkloadDef {
     size: Option<Bytes>,
     align: Option<Bytes>,
     targets: Option<u32>,
+    paths: Option<u32>,
     segment: Vec<SegmentFile>,
 }
 
@@ -133,6 +144,7 @@ struct SweepDef {
     qd: Option<Vec<u32>>,
     bs: Option<Vec<Bytes>>,
     targets: Option<Vec<u32>>,
+    paths: Option<Vec<u32>>,
     workers: Option<Vec<u32>>,
     ramp: Option<Dur>,
     time: Option<Dur>,
@@ -227,6 +239,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
             group: d.group.clone().unwrap_or_else(|| "default".into()),
             workload: w,
             targets_at_once: d.targets,
+            paths: d.paths,
         });
     }
     for s in &f.sweep {
@@ -243,7 +256,10 @@ pub fn parse(text: &str) -> Result<Suite, String> {
         for bs in &bss {
             for qd in some(&s.qd) {
                 for workers in some(&s.workers) {
-                    for targets in some(&s.targets) {
+                    for (targets, paths) in some(&s.targets)
+                        .into_iter()
+                        .flat_map(|t| some(&s.paths).into_iter().map(move |p| (t, p)))
+                    {
                         let mut id = s.id.clone();
                         let mut title = s.title.clone().unwrap_or_else(|| s.id.clone());
                         let mut segs = s.segment.clone();
@@ -278,6 +294,10 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                                 if n == 1 { "" } else { "s" }
                             ));
                         }
+                        if let Some(n) = paths {
+                            id.push_str(&format!("-p{n}"));
+                            title.push_str(&format!(", {n} path{}", if n == 1 { "" } else { "s" }));
+                        }
                         let w =
                             base.workload(&id, qd, workers, s.ramp, s.time, s.size, s.align, segs)?;
                         workloads.push(SuiteWorkload {
@@ -286,6 +306,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                             group: s.group.clone().unwrap_or_else(|| "default".into()),
                             workload: w,
                             targets_at_once: targets,
+                            paths,
                         });
                     }
                 }
@@ -302,6 +323,9 @@ pub fn parse(text: &str) -> Result<Suite, String> {
         }
         if w.targets_at_once == Some(0) {
             return Err(format!("workload {}: targets must be at least 1", w.id));
+        }
+        if w.paths.is_some_and(|p| !(1..=MAX_PATHS).contains(&p)) {
+            return Err(format!("workload {}: paths must be 1 to {MAX_PATHS}", w.id));
         }
     }
     let precondition = f.precondition.clone().unwrap_or_else(|| "fill".into());

@@ -49,6 +49,7 @@ fn ibm_xiv_has_eleven_mixed_size_patterns() {
     let pairs: Vec<(u64, u64)> = s
         .workloads
         .iter()
+        .filter(|w| w.group == "mixed")
         .map(|w| {
             (
                 w.workload.segments[0].read_bs >> 10,
@@ -218,4 +219,30 @@ fn nvme_vs_iscsi_is_the_thirdio_and_demartek_matrices() {
         assert_eq!(mine.workload.qd, w.workload.qd, "{}", w.id);
         assert_eq!(mine.targets_at_once, w.targets_at_once, "{}", w.id);
     }
+}
+
+#[test]
+fn ibm_xiv_sweeps_one_two_and_six_paths() {
+    let s = load("ibm-xiv-2014").unwrap();
+    for (id, paths) in [
+        ("paths-4kib-p1", 1),
+        ("paths-4kib-p2", 2),
+        ("paths-4kib-p6", 6),
+        ("paths-256kib-p6", 6),
+    ] {
+        let w = get(&s, id);
+        assert_eq!(w.paths, Some(paths), "{id}");
+        assert!(
+            w.title.ends_with(&format!(
+                ", {paths} path{}",
+                if paths == 1 { "" } else { "s" }
+            )),
+            "{}",
+            w.title
+        );
+    }
+    // The study's own mixes keep each target as given.
+    assert_eq!(get(&s, "rw-4k-4k").paths, None);
+    let bad = "name = \"x\"\n[[workload]]\nid = \"a\"\npaths = 0\nsegment = [{ bs = \"4k\" }]\n";
+    assert!(parse(bad).unwrap_err().contains("paths must be 1 to 64"));
 }

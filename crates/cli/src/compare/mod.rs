@@ -160,8 +160,12 @@ pub(crate) fn run_cell(
     let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
     let n = w.targets_at_once.unwrap_or(1) as usize;
     let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
-    let uris = vec![uri.to_string(); n];
-    let targets = crate::targets::open_targets(&uris, &opts)?;
+    let targets = match w.paths {
+        Some(k) => (0..n)
+            .map(|_| crate::targets::open_paths(uri, k))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => crate::targets::open_targets(&vec![uri.to_string(); n], &opts)?,
+    };
     if let Some(wt) = cx.watch {
         wt.for_cell(&w.id, cx.round.get(), name, n);
     }
@@ -346,6 +350,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
                 group: w.group.clone(),
                 spec: w.workload.clone(),
                 targets_at_once: w.targets_at_once,
+                paths: w.paths,
             })
             .collect(),
         cells: Vec::new(),
@@ -434,6 +439,18 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             load_pct: None,
         };
         cx.round.set(s.round);
+        if w.paths.is_some() && !crate::targets::takes_paths(uri) {
+            // A target without portals has no paths to use: the workload is not its.
+            if s.round == 0 && !a.quiet {
+                eprintln!(
+                    "note: {name} skips {}: only targets with portals (iSCSI, NVMe/TCP, NBD) \
+                     run a suite's path workloads",
+                    w.id
+                );
+            }
+            plan.record(&s, None);
+            continue;
+        }
         match run_cell(&cx, w, s.target, uri, name, &mut book.baselines[s.target]) {
             Ok(Some(cell)) => {
                 let m = sanbench_report::questions::primary_metric(

@@ -182,6 +182,7 @@ fn comparison(
             group: "crosscheck".into(),
             spec: w.clone(),
             targets_at_once: None,
+            paths: None,
         }],
         cells,
         manifest: serde_json::Value::Null,
