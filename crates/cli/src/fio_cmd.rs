@@ -222,6 +222,7 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
                 workload: j.workload.clone(),
                 targets_at_once: None,
                 paths: None,
+                faults: Vec::new(),
             })
             .collect(),
     });

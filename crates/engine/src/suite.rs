@@ -57,7 +57,42 @@ const BUILTIN: &[(&str, &str)] = &[
         "nvme-vs-iscsi",
         include_str!("../suites/nvme-vs-iscsi.toml"),
     ),
+    ("failover", include_str!("../suites/failover.toml")),
 ];
+
+/// When a suite fault (`AT:LINK:ACTION`) fires in a window of length `window`: AT is a
+/// duration ("10s") or a percentage of the window ("33%"), inside it. LINK and ACTION are
+/// only checked to be there (the lab knows its links and actions).
+pub fn fault_at(f: &str, window: Duration) -> Result<Duration, String> {
+    let mut parts = f.splitn(3, ':');
+    let (Some(at), Some(link), Some(action)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("fault '{f}' is not AT:LINK:ACTION"));
+    };
+    if link.is_empty() || action.is_empty() {
+        return Err(format!("fault '{f}' is not AT:LINK:ACTION"));
+    }
+    let d = match at.strip_suffix('%') {
+        Some(p) => {
+            let p: f64 = p
+                .parse()
+                .ok()
+                .filter(|p: &f64| p.is_finite() && *p > 0.0 && *p < 100.0)
+                .ok_or_else(|| {
+                    format!("fault '{f}': {at} is not a percentage above 0 and below 100")
+                })?;
+            window.mul_f64(p / 100.0)
+        }
+        None => crate::units::parse_duration(at).map_err(|e| format!("fault '{f}': {e}"))?,
+    };
+    if d >= window {
+        return Err(format!(
+            "fault '{f}' fires at {:.3} s, not inside the {:.3} s window",
+            d.as_secs_f64(),
+            window.as_secs_f64()
+        ));
+    }
+    Ok(d)
+}
 
 /// Most paths a suite workload may ask for.
 pub const MAX_PATHS: u32 = 64;
@@ -76,6 +111,11 @@ pub struct SuiteWorkload {
     /// targets with portals (iSCSI, NVMe/TCP, NBD) run such a workload; others skip it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paths: Option<u32>,
+    /// Faults fired during each cell's window (`AT:LINK:ACTION`, as `--fault`; AT may be a
+    /// percentage of the window, LINK `pathN` for the lab link of the target's Nth path):
+    /// checked for form here, against the lab by the command that runs them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +172,8 @@ struct WorkloadDef {
     align: Option<Bytes>,
     targets: Option<u32>,
     paths: Option<u32>,
+    #[serde(default)]
+    fault: Vec<String>,
     segment: Vec<SegmentFile>,
 }
 
@@ -145,6 +187,8 @@ struct SweepDef {
     bs: Option<Vec<Bytes>>,
     targets: Option<Vec<u32>>,
     paths: Option<Vec<u32>>,
+    #[serde(default)]
+    fault: Vec<String>,
     workers: Option<Vec<u32>>,
     ramp: Option<Dur>,
     time: Option<Dur>,
@@ -240,6 +284,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
             workload: w,
             targets_at_once: d.targets,
             paths: d.paths,
+            faults: d.fault.clone(),
         });
     }
     for s in &f.sweep {
@@ -307,6 +352,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                             workload: w,
                             targets_at_once: targets,
                             paths,
+                            faults: s.fault.clone(),
                         });
                     }
                 }
@@ -323,6 +369,9 @@ pub fn parse(text: &str) -> Result<Suite, String> {
         }
         if w.targets_at_once == Some(0) {
             return Err(format!("workload {}: targets must be at least 1", w.id));
+        }
+        for f in &w.faults {
+            fault_at(f, w.workload.time).map_err(|e| format!("workload {}: {e}", w.id))?;
         }
         if w.paths.is_some_and(|p| !(1..=MAX_PATHS).contains(&p)) {
             return Err(format!("workload {}: paths must be 1 to {MAX_PATHS}", w.id));
