@@ -12,6 +12,7 @@ mod curve;
 mod demo;
 mod discover_cmd;
 mod error;
+mod faults;
 mod fio_cmd;
 mod lab_cmd;
 mod launcher;
