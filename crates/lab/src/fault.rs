@@ -289,13 +289,14 @@ fn set_end(
     Ok(())
 }
 
-/// Puts `link` in the state `imp` on both ends. On failure the ends already changed are put
-/// back (best effort) and the link's recorded impairment stays as it was.
+/// Puts `link` in the state `imp` on both ends. On failure the ends touched (the failing one
+/// too: its old leaf may be gone already) are put back, best effort, and the link's recorded
+/// impairment stays as it was.
 pub fn set(r: &dyn Runner, link: &mut LinkState, imp: &Impairment) -> Result<(), LabError> {
     let ends = ends(link);
     for (i, (ns, dev)) in ends.iter().enumerate() {
         if let Err(e) = set_end(r, ns, dev, link, imp) {
-            for (ns, dev) in &ends[..i] {
+            for (ns, dev) in &ends[..=i] {
                 let _ = set_end(r, ns, dev, link, &link.impairment);
             }
             return Err(e);

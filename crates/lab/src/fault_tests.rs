@@ -240,13 +240,49 @@ fn a_kernel_without_netem_says_so_and_the_first_end_is_put_back() {
     );
     assert!(l.impairment.is_clear());
     let c = lines(&r);
-    // The host end had netem already: it is taken off again, right after the failed add.
+    // The host end had netem already: it is taken off again, right after the failed add, and
+    // so is whatever the failing end's del left.
     let failed = c
         .iter()
         .position(|l| l.starts_with("tc -n sblab-a+b qdisc add"))
         .unwrap();
-    assert_eq!(c[failed + 1], "tc qdisc del dev sbl-b-h parent 1:10");
-    assert!(!c[failed + 1..].iter().any(|l| l.contains(" add ")));
+    assert_eq!(
+        c[failed + 1..],
+        [
+            "tc qdisc del dev sbl-b-h parent 1:10",
+            "tc qdisc show dev sbl-b-h",
+            "tc -n sblab-a+b qdisc del dev sbl-b-t parent 1:10",
+            "tc -n sblab-a+b qdisc show dev sbl-b-t",
+        ]
+    );
+}
+
+#[test]
+fn a_failed_up_leaves_the_link_down() {
+    // Down with loss recorded, on a kernel without netem: `up` would need netem. The host
+    // end's blackhole is deleted before the add fails; it must come back.
+    let r = Recorder {
+        fail: vec![(
+            cmd("tc qdisc add dev sbl-b-h parent 1:10 handle 10: netem limit 1000 loss 5%"),
+            "Error: Specified qdisc kind is unknown.".into(),
+        )],
+        ..Recorder::default()
+    };
+    let mut l = link_b();
+    l.impairment = Impairment {
+        down: true,
+        loss_pct: Some(5.0),
+        delay_us: None,
+    };
+    assert!(apply(&r, &mut l, act("up")).is_err());
+    assert!(l.impairment.down);
+    assert_eq!(
+        lines(&r)[2..],
+        [
+            "tc qdisc del dev sbl-b-h parent 1:10",
+            "tc qdisc add dev sbl-b-h parent 1:10 handle 10: blackhole",
+        ]
+    );
 }
 
 #[test]
