@@ -303,7 +303,6 @@ pub fn execute_output(
         (Some(s), Some(e)) => Some((s, e)),
         _ => None,
     };
-    drop(obs);
     // Failed or not, the links are set back before anything else runs.
     let fired = fault_run.map(FaultRun::finish).unwrap_or_default();
     let out = out?;

@@ -135,9 +135,9 @@ pub fn format_duration(d: Duration) -> String {
     let us = d.as_micros();
     if us == 0 {
         "0s".into()
-    } else if us % 1_000_000 == 0 {
+    } else if us.is_multiple_of(1_000_000) {
         format!("{}s", us / 1_000_000)
-    } else if us % 1_000 == 0 {
+    } else if us.is_multiple_of(1_000) {
         format!("{}ms", us / 1_000)
     } else {
         format!("{us}us")

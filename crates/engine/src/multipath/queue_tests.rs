@@ -321,7 +321,7 @@ fn a_failed_paths_connection_is_reset_not_closed() {
         path_timeout: Some(Duration::from_millis(100)),
         ..RR
     };
-    let links = vec![Link::new(), Link::new()];
+    let links = [Link::new(), Link::new()];
     *links[1].sock.lock().unwrap() =
         Some(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
     let (mut peer, _) = listener.accept().unwrap();
