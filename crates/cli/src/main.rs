@@ -13,6 +13,7 @@ mod demo;
 mod discover_cmd;
 mod disruption_out;
 mod error;
+mod faults;
 mod fio_cmd;
 mod lab_cmd;
 mod launcher;

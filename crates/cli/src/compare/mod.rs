@@ -147,6 +147,8 @@ pub(crate) struct CellCtx<'a> {
     /// `--hist-log`: where every cell's intervals go, and the round that runs now (its tag).
     pub(crate) watch: Option<&'a Arc<crate::watch::Watch>>,
     pub(crate) round: std::cell::Cell<u32>,
+    /// `--fault`: fired in every cell's window, recorded in the cell's result.
+    pub(crate) faults: Option<&'a Arc<crate::faults::Faults>>,
 }
 
 /// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
@@ -194,7 +196,7 @@ pub(crate) fn run_cell(
         log_interval: a.watch.log_interval.0,
         intervals: crate::watch::sink(&cx.watch.cloned()),
     };
-    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline)?;
+    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline, cx.faults)?;
     if baseline.is_none() {
         *baseline = used;
     }
@@ -220,6 +222,7 @@ pub(crate) fn run_cell(
         all
     };
     r.target = name.to_string();
+    r.faults = std::mem::take(&mut doc.faults);
     if r.engine == "all" {
         r.engine = format!("{} x{n}", plan.targets[0].info().engine);
         r.info = Some(plan.targets[0].info().clone());
@@ -300,6 +303,18 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let mut p = prepare(&a)?;
     // The plan first: a design that cannot run is refused before anything runs.
     let mut plan = design::plan(&a, &p, rank0)?;
+    if job.is_some() && !a.faults.is_empty() {
+        return Err(usage(
+            "--fault does not run as an MPI job yet: compare without mpirun or srun",
+        ));
+    }
+    let windows: Vec<(String, Duration)> = p
+        .suite
+        .workloads
+        .iter()
+        .map(|w| (w.id.clone(), w.workload.time))
+        .collect();
+    let faults = crate::faults::Faults::prepare(&a.faults, a.lab.as_deref(), &windows)?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
@@ -418,6 +433,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         templates: &templates,
         watch: watch.as_ref(),
         round: std::cell::Cell::new(0),
+        faults: faults.as_ref(),
     };
     let mut failure = None;
     loop {

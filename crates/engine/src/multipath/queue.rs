@@ -8,7 +8,8 @@
 //! * Failure: an inner `submit` or `reap` that fails (a transport error), or a path with I/O
 //!   outstanding and no completion for `path_timeout`, takes the path out: its queue is
 //!   dropped (nothing of it touches the arena again: inner queues move data only inside their
-//!   own calls) and its outstanding I/Os are routed again. Errors a target reports in a
+//!   own calls), its socket reset rather than closed (SO_LINGER 0: nothing it still held is
+//!   delivered should the path return) and its outstanding I/Os are routed again. Errors a target reports in a
 //!   completion (a medium error) are the I/O's, not the path's, and pass through.
 //! * Reconnection runs on a thread of its own (a login to a dead portal can take its whole
 //!   timeout) with the selector's backoff; its queue comes back over a channel.
@@ -202,8 +203,16 @@ impl MultipathQueue {
 
     /// Takes path `p` out; returns the tags it had in flight, to route again.
     fn fail(&mut self, p: usize, why: EngineError, now: Instant) -> Vec<u32> {
-        // Dropped, not closed: a logout would wait on the peer that just failed.
-        self.paths[p].queue = None;
+        // Dropped, not closed: a logout would wait on the peer that just failed. And
+        // aborted: an orderly close would leave what the socket still holds (the failed
+        // path's I/Os, about to be reissued elsewhere) for the kernel to deliver if the path
+        // comes back, so a stale write could land over a newer one. SO_LINGER 0 makes the
+        // close a reset that discards it.
+        if let Some(q) = self.paths[p].queue.take() {
+            if let Some(r) = q.readiness() {
+                let _ = rustix::net::sockopt::set_socket_linger(r.fd, Some(Duration::ZERO));
+            }
+        }
         self.sel.failed(p, now);
         let tags: Vec<u32> = (0..self.slots.len() as u32)
             .filter(|&t| {

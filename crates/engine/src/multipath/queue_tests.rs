@@ -3,8 +3,10 @@
 //! deadline, reconnection.
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::report::{MultipathReport, STATS_KEY};
@@ -23,6 +25,8 @@ struct Link {
     /// Takes I/O and never answers (a link that drops everything without closing).
     silent: Arc<AtomicBool>,
     opens: Arc<AtomicUsize>,
+    /// A socket the next queue opened names as its readiness (and owns).
+    sock: Arc<Mutex<Option<TcpStream>>>,
 }
 
 impl Link {
@@ -31,6 +35,7 @@ impl Link {
             down: Arc::new(AtomicBool::new(false)),
             silent: Arc::new(AtomicBool::new(false)),
             opens: Arc::new(AtomicUsize::new(0)),
+            sock: Arc::new(Mutex::new(None)),
         }
     }
 }
@@ -60,6 +65,7 @@ impl Target for FakeTarget {
         Ok(Box::new(FakeQueue {
             link: self.link.clone(),
             done: Vec::new(),
+            sock: self.link.sock.lock().unwrap().take(),
         }))
     }
 }
@@ -67,6 +73,7 @@ impl Target for FakeTarget {
 struct FakeQueue {
     link: Link,
     done: Vec<Completion>,
+    sock: Option<TcpStream>,
 }
 
 impl Queue for FakeQueue {
@@ -90,6 +97,14 @@ impl Queue for FakeQueue {
         }
         out.append(&mut self.done);
         Ok(())
+    }
+
+    fn readiness(&self) -> Option<crate::engine::Readiness<'_>> {
+        use std::os::fd::AsFd;
+        self.sock.as_ref().map(|s| crate::engine::Readiness {
+            fd: s.as_fd(),
+            write: false,
+        })
     }
 }
 
@@ -294,4 +309,37 @@ fn a_silent_path_fails_after_path_timeout_and_its_ios_go_elsewhere() {
     assert_eq!(r.reissued, 2, "{r:?}");
     let reason = r.events[0].reason.as_deref().unwrap_or_default();
     assert!(reason.contains("no completion"), "{reason}");
+}
+
+#[test]
+fn a_failed_paths_connection_is_reset_not_closed() {
+    // A write still in a failed path's socket must never reach the target after its reissue
+    // elsewhere: the path's connection ends with a reset (its data discarded), which the
+    // peer sees as ECONNRESET; an orderly close would be EOF after the data.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let opts = Options {
+        path_timeout: Some(Duration::from_millis(100)),
+        ..RR
+    };
+    let links = [Link::new(), Link::new()];
+    *links[1].sock.lock().unwrap() =
+        Some(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+    let (mut peer, _) = listener.accept().unwrap();
+    let openers = links
+        .iter()
+        .map(|l| opener(l, "lu-1", 1 << 20, None))
+        .collect();
+    let t = MultipathTarget::new("fake://a,b", openers, opts).unwrap();
+    let mut q = t.open_queue(&cfg()).unwrap();
+    links[1].silent.store(true, Ordering::SeqCst);
+    q.submit(&(0..4).map(io).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    q.reap(4, &mut out).unwrap();
+    assert_eq!(report(q.as_ref()).paths[1].failures, 1);
+    peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let e = peer.read(&mut [0u8; 16]);
+    assert!(
+        matches!(&e, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{e:?}"
+    );
 }
