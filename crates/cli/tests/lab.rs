@@ -409,7 +409,14 @@ fn two_paths_survive_a_pulled_cable_and_lose_nothing() {
     ok(
         sanbench()
             .args(["lab", "up", "--link", "a=1gbit", "--link", "b=1gbit"])
-            .args(["--paths", "a,b", "--targets", "iscsi", "--size", "256M"])
+            .args([
+                "--paths",
+                "a,b",
+                "--targets",
+                "iscsi,nvme",
+                "--size",
+                "256M",
+            ])
             .arg("--state")
             .arg(&state)
             .output()
@@ -579,6 +586,8 @@ fn two_paths_survive_a_pulled_cable_and_lose_nothing() {
     let st: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
     assert!(st["links"][1].get("impairment").is_none(), "{st}");
 
+    failover_suite_on_the_lab(&state, dir.path());
+
     let down = ok(lab(&["down"]), "lab down");
     assert!(down.contains("deleted namespace sblab-a+b"), "{down}");
     assert_eq!(leftovers(), Vec::<String>::new());
@@ -626,4 +635,82 @@ fn fault_schedules_are_refused_before_any_io() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sideways"));
+}
+
+/// The failover suite on the two-path lab, shortened: each two-path target's cells pull path
+/// 2 (link b) at a third of the window and put it back at two thirds; the single-link
+/// targets skip both workloads (they have no path 2). Every closed-loop cell of the two-path
+/// targets carries a disruption measured from its fault; the comparison asks the failover
+/// question and the report draws the timelines.
+fn failover_suite_on_the_lab(state: &Path, dir: &Path) {
+    // A 2 s window needs a path timeout well inside a third of it: the lab file's two-path
+    // URIs get one (the default, 5 s, suits the suite's 30 s windows).
+    let mut lab: Value = serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
+    for t in lab["targets"].as_array_mut().unwrap() {
+        let u = t["uri"].as_str().unwrap().to_string();
+        if u.contains(',') {
+            t["uri"] = Value::from(format!("{u}?path_timeout=300ms"));
+        }
+    }
+    let lab_file = dir.join("lab-short.json");
+    std::fs::write(&lab_file, lab.to_string()).unwrap();
+    let out_dir = dir.join("failover");
+    let out = sanbench()
+        .args(["compare", "--suite", "failover", "--lab"])
+        .arg(&lab_file)
+        .args([
+            "--time", "2", "--ramp", "0.3", "--repeat", "2", "--size", "32M",
+        ])
+        .args(["--no-store", "--no-monitor", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("note: iscsi@a skips failover-4k-random"),
+        "{err}"
+    );
+    let cmp: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
+    let cells = cmp["cells"].as_array().unwrap();
+    for t in ["iscsi@a+b", "nvme@a+b"] {
+        let closed: Vec<&Value> = cells
+            .iter()
+            .filter(|c| c["target"] == t && c.get("load_pct").is_none())
+            .collect();
+        assert_eq!(closed.len(), 4, "{t}: 2 workloads x 2 rounds");
+        for c in closed {
+            let d = &c["result"]["disruption"];
+            assert_eq!(d["cause"], "fault", "{t}: {d}");
+            let faults = c["result"]["faults"].as_array().unwrap();
+            assert_eq!(faults.len(), 2, "{t}");
+            assert_eq!(faults[0]["link"], "b");
+            assert!(
+                d["detected_ms"].as_f64().is_some(),
+                "{t} {}: {d}",
+                c["workload"]
+            );
+            assert_eq!(d["bad_blocks"], Value::Null, "not verified: {d}");
+        }
+    }
+    assert!(
+        cells
+            .iter()
+            .all(|c| !c["target"].as_str().unwrap().ends_with("@a")),
+        "single-link targets skip"
+    );
+    let qs = cmp["questions"].as_array().unwrap();
+    assert!(
+        qs.iter()
+            .any(|q| q["family"] == "failover" && q["metric"] == "stall_ms"),
+        "{qs:?}"
+    );
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("id=\"disruption\""));
+    assert!(
+        html.contains("b down"),
+        "the fault is marked on the timeline"
+    );
 }

@@ -24,6 +24,7 @@ use crate::run_cmd::{execute_output, file_options, io_timeout};
 
 mod book;
 mod design;
+mod suite_faults;
 pub(crate) use book::{Book, CellRun, Place};
 use sanbench_monitor::sampler::Baseline;
 
@@ -45,6 +46,9 @@ pub struct Prepared {
     pub references: Vec<bool>,
     /// Per target (same order): the lab link it sits behind, for targets from `--lab`.
     pub links: Vec<Option<serde_json::Value>>,
+    /// Per target (same order): the lab links of its paths, in path order (a lab target
+    /// behind `--paths`), or its one link; empty for targets not from the lab.
+    pub lab_paths: Vec<Vec<String>>,
 }
 
 pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
@@ -58,15 +62,6 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
         return Err(usage("--time must be longer than zero"));
     }
     suite.scale(time, ramp);
-    if let Some(w) = suite.workloads.iter().find(|w| !w.faults.is_empty()) {
-        // Suite faults are fired through the lab's --fault machinery (next change): until
-        // then a suite with faults is refused rather than run without them.
-        return Err(usage(format!(
-            "workload {} fires faults ({}); this build cannot fire a suite's faults yet",
-            w.id,
-            w.faults.join(", ")
-        )));
-    }
     for w in suite.workloads.iter_mut() {
         if w.workload.has_writes() {
             if let Some(n) = a.data.flush_every {
@@ -92,8 +87,14 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
         })
         .collect();
     let mut links = vec![None; targets.len()];
+    let mut lab_paths = vec![Vec::new(); targets.len()];
     if let Some(path) = &a.lab {
         for t in sanbench_lab::load_lab_targets(path).map_err(|e| usage(e.to_string()))? {
+            lab_paths.push(if t.paths.is_empty() {
+                vec![t.link.name.clone()]
+            } else {
+                t.paths.iter().map(|p| p.link.name.clone()).collect()
+            });
             targets.push((t.name, t.uri));
             links.push(serde_json::to_value(&t.link).ok());
             references.push(false);
@@ -127,6 +128,7 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
         targets,
         references,
         links,
+        lab_paths,
     })
 }
 
@@ -149,6 +151,8 @@ pub(crate) struct CellCtx<'a> {
     pub(crate) round: std::cell::Cell<u32>,
     /// `--fault`: fired in every cell's window, recorded in the cell's result.
     pub(crate) faults: Option<&'a Arc<crate::faults::Faults>>,
+    /// A suite's faults, per (workload, target): fired in those cells instead.
+    pub(crate) suite_faults: &'a suite_faults::SuiteFaults,
 }
 
 /// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
@@ -196,7 +200,8 @@ pub(crate) fn run_cell(
         log_interval: a.watch.log_interval.0,
         intervals: crate::watch::sink(&cx.watch.cloned()),
     };
-    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline, cx.faults)?;
+    let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
+    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline, faults)?;
     if baseline.is_none() {
         *baseline = used;
     }
@@ -315,6 +320,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         .map(|w| (w.id.clone(), w.workload.time))
         .collect();
     let faults = crate::faults::Faults::prepare(&a.faults, a.lab.as_deref(), &windows)?;
+    let suite_faults = suite_faults::prepare(&a, &p, job.is_some())?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
@@ -434,6 +440,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         watch: watch.as_ref(),
         round: std::cell::Cell::new(0),
         faults: faults.as_ref(),
+        suite_faults: &suite_faults,
     };
     let mut failure = None;
     loop {
@@ -464,6 +471,13 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             load_pct: None,
         };
         cx.round.set(s.round);
+        if let Some(why) = cx.suite_faults.skip.get(&(w.id.clone(), s.target)) {
+            if s.round == 0 && !a.quiet {
+                eprintln!("note: {name} skips {}: {why}", w.id);
+            }
+            plan.record(&s, None);
+            continue;
+        }
         if w.paths.is_some() && !crate::targets::takes_paths(uri) {
             // A target without portals has no paths to use: the workload is not its.
             if s.round == 0 && !a.quiet {

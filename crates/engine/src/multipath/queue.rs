@@ -76,7 +76,10 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
     Ok(Box::new(MultipathQueue {
         shared: sh.clone(),
         cfg: cfg.clone(),
-        path_timeout: sh.options.path_timeout.unwrap_or(cfg.io_timeout),
+        path_timeout: sh
+            .options
+            .path_timeout
+            .unwrap_or(super::uri::DEFAULT_PATH_TIMEOUT.min(cfg.io_timeout)),
         sel,
         paths,
         slots: (0..cfg.depth).map(|_| None).collect(),
