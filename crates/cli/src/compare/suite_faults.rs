@@ -133,9 +133,8 @@ mod tests {
             resolve(&w, &paths, "t").unwrap(),
             ["9900000us:b:down", "20100000us:b:up", "12000000us:a:loss=5"]
         );
-        for lab in sanbench_lab::fault::parse_schedule(&resolve(&w, &paths, "t").unwrap()) {
-            assert_eq!(lab.len(), 3);
-        }
+        let lab = sanbench_lab::fault::parse_schedule(&resolve(&w, &paths, "t").unwrap());
+        assert_eq!(lab.unwrap().len(), 3);
     }
 
     #[test]
