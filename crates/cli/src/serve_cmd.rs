@@ -287,13 +287,17 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     let ana_note = if a.ana.is_empty() && control.is_none() {
         String::new()
     } else {
-        let states: Vec<String> = ana.iter().map(|p| format!("{} {}", p.index, p.state)).collect();
+        let states: Vec<String> = ana
+            .iter()
+            .map(|p| format!("{} {}", p.index, p.state))
+            .collect();
         format!(
             ", ANA {}{}",
             states.join(", "),
-            control
-                .as_ref()
-                .map_or(String::new(), |c| format!(", control {}", c.path().display()))
+            control.as_ref().map_or(String::new(), |c| format!(
+                ", control {}",
+                c.path().display()
+            ))
         )
     };
     // Discovery answers on every port; the first is the one to name.

@@ -99,12 +99,21 @@ fn identify_says_what_linux_multipath_needs() {
         );
         assert_ne!(id.oaes & ana::aen::CFG_ANA_CHANGE, 0);
         assert!(id.anatt > 0);
-        for bit in [anacap::OPTIMIZED, anacap::NON_OPTIMIZED, anacap::INACCESSIBLE] {
+        for bit in [
+            anacap::OPTIMIZED,
+            anacap::NON_OPTIMIZED,
+            anacap::INACCESSIBLE,
+        ] {
             assert_ne!(id.anacap & bit, 0, "ANACAP {:#x}", id.anacap);
         }
         assert!(id.anagrpmax >= 1 && id.nanagrpid >= 1);
         // Linux: "Invalid MNAN value" unless 0 < MNAN <= NN.
-        assert!(id.mnan >= 1 && id.mnan <= id.nn, "MNAN {} NN {}", id.mnan, id.nn);
+        assert!(
+            id.mnan >= 1 && id.mnan <= id.nn,
+            "MNAN {} NN {}",
+            id.mnan,
+            id.nn
+        );
         let ns = s.ns.as_ref().unwrap();
         assert_eq!(ns.nmic & ana::NMIC_SHARED, ana::NMIC_SHARED);
         assert!(ns.anagrpid >= 1 && ns.anagrpid <= id.anagrpmax);
@@ -128,12 +137,18 @@ fn each_port_reports_its_own_state_in_the_log_page() {
     assert_eq!(b.ana_state().unwrap(), Some(AnaState::NonOptimized));
     let before = b.ana_log().unwrap();
     assert_eq!(before.groups.len(), 1);
-    assert_eq!(before.groups[0].nsids, [1, 2], "ascending NSIDs, both namespaces");
+    assert_eq!(
+        before.groups[0].nsids,
+        [1, 2],
+        "ascending NSIDs, both namespaces"
+    );
     // Linux's buffer: 16 + NANAGRPID * 32 + MNAN * 4; the page fits it exactly.
     let want = AnaLog::max_len(b.id.nanagrpid, b.id.mnan);
     assert_eq!(before.encode(false).len(), want);
     // Return Groups Only.
-    let rgo = b.log_page_with(ana::LID, ana::LSP_RGO, u32::MAX, 48).unwrap();
+    let rgo = b
+        .log_page_with(ana::LID, ana::LSP_RGO, u32::MAX, 48)
+        .unwrap();
     let rgo = AnaLog::decode(&rgo).unwrap();
     assert!(rgo.groups[0].nsids.is_empty());
     assert_eq!(rgo.groups[0].state, AnaState::NonOptimized);
@@ -268,7 +283,11 @@ fn the_engine_follows_the_state_and_reports_path_errors() {
     assert_eq!(t2.info().params["ana_notices"], true);
     // Idle: the change notice alone brings the new state.
     set(&r, "1=inaccessible");
-    wait_state(t1.as_ref(), AccessState::Inaccessible, Duration::from_secs(3));
+    wait_state(
+        t1.as_ref(),
+        AccessState::Inaccessible,
+        Duration::from_secs(3),
+    );
     let arena = Arc::new(Arena::new(4 * 4096));
     let mut q = t1.open_queue(&qcfg(&arena)).unwrap();
     let read = Io {

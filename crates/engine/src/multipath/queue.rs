@@ -245,11 +245,24 @@ impl MultipathQueue {
         tags
     }
 
+    /// Looks at every path's access state (an atomic load per path in the NVMe engine):
+    /// before routing and between reaps, so no I/O is sent on a path whose state its target
+    /// already reports as carrying none.
+    fn poll_access(&mut self, now: Instant) {
+        for p in 0..self.paths.len() {
+            let a = self.paths[p].target.access_state();
+            if a != self.paths[p].access {
+                self.access_changed(p, a, now);
+            }
+        }
+    }
+
     /// Path `p`'s target reports another access state: the path changes group (none reported:
     /// optimized, as a path without ANA is).
     fn access_changed(&mut self, p: usize, a: Option<AccessState>, now: Instant) {
         let old = std::mem::replace(&mut self.paths[p].access, a);
-        self.sel.set_group(p, a.map_or(Group::Optimized, Group::from), now);
+        self.sel
+            .set_group(p, a.map_or(Group::Optimized, Group::from), now);
         let name = a.map(|a| a.name().to_string());
         self.paths[p].report.access_state = name.clone();
         let mut e = event(
@@ -331,12 +344,7 @@ impl MultipathQueue {
                 }
             }
         }
-        for p in 0..self.paths.len() {
-            let a = self.paths[p].target.access_state();
-            if a != self.paths[p].access {
-                self.access_changed(p, a, now);
-            }
-        }
+        self.poll_access(now);
         while let Some(p) = self.sel.due(now) {
             let (tx, rx) = std::sync::mpsc::channel();
             let shared = self.shared.clone();
@@ -514,6 +522,7 @@ impl MultipathQueue {
 impl Queue for MultipathQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
         let now = Instant::now();
+        self.poll_access(now);
         let mut work = std::mem::take(&mut self.work);
         work.clear();
         for io in ios {

@@ -233,9 +233,10 @@ mod compat {
         let old = r#"{"uri":"a","ios":1,"bytes":2,"reissued":0,"failures":0,"reinstatements":0}"#;
         let p: PathReport = serde_json::from_str(old).unwrap();
         assert_eq!((p.access_state, p.path_errors), (None, 0));
-        let e: PathEvent =
-            serde_json::from_str(r#"{"at":"x","at_unix_ms":1,"path":0,"worker":0,"event":"failed"}"#)
-                .unwrap();
+        let e: PathEvent = serde_json::from_str(
+            r#"{"at":"x","at_unix_ms":1,"path":0,"worker":0,"event":"failed"}"#,
+        )
+        .unwrap();
         assert_eq!(e.access_state, None);
     }
 }

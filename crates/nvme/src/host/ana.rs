@@ -90,7 +90,12 @@ impl AdminSession {
         }
         let cid = self.next_cid();
         let s = set_features_sqe(cid, feature::ASYNC_EVENT_CONFIG, aen::CFG_ANA_CHANGE);
-        self.exec("Set Features (Asynchronous Event Configuration)", s, &[], &mut [])?;
+        self.exec(
+            "Set Features (Asynchronous Event Configuration)",
+            s,
+            &[],
+            &mut [],
+        )?;
         self.submit_aer()?;
         Ok(true)
     }

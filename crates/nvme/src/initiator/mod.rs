@@ -244,7 +244,9 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
         params.insert("ana_group".into(), json!(ns.anagrpid));
         params.insert(
             "ana_notices".into(),
-            json!(ana.as_ref().is_some_and(|x| x.notices_on.load(Ordering::Relaxed))),
+            json!(ana
+                .as_ref()
+                .is_some_and(|x| x.notices_on.load(Ordering::Relaxed))),
         );
     }
     // The namespace's name, which a multipath target compares across its paths: the

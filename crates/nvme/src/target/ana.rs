@@ -199,7 +199,10 @@ mod tests {
             Ok(1)
         );
         let e = PortRef::Index(3).resolve(&bound, &given).unwrap_err();
-        assert!(e.contains("unknown port 3") && e.contains("2 127.0.0.1:40001"), "{e}");
+        assert!(
+            e.contains("unknown port 3") && e.contains("2 127.0.0.1:40001"),
+            "{e}"
+        );
         // Port 0 as written names no port: it is not an address anyone can reach.
         assert!(PortRef::Addr(a("127.0.0.1:0"))
             .resolve(&bound, &given)

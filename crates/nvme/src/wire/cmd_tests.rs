@@ -160,8 +160,7 @@ mod props {
                         nsid
                     },
                     true
-                )
-            ),
+                )),
             Just((Command::AsyncEvent, true)),
             Just((Command::KeepAlive, true)),
             Just((Command::Abort, true)),
