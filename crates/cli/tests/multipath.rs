@@ -228,9 +228,13 @@ fn a_silent_path_stalls_for_its_path_timeout_and_the_disruption_says_so() {
     let d = &r["disruption"];
     assert_eq!(d["cause"], "stall", "{d}");
     let stall = d["stall_ms"].as_f64().unwrap();
-    assert!((600.0..1800.0).contains(&stall), "stall {stall} ms: {d}");
+    // About the 1 s path timeout; a host with eight times more work than cores wakes the
+    // housekeeping late.
+    assert!((600.0..3000.0).contains(&stall), "stall {stall} ms: {d}");
+    // The silence comes 1.5 s after the process started: less into the window when the
+    // process took long to open its queues (seen: under 1 s at a load of 16).
     let start = d["stall_start_ms"].as_f64().unwrap();
-    assert!((1000.0..2500.0).contains(&start), "{d}");
+    assert!((0.0..2500.0).contains(&start), "{d}");
     assert!(
         d["worst_latency_ms"].as_f64().unwrap() >= stall * 0.9,
         "{d}"

@@ -67,6 +67,9 @@ pub enum Command {
     /// List what an NVMe/TCP discovery controller offers: nvme+tcp://HOST[:PORT] (port 8009
     /// unless given), one line per discovery log record with the URI `run` opens.
     Discover(DiscoverArgs),
+    /// Read or set the ANA state of each port of a running `sanbench serve nvme --control
+    /// PATH` (PORT=STATE ...; without any, print them): one line per port.
+    Ana(AnaArgs),
     /// A software test bed: shaped links in network namespaces with targets behind them.
     Lab {
         #[command(subcommand)]
