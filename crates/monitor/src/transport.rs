@@ -14,7 +14,10 @@
 //! * SAS: `.../hostH/port-H:P/end_device-H:P/targetH:C:T/...` → `sas_device/end_device-*`
 //!   (sas_address);
 //! * NVMe: `.../nvme/nvmeN/nvmeNnM` or `.../nvme-subsystem/nvme-subsysN/nvmeNnM` (native
-//!   multipath) → `/sys/class/nvme/nvmeN/{transport,address,subsysnqn}`;
+//!   multipath) → `/sys/class/nvme/nvmeN/{transport,address,subsysnqn}`; a native multipath
+//!   head lists every controller's path with its ANA state ([`multipath`]);
+//! * dm-multipath: `dm-N` whose uuid starts `mpath-` or whose table is `multipath` → each
+//!   device under `slaves/` labelled on its own ([`multipath`]);
 //! * SATA (`ataN`), USB (`usbN`), virtio (`device/driver` is `virtio_blk`), loop
 //!   (`loop/backing_file`), NBD (`pid`).
 //!
@@ -28,6 +31,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub mod dmsetup;
+pub mod multipath;
+
+pub use multipath::MultipathPath;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -79,6 +87,37 @@ pub enum Transport {
         /// `live`, `connecting`, `resetting`, …
         #[serde(default)]
         state: Option<String>,
+        /// Native multipath: the subsystem (`nvme-subsysN`) the namespace head hangs off.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subsystem: Option<String>,
+        /// Native multipath: the subsystem's `iopolicy` (`numa`, `round-robin`, …).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        iopolicy: Option<String>,
+        /// Native multipath: every controller's path to the namespace, with its ANA state
+        /// (the fields above are the first controller's).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<MultipathPath>,
+    },
+    /// A device-mapper multipath map over the kernel's paths.
+    DmMultipath {
+        /// `dm-N`.
+        device: String,
+        /// The map's name (`/sys/block/dm-N/dm/name`).
+        dm_name: Option<String>,
+        /// `mpath-WWID` when multipath-tools made it.
+        uuid: Option<String>,
+        /// The path selector (`round-robin`, `queue-length`, `service-time`), from
+        /// `dmsetup table`.
+        #[serde(default)]
+        selector: Option<String>,
+        /// The table's features (`queue_if_no_path`, …), from `dmsetup table`.
+        #[serde(default)]
+        features: Vec<String>,
+        /// The hardware handler (`alua`, …), when the table has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hw_handler: Option<String>,
+        /// The paths, in the table's order (or by name without dmsetup).
+        paths: Vec<MultipathPath>,
     },
     Sata {
         port: String,
@@ -135,15 +174,36 @@ impl Transport {
                     "FC".into()
                 }
             }
-            Transport::Nvme { transport, .. } => match transport.as_deref() {
-                Some("tcp") => "NVMe/TCP".into(),
-                Some("rdma") => "NVMe/RDMA".into(),
-                Some("fc") => "NVMe/FC".into(),
-                Some("pcie") => "NVMe/PCIe".into(),
-                Some("loop") => "NVMe/loop".into(),
-                Some(t) => format!("NVMe/{t}"),
-                None => "NVMe".into(),
-            },
+            Transport::Nvme {
+                transport, paths, ..
+            } => {
+                let base = match transport.as_deref() {
+                    Some("tcp") => "NVMe/TCP".into(),
+                    Some("rdma") => "NVMe/RDMA".into(),
+                    Some("fc") => "NVMe/FC".into(),
+                    Some("pcie") => "NVMe/PCIe".into(),
+                    Some("loop") => "NVMe/loop".into(),
+                    Some(t) => format!("NVMe/{t}"),
+                    None => "NVMe".into(),
+                };
+                match paths.len() {
+                    0 | 1 => base,
+                    n => format!("{base} multipath ({n} paths)"),
+                }
+            }
+            Transport::DmMultipath { paths, .. } => {
+                let mut kinds: Vec<&str> = Vec::new();
+                for p in paths {
+                    if !kinds.contains(&p.label.as_str()) {
+                        kinds.push(&p.label);
+                    }
+                }
+                match paths.len() {
+                    0 => "dm-multipath (no paths)".into(),
+                    1 => format!("dm-multipath (1 path, {})", kinds.join(" + ")),
+                    n => format!("dm-multipath ({n} paths, {})", kinds.join(" + ")),
+                }
+            }
             Transport::Sas { .. } => "SAS".into(),
             Transport::Sata { .. } => "SATA".into(),
             Transport::Usb { .. } => "USB".into(),
@@ -214,6 +274,8 @@ pub struct InspectOptions {
     pub ip_route_get: Vec<String>,
     /// The interface toward the target, when known (skips the route lookup).
     pub iface: Option<String>,
+    /// argv prefix; `table NAME` or `status NAME` is appended. Default `dmsetup`.
+    pub dmsetup: Vec<String>,
     pub timeout: Duration,
 }
 
@@ -223,6 +285,7 @@ impl Default for InspectOptions {
             ethtool: vec!["ethtool".into(), "-k".into()],
             ip_route_get: vec!["ip".into(), "route".into(), "get".into()],
             iface: None,
+            dmsetup: vec!["dmsetup".into()],
             timeout: Duration::from_secs(3),
         }
     }
@@ -292,8 +355,10 @@ pub fn inspect_device(root: &Path, dev: &Path, opts: &InspectOptions) -> Result<
         }
     }
     let name = name_of(&disk);
-    let transport = classify(root, &disk, &name);
+    let transport = classify(root, &disk, &name, opts, 0);
     let net = match &transport {
+        // The first path's interface (each path has its own in `paths`).
+        Transport::DmMultipath { paths, .. } => paths.iter().find_map(|p| p.net.clone()),
         // FCoE: the interface the FC port sits on, no route to look up.
         Transport::FibreChannel {
             fcoe_netdev: Some(i),
@@ -324,8 +389,11 @@ pub fn inspect_device(root: &Path, dev: &Path, opts: &InspectOptions) -> Result<
     })
 }
 
-fn classify(root: &Path, disk: &Path, name: &str) -> Transport {
+fn classify(root: &Path, disk: &Path, name: &str, opts: &InspectOptions, depth: u32) -> Transport {
     let class = |c: &str, n: &str| under(root, "/sys/class").join(c).join(n);
+    if let Some(t) = multipath::dm_multipath(root, disk, name, opts, depth) {
+        return t;
+    }
     if name.starts_with("loop") && disk.join("loop").is_dir() {
         return Transport::Loop {
             backing_file: read_attr(&disk.join("loop/backing_file")),
@@ -390,17 +458,8 @@ fn classify(root: &Path, disk: &Path, name: &str) -> Transport {
         if digits_after(&c, "nvme-subsys") {
             // Native multipath: the namespace hangs off the subsystem; its controllers are the
             // `nvmeN` entries of the subsystem directory.
-            let mut ctrls: Vec<String> = std::fs::read_dir(anc)
-                .map(|d| {
-                    d.flatten()
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .filter(|n| digits_after(n, "nvme"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            ctrls.sort();
-            if let Some(ctl) = ctrls.first() {
-                return nvme(root, ctl);
+            if let Some(t) = multipath::nvme_head(root, anc, name, opts) {
+                return t;
             }
         }
         if digits_after(&c, "nvme") && class("nvme", &c).exists() {
@@ -429,6 +488,9 @@ fn nvme(root: &Path, ctl: &str) -> Transport {
         address: read_attr(&d.join("address")),
         subsysnqn: read_attr(&d.join("subsysnqn")),
         state: read_attr(&d.join("state")),
+        subsystem: None,
+        iopolicy: None,
+        paths: Vec::new(),
     }
 }
 
