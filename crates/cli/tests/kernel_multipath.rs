@@ -7,8 +7,11 @@
 //! runs inside on each multipath device with `--verify`; 1-2 s into its measured window the
 //! host silences the forwarder (a pulled cable: nothing closed, nothing carried), and the
 //! result's `disruption` measures the kernel's stall. The manifest must label the device as
-//! multipath with both paths. Figures are emulated-CPU (TCG) figures: correctness, not
-//! performance. docs/BENCHMARKS.md, "Multipath", has the figures and the command.
+//! multipath with both paths. Beside each, sanbench's own multipath initiator runs from the
+//! same guest over the same two portals (the second through a forwarder of its own) with the
+//! same cut, so the two failovers are measured alike. Figures are emulated-CPU (TCG)
+//! figures: correctness, not performance. docs/BENCHMARKS.md, "Multipath", has the figures
+//! and the command.
 
 use std::time::{Duration, Instant};
 
@@ -16,14 +19,20 @@ use sanbench_testkit::{vm, Forwarder, Served};
 use serde_json::Value;
 
 /// The guest's settings that bound the kernel's stall (stated with the figures):
-/// open-iscsi's NOP-Out ping every second, 2 s to answer, then 5 s before the session's I/O
-/// is failed to dm-multipath (replacement_timeout); nvme-tcp's keep-alive timeout.
-const ISCSI_NOOP_INTERVAL_S: u32 = 1;
-const ISCSI_NOOP_TIMEOUT_S: u32 = 2;
+/// open-iscsi pings a connection that received nothing for 2 s and gives the NOP-In 5 s
+/// (its default; shorter ones failed both healthy sessions on a loaded host), then the
+/// session's I/O is failed to dm-multipath 5 s later (replacement_timeout, as multipath
+/// setups shorten it from 120 s); nvme-tcp's keep-alive timeout is the kernel's default.
+const ISCSI_NOOP_INTERVAL_S: u32 = 2;
+const ISCSI_NOOP_TIMEOUT_S: u32 = 5;
 const ISCSI_REPLACEMENT_S: u32 = 5;
-const NVME_KATO_S: u32 = 2;
-/// The run's measured window, and when in it the path is cut.
-const RUN_S: u32 = 20;
+const NVME_KATO_S: u32 = 5;
+/// sanbench's own initiator: a path with I/O out and nothing back for this long is failed.
+const OWN_PATH_TIMEOUT_S: u32 = 2;
+/// The measured windows (the kernel's, long enough for its timers in turn with room to
+/// spare; sanbench's own), and when in them the path is cut.
+const RUN_S: u32 = 24;
+const OWN_RUN_S: u32 = 8;
 const CUT_AFTER: Duration = Duration::from_millis(1500);
 
 const SCRIPT: &str = r#"
@@ -37,21 +46,23 @@ found() { SEEN="$SEEN $2"; echo "DEV $1 $2"; }
 # What sysfs has, for the monitor's fixtures (crates/monitor/tests/fixtures/make_guest.py).
 show() { for p in "$@"; do if [ -L $p ]; then echo "SYSFS $p -> $(readlink -f $p)";
   elif [ -f $p ]; then echo "SYSFS $p = $(cat $p 2>/dev/null | head -1)"; else echo "SYSFS $p: $(ls $p 2>&1 | tr '\n' ' ')"; fi; done; }
-# measure DEV KIND: the manifest, then a verified run whose window the host watches (metrics
-# endpoint: the first I/Os counted), and the result.
+# measure KIND TARGET SECONDS: for a block device its manifest first; then a verified run
+# whose window the host watches (the metrics endpoint's first I/Os counted) to cut a path.
 measure() {
-  $SB monitors /dev/$1 > /tmp/mon.out 2>&1 || { echo "FAIL monitors $2"; cat /tmp/mon.out; }
-  grep '^device ' /tmp/mon.out | sed "s/^/SB-MON $2 /"
-  $SB run /dev/$1 --read 50 --bs 4k --qd 8 --time RUN_Ss --ramp 0 --size 8M --precondition fill \
-    --verify --log-interval 100ms --metrics-listen 9100 --quiet --json /tmp/$2.json > /tmp/$2.out 2>&1 &
+  case $2 in /dev/*)
+    $SB monitors $2 > /tmp/mon.out 2>&1 || { echo "FAIL monitors $1"; cat /tmp/mon.out; }
+    grep '^device ' /tmp/mon.out | sed "s/^/SB-MON $1 /";; esac
+  $SB run "$2" --read 50 --bs 4k --qd 8 --time $3s --ramp 0 --size 8M --precondition fill \
+    --verify --log-interval 100ms --metrics-listen 9100 --quiet --json /tmp/$1.json > /tmp/$1.out 2>&1 &
   P=$!
   for i in $(seq 1 900); do wget -qO- http://127.0.0.1:9100/metrics 2>/dev/null \
     | grep -q '^sanbench_ios_total{[^}]*} [1-9]' && break; sleep 0.1; done
-  echo "SB-WINDOW $2 $(cut -d' ' -f1 /proc/uptime)"
-  wait $P; echo "SB-RC $2 $?"
-  sed "s/^/SB-OUT $2 /" /tmp/$2.out | tail -30
-  echo "SB-JSON $2 $(tr -d '\n' < /tmp/$2.json)"
+  echo "SB-WINDOW $1 $(cut -d' ' -f1 /proc/uptime)"
+  wait $P; echo "SB-RC $1 $?"
+  sed "s/^/SB-OUT $1 /" /tmp/$1.out | tail -30
+  echo "SB-JSON $1 $(tr -d '\n' < /tmp/$1.json)"
 }
+OWN="policy=round-robin&path_timeout=OWN_PTs"
 
 # --- dm-multipath over two open-iscsi sessions to `serve iscsi`'s two portals.
 mkdir -p /etc/iscsi/nodes /etc/iscsi/send_targets /var/lib/iscsi /run/lock/iscsi /var/lock/iscsi
@@ -77,10 +88,12 @@ show /sys/class/block/$DM /sys/block/$DM/dm /sys/block/$DM/dm/name /sys/block/$D
   /sys/block/$DM/slaves/$A /sys/block/$DM/dev /sys/block/$DM/size /sys/class/block/$A /sys/class/block/$B
 for s in /sys/class/iscsi_session/session*; do show $s $s/targetname $s/state $s/recovery_tmo; done
 for c in /sys/class/iscsi_connection/connection*; do show $c $c/persistent_address $c/persistent_port; done
-measure $DM iscsi
+measure iscsi /dev/$DM RUN_S
 echo "DM-STATUS-AFTER $(dmsetup status mpatha)"
 for s in /sys/class/iscsi_session/session*; do echo "ISCSI-SESSION-AFTER $s $(cat $s/state)"; done
 dmesg | grep -iE 'multipath|device-mapper|connection|iscsi|session' | tail -20 | sed 's/^/DMESG /'
+# sanbench's own multipath initiator, the same two portals (the second's own forwarder).
+measure iscsi-own "iscsi://10.0.2.100:3260,10.0.2.100:3262/IQN/0?$OWN" OWN_RUN_S
 
 # --- NVMe native multipath: two nvme-tcp controllers to `serve nvme`'s two ports.
 N=nqn.2026-11.io.sanbench:ram
@@ -101,13 +114,14 @@ if [ -n "$H" ] && [ "$NP" -ge 2 ]; then
   for p in /sys/block/nvme*c*n*; do show $(readlink -f $p) $p/ana_state $p/dev $p/device; done
   show /sys/class/block/$H $SS/iopolicy
   echo "DEV nvme-multipath $H"
-  measure $H nvme
+  measure nvme /dev/$H RUN_S
   for c in /sys/class/nvme/nvme*; do echo "NVME-CTRL-AFTER $c $(cat $c/state)"; done
   for p in /sys/block/nvme*c*n*; do echo "NVME-PATH-AFTER $p $(cat $p/ana_state)"; done
 else
   echo "SB-SKIP nvme"
 fi
 dmesg | grep -iE 'nvme' | tail -25 | sed 's/^/DMESG /'
+measure nvme-own "nvme+tcp://10.0.2.100:4420,10.0.2.100:4422/$N/1?$OWN" OWN_RUN_S
 "#;
 
 /// `sanbench serve KIND` with two loopback portals; returns it and its portals.
@@ -155,9 +169,10 @@ fn kernel_multipath_path_cut_measured() {
     let (k, vmlinuz) = vm::kernel();
     let (iscsi, ip) = serve2("iscsi");
     let (nvme, np) = serve2("nvme");
-    // The second path of each goes through a forwarder the test silences.
-    let fi = Forwarder::start(ip[1].parse().unwrap());
-    let fnv = Forwarder::start(np[1].parse().unwrap());
+    // The second path of each goes through a forwarder the test silences: one for the
+    // kernel's path, one for sanbench's own initiator's.
+    let fwd = |to: &str| Forwarder::start(to.parse().unwrap());
+    let (fi, fi_own, fnv, fnv_own) = (fwd(&ip[1]), fwd(&ip[1]), fwd(&np[1]), fwd(&np[1]));
     let iqn = iscsi
         .uri
         .split('/')
@@ -178,11 +193,13 @@ fn kernel_multipath_path_cut_measured() {
     let script = SCRIPT
         .replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()))
         .replace("IQN", &iqn)
+        .replace("OWN_RUN_S", &OWN_RUN_S.to_string())
         .replace("RUN_S", &RUN_S.to_string())
         .replace("REPL", &ISCSI_REPLACEMENT_S.to_string())
         .replace("NOOPI", &ISCSI_NOOP_INTERVAL_S.to_string())
         .replace("NOOPT", &ISCSI_NOOP_TIMEOUT_S.to_string())
-        .replace("KATO", &NVME_KATO_S.to_string());
+        .replace("KATO", &NVME_KATO_S.to_string())
+        .replace("OWN_PT", &OWN_PATH_TIMEOUT_S.to_string());
     vm::build_initramfs_with(
         &initrd,
         &k,
@@ -216,15 +233,22 @@ fn kernel_multipath_path_cut_measured() {
         &[
             (3260, port(&ip[0])),
             (3261, fi.addr().port()),
+            (3262, fi_own.addr().port()),
             (4420, port(&np[0])),
             (4421, fnv.addr().port()),
+            (4422, fnv_own.addr().port()),
         ],
     );
-    for (kind, fwd) in [("iscsi", &fi), ("nvme", &fnv)] {
+    for (kind, fwd) in [
+        ("iscsi", &fi),
+        ("iscsi-own", &fi_own),
+        ("nvme", &fnv),
+        ("nvme-own", &fnv_own),
+    ] {
         let (which, _) = wait_any(
             &g,
             &[
-                &format!("SB-WINDOW {kind}"),
+                &format!("SB-WINDOW {kind} "),
                 &format!("SB-SKIP {kind}"),
                 "SANBENCH-VM-DONE",
             ],
@@ -251,6 +275,8 @@ fn kernel_multipath_path_cut_measured() {
     let fails: Vec<&str> = console.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert!(fails.is_empty(), "{fails:?}\n{console}");
     check(&Kind::ISCSI, &console);
+    check_own("iscsi-own", &console);
+    check_own("nvme-own", &console);
     if console.contains("SB-SKIP nvme") {
         // The kernel groups two controllers into one head only when the target reports
         // multi-controller support (CMIC) and a shared namespace (NMIC); without them it
@@ -268,8 +294,10 @@ fn kernel_multipath_path_cut_measured() {
 struct Kind {
     name: &'static str,
     label: &'static str,
-    /// The stall can be no shorter than the kernel's own timers allow, and no longer than
-    /// all of them in turn with a wide margin (TCG).
+    /// The longest stall: no shorter than the time the kernel gives a silent connection
+    /// before it fails its I/O (until then every slot ends up stuck on the cut path, as
+    /// round-robin sends half of each refill there), no longer than all its timers in turn,
+    /// doubled (TCG on a loaded host).
     stall_ms: (f64, f64),
 }
 
@@ -278,14 +306,18 @@ impl Kind {
         name: "iscsi",
         label: "dm-multipath (2 paths, iSCSI)",
         stall_ms: (
-            (ISCSI_REPLACEMENT_S * 1000) as f64,
+            (ISCSI_NOOP_TIMEOUT_S * 1000) as f64,
             ((ISCSI_NOOP_INTERVAL_S + ISCSI_NOOP_TIMEOUT_S + ISCSI_REPLACEMENT_S) * 2000) as f64,
         ),
     };
     const NVME: Kind = Kind {
         name: "nvme",
         label: "NVMe/TCP multipath (2 paths)",
-        stall_ms: ((NVME_KATO_S * 500) as f64, (NVME_KATO_S * 2 * 3000) as f64),
+        // The keep-alive goes out every KATO and has KATO to come back.
+        stall_ms: (
+            (NVME_KATO_S * 1000) as f64 * 0.8,
+            (NVME_KATO_S * 2 * 2000) as f64,
+        ),
     };
 }
 
@@ -391,20 +423,61 @@ fn check(k: &Kind, console: &str) {
         assert_ne!(pc["transport"]["state"], "live", "{t}");
         assert_ne!(pl["device"], pc["device"], "{t}");
     }
-    // The disruption: no fault of sanbench's, so a stall, as long as the kernel's timers make
-    // it, after the cut (1.5 s past the window's first I/Os), with I/O flowing again after it.
+    disruption(k.label, r, k.stall_ms);
+}
+
+/// sanbench's own initiator over the same two portals, the same cut.
+fn check_own(kind: &str, console: &str) {
+    assert_eq!(line(console, "SB-RC", kind), "0", "{kind}\n{console}");
+    let v: Value = serde_json::from_str(line(console, "SB-JSON", kind).trim()).unwrap();
+    let r = &v["results"][0];
+    assert!(
+        r["verify"]["reads"].as_u64().unwrap_or(0) > 0,
+        "{kind}: {r}"
+    );
+    assert_eq!(
+        r["verify"]["bad_blocks"],
+        serde_json::json!([]),
+        "{kind}: {r}"
+    );
+    let m = &r["multipath"];
+    assert_eq!(m["policy"], "round-robin", "{kind}: {m}");
+    assert_eq!(m["paths"].as_array().map(Vec::len), Some(2), "{kind}: {m}");
+    assert!(m["reissued"].as_u64().unwrap_or(0) >= 1, "{kind}: {m}");
     let d = &r["disruption"];
-    assert_eq!(d["cause"], "stall", "{name}: {r}");
+    let events: Vec<&str> = d["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    assert!(events.contains(&"failed"), "{kind}: {d}");
+    assert!(events.contains(&"failed_over"), "{kind}: {d}");
+    let pt = (OWN_PATH_TIMEOUT_S * 1000) as f64;
+    let label = if kind == "iscsi-own" {
+        "sanbench multipath (iSCSI)"
+    } else {
+        "sanbench multipath (NVMe/TCP)"
+    };
+    disruption(label, r, (pt * 0.5, pt * 3.0 + 1000.0));
+}
+
+/// The result's disruption: no fault of sanbench's, so a stall, as long as the initiator's
+/// timers make it (`bounds`, ms), after the cut (1.5 s past the window's first I/Os), with
+/// I/O flowing again after it; printed for the docs.
+fn disruption(label: &str, r: &Value, bounds: (f64, f64)) {
+    let d = &r["disruption"];
+    assert_eq!(d["cause"], "stall", "{label}: {r}");
+    assert_eq!(d["bad_blocks"], 0, "{label}: {d}");
     let stall = d["stall_ms"].as_f64().unwrap();
     let start = d["stall_start_ms"].as_f64().unwrap();
     assert!(
-        stall >= k.stall_ms.0 && stall <= k.stall_ms.1,
-        "{name}: stall {stall} ms outside {:?}: {d}",
-        k.stall_ms
+        stall >= bounds.0 && stall <= bounds.1,
+        "{label}: stall {stall} ms outside {bounds:?}: {d}"
     );
     assert!(
         start >= 1000.0,
-        "{name}: stall at {start} ms, before the cut: {d}"
+        "{label}: stall at {start} ms, before the cut: {d}"
     );
     let bin = d["bin_ms"].as_f64().unwrap();
     let from = d["from_ms"].as_f64().unwrap();
@@ -416,14 +489,14 @@ fn check(k: &Kind, console: &str) {
         .filter(|(i, _)| from + *i as f64 * bin > start + stall)
         .map(|(_, c)| c.as_u64().unwrap())
         .sum();
-    assert!(after > 0, "{name}: no I/O after the stall: {d}");
+    assert!(after > 0, "{label}: no I/O after the stall: {d}");
     eprintln!(
-        "{:<30} path cut: stall {:.2} s (from {:.2} s into the window), worst latency {:.2} s, \
-         recovered {} (TCG)",
-        k.label,
+        "{label:<30} path cut: stall {:.2} s (from {:.2} s into the window), worst latency \
+         {:.2} s, {:.0} IOPS before, recovered {} (TCG)",
         stall / 1000.0,
         start / 1000.0,
         d["worst_latency_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+        d["pre_fault_iops"].as_f64().unwrap_or(0.0),
         d["recovered_ms"]
             .as_f64()
             .map_or("never".to_string(), |m| format!(

@@ -153,3 +153,71 @@ fn a_path_is_labelled_as_itself() {
     let d = inspect("/dev/sdb", &opts());
     assert_eq!(d.label, "iSCSI");
 }
+
+/// A path's controller, its port and state.
+fn controller(p: &MultipathPath) -> (&str, &str, Option<&str>) {
+    match &p.transport {
+        Transport::Nvme {
+            controller,
+            address,
+            state,
+            ..
+        } => (
+            controller.as_str(),
+            address
+                .as_deref()
+                .and_then(|a| a.split(',').find_map(|kv| kv.strip_prefix("trsvcid=")))
+                .unwrap_or(""),
+            state.as_deref(),
+        ),
+        other => panic!("not NVMe: {other:?}"),
+    }
+}
+
+#[test]
+fn nvme_native_multipath_head_lists_each_controllers_path() {
+    let d = inspect("/dev/nvme0n1", &opts());
+    assert_eq!(d.label, "NVMe/TCP multipath (2 paths)");
+    let Transport::Nvme {
+        controller: first,
+        state,
+        subsystem,
+        iopolicy,
+        paths,
+        ..
+    } = &d.transport
+    else {
+        panic!("{:?}", d.transport)
+    };
+    // The first controller's fields, as before paths were listed.
+    assert_eq!((first.as_str(), state.as_deref()), ("nvme0", Some("live")));
+    assert_eq!(subsystem.as_deref(), Some("nvme-subsys0"));
+    assert_eq!(iopolicy.as_deref(), Some("round-robin"));
+    let seen: Vec<_> = paths
+        .iter()
+        .map(|p| (p.device.as_str(), controller(p), p.ana_state.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                "nvme0c0n1",
+                ("nvme0", "4420", Some("live")),
+                Some("optimized")
+            ),
+            (
+                "nvme0c1n1",
+                ("nvme1", "4421", Some("connecting")),
+                Some("optimized")
+            ),
+        ]
+    );
+    assert!(paths.iter().all(|p| p.label == "NVMe/TCP"
+        && p.dev.is_none()
+        && p.state.is_none()
+        && p.net.as_ref().is_some_and(|n| n.name == "eth0")));
+    let j = serde_json::to_value(&d).unwrap();
+    assert_eq!(j["transport"]["kind"], "nvme");
+    assert_eq!(j["transport"]["paths"][1]["ana_state"], "optimized");
+    assert!(j["transport"]["paths"][1].get("dev").is_none());
+}

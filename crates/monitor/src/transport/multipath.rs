@@ -26,8 +26,8 @@ use crate::fsutil::{read_attr, under};
 pub struct MultipathPath {
     /// The path's block device: `sdb`, or NVMe's hidden `nvme0c1n1`.
     pub device: String,
-    /// `MAJ:MIN`, as dm tables name it.
-    #[serde(default)]
+    /// `MAJ:MIN`, as dm tables name it (NVMe's hidden paths have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dev: Option<String>,
     /// [`Transport::label`] of the path.
     pub label: String,
