@@ -43,7 +43,7 @@ SEEN=""
 newdisk() { for i in $(seq 1 150); do for d in $(ls /sys/block); do case " $SEEN " in *" $d "*) ;; *)
   case $d in nvme*c*) ;; sd*|nvme*n*) echo $d; return;; esac;; esac; done; sleep 0.2; done; }
 found() { SEEN="$SEEN $2"; echo "DEV $1 $2"; }
-# What sysfs has, for the monitor's fixtures (crates/monitor/tests/fixtures/make_guest.py).
+# What sysfs has, for the monitor's fixtures (crates/monitor/tests/fixtures/make_guest_mp.py).
 show() { for p in "$@"; do if [ -L $p ]; then echo "SYSFS $p -> $(readlink -f $p)";
   elif [ -f $p ]; then echo "SYSFS $p = $(cat $p 2>/dev/null | head -1)"; else echo "SYSFS $p: $(ls $p 2>&1 | tr '\n' ' ')"; fi; done; }
 # measure KIND TARGET SECONDS: for a block device its manifest first; then a verified run
@@ -55,8 +55,8 @@ measure() {
   $SB run "$2" --read 50 --bs 4k --qd 8 --time $3s --ramp 0 --size 8M --precondition fill \
     --verify --log-interval 100ms --metrics-listen 9100 --quiet --json /tmp/$1.json > /tmp/$1.out 2>&1 &
   P=$!
-  for i in $(seq 1 900); do wget -qO- http://127.0.0.1:9100/metrics 2>/dev/null \
-    | grep -q '^sanbench_ios_total{[^}]*} [1-9]' && break; sleep 0.1; done
+  for i in $(seq 1 900); do kill -0 $P 2>/dev/null || break; wget -qO- http://127.0.0.1:9100/metrics \
+    2>/dev/null | grep -q '^sanbench_ios_total{[^}]*} [1-9]' && break; sleep 0.1; done
   echo "SB-WINDOW $1 $(cut -d' ' -f1 /proc/uptime)"
   wait $P; echo "SB-RC $1 $?"
   sed "s/^/SB-OUT $1 /" /tmp/$1.out | tail -30
@@ -102,9 +102,9 @@ for p in 4420 4421; do
     || echo "NVME-CONNECT-FAILED $p"
 done
 sleep 1
-for c in /sys/class/nvme/nvme*; do show $c $c/address $c/state $c/cntlid $c/transport $c/subsysnqn; ls $c | sed "s|^|NVME-CTRL-ENTRY $c |"; done
+for c in /sys/class/nvme/nvme*; do show $c $c/address $c/state $c/cntlid $c/transport $c/subsysnqn; done
 ls /sys/block | tr '\n' ' ' | sed 's/^/BLOCK /'; echo
-for s in /sys/class/nvme-subsystem/*; do show $s $s/iopolicy; ls $s | sed "s|^|NVME-SUBSYS-ENTRY $s |"; done
+for s in /sys/class/nvme-subsystem/*; do show $s $s/iopolicy $s; done
 H=$(ls /sys/block | grep -E '^nvme[0-9]+n[0-9]+$' | head -1)
 NP=$(ls -d /sys/block/nvme*c*n* 2>/dev/null | wc -l)
 echo "NVME-HEAD ${H:-none} paths=$NP"
