@@ -45,6 +45,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         targets,
         reference: Vec::new(),
         lab: None,
+        faults: Vec::new(),
         suite: a.suite.clone(),
         fio: None,
         fio_ignore: Vec::new(),

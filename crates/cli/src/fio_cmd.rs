@@ -221,6 +221,8 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
                 group: "fio".into(),
                 workload: j.workload.clone(),
                 targets_at_once: None,
+                paths: None,
+                faults: Vec::new(),
             })
             .collect(),
     });
@@ -306,6 +308,12 @@ pub fn suite_text(s: &Suite) -> Result<String, CliError> {
         if let Some(n) = w.targets_at_once.filter(|n| *n > 1) {
             text.push_str(&format!(
                 "# sanbench runs {n} instances of each target at once; fio: {n} files in filename\n"
+            ));
+        }
+        if let Some(n) = w.paths {
+            text.push_str(&format!(
+                "# sanbench reaches each target over {n} path(s); fio: run it on the multipath \
+                 device (dm-multipath or NVMe native) set up with {n} path(s)\n"
             ));
         }
         out.push('\n');

@@ -1,11 +1,11 @@
-//! `sanbench lab up|down|status`: the software test bed (crate `sanbench-lab`). Without root,
-//! `ip` or `tc` it says exactly what is missing and exits 2.
+//! `sanbench lab up|down|status|fault`: the software test bed (crate `sanbench-lab`). Without
+//! root, `ip` or `tc` it says exactly what is missing and exits 2.
 
 use anyhow::Context;
 use sanbench_lab::cmd::{preflight, System};
 use sanbench_lab::{LabConfig, LabError};
 
-use crate::args::{LabCommand, LabStateArgs, LabUpArgs};
+use crate::args::{LabCommand, LabFaultArgs, LabStateArgs, LabUpArgs};
 use crate::error::{usage, CliError};
 
 pub fn run(cmd: LabCommand) -> Result<(), CliError> {
@@ -13,10 +13,11 @@ pub fn run(cmd: LabCommand) -> Result<(), CliError> {
         LabCommand::Up(a) => up(a),
         LabCommand::Down(a) => down(a),
         LabCommand::Status(a) => status(a),
+        LabCommand::Fault(a) => fault(a),
     }
 }
 
-fn lab_err(e: LabError) -> CliError {
+pub(crate) fn lab_err(e: LabError) -> CliError {
     if e.is_usage() {
         usage(e.to_string())
     } else {
@@ -24,7 +25,7 @@ fn lab_err(e: LabError) -> CliError {
     }
 }
 
-fn state_path(a: &LabStateArgs) -> std::path::PathBuf {
+pub(crate) fn state_path(a: &LabStateArgs) -> std::path::PathBuf {
     a.state.clone().unwrap_or_else(sanbench_lab::default_path)
 }
 
@@ -32,6 +33,7 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
     // Input first, so a typo is reported even where the lab could not run.
     let links = sanbench_lab::parse_links(&a.links).map_err(lab_err)?;
     let targets = sanbench_lab::parse_targets(&a.targets).map_err(lab_err)?;
+    let groups = sanbench_lab::parse_paths(&a.paths, &links).map_err(lab_err)?;
     preflight(links.iter().any(|l| !l.offload)).map_err(lab_err)?;
     let exe = std::env::current_exe().context("finding the sanbench binary")?;
     let cfg = LabConfig {
@@ -40,7 +42,8 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
         size: a.size.0.to_string(),
         runner: &System,
     };
-    let lab = sanbench_lab::up(&cfg, &links, &targets, &exe.to_string_lossy()).map_err(lab_err)?;
+    let lab = sanbench_lab::up(&cfg, &links, &groups, &targets, &exe.to_string_lossy())
+        .map_err(lab_err)?;
     if !lab.cleaned.is_empty() {
         eprintln!(
             "sanbench lab: removed an earlier lab first: {}",
@@ -67,7 +70,10 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
         );
     }
     for t in &lab.state.targets {
-        outln!("  {:<16} {}", t.name, t.uri);
+        match t.paths.len() {
+            0 => outln!("  {:<16} {}", t.name, t.uri),
+            n => outln!("  {:<16} {} (multipath, {n} paths)", t.name, t.uri),
+        }
     }
     outln!("lab file: {}", lab.path.display());
     outln!(
@@ -98,5 +104,22 @@ fn status(a: LabStateArgs) -> Result<(), CliError> {
     preflight(false).map_err(lab_err)?;
     let s = sanbench_lab::status(&System, &state_path(&a)).map_err(lab_err)?;
     out!("{s}");
+    Ok(())
+}
+
+fn fault(a: LabFaultArgs) -> Result<(), CliError> {
+    // The action first, so a typo is reported even where the lab could not run.
+    let action = sanbench_lab::FaultAction::parse(&a.action).map_err(lab_err)?;
+    preflight(false).map_err(lab_err)?;
+    let path = state_path(&a.state);
+    let l = sanbench_lab::fault::fault(&System, &path, &a.link, action).map_err(lab_err)?;
+    outln!(
+        "link {}: {action}: now {} ({} and {} in {})",
+        l.info.name,
+        l.impairment.describe(),
+        l.host_if,
+        l.target_if,
+        l.namespace
+    );
     Ok(())
 }

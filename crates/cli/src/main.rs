@@ -5,6 +5,7 @@
 #[macro_use]
 mod stdout;
 
+mod ana_cmd;
 mod args;
 mod compare;
 mod crosscheck;
@@ -13,6 +14,7 @@ mod demo;
 mod discover_cmd;
 mod disruption_out;
 mod error;
+mod faults;
 mod fio_cmd;
 mod lab_cmd;
 mod launcher;
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         Command::Crosscheck(a) => crosscheck::run(a),
         Command::Demo(a) => demo::run(a),
         Command::Discover(a) => discover_cmd::run(a),
+        Command::Ana(a) => ana_cmd::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),
         Command::History(a) => store_cmd::history(a),
         Command::Report(a) => store_cmd::report(a),

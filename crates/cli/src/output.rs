@@ -178,6 +178,13 @@ pub fn summary(doc: &RunDoc) -> String {
     if doc.results.iter().any(|r| r.write.ios > 0) {
         let _ = writeln!(out, "written data: {}", doc.data.describe());
     }
+    if !doc.faults.is_empty() {
+        let _ = writeln!(
+            out,
+            "faults (ms after the window started): {}",
+            faults(&doc.faults)
+        );
+    }
     if let Some(p) = &doc.process_cpu {
         let _ = writeln!(
             out,
@@ -194,6 +201,20 @@ pub fn summary(doc: &RunDoc) -> String {
         "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs from submission; Little = |IOPS × mean latency − L| / L, L the sampled mean of I/Os in flight"
     );
     out
+}
+
+/// `+1000 b down; +2500 b up; +3000 a loss=5% FAILED: why`
+pub fn faults(f: &[sanbench_engine::result::FaultRecord]) -> String {
+    f.iter()
+        .map(|r| {
+            let mut s = format!("+{:.0} {} {}", r.offset_ms, r.link, r.action);
+            if let Some(e) = &r.error {
+                s.push_str(&format!(" FAILED: {e}"));
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {

@@ -1,7 +1,7 @@
 //! `sanbench run`: build the workload from flags or a spec file, open the targets, run, report.
 
 use sanbench_engine::poison;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use sanbench_engine::file::{EngineKind, FileOptions};
@@ -14,9 +14,12 @@ use sanbench_engine::precondition::Report;
 
 use crate::args::{EngineArgs, RunArgs};
 use crate::error::{usage, CliError};
+use crate::faults::{FaultRun, Faults};
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
+use sanbench_engine::disruption::Fault;
+use sanbench_engine::result::FaultRecord;
 use sanbench_monitor::sampler::Baseline;
 use sanbench_monitor::MonitorHandle;
 
@@ -121,6 +124,8 @@ fn fio_workload(a: &RunArgs, mut w: Workload, seg_flags: bool) -> Result<Workloa
 struct RunObserver<'a> {
     progress: &'a ProgressLine,
     monitor: Option<&'a MonitorHandle>,
+    /// `--fault`: the schedule's thread starts and stops with the window.
+    faults: Option<&'a FaultRun>,
     at_start: Mutex<Option<(f64, f64)>>,
     at_end: Mutex<Option<(f64, f64)>>,
 }
@@ -148,12 +153,18 @@ impl Observer for RunObserver<'_> {
             m.window_start();
         }
         *poison::lock(&self.at_start) = Some(self_cpu());
+        if let Some(f) = self.faults {
+            f.window_started();
+        }
     }
     fn window_ended(&self) {
         if let Some(m) = self.monitor {
             m.window_end();
         }
         *poison::lock(&self.at_end) = Some(self_cpu());
+        if let Some(f) = self.faults {
+            f.window_ended();
+        }
     }
     fn progress(&self, p: &Progress) {
         self.progress.draw(p);
@@ -198,6 +209,7 @@ pub fn build_doc(
         host: None,
         hosts: Vec::new(),
         mpi: None,
+        faults: Vec::new(),
     }
 }
 
@@ -266,32 +278,63 @@ pub fn io_timeout(e: &EngineArgs) -> Result<std::time::Duration, CliError> {
     Ok(e.io_timeout.0)
 }
 
-/// Runs a plan with the progress line, the process-CPU observer and the host monitor, and
-/// builds its document. Returns the idle baseline used, for reuse on the same target, and the
-/// run's output (what an MPI rank sends to rank 0).
+/// Judges each target's disruption again with the faults that fired (a run without faults
+/// keeps the stall-only judgement `target_result` made). A fault's time is taken from its
+/// wall clock against the window's, as the path events' are.
+fn attach_disruption(doc: &mut RunDoc, out: &RunOutput, fired: &[FaultRecord]) {
+    if fired.is_empty() {
+        return;
+    }
+    let window_ns = out.window.as_nanos() as u64;
+    for (r, t) in doc.results.iter_mut().zip(&out.targets) {
+        let start_ms = t.timeline.window_start_unix_ns as f64 / 1e6;
+        let faults: Vec<Fault> = fired
+            .iter()
+            .filter(|f| f.error.is_none())
+            .map(|f| Fault {
+                offset_ms: f.at_unix_ms as f64 - start_ms,
+                at: f.at.clone(),
+                link: f.link.clone(),
+                action: f.action.clone(),
+            })
+            .collect();
+        r.disruption = sanbench_engine::disruption::of_target(t, window_ns, &faults);
+    }
+}
+
+/// Runs a plan with the progress line, the process-CPU observer, the host monitor and the
+/// `--fault` schedule, and builds its document. Returns the idle baseline used, for reuse on
+/// the same target, and the run's output (what an MPI rank sends to rank 0).
 pub fn execute_output(
     plan: &RunPlan,
     progress: &ProgressLine,
     mon: Option<&MonitorSetup>,
     reuse_baseline: Option<Baseline>,
+    faults: Option<&Arc<Faults>>,
 ) -> Result<(RunDoc, Option<Baseline>, RunOutput), CliError> {
     let running = mon
         .map(|m| crate::monitoring::start(m, reuse_baseline))
         .transpose()?;
+    let fault_run = faults.map(FaultRun::new);
     let obs = RunObserver {
         progress,
         monitor: running.as_ref().map(|r| &r.handle),
+        faults: fault_run.as_ref(),
         at_start: Mutex::new(None),
         at_end: Mutex::new(None),
     };
     let out = sanbench_engine::run(plan, &obs);
     progress.clear();
-    let out = out?;
     let cpu = match (*poison::lock(&obs.at_start), *poison::lock(&obs.at_end)) {
         (Some(s), Some(e)) => Some((s, e)),
         _ => None,
     };
+    // Failed or not, the links are set back before anything else runs.
+    let fired = fault_run.map(FaultRun::finish).unwrap_or_default();
+    let out = out?;
     let mut doc = build_doc(&plan.workload, &plan.data, &out, cpu);
+    attach_disruption(&mut doc, &out, &fired);
+    doc.faults = fired;
     let mut baseline = None;
     if let Some(r) = running {
         baseline = r.baseline;
@@ -328,6 +371,8 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     let data = DataPlan::from_args(&data_args)?;
     let opts = file_options(&a.engine, size, w.has_writes() || data.writes())?;
     let io_timeout = io_timeout(&a.engine)?;
+    // Before any target opens: a schedule that cannot run is bad input.
+    let faults = Faults::prepare(&a.faults, a.lab.as_deref(), &[("the run".into(), w.time)])?;
     // Before any target opens: a log that cannot be created is bad input.
     // (Under MPI the ranks' intervals are not gathered yet: no rank writes a log.)
     let watch = match m.sync {
@@ -381,7 +426,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         intervals: crate::watch::sink(&watch),
     };
     let mon = crate::monitoring::setup(&a.monitor)?;
-    let done = execute_output(&plan, &progress, mon.as_ref(), None);
+    let done = execute_output(&plan, &progress, mon.as_ref(), None, faults.as_ref());
     if let Some(wt) = &watch {
         wt.finish()?;
     }
@@ -415,6 +460,11 @@ pub fn run(mut a: RunArgs) -> Result<(), CliError> {
     }
     #[cfg(feature = "mpi")]
     if let Some(job) = crate::mpi::job() {
+        if !a.faults.is_empty() {
+            return Err(usage(
+                "--fault does not run as an MPI job yet: run it without mpirun or srun",
+            ));
+        }
         return crate::mpi::run::run(&a, job);
     }
     if a.monitor_only_ranks.is_some() {

@@ -271,17 +271,42 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
         file: a.file.clone(),
         prealloc: a.prealloc,
         delay: a.delay.0,
+        ana: a.ana.clone(),
         ..Default::default()
     };
     let t = sanbench_nvme::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let addr = portals(&t.local_addrs());
+    // Dropped (the socket file removed) when the target has stopped.
+    let control = a
+        .control
+        .as_deref()
+        .map(|p| sanbench_nvme::target::ControlServer::start(p, t.ana_control()))
+        .transpose()
+        .map_err(|e| usage(e.to_string()))?;
+    let ana = t.ana_control().states();
+    let ana_note = if a.ana.is_empty() && control.is_none() {
+        String::new()
+    } else {
+        let states: Vec<String> = ana
+            .iter()
+            .map(|p| format!("{} {}", p.index, p.state))
+            .collect();
+        format!(
+            ", ANA {}{}",
+            states.join(", "),
+            control.as_ref().map_or(String::new(), |c| format!(
+                ", control {}",
+                c.path().display()
+            ))
+        )
+    };
     // Discovery answers on every port; the first is the one to name.
     let first = t.local_addr();
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}); discovery at nvme+tcp://{first}; \
-         Ctrl-C to stop",
+        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}{}); discovery at \
+         nvme+tcp://{first}; Ctrl-C to stop",
         a.nqn,
         match t.namespaces() {
             1 => format_size(t.size()),
@@ -296,9 +321,11 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
             (None, true) => "RAM, preallocated".into(),
         },
         delayed(a.delay),
+        ana_note,
     );
     let stats = t.stats();
     t.run(stop).context("nvme target")?;
+    drop(control);
     eprintln!(
         "sanbench nvme target: stopped ({} connections, {} ended by an error, allocated {} bytes)",
         stats.connections.load(std::sync::atomic::Ordering::Relaxed),

@@ -62,9 +62,11 @@ pub fn run(cmd: SuiteCommand) -> Result<(), CliError> {
                     wl.workers,
                     wl.ramp.as_secs_f64(),
                     wl.time.as_secs_f64(),
-                    w.targets_at_once
-                        .map(|n| format!("x{n}"))
-                        .unwrap_or_else(|| "x1".into()),
+                    format!(
+                        "x{}{}",
+                        w.targets_at_once.unwrap_or(1),
+                        w.paths.map(|p| format!(" p{p}")).unwrap_or_default()
+                    ),
                     segs.join(" + "),
                     wl.span
                         .map(|s| format!(" (span {})", format_size(s)))

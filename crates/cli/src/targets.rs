@@ -42,6 +42,31 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
     Ok(out)
 }
 
+/// Whether `uri` names a target with portals, which a suite's `paths` workloads can reach
+/// over several paths.
+pub fn takes_paths(uri: &str) -> bool {
+    matches!(
+        parse_target(uri),
+        Ok(TargetUri::Network { scheme, .. }) if MULTIPATH_SCHEMES.contains(&scheme.as_str())
+    )
+}
+
+/// Opens `uri` over `k` paths (a suite's `paths`): its portals in turn, so 6 paths over 2
+/// portals are 3 connections to each, through the multipath layer even for one path so that
+/// 1, 2 and 6 paths are measured alike. The URI's multipath options apply.
+pub fn open_paths(uri: &str, k: u32) -> Result<Arc<dyn Target>, CliError> {
+    let (portals, options) = match multipath::uri::parse(uri).map_err(usage)? {
+        Some(m) => (m.paths, m.options),
+        None => (vec![uri.to_string()], multipath::Options::default()),
+    };
+    let openers = (0..k as usize)
+        .map(|i| path_opener(&portals[i % portals.len()]))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Arc::new(multipath::MultipathTarget::new(
+        uri, openers, options,
+    )?))
+}
+
 /// The schemes whose URIs may name several portals (`H1,H2`) and the multipath keys.
 const MULTIPATH_SCHEMES: &[&str] = &["iscsi", "nvme+tcp", "nbd", "nbds"];
 

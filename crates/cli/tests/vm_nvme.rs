@@ -384,6 +384,15 @@ sleep 100000
     assert_eq!(info.size, 64 << 20);
     assert_eq!(info.params["header_digest"], true);
     assert_eq!(info.params["model"], "Linux", "{:?}", info.params);
+    // nvmet reports ANA (CMIC bit 3): its log page read, group 1 optimized on its one port,
+    // and its ANA change notices enabled.
+    assert_eq!(info.params["ana_state"], "optimized", "{:?}", info.params);
+    assert_eq!(info.params["ana_group"], 1, "{:?}", info.params);
+    assert_eq!(info.params["ana_notices"], true, "{:?}", info.params);
+    assert_eq!(
+        t.access_state(),
+        Some(sanbench_engine::AccessState::Optimized)
+    );
     drop(t);
     // `sanbench run --verify` against the kernel's target: every read's data checked.
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))

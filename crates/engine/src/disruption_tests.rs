@@ -129,6 +129,7 @@ fn multipath_events_time_detection_and_failover_and_bins_align_by_epoch() {
         worker: 0,
         event: what.into(),
         reason: None,
+        access_state: None,
     };
     let mp = MultipathReport {
         policy: "round-robin".into(),

@@ -63,6 +63,39 @@ pub struct Completion {
     pub result: i32,
 }
 
+/// The result of a completion that failed on its path, not on the medium: -ENOLINK, the
+/// errno Linux's block layer gives a transport status (`BLK_STS_TRANSPORT`). Engines report
+/// it for statuses the protocol calls path related (NVMe SCT 3h: ANA inaccessible,
+/// persistent loss, transition), where the target did not carry the I/O out through this
+/// path and another path may. A multipath target takes the path out and sends the I/O
+/// again on another; a single-path run counts it as an error like any other.
+pub const PATH_ERROR: i32 = -libc::ENOLINK;
+
+/// A path's asymmetric access state as the target reports it (NVMe ANA; SCSI ALUA has the
+/// same states), best first. The names are those Linux shows in `ana_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessState {
+    Optimized,
+    NonOptimized,
+    Inaccessible,
+    PersistentLoss,
+    /// Changing (NVMe "ANA change"): no I/O until it settles.
+    Change,
+}
+
+impl AccessState {
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessState::Optimized => "optimized",
+            AccessState::NonOptimized => "non-optimized",
+            AccessState::Inaccessible => "inaccessible",
+            AccessState::PersistentLoss => "persistent-loss",
+            AccessState::Change => "change",
+        }
+    }
+}
+
 /// Parameters for opening one queue.
 #[derive(Clone)]
 pub struct QueueConfig {
@@ -132,6 +165,21 @@ pub trait Target: Send + Sync {
     /// Opens one queue (connection, ring, session). Called once per worker before the run starts;
     /// the time it takes is not part of the measurement.
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError>;
+
+    /// The access state this path's target reports for the logical unit as last learnt
+    /// (NVMe: the ANA log page, read again when an I/O comes back with a path-related status
+    /// or a change notice arrives), `None` when it reports none. Cheap: a multipath queue
+    /// asks it between reaps.
+    fn access_state(&self) -> Option<AccessState> {
+        None
+    }
+
+    /// Asks the target again now and returns the state (a multipath reconnection does,
+    /// before the path carries I/O again). May wait on the target: never called on a
+    /// stream's path.
+    fn refresh_access_state(&self) -> Result<Option<AccessState>, EngineError> {
+        Ok(self.access_state())
+    }
 }
 
 /// The stream's side of a fused I/O (see [`Queue::submit_fused`]): it produces a write's data

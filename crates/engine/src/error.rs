@@ -26,6 +26,10 @@ pub enum EngineError {
     Timeout { peer: String, secs: f64 },
     #[error("connection to {peer} lost: {reason}")]
     Disconnected { peer: String, reason: String },
+    /// I/Os that came back from a path with a path-related status (`PATH_ERROR`): the path's
+    /// access state no longer serves them (a multipath target takes the path out).
+    #[error("{peer}: {ios} I/O(s) came back with a path-related status (the path no longer serves I/O: NVMe ANA state)")]
+    PathStatus { peer: String, ios: u64 },
     #[error("{0} is not supported by this engine")]
     Unsupported(&'static str),
     /// Bad input discovered while opening: the CLI exits with code 2.

@@ -32,7 +32,8 @@ pub mod verify;
 
 pub use arena::Arena;
 pub use engine::{
-    Allocation, Completion, DataPath, Io, Op, Queue, QueueConfig, Readiness, Target, TargetInfo,
+    AccessState, Allocation, Completion, DataPath, Io, Op, Queue, QueueConfig, Readiness, Target,
+    TargetInfo, PATH_ERROR,
 };
 pub use error::EngineError;
 pub use spec::{Segment, Workload};

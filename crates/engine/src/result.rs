@@ -189,6 +189,10 @@ pub struct TargetResult {
     /// span without a completion reached the stall threshold): crate::disruption.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disruption: Option<crate::disruption::Disruption>,
+    /// A comparison's cell: the lab faults fired during its window (a run keeps them in
+    /// `RunDoc::faults`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultRecord>,
 }
 
 /// Most the issue lag's p99 may be for an open-loop point to be valid: beyond it, the
@@ -276,6 +280,29 @@ pub struct RunDoc {
     pub hosts: Vec<crate::hosts::HostResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi: Option<crate::hosts::MpiInfo>,
+    /// Lab faults fired during the measured window (`--fault AT:LINK:ACTION`), in the order
+    /// they fired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultRecord>,
+}
+
+/// One lab fault fired during a run (`--fault AT:LINK:ACTION`): when it took effect (its
+/// `tc` commands had returned) and what it did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// UTC, RFC 3339 with milliseconds ([`rfc3339`]).
+    pub at: String,
+    /// Milliseconds since the Unix epoch, for arithmetic against path events and intervals.
+    pub at_unix_ms: u64,
+    /// Milliseconds since the measured window started (AT as it happened).
+    pub offset_ms: f64,
+    /// The lab link (a `--link` name).
+    pub link: String,
+    /// `down`, `up`, `loss=5%`, `delay=10ms`, `clear`.
+    pub action: String,
+    /// Why the fault could not be applied (the link then stayed as it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -416,6 +443,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
                 m
             },
         ),
+        faults: Vec::new(),
         disruption: crate::disruption::of_target(t, (secs * 1e9) as u64, &[]),
         cpu: None,
         net: None,

@@ -23,6 +23,8 @@
 //! bs = ["4k", "8k"]           # transfer-size sweep (fills segments that give no size)
 //! targets = [1, 2]            # 1 vs N instances of each target at once (LUNs per port,
 //!                             # connections to one target)
+//! paths = [1, 2, 6]           # each target over N paths (its portals in turn; targets
+//!                             # without portals skip these workloads)
 //! segment = [{ read = 100, random = 100 }]
 //! ```
 
@@ -55,7 +57,45 @@ const BUILTIN: &[(&str, &str)] = &[
         "nvme-vs-iscsi",
         include_str!("../suites/nvme-vs-iscsi.toml"),
     ),
+    ("failover", include_str!("../suites/failover.toml")),
 ];
+
+/// When a suite fault (`AT:LINK:ACTION`) fires in a window of length `window`: AT is a
+/// duration ("10s") or a percentage of the window ("33%"), inside it. LINK and ACTION are
+/// only checked to be there (the lab knows its links and actions).
+pub fn fault_at(f: &str, window: Duration) -> Result<Duration, String> {
+    let mut parts = f.splitn(3, ':');
+    let (Some(at), Some(link), Some(action)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("fault '{f}' is not AT:LINK:ACTION"));
+    };
+    if link.is_empty() || action.is_empty() {
+        return Err(format!("fault '{f}' is not AT:LINK:ACTION"));
+    }
+    let d = match at.strip_suffix('%') {
+        Some(p) => {
+            let p: f64 = p
+                .parse()
+                .ok()
+                .filter(|p: &f64| p.is_finite() && *p > 0.0 && *p < 100.0)
+                .ok_or_else(|| {
+                    format!("fault '{f}': {at} is not a percentage above 0 and below 100")
+                })?;
+            window.mul_f64(p / 100.0)
+        }
+        None => crate::units::parse_duration(at).map_err(|e| format!("fault '{f}': {e}"))?,
+    };
+    if d >= window {
+        return Err(format!(
+            "fault '{f}' fires at {:.3} s, not inside the {:.3} s window",
+            d.as_secs_f64(),
+            window.as_secs_f64()
+        ));
+    }
+    Ok(d)
+}
+
+/// Most paths a suite workload may ask for.
+pub const MAX_PATHS: u32 = 64;
 
 /// One workload of an expanded suite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -66,6 +106,16 @@ pub struct SuiteWorkload {
     pub workload: Workload,
     /// Run this many instances of each target at once (None: one).
     pub targets_at_once: Option<u32>,
+    /// Reach each target over this many paths (its portals in turn, so 6 paths over 2
+    /// portals are 3 sessions each; 1 is one path through the same multipath layer). Only
+    /// targets with portals (iSCSI, NVMe/TCP, NBD) run such a workload; others skip it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<u32>,
+    /// Faults fired during each cell's window (`AT:LINK:ACTION`, as `--fault`; AT may be a
+    /// percentage of the window, LINK `pathN` for the lab link of the target's Nth path):
+    /// checked for form here, against the lab by the command that runs them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,6 +171,9 @@ struct WorkloadDef {
     size: Option<Bytes>,
     align: Option<Bytes>,
     targets: Option<u32>,
+    paths: Option<u32>,
+    #[serde(default)]
+    fault: Vec<String>,
     segment: Vec<SegmentFile>,
 }
 
@@ -133,6 +186,9 @@ struct SweepDef {
     qd: Option<Vec<u32>>,
     bs: Option<Vec<Bytes>>,
     targets: Option<Vec<u32>>,
+    paths: Option<Vec<u32>>,
+    #[serde(default)]
+    fault: Vec<String>,
     workers: Option<Vec<u32>>,
     ramp: Option<Dur>,
     time: Option<Dur>,
@@ -227,6 +283,8 @@ pub fn parse(text: &str) -> Result<Suite, String> {
             group: d.group.clone().unwrap_or_else(|| "default".into()),
             workload: w,
             targets_at_once: d.targets,
+            paths: d.paths,
+            faults: d.fault.clone(),
         });
     }
     for s in &f.sweep {
@@ -243,7 +301,10 @@ pub fn parse(text: &str) -> Result<Suite, String> {
         for bs in &bss {
             for qd in some(&s.qd) {
                 for workers in some(&s.workers) {
-                    for targets in some(&s.targets) {
+                    for (targets, paths) in some(&s.targets)
+                        .into_iter()
+                        .flat_map(|t| some(&s.paths).into_iter().map(move |p| (t, p)))
+                    {
                         let mut id = s.id.clone();
                         let mut title = s.title.clone().unwrap_or_else(|| s.id.clone());
                         let mut segs = s.segment.clone();
@@ -278,6 +339,10 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                                 if n == 1 { "" } else { "s" }
                             ));
                         }
+                        if let Some(n) = paths {
+                            id.push_str(&format!("-p{n}"));
+                            title.push_str(&format!(", {n} path{}", if n == 1 { "" } else { "s" }));
+                        }
                         let w =
                             base.workload(&id, qd, workers, s.ramp, s.time, s.size, s.align, segs)?;
                         workloads.push(SuiteWorkload {
@@ -286,6 +351,8 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                             group: s.group.clone().unwrap_or_else(|| "default".into()),
                             workload: w,
                             targets_at_once: targets,
+                            paths,
+                            faults: s.fault.clone(),
                         });
                     }
                 }
@@ -302,6 +369,12 @@ pub fn parse(text: &str) -> Result<Suite, String> {
         }
         if w.targets_at_once == Some(0) {
             return Err(format!("workload {}: targets must be at least 1", w.id));
+        }
+        for f in &w.faults {
+            fault_at(f, w.workload.time).map_err(|e| format!("workload {}: {e}", w.id))?;
+        }
+        if w.paths.is_some_and(|p| !(1..=MAX_PATHS).contains(&p)) {
+            return Err(format!("workload {}: paths must be 1 to {MAX_PATHS}", w.id));
         }
     }
     let precondition = f.precondition.clone().unwrap_or_else(|| "fill".into());

@@ -49,6 +49,7 @@ fn ibm_xiv_has_eleven_mixed_size_patterns() {
     let pairs: Vec<(u64, u64)> = s
         .workloads
         .iter()
+        .filter(|w| w.group == "mixed")
         .map(|w| {
             (
                 w.workload.segments[0].read_bs >> 10,
@@ -218,4 +219,70 @@ fn nvme_vs_iscsi_is_the_thirdio_and_demartek_matrices() {
         assert_eq!(mine.workload.qd, w.workload.qd, "{}", w.id);
         assert_eq!(mine.targets_at_once, w.targets_at_once, "{}", w.id);
     }
+}
+
+#[test]
+fn ibm_xiv_sweeps_one_two_and_six_paths() {
+    let s = load("ibm-xiv-2014").unwrap();
+    for (id, paths) in [
+        ("paths-4kib-p1", 1),
+        ("paths-4kib-p2", 2),
+        ("paths-4kib-p6", 6),
+        ("paths-256kib-p6", 6),
+    ] {
+        let w = get(&s, id);
+        assert_eq!(w.paths, Some(paths), "{id}");
+        assert!(
+            w.title.ends_with(&format!(
+                ", {paths} path{}",
+                if paths == 1 { "" } else { "s" }
+            )),
+            "{}",
+            w.title
+        );
+    }
+    // The study's own mixes keep each target as given.
+    assert_eq!(get(&s, "rw-4k-4k").paths, None);
+    let bad = "name = \"x\"\n[[workload]]\nid = \"a\"\npaths = 0\nsegment = [{ bs = \"4k\" }]\n";
+    assert!(parse(bad).unwrap_err().contains("paths must be 1 to 64"));
+}
+
+#[test]
+fn failover_fires_path_two_down_at_a_third_and_up_at_two_thirds() {
+    let s = load("failover").unwrap();
+    assert_eq!(s.curve, vec![50.0]);
+    for w in &s.workloads {
+        assert_eq!(w.faults, ["33%:path2:down", "67%:path2:up"], "{}", w.id);
+        let at: Vec<Duration> = w
+            .faults
+            .iter()
+            .map(|f| fault_at(f, w.workload.time).unwrap())
+            .collect();
+        assert_eq!(
+            at,
+            [Duration::from_secs_f64(9.9), Duration::from_secs_f64(20.1)]
+        );
+    }
+    assert_eq!(ids(&s), ["failover-4k-random", "failover-1m-seq"]);
+}
+
+#[test]
+fn suite_faults_are_checked_for_form_and_window() {
+    let w = Duration::from_secs(10);
+    assert_eq!(fault_at("2s:b:down", w).unwrap(), Duration::from_secs(2));
+    assert_eq!(fault_at("50%:path2:up", w).unwrap(), Duration::from_secs(5));
+    for bad in [
+        "2s:b",
+        "x:b:down",
+        "120%:b:down",
+        "0%:b:down",
+        "10s:b:down",
+        "1s::down",
+    ] {
+        assert!(fault_at(bad, w).is_err(), "{bad}");
+    }
+    let bad = "name = \"x\"\ntime = \"5s\"\n[[workload]]\nid = \"a\"\nfault = [\"6s:b:down\"]\nsegment = [{ bs = \"4k\" }]\n";
+    assert!(parse(bad)
+        .unwrap_err()
+        .contains("not inside the 5.000 s window"));
 }

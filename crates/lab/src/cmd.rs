@@ -68,17 +68,28 @@ pub struct Recorder {
     pub calls: RefCell<Vec<Argv>>,
     /// (argv prefix, stdout) pairs; the first whose prefix matches answers. Default: "".
     pub answers: Vec<(Argv, String)>,
-    /// A command (exact argv) that fails, as `ip` would with "RTNETLINK answers: ...".
-    pub fail: Option<Argv>,
+    /// Commands (exact argv) that fail, each with the first line of its stderr, as `ip`
+    /// would with "RTNETLINK answers: ...".
+    pub fail: Vec<(Argv, String)>,
+}
+
+impl Recorder {
+    /// A recorder where `argv` fails as `ip` does without the privilege.
+    pub fn failing(argv: Argv) -> Recorder {
+        Recorder {
+            fail: vec![(argv, "RTNETLINK answers: Operation not permitted".into())],
+            ..Recorder::default()
+        }
+    }
 }
 
 impl Runner for Recorder {
     fn run(&self, argv: &[String]) -> Result<String, LabError> {
         self.calls.borrow_mut().push(argv.to_vec());
-        if self.fail.as_deref() == Some(argv) {
+        if let Some((_, err)) = self.fail.iter().find(|(a, _)| a.as_slice() == argv) {
             return Err(LabError::Command {
                 argv: argv.join(" "),
-                stderr: "RTNETLINK answers: Operation not permitted (exit status: 2)".into(),
+                stderr: format!("{err} (exit status: 2)"),
             });
         }
         Ok(self

@@ -1,16 +1,17 @@
-//! `up`, `down` and `status`: build the links, start the targets, record everything in the
+//! `up` and `down`: build the links and sites, start the targets, record everything in the
 //! state file as it goes, and remove exactly that again.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::cmd::{argv, is_gone, which, Runner};
 use crate::error::LabError;
-use crate::plan::{LinkPlan, IF_PREFIX, NS_PREFIX};
+use crate::fault::Impairment;
+use crate::plan::{IF_PREFIX, NS_PREFIX};
 use crate::procs;
+use crate::site::{self, Site};
 use crate::spec::{parse_size, LinkSpec, TargetKind};
-use crate::state::{LabState, LabTarget, LinkInfo, LinkState, ProcState};
+use crate::state::{LabPath, LabState, LabTarget, LinkInfo, LinkState, ProcState};
 
 /// How long a target may take to accept connections.
 const PORT_WAIT: Duration = Duration::from_secs(15);
@@ -51,12 +52,15 @@ pub fn check_peers(targets: &[TargetKind]) -> Result<(), LabError> {
     Ok(())
 }
 
-/// Builds the links and starts the targets. Whatever an earlier lab left (by its state file,
-/// and by the `sblab-`/`sbl-` prefixes) is removed first. On failure, everything this call
-/// made is removed again before the error returns.
+/// Builds the links and starts the targets. `groups` are the path groups (`--paths`, as
+/// [`parse_paths`](crate::site::parse_paths) returns them): each is one target namespace
+/// reached over all its links. Whatever an earlier lab left (by its state file, and by the
+/// `sblab-`/`sbl-` prefixes) is removed first. On failure, everything this call made is
+/// removed again before the error returns.
 pub fn up(
     cfg: &LabConfig<'_>,
     specs: &[LinkSpec],
+    groups: &[Vec<usize>],
     targets: &[TargetKind],
     sanbench_exe: &str,
 ) -> Result<Lab, LabError> {
@@ -64,7 +68,7 @@ pub fn up(
     parse_size(&cfg.size)?;
     let cleaned = down(cfg.runner, &cfg.state_path)?;
     let mut st = LabState::new(sanbench_exe);
-    match build(cfg, specs, targets, &mut st) {
+    match build(cfg, &site::sites(specs, groups), targets, &mut st) {
         Ok(()) => {
             st.save(&cfg.state_path)?;
             Ok(Lab {
@@ -83,31 +87,30 @@ pub fn up(
 
 fn build(
     cfg: &LabConfig<'_>,
-    specs: &[LinkSpec],
+    sites: &[Site],
     targets: &[TargetKind],
     st: &mut LabState,
 ) -> Result<(), LabError> {
-    let plans: Vec<LinkPlan> = specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| LinkPlan::new(s.clone(), i))
-        .collect();
-    for p in &plans {
+    for s in sites {
         // Recorded before it exists, so a failure half-way still knows what to remove.
-        st.namespaces.extend(p.namespaces());
-        st.host_links.push(p.host_if());
-        st.links.push(LinkState {
-            info: link_info(&p.spec),
-            rate: p.spec.rate(),
-            namespace: p.namespace(),
-            switch_namespace: p.switch_namespace(),
-            host_if: p.host_if(),
-            target_if: p.target_if(),
-            host_addr: p.host_addr().to_string(),
-            target_addr: p.target_addr().to_string(),
-        });
+        st.namespaces.extend(s.namespaces());
+        for p in &s.links {
+            st.host_links.push(p.host_if());
+            st.links.push(LinkState {
+                info: LinkInfo::of(&p.spec),
+                rate: p.spec.rate(),
+                namespace: p.namespace(),
+                switch_namespace: p.switch_namespace(),
+                host_if: p.host_if(),
+                target_if: p.target_if(),
+                host_addr: p.host_addr().to_string(),
+                target_addr: p.target_addr().to_string(),
+                group: p.group.clone(),
+                impairment: Impairment::default(),
+            });
+        }
         st.save(&cfg.state_path)?;
-        for c in p.build() {
+        for c in s.build() {
             cfg.runner.run(&c)?;
         }
     }
@@ -116,22 +119,12 @@ fn build(
         path: log_dir.clone(),
         reason: format!("cannot create: {e}"),
     })?;
-    for p in &plans {
+    for s in sites {
         for &k in targets {
-            start_target(cfg, p, k, &log_dir, st)?;
+            start_target(cfg, s, k, &log_dir, st)?;
         }
     }
     Ok(())
-}
-
-fn link_info(s: &LinkSpec) -> LinkInfo {
-    LinkInfo {
-        name: s.name.clone(),
-        rate_bits: s.rate_bits,
-        mtu: s.mtu,
-        offload: s.offload,
-        switched: s.switched,
-    }
 }
 
 fn log_dir(state: &Path) -> PathBuf {
@@ -141,19 +134,51 @@ fn log_dir(state: &Path) -> PathBuf {
         .join("lab-logs")
 }
 
+/// The lab file's entries for `kind` at site `s`: one for a single link; for a path group
+/// the multipath target (every path) and then each path alone, all serving one store.
+pub fn lab_targets(s: &Site, kind: TargetKind) -> Vec<LabTarget> {
+    let mut v = vec![LabTarget {
+        name: format!("{kind}@{}", s.name),
+        uri: s.uri(kind),
+        link: s.link_info(),
+        paths: Vec::new(),
+    }];
+    if s.is_group() {
+        let paths: Vec<LabPath> = s
+            .links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LabPath {
+                link: LinkInfo::of(&l.spec),
+                uri: s.path_uri(kind, i),
+            })
+            .collect();
+        for p in &paths {
+            v.push(LabTarget {
+                name: format!("{kind}@{}", p.link.name),
+                uri: p.uri.clone(),
+                link: p.link.clone(),
+                paths: Vec::new(),
+            });
+        }
+        v[0].paths = paths;
+    }
+    v
+}
+
 fn start_target(
     cfg: &LabConfig<'_>,
-    p: &LinkPlan,
+    s: &Site,
     k: TargetKind,
     log_dir: &Path,
     st: &mut LabState,
 ) -> Result<(), LabError> {
-    let name = format!("{k}@{}", p.spec.name);
+    let name = format!("{k}@{}", s.name);
     let log = log_dir.join(format!("{name}.log"));
     st.files.push(log.clone());
     if k == TargetKind::Tgtd {
         let size = parse_size(&cfg.size)?;
-        let sock = PathBuf::from(format!("/var/run/tgtd/socket.{}", p.tgtd_control()));
+        let sock = PathBuf::from(format!("/var/run/tgtd/socket.{}", s.tgtd_control()));
         let lock = PathBuf::from(format!("{}.lock", sock.display()));
         if sock.exists() && std::os::unix::net::UnixStream::connect(&sock).is_err() {
             // Nobody listens: a killed tgtd's socket (its lab's state file lost). Not in use.
@@ -166,14 +191,14 @@ fn start_target(
                 reason: format!(
                     "{} exists: another tgtd uses control port {}",
                     sock.display(),
-                    p.tgtd_control()
+                    s.tgtd_control()
                 ),
             });
         }
         st.files
             .push(PathBuf::from(format!("{}.lock", sock.display())));
         st.files.push(sock);
-        let image = PathBuf::from(p.tgtd_image());
+        let image = PathBuf::from(s.tgtd_image());
         st.files.push(image.clone());
         std::fs::File::create(&image)
             .and_then(|f| f.set_len(size))
@@ -184,7 +209,7 @@ fn start_target(
     }
     let exe = st.sanbench.clone();
     let pidfile = log_dir.join(format!("{name}.pid"));
-    let argv = p.target_command(k, &exe, &cfg.size, &pidfile.to_string_lossy());
+    let argv = s.target_command(k, &exe, &cfg.size, &pidfile.to_string_lossy());
     let (mut pid, mut start) = procs::spawn(&argv, &log)?;
     if k == TargetKind::Nbdkit {
         st.files.push(pidfile.clone());
@@ -195,7 +220,7 @@ fn start_target(
         kind: k,
         pid,
         start_time: start,
-        namespace: p.namespace(),
+        namespace: s.namespace(),
         argv,
         stop_signal: if k == TargetKind::Tgtd {
             libc::SIGKILL
@@ -206,22 +231,20 @@ fn start_target(
     });
     st.save(&cfg.state_path)?;
     if k == TargetKind::Tgtd {
-        tgtd_setup(cfg.runner, p, pid, start, &name, &log)?;
+        tgtd_setup(cfg.runner, s, pid, start, &name, &log)?;
     }
-    let addr = SocketAddr::new(p.target_addr().into(), k.port());
-    procs::wait_port(&name, addr, pid, start, &log, PORT_WAIT)?;
-    st.targets.push(LabTarget {
-        name,
-        uri: p.uri(k),
-        link: link_info(&p.spec),
-    });
+    // Every portal, so that each path works before anyone uses it.
+    for addr in s.addrs(k) {
+        procs::wait_port(&name, addr, pid, start, &log, PORT_WAIT)?;
+    }
+    st.targets.extend(lab_targets(s, k));
     st.save(&cfg.state_path)
 }
 
 /// tgtd takes a moment to open its control socket: retry the first tgtadm call.
 fn tgtd_setup(
     r: &dyn Runner,
-    p: &LinkPlan,
+    p: &Site,
     pid: u32,
     start: u64,
     name: &str,

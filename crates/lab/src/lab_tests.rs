@@ -92,19 +92,16 @@ fn a_failed_up_removes_what_it_made_and_its_state() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lab.json");
     let specs = crate::spec::parse_links(&["a=1gbit".into(), "b=10gbit,switched".into()]).unwrap();
-    let r = Recorder {
-        fail: Some(argv([
-            "tc", "-n", "sblab-b", "qdisc", "add", "dev", "sbl-b-t", "root", "handle", "1:", "htb",
-            "default", "10",
-        ])),
-        ..Recorder::default()
-    };
+    let r = Recorder::failing(argv([
+        "tc", "-n", "sblab-b", "qdisc", "add", "dev", "sbl-b-t", "root", "handle", "1:", "htb",
+        "default", "10",
+    ]));
     let cfg = LabConfig {
         state_path: path.clone(),
         size: "1G".into(),
         runner: &r,
     };
-    let e = up(&cfg, &specs, &[TargetKind::Nbd], "/bin/false").unwrap_err();
+    let e = up(&cfg, &specs, &[], &[TargetKind::Nbd], "/bin/false").unwrap_err();
     assert!(e.to_string().contains("tc -n sblab-b qdisc add"), "{e}");
     assert!(!e.is_usage());
     let c = lines(&r);
@@ -136,10 +133,48 @@ fn bad_sizes_and_missing_state_are_usage_errors() {
         runner: &r,
     };
     let specs = crate::spec::parse_links(&["a=1gbit".into()]).unwrap();
-    let e = up(&cfg, &specs, &[TargetKind::Nbd], "/bin/false").unwrap_err();
+    let e = up(&cfg, &specs, &[], &[TargetKind::Nbd], "/bin/false").unwrap_err();
     assert!(e.is_usage() && e.to_string().contains("--size"), "{e}");
     assert!(r.calls.borrow().is_empty(), "nothing ran");
     let s = crate::status::status(&r, &dir.path().join("none.json")).unwrap();
     assert!(!s.recorded && !s.healthy());
     assert!(s.to_string().starts_with("no lab recorded"));
+}
+
+#[test]
+fn a_failed_group_up_removes_the_group_namespace_and_records_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lab.json");
+    let specs = crate::spec::parse_links(&["a=1gbit".into(), "b=1gbit,switched".into()]).unwrap();
+    let groups = crate::site::parse_paths(&["a,b".into()], &specs).unwrap();
+    let r = Recorder::failing(argv([
+        "tc",
+        "-n",
+        "sblab-a+b",
+        "qdisc",
+        "add",
+        "dev",
+        "sbl-b-t",
+        "root",
+        "handle",
+        "1:",
+        "htb",
+        "default",
+        "10",
+    ]));
+    let cfg = LabConfig {
+        state_path: path.clone(),
+        size: "1G".into(),
+        runner: &r,
+    };
+    up(&cfg, &specs, &groups, &[TargetKind::Iscsi], "/bin/false").unwrap_err();
+    let c = lines(&r);
+    assert_eq!(
+        c.iter().filter(|l| *l == "ip netns add sblab-a+b").count(),
+        1,
+        "one namespace for the group"
+    );
+    let dels: Vec<&String> = c.iter().filter(|l| l.starts_with("ip netns del")).collect();
+    assert_eq!(dels, ["ip netns del sblab-b-sw", "ip netns del sblab-a+b"]);
+    assert!(!path.exists());
 }

@@ -15,18 +15,27 @@
 //!
 //! Everything made is recorded in a state file ([`state`]) as it is made, so `down` removes
 //! exactly that, and a crashed lab is cleaned by the next `up`.
+//!
+//! A path group (`--paths a,b`, [`site`]) puts one target namespace behind several links, so
+//! an initiator reaches one store over several shaped paths (multipath); [`fault`] takes a
+//! link down (silently, as a pulled cable), makes it lossy or slow, and brings it back, at
+//! once or on a run's schedule.
 
 pub mod cmd;
 pub mod error;
+pub mod fault;
 pub mod lab;
 pub mod plan;
 pub mod procs;
+pub mod site;
 pub mod spec;
 pub mod state;
 pub mod status;
 
 pub use error::LabError;
+pub use fault::{FaultAction, Impairment, Scheduled};
 pub use lab::{down, up, Lab, LabConfig};
+pub use site::parse_paths;
 pub use spec::{parse_links, parse_targets, LinkSpec, TargetKind};
-pub use state::{default_path, load_lab_targets, LabState, LabTarget, LinkInfo};
+pub use state::{default_path, load_lab_targets, LabPath, LabState, LabTarget, LinkInfo};
 pub use status::{status, Status};

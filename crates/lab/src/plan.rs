@@ -12,11 +12,16 @@
 //! ```
 //! htb shapes the egress of `sbl-N-h` (writes) and of `sbl-N-t` (reads), so both directions
 //! run at the link rate; the bridge hop is not shaped (it is the extra forwarding element).
+//!
+//! A path group (`--paths a,b`) ends several links in one namespace, `sblab-a+b`: each link
+//! keeps its own veth pair, /30 and shaping, and its target end (`sbl-a-t`, `sbl-b-t`) lives
+//! in the group's namespace, where the targets listen on every link's address
+//! ([`crate::site`]).
 
 use std::net::Ipv4Addr;
 
 use crate::cmd::{argv, Argv};
-use crate::spec::{LinkSpec, TargetKind};
+use crate::spec::LinkSpec;
 
 pub const NS_PREFIX: &str = "sblab-";
 pub const IF_PREFIX: &str = "sbl-";
@@ -24,23 +29,40 @@ pub const IF_PREFIX: &str = "sbl-";
 pub const ADDR_RANGE: &str = "10.213.0.0/16";
 /// tgtd control ports (`tgtd -C N`) are this plus the link number, away from the usual 0-9.
 pub const TGTD_CONTROL_BASE: u32 = 2130;
-/// IQN prefix of the lab's targets; the link name and target kind follow.
+/// IQN prefix of the lab's targets; the target kind and the link (or path group) follow.
 pub const IQN_PREFIX: &str = "iqn.2026-11.io.sanbench:lab";
+/// NQN prefix of the lab's NVMe/TCP subsystems, likewise.
+pub const NQN_PREFIX: &str = "nqn.2026-11.io.sanbench:lab";
 
 /// Where one link sits: its names and addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinkPlan {
     pub spec: LinkSpec,
     pub index: usize,
+    /// The path group (`a+b`, from `--paths a,b`) whose one target namespace this link
+    /// leads to; `None`: the link has a namespace of its own.
+    pub group: Option<String>,
 }
 
 impl LinkPlan {
     pub fn new(spec: LinkSpec, index: usize) -> LinkPlan {
-        LinkPlan { spec, index }
+        LinkPlan {
+            spec,
+            index,
+            group: None,
+        }
     }
-    /// The namespace the targets run in.
+    /// This link as one path of the group `group` (`a+b`).
+    pub fn in_group(mut self, group: &str) -> LinkPlan {
+        self.group = Some(group.to_string());
+        self
+    }
+    /// The namespace the targets run in: the link's own, or its path group's.
     pub fn namespace(&self) -> String {
-        format!("{NS_PREFIX}{}", self.spec.name)
+        format!(
+            "{NS_PREFIX}{}",
+            self.group.as_deref().unwrap_or(&self.spec.name)
+        )
     }
     /// The namespace holding the bridge, for switched links.
     pub fn switch_namespace(&self) -> Option<String> {
@@ -63,16 +85,13 @@ impl LinkPlan {
     pub fn target_addr(&self) -> Ipv4Addr {
         Ipv4Addr::new(10, 213, self.index as u8, 2)
     }
-    pub fn tgtd_control(&self) -> u32 {
-        TGTD_CONTROL_BASE + self.index as u32
-    }
-    pub fn iqn(&self, kind: TargetKind) -> String {
-        format!("{IQN_PREFIX}-{}-{}", kind.as_str(), self.spec.name)
-    }
-    /// All namespaces of this link, the target's last (deleted first on the way down).
+    /// All namespaces this link creates, the target's last (deleted first on the way down).
+    /// A path of a group creates only its switch namespace: the group makes the target's.
     pub fn namespaces(&self) -> Vec<String> {
         let mut v: Vec<String> = self.switch_namespace().into_iter().collect();
-        v.push(self.namespace());
+        if self.group.is_none() {
+            v.push(self.namespace());
+        }
         v
     }
 
@@ -183,100 +202,10 @@ impl LinkPlan {
         }
         c
     }
-
-    /// The command that serves `kind` inside the namespace (tgtd still needs
-    /// [`LinkPlan::tgtd_setup`] once it runs). All run in the foreground except nbdkit: it
-    /// asks the kernel to kill it when its parent exits (PR_SET_PDEATHSIG, even without
-    /// --exit-with-parent), which would end it with `lab up`, so it daemonizes and writes its
-    /// pid to `pidfile`.
-    pub fn target_command(&self, kind: TargetKind, exe: &str, size: &str, pidfile: &str) -> Argv {
-        let addr = self.target_addr().to_string();
-        let listen = format!("{addr}:{}", kind.port());
-        let cmd = match kind {
-            TargetKind::Nbd => argv([exe, "serve", "nbd", "--size", size, "--listen", &listen]),
-            TargetKind::Iscsi => argv([
-                exe,
-                "serve",
-                "iscsi",
-                "--size",
-                size,
-                "--listen",
-                &listen,
-                "--iqn",
-                &self.iqn(kind),
-            ]),
-            TargetKind::Nbdkit => argv([
-                "nbdkit",
-                "-P",
-                pidfile,
-                "-i",
-                &addr,
-                "-p",
-                &kind.port().to_string(),
-                "memory",
-                size,
-            ]),
-            TargetKind::Tgtd => argv([
-                "tgtd",
-                "-f",
-                "-C",
-                &self.tgtd_control().to_string(),
-                "--iscsi",
-                &format!("portal={listen}"),
-            ]),
-        };
-        in_ns(&Some(self.namespace()), cmd)
-    }
-
-    /// tgtadm commands that give a running tgtd one target with a RAM-backed LUN 1.
-    pub fn tgtd_setup(&self, image: &str) -> Vec<Argv> {
-        let ctl = self.tgtd_control().to_string();
-        let base = |rest: &[&str]| {
-            let mut v = argv(["tgtadm", "-C", &ctl, "--lld", "iscsi"]);
-            v.extend(rest.iter().map(|s| s.to_string()));
-            v
-        };
-        let iqn = self.iqn(TargetKind::Tgtd);
-        vec![
-            base(&["--op", "new", "--mode", "target", "--tid", "1", "-T", &iqn]),
-            base(&[
-                "--op",
-                "new",
-                "--mode",
-                "logicalunit",
-                "--tid",
-                "1",
-                "--lun",
-                "1",
-                "-b",
-                image,
-            ]),
-            base(&[
-                "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
-            ]),
-        ]
-    }
-
-    /// The URI an initiator on the host uses for `kind`.
-    pub fn uri(&self, kind: TargetKind) -> String {
-        let a = self.target_addr();
-        let p = kind.port();
-        match kind {
-            TargetKind::Nbd | TargetKind::Nbdkit => format!("nbd://{a}:{p}"),
-            // sanbench numbers LUNs from 0; tgtd's LUN 0 is the controller, the disk is 1.
-            TargetKind::Iscsi => format!("iscsi://{a}:{p}/{}/0", self.iqn(kind)),
-            TargetKind::Tgtd => format!("iscsi://{a}:{p}/{}/1", self.iqn(kind)),
-        }
-    }
-
-    /// The RAM-backed image tgtd serves.
-    pub fn tgtd_image(&self) -> String {
-        format!("/dev/shm/{NS_PREFIX}{}-tgtd.img", self.spec.name)
-    }
 }
 
 /// `ip [-n NS] ARGS...`
-fn ip<const N: usize>(ns: &Option<String>, rest: [&str; N]) -> Argv {
+pub(crate) fn ip<const N: usize>(ns: &Option<String>, rest: [&str; N]) -> Argv {
     let mut v = argv(["ip"]);
     if let Some(n) = ns {
         v.extend(argv(["-n", n]));
@@ -286,7 +215,7 @@ fn ip<const N: usize>(ns: &Option<String>, rest: [&str; N]) -> Argv {
 }
 
 /// `tc [-n NS] ARGS...`
-fn tc<const N: usize>(ns: &Option<String>, rest: [&str; N]) -> Argv {
+pub(crate) fn tc<const N: usize>(ns: &Option<String>, rest: [&str; N]) -> Argv {
     let mut v = argv(["tc"]);
     if let Some(n) = ns {
         v.extend(argv(["-n", n]));

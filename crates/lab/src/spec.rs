@@ -203,6 +203,8 @@ pub enum TargetKind {
     Nbd,
     /// `sanbench serve iscsi`, port 3260.
     Iscsi,
+    /// `sanbench serve nvme` (NVMe/TCP), port 4420.
+    Nvme,
     /// `nbdkit memory`, port 10810 (reference peer).
     Nbdkit,
     /// tgtd with a RAM-backed LUN, port 3261 (reference peer).
@@ -210,9 +212,10 @@ pub enum TargetKind {
 }
 
 impl TargetKind {
-    pub const ALL: [TargetKind; 4] = [
+    pub const ALL: [TargetKind; 5] = [
         TargetKind::Nbd,
         TargetKind::Iscsi,
+        TargetKind::Nvme,
         TargetKind::Nbdkit,
         TargetKind::Tgtd,
     ];
@@ -221,6 +224,7 @@ impl TargetKind {
         match self {
             TargetKind::Nbd => "nbd",
             TargetKind::Iscsi => "iscsi",
+            TargetKind::Nvme => "nvme",
             TargetKind::Nbdkit => "nbdkit",
             TargetKind::Tgtd => "tgtd",
         }
@@ -231,6 +235,7 @@ impl TargetKind {
         match self {
             TargetKind::Nbd => 10809,
             TargetKind::Iscsi => 3260,
+            TargetKind::Nvme => 4420,
             TargetKind::Nbdkit => 10810,
             TargetKind::Tgtd => 3261,
         }
@@ -239,7 +244,7 @@ impl TargetKind {
     /// The program it needs besides sanbench itself, if any.
     pub fn program(self) -> Option<&'static str> {
         match self {
-            TargetKind::Nbd | TargetKind::Iscsi => None,
+            TargetKind::Nbd | TargetKind::Iscsi | TargetKind::Nvme => None,
             TargetKind::Nbdkit => Some("nbdkit"),
             TargetKind::Tgtd => Some("tgtd"),
         }
@@ -252,7 +257,7 @@ impl fmt::Display for TargetKind {
     }
 }
 
-/// Parses `nbd,iscsi,nbdkit,tgtd` (any subset, any order, no repeats).
+/// Parses `nbd,iscsi,nvme,nbdkit,tgtd` (any subset, any order, no repeats).
 pub fn parse_targets(s: &str) -> Result<Vec<TargetKind>, LabError> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -261,7 +266,7 @@ pub fn parse_targets(s: &str) -> Result<Vec<TargetKind>, LabError> {
             .find(|k| k.as_str() == part)
             .ok_or_else(|| {
                 LabError::Input(format!(
-                    "--targets: unknown target '{part}' (choose from nbd, iscsi, nbdkit, tgtd)"
+                    "--targets: unknown target '{part}' (choose from nbd, iscsi, nvme, nbdkit, tgtd)"
                 ))
             })?;
         if out.contains(&k) {
@@ -273,7 +278,7 @@ pub fn parse_targets(s: &str) -> Result<Vec<TargetKind>, LabError> {
     }
     if out.is_empty() {
         return Err(LabError::Input(
-            "--targets: give at least one of nbd, iscsi, nbdkit, tgtd".into(),
+            "--targets: give at least one of nbd, iscsi, nvme, nbdkit, tgtd".into(),
         ));
     }
     Ok(out)

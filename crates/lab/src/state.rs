@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::spec::TargetKind;
+use crate::fault::Impairment;
+use crate::spec::{LinkSpec, TargetKind};
 
 pub const LAB_SCHEMA: &str = "sanbench.lab/1";
 
@@ -28,17 +29,43 @@ pub struct LinkInfo {
     pub switched: bool,
 }
 
+impl LinkInfo {
+    pub fn of(s: &LinkSpec) -> LinkInfo {
+        LinkInfo {
+            name: s.name.clone(),
+            rate_bits: s.rate_bits,
+            mtu: s.mtu,
+            offload: s.offload,
+            switched: s.switched,
+        }
+    }
+}
+
 /// One target of the lab: what `compare --lab` adds to its targets.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabTarget {
-    /// `KIND@LINK`, e.g. `nbd@ten`, `iscsi@one`, `nbdkit@ten`.
+    /// `KIND@LINK`, e.g. `nbd@ten`, `iscsi@one`, `nbdkit@ten`; behind a path group
+    /// `KIND@a+b` (every path) and `KIND@a`, `KIND@b` (one path each, the same store).
     pub name: String,
+    /// For a path group's `KIND@a+b`, a multipath URI naming every path.
     pub uri: String,
+    /// For `KIND@a+b`, the paths together (name `a+b`, the sum of the rates; see
+    /// `Site::link_info`).
     pub link: LinkInfo,
+    /// For `KIND@a+b`: each path's link and single-path URI, in the multipath URI's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<LabPath>,
 }
 
-/// One link as built: names and addresses.
+/// One path of a path group's target.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabPath {
+    pub link: LinkInfo,
+    pub uri: String,
+}
+
+/// One link as built: names and addresses, and the fault it carries now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LinkState {
     #[serde(flatten)]
     pub info: LinkInfo,
@@ -51,6 +78,12 @@ pub struct LinkState {
     pub target_if: String,
     pub host_addr: String,
     pub target_addr: String,
+    /// The path group (`a+b`) whose namespace (`namespace` above) this link leads to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// What `lab fault` (or a run's `--fault`) has done to the link and not undone.
+    #[serde(default, skip_serializing_if = "Impairment::is_clear")]
+    pub impairment: Impairment,
 }
 
 /// A process the lab started (inside a namespace).
@@ -206,6 +239,16 @@ mod tests {
             name: "nbd@one".into(),
             uri: "nbd://10.213.0.2:10809".into(),
             link: info.clone(),
+            paths: Vec::new(),
+        });
+        s.targets.push(LabTarget {
+            name: "iscsi@a+b".into(),
+            uri: "iscsi://10.213.1.2:3260,10.213.2.2:3260/iqn.x:a.b/0".into(),
+            link: info.clone(),
+            paths: vec![LabPath {
+                link: info.clone(),
+                uri: "iscsi://10.213.2.2:3260/iqn.x:a.b/0".into(),
+            }],
         });
         s.links.push(LinkState {
             info,
@@ -216,6 +259,8 @@ mod tests {
             target_if: "sbl-one-t".into(),
             host_addr: "10.213.0.1".into(),
             target_addr: "10.213.0.2".into(),
+            group: None,
+            impairment: Impairment::default(),
         });
         s
     }
@@ -234,6 +279,15 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v["links"][0]["rate_bits"], 1_000_000_000u64);
         assert_eq!(v["targets"][0]["link"]["mtu"], 1500);
+        // Fields of path groups and faults are left out where they have nothing to say, so a
+        // lab of single links writes the file it always wrote.
+        assert!(v["targets"][0].get("paths").is_none());
+        assert!(v["links"][0].get("group").is_none());
+        assert!(v["links"][0].get("impairment").is_none());
+        assert_eq!(
+            v["targets"][1]["paths"][0]["uri"],
+            "iscsi://10.213.2.2:3260/iqn.x:a.b/0"
+        );
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub struct LinkStatus {
     pub namespace_exists: bool,
     pub host: EndStatus,
     pub target: EndStatus,
+    /// The path group it belongs to (`a+b`).
+    pub group: Option<String>,
+    /// The fault the state file records (`down`, `up, loss 5%`), when there is one.
+    pub fault: Option<String>,
+    /// The fault leaf the kernel holds on the host end (`blackhole`, `netem`), if any.
+    pub leaf: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +99,12 @@ pub fn status(r: &dyn Runner, state_path: &Path) -> Result<Status, LabError> {
             spec,
             namespace_exists: ns_exists,
             host: end(r, None, &l.host_if),
+            group: l.group.clone(),
+            fault: (!l.impairment.is_clear()).then(|| l.impairment.describe()),
+            leaf: r
+                .run(&crate::fault::show_argv(&None, &l.host_if))
+                .ok()
+                .and_then(|o| crate::fault::leaf_kind(&o)),
             target: if ns_exists {
                 end(r, Some(&l.namespace), &l.target_if)
             } else {
@@ -185,9 +197,24 @@ impl fmt::Display for Status {
         } else {
             let _ = writeln!(s, "lab: {}", self.state_path.display());
             for l in &self.links {
+                let mut extra = String::new();
+                if let Some(g) = &l.group {
+                    let _ = write!(extra, "; path of {g}");
+                }
+                match (&l.fault, &l.leaf) {
+                    (None, None) => {}
+                    (f, leaf) => {
+                        let _ = write!(
+                            extra,
+                            "; FAULT {} (kernel: {})",
+                            f.as_deref().unwrap_or("none recorded"),
+                            leaf.as_deref().unwrap_or("no fault qdisc")
+                        );
+                    }
+                }
                 let _ = writeln!(
                     s,
-                    "  link {:<8} {:<28} namespace {}; host {}; target {}",
+                    "  link {:<8} {:<28} namespace {}; host {}; target {}{extra}",
                     l.name,
                     l.spec,
                     if l.namespace_exists { "up" } else { "MISSING" },

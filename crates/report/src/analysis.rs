@@ -29,10 +29,13 @@ pub enum Metric {
     MbPerCpu,
     IopsPerWatt,
     MbPerWatt,
+    /// The longest stall of a cell in which a fault was fired (ms; at least 10, the shortest
+    /// span the timeline records): a failover's cost.
+    StallMs,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::MbPerS,
         Metric::Iops,
         Metric::LatMeanUs,
@@ -41,6 +44,7 @@ impl Metric {
         Metric::MbPerCpu,
         Metric::IopsPerWatt,
         Metric::MbPerWatt,
+        Metric::StallMs,
     ];
 
     pub fn label(self) -> &'static str {
@@ -53,11 +57,12 @@ impl Metric {
             Metric::MbPerCpu => "MB/s per CPU %",
             Metric::IopsPerWatt => "IOPS per W",
             Metric::MbPerWatt => "MB/s per W",
+            Metric::StallMs => "failover stall (ms)",
         }
     }
 
     pub fn lower_is_better(self) -> bool {
-        matches!(self, Metric::LatMeanUs | Metric::LatP99Us)
+        matches!(self, Metric::LatMeanUs | Metric::LatP99Us | Metric::StallMs)
     }
 
     /// Whether the figure is CPU or power above the host's idle baseline.
@@ -85,10 +90,18 @@ impl Metric {
             Metric::MbPerCpu => e.mb_per_s_per_cpu_pct,
             Metric::IopsPerWatt => e.iops_per_watt,
             Metric::MbPerWatt => e.mb_per_s_per_watt,
+            Metric::StallMs => r
+                .disruption
+                .as_ref()
+                .filter(|d| d.cause == "fault")
+                .map(|d| d.stall_ms.max(STALL_FLOOR_MS)),
         };
         v.filter(|x| x.is_finite() && *x >= 0.0)
     }
 }
+
+/// The shortest stall the run's timeline records: a cell without one counts as this.
+pub const STALL_FLOOR_MS: f64 = 10.0;
 
 /// Whether a workload is judged by its bandwidth or by its I/O rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -121,6 +134,9 @@ pub enum Category {
     Latency,
     CpuEfficiency,
     PowerEfficiency,
+    /// The failover stall of cells with faults: findings, not the report card (not in
+    /// [`Category::ALL`], whose order is the card's weights').
+    Failover,
 }
 
 impl Category {
@@ -140,6 +156,7 @@ impl Category {
             Category::Latency => "latency",
             Category::CpuEfficiency => "cpu_efficiency",
             Category::PowerEfficiency => "power_efficiency",
+            Category::Failover => "failover",
         }
     }
 
@@ -150,6 +167,7 @@ impl Category {
             Category::Latency => "Latency",
             Category::CpuEfficiency => "CPU efficiency",
             Category::PowerEfficiency => "Power efficiency",
+            Category::Failover => "Failover",
         }
     }
 
@@ -164,6 +182,7 @@ impl Category {
             (Category::CpuEfficiency, Flavour::Io) => Some(Metric::IopsPerCpu),
             (Category::PowerEfficiency, Flavour::Bandwidth) => Some(Metric::MbPerWatt),
             (Category::PowerEfficiency, Flavour::Io) => Some(Metric::IopsPerWatt),
+            (Category::Failover, _) => Some(Metric::StallMs),
         }
     }
 }

@@ -518,3 +518,70 @@ fn verification_is_a_section_and_bad_data_a_caveat() {
         cav[0]
     );
 }
+
+/// Cells with faults ask how long the failover stalled: A's 40 ms against B's 2 s over four
+/// rounds is a finding in the words, with both stalls and the ratio's interval; the
+/// secondary family gives it half its error.
+#[test]
+fn a_failover_stall_finding_names_both_stalls_and_the_paths() {
+    use sanbench_engine::disruption::Disruption;
+    use sanbench_engine::multipath::report::{MultipathReport, PathReport};
+    let mut cmp = doc(
+        &["A", "B"],
+        &[("failover-4k", "random")],
+        &[
+            ("failover-4k", "A", &[1000.0, 1010.0, 990.0, 1005.0]),
+            ("failover-4k", "B", &[1000.0, 995.0, 1008.0, 1002.0]),
+        ],
+    );
+    let stalls = |t: &str| -> [f64; 4] {
+        if t == "A" {
+            [38.0, 42.0, 40.0, 41.0]
+        } else {
+            [2100.0, 1900.0, 2000.0, 2050.0]
+        }
+    };
+    for c in &mut cmp.cells {
+        let s = stalls(&c.target)[c.repeat as usize];
+        c.result.disruption = Some(Disruption {
+            cause: "fault".into(),
+            stall_ms: s,
+            ..Disruption::default()
+        });
+        c.result.multipath = Some(MultipathReport {
+            paths: vec![PathReport::default(); 2],
+            ..MultipathReport::default()
+        });
+    }
+    let an = Analysis::new(&cmp);
+    let fs = findings(&cmp, &an, 0.10);
+    let f = find(&fs, "failover stall", "A").unwrap_or_else(|| panic!("{fs:#?}"));
+    assert!(
+        f.text
+            .starts_with("With 2 paths, A's failover stalls I/O for 40 ms ["),
+        "{}",
+        f.text
+    );
+    assert!(f.text.contains("vs B's 2.0 s ["), "{}", f.text);
+    assert!(f.text.contains("] shorter; 1 of 1 tests)"), "{}", f.text);
+    // About 50x, and the interval holds it.
+    assert!((f.average - 2012.0 / 40.2).abs() < 3.0, "{}", f.average);
+    assert!(f.ci_low.unwrap() < f.average && f.average < f.ci_high.unwrap());
+    let j = crate::questions::judge(&cmp);
+    let q = j.questions.iter().find(|q| q.family == "failover").unwrap();
+    assert_eq!(q.metric, "stall_ms");
+    // Half the secondary family's 1 %, over one question and one average.
+    assert!((q.alpha - 0.005 / 2.0).abs() < 1e-12, "{}", q.alpha);
+    let s = j
+        .questions
+        .iter()
+        .find(|q| q.family == "secondary")
+        .unwrap();
+    assert!(s.alpha < 0.01 / 2.0, "{}", s.alpha);
+    // Without faults there is no failover question, and the secondary keeps its 1 %.
+    for c in &mut cmp.cells {
+        c.result.disruption = None;
+    }
+    let j = crate::questions::judge(&cmp);
+    assert!(j.questions.iter().all(|q| q.family != "failover"));
+}

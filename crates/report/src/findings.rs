@@ -171,6 +171,7 @@ fn label(c: Category, f: Flavour, all_database: bool) -> String {
         (Category::CpuEfficiency, Flavour::Io) => format!("{io} CPU efficiency"),
         (Category::PowerEfficiency, Flavour::Bandwidth) => "bandwidth power efficiency".into(),
         (Category::PowerEfficiency, Flavour::Io) => format!("{io} power efficiency"),
+        (Category::Failover, _) => "failover stall".into(),
     }
 }
 
@@ -187,6 +188,7 @@ fn category_of(metric: &str, f: Flavour) -> Option<Category> {
         "lat_p99_us" => Category::Latency,
         "iops_per_cpu" | "mb_per_cpu" => Category::CpuEfficiency,
         "iops_per_watt" | "mb_per_watt" => Category::PowerEfficiency,
+        "stall_ms" => Category::Failover,
         _ => return None,
     })
 }
@@ -194,7 +196,7 @@ fn category_of(metric: &str, f: Flavour) -> Option<Category> {
 /// Every key finding, by category (primary first), then flavour, then average ratio.
 pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding> {
     let mut out = Vec::new();
-    for cat in Category::ALL {
+    for cat in Category::ALL.into_iter().chain([Category::Failover]) {
         for fl in [Flavour::Bandwidth, Flavour::Io] {
             let ws: Vec<&WorkloadEntry> =
                 cmp.workloads.iter().filter(|w| flavour(w) == fl).collect();
@@ -284,7 +286,27 @@ fn pair_findings(
             .max_by(|x, y| x.0.total_cmp(&y.0))
             .expect("won is not empty");
         let k = won.len();
-        let text = if avg >= 1.0 {
+        let stalls = (cat == Category::Failover)
+            .then(|| {
+                let ws: Vec<&str> = qs.iter().map(|q| q.workload.as_str()).collect();
+                Some((stall_of(cmp, side, &ws)?, stall_of(cmp, other, &ws)?))
+            })
+            .flatten();
+        let text = if let Some((mine, theirs)) = stalls {
+            // "With 2 paths, A's failover stalls I/O for 40 ms [30-55] vs B's 2.1 s [1.8-2.5]
+            // (52x shorter [40-70]; 1 of 1 tests)"
+            let with = match (mine.paths, theirs.paths) {
+                (Some(a), Some(b)) if a == b => format!("With {a} paths, "),
+                _ => String::new(),
+            };
+            format!(
+                "{with}{side}'s failover stalls I/O for {} vs {other}'s {} ({} {} shorter; {k} of {n} tests)",
+                mine.text(),
+                theirs.text(),
+                fmt_ratio(avg),
+                fmt_interval(lo, hi),
+            )
+        } else if avg >= 1.0 {
             format!(
                 "{side} shows {} {} {direction} {lbl} than {other} ({k} of {n} tests; maximum {} in {})",
                 fmt_ratio(avg),
@@ -354,6 +376,62 @@ fn pair_findings(
         });
     }
     out
+}
+
+/// One target's failover stall over some workloads' faulted cells: the geometric mean with
+/// its 95 % interval (Student's t on the logs; descriptive: the finding's ratio carries the
+/// simultaneous interval), and how many paths its cells had.
+struct StallSummary {
+    mean_ms: f64,
+    low_ms: Option<f64>,
+    high_ms: Option<f64>,
+    paths: Option<usize>,
+}
+
+impl StallSummary {
+    /// "40 ms [30-55]", "2.1 s [1.8-2.5]": the interval in the mean's unit.
+    fn text(&self) -> String {
+        let (scale, unit, digits) = if self.mean_ms >= 1000.0 {
+            (1000.0, "s", 1)
+        } else {
+            (1.0, "ms", 0)
+        };
+        let f = |ms: f64| format!("{:.digits$}", ms / scale);
+        match (self.low_ms, self.high_ms) {
+            (Some(l), Some(h)) => format!("{} {unit} [{}-{}]", f(self.mean_ms), f(l), f(h)),
+            _ => format!("{} {unit}", f(self.mean_ms)),
+        }
+    }
+}
+
+fn stall_of(cmp: &Comparison, target: &str, workloads: &[&str]) -> Option<StallSummary> {
+    let cells: Vec<&sanbench_store::Cell> = cmp
+        .cells
+        .iter()
+        .filter(|c| {
+            c.target == target && c.load_pct.is_none() && workloads.contains(&c.workload.as_str())
+        })
+        .collect();
+    let logs: Vec<f64> = cells
+        .iter()
+        .filter_map(|c| crate::analysis::Metric::StallMs.of(&c.result))
+        .map(f64::ln)
+        .collect();
+    if logs.is_empty() {
+        return None;
+    }
+    let m = sanbench_stats::mean_ci95(&logs);
+    let bounded = m.n >= 2;
+    let mut paths = cells
+        .iter()
+        .filter_map(|c| c.result.multipath.as_ref().map(|m| m.paths.len()));
+    let first = paths.next();
+    Some(StallSummary {
+        mean_ms: m.mean.exp(),
+        low_ms: bounded.then(|| (m.mean - m.ci95).exp()),
+        high_ms: bounded.then(|| (m.mean + m.ci95).exp()),
+        paths: first.filter(|&p| paths.all(|q| q == p)),
+    })
 }
 
 /// The sentence shown where there are no findings: why, and what would decide.

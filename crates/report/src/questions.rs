@@ -9,7 +9,10 @@
 //!   these decide when an adaptive comparison stops;
 //! * **secondary** (1 %): p99 latency, CPU efficiency, and measured power efficiency, with
 //!   their averages (0.5 % when the comparison ran response-time curves: their findings take
-//!   the other half, [`CURVE_ALPHA`]).
+//!   the other half, [`CURVE_ALPHA`]); when cells fired faults (`--fault`), half of what
+//!   the secondary family has goes to a third family,
+//! * **failover**: per workload with faults, the longest stall of each cell (lower is
+//!   better; a cell without a stall of 10 ms counts as 10 ms, the timeline's floor).
 //!
 //! Mean latency is never asked: in a closed loop it is queue depth over IOPS (Little's law), the
 //! primary question again, and asking it would spend the error twice on one measurement.
@@ -150,19 +153,48 @@ pub fn judge(cmp: &Comparison) -> Judgement {
             metrics: per_flavour(Metric::MbPerWatt, Metric::IopsPerWatt),
         },
     ];
+    // Workloads whose closed-loop cells fired faults ask how long the failover stalled.
+    let faulted: Vec<Option<Metric>> = cmp
+        .workloads
+        .iter()
+        .map(|w| {
+            cmp.cells
+                .iter()
+                .any(|c| {
+                    c.workload == w.id
+                        && c.load_pct.is_none()
+                        && c.result
+                            .disruption
+                            .as_ref()
+                            .is_some_and(|d| d.cause == "fault")
+                })
+                .then_some(Metric::StallMs)
+        })
+        .collect();
+    let secondary_alpha = if cmp.curve.is_empty() {
+        ALPHA_SECONDARY
+    } else {
+        ALPHA_SECONDARY - CURVE_ALPHA
+    };
+    // The failover questions take half of what the secondary family has (Bonferroni).
+    let (secondary_alpha, failover_alpha) = if faulted.iter().any(Option::is_some) {
+        (secondary_alpha / 2.0, secondary_alpha / 2.0)
+    } else {
+        (secondary_alpha, 0.0)
+    };
+    let failover = vec![Ask {
+        category: Category::Failover,
+        metrics: faulted,
+    }];
     let mut out = Judgement::default();
     for (family, family_alpha, asks) in [
         ("primary", ALPHA_PRIMARY, primary),
-        (
-            "secondary",
-            if cmp.curve.is_empty() {
-                ALPHA_SECONDARY
-            } else {
-                ALPHA_SECONDARY - CURVE_ALPHA
-            },
-            secondary,
-        ),
+        ("secondary", secondary_alpha, secondary),
+        ("failover", failover_alpha, failover),
     ] {
+        if family_alpha <= 0.0 {
+            continue;
+        }
         judge_family(
             cmp,
             &d,

@@ -240,6 +240,7 @@ pub fn sample_comparison() -> Comparison {
             group: group.into(),
             spec: spec(bs, read, random, qd),
             targets_at_once: None,
+            paths: None,
         })
         .collect();
     let mut cells = Vec::new();

@@ -47,6 +47,9 @@ pub struct WorkloadEntry {
     /// (None: each target alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets_at_once: Option<u32>,
+    /// Paths to each target (the suite's `paths`; None: the target as given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<u32>,
 }
 
 /// One measured cell: a workload on a target, one repetition.

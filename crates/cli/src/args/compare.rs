@@ -39,6 +39,13 @@ pub struct CompareArgs {
     /// link (rate, MTU, offloads, switched) goes into the comparison.
     #[arg(long, value_name = "FILE")]
     pub lab: Option<PathBuf>,
+    /// Fire a lab fault during every cell's measured window: AT:LINK:ACTION (AT after the
+    /// ramp, e.g. 10s:b:down,20s:b:up; see 'sanbench lab fault --help'). Repeatable and
+    /// comma-separated; links from --lab (or the default lab file); every AT must fall inside
+    /// every workload's window. Each cell's result records the faults it saw; a link left
+    /// faulted is set back before the next cell.
+    #[arg(long = "fault", value_name = "AT:LINK:ACTION", value_delimiter = ',')]
+    pub faults: Vec<String>,
     /// Suite to run: a built-in name (see 'sanbench suite list') or a TOML file.
     #[arg(long, default_value = "quick")]
     pub suite: String,

@@ -67,6 +67,9 @@ pub enum Command {
     /// List what an NVMe/TCP discovery controller offers: nvme+tcp://HOST[:PORT] (port 8009
     /// unless given), one line per discovery log record with the URI `run` opens.
     Discover(DiscoverArgs),
+    /// Read or set the ANA state of each port of a running `sanbench serve nvme --control
+    /// PATH` (PORT=STATE ...; without any, print them): one line per port.
+    Ana(AnaArgs),
     /// A software test bed: shaped links in network namespaces with targets behind them.
     Lab {
         #[command(subcommand)]
@@ -292,6 +295,16 @@ pub struct RunArgs {
     /// measure their host (CPU, --watch daemons, power, network), e.g. "0" or "0,4-7".
     #[arg(long, value_name = "LIST")]
     pub monitor_only_ranks: Option<String>,
+    /// Fire a lab fault during the measured window: AT:LINK:ACTION (AT after the ramp, e.g.
+    /// 10s:b:down,20s:b:up; ACTION down, up, loss=PCT, delay=D, clear; see 'sanbench lab
+    /// fault --help'). Repeatable and comma-separated; checked against --lab before any I/O.
+    /// Each fired fault is recorded in the result's `faults`; a link the schedule leaves
+    /// faulted is set back after the run.
+    #[arg(long = "fault", value_name = "AT:LINK:ACTION", value_delimiter = ',')]
+    pub faults: Vec<String>,
+    /// The lab whose links --fault names (default /run/sanbench/lab.json, as 'lab up').
+    #[arg(long, value_name = "FILE", requires = "faults")]
+    pub lab: Option<PathBuf>,
 }
 
 /// `sanbench crosscheck`: the workload flags of `run` (or --spec, --fio), one target.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use sanbench_blockstore::delay::Delay;
 use sanbench_engine::units::{Bytes, Dur};
+use sanbench_nvme::target::AnaSetting;
 
 #[derive(Subcommand, Debug)]
 pub enum ServeCommand {
@@ -66,6 +67,31 @@ pub struct ServeNvmeArgs {
     /// pays for allocation inside a measurement.
     #[arg(long)]
     pub prealloc: bool,
+    /// A port's ANA state (repeatable; every other port is optimized): PORT is the port's
+    /// 1-based index in --listen order (the discovery log's PORTID) or its address; STATE
+    /// optimized, non-optimized, inaccessible, persistent-loss or change. The namespaces are
+    /// one ANA group whose state hosts see per port.
+    #[arg(long = "ana", value_name = "PORT=STATE")]
+    pub ana: Vec<AnaSetting>,
+    /// Open a control socket at PATH (mode 0600) through which `sanbench ana --control PATH`
+    /// reads and changes the ports' ANA states while the target runs; removed at exit.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AnaArgs {
+    /// The control socket of a running `sanbench serve nvme --control PATH`.
+    #[arg(long, value_name = "PATH")]
+    pub control: PathBuf,
+    /// States to set, all or none (PORT: 1-based index in --listen order, or the address;
+    /// STATE: optimized, non-optimized, inaccessible, persistent-loss, change). Without
+    /// any: print the states.
+    #[arg(value_name = "PORT=STATE")]
+    pub settings: Vec<AnaSetting>,
+    /// Print the ports as a JSON array (index, addr, state).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -28,6 +28,7 @@ pub(super) fn plan(a: &CompareArgs, p: &Prepared, rank0: bool) -> Result<Plan, C
                 group: w.group.clone(),
                 spec: w.workload.clone(),
                 targets_at_once: w.targets_at_once,
+                paths: w.paths,
             })
         })
         .collect();

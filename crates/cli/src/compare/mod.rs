@@ -24,6 +24,7 @@ use crate::run_cmd::{execute_output, file_options, io_timeout};
 
 mod book;
 mod design;
+mod suite_faults;
 pub(crate) use book::{Book, CellRun, Place};
 use sanbench_monitor::sampler::Baseline;
 
@@ -45,6 +46,9 @@ pub struct Prepared {
     pub references: Vec<bool>,
     /// Per target (same order): the lab link it sits behind, for targets from `--lab`.
     pub links: Vec<Option<serde_json::Value>>,
+    /// Per target (same order): the lab links of its paths, in path order (a lab target
+    /// behind `--paths`), or its one link; empty for targets not from the lab.
+    pub lab_paths: Vec<Vec<String>>,
 }
 
 pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
@@ -83,8 +87,14 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
         })
         .collect();
     let mut links = vec![None; targets.len()];
+    let mut lab_paths = vec![Vec::new(); targets.len()];
     if let Some(path) = &a.lab {
         for t in sanbench_lab::load_lab_targets(path).map_err(|e| usage(e.to_string()))? {
+            lab_paths.push(if t.paths.is_empty() {
+                vec![t.link.name.clone()]
+            } else {
+                t.paths.iter().map(|p| p.link.name.clone()).collect()
+            });
             targets.push((t.name, t.uri));
             links.push(serde_json::to_value(&t.link).ok());
             references.push(false);
@@ -118,6 +128,7 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
         targets,
         references,
         links,
+        lab_paths,
     })
 }
 
@@ -138,6 +149,10 @@ pub(crate) struct CellCtx<'a> {
     /// `--hist-log`: where every cell's intervals go, and the round that runs now (its tag).
     pub(crate) watch: Option<&'a Arc<crate::watch::Watch>>,
     pub(crate) round: std::cell::Cell<u32>,
+    /// `--fault`: fired in every cell's window, recorded in the cell's result.
+    pub(crate) faults: Option<&'a Arc<crate::faults::Faults>>,
+    /// A suite's faults, per (workload, target): fired in those cells instead.
+    pub(crate) suite_faults: &'a suite_faults::SuiteFaults,
 }
 
 /// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
@@ -160,8 +175,12 @@ pub(crate) fn run_cell(
     let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
     let n = w.targets_at_once.unwrap_or(1) as usize;
     let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
-    let uris = vec![uri.to_string(); n];
-    let targets = crate::targets::open_targets(&uris, &opts)?;
+    let targets = match w.paths {
+        Some(k) => (0..n)
+            .map(|_| crate::targets::open_paths(uri, k))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => crate::targets::open_targets(&vec![uri.to_string(); n], &opts)?,
+    };
     if let Some(wt) = cx.watch {
         wt.for_cell(&w.id, cx.round.get(), name, n);
     }
@@ -181,7 +200,8 @@ pub(crate) fn run_cell(
         log_interval: a.watch.log_interval.0,
         intervals: crate::watch::sink(&cx.watch.cloned()),
     };
-    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline)?;
+    let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
+    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline, faults)?;
     if baseline.is_none() {
         *baseline = used;
     }
@@ -207,6 +227,7 @@ pub(crate) fn run_cell(
         all
     };
     r.target = name.to_string();
+    r.faults = std::mem::take(&mut doc.faults);
     if r.engine == "all" {
         r.engine = format!("{} x{n}", plan.targets[0].info().engine);
         r.info = Some(plan.targets[0].info().clone());
@@ -287,6 +308,19 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let mut p = prepare(&a)?;
     // The plan first: a design that cannot run is refused before anything runs.
     let mut plan = design::plan(&a, &p, rank0)?;
+    if job.is_some() && !a.faults.is_empty() {
+        return Err(usage(
+            "--fault does not run as an MPI job yet: compare without mpirun or srun",
+        ));
+    }
+    let windows: Vec<(String, Duration)> = p
+        .suite
+        .workloads
+        .iter()
+        .map(|w| (w.id.clone(), w.workload.time))
+        .collect();
+    let faults = crate::faults::Faults::prepare(&a.faults, a.lab.as_deref(), &windows)?;
+    let suite_faults = suite_faults::prepare(&a, &p, job.is_some())?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
@@ -346,6 +380,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
                 group: w.group.clone(),
                 spec: w.workload.clone(),
                 targets_at_once: w.targets_at_once,
+                paths: w.paths,
             })
             .collect(),
         cells: Vec::new(),
@@ -404,6 +439,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         templates: &templates,
         watch: watch.as_ref(),
         round: std::cell::Cell::new(0),
+        faults: faults.as_ref(),
+        suite_faults: &suite_faults,
     };
     let mut failure = None;
     loop {
@@ -434,6 +471,25 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             load_pct: None,
         };
         cx.round.set(s.round);
+        if let Some(why) = cx.suite_faults.skip.get(&(w.id.clone(), s.target)) {
+            if s.round == 0 && !a.quiet {
+                eprintln!("note: {name} skips {}: {why}", w.id);
+            }
+            plan.record(&s, None);
+            continue;
+        }
+        if w.paths.is_some() && !crate::targets::takes_paths(uri) {
+            // A target without portals has no paths to use: the workload is not its.
+            if s.round == 0 && !a.quiet {
+                eprintln!(
+                    "note: {name} skips {}: only targets with portals (iSCSI, NVMe/TCP, NBD) \
+                     run a suite's path workloads",
+                    w.id
+                );
+            }
+            plan.record(&s, None);
+            continue;
+        }
         match run_cell(&cx, w, s.target, uri, name, &mut book.baselines[s.target]) {
             Ok(Some(cell)) => {
                 let m = sanbench_report::questions::primary_metric(

@@ -62,6 +62,12 @@ pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     if a.repeat == 0 {
         return Err(usage("--repeat must be at least 1"));
     }
+    if !a.run.faults.is_empty() {
+        // fio would run without them: the two tools would not measure the same thing.
+        return Err(usage(
+            "crosscheck takes no --fault (fio's runs could not have them)",
+        ));
+    }
     if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
         return Err(usage("--tolerance is a percentage of at least 0"));
     }
@@ -182,6 +188,7 @@ fn comparison(
             group: "crosscheck".into(),
             spec: w.clone(),
             targets_at_once: None,
+            paths: None,
         }],
         cells,
         manifest: serde_json::Value::Null,

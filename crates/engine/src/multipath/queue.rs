@@ -8,8 +8,15 @@
 //! * Failure: an inner `submit` or `reap` that fails (a transport error), or a path with I/O
 //!   outstanding and no completion for `path_timeout`, takes the path out: its queue is
 //!   dropped (nothing of it touches the arena again: inner queues move data only inside their
-//!   own calls) and its outstanding I/Os are routed again. Errors a target reports in a
-//!   completion (a medium error) are the I/O's, not the path's, and pass through.
+//!   own calls), its socket reset rather than closed (SO_LINGER 0: nothing it still held is
+//!   delivered should the path return) and its outstanding I/Os are routed again. Errors a target reports in a
+//!   completion (a medium error) are the I/O's, not the path's, and pass through, but for
+//!   [`PATH_ERROR`] (a path-related status: NVMe ANA inaccessible, ...), which takes the path
+//!   out like a transport error: that I/O and the others it had are routed again.
+//! * Access states (NVMe ANA): each path's target says its state ([`Target::access_state`],
+//!   kept current by the engine from the ANA log page and its change notices); it is looked
+//!   at between reaps and moves the path between the selector's groups, with an event. A
+//!   reconnection reads it again before the path carries I/O.
 //! * Reconnection runs on a thread of its own (a login to a dead portal can take its whole
 //!   timeout) with the selector's backoff; its queue comes back over a channel.
 //! * No path: I/Os wait, and fail with EIO once `no_path_retry` has passed without a path.
@@ -25,9 +32,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rustix::event::{PollFd, PollFlags, Timespec};
 
 use super::report::{MultipathReport, PathEvent, PathReport, STATS_KEY};
-use super::selector::{Failback, Selector, State};
+use super::selector::{Failback, Group, Selector, State};
 use super::target::{reconnect, Shared};
-use crate::engine::{Completion, Io, Queue, QueueConfig};
+use crate::engine::{AccessState, Completion, Io, Queue, QueueConfig, Target, PATH_ERROR};
 use crate::error::EngineError;
 use crate::poison::lock;
 
@@ -44,6 +51,10 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
     let mut first_err = None;
     for (i, t) in sh.paths.iter().enumerate() {
         let t = lock(t).clone();
+        let access = t.access_state();
+        if let Some(a) = access {
+            sel.set_group(i, Group::from(a), now);
+        }
         let queue: Option<Box<dyn Queue>> = match t.open_queue(cfg) {
             Ok(q) => Some(q),
             // A path down at the start is failed and retried like one that fails later.
@@ -57,6 +68,8 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         let down = queue.is_none();
         paths.push(PathQ {
             queue,
+            target: t,
+            access,
             reconnect: None,
             last_progress: now,
             latency_sum_ns: 0,
@@ -64,6 +77,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
             report: PathReport {
                 uri: sh.uris[i].clone(),
                 failures: u64::from(down),
+                access_state: access.map(|a| a.name().into()),
                 ..PathReport::default()
             },
         });
@@ -75,7 +89,10 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
     Ok(Box::new(MultipathQueue {
         shared: sh.clone(),
         cfg: cfg.clone(),
-        path_timeout: sh.options.path_timeout.unwrap_or(cfg.io_timeout),
+        path_timeout: sh
+            .options
+            .path_timeout
+            .unwrap_or(super::uri::DEFAULT_PATH_TIMEOUT.min(cfg.io_timeout)),
         sel,
         paths,
         slots: (0..cfg.depth).map(|_| None).collect(),
@@ -104,6 +121,7 @@ fn event(path: usize, worker: usize, what: &str, reason: Option<String>) -> Path
         worker,
         event: what.into(),
         reason,
+        access_state: None,
     }
 }
 
@@ -122,6 +140,10 @@ struct Slot {
 struct PathQ {
     /// `None` while the path is failed.
     queue: Option<Box<dyn Queue>>,
+    /// The path's target (the one a reconnection last opened), asked for its access state.
+    target: Arc<dyn Target>,
+    /// Its access state as last seen.
+    access: Option<AccessState>,
     /// A reconnection under way.
     reconnect: Option<Receiver<Result<Box<dyn Queue>, EngineError>>>,
     /// The last completion, or when the path last went from idle to busy.
@@ -202,8 +224,16 @@ impl MultipathQueue {
 
     /// Takes path `p` out; returns the tags it had in flight, to route again.
     fn fail(&mut self, p: usize, why: EngineError, now: Instant) -> Vec<u32> {
-        // Dropped, not closed: a logout would wait on the peer that just failed.
-        self.paths[p].queue = None;
+        // Dropped, not closed: a logout would wait on the peer that just failed. And
+        // aborted: an orderly close would leave what the socket still holds (the failed
+        // path's I/Os, about to be reissued elsewhere) for the kernel to deliver if the path
+        // comes back, so a stale write could land over a newer one. SO_LINGER 0 makes the
+        // close a reset that discards it.
+        if let Some(q) = self.paths[p].queue.take() {
+            if let Some(r) = q.readiness() {
+                let _ = rustix::net::sockopt::set_socket_linger(r.fd, Some(Duration::ZERO));
+            }
+        }
         self.sel.failed(p, now);
         let tags: Vec<u32> = (0..self.slots.len() as u32)
             .filter(|&t| {
@@ -225,6 +255,36 @@ impl MultipathQueue {
         self.events
             .push(event(p, self.cfg.worker, "failed", Some(why.to_string())));
         tags
+    }
+
+    /// Looks at every path's access state (an atomic load per path in the NVMe engine):
+    /// before routing and between reaps, so no I/O is sent on a path whose state its target
+    /// already reports as carrying none.
+    fn poll_access(&mut self, now: Instant) {
+        for p in 0..self.paths.len() {
+            let a = self.paths[p].target.access_state();
+            if a != self.paths[p].access {
+                self.access_changed(p, a, now);
+            }
+        }
+    }
+
+    /// Path `p`'s target reports another access state: the path changes group (none reported:
+    /// optimized, as a path without ANA is).
+    fn access_changed(&mut self, p: usize, a: Option<AccessState>, now: Instant) {
+        let old = std::mem::replace(&mut self.paths[p].access, a);
+        self.sel
+            .set_group(p, a.map_or(Group::Optimized, Group::from), now);
+        let name = a.map(|a| a.name().to_string());
+        self.paths[p].report.access_state = name.clone();
+        let mut e = event(
+            p,
+            self.cfg.worker,
+            "access_state",
+            Some(format!("was {}", old.map_or("not reported", |o| o.name()))),
+        );
+        e.access_state = Some(name.unwrap_or_else(|| "not reported".into()));
+        self.events.push(e);
     }
 
     fn complete(&mut self, p: usize, c: Completion, now: Instant, out: &mut Vec<Completion>) {
@@ -279,6 +339,7 @@ impl MultipathQueue {
             match got {
                 Ok(q) => {
                     self.paths[p].queue = Some(q);
+                    self.paths[p].target = lock(&self.shared.paths[p]).clone();
                     self.paths[p].report.reinstatements += 1;
                     self.sel.reinstated(p, now);
                     self.events
@@ -295,6 +356,7 @@ impl MultipathQueue {
                 }
             }
         }
+        self.poll_access(now);
         while let Some(p) = self.sel.due(now) {
             let (tx, rx) = std::sync::mpsc::channel();
             let shared = self.shared.clone();
@@ -408,11 +470,26 @@ impl MultipathQueue {
                 got.clear();
                 let r = q.reap(0, &mut got);
                 let now = Instant::now();
+                let mut path_errors = 0;
                 for c in got.drain(..) {
+                    if c.result == PATH_ERROR {
+                        // Left in its slot, on this path: the failure below sends it again.
+                        path_errors += 1;
+                        continue;
+                    }
                     self.complete(p, c, now, out);
                 }
                 self.scratch = got;
-                if let Err(e) = r {
+                let failed = match r {
+                    Err(e) => Some(e),
+                    Ok(()) if path_errors > 0 => Some(EngineError::PathStatus {
+                        peer: self.paths[p].report.uri.clone(),
+                        ios: path_errors,
+                    }),
+                    Ok(()) => None,
+                };
+                self.paths[p].report.path_errors += path_errors;
+                if let Some(e) = failed {
                     let mut tags = self.fail(p, e, now);
                     self.route(&mut tags, now);
                 }
@@ -457,6 +534,7 @@ impl MultipathQueue {
 impl Queue for MultipathQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
         let now = Instant::now();
+        self.poll_access(now);
         let mut work = std::mem::take(&mut self.work);
         work.clear();
         for io in ios {

@@ -1,17 +1,21 @@
 //! The multipath target and queue over fake paths (no network): the check that paths lead to
 //! one logical unit, tags coming back to the caller, failover with reissue, the no-path
-//! deadline, reconnection.
+//! deadline, reconnection, access states (ANA) and path-related statuses.
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::report::{MultipathReport, STATS_KEY};
 use super::selector::Policy;
 use super::target::{MultipathTarget, Opener, LU_ID, MULTI_CONN};
 use super::uri::Options;
-use crate::engine::{Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
+use crate::engine::{
+    AccessState, Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo, PATH_ERROR,
+};
 use crate::error::EngineError;
 use crate::Arena;
 
@@ -22,7 +26,15 @@ struct Link {
     down: Arc<AtomicBool>,
     /// Takes I/O and never answers (a link that drops everything without closing).
     silent: Arc<AtomicBool>,
+    /// Answers every I/O with a path-related status (a controller whose ANA state serves none).
+    path_error: Arc<AtomicBool>,
+    /// The access state the target reports.
+    access: Arc<Mutex<Option<AccessState>>>,
+    /// Times the state was read again (`refresh_access_state`).
+    refreshes: Arc<AtomicUsize>,
     opens: Arc<AtomicUsize>,
+    /// A socket the next queue opened names as its readiness (and owns).
+    sock: Arc<Mutex<Option<TcpStream>>>,
 }
 
 impl Link {
@@ -30,8 +42,16 @@ impl Link {
         Link {
             down: Arc::new(AtomicBool::new(false)),
             silent: Arc::new(AtomicBool::new(false)),
+            path_error: Arc::new(AtomicBool::new(false)),
+            access: Arc::new(Mutex::new(None)),
+            refreshes: Arc::new(AtomicUsize::new(0)),
             opens: Arc::new(AtomicUsize::new(0)),
+            sock: Arc::new(Mutex::new(None)),
         }
+    }
+
+    fn set_access(&self, a: Option<AccessState>) {
+        *self.access.lock().unwrap() = a;
     }
 }
 
@@ -60,13 +80,24 @@ impl Target for FakeTarget {
         Ok(Box::new(FakeQueue {
             link: self.link.clone(),
             done: Vec::new(),
+            sock: self.link.sock.lock().unwrap().take(),
         }))
+    }
+
+    fn access_state(&self) -> Option<AccessState> {
+        *self.link.access.lock().unwrap()
+    }
+
+    fn refresh_access_state(&self) -> Result<Option<AccessState>, EngineError> {
+        self.link.refreshes.fetch_add(1, Ordering::SeqCst);
+        Ok(self.access_state())
     }
 }
 
 struct FakeQueue {
     link: Link,
     done: Vec<Completion>,
+    sock: Option<TcpStream>,
 }
 
 impl Queue for FakeQueue {
@@ -77,9 +108,14 @@ impl Queue for FakeQueue {
         if self.link.silent.load(Ordering::SeqCst) {
             return Ok(());
         }
+        let result = if self.link.path_error.load(Ordering::SeqCst) {
+            PATH_ERROR
+        } else {
+            0
+        };
         self.done.extend(ios.iter().map(|io| Completion {
             tag: io.tag,
-            result: 0,
+            result,
         }));
         Ok(())
     }
@@ -90,6 +126,14 @@ impl Queue for FakeQueue {
         }
         out.append(&mut self.done);
         Ok(())
+    }
+
+    fn readiness(&self) -> Option<crate::engine::Readiness<'_>> {
+        use std::os::fd::AsFd;
+        self.sock.as_ref().map(|s| crate::engine::Readiness {
+            fd: s.as_fd(),
+            write: false,
+        })
     }
 }
 
@@ -294,4 +338,132 @@ fn a_silent_path_fails_after_path_timeout_and_its_ios_go_elsewhere() {
     assert_eq!(r.reissued, 2, "{r:?}");
     let reason = r.events[0].reason.as_deref().unwrap_or_default();
     assert!(reason.contains("no completion"), "{reason}");
+}
+
+#[test]
+fn a_failed_paths_connection_is_reset_not_closed() {
+    // A write still in a failed path's socket must never reach the target after its reissue
+    // elsewhere: the path's connection ends with a reset (its data discarded), which the
+    // peer sees as ECONNRESET; an orderly close would be EOF after the data.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let opts = Options {
+        path_timeout: Some(Duration::from_millis(100)),
+        ..RR
+    };
+    let links = [Link::new(), Link::new()];
+    *links[1].sock.lock().unwrap() =
+        Some(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+    let (mut peer, _) = listener.accept().unwrap();
+    let openers = links
+        .iter()
+        .map(|l| opener(l, "lu-1", 1 << 20, None))
+        .collect();
+    let t = MultipathTarget::new("fake://a,b", openers, opts).unwrap();
+    let mut q = t.open_queue(&cfg()).unwrap();
+    links[1].silent.store(true, Ordering::SeqCst);
+    q.submit(&(0..4).map(io).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    q.reap(4, &mut out).unwrap();
+    assert_eq!(report(q.as_ref()).paths[1].failures, 1);
+    peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let e = peer.read(&mut [0u8; 16]);
+    assert!(
+        matches!(&e, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{e:?}"
+    );
+}
+
+/// Which path each of `n` I/Os went to (each completed before the next is sent).
+fn carried_by(q: &mut Box<dyn Queue>, n: u32) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut paths = Vec::new();
+    for i in 0..n {
+        let before = report(q.as_ref());
+        q.submit(&[io(i % 8)]).unwrap();
+        out.clear();
+        q.reap(1, &mut out).unwrap();
+        assert_eq!(out[0].result, 0, "{out:?}");
+        let after = report(q.as_ref());
+        let p = (0..after.paths.len())
+            .find(|&p| after.paths[p].ios > before.paths[p].ios)
+            .unwrap();
+        paths.push(p);
+    }
+    paths
+}
+
+#[test]
+fn optimized_paths_first_and_the_state_moves_them() {
+    let (links, mut q) = {
+        let links = vec![Link::new(), Link::new()];
+        links[0].set_access(Some(AccessState::NonOptimized));
+        links[1].set_access(Some(AccessState::Optimized));
+        let openers = links
+            .iter()
+            .map(|l| opener(l, "lu-1", 1 << 20, None))
+            .collect();
+        let t = MultipathTarget::new("fake://a,b", openers, RR).unwrap();
+        let q = t.open_queue(&cfg()).unwrap();
+        (links, q)
+    };
+    // Round-robin would take turns: the state says path 1 only.
+    assert_eq!(carried_by(&mut q, 6), [1; 6]);
+    let r = report(q.as_ref());
+    assert_eq!(r.paths[0].access_state.as_deref(), Some("non-optimized"));
+    // The optimized path becomes inaccessible: the non-optimized one takes the I/O, and an
+    // event says why.
+    links[1].set_access(Some(AccessState::Inaccessible));
+    assert_eq!(carried_by(&mut q, 4), [0; 4]);
+    let r = report(q.as_ref());
+    let e = r.events.last().unwrap();
+    assert_eq!((e.event.as_str(), e.path), ("access_state", 1));
+    assert_eq!(e.access_state.as_deref(), Some("inaccessible"));
+    assert_eq!(e.reason.as_deref(), Some("was optimized"));
+    assert_eq!(r.paths[1].access_state.as_deref(), Some("inaccessible"));
+    // Persistent loss and change carry nothing either; with no usable path I/O waits.
+    links[0].set_access(Some(AccessState::Change));
+    q.submit(&[io(0)]).unwrap();
+    let mut out = Vec::new();
+    q.reap(0, &mut out).unwrap();
+    assert!(out.is_empty(), "waiting: {out:?}");
+    // Back to optimized: it goes there.
+    links[1].set_access(Some(AccessState::Optimized));
+    q.reap(1, &mut out).unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(carried_by(&mut q, 3), [1; 3]);
+    assert_eq!(r.failed_no_path, 0);
+}
+
+#[test]
+fn a_path_related_status_takes_the_path_out_and_the_io_is_sent_again() {
+    let (links, mut q) = two_paths(RR);
+    links[1].path_error.store(true, Ordering::SeqCst);
+    q.submit(&(0..4).map(io).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    q.reap(4, &mut out).unwrap();
+    // Every I/O succeeds: the two path 1 answered with a path status went to path 0.
+    assert_eq!(out.len(), 4);
+    assert!(out.iter().all(|c| c.result == 0), "{out:?}");
+    let r = report(q.as_ref());
+    assert_eq!(r.paths[1].path_errors, 2, "{r:?}");
+    assert_eq!((r.paths[1].failures, r.paths[1].ios), (1, 0));
+    assert_eq!(r.paths[0].ios, 4);
+    assert_eq!(r.reissued, 2);
+    let reason = r.events[0].reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("path-related status"), "{reason}");
+    // The retry reads the state again before the path carries I/O: it is inaccessible now,
+    // so the path is back but gets nothing.
+    links[1].set_access(Some(AccessState::Inaccessible));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while report(q.as_ref()).paths[1].reinstatements == 0 {
+        assert!(Instant::now() < deadline, "not reinstated");
+        q.reap(0, &mut out).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(links[1].refreshes.load(Ordering::SeqCst) >= 1);
+    links[1].path_error.store(false, Ordering::SeqCst);
+    assert_eq!(carried_by(&mut q, 4), [0; 4]);
+    links[1].set_access(Some(AccessState::Optimized));
+    let picks = carried_by(&mut q, 4);
+    assert!(picks.contains(&1), "{picks:?}");
 }

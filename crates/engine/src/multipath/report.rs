@@ -33,6 +33,15 @@ pub struct PathReport {
     /// the disruption analysis' per-path timeline. Taken out of the run's result once used.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bins_10ms: Vec<u32>,
+    /// The path's access state at the end of the run as its target reported it (NVMe ANA:
+    /// "optimized", "non-optimized", "inaccessible", "persistent-loss", "change"); absent
+    /// when the target reports none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_state: Option<String>,
+    /// I/Os that came back with a path-related status (NVMe ANA inaccessible, ...): each
+    /// took the path out and was sent again on another.
+    #[serde(default)]
+    pub path_errors: u64,
 }
 
 /// A path's state change, as it happened.
@@ -47,12 +56,16 @@ pub struct PathEvent {
     /// The worker whose queue saw it (each queue has its own connection per path).
     pub worker: usize,
     /// "failed" (the path was taken out: the failure was detected), "failed_over" (the
-    /// first I/O sent again from this path completed on another), "reinstated" or
-    /// "reconnect_failed".
+    /// first I/O sent again from this path completed on another), "reinstated",
+    /// "reconnect_failed", or "access_state" (the target reported another access state for
+    /// the path: `access_state` is the new one, `reason` the old).
     pub event: String,
     /// Why (the error that failed the path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// With "access_state": the state the path is now in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_state: Option<String>,
 }
 
 /// A multipath target's paths, merged over its queues.
@@ -110,6 +123,10 @@ impl MultipathReport {
             a.reissued += b.reissued;
             a.failures += b.failures;
             a.reinstatements += b.reinstatements;
+            a.path_errors += b.path_errors;
+            if b.access_state.is_some() {
+                a.access_state = b.access_state.clone();
+            }
             a.estimated_bytes_per_s = match (a.estimated_bytes_per_s, b.estimated_bytes_per_s) {
                 (Some(x), Some(y)) => Some(x + y),
                 (x, y) => x.or(y),
@@ -165,6 +182,8 @@ mod tests {
                     uri: "b".into(),
                     ios: 1,
                     reissued: 2,
+                    path_errors: 1,
+                    access_state: Some("inaccessible".into()),
                     ..PathReport::default()
                 },
             ],
@@ -190,6 +209,9 @@ mod tests {
         assert!((m.paths[0].latency_mean_us.unwrap() - 74.0 / 12.0).abs() < 1e-9);
         assert_eq!(m.paths[0].latency_max_us, Some(14.0));
         assert_eq!(m.paths[1].reissued, 4);
+        assert_eq!(m.paths[1].path_errors, 2);
+        assert_eq!(m.paths[1].access_state.as_deref(), Some("inaccessible"));
+        assert_eq!(m.paths[0].access_state, None);
         assert_eq!(m.reissued, 4);
         assert_eq!(m.policy, "round-robin");
         let at: Vec<_> = m.events.iter().map(|e| e.at_unix_ms).collect();
@@ -198,5 +220,23 @@ mod tests {
             MultipathReport::from_queue_stats(&[Default::default()]),
             None
         );
+    }
+}
+
+#[cfg(test)]
+mod compat {
+    use super::*;
+
+    /// A report written before the access fields existed still reads (serde defaults).
+    #[test]
+    fn older_reports_read_without_the_access_fields() {
+        let old = r#"{"uri":"a","ios":1,"bytes":2,"reissued":0,"failures":0,"reinstatements":0}"#;
+        let p: PathReport = serde_json::from_str(old).unwrap();
+        assert_eq!((p.access_state, p.path_errors), (None, 0));
+        let e: PathEvent = serde_json::from_str(
+            r#"{"at":"x","at_unix_ms":1,"path":0,"worker":0,"event":"failed"}"#,
+        )
+        .unwrap();
+        assert_eq!(e.access_state, None);
     }
 }

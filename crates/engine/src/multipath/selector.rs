@@ -61,6 +61,19 @@ pub enum Group {
     Inaccessible,
 }
 
+impl From<crate::engine::AccessState> for Group {
+    /// Persistent loss and change carry no I/O, as inaccessible (Linux's host uses only
+    /// optimized and non-optimized paths).
+    fn from(a: crate::engine::AccessState) -> Group {
+        use crate::engine::AccessState as A;
+        match a {
+            A::Optimized => Group::Optimized,
+            A::NonOptimized => Group::NonOptimized,
+            A::Inaccessible | A::PersistentLoss | A::Change => Group::Inaccessible,
+        }
+    }
+}
+
 /// Where a path stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {

@@ -219,3 +219,49 @@ fn service_time_uses_its_estimate_where_queue_length_cannot_tell() {
     let st = simulate(Policy::ServiceTime, &[1, 3], 1, 4096, 2_000);
     assert!(share(&st, 0) > 0.99, "{st:?}");
 }
+
+#[test]
+fn every_policy_keeps_to_the_best_group_and_never_an_inaccessible_path() {
+    use crate::engine::AccessState as A;
+    let base = Instant::now();
+    for policy in [Policy::RoundRobin, Policy::QueueLength, Policy::ServiceTime] {
+        let cfg = Config {
+            policy,
+            ..Config::default()
+        };
+        let mut s = Selector::new(4, cfg);
+        for (p, a) in [A::NonOptimized, A::Optimized, A::Inaccessible, A::Optimized]
+            .into_iter()
+            .enumerate()
+        {
+            s.set_group(p, Group::from(a), base);
+        }
+        // Optimized first: paths 1 and 3 only, both of them.
+        let picks: Vec<usize> = (0..20)
+            .map(|_| {
+                let p = s.pick(4096).unwrap();
+                s.started(p, 4096);
+                p
+            })
+            .collect();
+        assert!(
+            picks.iter().all(|&p| p == 1 || p == 3),
+            "{policy:?}: {picks:?}"
+        );
+        assert!(
+            picks.contains(&1) && picks.contains(&3),
+            "{policy:?}: {picks:?}"
+        );
+        // Non-optimized only when no optimized path is left.
+        s.failed(1, t(base, 1));
+        s.set_group(3, Group::from(A::PersistentLoss), t(base, 2));
+        assert!(
+            (0..10).all(|_| s.pick(4096) == Some(0)),
+            "{policy:?}: the non-optimized path"
+        );
+        // Inaccessible, persistent loss and change: never, even with nothing else left.
+        s.set_group(0, Group::from(A::Change), t(base, 3));
+        assert_eq!(s.pick(4096), None, "{policy:?}");
+        assert!(!s.any_usable());
+    }
+}

@@ -136,14 +136,16 @@ fn same_lu(paths: &[Arc<dyn Target>], uris: &[String]) -> Result<String, EngineE
 
 /// A failed path's new queue: from its target, or, when that cannot open one, from the target
 /// opened again (checked to be the same logical unit). One reconnection per path opens it
-/// again at a time; the others then use what it opened.
+/// again at a time; the others then use what it opened. The target's access state is read
+/// again first (a path taken out by a path-related status comes back in the state it is now
+/// in, which may carry no I/O).
 pub(super) fn reconnect(
     sh: &Shared,
     p: usize,
     cfg: &QueueConfig,
 ) -> Result<Box<dyn Queue>, EngineError> {
     let t = lock(&sh.paths[p]).clone();
-    let first = match t.open_queue(cfg) {
+    let first = match t.refresh_access_state().and_then(|_| t.open_queue(cfg)) {
         Ok(q) => return Ok(q),
         Err(e) => e,
     };
@@ -151,7 +153,10 @@ pub(super) fn reconnect(
     if !Arc::ptr_eq(&current, &t) {
         let t = current.clone();
         drop(current);
-        return t.open_queue(cfg).map_err(|_| first);
+        return t
+            .refresh_access_state()
+            .and_then(|_| t.open_queue(cfg))
+            .map_err(|_| first);
     }
     let fresh = (sh.openers[p])()?;
     let lu = fresh.info().params.get(LU_ID).and_then(|v| v.as_str());
@@ -163,6 +168,7 @@ pub(super) fn reconnect(
             sh.lu
         )));
     }
+    fresh.refresh_access_state()?;
     let q = fresh.open_queue(cfg)?;
     *current = fresh;
     Ok(q)

@@ -14,13 +14,19 @@ use super::selector::{Config, Failback, Policy};
 use crate::units::parse_duration;
 use crate::uri::redact;
 
+/// A path with I/O out and no completion for this long fails, unless the URI says otherwise
+/// (capped by the run's `--io-timeout`): Linux's defaults detect a silent path in about as
+/// long (open-iscsi's 5 s NOP-Out interval and timeout, nvme-tcp's 5 s keep-alive).
+pub const DEFAULT_PATH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The multipath settings of a URI.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     pub policy: Policy,
     pub failback: Failback,
     /// A path with I/O outstanding and no completion for this long is failed (its I/Os go to
-    /// the other paths); `None`: the run's I/O timeout.
+    /// the other paths); `None`: [`DEFAULT_PATH_TIMEOUT`], or the run's I/O timeout when that
+    /// is shorter.
     pub path_timeout: Option<Duration>,
     pub no_path_retry: Duration,
 }

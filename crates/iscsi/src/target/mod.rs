@@ -237,7 +237,7 @@ impl Target {
     pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), TargetError> {
         let (shared, stats) = (self.shared.clone(), self.stats.clone());
         let stop = shutdown.clone();
-        sanbench_blockstore::portals::accept_loop(&self.listeners, &shutdown, |s| {
+        sanbench_blockstore::portals::accept_loop(&self.listeners, &shutdown, |_port, s| {
             let number = stats.connections.fetch_add(1, Ordering::Relaxed);
             let (sh, stop) = (shared.clone(), stop.clone());
             std::thread::spawn(move || conn::serve(s, sh, stop, number))

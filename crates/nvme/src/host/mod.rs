@@ -1,8 +1,10 @@
 //! The NVMe/TCP host: [`conn::Connection`] moves PDUs over one socket; [`session`] brings a
 //! controller up (admin queue Connect, CC.EN then CSTS.RDY, Identify) and connects I/O queues,
 //! with [`session::exec`] running one command to completion (in-capsule data, R2T/H2CData,
-//! C2HData). The engine pipelines commands over the same `Connection`.
+//! C2HData). The engine pipelines commands over the same `Connection`. [`ana`]: the admin
+//! queue's ANA side (the state of the namespace through this controller, the change notice).
 
+pub mod ana;
 pub mod conn;
 pub mod session;
 

@@ -20,11 +20,19 @@ use zerocopy::IntoBytes;
 
 /// Runs one command to completion on an otherwise idle connection: `out` is sent (in the
 /// capsule when it fits `in_capsule`, else on R2Ts), C2HData lands in `inbuf`.
-pub fn exec(
+pub fn exec(c: &mut Connection, s: Sqe, out: &[u8], inbuf: &mut [u8]) -> Result<Cqe, HostError> {
+    exec_with(c, s, out, inbuf, &mut |_| false)
+}
+
+/// [`exec`] on a connection where another command may complete meanwhile (an Asynchronous
+/// Event Request held by the controller): a CapsuleResp for another command id goes to
+/// `aside`, which returns whether it expected it.
+pub fn exec_with(
     c: &mut Connection,
     mut s: Sqe,
     out: &[u8],
     inbuf: &mut [u8],
+    aside: &mut dyn FnMut(&Cqe) -> bool,
 ) -> Result<Cqe, HostError> {
     let cid = s.command_id.get();
     let inline = !out.is_empty() && out.len() <= c.in_capsule;
@@ -88,6 +96,7 @@ pub fn exec(
                 }
             }
             Event::Resp(q) if q.command_id.get() == cid => return Ok(q),
+            Event::Resp(q) if aside(&q) => {}
             other => {
                 return Err(HostError::Protocol(format!(
                     "unexpected PDU while waiting for command {cid}: {other:?}"
@@ -160,18 +169,49 @@ pub struct AdminSession {
     /// I/O queues granted by Set Features (Number of Queues).
     pub queues: u16,
     next_cid: u16,
+    /// An Asynchronous Event Request is held by the controller (`host/ana.rs`).
+    pub(crate) aer_out: bool,
+    /// Events reported (completion dword 0), not yet taken.
+    pub(crate) events: Vec<u32>,
 }
+
+/// The command id of the one Asynchronous Event Request a session keeps outstanding; no
+/// other command of the session uses it.
+pub(crate) const AER_CID: u16 = 15;
 
 impl AdminSession {
     pub fn next_cid(&mut self) -> u16 {
         self.next_cid = self.next_cid.wrapping_add(1);
+        if self.next_cid == AER_CID {
+            self.next_cid += 1;
+        }
         self.next_cid
+    }
+
+    /// Runs one admin command; an event reported meanwhile is kept for
+    /// [`take_events`](Self::take_events).
+    pub fn exec(
+        &mut self,
+        op: &'static str,
+        s: Sqe,
+        out: &[u8],
+        inbuf: &mut [u8],
+    ) -> Result<Cqe, HostError> {
+        let (aer_out, events) = (&mut self.aer_out, &mut self.events);
+        let q = exec_with(&mut self.conn, s, out, inbuf, &mut |q| {
+            super::ana::take_event(q, aer_out, events)
+        })?;
+        let status = Status::from_field(q.status.get());
+        if !status.is_success() {
+            return Err(HostError::Status { op, status });
+        }
+        Ok(q)
     }
 
     pub fn keep_alive(&mut self) -> Result<(), HostError> {
         let cid = self.next_cid();
         let s = Command::KeepAlive.to_sqe(cid, DataPtr::Transport { len: 0 });
-        exec_ok(&mut self.conn, "Keep Alive", s, &[], &mut [])?;
+        self.exec("Keep Alive", s, &[], &mut [])?;
         Ok(())
     }
 
@@ -180,23 +220,37 @@ impl AdminSession {
         let cid = self.next_cid();
         let mut b = vec![0u8; IDENTIFY_LEN];
         let s = identify_sqe(cid, cns::NAMESPACE, self.nsid, 4096);
-        exec_ok(&mut self.conn, "Identify Namespace", s, &[], &mut b)?;
+        self.exec("Identify Namespace", s, &[], &mut b)?;
         Ok(IdNs::decode(&b)?)
     }
 
     /// A log page of `len` bytes (the discovery log: LID 0x70).
     pub fn log_page(&mut self, lid: u8, len: u32) -> Result<Vec<u8>, HostError> {
+        self.log_page_with(lid, 0, 0, len)
+    }
+
+    /// A log page with a Log Specific Parameter, for namespace `nsid` (0xffffffff: all), as
+    /// Linux's `nvme_get_log` asks for it (RAE clear: reading clears the event that announced
+    /// it).
+    pub fn log_page_with(
+        &mut self,
+        lid: u8,
+        lsp: u8,
+        nsid: u32,
+        len: u32,
+    ) -> Result<Vec<u8>, HostError> {
         let cid = self.next_cid();
         let s = Command::GetLogPage {
             lid,
-            lsp: 0,
+            lsp,
+            rae: false,
             numd: (len / 4) as u64,
             offset: 0,
-            nsid: 0,
+            nsid,
         }
         .to_sqe(cid, DataPtr::Transport { len });
         let mut b = vec![0u8; len as usize];
-        exec_ok(&mut self.conn, "Get Log Page", s, &[], &mut b)?;
+        self.exec("Get Log Page", s, &[], &mut b)?;
         Ok(b)
     }
 
@@ -328,6 +382,8 @@ pub fn connect_admin(
         nsid,
         queues,
         next_cid: 16,
+        aer_out: false,
+        events: Vec::new(),
     })
 }
 

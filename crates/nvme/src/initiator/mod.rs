@@ -3,7 +3,13 @@
 //! thread of its own (Keep Alive every KATO/3); each worker's queue is an I/O queue of its own
 //! connection ([`queue`]). Query keys: `digest=header,data` (either or both; a digest asked
 //! for is required), `hostnqn=NQN`, `kato=MS`.
+//!
+//! A controller that reports ANA (CMIC bit 3) has its namespace's state read at open and kept
+//! current ([`admin`]): the target's `access_state`, which a multipath target routes by; an
+//! I/O that comes back with a path-related status completes with
+//! [`PATH_ERROR`](sanbench_engine::PATH_ERROR).
 
+mod admin;
 mod discover;
 mod queue;
 
@@ -12,13 +18,17 @@ pub use discover::discover;
 use sanbench_engine::poison;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sanbench_engine::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_engine::{
+    AccessState, Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo,
+};
 use serde_json::json;
+
+use admin::{Ana, Qid, Qids};
 
 use crate::host::conn::HostOptions;
 use crate::host::session::{connect_admin, connect_io, AdminSession};
@@ -174,7 +184,9 @@ struct NvmeTarget {
     opts: HostOptions,
     info: TargetInfo,
     admin: Arc<Mutex<AdminSession>>,
-    next_qid: AtomicU16,
+    qids: Arc<Mutex<Qids>>,
+    /// The namespace's ANA state through this controller, when it reports one.
+    ana: Option<Arc<Ana>>,
     stop: Arc<AtomicBool>,
     keeper: Option<JoinHandle<()>>,
 }
@@ -185,8 +197,20 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     let u = NvmeUri::parse(uri)?;
     let (addr, opts) = resolve(&u)?;
     let peer = addr.to_string();
-    let a = connect_admin(addr, &u.subnqn, u.nsid, 64, &opts)
+    let mut a = connect_admin(addr, &u.subnqn, u.nsid, 64, &opts)
         .map_err(|e| connect_err(&peer, e, &opts))?;
+    // ANA: the state now, and the notices of its changes when the controller sends them.
+    let ana = if a.reports_ana() {
+        let ana = Arc::new(Ana::default());
+        let notices = ana
+            .read(&mut a)
+            .and_then(|_| a.enable_ana_events())
+            .map_err(|e| engine_err(&peer, e, opts.timeout))?;
+        ana.notices_on.store(notices, Ordering::Relaxed);
+        Some(ana)
+    } else {
+        None
+    };
     let Some(ns) = a.ns.clone() else {
         return Err(EngineError::Invalid(format!(
             "{uri}: a discovery controller"
@@ -215,6 +239,16 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     );
     params.insert("maxcmd".into(), json!(a.id.maxcmd));
     params.insert("kato_ms".into(), json!(u.kato_ms));
+    if let Some(st) = ana.as_ref().and_then(|x| x.get()) {
+        params.insert("ana_state".into(), json!(st.name()));
+        params.insert("ana_group".into(), json!(ns.anagrpid));
+        params.insert(
+            "ana_notices".into(),
+            json!(ana
+                .as_ref()
+                .is_some_and(|x| x.notices_on.load(Ordering::Relaxed))),
+        );
+    }
     // The namespace's name, which a multipath target compares across its paths: the
     // subsystem (NQNs are unique), the NSID and the NGUID when the controller reports one.
     let nguid: String = ns.nguid.iter().map(|b| format!("{b:02x}")).collect();
@@ -242,32 +276,18 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
         read_only: false,
         params,
     };
+    let qids = Qids::new(a.queues);
     let admin = Arc::new(Mutex::new(a));
     let stop = Arc::new(AtomicBool::new(false));
-    let keeper = (u.kato_ms > 0).then(|| {
-        let (admin, stop) = (admin.clone(), stop.clone());
-        let every = Duration::from_millis(u.kato_ms as u64 / 3);
-        std::thread::spawn(move || {
-            let mut last = Instant::now();
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
-                if last.elapsed() >= every {
-                    last = Instant::now();
-                    let mut a = poison::lock(&admin);
-                    if a.keep_alive().is_err() {
-                        return;
-                    }
-                }
-            }
-        })
-    });
+    let keeper = admin::spawn(admin.clone(), stop.clone(), u.kato_ms, ana.clone());
     Ok(Box::new(NvmeTarget {
         addr,
         uri: u,
         opts,
         info,
         admin,
-        next_qid: AtomicU16::new(1),
+        qids,
+        ana,
         stop,
         keeper,
     }))
@@ -344,30 +364,48 @@ impl Target for NvmeTarget {
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-        let (granted, conn) = {
+        let (qid, conn) = {
             let a = poison::lock(&self.admin);
-            let qid = self.next_qid.fetch_add(1, Ordering::Relaxed);
-            if qid > a.queues {
+            let Some(qid) = Qid::take(&self.qids) else {
                 return Err(EngineError::Invalid(format!(
                     "{}: the controller granted {} I/O queues, fewer than the workers",
                     self.info.uri, a.queues
                 )));
-            }
+            };
             let mut o = self.opts.clone();
             o.timeout = cfg.io_timeout;
             let entries = (cfg.depth + 1).min(u16::MAX as u32) as u16;
-            let c = connect_io(self.addr, &self.uri.subnqn, &a, qid, entries, &o)
+            let c = connect_io(self.addr, &self.uri.subnqn, &a, qid.qid, entries, &o)
                 .map_err(|e| engine_err(&self.addr.to_string(), e, o.timeout))?;
-            (a.queues, c)
+            (qid, c)
         };
-        let _ = granted;
         Ok(Box::new(queue::NvmeQueue::new(
             conn,
             cfg,
-            self.uri.nsid,
-            self.info.block_size,
-            self.addr.to_string(),
+            queue::Path {
+                nsid: self.uri.nsid,
+                block: self.info.block_size,
+                peer: self.addr.to_string(),
+                ana: self.ana.clone(),
+                qid,
+            },
         )))
+    }
+
+    fn access_state(&self) -> Option<AccessState> {
+        self.ana.as_ref().and_then(|a| a.get()).map(admin::access)
+    }
+
+    /// Reads the ANA log page now (on the caller's thread, through the admin queue).
+    fn refresh_access_state(&self) -> Result<Option<AccessState>, EngineError> {
+        let Some(ana) = &self.ana else {
+            return Ok(None);
+        };
+        let mut a = poison::lock(&self.admin);
+        let s = ana
+            .read(&mut a)
+            .map_err(|e| engine_err(&self.addr.to_string(), e, self.opts.timeout))?;
+        Ok(s.map(admin::access))
     }
 }
 

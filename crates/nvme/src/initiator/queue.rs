@@ -2,14 +2,16 @@
 //! the scheduler's tag as the command id. Writes up to the controller's in-capsule size (IOCCSZ)
 //! travel in the capsule; larger ones wait for R2Ts and go out as H2CData straight from the
 //! arena; reads land from C2HData straight into the arena. Trim is Dataset Management
-//! (deallocate) with its range in the capsule.
+//! (deallocate) with its range in the capsule. A path-related status completes the I/O with
+//! [`PATH_ERROR`] and asks the admin thread to read the ANA state again.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig};
+use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, PATH_ERROR};
 
+use super::admin::{Ana, Qid};
 use super::engine_err;
 use crate::host::conn::{Connection, Event};
 use crate::wire::cmd::{io, rw_sqe, Command, DataPtr, DsmRange, Rw};
@@ -18,8 +20,23 @@ use zerocopy::IntoBytes;
 
 const EIO: i32 = 5;
 
+/// Where a queue leads: the namespace, its block size, the controller's address (for
+/// messages), its ANA state, and the queue id held.
+pub(crate) struct Path {
+    pub nsid: u32,
+    pub block: u32,
+    pub peer: String,
+    pub ana: Option<Arc<Ana>>,
+    pub qid: Qid,
+}
+
 pub(crate) struct NvmeQueue {
     conn: Connection,
+    ana: Option<Arc<Ana>>,
+    /// Given back to the controller's pool when the queue is dropped.
+    _qid: Qid,
+    /// Completions with a path-related status.
+    path_errors: u64,
     arena: Arc<Arena>,
     nsid: u32,
     block: u64,
@@ -34,9 +51,19 @@ pub(crate) struct NvmeQueue {
 }
 
 impl NvmeQueue {
-    pub fn new(conn: Connection, cfg: &QueueConfig, nsid: u32, block: u32, peer: String) -> Self {
+    pub fn new(conn: Connection, cfg: &QueueConfig, path: Path) -> Self {
+        let Path {
+            nsid,
+            block,
+            peer,
+            ana,
+            qid,
+        } = path;
         NvmeQueue {
             conn,
+            ana,
+            _qid: qid,
+            path_errors: 0,
             arena: cfg.arena.clone(),
             nsid,
             block: block.max(1) as u64,
@@ -92,10 +119,22 @@ impl NvmeQueue {
                 let cid = q.command_id.get();
                 let st = Status::from_field(q.status.get());
                 let _ = self.slot(cid)?;
+                let result = if st.is_success() {
+                    0
+                } else if st.is_path_error() {
+                    // Not carried out through this controller: the state changed, read it.
+                    self.path_errors += 1;
+                    if let Some(a) = &self.ana {
+                        a.mark_stale();
+                    }
+                    PATH_ERROR
+                } else {
+                    -EIO
+                };
                 if !st.is_success() {
                     self.failed_status = Some(st);
                 }
-                self.complete(cid, if st.is_success() { 0 } else { -EIO }, out);
+                self.complete(cid, result, out);
             }
             Event::Data {
                 cid,
@@ -252,6 +291,9 @@ impl Queue for NvmeQueue {
         m.insert("r2t_writes".into(), self.r2t_writes.into());
         if let Some(st) = self.failed_status {
             m.insert("last_error_status".into(), st.to_string().into());
+        }
+        if self.path_errors > 0 {
+            m.insert("path_errors".into(), self.path_errors.into());
         }
         m
     }

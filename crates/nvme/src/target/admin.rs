@@ -1,14 +1,16 @@
 //! The admin queue: Fabrics Connect (for every queue), Property Get/Set, Identify, Set/Get
-//! Features, Get Log Page (the discovery log on the discovery controller; empty error, SMART
-//! and firmware pages), Asynchronous Event Requests (held: no event is ever reported), Keep
-//! Alive and Abort. Every command but Connect and the property commands needs CSTS.RDY
-//! (NVMe Base 2.0 §3.5.1: Command Sequence Error otherwise).
+//! Features, Get Log Page (the discovery log on the discovery controller; the ANA log page;
+//! empty error, SMART and firmware pages), Asynchronous Event Requests (held until an ANA
+//! change of the controller's port is to be reported, if the host enabled ANA change
+//! notices), Keep Alive and Abort. Every command but Connect and the property commands needs
+//! CSTS.RDY (NVMe Base 2.0 §3.5.1: Command Sequence Error otherwise).
 
 use std::sync::atomic::Ordering;
 
-use super::conn::{Conn, End, Queue};
+use super::conn::{Conn, End, Queue, ADMIN_POLL};
 use super::ctrl::{ADMIN_QUEUE_SIZE, BLOCK, DISCOVERY_NQN};
 use super::io::MDTS;
+use crate::wire::ana::{self, aen, anacap, cmic, NMIC_SHARED};
 use crate::wire::cmd::{feature, Command, DataPtr};
 use crate::wire::discovery;
 use crate::wire::fabrics::{nqn_str, prop, Connect, ConnectData, CATTR_DISABLE_SQ_FLOW};
@@ -62,9 +64,11 @@ impl Conn {
             if c.sqsize == 0 || c.sqsize >= ADMIN_QUEUE_SIZE {
                 return self.resp(cid, bad, ipo_sqe(44));
             }
-            let Some(ctrl) = self.sh.create_ctrl(host, discovery, c.kato) else {
+            let Some(ctrl) = self.sh.create_ctrl(host, discovery, c.kato, self.port) else {
                 return self.resp(cid, Status::CONNECT_CTRL_BUSY, 0);
             };
+            // The admin queue looks for events to report this often when idle.
+            let _ = self.set_read_timeout(ADMIN_POLL);
             let id = ctrl.cntlid;
             self.q = Some(Queue {
                 qid: 0,
@@ -172,6 +176,10 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
                     nsfeat: 1,
                     lbads: BLOCK.trailing_zeros() as u8,
                     dlfeat: 1,
+                    // Shared by every controller of every port: one namespace head on a
+                    // multipath host.
+                    nmic: NMIC_SHARED,
+                    anagrpid: super::ana::GROUP,
                     nguid: c.sh.nguid_of(nsid),
                 }
                 .encode(),
@@ -219,7 +227,11 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
                 ctrl.kato_ms.store(cdw11, Ordering::Relaxed);
                 c.resp(cid, Status::SUCCESS, 0)
             }
-            feature::ASYNC_EVENT_CONFIG | feature::VOLATILE_WC => c.resp(cid, Status::SUCCESS, 0),
+            feature::ASYNC_EVENT_CONFIG => {
+                ctrl.aec.store(cdw11, Ordering::Relaxed);
+                c.resp(cid, Status::SUCCESS, 0)
+            }
+            feature::VOLATILE_WC => c.resp(cid, Status::SUCCESS, 0),
             _ => c.resp(cid, Status::INVALID_FIELD, 0),
         },
         Command::GetFeatures { fid, .. } => {
@@ -230,17 +242,33 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
                     n | n << 16
                 }
                 feature::KATO => ctrl.kato_ms.load(Ordering::Relaxed),
-                feature::ASYNC_EVENT_CONFIG => 0,
+                feature::ASYNC_EVENT_CONFIG => ctrl.aec.load(Ordering::Relaxed),
                 feature::VOLATILE_WC => 1,
                 _ => return c.resp(cid, Status::INVALID_FIELD, 0),
             };
             c.resp(cid, Status::SUCCESS, v as u64)
         }
         Command::GetLogPage {
-            lid, numd, offset, ..
+            lid,
+            lsp,
+            rae,
+            numd,
+            offset,
+            ..
         } => {
             let page = match lid {
                 discovery::LID if ctrl.discovery => discovery_log(c),
+                ana::LID if !ctrl.discovery => {
+                    if !rae {
+                        // Read: the next change is announced again. Cleared before the page
+                        // is built, so a change racing with this read is announced too.
+                        ctrl.ana_event.store(false, Ordering::Release);
+                        ctrl.ana_masked.store(false, Ordering::Release);
+                    }
+                    c.sh.ana
+                        .log(c.port, cfg.namespaces)
+                        .encode(lsp & ana::LSP_RGO != 0)
+                }
                 0x01..=0x03 => vec![0; 512],
                 _ => return c.resp(cid, Status::INVALID_LOG_PAGE, 0),
             };
@@ -258,16 +286,42 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
             to_host(c, out)
         }
         Command::AsyncEvent => {
-            if c.aers > AERL as u32 {
+            if c.aers.len() > AERL as usize {
                 return c.resp(cid, Status::ASYNC_LIMIT, 0);
             }
-            c.aers += 1;
+            c.aers.push_back(cid);
+            report_events(c);
             Ok(())
         }
         Command::KeepAlive => c.resp(cid, Status::SUCCESS, 0),
         // Nothing waits long enough to abort: "command not aborted" (DW0 bit 0).
         Command::Abort => c.resp(cid, Status::SUCCESS, 1),
         _ => c.resp(cid, Status::INVALID_OPCODE, 0),
+    }
+}
+
+/// Completes the oldest held Asynchronous Event Request with an ANA change notice when the
+/// controller's port changed state, the host enabled the notice (Set Features 0Bh, bit 11)
+/// and has read the log page since the last one. Called when the connection has nothing else
+/// to do, so within [`ADMIN_POLL`] of a change.
+pub(super) fn report_events(c: &mut Conn) {
+    let Some(ctrl) = c.q.as_ref().filter(|q| q.qid == 0).map(|q| q.ctrl.clone()) else {
+        return;
+    };
+    if c.aers.is_empty() || !ctrl.ana_event.load(Ordering::Acquire) {
+        return;
+    }
+    if ctrl.aec.load(Ordering::Relaxed) & aen::CFG_ANA_CHANGE == 0 {
+        // Not asked for: nothing is reported (the host reads the page when it wants).
+        ctrl.ana_event.store(false, Ordering::Release);
+        return;
+    }
+    if ctrl.ana_masked.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    ctrl.ana_event.store(false, Ordering::Release);
+    if let Some(cid) = c.aers.pop_front() {
+        let _ = c.resp(cid, Status::SUCCESS, aen::ana_change() as u64);
     }
 }
 
@@ -280,8 +334,16 @@ fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
         mn: "SANBENCH".into(),
         fr: env!("CARGO_PKG_VERSION").into(),
         mdts: MDTS,
+        // Several ports and controllers, ANA reporting (as Linux's nvmet): what the kernel's
+        // host needs to group the controllers of two ports under one namespace head.
+        cmic: if discovery {
+            0
+        } else {
+            cmic::MULTI_PORT | cmic::MULTI_CTRL | cmic::ANA
+        },
         cntlid,
         ver: prop::VS_1_3,
+        oaes: if discovery { 0 } else { aen::CFG_ANA_CHANGE },
         cntrltype: if discovery {
             CNTRLTYPE_DISCOVERY
         } else {
@@ -289,6 +351,19 @@ fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
         },
         aerl: AERL,
         kas: 10,
+        anatt: if discovery { 0 } else { super::ana::ANATT_SECS },
+        anacap: if discovery {
+            0
+        } else {
+            anacap::OPTIMIZED
+                | anacap::NON_OPTIMIZED
+                | anacap::INACCESSIBLE
+                | anacap::PERSISTENT_LOSS
+                | anacap::CHANGE
+                | anacap::GRPID_FIXED
+        },
+        anagrpmax: if discovery { 0 } else { super::ana::GROUP },
+        nanagrpid: if discovery { 0 } else { 1 },
         maxcmd: cfg.max_queue_size,
         nn: if discovery { 0 } else { cfg.namespaces },
         // Dataset Management and Write Zeroes.
@@ -296,6 +371,8 @@ fn identify_ctrl(c: &Conn, cntlid: u16, discovery: bool) -> Vec<u8> {
         vwc: if discovery { 0 } else { 1 },
         // SGLs supported (no alignment), in-capsule data offsets (bit 20).
         sgls: 1 | 1 << 20,
+        // Linux's host refuses ANA with MNAN 0 or above NN, and sizes its log buffer with it.
+        mnan: if discovery { 0 } else { cfg.namespaces },
         subnqn: if discovery {
             DISCOVERY_NQN.into()
         } else {

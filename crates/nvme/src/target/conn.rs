@@ -93,8 +93,11 @@ pub(crate) struct Conn {
     sqhd: u16,
     pub pending: HashMap<u16, PendingWrite>,
     next_ttag: u16,
-    /// Asynchronous Event Requests held (no event is ever reported).
-    pub aers: u32,
+    /// Asynchronous Event Requests held, by command id, oldest first: the next event (an ANA
+    /// change of this connection's port) completes the first.
+    pub aers: std::collections::VecDeque<u16>,
+    /// The port (0-based) this connection came in through.
+    pub port: usize,
     /// With a delay: I/O completions held until due (`conn/delayed.rs`).
     held: Option<DueQueue<Vec<u8>>>,
     /// When the bytes read last arrived: the PDUs they complete were received then.
@@ -107,12 +110,18 @@ pub(crate) struct Conn {
 /// silent this long.
 const IDLE_LIMIT: Duration = Duration::from_secs(30);
 
-/// Serves connection `number` (counted from 0 as accepted: the seed of its delays' jitter).
+/// How often an admin queue with nothing to read looks for an event to report (the ANA
+/// change notice reaches a host within about this long of the change).
+pub(crate) const ADMIN_POLL: Duration = Duration::from_millis(50);
+
+/// Serves connection `number` (counted from 0 as accepted: the seed of its delays' jitter),
+/// accepted on port `port` (0-based, in `--listen` order).
 pub(crate) fn serve(
     s: TcpStream,
     sh: Arc<Shared>,
     stop: Arc<AtomicBool>,
     number: u64,
+    port: usize,
 ) -> Result<(), End> {
     let _ = s.set_nodelay(true);
     let held = sh.cfg.delay.map(|d| DueQueue::new(d, number));
@@ -138,7 +147,8 @@ pub(crate) fn serve(
         sqhd: 0,
         pending: HashMap::new(),
         next_ttag: 0,
-        aers: 0,
+        aers: std::collections::VecDeque::new(),
+        port,
         held,
         arrived: Instant::now(),
         r2ts: 0,
@@ -176,6 +186,7 @@ impl Conn {
                     r.map(|()| consumed)
                 }
                 Ok(Parsed::Incomplete { needed }) => {
+                    super::admin::report_events(self);
                     self.flush()?;
                     if self.held.is_some() && !self.wait_delayed()? {
                         self.check_alive(ic_done, last_rx)?;
@@ -203,6 +214,10 @@ impl Conn {
                 self.flush()?;
             }
         }
+    }
+
+    pub fn set_read_timeout(&self, d: Duration) -> io::Result<()> {
+        self.s.set_read_timeout(Some(d))
     }
 
     /// Reads what the socket has; false on a timeout.

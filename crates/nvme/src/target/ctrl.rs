@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use sanbench_blockstore::BlockStore;
 
+use super::ana::AnaStates;
 use super::TargetConfig;
+use crate::wire::ana::AnaState;
 use crate::wire::fabrics::prop;
 
 pub const DISCOVERY_NQN: &str = "nqn.2014-08.org.nvmexpress.discovery";
@@ -33,12 +35,19 @@ pub(crate) struct Shared {
     /// Namespace GUID, derived from the NQN and the first port so two targets differ and
     /// every port of one target shows the same.
     pub nguid: [u8; 16],
+    /// The one ANA group's state at each port (`target/ana.rs`).
+    pub ana: AnaStates,
     ctrls: Mutex<HashMap<u16, Arc<Ctrl>>>,
     next_cntlid: AtomicU16,
 }
 
 impl Shared {
-    pub fn new(cfg: TargetConfig, store: BlockStore, ports: Vec<SocketAddr>) -> Shared {
+    pub fn new(
+        cfg: TargetConfig,
+        store: BlockStore,
+        ports: Vec<SocketAddr>,
+        ana: &[AnaState],
+    ) -> Shared {
         let local = ports[0];
         let seed = format!("{}:{}", cfg.nqn, local);
         let a = crc32c::crc32c(seed.as_bytes());
@@ -54,6 +63,7 @@ impl Shared {
             local,
             ports,
             nguid,
+            ana: AnaStates::new(ana),
             ctrls: Mutex::new(HashMap::new()),
             next_cntlid: AtomicU16::new(1),
         }
@@ -106,15 +116,37 @@ impl Shared {
         used / BLOCK
     }
 
-    /// A new controller for a host, or `None` when all ids are taken.
-    pub fn create_ctrl(&self, hostnqn: &str, discovery: bool, kato_ms: u32) -> Option<Arc<Ctrl>> {
+    /// Sets port `port`'s ANA state; when it changed, every controller connected through that
+    /// port has an ANA change notice to report.
+    pub fn set_ana(&self, port: usize, s: AnaState) {
+        if !self.ana.set(port, s) {
+            return;
+        }
+        let map = poison::lock(&self.ctrls);
+        for c in map.values().filter(|c| c.port == port && !c.discovery) {
+            c.ana_event.store(true, Ordering::Release);
+        }
+    }
+
+    /// A new controller for a host connected through port `port`, or `None` when all ids are
+    /// taken. Controller ids are unique in the subsystem, across ports (Linux's host refuses
+    /// a second controller with an id it already has).
+    pub fn create_ctrl(
+        &self,
+        hostnqn: &str,
+        discovery: bool,
+        kato_ms: u32,
+        port: usize,
+    ) -> Option<Arc<Ctrl>> {
         let mut map = poison::lock(&self.ctrls);
         for _ in 0..0xffef {
             let id = self.next_cntlid.fetch_add(1, Ordering::Relaxed);
             // 0xfff0..=0xffff are reserved (0xffff: "any controller" in Connect).
             let id = (id % 0xffef) + 1;
             if let std::collections::hash_map::Entry::Vacant(v) = map.entry(id) {
-                let c = Arc::new(Ctrl::new(id, hostnqn.to_string(), discovery, kato_ms));
+                let mut c = Ctrl::new(id, hostnqn.to_string(), discovery, kato_ms);
+                c.port = port;
+                let c = Arc::new(c);
                 v.insert(c.clone());
                 return Some(c);
             }
@@ -139,6 +171,16 @@ pub(crate) struct Ctrl {
     pub cntlid: u16,
     pub hostnqn: String,
     pub discovery: bool,
+    /// The port (0-based) the admin queue connected through: whose ANA state it reports.
+    pub port: usize,
+    /// Asynchronous Event Configuration (Set Features 0Bh).
+    pub aec: AtomicU32,
+    /// An ANA change to report with the next Asynchronous Event Request.
+    pub ana_event: AtomicBool,
+    /// An ANA change notice was sent and the host has not read the log page since (without
+    /// RAE): further changes are not announced until it has (NVMe Base 2.0 §5.2: an event
+    /// type is masked until its log page is read).
+    pub ana_masked: AtomicBool,
     pub cc: AtomicU32,
     pub csts: AtomicU32,
     pub kato_ms: AtomicU32,
@@ -155,6 +197,10 @@ impl Ctrl {
             cntlid,
             hostnqn,
             discovery,
+            port: 0,
+            aec: AtomicU32::new(0),
+            ana_event: AtomicBool::new(false),
+            ana_masked: AtomicBool::new(false),
             cc: AtomicU32::new(0),
             csts: AtomicU32::new(0),
             kato_ms: AtomicU32::new(kato_ms),

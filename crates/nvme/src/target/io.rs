@@ -1,9 +1,12 @@
 //! I/O queue commands (NVM Command Set 1.0 §3): Read, Write, Flush, Write Zeroes, Dataset
-//! Management (deallocate) on any active NSID (each namespace a range of the one store), checked against the namespace's size and the largest
-//! transfer (MDTS) before the store is touched.
+//! Management (deallocate) on any active NSID (each namespace a range of the one store),
+//! checked against the namespace's size and the largest transfer (MDTS) before the store is
+//! touched, and refused with a path-related status while the connection's port is in an ANA
+//! state that does not serve I/O (before any data is asked for).
 
 use super::conn::{Conn, End};
 use super::ctrl::{Shared, BLOCK};
+use crate::wire::ana::AnaState;
 use crate::wire::cmd::{Command, DataPtr, DsmRange, Rw, DSM_RANGE_LEN};
 use crate::wire::status::Status;
 
@@ -45,6 +48,17 @@ fn range(sh: &Shared, rw: &Rw) -> Result<(u64, u64), Status> {
     Ok((base + rw.slba * BLOCK, rw.nlb as u64 * BLOCK))
 }
 
+/// The path-related status of an I/O command through a port in ANA state `s` (nvmet's
+/// `nvmet_check_ana_state`): every namespace is in the one ANA group.
+pub(crate) fn ana_status(s: AnaState) -> Option<Status> {
+    match s {
+        AnaState::Optimized | AnaState::NonOptimized => None,
+        AnaState::Inaccessible => Some(Status::ANA_INACCESSIBLE),
+        AnaState::PersistentLoss => Some(Status::ANA_PERSISTENT_LOSS),
+        AnaState::Change => Some(Status::ANA_TRANSITION),
+    }
+}
+
 pub(crate) fn handle(
     c: &mut Conn,
     cid: u16,
@@ -52,6 +66,9 @@ pub(crate) fn handle(
     dp: DataPtr,
     data: &[u8],
 ) -> Result<(), End> {
+    if let Some(st) = ana_status(c.sh.ana.get(c.port)) {
+        return c.resp(cid, st, 0);
+    }
     let st = match cmd {
         Command::Read(rw) | Command::Write(rw) => {
             let (off, len) = match range(&c.sh, &rw) {

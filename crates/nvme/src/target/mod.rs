@@ -6,9 +6,17 @@
 //!
 //! Controllers are dynamic (NVMe-oF 1.1 §3.3): the admin queue's Connect creates one and
 //! returns its id, which the same host names in each I/O queue's Connect.
+//!
+//! Several ports (`also_listen`) serve one subsystem: the namespaces are shared (NMIC),
+//! controller ids unique across ports, and each port has its own ANA state of the one ANA
+//! group ([`ana`]), changeable while the target runs ([`AnaControl`], [`control`]): what
+//! Linux's native NVMe multipath needs to put the controllers of two ports under one
+//! namespace head and choose between them.
 
 mod admin;
+pub mod ana;
 mod conn;
+pub mod control;
 mod ctrl;
 mod io;
 
@@ -19,10 +27,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::wire::ana::AnaState;
+
 pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 use thiserror::Error;
 
+pub use ana::{AnaSetting, PortRef};
+pub use control::{ControlServer, PortState};
 pub use ctrl::DISCOVERY_NQN;
 
 /// Errors of starting or running the target.
@@ -80,6 +92,8 @@ pub struct TargetConfig {
     /// command (with its data) arrived (see [`sanbench_blockstore::delay`]); None answers at
     /// once.
     pub delay: Option<Delay>,
+    /// ANA states of ports at start (every other port: optimized).
+    pub ana: Vec<AnaSetting>,
 }
 
 impl Default for TargetConfig {
@@ -98,6 +112,7 @@ impl Default for TargetConfig {
             max_h2c_data: 128 * 1024,
             send_timeout: Duration::from_secs(10),
             delay: None,
+            ana: Vec::new(),
         }
     }
 }
@@ -189,7 +204,18 @@ impl Target {
             ports.push(l.local_addr().map_err(bind)?);
             listeners.push(l);
         }
-        let shared = Arc::new(ctrl::Shared::new(cfg, store, ports));
+        let given: Vec<SocketAddr> = std::iter::once(cfg.listen)
+            .chain(cfg.also_listen.iter().copied())
+            .collect();
+        let mut states = vec![AnaState::Optimized; ports.len()];
+        for a in &cfg.ana {
+            let p = a
+                .port
+                .resolve(&ports, &given)
+                .map_err(|e| TargetError::Config(format!("--ana {}={}: {e}", a.port, a.state)))?;
+            states[p] = a.state;
+        }
+        let shared = Arc::new(ctrl::Shared::new(cfg, store, ports, &states));
         let stats = Arc::new(TargetStats {
             connections: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -227,20 +253,65 @@ impl Target {
         self.shared.cfg.namespaces
     }
 
+    /// The handle that reads and changes the ports' ANA states while the target runs.
+    pub fn ana_control(&self) -> AnaControl {
+        AnaControl {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Serves until `shutdown` becomes true, then waits for connection threads to end.
     pub fn run(self, shutdown: Arc<AtomicBool>) -> Result<(), TargetError> {
         let (shared, stats) = (self.shared.clone(), self.stats.clone());
         let stop = shutdown.clone();
-        sanbench_blockstore::portals::accept_loop(&self.listeners, &shutdown, |s| {
+        sanbench_blockstore::portals::accept_loop(&self.listeners, &shutdown, |port, s| {
             let number = stats.connections.fetch_add(1, Ordering::Relaxed);
             let (sh, stop, stats) = (shared.clone(), stop.clone(), stats.clone());
             std::thread::spawn(move || {
-                if let Err(e) = conn::serve(s, sh, stop, number) {
+                if let Err(e) = conn::serve(s, sh, stop, number, port) {
                     stats.failed.fetch_add(1, Ordering::Relaxed);
                     *poison::lock(&stats.last_error) = Some(e.to_string());
                 }
             })
         })
         .map_err(TargetError::Accept)
+    }
+}
+
+/// Reads and sets the ports' ANA states of a running target (the control socket and tests
+/// use it). A change reaches hosts at once for new I/O (commands through a port whose state
+/// does not serve I/O fail with a path-related status) and as an ANA change notice on each
+/// of the port's controllers that asked for one.
+#[derive(Clone)]
+pub struct AnaControl {
+    shared: Arc<ctrl::Shared>,
+}
+
+impl AnaControl {
+    /// Every port's state, in `--listen` order.
+    pub fn states(&self) -> Vec<PortState> {
+        (0..self.shared.ports.len())
+            .map(|i| PortState {
+                index: i + 1,
+                addr: self.shared.ports[i],
+                state: self.shared.ana.get(i),
+            })
+            .collect()
+    }
+
+    /// Applies every setting, or none when one names an unknown port.
+    pub fn set(&self, settings: &[AnaSetting]) -> Result<(), String> {
+        let sh = &self.shared;
+        let given: Vec<SocketAddr> = std::iter::once(sh.cfg.listen)
+            .chain(sh.cfg.also_listen.iter().copied())
+            .collect();
+        let resolved = settings
+            .iter()
+            .map(|a| a.port.resolve(&sh.ports, &given).map(|p| (p, a.state)))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (p, st) in resolved {
+            sh.set_ana(p, st);
+        }
+        Ok(())
     }
 }

@@ -156,6 +156,9 @@ pub enum Command {
     GetLogPage {
         lid: u8,
         lsp: u8,
+        /// Retain Asynchronous Event: reading the page does not clear the event that
+        /// announced it.
+        rae: bool,
         /// Number of dwords, 1-based (the wire's 0's based NUMD can ask for 2^32).
         numd: u64,
         offset: u64,
@@ -239,6 +242,7 @@ impl Command {
                 admin::GET_LOG_PAGE => Command::GetLogPage {
                     lid: c10 as u8,
                     lsp: ((c10 >> 8) & 0x7f) as u8,
+                    rae: c10 & (1 << 15) != 0,
                     numd: ((c10 >> 16) | ((c11 & 0xffff) << 16)) as u64 + 1,
                     offset: c12 as u64 | (c13 as u64) << 32,
                     nsid,
@@ -327,6 +331,7 @@ impl Command {
             Command::GetLogPage {
                 lid,
                 lsp,
+                rae,
                 numd,
                 offset,
                 nsid,
@@ -335,7 +340,10 @@ impl Command {
                 (
                     admin::GET_LOG_PAGE,
                     nsid,
-                    lid as u32 | ((lsp & 0x7f) as u32) << 8 | ((numd0 & 0xffff) as u32) << 16,
+                    lid as u32
+                        | ((lsp & 0x7f) as u32) << 8
+                        | (rae as u32) << 15
+                        | ((numd0 & 0xffff) as u32) << 16,
                     (numd0 >> 16) as u32,
                     offset as u32,
                     (offset >> 32) as u32,

@@ -142,18 +142,25 @@ mod props {
                 .prop_map(|(fid, cdw11, nsid)| (Command::SetFeatures { fid, cdw11, nsid }, true)),
             (any::<u8>(), 0u8..8, u())
                 .prop_map(|(fid, sel, nsid)| (Command::GetFeatures { fid, sel, nsid }, true)),
-            (any::<u8>(), 0u8..0x80, 1u64..=1 << 32, any::<u64>(), u()).prop_map(
-                |(lid, lsp, numd, offset, nsid)| (
+            (
+                any::<u8>(),
+                0u8..0x80,
+                any::<bool>(),
+                1u64..=1 << 32,
+                any::<u64>(),
+                u()
+            )
+                .prop_map(|(lid, lsp, rae, numd, offset, nsid)| (
                     Command::GetLogPage {
                         lid,
                         lsp,
+                        rae,
                         numd,
                         offset,
                         nsid
                     },
                     true
-                )
-            ),
+                )),
             Just((Command::AsyncEvent, true)),
             Just((Command::KeepAlive, true)),
             Just((Command::Abort, true)),
@@ -174,7 +181,7 @@ mod props {
 
     /// The bits of NSID and CDW10-13 that parse reads for `cmd` (NVMe Base 2.0 figures 137,
     /// 189, 199, 200, 385; NVM Command Set figures 38, 41, 62; NVMe-oF 1.1 figures 19, 39,
-    /// 42): the rest is reserved or a field sanbench does not act on (RAE, LSI, SV, CNS
+    /// 42): the rest is reserved or a field sanbench does not act on (LSI, SV, CNS
     /// specific identifier, DEAC, PRINFO, directives, Abort's SQID/CID).
     fn read_bits(cmd: &Command) -> (u32, [u32; 4]) {
         const ALL: u32 = u32::MAX;
@@ -185,7 +192,7 @@ mod props {
             Command::Identify { .. } => (ALL, [0xffff_00ff, 0xff00_0000, 0, 0]),
             Command::SetFeatures { .. } => (ALL, [0xff, ALL, 0, 0]),
             Command::GetFeatures { .. } => (ALL, [0x7ff, 0, 0, 0]),
-            Command::GetLogPage { .. } => (ALL, [0xffff_7fff, 0xffff, ALL, ALL]),
+            Command::GetLogPage { .. } => (ALL, [ALL, 0xffff, ALL, ALL]),
             Command::AsyncEvent | Command::KeepAlive | Command::Abort => (0, [0; 4]),
             Command::Read(_) | Command::Write(_) | Command::WriteZeroes(_) => {
                 (ALL, [ALL, ALL, 0x4000_ffff, 0])

@@ -1,5 +1,6 @@
 //! Identify data structures (NVMe Base 2.0 §5.17.2; NVM Command Set 1.0 §4.1.5): controller
-//! (CNS 01h, with the Fabrics fields of NVMe-oF 1.1 §4.1), namespace (CNS 00h), active
+//! (CNS 01h, with the Fabrics fields of NVMe-oF 1.1 §4.1 and the ANA fields of §8.1),
+//! namespace (CNS 00h, with NMIC and ANAGRPID), active
 //! namespace list (CNS 02h) and namespace identification descriptors (CNS 03h). Only the fields
 //! sanbench sets or reads are typed; the rest of the 4096 bytes stay zero. Each field's offset
 //! is a named constant next to its encode and decode.
@@ -59,13 +60,24 @@ pub struct IdCtrl {
     pub fr: String,
     /// Maximum data transfer size, a power of two in 4 KiB pages (0: no limit).
     pub mdts: u8,
+    /// Multi-path I/O and namespace sharing capabilities (`ana::cmic`).
+    pub cmic: u8,
     pub cntlid: u16,
     pub ver: u32,
+    /// Optional asynchronous events supported (bit 11: ANA change notices).
+    pub oaes: u32,
     pub cntrltype: u8,
     /// Asynchronous Event Request limit, 0's based.
     pub aerl: u8,
     /// Keep-alive granularity in 100 ms units (0: keep-alive not supported).
     pub kas: u16,
+    /// ANA transition time, seconds: how long a group may stay in the change state.
+    pub anatt: u8,
+    /// ANA capabilities (`ana::anacap`).
+    pub anacap: u8,
+    /// The largest ANA group id, and how many group ids the controller supports.
+    pub anagrpmax: u32,
+    pub nanagrpid: u32,
     pub maxcmd: u16,
     /// Number of namespaces (the largest NSID).
     pub nn: u32,
@@ -74,6 +86,9 @@ pub struct IdCtrl {
     /// Volatile write cache present (bit 0).
     pub vwc: u8,
     pub sgls: u32,
+    /// Maximum number of allowed namespaces (Linux's host sizes the ANA log buffer from it
+    /// and refuses ANA when it is 0 or above NN).
+    pub mnan: u32,
     pub subnqn: String,
     /// I/O queue command capsule size in 16-byte units (SQE plus in-capsule data).
     pub ioccsz: u32,
@@ -88,13 +103,19 @@ mod ctrl_off {
     pub const SN: usize = 4;
     pub const MN: usize = 24;
     pub const FR: usize = 64;
+    pub const CMIC: usize = 76;
     pub const MDTS: usize = 77;
     pub const CNTLID: usize = 78;
     pub const VER: usize = 80;
+    pub const OAES: usize = 92;
     pub const CNTRLTYPE: usize = 111;
     pub const AERL: usize = 259;
     pub const LPA: usize = 261;
     pub const KAS: usize = 320;
+    pub const ANATT: usize = 342;
+    pub const ANACAP: usize = 343;
+    pub const ANAGRPMAX: usize = 344;
+    pub const NANAGRPID: usize = 348;
     pub const SQES: usize = 512;
     pub const CQES: usize = 513;
     pub const MAXCMD: usize = 514;
@@ -102,6 +123,7 @@ mod ctrl_off {
     pub const ONCS: usize = 520;
     pub const VWC: usize = 525;
     pub const SGLS: usize = 536;
+    pub const MNAN: usize = 540;
     pub const SUBNQN: usize = 768;
     pub const IOCCSZ: usize = 1792;
     pub const IORCSZ: usize = 1796;
@@ -118,14 +140,20 @@ impl IdCtrl {
         put(&mut b, SN, &text::<20>(&self.sn));
         put(&mut b, MN, &text::<40>(&self.mn));
         put(&mut b, FR, &text::<8>(&self.fr));
+        b[CMIC] = self.cmic;
         b[MDTS] = self.mdts;
         put(&mut b, CNTLID, &self.cntlid.to_le_bytes());
         put(&mut b, VER, &self.ver.to_le_bytes());
+        put(&mut b, OAES, &self.oaes.to_le_bytes());
         b[CNTRLTYPE] = self.cntrltype;
         b[AERL] = self.aerl;
         // LPA bit 2: extended data for Get Log Page.
         b[LPA] = 1 << 2;
         put(&mut b, KAS, &self.kas.to_le_bytes());
+        b[ANATT] = self.anatt;
+        b[ANACAP] = self.anacap;
+        put(&mut b, ANAGRPMAX, &self.anagrpmax.to_le_bytes());
+        put(&mut b, NANAGRPID, &self.nanagrpid.to_le_bytes());
         // 64-byte SQEs and 16-byte CQEs, required and maximum.
         b[SQES] = 0x66;
         b[CQES] = 0x44;
@@ -134,6 +162,7 @@ impl IdCtrl {
         put(&mut b, ONCS, &self.oncs.to_le_bytes());
         b[VWC] = self.vwc;
         put(&mut b, SGLS, &self.sgls.to_le_bytes());
+        put(&mut b, MNAN, &self.mnan.to_le_bytes());
         let n = self.subnqn.len().min(255);
         put(&mut b, SUBNQN, &self.subnqn.as_bytes()[..n]);
         put(&mut b, IOCCSZ, &self.ioccsz.to_le_bytes());
@@ -159,16 +188,23 @@ impl IdCtrl {
             mn: s(MN, 40),
             fr: s(FR, 8),
             mdts: b[MDTS],
+            cmic: b[CMIC],
             cntlid: u16::from_le_bytes(get(b, CNTLID)),
             ver: u32::from_le_bytes(get(b, VER)),
+            oaes: u32::from_le_bytes(get(b, OAES)),
             cntrltype: b[CNTRLTYPE],
             aerl: b[AERL],
             kas: u16::from_le_bytes(get(b, KAS)),
+            anatt: b[ANATT],
+            anacap: b[ANACAP],
+            anagrpmax: u32::from_le_bytes(get(b, ANAGRPMAX)),
+            nanagrpid: u32::from_le_bytes(get(b, NANAGRPID)),
             maxcmd: u16::from_le_bytes(get(b, MAXCMD)),
             nn: u32::from_le_bytes(get(b, NN)),
             oncs: u16::from_le_bytes(get(b, ONCS)),
             vwc: b[VWC],
             sgls: u32::from_le_bytes(get(b, SGLS)),
+            mnan: u32::from_le_bytes(get(b, MNAN)),
             subnqn: String::from_utf8_lossy(&nqn[..nqn_end]).into_owned(),
             ioccsz: u32::from_le_bytes(get(b, IOCCSZ)),
             iorcsz: u32::from_le_bytes(get(b, IORCSZ)),
@@ -191,6 +227,10 @@ pub struct IdNs {
     pub lbads: u8,
     /// Deallocated blocks read back as zeros (DLFEAT = 001b) and Write Zeroes deallocates.
     pub dlfeat: u8,
+    /// Namespace multi-path I/O and sharing (bit 0: shared by several controllers).
+    pub nmic: u8,
+    /// The ANA group the namespace belongs to (0: none reported).
+    pub anagrpid: u32,
     pub nguid: [u8; 16],
 }
 
@@ -201,7 +241,9 @@ mod ns_off {
     pub const NSFEAT: usize = 24;
     pub const NLBAF: usize = 25;
     pub const FLBAS: usize = 26;
+    pub const NMIC: usize = 30;
     pub const DLFEAT: usize = 33;
+    pub const ANAGRPID: usize = 92;
     pub const NGUID: usize = 104;
     pub const LBAF0: usize = 128;
 }
@@ -220,7 +262,9 @@ impl IdNs {
         b[NSFEAT] = self.nsfeat;
         b[NLBAF] = 0;
         b[FLBAS] = 0;
+        b[NMIC] = self.nmic;
         b[DLFEAT] = self.dlfeat;
+        put(&mut b, ANAGRPID, &self.anagrpid.to_le_bytes());
         put(&mut b, NGUID, &self.nguid);
         b[LBAF0 + 2] = self.lbads;
         b
@@ -239,6 +283,8 @@ impl IdNs {
             nsfeat: b[NSFEAT],
             lbads: b[LBAF0 + 4 * f + 2],
             dlfeat: b[DLFEAT],
+            nmic: b[NMIC],
+            anagrpid: u32::from_le_bytes(get(b, ANAGRPID)),
             nguid: get(b, NGUID),
         })
     }

@@ -8,16 +8,23 @@ fn ctrl_round_trip() {
         mn: "sanbench".into(),
         fr: "0.1".into(),
         mdts: 5,
+        cmic: 0x0b,
         cntlid: 1,
         ver: 0x10300,
+        oaes: 1 << 11,
         cntrltype: CNTRLTYPE_IO,
         aerl: 3,
         kas: 1,
+        anatt: 10,
+        anacap: 0x5f,
+        anagrpmax: 1,
+        nanagrpid: 1,
         maxcmd: 128,
         nn: 1,
         oncs: 0x0c,
         vwc: 1,
         sgls: 1,
+        mnan: 1,
         subnqn: "nqn.2026-11.io.sanbench:ram".into(),
         ioccsz: 4 + 512,
         iorcsz: 1,
@@ -37,11 +44,45 @@ fn ns_round_trip() {
         nsfeat: 1,
         lbads: 9,
         dlfeat: 1,
+        nmic: 1,
+        anagrpid: 1,
         nguid: [3; 16],
     };
     let d = IdNs::decode(&n.encode()).unwrap();
     assert_eq!(d, n);
     assert_eq!(d.block_size(), 512);
+}
+
+/// The multipath and ANA fields at the offsets of Linux's `struct nvme_id_ctrl` (cmic 76,
+/// oaes 92, anatt 342, anacap 343, anagrpmax 344, nanagrpid 348, mnan 540) and
+/// `struct nvme_id_ns` (nmic 30, anagrpid 92).
+#[test]
+fn ana_fields_lie_where_linux_reads_them() {
+    let c = IdCtrl {
+        cmic: 0x0b,
+        oaes: 0x0800,
+        anatt: 10,
+        anacap: 0x5f,
+        anagrpmax: 0x0102_0304,
+        nanagrpid: 0x0506_0708,
+        mnan: 0x090a_0b0c,
+        ..IdCtrl::default()
+    }
+    .encode();
+    assert_eq!(c[76], 0x0b);
+    assert_eq!(&c[92..96], &[0, 8, 0, 0]);
+    assert_eq!((c[342], c[343]), (10, 0x5f));
+    assert_eq!(&c[344..348], &[4, 3, 2, 1]);
+    assert_eq!(&c[348..352], &[8, 7, 6, 5]);
+    assert_eq!(&c[540..544], &[0xc, 0xb, 0xa, 9]);
+    let n = IdNs {
+        nmic: 1,
+        anagrpid: 0x0102_0304,
+        ..IdNs::default()
+    }
+    .encode();
+    assert_eq!(n[30], 1);
+    assert_eq!(&n[92..96], &[4, 3, 2, 1]);
 }
 
 /// FLBAS selects among up to 64 formats: bits 3:0 and, above 16 formats, bits 6:5.
@@ -118,6 +159,13 @@ mod props {
                 any::<u32>(),
             ),
             (nqn(), any::<u32>(), any::<u32>(), any::<u16>(), any::<u8>()),
+            (
+                any::<u8>(),
+                any::<u32>(),
+                any::<(u8, u8)>(),
+                any::<(u32, u32)>(),
+                any::<u32>(),
+            ),
         )
             .prop_map(
                 |(
@@ -125,22 +173,30 @@ mod props {
                     (cntlid, ver, cntrltype, aerl, kas),
                     (maxcmd, nn, oncs, vwc, sgls),
                     (subnqn, ioccsz, iorcsz, icdoff, msdbd),
+                    (cmic, oaes, (anatt, anacap), (anagrpmax, nanagrpid), mnan),
                 )| IdCtrl {
                     vid,
                     sn,
                     mn,
                     fr,
                     mdts,
+                    cmic,
                     cntlid,
                     ver,
+                    oaes,
                     cntrltype,
                     aerl,
                     kas,
+                    anatt,
+                    anacap,
+                    anagrpmax,
+                    nanagrpid,
                     maxcmd,
                     nn,
                     oncs,
                     vwc,
                     sgls,
+                    mnan,
                     subnqn,
                     ioccsz,
                     iorcsz,
@@ -155,15 +211,18 @@ mod props {
             any::<(u64, u64, u64)>(),
             any::<(u8, u8, u8)>(),
             any::<[u8; 16]>(),
+            any::<(u8, u32)>(),
         )
             .prop_map(
-                |((nsze, ncap, nuse), (nsfeat, lbads, dlfeat), nguid)| IdNs {
+                |((nsze, ncap, nuse), (nsfeat, lbads, dlfeat), nguid, (nmic, anagrpid))| IdNs {
                     nsze,
                     ncap,
                     nuse,
                     nsfeat,
                     lbads,
                     dlfeat,
+                    nmic,
+                    anagrpid,
                     nguid,
                 },
             )

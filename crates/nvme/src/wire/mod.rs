@@ -10,8 +10,10 @@
 //! * [`header`] declares every PDU header and the 64-byte SQE / 16-byte CQE once, as zerocopy
 //!   structs; [`cmd`] types an SQE as a command (and builds them), [`status`] names completion
 //!   statuses, [`fabrics`] holds Connect data and the controller properties, [`identify`] the
-//!   Identify data structures, [`discovery`] the discovery log page.
+//!   Identify data structures, [`discovery`] the discovery log page, [`ana`] the ANA log page
+//!   and states.
 
+pub mod ana;
 pub mod cmd;
 pub mod discovery;
 pub mod fabrics;

@@ -35,13 +35,33 @@ impl Status {
     pub const CONNECT_CTRL_BUSY: Status = Status::new(0x181);
     pub const CONNECT_INVALID_PARAM: Status = Status::new(0x182);
     pub const CONNECT_INVALID_HOST: Status = Status::new(0x184);
+    /// Path related (SCT 3h): the namespace is in the ANA Persistent Loss state through this
+    /// controller. Do Not Retry is clear: the host retries on another path (Linux's
+    /// `nvme_decide_disposition` completes a DNR status with an error instead of failing over).
+    pub const ANA_PERSISTENT_LOSS: Status = Status::path(0x301);
+    /// Path related: ANA Inaccessible.
+    pub const ANA_INACCESSIBLE: Status = Status::path(0x302);
+    /// Path related: ANA Transition (the state is changing).
+    pub const ANA_TRANSITION: Status = Status::path(0x303);
 
-    /// A status with Do Not Retry set (every error sanbench's target returns is permanent).
+    /// A status with Do Not Retry set (every error sanbench's target returns is permanent, but
+    /// for the path-related ones: [`Status::path`]).
     pub const fn new(code: u16) -> Status {
         Status {
             code,
             dnr: code != 0,
         }
+    }
+
+    /// A path-related status (SCT 3h), DNR clear: the command may succeed on another path.
+    pub const fn path(code: u16) -> Status {
+        Status { code, dnr: false }
+    }
+
+    /// Whether the status is path related (SCT 3h): the path failed the command, not the
+    /// namespace's media.
+    pub fn is_path_error(self) -> bool {
+        self.sct() == 3
     }
 
     pub fn is_success(self) -> bool {
@@ -91,6 +111,9 @@ impl std::fmt::Display for Status {
             0x181 => "connect: controller busy",
             0x182 => "connect: invalid parameters",
             0x184 => "connect: invalid host",
+            0x301 => "ANA persistent loss",
+            0x302 => "ANA inaccessible",
+            0x303 => "ANA transition",
             _ => "status",
         };
         write!(f, "{name} (sct {:#x} sc {:#04x})", self.sct(), self.sc())
@@ -110,6 +133,9 @@ mod tests {
         // Linux: status 0x4004 (DNR | data transfer error) sits in the CQE shifted by one.
         assert_eq!(Status::DATA_XFER_ERROR.to_field(), 0x8008);
         assert_eq!(Status::CONNECT_INVALID_PARAM.sct(), 1);
+        // Linux's NVME_SC_ANA_INACCESSIBLE, without DNR (so the host fails over).
+        assert_eq!(Status::ANA_INACCESSIBLE.to_field(), 0x302 << 1);
+        assert!(Status::ANA_TRANSITION.is_path_error() && !Status::LBA_RANGE.is_path_error());
     }
 
     use proptest::prelude::*;

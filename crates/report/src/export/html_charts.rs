@@ -366,6 +366,11 @@ pub fn forest(r: &Report, s: &mut String) {
             "p99 latency and efficiency (secondary questions)",
             "A's advantage over B",
         ),
+        (
+            "failover",
+            "Failover stall (cells with faults)",
+            "B's stall over A's",
+        ),
     ] {
         let rows = crate::forest::rows(r.cmp, family, qs);
         if rows.is_empty() {

@@ -34,8 +34,9 @@ pub fn disruption(r: &Report, s: &mut String) {
          completion on any stream; <em>detected</em> and <em>failed over</em>: from the first \
          fault to the first path taken out and to the first reissued I/O completed on another \
          path; <em>back</em>: until throughput was again within 10 % of its pre-fault level \
-         (<em>held</em>: the fraction kept meanwhile). Definitions: docs/MEASURE.md, \
-         \"Disruption\".</p>\n",
+         (<em>held</em>: the fraction kept meanwhile). Where cells fired faults, each cell's \
+         longest stall is a failover question (lower is better), judged with half of what \
+         the secondary family has. Definitions: docs/MEASURE.md, \"Disruption\".</p>\n",
     );
     for w in &c.workloads {
         let cells: Vec<&Cell> = c

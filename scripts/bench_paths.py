@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Multipath: what a second path gives and what the path selector costs.
+
+(a) Two shaped paths vs one (needs root: `sanbench lab`). `lab up --link a=RATE --link b=RATE
+    --paths a,b` puts one target namespace behind two htb-shaped links; each transport's
+    target there is run over one path (KIND@a) and over both (KIND@a+b, a multipath URI,
+    the default service-time selector), 1 MiB sequential reads, interleaved (the first
+    alternates), --reps each. Prints MB/s per repetition, the medians and two/one. Goal:
+    >= 1.9x with two 1 Gbit/s paths.
+(b) The selector's CPU cost on loopback: one `sanbench serve KIND --listen 127.0.0.1:P1
+    --listen 127.0.0.1:P2`, 4 KiB random reads at QD 32, over one portal (a plain URI, no
+    multipath layer) and over both (a multipath URI, the default service-time selector),
+    interleaved. The figure is sanbench's own CPU per I/O (`process_cpu.cpu_us_per_io` of the
+    result: getrusage of the sanbench process over the window, host monitor off), medians and
+    the relative difference. Goal: <= 2 % more with two paths.
+
+Each run is `sanbench run` with the flags printed once per section. Uses target/release/sanbench
+(built if missing). The lab lives under a temporary state file and is taken down at the end;
+note that `lab up` removes any other lab on the host first (the `sblab-` prefix).
+
+Usage: scripts/bench_paths.py [--reps 5] [--time 5] [--rate 1gbit] [--kinds iscsi,nvme,nbd]
+                              [--skip-lab] [--skip-cpu]
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import SB, Server, build, free_port, sh  # noqa: E402
+
+IQN = "iqn.2026-11.io.sanbench:ram"
+NQN = "nqn.2026-11.io.sanbench:ram"
+SEQ = ["--bs=1M", "--read=100", "--random=0", "--qd=8"]
+RAND = ["--bs=4k", "--read=100", "--random=100", "--qd=32"]
+
+
+def run(uri, args, secs):
+    doc = json.loads(sh([SB, "run", uri, f"--time={secs}s", "--ramp=1s", "--json=-", "--quiet",
+                         "--no-monitor"] + args))
+    r = doc["results"][0]
+    mp = r.get("multipath") or {}
+    return {"mb_s": r["mb_per_s"], "iops": r["iops"],
+            "cpu_us": doc["process_cpu"]["cpu_us_per_io"],
+            "paths": [p["bytes"] for p in mp.get("paths", [])]}
+
+
+def interleave(name, uris, args, reps, secs, key, fmt):
+    """Runs each URI `reps` times, the first alternating; returns the medians of `key`."""
+    res = {k: [] for k in uris}
+    for k, u in uris.items():
+        print(f"   {k}: $ {SB} run '{u}' --time={secs}s --ramp=1s --no-monitor " + " ".join(args))
+    for rep in range(reps):
+        order = list(uris) if rep % 2 == 0 else list(reversed(uris))
+        for k in order:
+            res[k].append(run(uris[k], args, secs))
+        print(f"  rep {rep + 1}: " + " | ".join(f"{k} {fmt(res[k][-1])}" for k in uris))
+    return {k: statistics.median(x[key] for x in v) for k, v in res.items()}
+
+
+def lab_section(a):
+    state = os.path.join(tempfile.mkdtemp(prefix="sanbench-bench-paths-"), "lab.json")
+    kinds = a.kinds.split(",")
+    up = [SB, "lab", "up", "--link", f"a={a.rate}", "--link", f"b={a.rate}", "--paths", "a,b",
+          "--targets", ",".join(kinds), "--size", "1G", "--state", state]
+    print(f"(a) two {a.rate} lab paths vs one, 1 MiB sequential read\n  $ " + " ".join(up))
+    sh(up)
+    try:
+        with open(state) as f:
+            targets = {t["name"]: t["uri"] for t in json.load(f)["targets"]}
+        for k in kinds:
+            uris = {"one path": targets[f"{k}@a"], "two paths": targets[f"{k}@a+b"]}
+            print(f" {k}")
+            med = interleave(k, uris, SEQ, a.reps, a.time, "mb_s",
+                             lambda r: f"{r['mb_s']:7.1f} MB/s" + (
+                                 f" (per path {', '.join(f'{b / 1e6:.0f}' for b in r['paths'])}"
+                                 " MB)" if r["paths"] else ""))
+            ratio = med["two paths"] / med["one path"]
+            print(f"  median: one path {med['one path']:.1f} MB/s, two paths "
+                  f"{med['two paths']:.1f} MB/s; two/one {ratio:.3f}x "
+                  f"(goal >= 1.9x: {'met' if ratio >= 1.9 else 'MISSED'})")
+    finally:
+        subprocess.run([SB, "lab", "down", "--state", state], capture_output=True)
+
+
+def cpu_section(a):
+    print("(b) sanbench's CPU per I/O, 4 KiB random read QD 32, two loopback portals of one "
+          "serve vs one")
+    for k in a.kinds.split(","):
+        p1, p2 = free_port(), free_port()
+        argv = [SB, "serve", k, "--size=1G", f"--listen=127.0.0.1:{p1}",
+                f"--listen=127.0.0.1:{p2}"]
+        print(f" {k}\n  $ " + " ".join(argv))
+        srv = Server(argv, p1)
+        try:
+            tail = {"iscsi": f"/{IQN}/0", "nvme": f"/{NQN}/1", "nbd": ""}[k]
+            scheme = {"iscsi": "iscsi", "nvme": "nvme+tcp", "nbd": "nbd"}[k]
+            one = f"{scheme}://127.0.0.1:{p1}{tail}"
+            two = f"{scheme}://127.0.0.1:{p1},127.0.0.1:{p2}{tail}"
+            run(one, ["--precondition=fill", "--bs=1M"], 1)
+            med = interleave(k, {"one path": one, "two paths": two}, RAND, a.reps, a.time,
+                             "cpu_us", lambda r: f"{r['iops']:9,.0f} IOPS {r['cpu_us']:.3f} "
+                                                 "CPU-µs/IO")
+            d = (med["two paths"] / med["one path"] - 1) * 100
+            print(f"  median CPU-µs per I/O: one path {med['one path']:.3f}, two paths "
+                  f"{med['two paths']:.3f}; {d:+.1f} % (goal <= +2 %: "
+                  f"{'met' if d <= 2 else 'MISSED'})")
+        finally:
+            srv.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--time", type=int, default=5)
+    ap.add_argument("--rate", default="1gbit")
+    ap.add_argument("--kinds", default="iscsi,nvme,nbd")
+    ap.add_argument("--skip-lab", action="store_true")
+    ap.add_argument("--skip-cpu", action="store_true")
+    a = ap.parse_args()
+    if not os.path.exists(SB):
+        build()
+    print(f"load: {open('/proc/loadavg').read().strip()}; {os.cpu_count()} CPUs; "
+          f"{os.uname().release}")
+    if not a.skip_lab:
+        if os.geteuid() != 0:
+            print("(a) skipped: the lab needs root")
+        else:
+            lab_section(a)
+    if not a.skip_cpu:
+        cpu_section(a)
+    print(f"load after: {open('/proc/loadavg').read().strip()}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
