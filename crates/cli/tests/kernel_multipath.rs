@@ -277,17 +277,15 @@ fn kernel_multipath_path_cut_measured() {
     check(&Kind::ISCSI, &console);
     check_own("iscsi-own", &console);
     check_own("nvme-own", &console);
-    if console.contains("SB-SKIP nvme") {
-        // The kernel groups two controllers into one head only when the target reports
-        // multi-controller support (CMIC) and a shared namespace (NMIC); without them it
-        // refuses the second controller. Strict once `serve nvme` has ANA (--ana).
-        assert!(!nvme_has_ana(), "NVMe: no multipath head\n{console}");
-        let refused = "Subsystem does not support multiple controllers";
-        assert!(console.contains(refused), "{console}");
-        eprintln!("NVMe native multipath: not measured, the kernel said \"{refused}\"");
-    } else {
-        check(&Kind::NVME, &console);
-    }
+    // The kernel makes one head of two controllers only when the target reports
+    // multi-controller support (CMIC) and a shared namespace (NMIC), as `serve nvme` does
+    // with ANA; without them it refuses the second ("Subsystem does not support multiple
+    // controllers").
+    assert!(
+        !console.contains("SB-SKIP nvme"),
+        "NVMe: no multipath head\n{console}"
+    );
+    check(&Kind::NVME, &console);
 }
 
 /// What differs between the two multipath stacks in the checks.
@@ -319,15 +317,6 @@ impl Kind {
             (NVME_KATO_S * 2 * 2000) as f64,
         ),
     };
-}
-
-/// Whether this build's `serve nvme` reports ANA (and so CMIC/NMIC, which the kernel needs).
-fn nvme_has_ana() -> bool {
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
-        .args(["serve", "nvme", "--help"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).contains("--ana")
 }
 
 /// The value after `PREFIX KIND ` on the console's first such line.
