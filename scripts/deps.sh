@@ -5,7 +5,8 @@
 # iSCSI initiators, copied into that guest with their libraries; iproute2's ip and rdma,
 # iscsid/iscsiadm and the kernel's fcoe, LIO, rdma_rxe and nvmet modules make the guest's
 # software SAN (crates/cli/tests/kernel_san.rs: no fcoe-utils, targetcli or rdma-core needed,
-# all configfs and sysfs); binutils strips sanbench before it goes into the guest.
+# all configfs and sysfs); dmsetup: dm-multipath over the guest's two iSCSI paths
+# (crates/cli/tests/kernel_multipath.rs); binutils strips sanbench before it goes into the guest.
 # openmpi-bin, libopenmpi-dev, libclang-dev: the `mpi` feature (rsmpi's bindgen needs
 # libclang) and its tests under mpirun. libssl-dev, pkg-config: the tls-psk feature (NBD TLS
 # with pre-shared keys through OpenSSL); openssl: the command-line tool the TLS tests make
@@ -16,7 +17,7 @@ set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
       iperf3 ethtool iproute2 binutils chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
-      nbd-client open-iscsi openmpi-bin libopenmpi-dev libclang-dev
+      nbd-client open-iscsi dmsetup openmpi-bin libopenmpi-dev libclang-dev
       libssl-dev pkg-config openssl prometheus)
 missing_now() {
   missing=()

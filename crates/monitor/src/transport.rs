@@ -14,20 +14,28 @@
 //! * SAS: `.../hostH/port-H:P/end_device-H:P/targetH:C:T/...` → `sas_device/end_device-*`
 //!   (sas_address);
 //! * NVMe: `.../nvme/nvmeN/nvmeNnM` or `.../nvme-subsystem/nvme-subsysN/nvmeNnM` (native
-//!   multipath) → `/sys/class/nvme/nvmeN/{transport,address,subsysnqn}`;
+//!   multipath) → `/sys/class/nvme/nvmeN/{transport,address,subsysnqn}`; a native multipath
+//!   head lists every controller's path with its ANA state ([`multipath`]);
+//! * dm-multipath: `dm-N` whose uuid starts `mpath-` or whose table is `multipath` → each
+//!   device under `slaves/` labelled on its own ([`multipath`]);
 //! * SATA (`ataN`), USB (`usbN`), virtio (`device/driver` is `virtio_blk`), loop
 //!   (`loop/backing_file`), NBD (`pid`).
 //!
 //! For networked transports the interface toward the target is found with `ip route get ADDR`
 //! (or given), and its MTU and `ethtool -k` offloads are recorded (docs/MEASURE.md, "Network").
 
-use crate::cmd::run;
 use crate::error::{MonitorError, Result};
 use crate::fsutil::{read_attr, under};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub mod dmsetup;
+pub mod multipath;
+mod net;
+
+pub use multipath::MultipathPath;
+pub use net::{net_iface, parse_ethtool_k, parse_route_dev, NetIface};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -79,6 +87,37 @@ pub enum Transport {
         /// `live`, `connecting`, `resetting`, …
         #[serde(default)]
         state: Option<String>,
+        /// Native multipath: the subsystem (`nvme-subsysN`) the namespace head hangs off.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subsystem: Option<String>,
+        /// Native multipath: the subsystem's `iopolicy` (`numa`, `round-robin`, …).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        iopolicy: Option<String>,
+        /// Native multipath: every controller's path to the namespace, with its ANA state
+        /// (the fields above are the first controller's).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<MultipathPath>,
+    },
+    /// A device-mapper multipath map over the kernel's paths.
+    DmMultipath {
+        /// `dm-N`.
+        device: String,
+        /// The map's name (`/sys/block/dm-N/dm/name`).
+        dm_name: Option<String>,
+        /// `mpath-WWID` when multipath-tools made it.
+        uuid: Option<String>,
+        /// The path selector (`round-robin`, `queue-length`, `service-time`), from
+        /// `dmsetup table`.
+        #[serde(default)]
+        selector: Option<String>,
+        /// The table's features (`queue_if_no_path`, …), from `dmsetup table`.
+        #[serde(default)]
+        features: Vec<String>,
+        /// The hardware handler (`alua`, …), when the table has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hw_handler: Option<String>,
+        /// The paths, in the table's order (or by name without dmsetup).
+        paths: Vec<MultipathPath>,
     },
     Sata {
         port: String,
@@ -135,15 +174,36 @@ impl Transport {
                     "FC".into()
                 }
             }
-            Transport::Nvme { transport, .. } => match transport.as_deref() {
-                Some("tcp") => "NVMe/TCP".into(),
-                Some("rdma") => "NVMe/RDMA".into(),
-                Some("fc") => "NVMe/FC".into(),
-                Some("pcie") => "NVMe/PCIe".into(),
-                Some("loop") => "NVMe/loop".into(),
-                Some(t) => format!("NVMe/{t}"),
-                None => "NVMe".into(),
-            },
+            Transport::Nvme {
+                transport, paths, ..
+            } => {
+                let base = match transport.as_deref() {
+                    Some("tcp") => "NVMe/TCP".into(),
+                    Some("rdma") => "NVMe/RDMA".into(),
+                    Some("fc") => "NVMe/FC".into(),
+                    Some("pcie") => "NVMe/PCIe".into(),
+                    Some("loop") => "NVMe/loop".into(),
+                    Some(t) => format!("NVMe/{t}"),
+                    None => "NVMe".into(),
+                };
+                match paths.len() {
+                    0 | 1 => base,
+                    n => format!("{base} multipath ({n} paths)"),
+                }
+            }
+            Transport::DmMultipath { paths, .. } => {
+                let mut kinds: Vec<&str> = Vec::new();
+                for p in paths {
+                    if !kinds.contains(&p.label.as_str()) {
+                        kinds.push(&p.label);
+                    }
+                }
+                match paths.len() {
+                    0 => "dm-multipath (no paths)".into(),
+                    1 => format!("dm-multipath (1 path, {})", kinds.join(" + ")),
+                    n => format!("dm-multipath ({n} paths, {})", kinds.join(" + ")),
+                }
+            }
             Transport::Sas { .. } => "SAS".into(),
             Transport::Sata { .. } => "SATA".into(),
             Transport::Usb { .. } => "USB".into(),
@@ -178,17 +238,6 @@ impl Transport {
     }
 }
 
-/// Interface carrying a networked transport.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NetIface {
-    pub name: String,
-    pub mtu: Option<u32>,
-    /// `ethtool -k` features: name → on. Empty when ethtool could not run (see `note`).
-    pub offloads: BTreeMap<String, bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// The path as given.
@@ -214,6 +263,8 @@ pub struct InspectOptions {
     pub ip_route_get: Vec<String>,
     /// The interface toward the target, when known (skips the route lookup).
     pub iface: Option<String>,
+    /// argv prefix; `table NAME` or `status NAME` is appended. Default `dmsetup`.
+    pub dmsetup: Vec<String>,
     pub timeout: Duration,
 }
 
@@ -223,38 +274,10 @@ impl Default for InspectOptions {
             ethtool: vec!["ethtool".into(), "-k".into()],
             ip_route_get: vec!["ip".into(), "route".into(), "get".into()],
             iface: None,
+            dmsetup: vec!["dmsetup".into()],
             timeout: Duration::from_secs(3),
         }
     }
-}
-
-/// Parses `ethtool -k IF`: `name: on|off [fixed]` lines, indented children included.
-pub fn parse_ethtool_k(text: &str) -> BTreeMap<String, bool> {
-    text.lines()
-        .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            let v = v.trim();
-            let on = if v.starts_with("on") {
-                true
-            } else if v.starts_with("off") {
-                false
-            } else {
-                return None;
-            };
-            Some((k.trim().to_string(), on))
-        })
-        .collect()
-}
-
-/// The `dev X` of `ip route get` output.
-pub fn parse_route_dev(text: &str) -> Option<String> {
-    let mut it = text.split_ascii_whitespace();
-    while let Some(t) = it.next() {
-        if t == "dev" {
-            return it.next().map(str::to_string);
-        }
-    }
-    None
 }
 
 fn name_of(p: &Path) -> String {
@@ -292,8 +315,10 @@ pub fn inspect_device(root: &Path, dev: &Path, opts: &InspectOptions) -> Result<
         }
     }
     let name = name_of(&disk);
-    let transport = classify(root, &disk, &name);
+    let transport = classify(root, &disk, &name, opts, 0);
     let net = match &transport {
+        // The first path's interface (each path has its own in `paths`).
+        Transport::DmMultipath { paths, .. } => paths.iter().find_map(|p| p.net.clone()),
         // FCoE: the interface the FC port sits on, no route to look up.
         Transport::FibreChannel {
             fcoe_netdev: Some(i),
@@ -324,8 +349,11 @@ pub fn inspect_device(root: &Path, dev: &Path, opts: &InspectOptions) -> Result<
     })
 }
 
-fn classify(root: &Path, disk: &Path, name: &str) -> Transport {
+fn classify(root: &Path, disk: &Path, name: &str, opts: &InspectOptions, depth: u32) -> Transport {
     let class = |c: &str, n: &str| under(root, "/sys/class").join(c).join(n);
+    if let Some(t) = multipath::dm_multipath(root, disk, name, opts, depth) {
+        return t;
+    }
     if name.starts_with("loop") && disk.join("loop").is_dir() {
         return Transport::Loop {
             backing_file: read_attr(&disk.join("loop/backing_file")),
@@ -390,17 +418,8 @@ fn classify(root: &Path, disk: &Path, name: &str) -> Transport {
         if digits_after(&c, "nvme-subsys") {
             // Native multipath: the namespace hangs off the subsystem; its controllers are the
             // `nvmeN` entries of the subsystem directory.
-            let mut ctrls: Vec<String> = std::fs::read_dir(anc)
-                .map(|d| {
-                    d.flatten()
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .filter(|n| digits_after(n, "nvme"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            ctrls.sort();
-            if let Some(ctl) = ctrls.first() {
-                return nvme(root, ctl);
+            if let Some(t) = multipath::nvme_head(root, anc, name, opts) {
+                return t;
             }
         }
         if digits_after(&c, "nvme") && class("nvme", &c).exists() {
@@ -429,6 +448,9 @@ fn nvme(root: &Path, ctl: &str) -> Transport {
         address: read_attr(&d.join("address")),
         subsysnqn: read_attr(&d.join("subsysnqn")),
         state: read_attr(&d.join("state")),
+        subsystem: None,
+        iopolicy: None,
+        paths: Vec::new(),
     }
 }
 
@@ -485,70 +507,4 @@ fn iscsi_portal(root: &Path, session_no: &str) -> Option<String> {
         Some(p) => format!("{addr}:{p}"),
         None => addr,
     })
-}
-
-/// The interface toward `addr` (by `ip route get`, or `opts.iface`), with its MTU and offloads:
-/// what a networked target (NBD, iSCSI) sits behind.
-pub fn net_iface(root: &Path, addr: &str, opts: &InspectOptions) -> NetIface {
-    let mut notes = Vec::new();
-    let name = match &opts.iface {
-        Some(i) => Some(i.clone()),
-        None => {
-            let mut argv = opts.ip_route_get.clone();
-            argv.push(addr.to_string());
-            match run(&argv, opts.timeout) {
-                Ok(out) => parse_route_dev(&out),
-                Err(e) => {
-                    notes.push(e.note());
-                    None
-                }
-            }
-        }
-    };
-    let Some(name) = name else {
-        notes.push(format!("no interface found toward {addr}"));
-        return NetIface {
-            note: Some(notes.join("; ")),
-            ..Default::default()
-        };
-    };
-    let mtu = read_attr(&under(root, "/sys/class/net").join(&name).join("mtu"))
-        .and_then(|s| s.parse().ok());
-    let mut argv = opts.ethtool.clone();
-    argv.push(name.clone());
-    let offloads = match run(&argv, opts.timeout) {
-        Ok(out) => parse_ethtool_k(&out),
-        Err(e) => {
-            notes.push(e.note());
-            BTreeMap::new()
-        }
-    };
-    NetIface {
-        name,
-        mtu,
-        offloads,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ethtool_and_route() {
-        let k = "Features for eth0:\nrx-checksumming: on\ntx-checksumming: on\n\
-                 \ttx-checksum-ipv4: off [fixed]\ntcp-segmentation-offload: on\n\
-                 generic-receive-offload: on\nlarge-receive-offload: off [fixed]\n";
-        let m = parse_ethtool_k(k);
-        assert_eq!(m.get("rx-checksumming"), Some(&true));
-        assert_eq!(m.get("tx-checksum-ipv4"), Some(&false));
-        assert_eq!(m.get("large-receive-offload"), Some(&false));
-        assert!(!m.contains_key("Features for eth0"));
-        assert_eq!(
-            parse_route_dev("10.0.0.2 dev veth1 src 10.0.0.1 uid 0\n    cache\n"),
-            Some("veth1".into())
-        );
-        assert_eq!(parse_route_dev("local 127.0.0.1 via"), None);
-    }
 }

@@ -18,6 +18,7 @@ fn opts() -> InspectOptions {
             "route".into(),
             "get".into(),
         ],
+        dmsetup: vec![bin.join("dmsetup").display().to_string()],
         ..Default::default()
     }
 }
@@ -124,6 +125,9 @@ fn nvme_pcie() {
             address: Some("0000:00:04.0".into()),
             subsysnqn: Some("nqn.2014.08.org.nvmexpress:1b361b36serial".into()),
             state: None,
+            subsystem: None,
+            iopolicy: None,
+            paths: vec![],
         }
     );
     assert_eq!(d.logical_block_size, Some(4096));
@@ -320,6 +324,9 @@ fn guest_nvme_tcp_and_rdma() {
             address: Some("traddr=10.0.2.15,trsvcid=4420,src_addr=10.0.2.15".into()),
             subsysnqn: Some("nqn.2026-11.io.sanbench:tcp".into()),
             state: Some("live".into()),
+            subsystem: Some("nvme-subsys0".into()),
+            iopolicy: None,
+            paths: vec![],
         }
     );
     let d = guest("/dev/nvme1n1");
@@ -332,6 +339,9 @@ fn guest_nvme_tcp_and_rdma() {
             address: Some("traddr=10.0.2.15,trsvcid=4421".into()),
             subsysnqn: Some("nqn.2026-11.io.sanbench:rdma".into()),
             state: Some("live".into()),
+            subsystem: Some("nvme-subsys1".into()),
+            iopolicy: None,
+            paths: vec![],
         }
     );
     assert_eq!(d.net.unwrap().name, "lo");
