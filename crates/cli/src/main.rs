@@ -6,6 +6,7 @@
 mod stdout;
 
 mod args;
+mod bottleneck;
 mod compare;
 mod crosscheck;
 mod curve;
@@ -22,6 +23,7 @@ mod monitors_cmd;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod output;
+mod placement;
 mod precondition;
 mod progress;
 mod ranks;

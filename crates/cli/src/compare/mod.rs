@@ -138,6 +138,9 @@ pub(crate) struct CellCtx<'a> {
     /// `--hist-log`: where every cell's intervals go, and the round that runs now (its tag).
     pub(crate) watch: Option<&'a Arc<crate::watch::Watch>>,
     pub(crate) round: std::cell::Cell<u32>,
+    /// Per target (index as in the comparison): its lab link, whose rate the bottleneck
+    /// judges the link's bytes against.
+    pub(crate) links: &'a [Option<serde_json::Value>],
 }
 
 /// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
@@ -207,6 +210,7 @@ pub(crate) fn run_cell(
         all
     };
     r.target = name.to_string();
+    lab_link_rate(&mut r, cx.links.get(ti).and_then(Option::as_ref));
     if r.engine == "all" {
         r.engine = format!("{} x{n}", plan.targets[0].info().engine);
         r.info = Some(plan.targets[0].info().clone());
@@ -216,6 +220,21 @@ pub(crate) fn run_cell(
         manifest,
         hosts,
     }))
+}
+
+/// A lab target's bottleneck judged again with its link's rate: the shaping (tc) is not
+/// something the interface reports, so the monitor alone cannot know it.
+fn lab_link_rate(r: &mut sanbench_engine::result::TargetResult, link: Option<&serde_json::Value>) {
+    let Some(l) = link else { return };
+    let (Some(rate), Some(b)) = (l.get("rate_bits").and_then(|v| v.as_u64()), &r.bottleneck) else {
+        return;
+    };
+    let source = format!(
+        "lab link {}",
+        l.get("name").and_then(|n| n.as_str()).unwrap_or("?")
+    );
+    let open = r.open_loop.as_ref().map(|o| (o.valid, o.asked_iops));
+    r.bottleneck = Some(b.with_link_rate(rate, &source, open));
 }
 
 /// Preconditions every target once, before its first cell (or says why not): the report goes
@@ -270,6 +289,7 @@ fn precondition_all(
 }
 
 pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
+    crate::placement::apply(a.cpus.as_ref())?;
     crate::fio_cmd::resolve_compare(&mut a)?;
     let job = crate::ranks::job();
     let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
@@ -353,6 +373,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         incomplete: false,
         curve: curve.clone(),
         design: Some(plan.design()),
+        require_headroom: a.require_headroom,
     };
     let recorder = if a.no_store {
         None
@@ -404,6 +425,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         templates: &templates,
         watch: watch.as_ref(),
         round: std::cell::Cell::new(0),
+        links: &p.links,
     };
     let mut failure = None;
     loop {
