@@ -173,6 +173,34 @@ fn a_link_at_its_line_rate_is_link() {
 }
 
 #[test]
+fn a_shaped_link_short_of_its_rate_with_the_queue_full_is_still_link() {
+    // htb on a loaded host: 84 % of 1 Gbit/s, QD 4 always in flight, nothing else busy.
+    let mut f = base();
+    f.mean_in_flight = Some(4.0);
+    f.asked = 4;
+    f.link = Some(LinkLoad {
+        iface: "sbl-one-h".into(),
+        bytes_per_s: 0.84 * 125e6,
+        rate_bits: Some(1_000_000_000),
+        rate_source: "lab link one".into(),
+    });
+    let b = attribute(&f);
+    assert_eq!(b.verdict, Verdict::Link);
+    assert!(
+        b.text.starts_with("link: sbl-one-h at 84 % of 1 Gbit/s"),
+        "{}",
+        b.text
+    );
+    assert!(b.text.contains("nothing saturated"), "{}", b.text);
+    // Below NEAR it is the round trip; with the queue not full, the generator.
+    f.link.as_mut().unwrap().bytes_per_s = 0.70 * 125e6;
+    assert_eq!(attribute(&f).verdict, Verdict::Latency);
+    f.link.as_mut().unwrap().bytes_per_s = 0.84 * 125e6;
+    f.mean_in_flight = Some(2.0);
+    assert_eq!(attribute(&f).verdict, Verdict::Queue);
+}
+
+#[test]
 fn the_lab_rate_decides_again_over_the_same_candidates() {
     let mut f = base();
     f.link = Some(LinkLoad {
