@@ -32,6 +32,9 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
     // Input first, so a typo is reported even where the lab could not run.
     let links = sanbench_lab::parse_links(&a.links).map_err(lab_err)?;
     let targets = sanbench_lab::parse_targets(&a.targets).map_err(lab_err)?;
+    if let Some(c) = &a.target_cpus {
+        crate::placement::check(c, "--target-cpus")?;
+    }
     preflight(links.iter().any(|l| !l.offload)).map_err(lab_err)?;
     let exe = std::env::current_exe().context("finding the sanbench binary")?;
     let cfg = LabConfig {
@@ -68,6 +71,15 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
     }
     for t in &lab.state.targets {
         outln!("  {:<16} {}", t.name, t.uri);
+    }
+    if let Some(c) = &a.target_cpus {
+        // Every thread each target has now; threads they make later inherit it.
+        for p in &lab.state.processes {
+            if let Err(e) = crate::placement::pin_pid(p.pid, c) {
+                eprintln!("sanbench lab: cannot pin {} to {}: {e}", p.name, c.phrase());
+            }
+        }
+        outln!("targets pinned to {}", c.phrase());
     }
     outln!("lab file: {}", lab.path.display());
     outln!(

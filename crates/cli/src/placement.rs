@@ -138,6 +138,21 @@ pub fn pin_process(list: &CpuList, flag: &str) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Pins every thread another process has now to `list` (the lab's targets).
+pub fn pin_pid(pid: u32, list: &CpuList) -> std::io::Result<()> {
+    let set = set_of(list);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))?.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some(p) = Pid::from_raw(tid) {
+            // A thread that ended since the listing is no error.
+            let _ = sched_setaffinity(Some(p), &set);
+        }
+    }
+    Ok(())
+}
+
 /// Pins the calling thread (and the threads it makes) to `list`.
 pub fn pin_thread(list: &CpuList) -> std::io::Result<()> {
     sched_setaffinity(None, &set_of(list)).map_err(std::io::Error::from)

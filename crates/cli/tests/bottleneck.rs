@@ -392,13 +392,16 @@ fn bad_cpu_lists_exit_2_with_one_line() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(words), "{err}");
     }
-    let out = sanbench()
-        .args(["serve", "nbd", "--size", "1M", "--cpus", "1023"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
+    for args in [
+        &["serve", "nbd", "--size", "1M", "--cpus", "1023"][..],
+        &["lab", "up", "--link", "a=1gbit", "--target-cpus", "1023"][..],
+    ] {
+        let out = sanbench().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("not available to sanbench"), "{err}");
+    }
 }
 
 #[test]
