@@ -7,6 +7,14 @@
     the default service-time selector), 1 MiB sequential reads, interleaved (the first
     alternates), --reps each. Prints MB/s per repetition, the medians and two/one. Goal:
     >= 1.9x with two 1 Gbit/s paths.
+(c) Failover on the lab (same two links): each transport's two-path target, 4 KiB random reads
+    at QD 32 with `?path_timeout=PT` (default 1s) and `--fault T/3:b:down,2T/3:b:up` (link b
+    blackholed: a pulled cable, nothing closed), --reps runs each. Prints the result's
+    disruption per run: when the path was declared failed (detected_ms) and when its first
+    reissued I/O completed on the other path (failover_ms, both from the fault), the longest
+    span in which nothing completed (path a keeps completing its own I/Os meanwhile, so it is
+    short), the worst latency, and the medians. Goal: link down -> first completion on the
+    other path (failover_ms) <= path_timeout + 50 ms.
 (b) The selector's CPU cost on loopback: one `sanbench serve KIND --listen 127.0.0.1:P1
     --listen 127.0.0.1:P2`, 4 KiB random reads at QD 32, over one portal (a plain URI, no
     multipath layer) and over both (a multipath URI, the default service-time selector),
@@ -19,7 +27,8 @@ Each run is `sanbench run` with the flags printed once per section. Uses target/
 note that `lab up` removes any other lab on the host first (the `sblab-` prefix).
 
 Usage: scripts/bench_paths.py [--reps 5] [--time 5] [--rate 1gbit] [--kinds iscsi,nvme,nbd]
-                              [--skip-lab] [--skip-cpu]
+                              [--path-timeout 1] [--skip-lab] [--skip-bandwidth] [--skip-failover]
+                              [--skip-cpu]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -65,7 +74,7 @@ def lab_section(a):
     try:
         with open(state) as f:
             targets = {t["name"]: t["uri"] for t in json.load(f)["targets"]}
-        for k in kinds:
+        for k in ([] if a.skip_bandwidth else kinds):
             uris = {"one path": targets[f"{k}@a"], "two paths": targets[f"{k}@a+b"]}
             print(f" {k}")
             med = interleave(k, uris, SEQ, a.reps, a.time, "mb_s",
@@ -76,8 +85,43 @@ def lab_section(a):
             print(f"  median: one path {med['one path']:.1f} MB/s, two paths "
                   f"{med['two paths']:.1f} MB/s; two/one {ratio:.3f}x "
                   f"(goal >= 1.9x: {'met' if ratio >= 1.9 else 'MISSED'})")
+        if not a.skip_failover:
+            failover_section(a, targets, kinds, state)
     finally:
         subprocess.run([SB, "lab", "down", "--state", state], capture_output=True)
+
+
+def failover_section(a, targets, kinds, state):
+    secs = max(a.time, 6)
+    pt = a.path_timeout
+    faults = f"{secs * 1000 // 3}ms:b:down,{2 * secs * 1000 // 3}ms:b:up"
+    print(f"(c) failover: link b down at 1/3 of a {secs} s window, up at 2/3; path_timeout={pt}s; "
+          "4 KiB random read QD 32")
+    goal = pt * 1000 + 50
+    for k in kinds:
+        uri = targets[f"{k}@a+b"]
+        uri += ("&" if "?" in uri else "?") + f"path_timeout={pt}s"
+        argv = [SB, "run", uri, f"--time={secs}s", "--ramp=1s", "--json=-", "--quiet",
+                "--no-monitor", f"--fault={faults}", f"--lab={state}"] + RAND
+        print(f" {k}\n  $ " + " ".join(argv[:2]) + f" '{uri}' " + " ".join(argv[3:]))
+        stalls, det, fo, worst = [], [], [], []
+        for rep in range(a.reps):
+            doc = json.loads(sh(argv))
+            d = doc["results"][0].get("disruption") or {}
+            stalls.append(d.get("stall_ms", float("nan")))
+            det.append(d.get("detected_ms") or float("nan"))
+            fo.append(d.get("failover_ms") or float("nan"))
+            worst.append(d.get("worst_latency_ms", float("nan")))
+            print(f"  rep {rep + 1}: failed over {fo[-1]:7.1f} ms (detected {det[-1]:7.1f} ms), "
+                  f"longest span with no completion {stalls[-1]:6.1f} ms, worst latency "
+                  f"{worst[-1]:7.1f} ms, reissued {d.get('reissued', 0)}, failed "
+                  f"{d.get('failed', 0)}, back within 10 % after {d.get('recovered_ms') or 0:.0f} ms")
+        m = statistics.median(fo)
+        print(f"  median: failed over {m:.1f} ms (max {max(fo):.1f}), detected "
+              f"{statistics.median(det):.1f} ms, no-completion span {statistics.median(stalls):.1f}"
+              f" ms, worst latency {statistics.median(worst):.1f} ms; goal link down -> first "
+              f"completion on the other path <= {goal:.0f} ms: "
+              f"{'met' if max(fo) <= goal else 'MISSED'} (every run)")
 
 
 def cpu_section(a):
@@ -114,6 +158,9 @@ def main():
     ap.add_argument("--kinds", default="iscsi,nvme,nbd")
     ap.add_argument("--skip-lab", action="store_true")
     ap.add_argument("--skip-cpu", action="store_true")
+    ap.add_argument("--skip-failover", action="store_true")
+    ap.add_argument("--skip-bandwidth", action="store_true")
+    ap.add_argument("--path-timeout", type=float, default=1.0)
     a = ap.parse_args()
     if not os.path.exists(SB):
         build()

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 
 use crate::args::{CompareArgs, DemoArgs, EngineArgs};
 use crate::error::CliError;
+use crate::placement::{self, CpuList};
 
 /// What the demo started; dropping it stops and removes everything.
 #[derive(Default)]
@@ -33,14 +34,72 @@ impl Drop for Started {
     }
 }
 
+/// Keeps the client and the servers on different CPUs where the host has them (pinning the
+/// client now, before any server thread exists), says what it chose and records it.
+fn place(a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
+    let cpus = placement::allowed();
+    let all = CpuList(cpus.clone());
+    let split = placement::demo_split(&a.placement, &cpus);
+    let (line, servers) = match split {
+        Some((client, servers)) => {
+            placement::check(&servers, "--placement")?;
+            placement::pin_process(&client, "--placement")?;
+            placement::record(serde_json::json!({
+                "client": client.to_string(),
+                "servers": servers.to_string(),
+                "by": "demo --placement",
+            }));
+            (
+                format!(
+                    "placement: the client (sanbench's stream threads) on {}, the built-in                      servers on {} ({} available; --placement off shares them)",
+                    client.phrase(),
+                    servers.phrase(),
+                    all.phrase()
+                ),
+                Some(servers),
+            )
+        }
+        None => {
+            placement::record(serde_json::json!({
+                "client": all.to_string(),
+                "servers": all.to_string(),
+                "by": "demo --placement",
+            }));
+            (
+                format!(
+                    "placement: the client and the built-in servers share {}{}",
+                    all.phrase(),
+                    if cpus.len() < 2 {
+                        " (one CPU: nothing to keep apart)"
+                    } else {
+                        " (--placement off)"
+                    }
+                ),
+                None,
+            )
+        }
+    };
+    if !a.quiet {
+        eprintln!("{line}");
+    }
+    Ok(servers)
+}
+
 pub fn run(a: DemoArgs) -> Result<(), CliError> {
+    let server_cpus = place(&a)?;
     let mut started = Started::default();
     // RAM and tmpfs are ceilings (references): the findings compare the transports.
     let mut targets = vec![format!("ref:RAM (in-process)=mem:{}", a.size)];
     let shm = PathBuf::from(format!("/dev/shm/sanbench-demo-{}.img", std::process::id()));
     started.files.push(shm.clone());
     targets.push(format!("ref:tmpfs file (io_uring)={}", shm.display()));
-    crate::servers::start_demo_servers(&a, &mut targets, &started.shutdown, &mut started.threads)?;
+    crate::servers::start_demo_servers(
+        &a,
+        &mut targets,
+        &started.shutdown,
+        &mut started.threads,
+        server_cpus.as_ref(),
+    )?;
     let args = CompareArgs {
         targets,
         reference: Vec::new(),
@@ -75,6 +134,8 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         monitor: crate::args::MonitorArgs::default(),
         watch: crate::args::WatchArgs::default(),
         seed: crate::args::DEFAULT_SEED,
+        cpus: None,
+        require_headroom: a.require_headroom,
         quiet: a.quiet,
     };
     let r = crate::compare::run(args);

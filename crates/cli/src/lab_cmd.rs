@@ -33,6 +33,9 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
     // Input first, so a typo is reported even where the lab could not run.
     let links = sanbench_lab::parse_links(&a.links).map_err(lab_err)?;
     let targets = sanbench_lab::parse_targets(&a.targets).map_err(lab_err)?;
+    if let Some(c) = &a.target_cpus {
+        crate::placement::check(c, "--target-cpus")?;
+    }
     let groups = sanbench_lab::parse_paths(&a.paths, &links).map_err(lab_err)?;
     preflight(links.iter().any(|l| !l.offload)).map_err(lab_err)?;
     let exe = std::env::current_exe().context("finding the sanbench binary")?;
@@ -74,6 +77,15 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
             0 => outln!("  {:<16} {}", t.name, t.uri),
             n => outln!("  {:<16} {} (multipath, {n} paths)", t.name, t.uri),
         }
+    }
+    if let Some(c) = &a.target_cpus {
+        // Every thread each target has now; threads they make later inherit it.
+        for p in &lab.state.processes {
+            if let Err(e) = crate::placement::pin_pid(p.pid, c) {
+                eprintln!("sanbench lab: cannot pin {} to {}: {e}", p.name, c.phrase());
+            }
+        }
+        outln!("targets pinned to {}", c.phrase());
     }
     outln!("lab file: {}", lab.path.display());
     outln!(

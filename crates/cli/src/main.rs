@@ -7,6 +7,7 @@ mod stdout;
 
 mod ana_cmd;
 mod args;
+mod bottleneck;
 mod compare;
 mod crosscheck;
 mod curve;
@@ -24,6 +25,7 @@ mod monitors_cmd;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod output;
+mod placement;
 mod precondition;
 mod progress;
 mod ranks;

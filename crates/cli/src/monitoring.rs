@@ -156,6 +156,11 @@ pub fn manifest(doc: &mut RunDoc) {
     let opts = InspectOptions::default();
     let m = manifest::collect(root, env!("CARGO_PKG_VERSION"), None, &opts);
     doc.manifest = serde_json::to_value(m).ok();
+    if let (Some(serde_json::Value::Object(m)), Some(p)) =
+        (doc.manifest.as_mut(), crate::placement::recorded())
+    {
+        m.insert("placement".into(), p);
+    }
     for r in doc.results.iter_mut() {
         let Some(info) = r.info.as_mut() else {
             continue;

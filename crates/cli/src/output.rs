@@ -34,9 +34,10 @@ fn row(out: &mut String, name: &str, r: &TargetResult) {
         .deviation
         .map(|d| format!("{:.0}%", d * 100.0))
         .unwrap_or_else(|| "-".into());
+    let limit = r.bottleneck.as_ref().map_or("-", |b| b.verdict.short());
     let _ = writeln!(
         out,
-        "{name:<28} {:>9} {:>9.1} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
+        "{name:<28} {:>9} {:>9.1} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}  {limit}",
         si(r.iops),
         r.mb_per_s,
         r.mib_per_s,
@@ -110,7 +111,7 @@ pub fn summary(doc: &RunDoc) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<28} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}",
+        "{:<28} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}  limit",
         "target", "IOPS", "MB/s", "MiB/s", "mean", "p50", "p99", "p99.9", "max µs", "Little"
     );
     for r in &doc.results {
@@ -173,7 +174,11 @@ pub fn summary(doc: &RunDoc) -> String {
         if let Some(p) = &r.precondition {
             let _ = writeln!(out, "span of {}: {}", r.target, p.note);
         }
+        out.push_str(&bottleneck_lines(&r.target, r));
         out.push_str(&crate::disruption_out::lines(r));
+    }
+    if let Some(all) = doc.all.as_ref().filter(|_| doc.results.len() > 1) {
+        out.push_str(&bottleneck_lines("all", all));
     }
     if doc.results.iter().any(|r| r.write.ios > 0) {
         let _ = writeln!(out, "written data: {}", doc.data.describe());
@@ -198,7 +203,7 @@ pub fn summary(doc: &RunDoc) -> String {
     out.push_str(&host_lines(doc));
     let _ = writeln!(
         out,
-        "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs from submission; Little = |IOPS × mean latency − L| / L, L the sampled mean of I/Os in flight"
+        "MB/s = 10^6 B/s, MiB/s = 2^20 B/s; latency in µs from submission; Little = |IOPS × mean latency − L| / L, L the sampled mean of I/Os in flight; limit = what limited the window (docs/MEASURE.md, Bottleneck)"
     );
     out
 }
@@ -215,6 +220,28 @@ pub fn faults(f: &[sanbench_engine::result::FaultRecord]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// "limited by (T): initiator-cpu: thread sb-w0-t0 at 99 % of a core" and the headroom of
+/// the rest on the next line.
+fn bottleneck_lines(name: &str, r: &TargetResult) -> String {
+    let Some(b) = &r.bottleneck else {
+        return String::new();
+    };
+    let mut out = format!("limited by ({name}): {}", b.text);
+    if !b.also.is_empty() {
+        let also: Vec<&str> = b.also.iter().map(|v| v.as_str()).collect();
+        out.push_str(&format!("; also saturated: {}", also.join(", ")));
+    }
+    out.push('\n');
+    let rest = b.headroom_text();
+    if !rest.is_empty() {
+        out.push_str(&format!("  headroom: {rest}\n"));
+    }
+    for n in &b.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
+    out
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -295,13 +322,17 @@ pub fn compare_table(c: &Comparison) -> String {
     let _ = writeln!(out, "\n{} — {}", c.suite, c.suite_description);
     let mut head = format!("{:<30}", "workload");
     for t in &c.targets {
-        let n: String = t.name.chars().take(26).collect();
-        let _ = write!(head, " | {n:^26}");
+        let n: String = t.name.chars().take(36).collect();
+        let _ = write!(head, " | {n:^36}");
     }
     let _ = writeln!(out, "{head}");
     let mut sub = format!("{:<30}", "");
     for _ in &c.targets {
-        let _ = write!(sub, " | {:>8} {:>8} {:>8}", "IOPS", "MB/s", "mean µs");
+        let _ = write!(
+            sub,
+            " | {:>8} {:>8} {:>8} {:<9}",
+            "IOPS", "MB/s", "mean µs", "limit"
+        );
     }
     let _ = writeln!(out, "{sub}");
     for w in &c.workloads {
@@ -310,16 +341,32 @@ pub fn compare_table(c: &Comparison) -> String {
         for t in &c.targets {
             let cells: Vec<&TargetResult> = c.cells_of(&w.id, &t.name).map(|x| &x.result).collect();
             if cells.is_empty() {
-                let _ = write!(line, " | {:^26}", "-");
+                let _ = write!(line, " | {:^36}", "-");
                 continue;
             }
             let n = cells.len() as f64;
             let iops = cells.iter().map(|r| r.iops).sum::<f64>() / n;
             let mbps = cells.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
             let lat = cells.iter().map(|r| r.latency_us.mean).sum::<f64>() / n;
-            let _ = write!(line, " | {:>8} {:>8.1} {:>8.1}", si(iops), mbps, lat);
+            let limit = sanbench_report::headroom::limit_of(cells.iter().copied())
+                .map_or_else(|| "-".to_string(), |l| l.short_text());
+            let _ = write!(
+                line,
+                " | {:>8} {:>8.1} {:>8.1} {limit:<9}",
+                si(iops),
+                mbps,
+                lat
+            );
         }
         let _ = writeln!(out, "{line}");
+    }
+    if c.cells.iter().any(|x| x.result.bottleneck.is_some()) {
+        let _ = writeln!(
+            out,
+            "limit: what limited the cells (most rounds; * not every round agreed): init-cpu, \
+             host-cpu (the initiator host's CPU) and queue (the generator) are not about the \
+             interconnect; link, tgt-cpu, device, latency (the round trip) are"
+        );
     }
     for t in &c.targets {
         if let Some(l) = &t.link {

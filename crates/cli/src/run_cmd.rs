@@ -344,6 +344,7 @@ pub fn execute_output(
             .map_err(|e| CliError::Failed(anyhow::anyhow!("host monitor: {e}")))?;
         crate::monitoring::fill(&mut doc, &report, r.baseline);
         crate::monitoring::manifest(&mut doc);
+        crate::bottleneck::attach(&mut doc, &report);
     }
     Ok((doc, baseline, out))
 }
@@ -454,6 +455,7 @@ pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
 }
 
 pub fn run(mut a: RunArgs) -> Result<(), CliError> {
+    crate::placement::apply(a.cpus.as_ref())?;
     crate::fio_cmd::resolve_run(&mut a)?;
     if let Some(path) = &a.emit_fio {
         crate::fio_cmd::emit(&a, &workload_from_args(&a)?, path)?;

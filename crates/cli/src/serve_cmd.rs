@@ -17,6 +17,15 @@ use crate::args::{ReplyDelay, ServeCommand, ServeIscsiArgs, ServeNbdArgs, ServeN
 use crate::error::{usage, CliError};
 
 pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
+    // Before any server thread exists: they all inherit the affinity.
+    let cpus = match &cmd {
+        ServeCommand::Nbd(a) => a.cpus.as_ref(),
+        ServeCommand::Iscsi(a) => a.cpus.as_ref(),
+        ServeCommand::Nvme(a) => a.cpus.as_ref(),
+    };
+    if let Some(list) = cpus {
+        crate::placement::pin_process(list, "--cpus")?;
+    }
     match cmd {
         ServeCommand::Nbd(a) => nbd(a),
         ServeCommand::Iscsi(a) => iscsi(a),
@@ -52,9 +61,14 @@ fn portals(addrs: &[SocketAddr]) -> String {
         .join(",")
 }
 
-/// The ready line's note of `--delay`, empty without one.
-fn delayed(d: ReplyDelay) -> String {
-    d.0.map_or(String::new(), |d| format!(", replies delayed {d}"))
+/// The ready line's note of `--delay` and `--cpus`, empty without them.
+fn extras(d: ReplyDelay, cpus: Option<&crate::placement::CpuList>) -> String {
+    let mut s =
+        d.0.map_or(String::new(), |d| format!(", replies delayed {d}"));
+    if let Some(c) = cpus {
+        s.push_str(&format!(", pinned to {}", c.phrase()));
+    }
+    s
 }
 
 fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
@@ -135,7 +149,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
         } else {
             ""
         },
-        delayed(a.delay)
+        extras(a.delay, a.cpus.as_ref())
     );
     let stats = server.stats();
     server.run(stop).context("nbd server")?;
@@ -240,7 +254,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
             (true, false) => ", CHAP required",
             _ => "",
         },
-        delayed(a.delay)
+        extras(a.delay, a.cpus.as_ref())
     );
     let stats = t.stats();
     t.run(stop).context("iscsi target")?;
@@ -320,7 +334,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
             (None, false) => "RAM, allocated as written".into(),
             (None, true) => "RAM, preallocated".into(),
         },
-        delayed(a.delay),
+        extras(a.delay, a.cpus.as_ref()),
         ana_note,
     );
     let stats = t.stats();

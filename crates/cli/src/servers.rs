@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 
 use crate::args::DemoArgs;
 use crate::error::CliError;
+use crate::placement::CpuList;
 use anyhow::Context;
 
 /// Starts the built-in network targets (NBD, iSCSI, NVMe/TCP) on loopback ports chosen by the
@@ -16,7 +17,16 @@ pub fn start_demo_servers(
     targets: &mut Vec<String>,
     shutdown: &Arc<AtomicBool>,
     threads: &mut Vec<JoinHandle<()>>,
+    cpus: Option<&CpuList>,
 ) -> Result<(), CliError> {
+    // Each server's accept thread pins itself first: its connection threads inherit that.
+    let pin = |cpus: &Option<CpuList>| {
+        if let Some(c) = cpus {
+            if let Err(e) = crate::placement::pin_thread(c) {
+                eprintln!("sanbench demo: cannot pin a server to {}: {e}", c.phrase());
+            }
+        }
+    };
     let size = a.size.0;
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("loopback address");
     // All three keep their bytes in the same kind of store (sanbench-blockstore): they differ
@@ -25,11 +35,12 @@ pub fn start_demo_servers(
     cfg.prealloc = a.prealloc;
     let nbd = sanbench_nbd::Server::bind(cfg).context("starting the NBD server")?;
     targets.push(format!("NBD (loopback)=nbd://{}", nbd.local_addr()));
-    let stop = shutdown.clone();
+    let (stop, on) = (shutdown.clone(), cpus.cloned());
     threads.push(
         std::thread::Builder::new()
             .name("demo-nbd".into())
             .spawn(move || {
+                pin(&on);
                 if let Err(e) = nbd.run(stop) {
                     eprintln!("sanbench demo: NBD server: {e}");
                 }
@@ -48,11 +59,12 @@ pub fn start_demo_servers(
         iscsi.local_addr(),
         sanbench_iscsi::target::TargetConfig::default().iqn
     ));
-    let stop = shutdown.clone();
+    let (stop, on) = (shutdown.clone(), cpus.cloned());
     threads.push(
         std::thread::Builder::new()
             .name("demo-iscsi".into())
             .spawn(move || {
+                pin(&on);
                 if let Err(e) = iscsi.run(stop) {
                     eprintln!("sanbench demo: iSCSI target: {e}");
                 }
@@ -71,11 +83,12 @@ pub fn start_demo_servers(
         nvme.local_addr(),
         sanbench_nvme::target::TargetConfig::default().nqn
     ));
-    let stop = shutdown.clone();
+    let (stop, on) = (shutdown.clone(), cpus.cloned());
     threads.push(
         std::thread::Builder::new()
             .name("demo-nvme".into())
             .spawn(move || {
+                pin(&on);
                 if let Err(e) = nvme.run(stop) {
                     eprintln!("sanbench demo: NVMe/TCP target: {e}");
                 }

@@ -56,6 +56,32 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
             c["target"]
         );
     }
+    // The client and the servers ran on different CPUs (the host has two or more), and
+    // every cell says what limited it; the network targets' cells name their own server's
+    // thread as the target's CPU.
+    let place = &doc["manifest"]["placement"];
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert_ne!(place["client"], place["servers"], "{place}");
+    }
+    for c in cells {
+        let b = &c["result"]["bottleneck"];
+        assert!(b["verdict"].is_string(), "{}: {b}", c["target"]);
+        let target = c["target"].as_str().unwrap();
+        let server = [("NBD", "sb-nbd-c"), ("iSCSI", "sb-iscsi-c"), ("NVMe", "sb-nvme-c")]
+            .iter()
+            .find(|(n, _)| target.starts_with(n))
+            .map(|(_, t)| *t);
+        if let Some(prefix) = server {
+            let t = b["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["kind"] == "target-cpu")
+                .unwrap_or_else(|| panic!("{target}: no target-cpu candidate: {b:#}"));
+            let r = t["resource"].as_str().unwrap();
+            assert!(r.starts_with(&format!("thread {prefix}")), "{target}: {r}");
+        }
+    }
     // RAM and tmpfs are references: ceilings in the tables, never in a finding.
     for t in doc["targets"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();

@@ -186,6 +186,49 @@ fn settled(first: f64, uri: &str, good: impl Fn(f64) -> bool) -> f64 {
     best
 }
 
+/// The bottleneck of a 1 MiB read cell behind a 1 Gbit/s link: the link, at the share of the
+/// lab's rate its frames took (checked against the cell's own figures), when the link ran
+/// at 90 % or more; a cell that fell short of that on a loaded host says so instead.
+fn check_link_verdict(cmp: &Value, workload: &str, target: &str) {
+    let cell = cmp["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["workload"] == workload && c["target"] == target)
+        .unwrap();
+    let b = &cell["result"]["bottleneck"];
+    let link = b["candidates"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no bottleneck in {target}'s cell: {b}"))
+        .iter()
+        .find(|c| c["kind"] == "link")
+        .unwrap_or_else(|| panic!("no link candidate: {b:#}"));
+    assert_eq!(link["figures"]["rate_bits_per_s"], 1e9, "{b:#}");
+    assert!(
+        link["detail"].as_str().unwrap().contains("lab link one"),
+        "{b:#}"
+    );
+    let u = link["utilization"].as_f64().unwrap();
+    let bytes = link["figures"]["bytes_per_s"].as_f64().unwrap();
+    assert!((u - bytes * 8.0 / 1e9).abs() < 1e-9, "{b:#}");
+    // Frames carry the payload and a few per cent of headers: never less than the payload.
+    let payload = cell["result"]["mb_per_s"].as_f64().unwrap() * 1e6;
+    assert!(
+        bytes >= payload && bytes <= payload * 1.15,
+        "{bytes} B/s for {payload}: {b:#}"
+    );
+    if u >= 0.90 {
+        assert_eq!(b["verdict"], "link", "{b:#}");
+        assert!(b["text"].as_str().unwrap().contains("of 1 Gbit/s"), "{b:#}");
+    } else {
+        eprintln!(
+            "{target}: the link ran at {:.0} % (loaded host): {}",
+            u * 100.0,
+            b["text"]
+        );
+    }
+}
+
 fn uri_of(cmp: &Value, target: &str) -> String {
     cmp["targets"]
         .as_array()
@@ -332,6 +375,7 @@ fn links_cap_reads_and_down_leaves_nothing() {
     let mut report = String::new();
     for k in &kinds {
         let (one, ten) = (format!("{k}@one"), format!("{k}@ten"));
+        check_link_verdict(&cmp, "seq-read-1m", &one);
         // A 1 Gbit/s link carries at most 125 MB/s of frames, about 119.5 MB/s of TCP payload
         // at MTU 1500; htb with its minimal burst loses tokens when the shaping softirq runs
         // late, so a busy host gets less: 115 MB/s here idle, 112.2 MB/s in CI four times

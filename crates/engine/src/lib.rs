@@ -8,6 +8,7 @@
 
 pub mod arena;
 pub mod blkdev;
+pub mod bottleneck;
 pub mod disruption;
 pub mod engine;
 pub mod error;

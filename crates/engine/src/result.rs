@@ -193,6 +193,10 @@ pub struct TargetResult {
     /// `RunDoc::faults`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultRecord>,
+    /// What limited the window and the headroom of every other resource (filled from the
+    /// monitors: crate::bottleneck).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<crate::bottleneck::Bottleneck>,
 }
 
 /// Most the issue lag's p99 may be for an open-loop point to be valid: beyond it, the
@@ -473,6 +477,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs, false)),
         fua: (t.fua.ios > 0).then(|| dir_result(&t.fua, secs, false)),
         verify: t.verify.clone(),
+        bottleneck: None,
     }
 }
 

@@ -6,7 +6,8 @@
 //!
 //! * [`cpu`]: `/proc/stat` deltas, per core and in all (docs/MEASURE.md, "CPU").
 //! * [`procs`]: per process, thread and kernel-thread group CPU seconds.
-//! * [`net`]: `/proc/net/dev` deltas and payload-to-wire efficiency.
+//! * [`net`]: `/proc/net/dev` deltas and payload-to-wire efficiency; a NIC's speed.
+//! * [`disk`]: `/proc/diskstats` deltas: a block device's utilization and mean queue.
 //! * [`power`]: RAPL, IPMI DCMI, Watts Up? Pro, a command, a model; energy integration.
 //! * [`sampler`]: [`Monitor`], the background sampler the run loop drives, and [`MonitorReport`].
 //! * [`efficiency`](mod@efficiency): work per CPU and per joule.
@@ -17,6 +18,7 @@
 
 pub mod cmd;
 pub mod cpu;
+pub mod disk;
 pub mod efficiency;
 pub mod error;
 pub mod fsutil;

@@ -155,6 +155,18 @@ impl NetReport {
     }
 }
 
+/// A NIC's line rate in bits per second from `/sys/class/net/IF/speed` (Mb/s, what ethtool
+/// reports as Speed). `None` where the kernel has none: loopback, bridges, a link that is down
+/// (-1), virtual devices whose figure is nominal; a shaped link's rate (tc) is not read here.
+pub fn link_speed_bits(root: &Path, iface: &str) -> Option<u64> {
+    if iface.is_empty() || iface.contains('/') || iface == "." || iface == ".." {
+        return None;
+    }
+    let p = under(root, "/sys/class/net").join(iface).join("speed");
+    let mbit: i64 = crate::fsutil::read_attr(&p)?.parse().ok()?;
+    (mbit > 0).then(|| mbit as u64 * 1_000_000)
+}
+
 /// Protocol efficiency: payload bytes ÷ wire bytes (rx + tx of the interfaces carrying the
 /// traffic), so protocol headers, requests, acknowledgements and retransmissions lower it.
 /// `None` when nothing crossed the wire.
@@ -194,6 +206,16 @@ eth0: 9200000   7000    0    0    0     0          0         0   300000    2500 
         let e = wire_efficiency(4 * 1024 * 1024, &eth).unwrap();
         assert!((e - 4_194_304.0 / 4_300_000.0).abs() < 1e-12);
         assert!(wire_efficiency(1, &NetCounters::default()).is_none());
+    }
+
+    #[test]
+    fn speeds_from_sysfs() {
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/host"));
+        assert_eq!(link_speed_bits(root, "veth-i0"), Some(10_000_000_000));
+        // Down: -1; loopback: no file.
+        assert_eq!(link_speed_bits(root, "eth1"), None);
+        assert_eq!(link_speed_bits(root, "lo"), None);
+        assert_eq!(link_speed_bits(root, "../x"), None);
     }
 
     #[test]

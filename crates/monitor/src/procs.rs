@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 mod groups;
 mod stat;
 
-pub use groups::{default_kernel_patterns, GroupReport, ThreadReport, WatchSpec};
+pub use groups::{default_kernel_patterns, GroupReport, GroupThread, ThreadReport, WatchSpec};
 pub use stat::{parse_task_stat, TaskStat};
 
 /// `(utime, stime)` at the window start (or first sight) and at the last reading.
@@ -52,9 +52,10 @@ impl Acct {
 struct ThreadEntry {
     name: String,
     acct: Acct,
-    /// Run time from `schedstat` in ns (exact, where the kernel has it): the per-thread
-    /// utime/stime of `stat` are scaled estimates that can lag by a large share over a short
-    /// window on a busy host, so a thread's `cpu_s` comes from here when available.
+    /// Run time and run-queue wait from `schedstat` in ns (exact, where the kernel has it):
+    /// the per-thread utime/stime of `stat` are scaled estimates that can lag by a large
+    /// share over a short window on a busy host, so a thread's `cpu_s` comes from here when
+    /// available, and its `wait_s` (runnable, waiting for a CPU) only from here.
     exec: Option<Acct>,
     kernel_match: bool,
 }
@@ -211,8 +212,9 @@ impl ProcessTracker {
             .retain(|_, e| e.seen == gen || matches!(e.class, Class::Process(_) | Class::Kernel));
     }
 
-    /// First field of `/proc/PID/task/TID/schedstat`: time on CPU in ns.
-    fn read_schedstat(&mut self, pid: u32, tid: u32) -> Option<u64> {
+    /// The first two fields of `/proc/PID/task/TID/schedstat`: time on a CPU and time
+    /// runnable but waiting in a run queue, in ns.
+    fn read_schedstat(&mut self, pid: u32, tid: u32) -> Option<(u64, u64)> {
         let mut p = std::mem::take(&mut self.path);
         p.clear();
         p.push(&self.proc_dir);
@@ -220,7 +222,10 @@ impl ProcessTracker {
         let r = read_into(&p, &mut self.buf).ok();
         self.path = p;
         r?;
-        self.buf.split_ascii_whitespace().next()?.parse().ok()
+        let mut it = self.buf.split_ascii_whitespace();
+        let run = it.next()?.parse().ok()?;
+        let wait = it.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+        Some((run, wait))
     }
 
     fn read_stat(&mut self, pid: u32, tid: Option<u32>) -> bool {
@@ -358,8 +363,8 @@ impl ProcessTracker {
                             in_window: window_open,
                         },
                         exec: exec_ns.map(|ns| Acct {
-                            first: if from_zero { (0, 0) } else { (ns, 0) },
-                            last: (ns, 0),
+                            first: if from_zero { (0, 0) } else { ns },
+                            last: ns,
                             in_window: window_open,
                         }),
                         kernel_match,
@@ -372,7 +377,7 @@ impl ProcessTracker {
                     if window_open || !t.acct.in_window {
                         t.acct.last = cur;
                         match (t.exec.as_mut(), exec_ns) {
-                            (Some(x), Some(ns)) => x.last = (ns, 0),
+                            (Some(x), Some(ns)) => x.last = ns,
                             // A thread whose schedstat stopped reading falls back to stat.
                             (Some(_), None) => t.exec = None,
                             _ => {}
@@ -382,6 +387,43 @@ impl ProcessTracker {
             }
             self.buf = buf;
         }
+    }
+
+    /// Every thread of the process groups (self, watches) seen in the window, with its group
+    /// and process: the bottleneck attribution looks at all of them, not only the busiest.
+    pub fn threads(&self) -> Vec<GroupThread> {
+        let tck = self.clk_tck as f64;
+        let mut names = vec!["self".to_string()];
+        names.extend(self.watch.iter().map(|w| w.label()));
+        let mut out = Vec::new();
+        for (pid, e) in &self.entries {
+            let Class::Process(gi) = e.class else {
+                continue;
+            };
+            if !e.acct.in_window {
+                continue;
+            }
+            for (tid, t) in &e.threads {
+                if !t.acct.in_window {
+                    continue;
+                }
+                let (tu, ts) = t.acct.delta();
+                out.push(GroupThread {
+                    group: names.get(gi).cloned().unwrap_or_default(),
+                    process: e.name.clone(),
+                    pid: *pid,
+                    tid: *tid,
+                    name: t.name.clone(),
+                    cpu_s: match &t.exec {
+                        Some(x) => x.delta().0 as f64 / 1e9,
+                        None => (tu + ts) as f64 / tck,
+                    },
+                    wait_s: t.exec.as_ref().map(|x| x.delta().1 as f64 / 1e9),
+                });
+            }
+        }
+        out.sort_by(|a, b| (a.pid, a.tid).cmp(&(b.pid, b.tid)));
+        out
     }
 
     /// Group reports for the window, `window_s` seconds long. Order: self, watches, kernel.
@@ -428,6 +470,7 @@ impl ProcessTracker {
                     tid: *pid,
                     name: e.name.clone(),
                     cpu_s: (u + s) as f64 / tck,
+                    wait_s: None,
                     seen_as: e
                         .seen_as
                         .iter()
@@ -451,6 +494,7 @@ impl ProcessTracker {
                         Some(x) => x.delta().0 as f64 / 1e9,
                         None => (tu + ts) as f64 / tck,
                     },
+                    wait_s: t.exec.as_ref().map(|x| x.delta().1 as f64 / 1e9),
                     seen_as: Vec::new(),
                 };
                 if t.kernel_match {

@@ -21,12 +21,13 @@
 //! processes into reused buffers; `examples/overhead.rs` measures it.
 
 use crate::cpu::{usage, CoreUsage, CpuBreakdown, StatReader, StatSnapshot};
+use crate::disk::{DiskReader, DiskReport, DiskSnapshot};
 use crate::error::Result;
 use crate::fsutil::clk_tck;
 use crate::net::{NetReader, NetReport, NetSnapshot};
 use crate::power::Idle;
 use crate::power::{self, PowerChoice, PowerOptions, PowerReport, PowerSampler};
-use crate::procs::{default_kernel_patterns, GroupReport, ProcessTracker, WatchSpec};
+use crate::procs::{default_kernel_patterns, GroupReport, GroupThread, ProcessTracker, WatchSpec};
 use sanbench_stats::poison::{self, lock};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -115,6 +116,13 @@ pub struct MonitorReport {
     pub net: NetReport,
     pub power: PowerReport,
     pub series: Vec<SeriesPoint>,
+    /// Block devices that did I/O in the window (/proc/diskstats).
+    #[serde(default)]
+    pub disks: DiskReport,
+    /// Every thread of the process groups (self, watches) over the window: the bottleneck
+    /// attribution's evidence (the groups keep only their busiest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<GroupThread>,
 }
 
 /// Idle figures measured by [`Monitor::baseline`].
@@ -129,6 +137,7 @@ struct Bound {
     t: f64,
     stat: Option<StatSnapshot>,
     net: Option<NetSnapshot>,
+    disk: Option<DiskSnapshot>,
 }
 
 struct Core {
@@ -140,6 +149,7 @@ struct Core {
     have_prev: bool,
     tracker: ProcessTracker,
     net: NetReader,
+    disk: DiskReader,
     /// Its own lock: a slow source (a command taking a second) must not hold up the window
     /// bounds, which only need the CPU state.
     power: Arc<Mutex<Option<PowerSampler>>>,
@@ -229,7 +239,9 @@ impl Core {
         let t = t.unwrap_or_else(|| self.now());
         let stat = self.stat.snapshot().map_err(|e| self.note(e.note())).ok();
         let net = self.net.snapshot().map_err(|e| self.note(e.note())).ok();
-        Bound { t, stat, net }
+        // Not every system has /proc/diskstats (containers may hide it): no note, no figure.
+        let disk = self.disk.snapshot().ok();
+        Bound { t, stat, net, disk }
     }
 
     fn window_start(&mut self) {
@@ -271,6 +283,14 @@ impl Core {
             clk_tck: self.clk_tck,
             groups: self.tracker.report(window_s),
             ..Default::default()
+        };
+        let threads = self.tracker.threads();
+        let disks = match (&s.disk, &e.disk) {
+            (Some(a), Some(b)) => DiskReport::between(a, b, window_s),
+            _ => DiskReport {
+                note: Some("/proc/diskstats unavailable".into()),
+                ..Default::default()
+            },
         };
         match (&s.stat, &e.stat) {
             (Some(a), Some(b)) => {
@@ -338,6 +358,8 @@ impl Core {
             net,
             power,
             series: std::mem::take(&mut self.series),
+            disks,
+            threads,
         }
     }
 }
@@ -387,6 +409,7 @@ impl Monitor {
             have_prev: true,
             tracker,
             net: NetReader::new(&cfg.root),
+            disk: DiskReader::new(&cfg.root),
             power: Arc::new(Mutex::new(power)),
             power_fast,
             power_note,

@@ -16,6 +16,7 @@ pub mod export;
 pub mod findings;
 pub mod fmt;
 pub mod forest;
+pub mod headroom;
 pub mod hosts;
 pub mod questions;
 pub mod replication;
@@ -101,10 +102,13 @@ impl<'a> Report<'a> {
         } else {
             analysis::findings(cmp, &judgement, design.min_effect)
         };
+        // What limited each side: a note on findings not about the interconnect or target.
+        headroom::annotate(cmp, &mut findings);
         findings.extend(curve::findings(cmp, design.min_effect));
         let card = card::card(cmp, &analysis, &options.weights);
         let verification = verification::verification(cmp);
-        let mut caveats = verification::caveats(&verification);
+        let mut caveats: Vec<String> = headroom::warning(cmp).into_iter().collect();
+        caveats.extend(verification::caveats(&verification));
         caveats.extend(analysis::caveats(cmp));
         Report {
             cmp,

@@ -293,5 +293,6 @@ pub fn sample_comparison() -> Comparison {
         incomplete: false,
         curve: Vec::new(),
         design: None,
+        require_headroom: false,
     }
 }

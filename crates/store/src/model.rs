@@ -112,6 +112,10 @@ pub struct Comparison {
     /// error rates the questions were judged with (comparisons since the Williams order).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub design: Option<Design>,
+    /// `compare --require-headroom`: the report warns, at its top, about every cell limited by
+    /// something other than the interconnect or the target under test (`bottleneck`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_headroom: bool,
 }
 
 /// One question: is target `a` different from `b` on this workload by this figure? Derived

@@ -104,6 +104,14 @@ pub struct CompareArgs {
     pub watch: WatchArgs,
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
+    /// Pin sanbench's threads to these CPUs (0, 0,2, 0-3); recorded in the manifest.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<crate::placement::CpuList>,
+    /// Warn at the top of the report (and on the terminal) about every cell limited by
+    /// something other than the interconnect or the target under test (the initiator's CPU,
+    /// the host's, the generator's queue).
+    #[arg(long)]
+    pub require_headroom: bool,
     /// Only the findings and the report's location.
     #[arg(long, short)]
     pub quiet: bool,
@@ -150,6 +158,15 @@ pub struct DemoArgs {
     /// Do not record the run in the results database.
     #[arg(long)]
     pub no_store: bool,
+    /// Where the client (sanbench's stream threads) and the built-in servers run: auto keeps
+    /// them on different CPUs where the host has two or more (the client the first half),
+    /// off lets them share every CPU, CLIENT:SERVERS names both lists (e.g. 0:1).
+    #[arg(long, default_value = "auto", value_name = "auto|off|CLIENT:SERVERS")]
+    pub placement: crate::placement::Placement,
+    /// Warn at the top of the report about every cell limited by something other than the
+    /// interconnect or the target (compare's --require-headroom).
+    #[arg(long)]
+    pub require_headroom: bool,
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -78,6 +78,10 @@ pub struct LabUpArgs {
     /// Size of each RAM disk.
     #[arg(long, default_value = "1G", value_name = "SIZE")]
     pub size: Bytes,
+    /// Pin every target the lab starts (its processes and their threads) to these CPUs
+    /// (0, 0,2, 0-3), e.g. away from the CPUs compare --cpus gives the initiator.
+    #[arg(long, value_name = "LIST")]
+    pub target_cpus: Option<crate::placement::CpuList>,
     #[command(flatten)]
     pub state: LabStateArgs,
 }

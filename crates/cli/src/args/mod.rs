@@ -285,6 +285,11 @@ pub struct RunArgs {
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
 
+    /// Pin sanbench's threads to these CPUs (as fio's cpus_allowed: 0, 0,2, 0-3); recorded in
+    /// the manifest. Keeps the initiator off the cores a local target or daemon uses.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<crate::placement::CpuList>,
+
     /// Write the result document (schema sanbench.run/1) to FILE ("-" for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

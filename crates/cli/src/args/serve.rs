@@ -60,6 +60,9 @@ pub struct ServeNvmeArgs {
         allow_hyphen_values = true
     )]
     pub delay: ReplyDelay,
+    /// Pin the server's threads to these CPUs (0, 0,2, 0-3), e.g. away from the client's.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<crate::placement::CpuList>,
     /// Back the namespace with this file instead of RAM (created or extended to --size).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
@@ -122,6 +125,9 @@ pub struct ServeIscsiArgs {
         allow_hyphen_values = true
     )]
     pub delay: ReplyDelay,
+    /// Pin the server's threads to these CPUs (0, 0,2, 0-3), e.g. away from the client's.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<crate::placement::CpuList>,
     /// Require CHAP from initiators (visible to every user of the host in `ps`: prefer
     /// --chap-file).
     #[arg(long, value_name = "USER:SECRET", conflicts_with = "chap_file")]
@@ -168,6 +174,9 @@ pub struct ServeNbdArgs {
         allow_hyphen_values = true
     )]
     pub delay: ReplyDelay,
+    /// Pin the server's threads to these CPUs (0, 0,2, 0-3), e.g. away from the client's.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<crate::placement::CpuList>,
     #[arg(long)]
     pub read_only: bool,
     /// Serve this file instead of RAM (created or extended to --size).

@@ -153,6 +153,9 @@ pub(crate) struct CellCtx<'a> {
     pub(crate) faults: Option<&'a Arc<crate::faults::Faults>>,
     /// A suite's faults, per (workload, target): fired in those cells instead.
     pub(crate) suite_faults: &'a suite_faults::SuiteFaults,
+    /// Per target (index as in the comparison): its lab link, whose rate the bottleneck
+    /// judges the link's bytes against.
+    pub(crate) links: &'a [Option<serde_json::Value>],
 }
 
 /// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
@@ -228,6 +231,7 @@ pub(crate) fn run_cell(
     };
     r.target = name.to_string();
     r.faults = std::mem::take(&mut doc.faults);
+    lab_link_rate(&mut r, cx.links.get(ti).and_then(Option::as_ref));
     if r.engine == "all" {
         r.engine = format!("{} x{n}", plan.targets[0].info().engine);
         r.info = Some(plan.targets[0].info().clone());
@@ -237,6 +241,21 @@ pub(crate) fn run_cell(
         manifest,
         hosts,
     }))
+}
+
+/// A lab target's bottleneck judged again with its link's rate: the shaping (tc) is not
+/// something the interface reports, so the monitor alone cannot know it.
+fn lab_link_rate(r: &mut sanbench_engine::result::TargetResult, link: Option<&serde_json::Value>) {
+    let Some(l) = link else { return };
+    let (Some(rate), Some(b)) = (l.get("rate_bits").and_then(|v| v.as_u64()), &r.bottleneck) else {
+        return;
+    };
+    let source = format!(
+        "lab link {}",
+        l.get("name").and_then(|n| n.as_str()).unwrap_or("?")
+    );
+    let open = r.open_loop.as_ref().map(|o| (o.valid, o.asked_iops));
+    r.bottleneck = Some(b.with_link_rate(rate, &source, open));
 }
 
 /// Preconditions every target once, before its first cell (or says why not): the report goes
@@ -291,6 +310,7 @@ fn precondition_all(
 }
 
 pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
+    crate::placement::apply(a.cpus.as_ref())?;
     crate::fio_cmd::resolve_compare(&mut a)?;
     let job = crate::ranks::job();
     let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
@@ -388,6 +408,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         incomplete: false,
         curve: curve.clone(),
         design: Some(plan.design()),
+        require_headroom: a.require_headroom,
     };
     let recorder = if a.no_store {
         None
@@ -441,6 +462,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         round: std::cell::Cell::new(0),
         faults: faults.as_ref(),
         suite_faults: &suite_faults,
+        links: &p.links,
     };
     let mut failure = None;
     loop {

@@ -197,6 +197,7 @@ fn comparison(
         // The order alternates (sanbench first in even rounds): a Williams design for two,
         // judged as a fixed number of rounds.
         design: None,
+        require_headroom: false,
     }
 }
 

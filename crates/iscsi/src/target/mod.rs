@@ -240,7 +240,14 @@ impl Target {
         sanbench_blockstore::portals::accept_loop(&self.listeners, &shutdown, |_port, s| {
             let number = stats.connections.fetch_add(1, Ordering::Relaxed);
             let (sh, stop) = (shared.clone(), stop.clone());
-            std::thread::spawn(move || conn::serve(s, sh, stop, number))
+            std::thread::spawn(move || {
+                // "sb-iscsi-cN": the bottleneck attribution finds the target's threads by
+                // this name (crates/cli/src/bottleneck.rs).
+                if let Ok(n) = std::ffi::CString::new(format!("sb-iscsi-c{number}")) {
+                    let _ = rustix::thread::set_name(&n);
+                }
+                conn::serve(s, sh, stop, number)
+            })
         })
         .map_err(TargetError::Accept)
     }

@@ -100,9 +100,28 @@ pub struct ThreadReport {
     pub tid: u32,
     pub name: String,
     pub cpu_s: f64,
+    /// Seconds runnable but waiting for a CPU (schedstat's run delay), where the kernel says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_s: Option<f64>,
     /// Other names the thread had during the window (a kworker's workqueues), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub seen_as: Vec<String>,
+}
+
+/// One thread of a process group over the window ([`super::ProcessTracker::threads`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupThread {
+    /// "self" or "watch:SPEC".
+    pub group: String,
+    /// The process's name (comm).
+    pub process: String,
+    pub pid: u32,
+    pub tid: u32,
+    pub name: String,
+    /// Seconds on a CPU.
+    pub cpu_s: f64,
+    /// Seconds runnable but waiting for a CPU, where the kernel says.
+    pub wait_s: Option<f64>,
 }
 
 #[cfg(test)]

@@ -329,7 +329,9 @@ impl Server {
                     let number = stats.connections.fetch_add(1, Ordering::Relaxed);
                     let (sh, st, stop) = (shared.clone(), stats.clone(), shutdown.clone());
                     let t = std::thread::Builder::new()
-                        .name(format!("nbd {peer}"))
+                        // "sb-nbd-cN": the bottleneck attribution finds the server's
+                        // threads by this name (crates/cli/src/bottleneck.rs).
+                        .name(format!("sb-nbd-c{number}"))
                         .spawn(move || {
                             if let Err(e) = connection(sock, &sh, &stop, peer, number) {
                                 st.failed.fetch_add(1, Ordering::Relaxed);

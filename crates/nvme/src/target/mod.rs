@@ -268,6 +268,11 @@ impl Target {
             let number = stats.connections.fetch_add(1, Ordering::Relaxed);
             let (sh, stop, stats) = (shared.clone(), stop.clone(), stats.clone());
             std::thread::spawn(move || {
+                // "sb-nvme-cN": the bottleneck attribution finds the target's threads by
+                // this name (crates/cli/src/bottleneck.rs).
+                if let Ok(n) = std::ffi::CString::new(format!("sb-nvme-c{number}")) {
+                    let _ = rustix::thread::set_name(&n);
+                }
                 if let Err(e) = conn::serve(s, sh, stop, number, port) {
                     stats.failed.fetch_add(1, Ordering::Relaxed);
                     *poison::lock(&stats.last_error) = Some(e.to_string());

@@ -290,7 +290,10 @@ fn tables(r: &Report, s: &mut String) {
          of the last 5 seconds (range within 20 %, trend within 10 % of the mean), per \
          repetition; a dash when a run was shorter than 5 s. Under each table: every pair's \
          throughput ratio with its simultaneous interval and verdict (<a \
-         href=\"#questions\">every question</a>).</p>\n",
+         href=\"#questions\">every question</a>). Limited by: what limited the cells (most \
+         rounds; 2/3 when not all agreed; the sentence on hover): init-cpu and host-cpu (the \
+         initiator host's CPU) and queue (the generator) are not about the interconnect; link, \
+         tgt-cpu, device and latency (the round trip) are.</p>\n",
     );
     for w in &c.workloads {
         let _ = write!(
@@ -305,7 +308,7 @@ fn tables(r: &Report, s: &mut String) {
         for (h, _) in COLUMNS {
             let _ = write!(s, "<th>{h}</th>");
         }
-        s.push_str("<th>Steady</th></tr></thead><tbody>\n");
+        s.push_str("<th>Steady</th><th>Limited by</th></tr></thead><tbody>\n");
         for t in &c.targets {
             let _ = write!(s, "<tr><td class=\"name\">{}</td>", esc(&t.name));
             let st = r.analysis.get(&w.id, &t.name);
@@ -322,11 +325,30 @@ fn tables(r: &Report, s: &mut String) {
                 );
             }
             let _ = write!(s, "<td>{}</td>", esc(&steady_text(c, &w.id, &t.name)));
+            let _ = write!(s, "{}", limit_td(c, &w.id, &t.name));
             s.push_str("</tr>\n");
         }
         s.push_str("</tbody></table></div>\n");
         verdicts(r, &w.id, s);
     }
+}
+
+/// The "Limited by" cell: the verdict most rounds had, the first such cell's sentence as its
+/// tooltip (results.json has every candidate's figure).
+fn limit_td(c: &sanbench_store::Comparison, workload: &str, target: &str) -> String {
+    let Some(l) = crate::headroom::cell_limit(c, workload, target) else {
+        return "<td>–</td>".into();
+    };
+    let text = c
+        .cells_of(workload, target)
+        .filter_map(|x| x.result.bottleneck.as_ref())
+        .find(|b| b.verdict == l.verdict)
+        .map_or(String::new(), |b| b.text.clone());
+    format!(
+        "<td class=\"limit\" title=\"{}\">{}</td>",
+        esc(&text),
+        esc(&l.cell_text())
+    )
 }
 
 /// Under a workload's table: each compared pair's throughput ratio with its interval and

@@ -91,7 +91,10 @@ impl Exporter for MarkdownExporter {
         }
         s.push_str("\n\n## Results\n\nMean ± 95 % confidence interval over the repetitions; MB = 10^6 bytes. \
              Under each table: every pair's throughput ratio with its simultaneous interval \
-             and the verdict for the pair's first target.\n");
+             and the verdict for the pair's first target. Limited by: what limited the \
+             cells (most rounds; 2/3 when not all agreed): init-cpu and host-cpu (the initiator \
+             host's CPU) and queue (the generator) are not about the interconnect; link, \
+             tgt-cpu, device and latency (the round trip) are.\n");
         let mut modeled = false;
         for w in &c.workloads {
             let _ = writeln!(
@@ -106,8 +109,9 @@ impl Exporter for MarkdownExporter {
             for (h, _) in COLUMNS {
                 let _ = write!(s, " {h} |");
             }
-            s.push_str(" ≤ 1 ms | ≤ 2 ms |\n|---|");
+            s.push_str(" ≤ 1 ms | ≤ 2 ms | Limited by |\n|---|");
             s.push_str(&"---:|".repeat(COLUMNS.len() + 2));
+            s.push_str("---|");
             s.push('\n');
             for t in &c.targets {
                 let Some(st) = r.analysis.get(&w.id, &t.name) else {
@@ -134,7 +138,9 @@ impl Exporter for MarkdownExporter {
                         format!("{:.1} %", st.ms_buckets.iter().take(n).sum::<f64>() * 100.0)
                     }
                 };
-                let _ = writeln!(s, " {} | {} |", cum(1), cum(2));
+                let limit = crate::headroom::cell_limit(c, &w.id, &t.name)
+                    .map_or_else(|| "–".to_string(), |l| l.cell_text());
+                let _ = writeln!(s, " {} | {} | {} |", cum(1), cum(2), limit);
             }
             verdicts(r, &w.id, &mut s);
         }

@@ -1,0 +1,270 @@
+//! Where sanbench's threads run: `--cpus LIST` on `run`, `compare` and `serve` (fio's
+//! `cpus_allowed`), and the demo's placement of its client and its servers on different cores.
+//!
+//! A CPU list is spelled as the kernel and taskset spell it: `0`, `0,2`, `0-3,6`. Pinning sets
+//! the affinity of every thread the process has (sched_setaffinity per task); threads made
+//! later inherit their creator's, so the stream threads, the monitor and the in-process
+//! servers follow. What was chosen goes into every result's manifest (`placement`).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet, Pid};
+
+use crate::error::{usage, CliError};
+
+/// A set of CPU numbers, ascending, each once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+impl FromStr for CpuList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CpuList, String> {
+        let bad = |why: String| format!("CPU list '{s}': {why} (e.g. 0, 0,2 or 0-3)");
+        let mut v = Vec::new();
+        for part in s.split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                return Err(bad("an empty entry".into()));
+            }
+            let num = |x: &str| -> Result<usize, String> {
+                let n: usize = x
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad(format!("'{x}' is not a CPU number")))?;
+                if n >= CpuSet::MAX_CPU {
+                    return Err(bad(format!(
+                        "CPU {n} is beyond the {} the kernel interface holds",
+                        CpuSet::MAX_CPU
+                    )));
+                }
+                Ok(n)
+            };
+            match part.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b) = (num(a)?, num(b)?);
+                    if a > b {
+                        return Err(bad(format!("the range {a}-{b} runs backwards")));
+                    }
+                    v.extend(a..=b);
+                }
+                None => v.push(num(part)?),
+            }
+        }
+        v.sort_unstable();
+        v.dedup();
+        Ok(CpuList(v))
+    }
+}
+
+impl fmt::Display for CpuList {
+    /// Ranges folded: "0-3,6".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < self.0.len() {
+            let start = self.0[i];
+            let mut end = start;
+            while i + 1 < self.0.len() && self.0[i + 1] == end + 1 {
+                i += 1;
+                end = self.0[i];
+            }
+            parts.push(if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            });
+            i += 1;
+        }
+        f.write_str(&parts.join(","))
+    }
+}
+
+impl CpuList {
+    /// "CPU 0", "CPUs 0-3".
+    pub fn phrase(&self) -> String {
+        format!("CPU{} {self}", if self.0.len() == 1 { "" } else { "s" })
+    }
+}
+
+/// The CPUs this process may run on now.
+pub fn allowed() -> Vec<usize> {
+    match sched_getaffinity(None) {
+        Ok(set) => (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn set_of(list: &CpuList) -> CpuSet {
+    let mut set = CpuSet::new();
+    for &c in &list.0 {
+        set.set(c);
+    }
+    set
+}
+
+/// Refuses (exit 2, one line) a list naming a CPU this process may not use.
+pub fn check(list: &CpuList, flag: &str) -> Result<(), CliError> {
+    let ok = CpuList(allowed());
+    if let Some(c) = list.0.iter().find(|c| !ok.0.contains(c)) {
+        return Err(usage(format!(
+            "{flag} {list}: CPU {c} is not available to sanbench here (it may use {ok})"
+        )));
+    }
+    if list.0.is_empty() {
+        return Err(usage(format!("{flag}: the list names no CPU")));
+    }
+    Ok(())
+}
+
+/// Pins every thread of this process to `list` (and so every thread made later).
+pub fn pin_process(list: &CpuList, flag: &str) -> Result<(), CliError> {
+    check(list, flag)?;
+    let set = set_of(list);
+    let tids: Vec<i32> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    for tid in tids {
+        // A thread that ended since the listing is no error.
+        let _ = sched_setaffinity(Pid::from_raw(tid), &set);
+    }
+    sched_setaffinity(None, &set)
+        .map_err(|e| usage(format!("{flag} {list}: cannot pin to them: {e}")))?;
+    Ok(())
+}
+
+/// Pins every thread another process has now to `list` (the lab's targets).
+pub fn pin_pid(pid: u32, list: &CpuList) -> std::io::Result<()> {
+    let set = set_of(list);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))?.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some(p) = Pid::from_raw(tid) {
+            // A thread that ended since the listing is no error.
+            let _ = sched_setaffinity(Some(p), &set);
+        }
+    }
+    Ok(())
+}
+
+/// Pins the calling thread (and the threads it makes) to `list`.
+pub fn pin_thread(list: &CpuList) -> std::io::Result<()> {
+    sched_setaffinity(None, &set_of(list)).map_err(std::io::Error::from)
+}
+
+static PLACEMENT: OnceLock<serde_json::Value> = OnceLock::new();
+
+/// Remembers what was chosen, for every result's manifest (the first choice holds).
+pub fn record(v: serde_json::Value) {
+    let _ = PLACEMENT.set(v);
+}
+
+/// The placement recorded, if any.
+pub fn recorded() -> Option<serde_json::Value> {
+    PLACEMENT.get().cloned()
+}
+
+/// `--cpus LIST` of run and compare: pins the process and records it.
+pub fn apply(cpus: Option<&CpuList>) -> Result<(), CliError> {
+    if let Some(list) = cpus {
+        pin_process(list, "--cpus")?;
+        record(serde_json::json!({ "cpus": list.to_string(), "by": "--cpus" }));
+    }
+    Ok(())
+}
+
+/// The demo's `--placement auto|off|CLIENT:SERVERS`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    Auto,
+    Off,
+    Split(CpuList, CpuList),
+}
+
+impl FromStr for Placement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Placement, String> {
+        match s {
+            "auto" => Ok(Placement::Auto),
+            "off" => Ok(Placement::Off),
+            _ => {
+                let (c, t) = s.split_once(':').ok_or_else(|| {
+                    format!("placement '{s}': use auto, off or CLIENT:SERVERS (e.g. 0:1)")
+                })?;
+                Ok(Placement::Split(c.parse()?, t.parse()?))
+            }
+        }
+    }
+}
+
+/// What the demo runs where: the client's CPUs and the servers', or `None` to share all.
+/// `auto` splits the CPUs this process may use in two halves (the client the first, the
+/// servers the rest) when there are at least two; one CPU is shared by necessity.
+pub fn demo_split(p: &Placement, cpus: &[usize]) -> Option<(CpuList, CpuList)> {
+    match p {
+        Placement::Off => None,
+        Placement::Split(c, s) => Some((c.clone(), s.clone())),
+        Placement::Auto if cpus.len() >= 2 => {
+            let half = cpus.len() / 2;
+            Some((
+                CpuList(cpus[..half].to_vec()),
+                CpuList(cpus[half..].to_vec()),
+            ))
+        }
+        Placement::Auto => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_and_print_folded() {
+        let l: CpuList = "3,0-2,2".parse().unwrap();
+        assert_eq!(l.0, vec![0, 1, 2, 3]);
+        assert_eq!(l.to_string(), "0-3");
+        assert_eq!("0,2,4-5".parse::<CpuList>().unwrap().to_string(), "0,2,4-5");
+        assert_eq!("1".parse::<CpuList>().unwrap().phrase(), "CPU 1");
+        for bad in ["", "a", "1,", "3-1", "-1", "0-x", "99999"] {
+            let e = bad.parse::<CpuList>().unwrap_err();
+            assert!(e.contains("e.g. 0, 0,2 or 0-3"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_demo_splits_the_cpus_it_has() {
+        let auto = Placement::Auto;
+        assert_eq!(
+            demo_split(&auto, &[0, 1]),
+            Some((CpuList(vec![0]), CpuList(vec![1])))
+        );
+        assert_eq!(
+            demo_split(&auto, &[0, 1, 2, 3, 4]),
+            Some((CpuList(vec![0, 1]), CpuList(vec![2, 3, 4])))
+        );
+        assert_eq!(demo_split(&auto, &[0]), None);
+        assert_eq!(demo_split(&Placement::Off, &[0, 1]), None);
+        let p: Placement = "1:0".parse().unwrap();
+        assert_eq!(
+            demo_split(&p, &[0, 1]),
+            Some((CpuList(vec![1]), CpuList(vec![0])))
+        );
+        assert!("0".parse::<Placement>().is_err());
+        assert!("x:1".parse::<Placement>().is_err());
+    }
+
+    #[test]
+    fn a_cpu_this_process_may_not_use_is_refused() {
+        let far = CpuList(vec![CpuSet::MAX_CPU - 1]);
+        let e = check(&far, "--cpus").unwrap_err();
+        assert!(e.message().contains("not available"), "{}", e.message());
+        assert!(!allowed().is_empty());
+    }
+}
