@@ -425,6 +425,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         raw_latencies: m.raw_latencies,
         log_interval: a.watch.log_interval.0,
         intervals: crate::watch::sink(&watch),
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     };
     let mon = crate::monitoring::setup(&a.monitor)?;
     let done = execute_output(&plan, &progress, mon.as_ref(), None, faults.as_ref());

@@ -202,6 +202,7 @@ pub(crate) fn run_cell(
         raw_latencies: false,
         log_interval: a.watch.log_interval.0,
         intervals: crate::watch::sink(&cx.watch.cloned()),
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     };
     let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
     let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline, faults)?;
