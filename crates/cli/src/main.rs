@@ -31,6 +31,7 @@ mod progress;
 mod ranks;
 mod run_cmd;
 mod serve_cmd;
+mod serve_metrics;
 mod servers;
 mod signals;
 mod store_cmd;
