@@ -144,8 +144,12 @@ impl ServerCounters {
         // open or ended, never neither (a store's counter never goes down).
         let ended = lock(&self.ended);
         let open: Vec<Arc<Conn>> = lock(&self.open).clone();
-        let mut stores: Vec<(String, [Figures; 5])> =
-            self.stores.iter().cloned().zip(ended.iter().copied()).collect();
+        let mut stores: Vec<(String, [Figures; 5])> = self
+            .stores
+            .iter()
+            .cloned()
+            .zip(ended.iter().copied())
+            .collect();
         drop(ended);
         let mut conns = Vec::with_capacity(open.len());
         for c in &open {
@@ -237,7 +241,14 @@ mod tests {
         assert_eq!(snap.open[1].inflight, 3);
         assert_eq!(snap.open[0].ops[Op::Write as usize].errors, 1);
         let read = |snap: &Snapshot| snap.stores[0].1[Op::Read as usize];
-        assert_eq!(read(&snap), Figures { ios: 2, bytes: 12288, errors: 0 });
+        assert_eq!(
+            read(&snap),
+            Figures {
+                ios: 2,
+                bytes: 12288,
+                errors: 0
+            }
+        );
         drop(a);
         let snap2 = s.snapshot();
         assert_eq!(snap2.open.len(), 1);

@@ -119,7 +119,10 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     }
     cfg.tls_verify_peer = a.tls_verify_peer;
     let tls = cfg.tls;
-    let metrics = a.metrics_listen.map(crate::serve_metrics::bind).transpose()?;
+    let metrics = a
+        .metrics_listen
+        .map(crate::serve_metrics::bind)
+        .transpose()?;
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let metrics_note = match metrics {
         Some(m) => {
@@ -244,7 +247,10 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         prealloc: a.prealloc,
         delay: a.delay.0,
     };
-    let metrics = a.metrics_listen.map(crate::serve_metrics::bind).transpose()?;
+    let metrics = a
+        .metrics_listen
+        .map(crate::serve_metrics::bind)
+        .transpose()?;
     let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let metrics_note = match metrics {
         Some(m) => {
@@ -309,7 +315,10 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
         ana: a.ana.clone(),
         ..Default::default()
     };
-    let metrics = a.metrics_listen.map(crate::serve_metrics::bind).transpose()?;
+    let metrics = a
+        .metrics_listen
+        .map(crate::serve_metrics::bind)
+        .transpose()?;
     let t = sanbench_nvme::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let metrics_note = match metrics {
         Some(m) => {

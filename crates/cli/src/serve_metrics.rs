@@ -32,9 +32,9 @@ struct ServeExposition {
 impl Bound {
     /// The ready line's note: where the metrics are.
     pub fn note(&self) -> String {
-        self.0
-            .local_addr()
-            .map_or(String::new(), |a| format!(", metrics at http://{a}/metrics"))
+        self.0.local_addr().map_or(String::new(), |a| {
+            format!(", metrics at http://{a}/metrics")
+        })
     }
 
     /// Serves `server`'s counters (`nbd`, `iscsi`, `nvme`) for the rest of the process.
@@ -58,7 +58,12 @@ impl Bound {
 type Pick = fn(&Figures) -> u64;
 const FIGURES: [(&str, &str, Option<&str>, Pick); 3] = [
     ("ios", "I/Os answered", None, |f| f.ios),
-    ("bytes", "Bytes read or written (a trim's or zeroing's range)", Some("bytes"), |f| f.bytes),
+    (
+        "bytes",
+        "Bytes read or written (a trim's or zeroing's range)",
+        Some("bytes"),
+        |f| f.bytes,
+    ),
     ("errors", "I/Os answered with an error", None, |f| f.errors),
 ];
 
@@ -68,7 +73,11 @@ impl Exposition for ServeExposition {
         let srv = self.server;
         let name = "sanbench_server_connections_accepted";
         w.family(name, Kind::Counter, "Connections accepted.", None);
-        w.sample(&format!("{name}_total"), &labels(&[("server", srv)]), snap.accepted);
+        w.sample(
+            &format!("{name}_total"),
+            &labels(&[("server", srv)]),
+            snap.accepted,
+        );
         let name = "sanbench_server_connections_open";
         w.family(name, Kind::Gauge, "Connections open now.", None);
         w.sample(name, &labels(&[("server", srv)]), snap.open.len());
@@ -79,7 +88,11 @@ impl Exposition for ServeExposition {
             .collect();
         let of_conn = |i: usize, op: Option<&str>| {
             let (id, peer, portal) = &conn_labels[i];
-            let mut l = vec![("server", srv), ("conn", id.as_str()), ("peer", peer.as_str())];
+            let mut l = vec![
+                ("server", srv),
+                ("conn", id.as_str()),
+                ("peer", peer.as_str()),
+            ];
             l.push(("portal", portal.as_str()));
             if let Some(op) = op {
                 l.push(("op", op));
@@ -88,10 +101,19 @@ impl Exposition for ServeExposition {
         };
         for (fig, help, unit, pick) in FIGURES {
             let name = format!("sanbench_server_conn_{fig}");
-            w.family(&name, Kind::Counter, &format!("{help}, per open connection and op."), unit);
+            w.family(
+                &name,
+                Kind::Counter,
+                &format!("{help}, per open connection and op."),
+                unit,
+            );
             for (i, c) in snap.open.iter().enumerate() {
                 for (o, op) in OPS.iter().enumerate() {
-                    w.sample(&format!("{name}_total"), &of_conn(i, Some(op)), pick(&c.ops[o]));
+                    w.sample(
+                        &format!("{name}_total"),
+                        &of_conn(i, Some(op)),
+                        pick(&c.ops[o]),
+                    );
                 }
             }
         }

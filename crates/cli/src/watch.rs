@@ -76,9 +76,11 @@ fn join(a: Option<&str>, b: Option<&str>) -> Option<String> {
 }
 
 /// The process's watch, for what runs after the plan (mpi/hist.rs).
+#[cfg(feature = "mpi")]
 static CURRENT: Mutex<Option<Arc<Watch>>> = Mutex::new(None);
 
 /// The watch [`Watch::open`] opened last in this process.
+#[cfg(feature = "mpi")]
 pub fn current() -> Option<Arc<Watch>> {
     poison::lock(&CURRENT).clone()
 }
@@ -124,7 +126,10 @@ impl Watch {
             metrics,
             keys: Mutex::new(Vec::new()),
         });
-        *poison::lock(&CURRENT) = Some(w.clone());
+        #[cfg(feature = "mpi")]
+        {
+            *poison::lock(&CURRENT) = Some(w.clone());
+        }
         Ok(Some(w))
     }
 
@@ -167,6 +172,7 @@ impl Watch {
     }
 
     /// Whether a histogram log (or its spool) is written.
+    #[cfg(feature = "mpi")]
     pub fn logs(&self) -> bool {
         self.log.is_some()
     }
@@ -191,13 +197,17 @@ impl Watch {
     }
 
     /// The spool's lines so far, and the spool emptied (ranks other than 0).
+    #[cfg(feature = "mpi")]
     pub fn take_spool(&self) -> Result<Vec<u8>, CliError> {
         let Some(log) = self.log.as_ref().filter(|l| l.spool) else {
             return Ok(Vec::new());
         };
         use std::io::{Read, Seek};
         let fail = |e: std::io::Error| {
-            CliError::Failed(anyhow::anyhow!("--hist-log spool {}: {e}", log.path.display()))
+            CliError::Failed(anyhow::anyhow!(
+                "--hist-log spool {}: {e}",
+                log.path.display()
+            ))
         };
         let mut out = poison::lock(&log.out);
         out.flush().map_err(fail)?;
@@ -211,6 +221,7 @@ impl Watch {
     }
 
     /// The log's base time, unless an interval set it already (rank 0 of an MPI job).
+    #[cfg(feature = "mpi")]
     pub fn set_base(&self, base: SystemTime) {
         if let Some(log) = &self.log {
             log.header(base);
@@ -219,6 +230,7 @@ impl Watch {
 
     /// Another rank's spooled lines (timestamps from the Unix epoch), moved to this log's
     /// base time and appended (rank 0). Lines that do not parse are dropped and counted.
+    #[cfg(feature = "mpi")]
     pub fn append_spooled(&self, lines: &str) -> usize {
         let Some(log) = self.log.as_ref().filter(|l| !l.spool) else {
             return 0;

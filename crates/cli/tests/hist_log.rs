@@ -264,7 +264,14 @@ fn a_multipath_target_s_intervals_add_up_per_path_in_the_result_and_the_log() {
         .arg(dir.path().join("run.hlog"))
         .arg("--json")
         .arg(dir.path().join("run.json"))
-        .args(["--quiet", "--no-monitor", "--baseline", "0", "--precondition", "none"])
+        .args([
+            "--quiet",
+            "--no-monitor",
+            "--baseline",
+            "0",
+            "--precondition",
+            "none",
+        ])
         .stdout(Stdio::null())
         .status()
         .unwrap();
@@ -323,7 +330,11 @@ fn a_multipath_target_s_intervals_add_up_per_path_in_the_result_and_the_log() {
             .sum()
     };
     assert_eq!(Some(by_tag(None)), r["ios"].as_u64(), "{log}");
-    assert_eq!(by_tag(Some("p0")) + by_tag(Some("p1")), by_tag(None), "{log}");
+    assert_eq!(
+        by_tag(Some("p0")) + by_tag(Some("p1")),
+        by_tag(None),
+        "{log}"
+    );
     for (i, p) in paths.iter().enumerate() {
         let sum: u64 = p["intervals"].as_array().unwrap().iter().map(ios).sum();
         assert_eq!(by_tag(Some(&format!("p{i}"))), sum, "path {i}");

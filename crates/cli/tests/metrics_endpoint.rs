@@ -83,9 +83,13 @@ fn the_endpoint_parses_strictly_and_counters_only_grow() {
     let ios = |s: &[Sample]| expo::total(s, "sanbench_ios_total", &[]);
     assert!(ios(&a) <= ios(&om) && ios(&om) <= ios(&b), "{om:?}");
     // The host's CPU: the busy share and the seconds per mode only grow.
-    let user = |s: &[Sample]| expo::total(s, "sanbench_host_cpu_seconds_total", &[("mode", "user")]);
+    let user =
+        |s: &[Sample]| expo::total(s, "sanbench_host_cpu_seconds_total", &[("mode", "user")]);
     assert!(user(&a) > 0.0 && user(&a) <= user(&b), "{a:?}");
-    assert!(a.iter().any(|x| x.0 == "sanbench_host_cpu_busy_ratio"), "{a:?}");
+    assert!(
+        a.iter().any(|x| x.0 == "sanbench_host_cpu_busy_ratio"),
+        "{a:?}"
+    );
     // The endpoint counts its own scrapes by format (this one included).
     let scrapes = |s: &[Sample], f| expo::total(s, "sanbench_scrapes_total", &[("format", f)]);
     assert_eq!(scrapes(&om, "openmetrics"), 1.0);

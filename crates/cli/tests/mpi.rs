@@ -488,8 +488,16 @@ fn each_rank_s_intervals_add_up_to_its_i_os_in_the_result_and_the_log() {
     let out = mpirun(
         3,
         &[
-            "run", "mem:16m", "--time", "600ms", "--ramp", "100ms", "--qd", "4",
-            "--log-interval", "100ms",
+            "run",
+            "mem:16m",
+            "--time",
+            "600ms",
+            "--ramp",
+            "100ms",
+            "--qd",
+            "4",
+            "--log-interval",
+            "100ms",
         ],
     )
     .args(["--json", json.to_str().unwrap()])
@@ -514,7 +522,7 @@ fn each_rank_s_intervals_add_up_to_its_i_os_in_the_result_and_the_log() {
         let (n, first, last) = tags[&format!("rank{r}")];
         assert_eq!(n, own, "rank {r}: {tags:?}");
         assert!(
-            first >= 0.0 && first < 0.2 && last < window + 0.1,
+            (0.0..0.2).contains(&first) && last < window + 0.1,
             "rank {r}: {first}..{last} in a window of {window}"
         );
     }

@@ -94,7 +94,10 @@ fn a_server_s_counters_are_the_i_os_a_run_did_against_it() {
             .map(|x| x.2)
             .collect();
         assert!(!inflight.is_empty(), "{kind}");
-        assert!(inflight.iter().all(|&n| n <= QD as f64), "{kind}: {inflight:?}");
+        assert!(
+            inflight.iter().all(|&n| n <= QD as f64),
+            "{kind}: {inflight:?}"
+        );
         assert!(run.wait().unwrap().success(), "{kind}");
         let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         let r = &doc["results"][0];
@@ -102,9 +105,7 @@ fn a_server_s_counters_are_the_i_os_a_run_did_against_it() {
         // After it: the run's connections are closed and the store has every I/O they did.
         let after = scrape(port, false);
         assert_eq!(total(&after, "sanbench_server_connections_open", &[]), 0.0);
-        assert!(
-            total(&after, "sanbench_server_connections_accepted_total", &[]) >= WORKERS as f64
-        );
+        assert!(total(&after, "sanbench_server_connections_accepted_total", &[]) >= WORKERS as f64);
         let srv = |op: &str, fig: &str| {
             let name = format!("sanbench_server_store_{fig}_total");
             total(&after, &name, &[("store", store), ("op", op)]) as u64

@@ -115,8 +115,15 @@ fn merged_intervals_are_the_window_exactly() {
         .sum();
     let each: u64 = out.targets.iter().map(|t| t.read.ios + t.write.ios).sum();
     assert_eq!(all, each);
-    let max = out.all_intervals.iter().map(|s| s.max_us).fold(0.0, f64::max);
-    let own = out.targets.iter().map(|t| t.intervals.iter().map(|s| s.max_us).fold(0.0, f64::max));
+    let max = out
+        .all_intervals
+        .iter()
+        .map(|s| s.max_us)
+        .fold(0.0, f64::max);
+    let own = out
+        .targets
+        .iter()
+        .map(|t| t.intervals.iter().map(|s| s.max_us).fold(0.0, f64::max));
     assert_eq!(max, own.fold(0.0, f64::max));
 }
 
@@ -346,7 +353,11 @@ fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
     assert_eq!(sum, ios);
     // Four I/Os per millisecond, every one 1 ms: full summaries hold 22 × 40 of them.
     assert_eq!(t0.intervals[1].read_ios + t0.intervals[1].write_ios, 880);
-    assert!(t0.intervals.iter().all(|s| s.max_us == 1000.0), "{:?}", t0.intervals);
+    assert!(
+        t0.intervals.iter().all(|s| s.max_us == 1000.0),
+        "{:?}",
+        t0.intervals
+    );
     // A window that runs on to twice its plan: still within the cap, the step doubled,
     // counts exact.
     let (out, emitted) = run_for(3_000, Some(6_000));

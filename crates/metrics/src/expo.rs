@@ -60,14 +60,22 @@ impl Format {
                 };
                 let v = v.trim().trim_matches('"');
                 match k.trim().to_ascii_lowercase().as_str() {
-                    "q" => q = v.parse().ok().filter(|q: &f64| (0.0..=1.0).contains(q)).unwrap_or(0.0),
+                    "q" => {
+                        q = v
+                            .parse()
+                            .ok()
+                            .filter(|q: &f64| (0.0..=1.0).contains(q))
+                            .unwrap_or(0.0)
+                    }
                     "version" => version = Some(v.to_string()),
                     _ => {}
                 }
             }
             match media.as_str() {
                 "application/openmetrics-text"
-                    if version.as_deref().is_none_or(|v| v == "1.0.0" || v == "0.0.1") =>
+                    if version
+                        .as_deref()
+                        .is_none_or(|v| v == "1.0.0" || v == "0.0.1") =>
                 {
                     om = om.max(q)
                 }
@@ -222,9 +230,18 @@ mod tests {
                 Format::Prometheus,
             ),
             (Some("application/openmetrics-text;q=0"), Format::Prometheus),
-            (Some("application/openmetrics-text;version=2.0.0"), Format::Prometheus),
-            (Some("Application/OpenMetrics-Text; q=\"1\""), Format::OpenMetrics),
-            (Some("application/openmetrics-text;q=nonsense"), Format::Prometheus),
+            (
+                Some("application/openmetrics-text;version=2.0.0"),
+                Format::Prometheus,
+            ),
+            (
+                Some("Application/OpenMetrics-Text; q=\"1\""),
+                Format::OpenMetrics,
+            ),
+            (
+                Some("application/openmetrics-text;q=nonsense"),
+                Format::Prometheus,
+            ),
             (Some(",,;;=,"), Format::Prometheus),
         ] {
             assert_eq!(Format::negotiate(accept), want, "{accept:?}");
@@ -234,7 +251,12 @@ mod tests {
     #[test]
     fn a_counter_is_named_per_format_and_openmetrics_ends_with_eof() {
         for (f, ty, unit, eof) in [
-            (Format::Prometheus, "# TYPE x_bytes_total counter\n", false, false),
+            (
+                Format::Prometheus,
+                "# TYPE x_bytes_total counter\n",
+                false,
+                false,
+            ),
             (Format::OpenMetrics, "# TYPE x_bytes counter\n", true, true),
         ] {
             let mut w = Writer::new(f);

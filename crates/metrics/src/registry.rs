@@ -137,14 +137,24 @@ impl Exposition for Registry {
             .collect();
         type Pick = fn(&OpFigures) -> u64;
         let counters: [(&str, &str, Option<&str>, Pick); 3] = [
-            ("sanbench_ios", "I/Os completed in the measured window.", None, |o| o.ios),
+            (
+                "sanbench_ios",
+                "I/Os completed in the measured window.",
+                None,
+                |o| o.ios,
+            ),
             (
                 "sanbench_bytes",
                 "Bytes moved in the measured window.",
                 Some("bytes"),
                 |o| o.bytes,
             ),
-            ("sanbench_errors", "I/Os that completed with an error.", None, |o| o.errors),
+            (
+                "sanbench_errors",
+                "I/Os that completed with an error.",
+                None,
+                |o| o.errors,
+            ),
         ];
         for (name, help, unit, pick) in counters {
             w.family(name, Kind::Counter, help, unit);
@@ -180,8 +190,16 @@ impl Exposition for Registry {
         }
         if g.series.values().any(|s| !s.paths.is_empty()) {
             let path_families: [(&str, &str, Option<&str>); 2] = [
-                ("sanbench_path_ios", "Reads and writes a path of a multipath target completed.", None),
-                ("sanbench_path_bytes", "Bytes a path of a multipath target moved.", Some("bytes")),
+                (
+                    "sanbench_path_ios",
+                    "Reads and writes a path of a multipath target completed.",
+                    None,
+                ),
+                (
+                    "sanbench_path_bytes",
+                    "Bytes a path of a multipath target moved.",
+                    Some("bytes"),
+                ),
             ];
             for (fi, (name, help, unit)) in path_families.into_iter().enumerate() {
                 w.family(name, Kind::Counter, help, unit);
@@ -280,7 +298,16 @@ mod tests {
         };
         r.update(&k, |s| {
             s.ops[1].ios = 5;
-            s.paths = vec![PathFigures { ios: 2, bytes: 8192 }, PathFigures { ios: 3, bytes: 12288 }];
+            s.paths = vec![
+                PathFigures {
+                    ios: 2,
+                    bytes: 8192,
+                },
+                PathFigures {
+                    ios: 3,
+                    bytes: 12288,
+                },
+            ];
         });
         r.host(|h| {
             h.cpu_busy_ratio = Some(0.25);

@@ -35,7 +35,11 @@ impl Scrapes {
         );
         for f in [Format::Prometheus, Format::OpenMetrics] {
             let n = self.0[f as usize].load(Ordering::Relaxed);
-            w.sample("sanbench_scrapes_total", &labels(&[("format", f.name())]), n);
+            w.sample(
+                "sanbench_scrapes_total",
+                &labels(&[("format", f.name())]),
+                n,
+            );
         }
     }
 }

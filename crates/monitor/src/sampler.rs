@@ -561,7 +561,10 @@ impl MonitorHandle {
     /// The power source's last reading in the series: watts, the source's name, and whether
     /// it is modeled (`None` without a source or before its first reading).
     pub fn last_power(&self) -> Option<(f64, String, bool)> {
-        let watts = lock(&self.shared.core).series.last().and_then(|p| p.watts)?;
+        let watts = lock(&self.shared.core)
+            .series
+            .last()
+            .and_then(|p| p.watts)?;
         let p = lock(&self.shared.power);
         let s = p.as_ref()?;
         Some((watts, s.source_name().to_string(), s.modeled()))

@@ -106,7 +106,9 @@ pub fn rebase(line: &str, base_s: f64) -> Option<String> {
         || len.trim().parse::<f64>().is_err()
         || max.trim().parse::<f64>().is_err()
         || hist.is_empty()
-        || !hist.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+        || !hist
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
     {
         return None;
     }
@@ -171,12 +173,21 @@ mod tests {
         let at = Duration::from_millis(1_700_000_123_456);
         let abs = line(&h, at, Duration::from_millis(10), Some("rank1/p0")).unwrap();
         let moved = rebase(abs.trim_end(), 1_700_000_000.0).unwrap();
-        let want = line(&h, Duration::from_millis(123_456), Duration::from_millis(10), Some("rank1/p0"));
+        let want = line(
+            &h,
+            Duration::from_millis(123_456),
+            Duration::from_millis(10),
+            Some("rank1/p0"),
+        );
         assert_eq!(moved, want.unwrap());
         let plain = line(&h, at, Duration::from_millis(10), None).unwrap();
-        assert!(rebase(plain.trim_end(), 1_700_000_000.0).unwrap().starts_with("123.456,"));
+        assert!(rebase(plain.trim_end(), 1_700_000_000.0)
+            .unwrap()
+            .starts_with("123.456,"));
         // A little before the base: at the base.
-        assert!(rebase("9.5,1.0,1.0,HIST", 10.0).unwrap().starts_with("0.000,1.0,"));
+        assert!(rebase("9.5,1.0,1.0,HIST", 10.0)
+            .unwrap()
+            .starts_with("0.000,1.0,"));
         for bad in [
             "",
             "#[StartTime: 1.000]",

@@ -141,7 +141,10 @@ pub fn parse(text: &str, om: bool) -> Vec<Sample> {
         if om {
             assert!(ty != "counter" || name.ends_with("_total"), "{line}");
             if family != current {
-                assert!(done.insert(family.to_string()), "interleaved family: {line}");
+                assert!(
+                    done.insert(family.to_string()),
+                    "interleaved family: {line}"
+                );
                 current = family.to_string();
             }
         }
@@ -190,7 +193,12 @@ pub fn parse(text: &str, om: bool) -> Vec<Sample> {
 /// The sum of the samples named `name` whose labels include `with`.
 pub fn total(s: &[Sample], name: &str, with: &[(&str, &str)]) -> f64 {
     s.iter()
-        .filter(|x| x.0 == name && with.iter().all(|(k, v)| x.1.get(*k).is_some_and(|x| x == v)))
+        .filter(|x| {
+            x.0 == name
+                && with
+                    .iter()
+                    .all(|(k, v)| x.1.get(*k).is_some_and(|x| x == v))
+        })
         .map(|x| x.2)
         .sum()
 }

@@ -217,7 +217,10 @@ fn merge_into(a: &mut IntervalSummary, b: &IntervalSummary) {
     a.flush_ios += b.flush_ios;
     a.errors += b.errors;
     // An empty part (no reads or writes) has no say in the other's latency.
-    let (na, nb) = (a.read_ios + a.write_ios - b.read_ios - b.write_ios, b.read_ios + b.write_ios);
+    let (na, nb) = (
+        a.read_ios + a.write_ios - b.read_ios - b.write_ios,
+        b.read_ios + b.write_ios,
+    );
     if nb > 0 {
         if na == 0 {
             (a.p50_us, a.p99_us) = (b.p50_us, b.p99_us);

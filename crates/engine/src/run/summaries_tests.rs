@@ -104,7 +104,10 @@ fn merged_percentiles_are_upper_bounds_and_empty_parts_do_not_count() {
     let mut a = summary(0, 10, &counts(1), &hist(&[1_000]));
     let b = summary(10, 10, &counts(1), &hist(&[9_000]));
     merge_into(&mut a, &b);
-    assert_eq!((a.p50_us, a.p99_us, a.max_us, a.merged), (9.0, 9.0, 9.0, true));
+    assert_eq!(
+        (a.p50_us, a.p99_us, a.max_us, a.merged),
+        (9.0, 9.0, 9.0, true)
+    );
     let mut e = summary(0, 10, &Counts::default(), &LatencyHistogram::new());
     merge_into(&mut e, &b);
     assert_eq!((e.p99_us, e.read_ios, e.merged), (9.0, 1, false));

@@ -40,8 +40,8 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
-pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::counters::ServerCounters;
+pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 pub use sanbench_blockstore::CHUNK;
 

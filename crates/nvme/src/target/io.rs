@@ -5,11 +5,11 @@
 //! state that does not serve I/O (before any data is asked for).
 
 use super::conn::{Conn, End};
-use sanbench_blockstore::counters::Op;
 use super::ctrl::{Shared, BLOCK};
 use crate::wire::ana::AnaState;
 use crate::wire::cmd::{Command, DataPtr, DsmRange, Rw, DSM_RANGE_LEN};
 use crate::wire::status::Status;
+use sanbench_blockstore::counters::Op;
 
 /// MDTS in 4 KiB pages as a power of two: 1 MiB per command.
 pub const MDTS: u8 = 8;
@@ -114,13 +114,7 @@ pub(crate) fn handle(
     }
 }
 
-fn execute(
-    c: &mut Conn,
-    cid: u16,
-    cmd: Command,
-    dp: DataPtr,
-    data: &[u8],
-) -> Result<Reply, End> {
+fn execute(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr, data: &[u8]) -> Result<Reply, End> {
     if let Some(st) = ana_status(c.sh.ana.get(c.port)) {
         return Ok(Reply::Status(st));
     }

@@ -10,13 +10,13 @@ use super::Conn;
 use crate::scsi::cdb::{op, Cdb, CdbError};
 use crate::scsi::sense::{status, Sense};
 use crate::target::lun::{Lun, Outcome, BLOCK, MAX_XFER_BLOCKS};
-use sanbench_blockstore::counters::Op;
 use crate::wire::bhs::{decode_lun, encode_lun, Bhs, BHS_LEN};
 use crate::wire::codes::scsi_response;
 use crate::wire::keys::SessionParams;
 use crate::wire::layout::RESERVED_TAG;
 use crate::wire::pdu::{DataIn, DataOut, R2t, Residual, ScsiCommand, ScsiResponse};
 use crate::wire::pdu_ctl::reject_reason;
+use sanbench_blockstore::counters::Op;
 
 /// Largest EDTL we buffer for one write command.
 const MAX_WRITE: u32 = MAX_XFER_BLOCKS * BLOCK as u32;
@@ -228,7 +228,12 @@ impl Conn {
         let nexus = self.session.as_ref().map_or("", |s| s.nexus.as_str());
         let outcome = sh.luns[lun].execute(cdb, data, nexus);
         if let (Some(m), Some((op, bytes))) = (&self.metrics, counted(cdb, &outcome, data)) {
-            m.io(lun, op, bytes, !matches!(outcome, Outcome::Check(_) | Outcome::Conflict));
+            m.io(
+                lun,
+                op,
+                bytes,
+                !matches!(outcome, Outcome::Check(_) | Outcome::Conflict),
+            );
         }
         let need = Lun::data_out_len(cdb) as u32;
         self.data_in(cmd, outcome, need)
@@ -381,7 +386,11 @@ fn counted(cdb: &Cdb, outcome: &Outcome, data: &[u8]) -> Option<(Op, u64)> {
         },
         Cdb::Write { .. } | Cdb::CompareAndWrite { .. } => (Op::Write, data.len() as u64),
         Cdb::SynchronizeCache { .. } => (Op::Flush, 0),
-        Cdb::WriteSame { unmap: true, blocks: b, .. } => (Op::Trim, blocks(b)),
+        Cdb::WriteSame {
+            unmap: true,
+            blocks: b,
+            ..
+        } => (Op::Trim, blocks(b)),
         Cdb::WriteSame { blocks: b, .. } => (Op::Zero, blocks(b)),
         Cdb::Unmap { .. } => (Op::Trim, 0),
         _ => return None,
