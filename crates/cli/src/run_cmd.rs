@@ -210,6 +210,7 @@ pub fn build_doc(
         hosts: Vec::new(),
         mpi: None,
         faults: Vec::new(),
+        complete: None,
     }
 }
 

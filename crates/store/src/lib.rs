@@ -1,6 +1,7 @@
 //! The comparison document (`sanbench.compare/1`) and the SQLite results store.
 //!
-//! [`model`] is the document `compare` writes; [`Store`] keeps every run in one SQLite file,
+//! [`model`] is the document `compare` writes (`Comparison::from_run` reads a `run`'s document
+//! as one, for the report); [`Store`] keeps every run in one SQLite file,
 //! cell by cell as they finish, so an interrupted run keeps what it measured and any run can be
 //! rendered again later with identical figures.
 //!
@@ -10,9 +11,11 @@
 //! tests and its `fixture_report` example). The `sanbench` binary does not carry it.
 
 mod db;
+mod from_run;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 pub mod model;
 
 pub use db::{default_path_from, RunId, RunSummary, Store, StoreError, SCHEMA_VERSION};
+pub use from_run::RUN_WORKLOAD;
 pub use model::{Cell, Comparison, Question, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};

@@ -409,6 +409,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         curve: curve.clone(),
         design: Some(plan.design()),
         require_headroom: a.require_headroom,
+        complete: Some(false),
+        in_progress: None,
     };
     let recorder = if a.no_store {
         None
