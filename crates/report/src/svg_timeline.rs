@@ -38,6 +38,24 @@ pub fn us_label(us: f64) -> String {
     }
 }
 
+/// A throughput tick: "0", "750", "12k", "3M".
+fn compact(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{}M", short(v / 1e6))
+    } else if v >= 1e4 {
+        format!("{}k", short(v / 1e3))
+    } else {
+        short(v)
+    }
+}
+
+/// A mark's text in the chart: before any colon, at most 24 characters (the whole label is
+/// its tooltip).
+fn short_label(label: &str) -> String {
+    let head = label.split(':').next().unwrap_or(label);
+    head.chars().take(24).collect()
+}
+
 struct Axes {
     sc: Scale,
     tput_top: f64,
@@ -165,14 +183,15 @@ pub fn chart(t: &Timeline, sc: &Scale, colour: &str) -> String {
                 r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
                 LEFT - 4.0,
                 y + 3.5,
-                num(v)
+                compact(v)
             );
         }
         v += tput_step;
     }
     let _ = write!(
         s,
-        r#"<text class="axis-label" x="{LEFT}" y="{}">{} per interval</text>"#,
+        r#"<text class="axis-label" x="{}" y="{}" text-anchor="end">{} per interval</text>"#,
+        W - RIGHT,
         T_TOP - 4.0,
         t.unit.label()
     );
@@ -191,19 +210,25 @@ pub fn chart(t: &Timeline, sc: &Scale, colour: &str) -> String {
     }
     let _ = write!(
         s,
-        r#"<text class="axis-label" x="{LEFT}" y="{}">latency: p50–p99, p99–max (log)</text>"#,
+        r#"<text class="axis-label" x="{}" y="{}" text-anchor="end">latency: p50–p99, p99–max (log)</text>"#,
+        W - RIGHT,
         L_TOP - 3.0
     );
     // Time ticks: the window's start and end, and its middle.
     let mut xs = vec![sc.x0, 0.0, sc.x1 / 2.0, sc.x1];
     xs.dedup();
     for x in xs {
+        let anchor = match x {
+            _ if x == sc.x1 => "end",
+            _ if x == sc.x0 => "start",
+            _ => "middle",
+        };
         let _ = write!(
             s,
-            r#"<text class="tick" x="{:.1}" y="{}" text-anchor="middle">{} s</text>"#,
+            r#"<text class="tick" x="{:.1}" y="{}" text-anchor="{anchor}">{} s</text>"#,
             a.x(x),
             L_BOT + 13.0,
-            num(x)
+            short(x)
         );
     }
     if let Some(asked) = t.asked.filter(|v| *v > 0.0) {
@@ -251,7 +276,7 @@ pub fn chart(t: &Timeline, sc: &Scale, colour: &str) -> String {
                 m.kind.class(),
                 x + 2.0,
                 T_TOP + 8.0 + 9.0 * i as f64,
-                esc(&m.label.chars().take(24).collect::<String>())
+                esc(&short_label(&m.label))
             );
         }
     }

@@ -5,6 +5,7 @@
 //! svg_timeline.rs draws them, the exporters lay them out.
 
 use sanbench_engine::result::TargetResult;
+use sanbench_engine::run::IntervalSummary;
 use sanbench_store::{Cell, Comparison, WorkloadEntry};
 
 use crate::analysis::{flavour, Flavour};
@@ -140,9 +141,29 @@ fn tput(unit: Unit, ios: u64, bytes: u64, len: f64) -> f64 {
     }
 }
 
+/// The result's intervals with their gaps filled: an interval in which nothing completed is
+/// not in the result (no stream handed one in), so a gap is a span of zero throughput.
+fn filled(iv: &[IntervalSummary]) -> Vec<IntervalSummary> {
+    let mut out: Vec<IntervalSummary> = Vec::with_capacity(iv.len());
+    for i in iv {
+        if let Some(prev) = out.last() {
+            let end = prev.t + prev.len;
+            if i.t > end + prev.len * 0.5 {
+                out.push(IntervalSummary {
+                    t: end,
+                    len: i.t - end,
+                    ..IntervalSummary::default()
+                });
+            }
+        }
+        out.push(i.clone());
+    }
+    out
+}
+
 /// The result's intervals as points, consecutive ones taken together beyond [`MAX_POINTS`].
 pub fn points(r: &TargetResult, unit: Unit) -> Vec<Point> {
-    let iv = &r.intervals;
+    let iv = filled(&r.intervals);
     let g = iv.len().div_ceil(MAX_POINTS).max(1);
     iv.chunks(g)
         .map(|ch| {
@@ -392,7 +413,6 @@ pub fn scale(ts: &[Timeline]) -> Scale {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sanbench_engine::run::IntervalSummary;
 
     fn iv(t: f64, ios: u64, p50: f64, p99: f64, max: f64) -> IntervalSummary {
         IntervalSummary {
@@ -428,6 +448,13 @@ mod tests {
         let p = points(&r, Unit::MbPerS);
         assert_eq!(p.len(), 10);
         assert!((p[0].tput - 4.096).abs() < 1e-9);
+        // Intervals in which nothing completed are not in the result: drawn as zero.
+        r.intervals.remove(3);
+        r.intervals.remove(3);
+        let p = points(&r, Unit::Iops);
+        assert_eq!(p.len(), 9);
+        assert_eq!((p[3].t, p[3].len, p[3].tput, p[3].p99_us), (3.0, 2.0, 0.0, 0.0));
+        assert_eq!(p[4].t, 5.0);
     }
 
     #[test]

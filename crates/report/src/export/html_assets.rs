@@ -64,7 +64,8 @@ pre { background: var(--panel); border: 1px solid var(--line); padding: 10px 12p
 .ts-chart { max-width: 760px; }
 .tl-row { margin: 8px 0 14px; }
 .tl-name { font-weight: 600; font-size: 13px; margin: 0 0 4px; }
-.tl-cells { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 8px 12px; }
+.tl-cells { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 8px 12px; }
+.tl-cells .chart { max-width: 640px; }
 .chart.timeline .chart-title { font-size: 12px; }
 .chart.timeline .tick, .chart.timeline .axis-label { font-size: 9px; }
 .chart.timeline .mark-label { font-size: 8.5px; }
