@@ -197,8 +197,8 @@ impl IntervalSink for Partial {
             s.write_ios += wr.ios;
             s.read_bytes += rd.bytes;
             s.write_bytes += wr.bytes;
-            s.lat_sum_ns += (rd.hist.mean_ns() * rd.ios as f64 + wr.hist.mean_ns() * wr.ios as f64)
-                as u128;
+            s.lat_sum_ns +=
+                (rd.hist.mean_ns() * rd.ios as f64 + wr.hist.mean_ns() * wr.ios as f64) as u128;
         }
         st.done_ns[t] = r.start_ns + r.len_ns;
         // Saved only when every target has handed in the same intervals, so that one window

@@ -264,7 +264,13 @@ mod tests {
         assert!(l.ends_with("p99 1.23 ms"), "{l}");
         // A day ahead names the weekday; the ETA is the local time of now + remaining.
         let eta = &l[l.find("ETA ").unwrap() + 4..l.find(']').unwrap()];
-        assert_eq!(eta, clock(now + Duration::from_secs(86_335), Duration::from_secs(86_335)));
+        assert_eq!(
+            eta,
+            clock(
+                now + Duration::from_secs(86_335),
+                Duration::from_secs(86_335)
+            )
+        );
         assert_eq!(eta.len(), "Thu 14:32".len(), "{eta}");
         // Short runs: no ETA; no interval finished yet: no p99.
         let l = line(&at(3, 7), None, now);

@@ -442,7 +442,9 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     plan.intervals = crate::sinks::join(vec![
         crate::watch::sink(&watch),
         progress.sink(),
-        partial.clone().map(|p| p as Arc<dyn sanbench_engine::run::IntervalSink>),
+        partial
+            .clone()
+            .map(|p| p as Arc<dyn sanbench_engine::run::IntervalSink>),
     ]);
     let mon = crate::monitoring::setup(&a.monitor)?;
     let done = execute_output(&plan, &progress, mon.as_ref(), None, faults.as_ref());
@@ -465,11 +467,7 @@ fn saves_to(path: &std::path::Path) -> bool {
 }
 
 /// `--save-every`: the totals so far as the run's document, marked `"complete": false`.
-fn saver(
-    plan: &RunPlan,
-    path: &std::path::Path,
-    reports: &[Report],
-) -> crate::partial::Write {
+fn saver(plan: &RunPlan, path: &std::path::Path, reports: &[Report]) -> crate::partial::Write {
     let (w, data, run_id) = (plan.workload.clone(), plan.data, plan.run_id);
     let (path, reports) = (path.to_path_buf(), reports.to_vec());
     Box::new(move |out: RunOutput| {

@@ -109,7 +109,15 @@ fn band(a: &Axes, pts: &[Point], hi: impl Fn(&Point) -> f64, lo: impl Fn(&Point)
     d
 }
 
-fn region(s: &mut String, a: &Axes, class: &str, from: f64, to: f64, (y0, y1): (f64, f64), title: &str) {
+fn region(
+    s: &mut String,
+    a: &Axes,
+    class: &str,
+    from: f64,
+    to: f64,
+    (y0, y1): (f64, f64),
+    title: &str,
+) {
     let (x0, x1) = (a.x(from.max(a.sc.x0)), a.x(to.min(a.sc.x1)));
     if x1 <= x0 {
         return;
@@ -154,7 +162,11 @@ pub fn chart(t: &Timeline, sc: &Scale, colour: &str) -> String {
         region(
             &mut s,
             &a,
-            if steady { "tl-steady" } else { "tl-steady tl-unsteady" },
+            if steady {
+                "tl-steady"
+            } else {
+                "tl-steady tl-unsteady"
+            },
             from,
             to,
             (T_TOP, T_BOT),
@@ -166,7 +178,15 @@ pub fn chart(t: &Timeline, sc: &Scale, colour: &str) -> String {
         );
     }
     for st in &t.stalls {
-        region(&mut s, &a, "tl-stall", st.from, st.to, (T_TOP, L_BOT), &st.label);
+        region(
+            &mut s,
+            &a,
+            "tl-stall",
+            st.from,
+            st.to,
+            (T_TOP, L_BOT),
+            &st.label,
+        );
     }
     // Axes: throughput 0 .. top in steps, latency by decades.
     let mut v = 0.0;
@@ -354,7 +374,11 @@ mod tests {
             assert_eq!(svg.matches(&format!("{class}\"")).count(), 2, "{class}");
         }
         for class in ["tl-tput", "tl-ramp", "tl-steady", "tl-stall", "tl-asked"] {
-            assert_eq!(svg.matches(&format!("class=\"{class}\"")).count(), 1, "{class}");
+            assert_eq!(
+                svg.matches(&format!("class=\"{class}\"")).count(),
+                1,
+                "{class}"
+            );
         }
         for kind in ["tl-precondition", "tl-fault", "tl-path"] {
             assert_eq!(svg.matches(&format!("tl-mark {kind}")).count(), 1, "{kind}");
@@ -372,12 +396,12 @@ mod tests {
     fn latency_sits_on_a_log_axis() {
         let t = timeline();
         let sc = scale(std::slice::from_ref(&t));
-        let a = Axes {
-            sc,
-            tput_top: 1.0,
-        };
+        let a = Axes { sc, tput_top: 1.0 };
         let (y100, y1k, y10k) = (a.y_lat(100.0), a.y_lat(1000.0), a.y_lat(10_000.0));
-        assert!((y100 - y1k - (y1k - y10k)).abs() < 1e-9, "decades equally spaced");
+        assert!(
+            (y100 - y1k - (y1k - y10k)).abs() < 1e-9,
+            "decades equally spaced"
+        );
         assert_eq!(y100, L_BOT);
         assert_eq!(y10k, L_TOP);
     }

@@ -239,7 +239,9 @@ fn events(r: &TargetResult, points: &[Point]) -> (Vec<Mark>, Vec<Span>) {
         }
         if let (Some(m), Some(start)) = (&r.multipath, r.window_start_unix_ms) {
             for e in &m.events {
-                if e.event == "reconnect_failed" || !seen.insert((e.event.clone(), Some(e.path), None, None)) {
+                if e.event == "reconnect_failed"
+                    || !seen.insert((e.event.clone(), Some(e.path), None, None))
+                {
                     continue;
                 }
                 marks.push(Mark {
@@ -347,7 +349,11 @@ pub fn of_workload(c: &Comparison, w: &WorkloadEntry) -> Vec<Timeline> {
             a.load_pct
                 .unwrap_or(-1.0)
                 .total_cmp(&b.load_pct.unwrap_or(-1.0))
-                .then(a.round.unwrap_or(a.repeat).cmp(&b.round.unwrap_or(b.repeat)))
+                .then(
+                    a.round
+                        .unwrap_or(a.repeat)
+                        .cmp(&b.round.unwrap_or(b.repeat)),
+                )
         });
         out.extend(
             cells
@@ -429,14 +435,16 @@ mod tests {
 
     #[test]
     fn many_intervals_keep_the_tail_and_the_throughput() {
-        let mut r = TargetResult::default();
         // 1,000 intervals: one of them has a 50 ms tail.
-        r.intervals = (0..1000)
-            .map(|i| {
-                let tail = if i == 617 { 50_000.0 } else { 300.0 };
-                iv(i as f64, 1000, 100.0, tail, tail * 2.0)
-            })
-            .collect();
+        let mut r = TargetResult {
+            intervals: (0..1000)
+                .map(|i| {
+                    let tail = if i == 617 { 50_000.0 } else { 300.0 };
+                    iv(i as f64, 1000, 100.0, tail, tail * 2.0)
+                })
+                .collect(),
+            ..TargetResult::default()
+        };
         let p = points(&r, Unit::Iops);
         assert!(p.len() <= MAX_POINTS, "{}", p.len());
         assert!(p.iter().all(|p| (p.tput - 1000.0).abs() < 1e-9));
@@ -453,7 +461,10 @@ mod tests {
         r.intervals.remove(3);
         let p = points(&r, Unit::Iops);
         assert_eq!(p.len(), 9);
-        assert_eq!((p[3].t, p[3].len, p[3].tput, p[3].p99_us), (3.0, 2.0, 0.0, 0.0));
+        assert_eq!(
+            (p[3].t, p[3].len, p[3].tput, p[3].p99_us),
+            (3.0, 2.0, 0.0, 0.0)
+        );
         assert_eq!(p[4].t, 5.0);
     }
 

@@ -28,7 +28,10 @@ fn charts(html: &str) -> Vec<&str> {
 
 /// The chart titled `target: title`.
 fn chart_of<'a>(charts: &[&'a str], target: &str, title: &str) -> &'a str {
-    let want = format!("<title>{}: {title}</title>", sanbench_report::fmt::html(target));
+    let want = format!(
+        "<title>{}: {title}</title>",
+        sanbench_report::fmt::html(target)
+    );
     charts
         .iter()
         .find(|c| c.contains(&want))
@@ -143,10 +146,7 @@ fn every_cell_is_drawn_with_its_bands_and_its_events() {
         cmp.workloads.len()
     );
     assert_eq!(html.matches("<details class=\"tl-workload\"").count(), 4);
-    assert!(html.contains(&format!(
-        "data-workload=\"{}\" open>",
-        cmp.workloads[0].id
-    )));
+    assert!(html.contains(&format!("data-workload=\"{}\" open>", cmp.workloads[0].id)));
     assert!(html.contains("Small multiples: one row per target"));
     // Not finished: said at the top, with the running cell named.
     assert!(html.contains("id=\"unfinished\""));

@@ -11,9 +11,9 @@
 //! tests and its `fixture_report` example). The `sanbench` binary does not carry it.
 
 mod db;
-mod from_run;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
+mod from_run;
 pub mod model;
 
 pub use db::{default_path_from, RunId, RunSummary, Store, StoreError, SCHEMA_VERSION};

@@ -151,8 +151,10 @@ impl Book<'_> {
         if !self.writes || mpi {
             return None;
         }
-        let mut result = TargetResult::default();
-        result.precondition = Some(self.preconditions[ti].clone());
+        let result = TargetResult {
+            precondition: Some(self.preconditions[ti].clone()),
+            ..TargetResult::default()
+        };
         Some(CellSave {
             cmp: self.cmp.clone(),
             dir: self.out.to_path_buf(),

@@ -120,4 +120,3 @@ fn lab_link_rate(r: &mut sanbench_engine::result::TargetResult, link: Option<&se
     let open = r.open_loop.as_ref().map(|o| (o.valid, o.asked_iops));
     r.bottleneck = Some(b.with_link_rate(rate, &source, open));
 }
-

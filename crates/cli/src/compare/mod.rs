@@ -424,7 +424,15 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             continue;
         }
         let save = book.cell_save(s.target, &w.id, &place, job.is_some());
-        match run_cell(&cx, w, s.target, uri, name, &mut book.baselines[s.target], save) {
+        match run_cell(
+            &cx,
+            w,
+            s.target,
+            uri,
+            name,
+            &mut book.baselines[s.target],
+            save,
+        ) {
             Ok(Some(cell)) => {
                 let m = sanbench_report::questions::primary_metric(
                     sanbench_report::analysis::flavour(&book.cmp.workloads[s.workload]),

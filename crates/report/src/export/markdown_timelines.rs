@@ -32,7 +32,9 @@ fn worst(t: &Timeline, f: impl Fn(&crate::timeline::Point) -> f64) -> String {
         .iter()
         .filter(|p| f(p) > 0.0)
         .max_by(|a, b| f(a).total_cmp(&f(b)))
-        .map_or("–".into(), |p| format!("{} at {} s", us_label(f(p)), num(p.t)))
+        .map_or("–".into(), |p| {
+            format!("{} at {} s", us_label(f(p)), num(p.t))
+        })
 }
 
 fn events(t: &Timeline) -> String {
