@@ -30,6 +30,8 @@ struct HistLog {
     base: OnceLock<SystemTime>,
     /// The first write error (reported once the run is over, not in the middle of it).
     failed: Mutex<Option<std::io::Error>>,
+    /// The lines' compressor, kept from interval to interval.
+    lines: Mutex<hist_log::Lines>,
 }
 
 /// What a run's intervals go to, and the labels of what runs now.
@@ -72,6 +74,7 @@ impl Watch {
                     out: Mutex::new(BufWriter::new(f)),
                     base: OnceLock::new(),
                     failed: Mutex::new(None),
+                    lines: Mutex::new(hist_log::Lines::default()),
                 })
             }
         };
@@ -189,7 +192,8 @@ impl IntervalSink for Watch {
         let len = std::time::Duration::from_nanos(r.len_ns);
         let t = poison::lock(&self.tags).get(r.target).cloned().flatten();
         // Tags are sanitized above, so a line always forms.
-        if let Ok(line) = hist_log::line(r.latency, start, len, t.as_deref()) {
+        let line = poison::lock(&log.lines).line(r.latency, start, len, t.as_deref());
+        if let Ok(line) = line {
             log.write(&line);
         }
     }
