@@ -94,7 +94,8 @@ pub fn run(
                     // Curves never run as an MPI job (compare refuses), so a cell always
                     // has its result here.
                     let place = crate::compare::Place::curve(rep, pct);
-                    let save = book.cell_save(ti, &w.id, &place, false);
+                    let every = (cx.a.live.save_every.0, sw.workload.time);
+                    let save = book.cell_save((ti, &w.id), &place, false, every);
                     let Some(cell) =
                         run_cell(cx, &sw, ti, uri, name, &mut book.baselines[ti], save)?
                     else {

@@ -52,9 +52,10 @@ pub struct Partial {
 }
 
 impl Partial {
-    /// Starts the writer for a plan; `None` when `every` is zero (`--save-every 0`).
+    /// Starts the writer for a plan; `None` when no save would come before the window's end
+    /// (`--save-every 0`, or a window no longer than it): the run then merges nothing twice.
     pub fn start(every: Duration, plan: &RunPlan, write: Write) -> Option<Arc<Partial>> {
-        if every.is_zero() {
+        if !saves(every, plan.workload.time) {
             return None;
         }
         let w = &plan.workload;
@@ -135,6 +136,11 @@ impl Partial {
             targets,
         }
     }
+}
+
+/// Whether a window of `time` gets any save every `every`.
+pub fn saves(every: Duration, time: Duration) -> bool {
+    !every.is_zero() && every < time
 }
 
 fn writer(rx: Receiver<RunOutput>, write: Write) {

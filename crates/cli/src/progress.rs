@@ -231,10 +231,13 @@ pub fn line(p: &Progress, p99_ns: Option<u64>, now: SystemTime) -> String {
     } else {
         String::new()
     };
+    // Time left rounds up: a run never says "0s left" while it runs.
+    let left =
+        Duration::from_secs(p.remaining.as_secs() + u64::from(p.remaining.subsec_nanos() > 0));
     format!(
         "[{phase} {}, {} left{eta}] {:>8} IOPS {:>9.1} MB/s  p99 {}",
         span(p.elapsed),
-        span(p.remaining),
+        span(left),
         crate::output::si(p.iops),
         p.bytes_per_s / 1e6,
         p99_ns.map_or("-".into(), latency)

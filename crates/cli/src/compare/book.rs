@@ -140,15 +140,16 @@ pub(crate) struct CellSave {
 
 impl Book<'_> {
     /// What a cell's saves need; `None` when this process writes no results.json (MPI ranks
-    /// other than 0; under MPI rank 0 has the ranks' figures only at the cell's end).
+    /// other than 0; under MPI rank 0 has the ranks' figures only at the cell's end) or no
+    /// save would come before the cell's window ends (`every` against `window`).
     pub(crate) fn cell_save(
         &self,
-        ti: usize,
-        workload: &str,
+        (ti, workload): (usize, &str),
         place: &Place,
         mpi: bool,
+        (every, window): (std::time::Duration, std::time::Duration),
     ) -> Option<CellSave> {
-        if !self.writes || mpi {
+        if !self.writes || mpi || !crate::partial::saves(every, window) {
             return None;
         }
         let result = TargetResult {

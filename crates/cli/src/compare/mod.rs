@@ -423,7 +423,12 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             plan.record(&s, None);
             continue;
         }
-        let save = book.cell_save(s.target, &w.id, &place, job.is_some());
+        let save = book.cell_save(
+            (s.target, &w.id),
+            &place,
+            job.is_some(),
+            (a.live.save_every.0, w.workload.time),
+        );
         match run_cell(
             &cx,
             w,
