@@ -12,7 +12,7 @@ use crate::analysis::{flavour, Flavour};
 use crate::fmt::{num, short};
 
 /// Most points a timeline draws; beyond, consecutive intervals are drawn as one ([`Point`]).
-pub const MAX_POINTS: usize = 400;
+pub const MAX_POINTS: usize = 300;
 
 /// What a workload's throughput is drawn in: the figure its questions ask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
