@@ -25,6 +25,7 @@ mod monitors_cmd;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod output;
+mod partial;
 mod placement;
 mod precondition;
 mod progress;
@@ -33,6 +34,7 @@ mod run_cmd;
 mod serve_cmd;
 mod servers;
 mod signals;
+mod sinks;
 mod store_cmd;
 mod suite_cmd;
 mod targets;

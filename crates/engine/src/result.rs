@@ -140,6 +140,10 @@ pub struct TargetResult {
     /// bytes and errors per op, p50 / p99 / max latency (reads and writes together).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<crate::run::IntervalSummary>,
+    /// When the measured window started, ms since the Unix epoch: what `intervals`' `t`, the
+    /// path events' `at_unix_ms` and the faults' times are set against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_unix_ms: Option<u64>,
     /// Target facts and negotiated parameters (absent for the aggregate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<TargetInfo>,
@@ -288,6 +292,11 @@ pub struct RunDoc {
     /// they fired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultRecord>,
+    /// `false` while the run is still going: the document was written part-way (`--json FILE`
+    /// is rewritten every `--save-every` with the intervals so far), so a killed run leaves
+    /// this. Absent in the finished document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
 }
 
 /// One lab fault fired during a run (`--fault AT:LINK:ACTION`): when it took effect (its
@@ -426,6 +435,8 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         },
         timeseries: samples(&t.series),
         intervals: t.intervals.clone(),
+        window_start_unix_ms: (t.timeline.window_start_unix_ns > 0)
+            .then_some(t.timeline.window_start_unix_ns / 1_000_000),
         info: with_info.then(|| t.info.clone()),
         // A multipath queue's report goes to `multipath`, merged, not once per queue here.
         queues: t
