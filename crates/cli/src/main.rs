@@ -25,6 +25,7 @@ mod monitors_cmd;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod output;
+mod partial;
 mod placement;
 mod precondition;
 mod progress;
@@ -34,6 +35,7 @@ mod serve_cmd;
 mod serve_metrics;
 mod servers;
 mod signals;
+mod sinks;
 mod store_cmd;
 mod suite_cmd;
 mod targets;

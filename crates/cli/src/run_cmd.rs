@@ -214,6 +214,7 @@ pub fn build_doc(
         hosts: Vec::new(),
         mpi: None,
         faults: Vec::new(),
+        complete: None,
     }
 }
 
@@ -387,7 +388,12 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     if let Some(wt) = &watch {
         wt.for_run(m.targets);
     }
-    let progress = ProgressLine::new(m.quiet);
+    let json_to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let progress = Arc::new(ProgressLine::with_mode(
+        m.quiet,
+        a.live.progress,
+        json_to_stdout,
+    ));
     let mut reports = Vec::with_capacity(targets.len());
     let spans: Vec<u64> = targets
         .iter()
@@ -414,7 +420,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         )?;
         reports.push(rep);
     }
-    let plan = RunPlan {
+    let mut plan = RunPlan {
         workload: w.clone(),
         targets,
         io_timeout,
@@ -427,17 +433,54 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         sync: m.sync,
         raw_latencies: m.raw_latencies,
         log_interval: a.watch.log_interval.0,
-        intervals: crate::watch::sink(&watch),
+        intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     };
+    // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
+    let partial = match (&plan.sync, &a.json) {
+        (None, Some(path)) if saves_to(path) => {
+            crate::partial::Partial::start(a.live.save_every.0, &plan, saver(&plan, path, &reports))
+        }
+        _ => None,
+    };
+    plan.intervals = crate::sinks::join(vec![
+        crate::watch::sink(&watch),
+        progress.sink(),
+        partial
+            .clone()
+            .map(|p| p as Arc<dyn sanbench_engine::run::IntervalSink>),
+    ]);
     let mon = crate::monitoring::setup(&a.monitor)?;
     let done = execute_output(&plan, &progress, mon.as_ref(), None, faults.as_ref());
+    if let Some(p) = &partial {
+        p.finish();
+    }
     if let Some(wt) = &watch {
         wt.finish()?;
     }
     let (mut doc, _, out) = done?;
     attach_precondition(&mut doc, reports);
     Ok((doc, out))
+}
+
+/// Whether `--json PATH` is rewritten part-way: a plain file (or one not there yet), not
+/// stdout or a device.
+fn saves_to(path: &std::path::Path) -> bool {
+    path.as_os_str() != "-"
+        && std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
+}
+
+/// `--save-every`: the totals so far as the run's document, marked `"complete": false`.
+fn saver(plan: &RunPlan, path: &std::path::Path, reports: &[Report]) -> crate::partial::Write {
+    let (w, data, run_id) = (plan.workload.clone(), plan.data, plan.run_id);
+    let (path, reports) = (path.to_path_buf(), reports.to_vec());
+    Box::new(move |out: RunOutput| {
+        let mut doc = build_doc(&w, &data, &out, None);
+        doc.run_id = run_id.map_or_else(String::new, |id| format!("{id:016x}"));
+        doc.complete = Some(false);
+        attach_precondition(&mut doc, reports.clone());
+        write_json(&doc, &path)
+    })
 }
 
 /// Prints and writes a finished run's document (the process that reports: the only one, or

@@ -40,6 +40,8 @@ struct HistLog {
     spool: bool,
     /// The first write error (reported once the run is over, not in the middle of it).
     failed: Mutex<Option<std::io::Error>>,
+    /// The lines' compressor, kept from interval to interval.
+    lines: Mutex<hist_log::Lines>,
 }
 
 /// What a run's intervals go to, and the labels of what runs now.
@@ -112,6 +114,7 @@ impl Watch {
                     base: OnceLock::new(),
                     spool,
                     failed: Mutex::new(None),
+                    lines: Mutex::new(hist_log::Lines::default()),
                 })
             }
         };
@@ -323,10 +326,13 @@ impl IntervalSink for Watch {
         let rank = self.rank.map(|r| format!("rank{r}"));
         let t = join(target.as_deref(), rank.as_deref());
         // Tags are sanitized above, so a line always forms.
-        let mut text = hist_log::line(r.latency, start, len, t.as_deref()).unwrap_or_default();
+        let mut lines = poison::lock(&log.lines);
+        let mut text = lines
+            .line(r.latency, start, len, t.as_deref())
+            .unwrap_or_default();
         for (i, p) in r.stats.paths.iter().enumerate() {
             let pt = join(t.as_deref(), Some(&format!("p{i}")));
-            if let Ok(l) = hist_log::line(&p.latency, start, len, pt.as_deref()) {
+            if let Ok(l) = lines.line(&p.latency, start, len, pt.as_deref()) {
                 text.push_str(&l);
             }
         }

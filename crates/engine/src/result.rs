@@ -145,6 +145,10 @@ pub struct TargetResult {
     /// The length each of `intervals` covers, in seconds (the last may be shorter).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals_step_s: Option<f64>,
+    /// When the measured window started, ms since the Unix epoch: what `intervals`' `t`, the
+    /// path events' `at_unix_ms` and the faults' times are set against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_unix_ms: Option<u64>,
     /// Target facts and negotiated parameters (absent for the aggregate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<TargetInfo>,
@@ -293,6 +297,11 @@ pub struct RunDoc {
     /// they fired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultRecord>,
+    /// `false` while the run is still going: the document was written part-way (`--json FILE`
+    /// is rewritten every `--save-every` with the intervals so far), so a killed run leaves
+    /// this. Absent in the finished document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
 }
 
 /// One lab fault fired during a run (`--fault AT:LINK:ACTION`): when it took effect (its
@@ -432,6 +441,8 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         timeseries: samples(&t.series),
         intervals: t.intervals.clone(),
         intervals_step_s: (!t.intervals.is_empty()).then(|| t.intervals_step_ns as f64 / 1e9),
+        window_start_unix_ms: (t.timeline.window_start_unix_ns > 0)
+            .then_some(t.timeline.window_start_unix_ns / 1_000_000),
         info: with_info.then(|| t.info.clone()),
         // A multipath queue's report goes to `multipath`, merged, not once per queue here.
         queues: t

@@ -10,9 +10,11 @@ use sanbench_engine::units::{Bytes, Dur, Pct};
 
 mod compare;
 mod lab;
+mod live;
 mod serve;
 pub use compare::*;
 pub use lab::*;
+pub use live::*;
 pub use serve::*;
 
 /// Seed used when none is given: runs with the same seed issue the same I/O sequence.
@@ -281,6 +283,8 @@ pub struct RunArgs {
     pub monitor: MonitorArgs,
     #[command(flatten)]
     pub watch: WatchArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
@@ -477,8 +481,9 @@ pub struct HistoryArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Run ids (see 'sanbench history').
-    #[arg(required = true, value_name = "RUN")]
+    /// Run ids (see 'sanbench history'), or result files: a run's --json FILE or a
+    /// comparison's results.json (also one written part-way, which the report says).
+    #[arg(required = true, value_name = "RUN|FILE")]
     pub runs: Vec<String>,
     #[arg(long, default_value = "sanbench-report", value_name = "DIR")]
     pub out: PathBuf,

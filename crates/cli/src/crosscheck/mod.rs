@@ -199,6 +199,8 @@ fn comparison(
         // judged as a fixed number of rounds.
         design: None,
         require_headroom: false,
+        complete: None,
+        in_progress: None,
     }
 }
 

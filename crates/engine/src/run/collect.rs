@@ -144,9 +144,10 @@ impl<'a> Collector<'a> {
 
     fn emit(&mut self, t: usize, k: u64, iv: Interval, window_ns: Option<u64>) {
         let (start_ns, len_ns) = self.bounds(k, window_ns);
-        iv.latency(self.open_loop, &mut self.scratch);
+        // Without a copy when only reads or only writes completed (the common case).
+        let lat = iv.latency_ref(self.open_loop, &mut self.scratch);
         let counts = iv.counts();
-        self.series[t].push(k, start_ns, len_ns, &counts, &self.scratch);
+        self.series[t].push(k, start_ns, len_ns, &counts, lat);
         let (planned, cap) = self.cut;
         let paths = &mut self.paths[t];
         while paths.len() < iv.paths.len() {
@@ -162,7 +163,7 @@ impl<'a> Collector<'a> {
                 (Counts::default(), h)
             });
             c.add(&counts);
-            h.merge(&self.scratch);
+            h.merge(lat);
         }
         if let Some(sink) = self.sink {
             let inflight = (t..self.lives.len())
@@ -181,7 +182,7 @@ impl<'a> Collector<'a> {
                 len_ns,
                 window_start: self.window_start,
                 stats: &iv,
-                latency: &self.scratch,
+                latency: lat,
             });
         }
         self.totals[t].merge(&iv);

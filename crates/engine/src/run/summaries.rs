@@ -196,6 +196,24 @@ impl Series {
         (self.out, step)
     }
 
+    /// The summaries so far, the intervals being merged included (as [`Series::finish`] would
+    /// give them were the window `window_ns` long now), and the step: what a result written
+    /// part-way holds.
+    pub fn snapshot(&self, window_ns: u64) -> (Vec<IntervalSummary>, u64) {
+        let mut out = self.out.clone();
+        let step_ns = self.step_ns();
+        if let Some(a) = &self.acc {
+            let t = a.c.saturating_mul(step_ns);
+            let len = step_ns.min(window_ns.saturating_sub(t)).max(1);
+            let s = summary(t, len, &a.counts, &a.hist);
+            match (self.idx.last(), out.last_mut()) {
+                (Some(&last), Some(l)) if last == a.c => merge_into(l, &s),
+                _ => out.push(s),
+            }
+        }
+        (out, step_ns)
+    }
+
     /// Summaries kept so far (for tests and the bound).
     pub fn len(&self) -> usize {
         self.out.len()
