@@ -113,3 +113,18 @@ fn merged_percentiles_are_upper_bounds_and_empty_parts_do_not_count() {
     assert_eq!((e.p99_us, e.read_ios, e.merged), (9.0, 1, false));
     assert_eq!(e.len, 20e-9);
 }
+
+#[test]
+fn a_snapshot_part_way_is_what_finishing_there_would_give() {
+    for planned in [0, 100 * 10 * MS] {
+        let mut s = Series::new(10 * MS, planned, 8);
+        for k in 0..37u64 {
+            let h = hist(&[1_000 * (k + 1)]);
+            s.push(k, k * 10 * MS, 10 * MS, &counts(1), &h);
+        }
+        let window = 365 * MS;
+        let (snap, step) = s.snapshot(window);
+        let (done, step2) = s.finish(window);
+        assert_eq!((snap, step), (done, step2), "planned {planned}");
+    }
+}
