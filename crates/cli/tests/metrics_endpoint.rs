@@ -1,5 +1,6 @@
 //! `--metrics-listen` (issue 25): the endpoint's text parses under a strict reading of the
-//! Prometheus text format 0.0.4, counters never go down between scrapes, a port in use or a
+//! Prometheus text format 0.0.4 and of OpenMetrics (tests/expo), counters never go down
+//! between scrapes, the host monitor's power is there where a source exists, a port in use or a
 //! bad address is one line and exit 2 before any I/O, and a real Prometheus server (Debian's
 //! `prometheus`, started here on loopback) scraping a run computes the run's own IOPS with
 //! `rate()` and its p99 within one bucket with `histogram_quantile`.
@@ -113,6 +114,33 @@ fn the_endpoint_parses_strictly_and_counters_only_grow() {
         .find(|x| x.0 == "sanbench_ios_total" && x.1.get("op").is_some_and(|o| o == "read"))
         .unwrap();
     assert_eq!(read.1.get("target").map(String::as_str), Some("mem:16m"));
+}
+
+#[test]
+fn the_host_monitor_s_power_is_on_the_endpoint_where_a_source_exists() {
+    let port = sanbench_testkit::free_port();
+    // start_run turns the host monitor off; this run keeps it, with the labeled model as
+    // its power source (no meter on a VM).
+    let mut run = Command::new(bin())
+        .args(["run", "mem:16m", "--qd", "4", "--quiet", "--baseline", "0"])
+        .args(["--time", "5s", "--power", "model"])
+        .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = None;
+    while run.try_wait().unwrap().is_none() && seen.is_none() {
+        std::thread::sleep(Duration::from_millis(250));
+        let Some(text) = scrape(port) else { continue };
+        seen = parse(&text, false)
+            .into_iter()
+            .find(|x| x.0 == "sanbench_host_power_watts");
+    }
+    assert!(run.wait().unwrap().success());
+    let (_, labels, watts) = seen.expect("the monitor's power on the endpoint");
+    assert_eq!(labels.get("source").map(String::as_str), Some("model"));
+    assert_eq!(labels.get("modeled").map(String::as_str), Some("true"));
+    assert!(watts > 0.0, "{watts}");
 }
 
 #[test]
