@@ -32,6 +32,7 @@ mod progress;
 mod ranks;
 mod run_cmd;
 mod serve_cmd;
+mod serve_metrics;
 mod servers;
 mod signals;
 mod sinks;

@@ -15,7 +15,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use sanbench_engine::poison;
-use sanbench_engine::run::{Interval, IntervalRecord, IntervalSink, IntervalSummary, TargetRun};
+use sanbench_engine::run::summaries::Series;
+use sanbench_engine::run::{Interval, IntervalRecord, IntervalSink, TargetRun};
 use sanbench_engine::{RunOutput, RunPlan};
 
 use crate::error::CliError;
@@ -32,7 +33,9 @@ struct Seed {
 
 struct State {
     totals: Vec<Interval>,
-    summaries: Vec<Vec<IntervalSummary>>,
+    /// Bounded as the run's own (engine run/summaries.rs): a day at 10 ms keeps 4096 per
+    /// target, not 8.6 million.
+    summaries: Vec<Series>,
     series: Vec<Vec<sanbench_engine::run::Second>>,
     /// Per target: the end of its last interval handed in (ns into the window).
     done_ns: Vec<u64>,
@@ -82,7 +85,13 @@ impl Partial {
             seeds,
             state: Mutex::new(State {
                 totals: vec![Interval::default(); n],
-                summaries: vec![Vec::new(); n],
+                summaries: (0..n)
+                    .map(|_| {
+                        let fine = plan.log_interval.as_nanos().min(u64::MAX as u128) as u64;
+                        let planned = w.time.as_nanos().min(u64::MAX as u128) as u64;
+                        Series::new(fine, planned, plan.max_intervals)
+                    })
+                    .collect(),
                 series: vec![Vec::new(); n],
                 done_ns: vec![0; n],
                 due_ns: every.as_nanos().min(u64::MAX as u128) as u64,
@@ -108,6 +117,7 @@ impl Partial {
             .enumerate()
             .map(|(i, s)| {
                 let tot = &st.totals[i];
+                let (intervals, intervals_step_ns) = st.summaries[i].snapshot(at_ns);
                 TargetRun {
                     info: s.info.clone(),
                     read: tot.read.clone(),
@@ -120,7 +130,9 @@ impl Partial {
                     queue_stats: Vec::new(),
                     verify: None,
                     open_loop: s.open_loop,
-                    intervals: st.summaries[i].clone(),
+                    intervals,
+                    intervals_step_ns,
+                    path_intervals: Vec::new(),
                     raw_ns: Vec::new(),
                     timeline: Default::default(),
                 }
@@ -134,6 +146,8 @@ impl Partial {
             clock_started_at: clock_started,
             run_id: 0,
             targets,
+            all_intervals: Vec::new(),
+            all_intervals_step_ns: 0,
         }
     }
 }
@@ -160,28 +174,6 @@ fn writer(rx: Receiver<RunOutput>, write: Write) {
     }
 }
 
-/// What the result keeps of an interval (as the engine's own summary; fields added there
-/// later take their defaults here).
-#[allow(clippy::needless_update)]
-fn summary(r: &IntervalRecord<'_>) -> IntervalSummary {
-    let s = r.stats;
-    let us = |ns: u64| ns as f64 / 1000.0;
-    IntervalSummary {
-        t: r.start_ns as f64 / 1e9,
-        len: r.len_ns as f64 / 1e9,
-        read_ios: s.read.ios,
-        write_ios: s.write.ios,
-        read_bytes: s.read.bytes,
-        write_bytes: s.write.bytes,
-        flush_ios: s.flush.ios,
-        errors: s.read.errors + s.write.errors + s.flush.errors,
-        p50_us: us(r.latency.quantile(0.5)),
-        p99_us: us(r.latency.quantile(0.99)),
-        max_us: us(r.latency.max_ns()),
-        ..IntervalSummary::default()
-    }
-}
-
 impl IntervalSink for Partial {
     fn interval(&self, r: &IntervalRecord<'_>) {
         let mut st = poison::lock(&self.state);
@@ -190,7 +182,7 @@ impl IntervalSink for Partial {
             return;
         }
         st.totals[t].merge(r.stats);
-        st.summaries[t].push(summary(r));
+        st.summaries[t].push(r.index, r.start_ns, r.len_ns, &r.stats.counts(), r.latency);
         if self.per_second {
             let sec = (r.start_ns / 1_000_000_000) as usize;
             let series = &mut st.series[t];

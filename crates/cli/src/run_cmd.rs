@@ -168,6 +168,10 @@ impl Observer for RunObserver<'_> {
     }
     fn progress(&self, p: &Progress) {
         self.progress.draw(p);
+        // `--metrics-listen`: the monitor's last power reading.
+        if crate::metrics::registry().is_some() {
+            crate::metrics::host_power(self.monitor.and_then(|m| m.last_power()));
+        }
     }
 }
 
@@ -360,6 +364,8 @@ pub struct Measure<'a> {
     pub sync: Option<std::sync::Arc<dyn sanbench_engine::run::sync::PhaseSync>>,
     pub precondition: bool,
     pub raw_latencies: bool,
+    /// This process's rank in an MPI job (`None`: alone).
+    pub rank: Option<u32>,
 }
 
 /// Runs one process's part and returns its document and the run's output (for merging).
@@ -375,12 +381,9 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     let io_timeout = io_timeout(&a.engine)?;
     // Before any target opens: a schedule that cannot run is bad input.
     let faults = Faults::prepare(&a.faults, a.lab.as_deref(), &[("the run".into(), w.time)])?;
-    // Before any target opens: a log that cannot be created is bad input.
-    // (Under MPI the ranks' intervals are not gathered yet: no rank writes a log.)
-    let watch = match m.sync {
-        None => crate::watch::Watch::open(&a.watch)?,
-        Some(_) => None,
-    };
+    // Before any target opens: a log that cannot be created is bad input. (Under MPI the
+    // ranks other than 0 spool their lines for rank 0's log.)
+    let watch = crate::watch::Watch::open(&a.watch, m.rank)?;
     let targets = crate::targets::open_targets(m.targets, &opts)?;
     if let Some(wt) = &watch {
         wt.for_run(m.targets);
@@ -431,6 +434,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         raw_latencies: m.raw_latencies,
         log_interval: a.watch.log_interval.0,
         intervals: None,
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     };
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
     let partial = match (&plan.sync, &a.json) {
@@ -526,6 +530,7 @@ pub fn run(mut a: RunArgs) -> Result<(), CliError> {
             sync: None,
             precondition: true,
             raw_latencies: false,
+            rank: None,
         },
     )?;
     report(&a, &doc)

@@ -136,10 +136,15 @@ pub struct TargetResult {
     pub histogram_ns: Vec<(u64, u64)>,
     pub littles_law: LittlesLaw,
     pub timeseries: Vec<Sample>,
-    /// Per interval of `--log-interval` (absent for the aggregate and merged MPI runs): I/Os,
-    /// bytes and errors per op, p50 / p99 / max latency (reads and writes together).
+    /// Per interval of `--log-interval` (absent for merged MPI runs, whose hosts carry their
+    /// own): I/Os, bytes and errors per op, p50 / p99 / max latency (reads and writes
+    /// together). On a long window, per `intervals_step_s` (a multiple of the interval that
+    /// keeps at most `RunPlan::max_intervals` of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<crate::run::IntervalSummary>,
+    /// The length each of `intervals` covers, in seconds (the last may be shorter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals_step_s: Option<f64>,
     /// When the measured window started, ms since the Unix epoch: what `intervals`' `t`, the
     /// path events' `at_unix_ms` and the faults' times are set against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -435,6 +440,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         },
         timeseries: samples(&t.series),
         intervals: t.intervals.clone(),
+        intervals_step_s: (!t.intervals.is_empty()).then(|| t.intervals_step_ns as f64 / 1e9),
         window_start_unix_ms: (t.timeline.window_start_unix_ns > 0)
             .then_some(t.timeline.window_start_unix_ns / 1_000_000),
         info: with_info.then(|| t.info.clone()),
@@ -455,6 +461,9 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             |mut m| {
                 m.paths.iter_mut().for_each(|p| p.bins_10ms.clear());
                 m.epoch_unix_ns = 0;
+                for (p, iv) in m.paths.iter_mut().zip(&t.path_intervals) {
+                    p.intervals = iv.clone();
+                }
                 m
             },
         ),
@@ -510,7 +519,9 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         queue_stats: Vec::new(),
         verify: None,
         open_loop: None,
-        intervals: Vec::new(),
+        intervals: out.all_intervals.clone(),
+        intervals_step_ns: out.all_intervals_step_ns,
+        path_intervals: Vec::new(),
         raw_ns: Vec::new(),
         timeline: Default::default(),
     };

@@ -178,6 +178,47 @@ impl Serializer for ReusedDeflate {
     }
 }
 
+/// An interval line whose timestamp counts from the Unix epoch (a process that writes its
+/// lines before it knows the log's base time: the other ranks of an MPI job), rewritten to
+/// count from `base_s` (Unix seconds): `[Tag=NAME,]START,LEN,MAX,HISTOGRAM` with START moved,
+/// everything else as it was. A start up to a second before the base is taken as the base
+/// (ranks start their windows a barrier's spread apart, clocks of other hosts a little off).
+/// `None` for a line that is not such a line (a comment, a blank, a start further before
+/// the base, bytes from a broken peer): the caller drops it.
+pub fn rebase(line: &str, base_s: f64) -> Option<String> {
+    let (tag, rest) = match line.strip_prefix("Tag=") {
+        Some(r) => {
+            let (t, rest) = r.split_once(',')?;
+            if t.is_empty() || t.chars().any(char::is_whitespace) {
+                return None;
+            }
+            (Some(t), rest)
+        }
+        None => (None, line),
+    };
+    let (start, rest) = rest.split_once(',')?;
+    let start: f64 = start.trim().parse().ok()?;
+    let mut fields = rest.split(',');
+    let (len, max, hist) = (fields.next()?, fields.next()?, fields.next()?);
+    if fields.next().is_some()
+        || len.trim().parse::<f64>().is_err()
+        || max.trim().parse::<f64>().is_err()
+        || hist.is_empty()
+        || !hist
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b))
+    {
+        return None;
+    }
+    let at = start - base_s;
+    if !at.is_finite() || at < -1.0 {
+        return None;
+    }
+    let at = at.max(0.0);
+    let tag = tag.map_or(String::new(), |t| format!("Tag={t},"));
+    Some(format!("{tag}{at:.3},{len},{max},{hist}\n"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +302,45 @@ mod tests {
                 Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
             assert_eq!(back.len(), h.count(), "line {k}");
             assert_eq!(back.max(), h.h.max(), "line {k}");
+        }
+    }
+
+    #[test]
+    fn a_line_from_the_epoch_is_rebased_and_anything_else_dropped() {
+        let mut h = LatencyHistogram::new();
+        h.record_n(40_000, 3);
+        let at = Duration::from_millis(1_700_000_123_456);
+        let abs = line(&h, at, Duration::from_millis(10), Some("rank1/p0")).unwrap();
+        let moved = rebase(abs.trim_end(), 1_700_000_000.0).unwrap();
+        let want = line(
+            &h,
+            Duration::from_millis(123_456),
+            Duration::from_millis(10),
+            Some("rank1/p0"),
+        );
+        assert_eq!(moved, want.unwrap());
+        let plain = line(&h, at, Duration::from_millis(10), None).unwrap();
+        assert!(rebase(plain.trim_end(), 1_700_000_000.0)
+            .unwrap()
+            .starts_with("123.456,"));
+        // A little before the base: at the base.
+        assert!(rebase("9.5,1.0,1.0,HIST", 10.0)
+            .unwrap()
+            .starts_with("0.000,1.0,"));
+        for bad in [
+            "",
+            "#[StartTime: 1.000]",
+            "Tag=,1.0,1.0,1.0,HIST",
+            "Tag=a b,1.0,1.0,1.0,HIST",
+            "1.0,1.0,1.0",
+            "x,1.0,1.0,HIST",
+            "1.0,1.0,1.0,HI ST",
+            "1.0,1.0,1.0,HIST,extra",
+            "NaN,1.0,1.0,HIST",
+            // Well before the base.
+            "8.5,1.0,1.0,HIST",
+        ] {
+            assert_eq!(rebase(bad, 10.0), None, "{bad}");
         }
     }
 

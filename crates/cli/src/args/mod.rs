@@ -435,10 +435,11 @@ pub struct WatchArgs {
     /// several. compare: every cell, its tags naming workload, round and target.
     #[arg(long, value_name = "FILE")]
     pub hist_log: Option<PathBuf>,
-    /// Serve live metrics at http://ADDR:PORT/metrics in the Prometheus text format: I/Os,
-    /// bytes, errors and a latency histogram per target and op (updated every
-    /// --log-interval), I/Os in flight, the host's CPU; compare's cell as labels. PORT alone
-    /// listens on 127.0.0.1; any other address only when given.
+    /// Serve live metrics at http://ADDR:PORT/metrics in the Prometheus text format (or
+    /// OpenMetrics when the scraper asks for it): I/Os, bytes, errors and a latency
+    /// histogram per target and op (updated every --log-interval), I/Os and bytes per path of
+    /// a multipath target, I/Os in flight, the host's CPU and power; compare's cell as
+    /// labels. PORT alone listens on 127.0.0.1; any other address only when given.
     #[arg(long, value_name = "[ADDR:]PORT", value_parser = metrics_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
@@ -454,7 +455,7 @@ impl Default for WatchArgs {
 }
 
 /// `PORT` (loopback) or `ADDR:PORT` (`[V6]:PORT`).
-fn metrics_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+pub(crate) fn metrics_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok((std::net::Ipv4Addr::LOCALHOST, port).into());
     }

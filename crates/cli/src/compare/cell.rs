@@ -50,6 +50,7 @@ pub(crate) fn run_cell(
         raw_latencies: false,
         log_interval: a.watch.log_interval.0,
         intervals: None,
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     };
     let partial = save.and_then(|s| {
         crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))

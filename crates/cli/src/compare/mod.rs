@@ -253,11 +253,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
-    // Rank 0 alone writes files (the other ranks' intervals are not gathered yet).
-    let watch = match rank0 {
-        true => crate::watch::Watch::open(&a.watch)?,
-        false => None,
-    };
+    // Rank 0 alone writes files; the other ranks spool their histogram log's lines for it.
+    let watch = crate::watch::Watch::open(&a.watch, job.as_ref().map(|j| j.rank()))?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite);

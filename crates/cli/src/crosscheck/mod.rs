@@ -138,6 +138,7 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<(Figures, TargetResul
             sync: None,
             precondition: first,
             raw_latencies: false,
+            rank: None,
         },
     )?;
     let r = doc

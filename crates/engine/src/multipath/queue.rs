@@ -106,6 +106,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         scratch: Vec::new(),
         work: Vec::new(),
         ready: vec![true; n],
+        done_on: vec![0; cfg.depth as usize],
     }))
 }
 
@@ -176,6 +177,8 @@ struct MultipathQueue {
     work: Vec<u32>,
     /// Paths to reap in the next pass: all busy ones first, then those a wait found ready.
     ready: Vec<bool>,
+    /// By tag: the path its last completion came from (`Queue::completed_on`).
+    done_on: Vec<u16>,
 }
 
 impl MultipathQueue {
@@ -292,6 +295,7 @@ impl MultipathQueue {
             return;
         };
         self.in_flight -= 1;
+        self.done_on[c.tag as usize] = p as u16;
         let took = now.saturating_duration_since(slot.sent);
         self.sel.completed(p, slot.io.len, slot.ahead, took);
         let path = &mut self.paths[p];
@@ -575,6 +579,10 @@ impl Queue for MultipathQueue {
     ) -> Result<(), EngineError> {
         self.gather(1, Some(deadline), out);
         Ok(())
+    }
+
+    fn completed_on(&self, tag: u32) -> Option<usize> {
+        self.done_on.get(tag as usize).map(|&p| usize::from(p))
     }
 
     fn stats(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
