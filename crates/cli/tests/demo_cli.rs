@@ -67,10 +67,14 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
         let b = &c["result"]["bottleneck"];
         assert!(b["verdict"].is_string(), "{}: {b}", c["target"]);
         let target = c["target"].as_str().unwrap();
-        let server = [("NBD", "sb-nbd-c"), ("iSCSI", "sb-iscsi-c"), ("NVMe", "sb-nvme-c")]
-            .iter()
-            .find(|(n, _)| target.starts_with(n))
-            .map(|(_, t)| *t);
+        let server = [
+            ("NBD", "sb-nbd-c"),
+            ("iSCSI", "sb-iscsi-c"),
+            ("NVMe", "sb-nvme-c"),
+        ]
+        .iter()
+        .find(|(n, _)| target.starts_with(n))
+        .map(|(_, t)| *t);
         if let Some(prefix) = server {
             let t = b["candidates"]
                 .as_array()

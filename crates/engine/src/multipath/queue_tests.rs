@@ -133,6 +133,7 @@ impl Queue for FakeQueue {
         self.sock.as_ref().map(|s| crate::engine::Readiness {
             fd: s.as_fd(),
             write: false,
+            held: !self.done.is_empty(),
         })
     }
 }
