@@ -49,6 +49,17 @@ pub const WAIT_SLICE: Duration = Duration::from_millis(1);
 /// One worker's queue: a queue on every path (a path that cannot open one starts failed).
 pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
     let now = Instant::now();
+    let path_timeout = sh
+        .options
+        .path_timeout
+        .unwrap_or(super::uri::DEFAULT_PATH_TIMEOUT.min(cfg.io_timeout));
+    // Each path's queue times out on its own after `path_timeout`: a path that answers
+    // nothing for that long is failed by its engine as by this queue's own check, which
+    // lets a lone busy path be waited on in its engine's blocking reap (`wait.rs`).
+    let cfg = &QueueConfig {
+        io_timeout: path_timeout,
+        ..cfg.clone()
+    };
     let mut sel = Selector::new(sh.paths.len(), sh.options.selector());
     let mut paths = Vec::new();
     let mut events = Vec::new();
@@ -93,10 +104,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
     Ok(Box::new(MultipathQueue {
         shared: sh.clone(),
         cfg: cfg.clone(),
-        path_timeout: sh
-            .options
-            .path_timeout
-            .unwrap_or(super::uri::DEFAULT_PATH_TIMEOUT.min(cfg.io_timeout)),
+        path_timeout,
         sel,
         paths,
         slots: (0..cfg.depth).map(|_| None).collect(),
@@ -160,6 +168,7 @@ struct PathQ {
 
 struct MultipathQueue {
     shared: Arc<Shared>,
+    /// The paths' queue configuration: the caller's, with `path_timeout` as I/O timeout.
     cfg: QueueConfig,
     path_timeout: Duration,
     sel: Selector,

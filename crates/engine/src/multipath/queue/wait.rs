@@ -6,6 +6,15 @@
 //! loopback paths. Queues without a socket ([`Queue::readiness`] `None`) are reaped every
 //! pass, after a short sleep when there is nothing else to wait on.
 //!
+//! One busy path and nothing else to watch (the other paths idle and healthy, no I/O waiting
+//! for a path, no caller deadline): the wait is that path's own blocking `reap`, as without
+//! the wrapper (one receive that sleeps, where a poll then a receive were two system calls
+//! per wake). Its queue was opened with `path_timeout` as I/O timeout, so a silent path
+//! still fails after `path_timeout` (to within the engine's own timer: SO_RCVTIMEO's tick,
+//! the iSCSI session's tick of 1 % of its timeout); it is used only while the path's last
+//! completion is recent (1 % of `path_timeout`, [`LONE_SLACK`] at least), so that timer
+//! starts about where this queue's would.
+//!
 //! [`Readiness::held`]: crate::engine::Readiness::held
 //! [`Queue::readiness`]: crate::engine::Queue::readiness
 
@@ -16,10 +25,16 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 use super::{MultipathQueue, WAIT_SLICE};
 use crate::engine::{Completion, PATH_ERROR};
 use crate::error::EngineError;
+use crate::multipath::selector::State;
 
 /// How long a wait lasts when a busy path has no socket to poll (engines without one, the
 /// unit tests' fake paths) before every such path is reaped again.
 const UNPOLLABLE_NAP: Duration = Duration::from_micros(20);
+
+/// A lone busy path is waited on in its own blocking reap only when its last completion (or
+/// its going busy) is at most 1 % of `path_timeout` old, and at least this: the engine's
+/// timeout counts from the call, so it fires at most that much later than this queue's.
+const LONE_SLACK: Duration = Duration::from_millis(5);
 
 impl MultipathQueue {
     /// Takes completions from the paths until `want` have come (or `deadline` passes); with
@@ -40,8 +55,17 @@ impl MultipathQueue {
         self.reap_marked(out);
         loop {
             let now = Instant::now();
-            if (want > 0 && out.len() - start >= want) || deadline.is_some_and(|d| now >= d) {
+            let got = out.len() - start;
+            if (want > 0 && got >= want) || deadline.is_some_and(|d| now >= d) {
                 return;
+            }
+            if deadline.is_none() && want > 0 {
+                if let Some(p) = self.lone_busy_path(now) {
+                    let min = (want - got).min(self.sel.outstanding(p) as usize);
+                    self.reap_path(p, min, out);
+                    self.housekeeping(Instant::now(), out);
+                    continue;
+                }
             }
             let limit = match deadline {
                 _ if want == 0 => Duration::ZERO,
@@ -134,45 +158,78 @@ impl MultipathQueue {
         }
     }
 
-    /// Reaps every path marked in `ready` (one `reap(0)` each) and clears its mark; a path
-    /// whose reap fails, or that answers with a path-related status, is taken out and its
-    /// I/Os go round again.
+    /// The one path with I/O out, when nothing else needs watching: every other path idle
+    /// and active (no retry due, no reconnection under way), no I/O waiting for a path, and
+    /// this path's queue a socket's (one that can block) whose last progress is recent.
+    fn lone_busy_path(&self, now: Instant) -> Option<usize> {
+        if !self.waiting.is_empty() || self.sel.next_retry().is_some() {
+            return None;
+        }
+        let mut lone = None;
+        for (p, path) in self.paths.iter().enumerate() {
+            if path.reconnect.is_some() || self.sel.state(p) != State::Active {
+                return None;
+            }
+            if self.sel.outstanding(p) > 0 {
+                if lone.is_some() {
+                    return None;
+                }
+                lone = Some(p);
+            }
+        }
+        let p = lone?;
+        let path = &self.paths[p];
+        let slack = (self.path_timeout / 100).max(LONE_SLACK);
+        let recent = now.saturating_duration_since(path.last_progress) <= slack;
+        let blocks = path.queue.as_ref().is_some_and(|q| q.readiness().is_some());
+        (recent && blocks).then_some(p)
+    }
+
+    /// Reaps every path marked in `ready` (one `reap(0)` each) and clears its mark.
     fn reap_marked(&mut self, out: &mut Vec<Completion>) {
         for p in 0..self.paths.len() {
-            if !std::mem::take(&mut self.ready[p]) || self.sel.outstanding(p) == 0 {
+            if std::mem::take(&mut self.ready[p]) {
+                self.reap_path(p, 0, out);
+            }
+        }
+    }
+
+    /// Reaps path `p` (its `reap(min)`); a path whose reap fails, or that answers with a
+    /// path-related status, is taken out and its I/Os go round again.
+    fn reap_path(&mut self, p: usize, min: usize, out: &mut Vec<Completion>) {
+        if self.sel.outstanding(p) == 0 {
+            return;
+        }
+        let Some(q) = self.paths[p].queue.as_mut() else {
+            return;
+        };
+        let mut got = std::mem::take(&mut self.scratch);
+        got.clear();
+        let r = q.reap(min, &mut got);
+        let now = Instant::now();
+        let bin = self.bin(now);
+        let mut path_errors = 0;
+        for c in got.drain(..) {
+            if c.result == PATH_ERROR {
+                // Left in its slot, on this path: the failure below sends it again.
+                path_errors += 1;
                 continue;
             }
-            let Some(q) = self.paths[p].queue.as_mut() else {
-                continue;
-            };
-            let mut got = std::mem::take(&mut self.scratch);
-            got.clear();
-            let r = q.reap(0, &mut got);
-            let now = Instant::now();
-            let bin = self.bin(now);
-            let mut path_errors = 0;
-            for c in got.drain(..) {
-                if c.result == PATH_ERROR {
-                    // Left in its slot, on this path: the failure below sends it again.
-                    path_errors += 1;
-                    continue;
-                }
-                self.complete(p, c, now, bin, out);
-            }
-            self.scratch = got;
-            let failed = match r {
-                Err(e) => Some(e),
-                Ok(()) if path_errors > 0 => Some(EngineError::PathStatus {
-                    peer: self.paths[p].report.uri.clone(),
-                    ios: path_errors,
-                }),
-                Ok(()) => None,
-            };
-            self.paths[p].report.path_errors += path_errors;
-            if let Some(e) = failed {
-                let mut tags = self.fail(p, e, now);
-                self.route(&mut tags, now);
-            }
+            self.complete(p, c, now, bin, out);
+        }
+        self.scratch = got;
+        let failed = match r {
+            Err(e) => Some(e),
+            Ok(()) if path_errors > 0 => Some(EngineError::PathStatus {
+                peer: self.paths[p].report.uri.clone(),
+                ios: path_errors,
+            }),
+            Ok(()) => None,
+        };
+        self.paths[p].report.path_errors += path_errors;
+        if let Some(e) = failed {
+            let mut tags = self.fail(p, e, now);
+            self.route(&mut tags, now);
         }
     }
 }
