@@ -118,6 +118,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         scratch: Vec::new(),
         work: Vec::new(),
         ready: vec![false; n],
+        pollfds: Vec::with_capacity(n),
         which: Vec::with_capacity(n),
     }))
 }
@@ -191,7 +192,8 @@ struct MultipathQueue {
     /// Paths to reap in the next pass: those that hold completions or whose socket a wait
     /// found ready.
     ready: Vec<bool>,
-    /// The path of each socket in a wait's poll (kept to spare an allocation per wait).
+    /// A wait's poll entries and the path of each (kept to spare an allocation per wait).
+    pollfds: Vec<libc::pollfd>,
     which: Vec<usize>,
 }
 

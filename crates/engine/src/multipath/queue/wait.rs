@@ -20,7 +20,7 @@
 
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, Timespec};
+use std::os::fd::AsRawFd;
 
 use super::{MultipathQueue, WAIT_SLICE};
 use crate::engine::{Completion, PATH_ERROR};
@@ -49,12 +49,14 @@ impl MultipathQueue {
         let start = out.len();
         // Every call looks at timeouts, reconnections and access states, even one that
         // returns at once: a silent path must fail while another keeps completing.
-        self.housekeeping(Instant::now(), out);
+        let mut now = Instant::now();
+        self.housekeeping(now, out);
         // What needs no waiting: queues holding completions, queues without a socket.
         self.mark_held();
-        self.reap_marked(out);
+        if let Some(t) = self.reap_marked(out) {
+            now = t;
+        }
         loop {
-            let now = Instant::now();
             let got = out.len() - start;
             if (want > 0 && got >= want) || deadline.is_some_and(|d| now >= d) {
                 return;
@@ -62,8 +64,8 @@ impl MultipathQueue {
             if deadline.is_none() && want > 0 {
                 if let Some(p) = self.lone_busy_path(now) {
                     let min = (want - got).min(self.sel.outstanding(p) as usize);
-                    self.reap_path(p, min, out);
-                    self.housekeeping(Instant::now(), out);
+                    now = self.reap_path(p, min, out);
+                    self.housekeeping(now, out);
                     continue;
                 }
             }
@@ -73,11 +75,11 @@ impl MultipathQueue {
                 None => WAIT_SLICE,
             };
             self.wait(limit);
-            self.reap_marked(out);
+            now = self.reap_marked(out).unwrap_or_else(Instant::now);
             if want == 0 {
                 return;
             }
-            self.housekeeping(Instant::now(), out);
+            self.housekeeping(now, out);
         }
     }
 
@@ -97,7 +99,7 @@ impl MultipathQueue {
     /// socket full is retried, and an engine's readiness is never trusted to be perfect).
     fn wait(&mut self, limit: Duration) {
         self.ready.iter_mut().for_each(|r| *r = false);
-        let mut fds = Vec::with_capacity(self.paths.len());
+        self.pollfds.clear();
         self.which.clear();
         let (mut held, mut unpollable) = (false, false);
         for (p, path) in self.paths.iter().enumerate() {
@@ -111,11 +113,15 @@ impl MultipathQueue {
                     held = true;
                 }
                 Some(r) => {
-                    let mut f = PollFlags::IN;
+                    let mut events = libc::POLLIN;
                     if r.write {
-                        f |= PollFlags::OUT;
+                        events |= libc::POLLOUT;
                     }
-                    fds.push(PollFd::from_borrowed_fd(r.fd, f));
+                    self.pollfds.push(libc::pollfd {
+                        fd: r.fd.as_raw_fd(),
+                        events,
+                        revents: 0,
+                    });
                     self.which.push(p);
                 }
                 None => {
@@ -133,7 +139,7 @@ impl MultipathQueue {
         } else {
             limit
         };
-        if fds.is_empty() {
+        if self.pollfds.is_empty() {
             // Nothing to poll: a queue without a socket, or no path busy (I/Os waiting for
             // a path, a reconnection under way): sleep until the next look.
             if !limit.is_zero() {
@@ -141,20 +147,30 @@ impl MultipathQueue {
             }
             return;
         }
-        let ts = Timespec {
+        let ts = libc::timespec {
             tv_sec: limit.as_secs() as _,
             tv_nsec: limit.subsec_nanos() as _,
         };
-        match rustix::event::poll(&mut fds, Some(&ts)) {
-            Ok(n) if n > 0 => {
-                for (f, &p) in fds.iter().zip(&self.which) {
-                    self.ready[p] = !f.revents().is_empty();
-                }
+        // SAFETY: `pollfds` is a live vector of `len` initialised pollfd entries whose fds
+        // belong to queues in `self.paths`, which nothing closes during the call; `ts` lives
+        // across it and the signal mask pointer may be null (ppoll(2)). A reused vector of
+        // raw entries spares the allocation per wait that borrowed `PollFd`s needed.
+        let n = unsafe {
+            libc::ppoll(
+                self.pollfds.as_mut_ptr(),
+                self.pollfds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+        if n > 0 {
+            for (f, &p) in self.pollfds.iter().zip(&self.which) {
+                self.ready[p] = f.revents != 0;
             }
-            // A look that found nothing ready: nothing more to do now.
-            Ok(_) if limit.is_zero() => {}
-            // The time, or EINTR: every busy path.
-            _ => self.which.iter().for_each(|&p| self.ready[p] = true),
+        } else if n < 0 || !limit.is_zero() {
+            // The time, or EINTR: every busy path (a look that found nothing ready marks
+            // none).
+            self.which.iter().for_each(|&p| self.ready[p] = true);
         }
     }
 
@@ -185,23 +201,24 @@ impl MultipathQueue {
         (recent && blocks).then_some(p)
     }
 
-    /// Reaps every path marked in `ready` (one `reap(0)` each) and clears its mark.
-    fn reap_marked(&mut self, out: &mut Vec<Completion>) {
+    /// Reaps every path marked in `ready` (one `reap(0)` each) and clears its mark; returns
+    /// when the last reap ended, if any ran.
+    fn reap_marked(&mut self, out: &mut Vec<Completion>) -> Option<Instant> {
+        let mut last = None;
         for p in 0..self.paths.len() {
-            if std::mem::take(&mut self.ready[p]) {
-                self.reap_path(p, 0, out);
+            if std::mem::take(&mut self.ready[p]) && self.sel.outstanding(p) > 0 {
+                last = Some(self.reap_path(p, 0, out));
             }
         }
+        last
     }
 
     /// Reaps path `p` (its `reap(min)`); a path whose reap fails, or that answers with a
     /// path-related status, is taken out and its I/Os go round again.
-    fn reap_path(&mut self, p: usize, min: usize, out: &mut Vec<Completion>) {
-        if self.sel.outstanding(p) == 0 {
-            return;
-        }
+    /// Returns when the reap ended.
+    fn reap_path(&mut self, p: usize, min: usize, out: &mut Vec<Completion>) -> Instant {
         let Some(q) = self.paths[p].queue.as_mut() else {
-            return;
+            return Instant::now();
         };
         let mut got = std::mem::take(&mut self.scratch);
         got.clear();
@@ -231,5 +248,6 @@ impl MultipathQueue {
             let mut tags = self.fail(p, e, now);
             self.route(&mut tags, now);
         }
+        now
     }
 }
