@@ -422,7 +422,7 @@ impl ProcessTracker {
                 });
             }
         }
-        out.sort_by(|a, b| (a.pid, a.tid).cmp(&(b.pid, b.tid)));
+        out.sort_by_key(|a| (a.pid, a.tid));
         out
     }
 
