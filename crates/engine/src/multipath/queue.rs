@@ -115,7 +115,6 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         failed_no_path: 0,
         failover_pending: vec![false; n],
         batches: vec![Vec::new(); n],
-        credit: vec![0; n],
         scratch: Vec::new(),
         work: Vec::new(),
         ready: vec![false; n],
@@ -187,9 +186,6 @@ struct MultipathQueue {
     /// Per path: failed, and none of its reissued I/Os has completed elsewhere yet.
     failover_pending: Vec<bool>,
     batches: Vec<Vec<Io>>,
-    /// Per path: bytes the selector would have sent it I/O by I/O less what it was sent
-    /// in whole batches (`batch_path`).
-    credit: Vec<i64>,
     scratch: Vec<Completion>,
     /// Tags being routed (kept to spare an allocation per batch).
     work: Vec<u32>,
@@ -206,21 +202,11 @@ impl MultipathQueue {
     /// path whose submit fails is taken out and its I/Os go round again.
     fn route(&mut self, work: &mut Vec<u32>, now: Instant) {
         while !work.is_empty() {
-            // One path for the whole batch where the policy allows (one send per batch).
-            let batch_path = if self.sel.per_batch() && work.len() > 1 {
-                Some(self.batch_path(work))
-            } else {
-                None
-            };
             for tag in work.drain(..) {
                 let Some(slot) = self.slots[tag as usize].as_mut() else {
                     continue;
                 };
-                let pick = match batch_path {
-                    Some(p) => p,
-                    None => self.sel.pick(slot.io.len),
-                };
-                match pick {
+                match self.sel.pick(slot.io.len) {
                     Some(p) => {
                         if self.sel.outstanding(p) == 0 {
                             self.paths[p].last_progress = now;
@@ -253,37 +239,6 @@ impl MultipathQueue {
                 }
             }
         }
-    }
-
-    /// The path for the batch `work`, sent whole: each path is credited with the bytes the
-    /// selector would give it choosing I/O by I/O (on a copy of it), and the batch goes to the
-    /// path owed most, which is debited with it. The shares are the per-I/O choice's to
-    /// within a batch; taking the least loaded path instead would give every batch that
-    /// finds both paths idle to the one whose throughput estimate is a little higher (79 % of
-    /// the I/Os on one of two equal loopback paths, measured).
-    fn batch_path(&mut self, work: &[u32]) -> Option<usize> {
-        let mut virt = self.sel.clone();
-        let mut total = 0i64;
-        for &t in work {
-            let Some(s) = self.slots[t as usize].as_ref() else {
-                continue;
-            };
-            let p = virt.pick(s.io.len)?;
-            virt.started(p, s.io.len);
-            self.credit[p] += i64::from(s.io.len);
-            total += i64::from(s.io.len);
-        }
-        for p in 0..self.paths.len() {
-            if !self.sel.carries(p) {
-                // Out or in another group: it is owed nothing when it comes back.
-                self.credit[p] = 0;
-            }
-        }
-        let best = (0..self.paths.len())
-            .filter(|&p| self.sel.carries(p))
-            .max_by_key(|&p| self.credit[p])?;
-        self.credit[best] -= total;
-        Some(best)
     }
 
     /// Takes path `p` out; returns the tags it had in flight, to route again.

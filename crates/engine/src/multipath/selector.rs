@@ -233,25 +233,6 @@ impl Selector {
 
     /// The path for an I/O of `len` bytes, or `None` when no path is usable (the I/O waits).
     pub fn pick(&mut self, len: u32) -> Option<usize> {
-        self.pick_bytes(u64::from(len))
-    }
-
-    /// Whether I/Os submitted together may go whole to one path: queue-length and
-    /// service-time weigh what each path has in flight, so the caller may credit each path
-    /// with the I/Os this selector would give it one by one and send the batch to the path
-    /// owed most (the same long-run shares, one send per batch); round-robin takes turns I/O
-    /// by I/O (dm's `repeat_count` 1).
-    pub fn per_batch(&self) -> bool {
-        self.cfg.policy != Policy::RoundRobin
-    }
-
-    /// Whether path `p` takes new I/O now: active, and in the group in use.
-    pub fn carries(&self, p: usize) -> bool {
-        self.current
-            .is_some_and(|g| self.usable(p) && self.paths[p].group == g)
-    }
-
-    fn pick_bytes(&mut self, len: u64) -> Option<usize> {
         let group = self.current?;
         let n = self.paths.len();
         // Candidates in rotation order from `next`, so ties are shared, not always path 0's.
@@ -269,7 +250,7 @@ impl Selector {
                 let mean = if n == 0 { 1.0 } else { sum / n as f64 };
                 let cost = |p: usize| {
                     let path = &self.paths[p];
-                    (path.in_flight_bytes + len) as f64 / path.rate.unwrap_or(mean)
+                    (path.in_flight_bytes + len as u64) as f64 / path.rate.unwrap_or(mean)
                 };
                 // min_by keeps the first of equals, so rotation breaks ties.
                 cands.min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
