@@ -201,6 +201,10 @@ pub trait DataPath {
 pub struct Readiness<'a> {
     pub fd: std::os::fd::BorrowedFd<'a>,
     pub write: bool,
+    /// The queue already holds completions (or received bytes the socket no longer shows,
+    /// such as records decrypted inside a TLS session): `reap(0)` has something to give
+    /// without the socket being readable, so a caller must not wait on it first.
+    pub held: bool,
 }
 
 /// One worker's channel to a target.
@@ -253,8 +257,10 @@ pub trait Queue: Send {
 
     /// The socket a caller waiting on several queues at once (multipath) polls for this one:
     /// readable means `reap(0)` has something to take, and `write` asks for writability too
-    /// (a send found the socket full). `None` (the default): no such socket, the caller polls
-    /// `reap(0)`.
+    /// (a send found the socket full); `held` says `reap(0)` has something already. A caller
+    /// reaps only queues that are held or whose socket is ready, so `reap(0)` takes what one
+    /// receive gives and leaves the rest for the socket to show. `None` (the default): no
+    /// such socket, the caller polls `reap(0)`.
     fn readiness(&self) -> Option<Readiness<'_>> {
         None
     }

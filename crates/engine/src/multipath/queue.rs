@@ -20,23 +20,27 @@
 //! * Reconnection runs on a thread of its own (a login to a dead portal can take its whole
 //!   timeout) with the selector's backoff; its queue comes back over a channel.
 //! * No path: I/Os wait, and fail with EIO once `no_path_retry` has passed without a path.
-//! * Waiting: every path's `reap(0)`, then `poll` on the sockets the inner queues name
-//!   ([`Queue::readiness`]) for at most [`WAIT_SLICE`], so one quiet path never delays
-//!   another's completions and timeouts and reconnections are looked at often.
+//! * Waiting (`wait.rs`): `poll` on the sockets the inner queues name
+//!   ([`Queue::readiness`]) for at most [`WAIT_SLICE`], then `reap(0)` on the paths that are
+//!   ready or hold completions, so one quiet path never delays another's completions, no
+//!   reap finds nothing, and timeouts and reconnections (`housekeeping.rs`) are looked at
+//!   often.
+
+mod housekeeping;
+mod wait;
 
 use std::collections::VecDeque;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rustix::event::{PollFd, PollFlags, Timespec};
-
 use super::report::{MultipathReport, PathEvent, PathReport, STATS_KEY};
-use super::selector::{Failback, Group, Selector, State};
-use super::target::{reconnect, Shared};
-use crate::engine::{AccessState, Completion, Io, Queue, QueueConfig, Target, PATH_ERROR};
+use super::selector::{Failback, Group, Selector};
+use super::target::Shared;
+use crate::engine::{AccessState, Completion, Io, Queue, QueueConfig, Target};
 use crate::error::EngineError;
 use crate::poison::lock;
+use crate::run::timeline::{BIN_NS, MAX_BINS};
 
 /// The longest one wait for completions lasts before timeouts and reconnections are looked at
 /// (and a send that found a socket full is retried).
@@ -45,6 +49,17 @@ pub const WAIT_SLICE: Duration = Duration::from_millis(1);
 /// One worker's queue: a queue on every path (a path that cannot open one starts failed).
 pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
     let now = Instant::now();
+    let path_timeout = sh
+        .options
+        .path_timeout
+        .unwrap_or(super::uri::DEFAULT_PATH_TIMEOUT.min(cfg.io_timeout));
+    // Each path's queue times out on its own after `path_timeout`: a path that answers
+    // nothing for that long is failed by its engine as by this queue's own check, which
+    // lets a lone busy path be waited on in its engine's blocking reap (`wait.rs`).
+    let cfg = &QueueConfig {
+        io_timeout: path_timeout,
+        ..cfg.clone()
+    };
     let mut sel = Selector::new(sh.paths.len(), sh.options.selector());
     let mut paths = Vec::new();
     let mut events = Vec::new();
@@ -89,10 +104,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
     Ok(Box::new(MultipathQueue {
         shared: sh.clone(),
         cfg: cfg.clone(),
-        path_timeout: sh
-            .options
-            .path_timeout
-            .unwrap_or(super::uri::DEFAULT_PATH_TIMEOUT.min(cfg.io_timeout)),
+        path_timeout,
         sel,
         paths,
         slots: (0..cfg.depth).map(|_| None).collect(),
@@ -105,7 +117,9 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         batches: vec![Vec::new(); n],
         scratch: Vec::new(),
         work: Vec::new(),
-        ready: vec![true; n],
+        ready: vec![false; n],
+        pollfds: Vec::with_capacity(n),
+        which: Vec::with_capacity(n),
         done_on: vec![0; cfg.depth as usize],
     }))
 }
@@ -156,6 +170,7 @@ struct PathQ {
 
 struct MultipathQueue {
     shared: Arc<Shared>,
+    /// The paths' queue configuration: the caller's, with `path_timeout` as I/O timeout.
     cfg: QueueConfig,
     path_timeout: Duration,
     sel: Selector,
@@ -175,8 +190,12 @@ struct MultipathQueue {
     scratch: Vec<Completion>,
     /// Tags being routed (kept to spare an allocation per batch).
     work: Vec<u32>,
-    /// Paths to reap in the next pass: all busy ones first, then those a wait found ready.
+    /// Paths to reap in the next pass: those that hold completions or whose socket a wait
+    /// found ready.
     ready: Vec<bool>,
+    /// A wait's poll entries and the path of each (kept to spare an allocation per wait).
+    pollfds: Vec<libc::pollfd>,
+    which: Vec<usize>,
     /// By tag: the path its last completion came from (`Queue::completed_on`).
     done_on: Vec<u16>,
 }
@@ -260,37 +279,22 @@ impl MultipathQueue {
         tags
     }
 
-    /// Looks at every path's access state (an atomic load per path in the NVMe engine):
-    /// before routing and between reaps, so no I/O is sent on a path whose state its target
-    /// already reports as carrying none.
-    fn poll_access(&mut self, now: Instant) {
-        for p in 0..self.paths.len() {
-            let a = self.paths[p].target.access_state();
-            if a != self.paths[p].access {
-                self.access_changed(p, a, now);
-            }
-        }
+    /// The 10 ms bin of `now` in the paths' completion counts (`bins_10ms`); computed once
+    /// per reap for all its completions.
+    fn bin(&self, now: Instant) -> usize {
+        let d = now.saturating_duration_since(self.shared.epoch);
+        let ns_per_s = 1_000_000_000 / BIN_NS;
+        (d.as_secs() * ns_per_s + u64::from(d.subsec_nanos()) / BIN_NS) as usize
     }
 
-    /// Path `p`'s target reports another access state: the path changes group (none reported:
-    /// optimized, as a path without ANA is).
-    fn access_changed(&mut self, p: usize, a: Option<AccessState>, now: Instant) {
-        let old = std::mem::replace(&mut self.paths[p].access, a);
-        self.sel
-            .set_group(p, a.map_or(Group::Optimized, Group::from), now);
-        let name = a.map(|a| a.name().to_string());
-        self.paths[p].report.access_state = name.clone();
-        let mut e = event(
-            p,
-            self.cfg.worker,
-            "access_state",
-            Some(format!("was {}", old.map_or("not reported", |o| o.name()))),
-        );
-        e.access_state = Some(name.unwrap_or_else(|| "not reported".into()));
-        self.events.push(e);
-    }
-
-    fn complete(&mut self, p: usize, c: Completion, now: Instant, out: &mut Vec<Completion>) {
+    fn complete(
+        &mut self,
+        p: usize,
+        c: Completion,
+        now: Instant,
+        bin: usize,
+        out: &mut Vec<Completion>,
+    ) {
         let Some(slot) = self.slots.get_mut(c.tag as usize).and_then(Option::take) else {
             return;
         };
@@ -299,15 +303,13 @@ impl MultipathQueue {
         let took = now.saturating_duration_since(slot.sent);
         self.sel.completed(p, slot.io.len, slot.ahead, took);
         let path = &mut self.paths[p];
-        let ns = took.as_nanos() as u64;
+        let ns = took.as_secs() * 1_000_000_000 + u64::from(took.subsec_nanos());
         path.latency_sum_ns += ns;
         path.latency_max_ns = path.latency_max_ns.max(ns);
         path.last_progress = now;
         path.report.ios += 1;
         path.report.bytes += slot.io.len as u64;
-        let bin = (now.saturating_duration_since(self.shared.epoch).as_nanos()
-            / crate::run::timeline::BIN_NS as u128) as usize;
-        if bin < crate::run::timeline::MAX_BINS {
+        if bin < MAX_BINS {
             let bins = &mut path.report.bins_10ms;
             if bins.len() <= bin {
                 bins.resize(bin + 1, 0);
@@ -324,186 +326,6 @@ impl MultipathQueue {
             ));
         }
         out.push(c);
-    }
-
-    /// Reconnections, retries, waiting I/Os, the no-path deadline and path timeouts.
-    fn housekeeping(&mut self, now: Instant, out: &mut Vec<Completion>) {
-        for p in 0..self.paths.len() {
-            let Some(rx) = &self.paths[p].reconnect else {
-                continue;
-            };
-            let got = match rx.try_recv() {
-                Err(TryRecvError::Empty) => continue,
-                Ok(r) => r,
-                Err(TryRecvError::Disconnected) => {
-                    Err(EngineError::Invalid("reconnection thread ended".into()))
-                }
-            };
-            self.paths[p].reconnect = None;
-            match got {
-                Ok(q) => {
-                    self.paths[p].queue = Some(q);
-                    self.paths[p].target = lock(&self.shared.paths[p]).clone();
-                    self.paths[p].report.reinstatements += 1;
-                    self.sel.reinstated(p, now);
-                    self.events
-                        .push(event(p, self.cfg.worker, "reinstated", None));
-                }
-                Err(e) => {
-                    self.sel.retry_failed(p, now);
-                    self.events.push(event(
-                        p,
-                        self.cfg.worker,
-                        "reconnect_failed",
-                        Some(e.to_string()),
-                    ));
-                }
-            }
-        }
-        self.poll_access(now);
-        while let Some(p) = self.sel.due(now) {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let shared = self.shared.clone();
-            let cfg = self.cfg.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("multipath reconnect {p}"))
-                .spawn(move || {
-                    let _ = tx.send(reconnect(&shared, p, &cfg));
-                });
-            match spawned {
-                Ok(_) => self.paths[p].reconnect = Some(rx),
-                Err(_) => self.sel.retry_failed(p, now),
-            }
-        }
-        if !self.waiting.is_empty() && self.sel.any_usable() {
-            let mut work: Vec<u32> = self.waiting.drain(..).collect();
-            self.route(&mut work, now);
-        }
-        if !self.waiting.is_empty() && self.sel.no_path_expired(now) {
-            for tag in self.waiting.drain(..) {
-                if self.slots[tag as usize].take().is_some() {
-                    self.in_flight -= 1;
-                    self.failed_no_path += 1;
-                    out.push(Completion {
-                        tag,
-                        result: -libc::EIO,
-                    });
-                }
-            }
-        }
-        for p in 0..self.paths.len() {
-            let silent = now.saturating_duration_since(self.paths[p].last_progress);
-            if self.sel.state(p) == State::Active
-                && self.sel.outstanding(p) > 0
-                && silent >= self.path_timeout
-            {
-                let why = EngineError::Timeout {
-                    peer: self.paths[p].report.uri.clone(),
-                    secs: silent.as_secs_f64(),
-                };
-                let mut tags = self.fail(p, why, now);
-                self.route(&mut tags, now);
-            }
-        }
-    }
-
-    /// Waits until a busy path's socket is ready, or for [`WAIT_SLICE`] (or `limit`), and
-    /// marks in `ready` the paths to reap next: those whose socket is ready, and every busy
-    /// one when the wait ended by time (a timeout or a reconnection may be due, a send that
-    /// found a socket full is retried).
-    fn wait(&mut self, limit: Option<Duration>) {
-        let slice = limit.map_or(WAIT_SLICE, |l| l.min(WAIT_SLICE));
-        let mut fds = Vec::with_capacity(self.paths.len());
-        let mut which = Vec::with_capacity(self.paths.len());
-        let mut pollable = true;
-        for (p, path) in self.paths.iter().enumerate() {
-            let Some(q) = &path.queue else { continue };
-            if self.sel.outstanding(p) == 0 {
-                continue;
-            }
-            match q.readiness() {
-                Some(r) => {
-                    let mut f = PollFlags::IN;
-                    if r.write {
-                        f |= PollFlags::OUT;
-                    }
-                    fds.push(PollFd::from_borrowed_fd(r.fd, f));
-                    which.push(p);
-                }
-                None => pollable = false,
-            }
-        }
-        if !pollable {
-            // An engine without a socket to wait on: look at every path again soon.
-            std::thread::sleep(slice.min(Duration::from_micros(20)));
-            self.ready.iter_mut().for_each(|r| *r = true);
-            return;
-        }
-        let ts = Timespec {
-            tv_sec: 0,
-            tv_nsec: slice.as_nanos() as _,
-        };
-        match rustix::event::poll(&mut fds, Some(&ts)) {
-            Ok(n) if n > 0 => {
-                self.ready.iter_mut().for_each(|r| *r = false);
-                for (f, &p) in fds.iter().zip(&which) {
-                    self.ready[p] = !f.revents().is_empty();
-                }
-            }
-            // The time, or EINTR: every busy path.
-            _ => self.ready.iter_mut().for_each(|r| *r = true),
-        }
-    }
-
-    /// Takes completions from every path until `want` have come (or `deadline` passes):
-    /// the wrapper never fails a reap itself, a path's error fails the path.
-    fn gather(&mut self, want: usize, deadline: Option<Instant>, out: &mut Vec<Completion>) {
-        let start = out.len();
-        self.ready.iter_mut().for_each(|r| *r = true);
-        loop {
-            let now = Instant::now();
-            self.housekeeping(now, out);
-            for p in 0..self.paths.len() {
-                if self.sel.outstanding(p) == 0 || !self.ready[p] {
-                    continue;
-                }
-                let Some(q) = self.paths[p].queue.as_mut() else {
-                    continue;
-                };
-                let mut got = std::mem::take(&mut self.scratch);
-                got.clear();
-                let r = q.reap(0, &mut got);
-                let now = Instant::now();
-                let mut path_errors = 0;
-                for c in got.drain(..) {
-                    if c.result == PATH_ERROR {
-                        // Left in its slot, on this path: the failure below sends it again.
-                        path_errors += 1;
-                        continue;
-                    }
-                    self.complete(p, c, now, out);
-                }
-                self.scratch = got;
-                let failed = match r {
-                    Err(e) => Some(e),
-                    Ok(()) if path_errors > 0 => Some(EngineError::PathStatus {
-                        peer: self.paths[p].report.uri.clone(),
-                        ios: path_errors,
-                    }),
-                    Ok(()) => None,
-                };
-                self.paths[p].report.path_errors += path_errors;
-                if let Some(e) = failed {
-                    let mut tags = self.fail(p, e, now);
-                    self.route(&mut tags, now);
-                }
-            }
-            let now = Instant::now();
-            if out.len() - start >= want || deadline.is_some_and(|d| now >= d) {
-                return;
-            }
-            self.wait(deadline.map(|d| d - now));
-        }
     }
 
     fn report(&self) -> MultipathReport {

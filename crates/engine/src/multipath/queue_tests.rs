@@ -35,6 +35,11 @@ struct Link {
     opens: Arc<AtomicUsize>,
     /// A socket the next queue opened names as its readiness (and owns).
     sock: Arc<Mutex<Option<TcpStream>>>,
+    /// Completes only in a reap that may wait (`min` > 0), as an engine's blocking receive
+    /// does; nothing shows on its socket.
+    lazy: Arc<AtomicBool>,
+    /// Every reap of its queues: (min, completions given).
+    reaps: Arc<Mutex<Vec<(usize, usize)>>>,
 }
 
 impl Link {
@@ -47,6 +52,8 @@ impl Link {
             refreshes: Arc::new(AtomicUsize::new(0)),
             opens: Arc::new(AtomicUsize::new(0)),
             sock: Arc::new(Mutex::new(None)),
+            lazy: Arc::new(AtomicBool::new(false)),
+            reaps: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -120,11 +127,18 @@ impl Queue for FakeQueue {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
         if self.link.down.load(Ordering::SeqCst) {
             return Err(cut());
         }
-        out.append(&mut self.done);
+        let n = if min > 0 || !self.link.lazy.load(Ordering::SeqCst) {
+            let n = self.done.len();
+            out.append(&mut self.done);
+            n
+        } else {
+            0
+        };
+        self.link.reaps.lock().unwrap().push((min, n));
         Ok(())
     }
 
@@ -133,6 +147,7 @@ impl Queue for FakeQueue {
         self.sock.as_ref().map(|s| crate::engine::Readiness {
             fd: s.as_fd(),
             write: false,
+            held: !self.done.is_empty() && !self.link.lazy.load(Ordering::SeqCst),
         })
     }
 }
@@ -466,4 +481,79 @@ fn a_path_related_status_takes_the_path_out_and_the_io_is_sent_again() {
     links[1].set_access(Some(AccessState::Optimized));
     let picks = carried_by(&mut q, 4);
     assert!(picks.contains(&1), "{picks:?}");
+}
+
+#[test]
+fn a_path_is_reaped_only_when_its_socket_is_ready_or_it_holds_completions() {
+    // Path 0 takes I/O and answers nothing; its socket shows nothing until its peer writes.
+    // Path 1 has no socket and completes at once.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let links = [Link::new(), Link::new()];
+    *links[0].sock.lock().unwrap() =
+        Some(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+    let (mut peer, _) = listener.accept().unwrap();
+    links[0].silent.store(true, Ordering::SeqCst);
+    let openers = links
+        .iter()
+        .map(|l| opener(l, "lu-1", 1 << 20, None))
+        .collect();
+    let t = MultipathTarget::new("fake://a,b", openers, RR).unwrap();
+    let mut q = t.open_queue(&cfg()).unwrap();
+    q.submit(&(0..4).map(io).collect::<Vec<_>>()).unwrap();
+    let mut out = Vec::new();
+    q.reap(2, &mut out).unwrap();
+    q.reap(0, &mut out).unwrap();
+    assert_eq!(out.len(), 2, "{out:?}");
+    // No reap that could only have found nothing (an EAGAIN receive on a real socket).
+    assert_eq!(
+        *links[0].reaps.lock().unwrap(),
+        [],
+        "path 0 reaped while not ready"
+    );
+    assert!(!links[1].reaps.lock().unwrap().is_empty());
+    // Its socket turns readable: the next look reaps it.
+    std::io::Write::write_all(&mut peer, b"x").unwrap();
+    q.reap(0, &mut out).unwrap();
+    assert_eq!(*links[0].reaps.lock().unwrap(), [(0, 0)]);
+}
+
+#[test]
+fn a_lone_busy_path_is_waited_on_in_its_own_blocking_reap() {
+    // The path completes only in a reap that may wait, and its socket never shows it: only
+    // the path's own blocking reap can bring the completion back.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let link = Link::new();
+    *link.sock.lock().unwrap() = Some(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+    let _peer = listener.accept().unwrap();
+    link.lazy.store(true, Ordering::SeqCst);
+    let opts = Options {
+        path_timeout: Some(Duration::from_secs(2)),
+        ..Options::default()
+    };
+    let t =
+        MultipathTarget::new("fake://a", vec![opener(&link, "lu-1", 1 << 20, None)], opts).unwrap();
+    let mut q = t.open_queue(&cfg()).unwrap();
+    // On a thread: without that reap nothing ever completes, and the test must fail, not hang.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        for i in 0..3 {
+            q.submit(&[io(i)]).unwrap();
+            out.clear();
+            q.reap(1, &mut out).unwrap();
+            let _ = tx.send(out.clone());
+        }
+    });
+    for i in 0..3 {
+        let out = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("no completion: the lone path's own blocking reap was not used");
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].tag, out[0].result), (i, 0));
+    }
+    let reaps = link.reaps.lock().unwrap();
+    assert!(
+        reaps.iter().any(|&(min, n)| min == 1 && n == 1),
+        "{reaps:?}"
+    );
 }

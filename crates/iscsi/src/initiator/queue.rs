@@ -111,6 +111,7 @@ impl Queue for Session {
         Some(sanbench_engine::Readiness {
             fd: self.link.stream.as_fd(),
             write: self.blocked,
+            held: !self.done.is_empty(),
         })
     }
 

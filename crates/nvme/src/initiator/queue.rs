@@ -259,6 +259,7 @@ impl Queue for NvmeQueue {
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
         let start = out.len();
         let want = min.min(self.inflight);
+        let mut filled = false;
         loop {
             while self.conn.has_pdu() {
                 self.event(out)?;
@@ -267,7 +268,13 @@ impl Queue for NvmeQueue {
                 return Ok(());
             }
             if want == 0 {
-                // A poll: take what the socket has, without waiting.
+                // A poll: one read of what the socket has, without waiting. What is left
+                // there shows as readable to a caller polling `readiness` (multipath), so a
+                // second read would only find EAGAIN.
+                if filled {
+                    return Ok(());
+                }
+                filled = true;
                 match self.conn.try_fill() {
                     Ok(true) => continue,
                     Ok(false) => return Ok(()),
@@ -282,6 +289,7 @@ impl Queue for NvmeQueue {
         Some(sanbench_engine::Readiness {
             fd: self.conn.fd(),
             write: false,
+            held: self.conn.has_pdu(),
         })
     }
 

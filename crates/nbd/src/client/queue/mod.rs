@@ -325,6 +325,9 @@ impl Queue for NbdQueue {
         Some(sanbench_engine::Readiness {
             fd: self.sock.as_fd(),
             write: false,
+            // Replies decrypted inside the TLS session: the socket no longer shows them.
+            held: !self.ready.is_empty()
+                || self.sock.tls.as_ref().is_some_and(|t| t.has_buffered()),
         })
     }
 
