@@ -11,20 +11,30 @@ cd "$(dirname "$0")/../fuzz"
 secs="${1:-10}"
 shift || true
 targets=("$@")
+given="$#"
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo fuzz list)
 fi
 export RUSTC_BOOTSTRAP=1
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
-for t in "${targets[@]}"; do
+# Two targets at a time (libFuzzer runs one thread each; CI has two cores): SANBENCH_FUZZ_JOBS.
+jobs="${SANBENCH_FUZZ_JOBS:-2}"
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+# Built once, before any runs: parallel `cargo fuzz run`s would each wait on the build lock.
+# stdin from /dev/null: cargo asks `rustc -` for target information on its inherited stdin
+# and caches the answer (target/.rustc_info.json), so stray bytes there (another process's
+# output on a shared terminal) would fail every later build until that file is removed.
+if [ "$given" -eq 0 ]; then build=(""); else build=("${targets[@]}"); fi
+for t in "${build[@]}"; do
+  # shellcheck disable=SC2086 # empty: every target
+  cargo fuzz build -O $t </dev/null >"$logs/build" 2>&1 || { tail -n 60 "$logs/build" >&2; exit 1; }
+done
+one() {
+  local t="$1" log="$logs/$1"
   mkdir -p "corpus/$t"
   # Committed seeds (fuzz/seeds/TARGET: bytes a peer really sends, kept current by a test)
   # start the corpus where valid input is hard to find by mutation alone.
   if [ -d "seeds/$t" ]; then cp -n "seeds/$t"/* "corpus/$t"/; fi
-  # stdin from /dev/null: cargo asks `rustc -` for target information on its inherited stdin
-  # and caches the answer (target/.rustc_info.json), so stray bytes there (another process's
-  # output on a shared terminal) would fail every later build until that file is removed.
   if cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -print_final_stats=1 \
       </dev/null >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
@@ -32,6 +42,20 @@ for t in "${targets[@]}"; do
   else
     tail -n 60 "$log" >&2
     echo "fuzz target $t failed (input saved under fuzz/artifacts/$t/)" >&2
-    exit 1
+    return 1
   fi
+}
+pids=()
+failed=0
+for t in "${targets[@]}"; do
+  one "$t" &
+  pids+=("$!")
+  if [ "${#pids[@]}" -ge "$jobs" ]; then
+    wait "${pids[0]}" || failed=1
+    pids=("${pids[@]:1}")
+  fi
+  # Stop at the first crash (the targets already running finish their time).
+  [ "$failed" -eq 0 ] || break
 done
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+exit "$failed"

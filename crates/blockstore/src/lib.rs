@@ -62,6 +62,7 @@
 //! ("sanbench RAM disk", "sanbench file"), and the iSCSI target's standard INQUIRY T10 vendor
 //! identification is `SANBENCH`. Keep both when changing the servers.
 
+pub mod counters;
 pub mod delay;
 mod file;
 pub mod out;

@@ -145,7 +145,7 @@ pub fn figures(r: &TargetResult, ti: Option<usize>, report: &MonitorReport) -> F
         notes.push("no schedstat: a thread's waiting for a CPU is not counted".to_string());
     }
     let c = &report.cpu;
-    let host = (c.cores > 0).then(|| HostLoad {
+    let host = (c.cores > 0).then_some(HostLoad {
         cores: c.cores,
         busy_pct: c.busy_pct,
         softirq_pct: c.breakdown.softirq_pct,

@@ -93,12 +93,15 @@ pub fn run(
                     sw.workload.rate = Some(rate);
                     // Curves never run as an MPI job (compare refuses), so a cell always
                     // has its result here.
-                    let Some(cell) = run_cell(cx, &sw, ti, uri, name, &mut book.baselines[ti])?
+                    let place = crate::compare::Place::curve(rep, pct);
+                    let every = (cx.a.live.save_every.0, sw.workload.time);
+                    let save = book.cell_save((ti, &w.id), &place, false, every);
+                    let Some(cell) =
+                        run_cell(cx, &sw, ti, uri, name, &mut book.baselines[ti], save)?
                     else {
                         continue;
                     };
-                    let r: &TargetResult =
-                        book.record(ti, &w.id, crate::compare::Place::curve(rep, pct), cell)?;
+                    let r: &TargetResult = book.record(ti, &w.id, place, cell)?;
                     if r.latency_us.mean > plan.stop_us {
                         if !cx.a.quiet {
                             eprintln!(

@@ -133,6 +133,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         data: crate::args::DataArgs::default(),
         monitor: crate::args::MonitorArgs::default(),
         watch: crate::args::WatchArgs::default(),
+        live: crate::args::LiveArgs::default(),
         seed: crate::args::DEFAULT_SEED,
         cpus: None,
         require_headroom: a.require_headroom,

@@ -25,14 +25,17 @@ mod monitors_cmd;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod output;
+mod partial;
 mod placement;
 mod precondition;
 mod progress;
 mod ranks;
 mod run_cmd;
 mod serve_cmd;
+mod serve_metrics;
 mod servers;
 mod signals;
+mod sinks;
 mod store_cmd;
 mod suite_cmd;
 mod targets;

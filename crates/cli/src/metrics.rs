@@ -1,37 +1,89 @@
-//! `--metrics-listen`: the endpoint bound before any I/O (a port in use or an address not on
-//! this host is bad input: one line, exit 2), fed by the run's intervals, the host's CPU
-//! read at each scrape.
+//! `--metrics-listen` on `run` and `compare`: the endpoint bound before any I/O (a port in use
+//! or an address not on this host is bad input: one line, exit 2), fed by the run's intervals;
+//! the host's CPU read from /proc/stat at each scrape (the host monitor's reader), its power
+//! from the host monitor's last reading about once a second (where a source exists).
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sanbench_engine::run::IntervalRecord;
-use sanbench_metrics::expo::{Key, Registry};
+use sanbench_metrics::expo::{Exposition, Writer};
+use sanbench_metrics::registry::{Key, PathFigures, Registry};
 use sanbench_metrics::server::Endpoint;
 use sanbench_monitor::cpu::{CpuBreakdown, StatReader, StatSnapshot};
 
 use crate::error::{usage, CliError};
 
+/// The registry of this process's endpoint, once one is serving (the run's observer gives
+/// it the monitor's power readings).
+static REGISTRY: OnceLock<Arc<Registry>> = OnceLock::new();
+
+pub fn registry() -> Option<&'static Arc<Registry>> {
+    REGISTRY.get()
+}
+
+/// What a run's endpoint serves: the registry, with the host's CPU read at each scrape.
+struct RunExposition {
+    registry: Arc<Registry>,
+    cpu: Mutex<(StatReader, Option<StatSnapshot>)>,
+    clk_tck: f64,
+}
+
+impl Exposition for RunExposition {
+    fn render(&self, w: &mut Writer) {
+        {
+            let mut g = sanbench_engine::poison::lock(&self.cpu);
+            let (rd, prev) = &mut *g;
+            if let Ok(cur) = rd.snapshot() {
+                let t = &cur.total;
+                let busy = prev.as_ref().and_then(|p| {
+                    let d = t.since(&p.total);
+                    (d.total() > 0).then(|| CpuBreakdown::of_delta(&d).busy_pct / 100.0)
+                });
+                let s = |ticks: u64| ticks as f64 / self.clk_tck;
+                let seconds = vec![
+                    ("user", s(t.user)),
+                    ("nice", s(t.nice)),
+                    ("system", s(t.system)),
+                    ("idle", s(t.idle)),
+                    ("iowait", s(t.iowait)),
+                    ("irq", s(t.irq)),
+                    ("softirq", s(t.softirq)),
+                    ("steal", s(t.steal)),
+                ];
+                self.registry.host(|h| {
+                    if busy.is_some() {
+                        h.cpu_busy_ratio = busy;
+                    }
+                    h.cpu_seconds = seconds;
+                });
+                *prev = Some(cur);
+            }
+        }
+        Exposition::render(&*self.registry, w);
+    }
+}
+
 /// Binds `addr` and serves `/metrics` for the rest of the process.
 pub fn start(addr: SocketAddr) -> Result<Arc<Registry>, CliError> {
     let ep = Endpoint::bind(addr).map_err(|e| usage(format!("--metrics-listen {addr}: {e}")))?;
     let registry = Arc::new(Registry::default());
-    let reader = Mutex::new((StatReader::new(std::path::Path::new("/")), None));
-    let refresh = Box::new(move |r: &Registry| {
-        let mut g = sanbench_engine::poison::lock(&reader);
-        let (rd, prev): &mut (StatReader, Option<StatSnapshot>) = &mut g;
-        let Ok(cur) = rd.snapshot() else { return };
-        if let Some(p) = prev.as_ref() {
-            let d = cur.total.since(&p.total);
-            if d.total() > 0 {
-                r.set_cpu_busy_pct(Some(CpuBreakdown::of_delta(&d).busy_pct));
-            }
-        }
-        *prev = Some(cur);
+    let source = Arc::new(RunExposition {
+        registry: registry.clone(),
+        cpu: Mutex::new((StatReader::new(std::path::Path::new("/")), None)),
+        clk_tck: sanbench_monitor::fsutil::clk_tck() as f64,
     });
-    ep.serve(registry.clone(), refresh)
+    ep.serve(source)
         .map_err(|e| CliError::Failed(anyhow::anyhow!("--metrics-listen: {e}")))?;
+    let _ = REGISTRY.set(registry.clone());
     Ok(registry)
+}
+
+/// The host monitor's last power reading (watts, source, modeled), for the endpoint.
+pub fn host_power(reading: Option<(f64, String, bool)>) {
+    if let (Some(r), Some(p)) = (registry(), reading) {
+        r.host(|h| h.power = Some(p));
+    }
 }
 
 /// Adds one interval of one target to its series.
@@ -39,8 +91,8 @@ pub fn add(m: &Registry, key: &Key, r: &IntervalRecord<'_>) {
     let s = r.stats;
     let dirs = [&s.read, &s.write, &s.flush];
     let open = r.latency.count() > 0 && s.read.response.count() + s.write.response.count() > 0;
-    m.update(key, |ops, inflight| {
-        for (o, d) in ops.iter_mut().zip(dirs) {
+    m.update(key, |series| {
+        for (o, d) in series.ops.iter_mut().zip(dirs) {
             o.ios += d.ios;
             o.bytes += d.bytes;
             o.errors += d.errors;
@@ -54,6 +106,13 @@ pub fn add(m: &Registry, key: &Key, r: &IntervalRecord<'_>) {
                 o.observe(ns, n);
             }
         }
-        *inflight = r.inflight;
+        series.inflight = r.inflight;
+        if series.paths.len() < s.paths.len() {
+            series.paths.resize(s.paths.len(), PathFigures::default());
+        }
+        for (f, p) in series.paths.iter_mut().zip(&s.paths) {
+            f.ios += p.read_ios + p.write_ios;
+            f.bytes += p.read_bytes + p.write_bytes;
+        }
     });
 }

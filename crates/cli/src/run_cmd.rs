@@ -168,6 +168,10 @@ impl Observer for RunObserver<'_> {
     }
     fn progress(&self, p: &Progress) {
         self.progress.draw(p);
+        // `--metrics-listen`: the monitor's last power reading.
+        if crate::metrics::registry().is_some() {
+            crate::metrics::host_power(self.monitor.and_then(|m| m.last_power()));
+        }
     }
 }
 
@@ -210,6 +214,7 @@ pub fn build_doc(
         hosts: Vec::new(),
         mpi: None,
         faults: Vec::new(),
+        complete: None,
     }
 }
 
@@ -359,6 +364,8 @@ pub struct Measure<'a> {
     pub sync: Option<std::sync::Arc<dyn sanbench_engine::run::sync::PhaseSync>>,
     pub precondition: bool,
     pub raw_latencies: bool,
+    /// This process's rank in an MPI job (`None`: alone).
+    pub rank: Option<u32>,
 }
 
 /// Runs one process's part and returns its document and the run's output (for merging).
@@ -374,17 +381,19 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     let io_timeout = io_timeout(&a.engine)?;
     // Before any target opens: a schedule that cannot run is bad input.
     let faults = Faults::prepare(&a.faults, a.lab.as_deref(), &[("the run".into(), w.time)])?;
-    // Before any target opens: a log that cannot be created is bad input.
-    // (Under MPI the ranks' intervals are not gathered yet: no rank writes a log.)
-    let watch = match m.sync {
-        None => crate::watch::Watch::open(&a.watch)?,
-        Some(_) => None,
-    };
+    // Before any target opens: a log that cannot be created is bad input. (Under MPI the
+    // ranks other than 0 spool their lines for rank 0's log.)
+    let watch = crate::watch::Watch::open(&a.watch, m.rank)?;
     let targets = crate::targets::open_targets(m.targets, &opts)?;
     if let Some(wt) = &watch {
         wt.for_run(m.targets);
     }
-    let progress = ProgressLine::new(m.quiet);
+    let json_to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let progress = Arc::new(ProgressLine::with_mode(
+        m.quiet,
+        a.live.progress,
+        json_to_stdout,
+    ));
     let mut reports = Vec::with_capacity(targets.len());
     let spans: Vec<u64> = targets
         .iter()
@@ -411,7 +420,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         )?;
         reports.push(rep);
     }
-    let plan = RunPlan {
+    let mut plan = RunPlan {
         workload: w.clone(),
         targets,
         io_timeout,
@@ -424,16 +433,54 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         sync: m.sync,
         raw_latencies: m.raw_latencies,
         log_interval: a.watch.log_interval.0,
-        intervals: crate::watch::sink(&watch),
+        intervals: None,
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     };
+    // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
+    let partial = match (&plan.sync, &a.json) {
+        (None, Some(path)) if saves_to(path) => {
+            crate::partial::Partial::start(a.live.save_every.0, &plan, saver(&plan, path, &reports))
+        }
+        _ => None,
+    };
+    plan.intervals = crate::sinks::join(vec![
+        crate::watch::sink(&watch),
+        progress.sink(),
+        partial
+            .clone()
+            .map(|p| p as Arc<dyn sanbench_engine::run::IntervalSink>),
+    ]);
     let mon = crate::monitoring::setup(&a.monitor)?;
     let done = execute_output(&plan, &progress, mon.as_ref(), None, faults.as_ref());
+    if let Some(p) = &partial {
+        p.finish();
+    }
     if let Some(wt) = &watch {
         wt.finish()?;
     }
     let (mut doc, _, out) = done?;
     attach_precondition(&mut doc, reports);
     Ok((doc, out))
+}
+
+/// Whether `--json PATH` is rewritten part-way: a plain file (or one not there yet), not
+/// stdout or a device.
+fn saves_to(path: &std::path::Path) -> bool {
+    path.as_os_str() != "-"
+        && std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
+}
+
+/// `--save-every`: the totals so far as the run's document, marked `"complete": false`.
+fn saver(plan: &RunPlan, path: &std::path::Path, reports: &[Report]) -> crate::partial::Write {
+    let (w, data, run_id) = (plan.workload.clone(), plan.data, plan.run_id);
+    let (path, reports) = (path.to_path_buf(), reports.to_vec());
+    Box::new(move |out: RunOutput| {
+        let mut doc = build_doc(&w, &data, &out, None);
+        doc.run_id = run_id.map_or_else(String::new, |id| format!("{id:016x}"));
+        doc.complete = Some(false);
+        attach_precondition(&mut doc, reports.clone());
+        write_json(&doc, &path)
+    })
 }
 
 /// Prints and writes a finished run's document (the process that reports: the only one, or
@@ -483,6 +530,7 @@ pub fn run(mut a: RunArgs) -> Result<(), CliError> {
             sync: None,
             precondition: true,
             raw_latencies: false,
+            rank: None,
         },
     )?;
     report(&a, &doc)

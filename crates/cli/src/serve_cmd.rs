@@ -119,7 +119,20 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     }
     cfg.tls_verify_peer = a.tls_verify_peer;
     let tls = cfg.tls;
+    let metrics = a
+        .metrics_listen
+        .map(crate::serve_metrics::bind)
+        .transpose()?;
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
+    let metrics_note = match metrics {
+        Some(m) => {
+            let note = m.note();
+            let st = server.stats();
+            m.serve("nbd", server.counters(), move || st.allocated_bytes())?;
+            note
+        }
+        None => String::new(),
+    };
     let addr = portals(&server.local_addrs());
     let backing = match (&a.file, a.prealloc) {
         (Some(p), _) => format!("file {}", p.display()),
@@ -129,7 +142,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}{}{}); Ctrl-C to stop",
+        "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}{}{}{metrics_note}); Ctrl-C to stop",
         if tls == TlsMode::Require {
             "nbds"
         } else {
@@ -234,12 +247,26 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
         prealloc: a.prealloc,
         delay: a.delay.0,
     };
+    let metrics = a
+        .metrics_listen
+        .map(crate::serve_metrics::bind)
+        .transpose()?;
     let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
+    let metrics_note = match metrics {
+        Some(m) => {
+            let note = m.note();
+            let st = t.stats();
+            m.serve("iscsi", t.counters(), move || st.allocated_bytes())?;
+            note
+        }
+        None => String::new(),
+    };
     let addr = portals(&t.local_addrs());
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}{}); Ctrl-C to stop",
+        "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}{}{metrics_note}); Ctrl-C \
+         to stop",
         a.iqn,
         a.luns,
         if a.luns == 1 { "" } else { "s" },
@@ -288,7 +315,20 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
         ana: a.ana.clone(),
         ..Default::default()
     };
+    let metrics = a
+        .metrics_listen
+        .map(crate::serve_metrics::bind)
+        .transpose()?;
     let t = sanbench_nvme::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
+    let metrics_note = match metrics {
+        Some(m) => {
+            let note = m.note();
+            let st = t.stats();
+            m.serve("nvme", t.counters(), move || st.allocated_bytes())?;
+            note
+        }
+        None => String::new(),
+    };
     let addr = portals(&t.local_addrs());
     // Dropped (the socket file removed) when the target has stopped.
     let control = a
@@ -319,7 +359,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     // Before the ready line: whoever reads it may send SIGINT at once.
     let stop = crate::signals::stop_flag();
     outln!(
-        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}{}); discovery at \
+        "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}{}{metrics_note}); discovery at \
          nvme+tcp://{first}; Ctrl-C to stop",
         a.nqn,
         match t.namespaces() {

@@ -137,11 +137,22 @@ pub fn history(a: HistoryArgs) -> Result<(), CliError> {
 /// Loads one or more runs; several are merged into one comparison (their targets side by side,
 /// workloads matched by id), so last month's run can be re-rendered beside today's.
 pub fn report(a: ReportArgs) -> Result<(), CliError> {
-    let (store, _) = open(a.db.as_deref())?;
+    let mut store = None;
     let mut runs = Vec::new();
     for id in &a.runs {
-        let id = run_id(id)?;
-        runs.push(store.load(id).map_err(|e| usage(e.to_string()))?);
+        let cmp = if Path::new(id).is_file() {
+            load_file(Path::new(id))?
+        } else {
+            if store.is_none() {
+                store = Some(open(a.db.as_deref())?.0);
+            }
+            let s = store.as_ref().expect("opened above");
+            s.load(run_id(id)?).map_err(|e| usage(e.to_string()))?
+        };
+        if let Some(text) = sanbench_report::unfinished(&cmp) {
+            outln!("warning: {id} is incomplete. {text}");
+        }
+        runs.push(cmp);
     }
     let cmp = merge_runs(runs, &a.runs);
     let files = render_dir(&cmp, &a.out, &Options::default()).context("writing the report")?;
@@ -150,6 +161,31 @@ pub fn report(a: ReportArgs) -> Result<(), CliError> {
         outln!("wrote {}", f.display());
     }
     Ok(())
+}
+
+/// A result file as a comparison: a comparison's results.json as it is, a run's document
+/// (`--json FILE`) as one cell per target. Anything else is bad input.
+fn load_file(path: &Path) -> Result<Comparison, CliError> {
+    let bad = |why: String| usage(format!("{}: {why}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    match v.get("schema").and_then(|s| s.as_str()) {
+        Some(sanbench_store::COMPARE_SCHEMA) => {
+            serde_json::from_value(v).map_err(|e| bad(format!("not a sanbench comparison: {e}")))
+        }
+        Some(sanbench_engine::result::SCHEMA) => {
+            let doc: sanbench_engine::result::RunDoc = serde_json::from_value(v)
+                .map_err(|e| bad(format!("not a sanbench run's result: {e}")))?;
+            Ok(Comparison::from_run(&doc))
+        }
+        other => Err(bad(format!(
+            "not a sanbench result (schema {}; expected {} or {})",
+            other.map_or("missing".into(), |s| format!("{s:?}")),
+            sanbench_engine::result::SCHEMA,
+            sanbench_store::COMPARE_SCHEMA
+        ))),
+    }
 }
 
 fn merge_runs(mut runs: Vec<Comparison>, ids: &[String]) -> Comparison {

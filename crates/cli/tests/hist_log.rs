@@ -1,7 +1,8 @@
 //! `--log-interval` and `--hist-log` from the outside (issue 25): the log is read back by the
 //! `hdrhistogram` Python package (scripts/deps.sh installs it) and its intervals merged give
 //! the run's own percentiles and I/O count; a server stopped (SIGSTOP) for 300 ms mid-run
-//! shows in exactly the intervals the stop covered.
+//! shows in exactly the intervals the stop covered; a multipath target's intervals per path
+//! add up to each path's I/Os and to the target's, in the result and in the log's tags.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
@@ -38,7 +39,7 @@ while True:
         break
     total.add(h)
     ivs.append({"start": h.get_start_time_stamp() / 1000.0, "count": h.get_total_count(),
-                "max": h.get_max_value()})
+                "max": h.get_max_value(), "tag": h.get_tag()})
 print(json.dumps({"start_time": r.get_start_time_sec(), "count": total.get_total_count(),
                   "p50": at(total, 0.5), "p99": at(total, 0.99), "p999": at(total, 0.999), "max": total.get_max_value(),
                   "intervals": ivs}))
@@ -237,4 +238,106 @@ fn compare_logs_every_cell_tagged_with_workload_round_and_target() {
         .map(|c| c["result"]["ios"].as_u64().unwrap())
         .sum();
     assert_eq!(read_log(&hlog)["count"].as_u64(), Some(ios));
+}
+
+#[test]
+fn a_multipath_target_s_intervals_add_up_per_path_in_the_result_and_the_log() {
+    let served = Served::start(
+        bin(),
+        &[
+            "nbd",
+            "--size",
+            "16M",
+            "--listen",
+            "127.0.0.1:0",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (workers, qd) = (2u64, 4u64);
+    let st = Command::new(bin())
+        .args(["run", &format!("{}?policy=round-robin", served.uri)])
+        .args(["--time", "1s", "--ramp", "0", "--read", "70"])
+        .args(["--qd", &qd.to_string(), "--workers", &workers.to_string()])
+        .args(["--log-interval", "100ms", "--hist-log"])
+        .arg(dir.path().join("run.hlog"))
+        .arg("--json")
+        .arg(dir.path().join("run.json"))
+        .args([
+            "--quiet",
+            "--no-monitor",
+            "--baseline",
+            "0",
+            "--precondition",
+            "none",
+        ])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run.json")).unwrap()).unwrap();
+    let r = &doc["results"][0];
+    let ios = |iv: &Value| iv["read_ios"].as_u64().unwrap() + iv["write_ios"].as_u64().unwrap();
+    let target: Vec<(f64, u64)> = r["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|iv| (iv["t"].as_f64().unwrap(), ios(iv)))
+        .collect();
+    let paths = r["multipath"]["paths"].as_array().expect("multipath.paths");
+    assert_eq!(paths.len(), 2, "{r}");
+    let mut all = 0;
+    for (i, p) in paths.iter().enumerate() {
+        let ivs = p["intervals"].as_array().expect("a path's intervals");
+        let sum: u64 = ivs.iter().map(ios).sum();
+        let carried = p["ios"].as_u64().unwrap();
+        // Each path's intervals hold every I/O it completed in the window: all it carried but
+        // those still in flight when the window closed.
+        assert!(
+            sum > 100 && sum <= carried && carried - sum <= workers * qd,
+            "path {i}: intervals {sum}, carried {carried}"
+        );
+        for iv in ivs {
+            // Every path interval is one of the target's, and no larger.
+            let t = iv["t"].as_f64().unwrap();
+            let of_target = target.iter().find(|x| (x.0 - t).abs() < 1e-9);
+            assert!(of_target.is_some_and(|x| x.1 >= ios(iv)), "path {i}: {iv}");
+        }
+        all += sum;
+    }
+    // The paths add up to the target, exactly.
+    assert_eq!(Some(all), r["ios"].as_u64());
+    for (t, n) in &target {
+        let of_paths: u64 = paths
+            .iter()
+            .flat_map(|p| p["intervals"].as_array().unwrap())
+            .filter(|iv| (iv["t"].as_f64().unwrap() - t).abs() < 1e-9)
+            .map(ios)
+            .sum();
+        assert_eq!(of_paths, *n, "interval at {t}");
+    }
+    // The log: the target's lines untagged, each path's tagged pN, adding up the same way.
+    let log = read_log(&dir.path().join("run.hlog"));
+    let by_tag = |tag: Option<&str>| -> u64 {
+        log["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|iv| iv["tag"].as_str() == tag)
+            .map(|iv| iv["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(Some(by_tag(None)), r["ios"].as_u64(), "{log}");
+    assert_eq!(
+        by_tag(Some("p0")) + by_tag(Some("p1")),
+        by_tag(None),
+        "{log}"
+    );
+    for (i, p) in paths.iter().enumerate() {
+        let sum: u64 = p["intervals"].as_array().unwrap().iter().map(ios).sum();
+        assert_eq!(by_tag(Some(&format!("p{i}"))), sum, "path {i}");
+    }
+    served.interrupt();
 }

@@ -211,10 +211,12 @@ fn check_link_verdict(cmp: &Value, workload: &str, target: &str) {
     let u = link["utilization"].as_f64().unwrap();
     let bytes = link["figures"]["bytes_per_s"].as_f64().unwrap();
     assert!((u - bytes * 8.0 / 1e9).abs() < 1e-9, "{b:#}");
-    // Frames carry the payload and a few per cent of headers: never less than the payload.
+    // Frames carry the payload and a few per cent of headers. The interface's bytes are
+    // sampled by the monitor over its own ticks, which straddle the I/O window's edges by a
+    // few ms: on a busy host they counted 0.2 % less than the payload once.
     let payload = cell["result"]["mb_per_s"].as_f64().unwrap() * 1e6;
     assert!(
-        bytes >= payload && bytes <= payload * 1.15,
+        bytes >= payload * 0.97 && bytes <= payload * 1.15,
         "{bytes} B/s for {payload}: {b:#}"
     );
     if u >= 0.90 {

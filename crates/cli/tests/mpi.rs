@@ -382,6 +382,10 @@ fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
             dir.path().join("r.db").to_str().unwrap(),
             "--out",
             out_dir.to_str().unwrap(),
+            "--log-interval",
+            "100ms",
+            "--hist-log",
+            dir.path().join("c.hlog").to_str().unwrap(),
             "a=mem:8M",
             "b=mem:4M",
         ],
@@ -389,6 +393,14 @@ fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
     .output()
     .unwrap();
     let (stdout, _) = ok(&out);
+    // Every rank's intervals of every cell in rank 0's log, tagged with the cell and rank.
+    let hlog = per_tag(&dir.path().join("c.hlog"));
+    for cell in ["rr/r1/a", "rr/r1/b"] {
+        for r in 0..3 {
+            let tag = format!("{cell}/rank{r}");
+            assert!(hlog.get(&tag).is_some_and(|t| t.0 > 0), "{tag}: {hlog:?}");
+        }
+    }
     // Only rank 0 reports and stores.
     assert_eq!(stdout.matches("recorded as run").count(), 1, "{stdout}");
     let d = doc(&out_dir.join("results.json"));
@@ -399,6 +411,13 @@ fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
         assert_eq!(h.len(), 3, "{c}");
         let sum: u64 = h.iter().map(|x| x["ios"].as_u64().unwrap()).sum();
         assert_eq!(c["result"]["ios"].as_u64().unwrap(), sum);
+        let name = c["target"].as_str().unwrap();
+        for (r, x) in h.iter().enumerate() {
+            let own: u64 = x["intervals"].as_array().unwrap().iter().map(ios).sum();
+            assert_eq!(Some(own), x["ios"].as_u64(), "{x}");
+            let tag = format!("rr/r1/{name}/rank{r}");
+            assert_eq!(hlog.get(&tag).map(|t| t.0), Some(own), "{tag}");
+        }
     }
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(md.contains("## Per host"), "{md}");
@@ -422,4 +441,90 @@ fn compare_cells_are_synchronized_phases_with_a_per_host_report() {
     .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--curve"));
+}
+
+/// A result interval's reads and writes.
+fn ios(iv: &Value) -> u64 {
+    iv["read_ios"].as_u64().unwrap() + iv["write_ios"].as_u64().unwrap()
+}
+
+/// Per tag of a histogram log (read by the `hdrhistogram` Python package): I/Os, and the
+/// first and last interval's start (seconds since the log's start).
+fn per_tag(path: &Path) -> std::collections::BTreeMap<String, (u64, f64, f64)> {
+    const READ: &str = r#"
+import json, sys
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+r = HistogramLogReader(sys.argv[1], HdrHistogram(1, 3600 * 10**9, 3))
+tags = {}
+while True:
+    h = r.get_next_interval_histogram()
+    if h is None:
+        break
+    t, s = h.get_tag() or "", h.get_start_time_stamp() / 1000.0
+    n, a, b = tags.get(t, (0, s, s))
+    tags[t] = (n + h.get_total_count(), min(a, s), max(b, s))
+base = r.get_start_time_sec()
+print(json.dumps({t: (n, a - base, b - base) for t, (n, a, b) in tags.items()}))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", READ])
+        .arg(path)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "the hdrhistogram Python package must read the log: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn each_rank_s_intervals_add_up_to_its_i_os_in_the_result_and_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let hlog = dir.path().join("r.hlog");
+    let out = mpirun(
+        3,
+        &[
+            "run",
+            "mem:16m",
+            "--time",
+            "600ms",
+            "--ramp",
+            "100ms",
+            "--qd",
+            "4",
+            "--log-interval",
+            "100ms",
+        ],
+    )
+    .args(["--json", json.to_str().unwrap()])
+    .args(["--hist-log", hlog.to_str().unwrap()])
+    .output()
+    .unwrap();
+    ok(&out);
+    let d = doc(&json);
+    let sum: u64 = hosts(&d).iter().map(|h| h["ios"].as_u64().unwrap()).sum();
+    assert_eq!(d["results"][0]["ios"].as_u64(), Some(sum));
+    // The merged totals claim no intervals (percentiles do not add); every rank has its own.
+    assert!(d["results"][0].get("intervals").is_none(), "{d}");
+    let tags = per_tag(&hlog);
+    let window = d["seconds"].as_f64().unwrap();
+    for (r, h) in hosts(&d).iter().enumerate() {
+        let ivs = h["intervals"].as_array().expect("a host's intervals");
+        assert!(ivs.len() >= 3, "rank {r}: {h}");
+        assert_eq!(h["intervals_step_s"].as_f64(), Some(0.1), "rank {r}");
+        let own: u64 = ivs.iter().map(ios).sum();
+        assert_eq!(Some(own), h["ios"].as_u64(), "rank {r}");
+        // Its lines in rank 0's log, tagged with its rank, inside the window.
+        let (n, first, last) = tags[&format!("rank{r}")];
+        assert_eq!(n, own, "rank {r}: {tags:?}");
+        assert!(
+            (0.0..0.2).contains(&first) && last < window + 0.1,
+            "rank {r}: {first}..{last} in a window of {window}"
+        );
+    }
+    assert_eq!(tags.len(), 3, "{tags:?}");
 }

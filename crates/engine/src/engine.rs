@@ -265,6 +265,15 @@ pub trait Queue: Send {
         None
     }
 
+    /// A queue over several paths (multipath): the path (an index into the target's paths)
+    /// that carried the last completion of `tag` this queue returned, so that the stream can
+    /// count its intervals per path. Asked only for completions just reaped; `None` (the
+    /// default): one path, nothing to tell.
+    fn completed_on(&self, tag: u32) -> Option<usize> {
+        let _ = tag;
+        None
+    }
+
     /// Per-queue facts worth reporting (e.g. which completion path ran), merged into the
     /// result's engine parameters after the run.
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {

@@ -40,6 +40,12 @@ pub struct HostResult {
     pub process_cpu: Option<ProcessCpu>,
     /// Bytes of the report this rank sent rank 0 (output, histograms, monitors).
     pub gathered_bytes: u64,
+    /// Its own intervals (`--log-interval`; all its targets together when it drove several),
+    /// as a result's `intervals`: the merged totals keep none, percentiles do not add.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<crate::run::IntervalSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intervals_step_s: Option<f64>,
 }
 
 /// How the ranks ran together.
@@ -83,6 +89,8 @@ impl HostResult {
             h.net = t.net.clone();
             h.power = t.power.clone();
             h.efficiency = t.efficiency.clone();
+            h.intervals = t.intervals.clone();
+            h.intervals_step_s = t.intervals_step_s;
         }
         h
     }

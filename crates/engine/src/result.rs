@@ -136,10 +136,19 @@ pub struct TargetResult {
     pub histogram_ns: Vec<(u64, u64)>,
     pub littles_law: LittlesLaw,
     pub timeseries: Vec<Sample>,
-    /// Per interval of `--log-interval` (absent for the aggregate and merged MPI runs): I/Os,
-    /// bytes and errors per op, p50 / p99 / max latency (reads and writes together).
+    /// Per interval of `--log-interval` (absent for merged MPI runs, whose hosts carry their
+    /// own): I/Os, bytes and errors per op, p50 / p99 / max latency (reads and writes
+    /// together). On a long window, per `intervals_step_s` (a multiple of the interval that
+    /// keeps at most `RunPlan::max_intervals` of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<crate::run::IntervalSummary>,
+    /// The length each of `intervals` covers, in seconds (the last may be shorter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals_step_s: Option<f64>,
+    /// When the measured window started, ms since the Unix epoch: what `intervals`' `t`, the
+    /// path events' `at_unix_ms` and the faults' times are set against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_unix_ms: Option<u64>,
     /// Target facts and negotiated parameters (absent for the aggregate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<TargetInfo>,
@@ -288,6 +297,11 @@ pub struct RunDoc {
     /// they fired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultRecord>,
+    /// `false` while the run is still going: the document was written part-way (`--json FILE`
+    /// is rewritten every `--save-every` with the intervals so far), so a killed run leaves
+    /// this. Absent in the finished document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
 }
 
 /// One lab fault fired during a run (`--fault AT:LINK:ACTION`): when it took effect (its
@@ -426,6 +440,9 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         },
         timeseries: samples(&t.series),
         intervals: t.intervals.clone(),
+        intervals_step_s: (!t.intervals.is_empty()).then(|| t.intervals_step_ns as f64 / 1e9),
+        window_start_unix_ms: (t.timeline.window_start_unix_ns > 0)
+            .then_some(t.timeline.window_start_unix_ns / 1_000_000),
         info: with_info.then(|| t.info.clone()),
         // A multipath queue's report goes to `multipath`, merged, not once per queue here.
         queues: t
@@ -444,6 +461,9 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             |mut m| {
                 m.paths.iter_mut().for_each(|p| p.bins_10ms.clear());
                 m.epoch_unix_ns = 0;
+                for (p, iv) in m.paths.iter_mut().zip(&t.path_intervals) {
+                    p.intervals = iv.clone();
+                }
                 m
             },
         ),
@@ -499,7 +519,9 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         queue_stats: Vec::new(),
         verify: None,
         open_loop: None,
-        intervals: Vec::new(),
+        intervals: out.all_intervals.clone(),
+        intervals_step_ns: out.all_intervals_step_ns,
+        path_intervals: Vec::new(),
         raw_ns: Vec::new(),
         timeline: Default::default(),
     };

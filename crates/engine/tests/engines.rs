@@ -300,6 +300,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         raw_latencies: false,
         log_interval: Duration::from_secs(1),
         intervals: None,
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     }
 }
 

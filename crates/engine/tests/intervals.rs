@@ -49,6 +49,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Duration)
         raw_latencies: false,
         log_interval: iv,
         intervals: None,
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
     }
 }
 
@@ -106,6 +107,24 @@ fn merged_intervals_are_the_window_exactly() {
         let sum: u64 = t.intervals.iter().map(|s| s.read_ios + s.write_ios).sum();
         assert_eq!(sum, ios);
     }
+    // All targets together: every interval of every target, once.
+    let all: u64 = out
+        .all_intervals
+        .iter()
+        .map(|s| s.read_ios + s.write_ios)
+        .sum();
+    let each: u64 = out.targets.iter().map(|t| t.read.ios + t.write.ios).sum();
+    assert_eq!(all, each);
+    let max = out
+        .all_intervals
+        .iter()
+        .map(|s| s.max_us)
+        .fold(0.0, f64::max);
+    let own = out
+        .targets
+        .iter()
+        .map(|t| t.intervals.iter().map(|s| s.max_us).fold(0.0, f64::max));
+    assert_eq!(max, own.fold(0.0, f64::max));
 }
 
 #[test]
@@ -219,4 +238,145 @@ fn a_stall_shows_in_exactly_the_intervals_it_covered() {
             _ => unreachable!(),
         }
     }
+}
+
+/// Completes every I/O [`PACED_SERVICE`] after submission on the test's clock, spinning a
+/// little real time per reap so that the run's coordinator (which sleeps in real time) keeps
+/// up with a simulated window many times longer than the test.
+struct Paced {
+    info: TargetInfo,
+    clock: Arc<Manual>,
+}
+
+struct PacedQueue {
+    clock: Arc<Manual>,
+    pending: Vec<(u64, u32)>,
+}
+
+const PACED_SERVICE: u64 = 1_000_000;
+
+impl Target for Paced {
+    fn info(&self) -> &TargetInfo {
+        &self.info
+    }
+    fn open_queue(&self, _cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+        Ok(Box::new(PacedQueue {
+            clock: self.clock.clone(),
+            pending: Vec::new(),
+        }))
+    }
+}
+
+impl Queue for PacedQueue {
+    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        let due = self.clock.now_ns() + PACED_SERVICE;
+        self.pending.extend(ios.iter().map(|io| (due, io.tag)));
+        Ok(())
+    }
+    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < Duration::from_micros(40) {
+            std::hint::spin_loop();
+        }
+        self.pending.sort();
+        if let (true, Some(&(t, _))) = (min > 0, self.pending.first()) {
+            self.clock.advance_to(t);
+        }
+        let now = self.clock.now_ns();
+        let due = self.pending.iter().take_while(|(t, _)| *t <= now).count();
+        out.extend(
+            self.pending
+                .drain(..due)
+                .map(|(_, tag)| Completion { tag, result: 0 }),
+        );
+        Ok(())
+    }
+}
+
+/// Ends the window at `end_ns` on the test's clock, whatever the plan says (a window that
+/// runs longer than planned, as a synchronized one may).
+struct EndAt {
+    clock: Arc<Manual>,
+    end_ns: u64,
+}
+
+impl sanbench_engine::run::sync::PhaseSync for EndAt {
+    fn start(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn end_now(&self, _due: bool) -> Result<bool, EngineError> {
+        Ok(self.clock.now_ns() >= self.end_ns)
+    }
+}
+
+#[test]
+fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
+    let cap = 16;
+    let run_for = |planned_ms: u64, end_ms: Option<u64>| {
+        let clock = Arc::new(Manual::new());
+        let t: Arc<dyn Target> = Arc::new(Paced {
+            info: TargetInfo {
+                uri: "paced:".into(),
+                engine: "test".into(),
+                size: 64 << 20,
+                block_size: 512,
+                ..TargetInfo::default()
+            },
+            clock: clock.clone(),
+        });
+        let keep = Arc::new(Keep::default());
+        let mut p = plan(vec![t], 0, planned_ms, Duration::from_millis(10));
+        p.workload.workers = 1;
+        p.workload.qd = 4;
+        p.clock = Some(clock.clone());
+        p.max_intervals = cap;
+        p.intervals = Some(keep.clone());
+        if let Some(e) = end_ms {
+            p.sync = Some(Arc::new(EndAt {
+                clock,
+                end_ns: e * 1_000_000,
+            }));
+        }
+        let out = run(&p, &NoObserver).unwrap();
+        let n = keep.0.lock().unwrap().len();
+        (out, n)
+    };
+    // Planned: 300 intervals of 10 ms summarized at 22 intervals (220 ms) each, exactly.
+    let (out, emitted) = run_for(3_000, None);
+    let t0 = &out.targets[0];
+    assert!(emitted >= 290, "the sink had {emitted} intervals");
+    assert!(t0.intervals.len() <= cap, "{}", t0.intervals.len());
+    assert_eq!(t0.intervals_step_ns, 220_000_000);
+    assert!(t0.intervals.iter().all(|s| !s.merged));
+    let ios = t0.read.ios + t0.write.ios;
+    let sum: u64 = t0.intervals.iter().map(|s| s.read_ios + s.write_ios).sum();
+    assert_eq!(sum, ios);
+    // Four I/Os per millisecond, every one 1 ms: full summaries hold 22 × 40 of them.
+    assert_eq!(t0.intervals[1].read_ios + t0.intervals[1].write_ios, 880);
+    assert!(
+        t0.intervals.iter().all(|s| s.max_us == 1000.0),
+        "{:?}",
+        t0.intervals
+    );
+    // A window that runs on to twice its plan: still within the cap, the step doubled,
+    // counts exact.
+    let (out, emitted) = run_for(3_000, Some(6_000));
+    let t0 = &out.targets[0];
+    assert!(emitted >= 590, "the sink had {emitted} intervals");
+    assert!(t0.intervals.len() <= cap, "{}", t0.intervals.len());
+    // (How far past 6 s the window ends depends on when the coordinator, which sleeps in
+    // real time, looks: the step is the planned one doubled as often as the cap needed.)
+    let doubled = t0.intervals_step_ns / 220_000_000;
+    assert_eq!(t0.intervals_step_ns % 220_000_000, 0);
+    assert!(doubled >= 2 && doubled.is_power_of_two(), "{doubled}");
+    let last = t0.intervals.last().unwrap();
+    let (end, w) = (last.t + last.len, out.window.as_secs_f64());
+    let step = t0.intervals_step_ns as f64 / 1e9;
+    assert!(end <= w + 1e-9 && end > w - step, "{last:?} {w}");
+    let ios = t0.read.ios + t0.write.ios;
+    let sum: u64 = t0.intervals.iter().map(|s| s.read_ios + s.write_ios).sum();
+    assert_eq!(sum, ios);
+    assert!(ios >= 5_900 * 4, "{ios}");
+    assert!(t0.intervals.iter().any(|s| s.merged));
+    assert!(t0.intervals.iter().all(|s| s.max_us == 1000.0));
 }

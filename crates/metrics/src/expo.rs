@@ -1,177 +1,213 @@
-//! What the endpoint shows, and its text (Prometheus exposition format 0.0.4): per series key
-//! (target, and the comparison's cell: workload and round), per op the I/Os, bytes and errors
-//! (counters), a latency histogram with fixed exponential buckets, the I/Os in flight (gauge);
-//! the host's CPU busy share (gauge).
+//! The two text formats the endpoint speaks, behind one [`Writer`]: the Prometheus text
+//! exposition format 0.0.4, and OpenMetrics 1.0 (the OpenMetrics specification, "Text
+//! format") when the scraper asks for it in its `Accept` header ([`Format::negotiate`]).
+//!
+//! What differs, and is done here so that no figure is written twice:
+//! * a counter's family is named without `_total` in OpenMetrics (`# TYPE sanbench_ios
+//!   counter`, samples `sanbench_ios_total`); Prometheus 0.0.4 names family and sample alike
+//!   (`# TYPE sanbench_ios_total counter`);
+//! * OpenMetrics states a family's unit (`# UNIT sanbench_latency_seconds seconds`; the name
+//!   ends with it) and ends the exposition with `# EOF`;
+//! * the content types (`text/plain; version=0.0.4` and `application/openmetrics-text;
+//!   version=1.0.0`).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 
-/// The ops the counters are kept for.
-pub const OPS: [&str; 3] = ["read", "write", "flush"];
-
-/// Bucket bounds in seconds: 1 µs × 2^k, k = 0..=24 (1 µs .. 16.8 s), then +Inf.
-pub fn bounds() -> impl Iterator<Item = f64> {
-    (0..=24).map(|k| 1e-6 * f64::from(1u32 << k))
-}
-const N_BOUNDS: usize = 25;
-
-/// Which series: target and (in a comparison) the cell.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Key {
-    pub target: String,
-    pub workload: Option<String>,
-    pub round: Option<u32>,
+/// A text format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Prometheus text exposition format 0.0.4.
+    Prometheus,
+    /// OpenMetrics 1.0.0 text.
+    OpenMetrics,
 }
 
-/// One op's figures of one series.
-#[derive(Clone, Debug, Default)]
-pub struct OpFigures {
-    pub ios: u64,
-    pub bytes: u64,
-    pub errors: u64,
-    /// Observations at or below each bound (not cumulative: summed when rendered).
-    buckets: [u64; N_BOUNDS],
-    /// Above the last bound.
-    over: u64,
-    sum_s: f64,
-}
+/// Largest number of media ranges of an `Accept` value looked at.
+const MAX_RANGES: usize = 32;
 
-impl OpFigures {
-    /// Adds `n` latencies of `ns` nanoseconds each.
-    pub fn observe(&mut self, ns: u64, n: u64) {
-        let s = ns as f64 / 1e9;
-        match bounds().position(|b| s <= b) {
-            Some(i) => self.buckets[i] += n,
-            None => self.over += n,
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
         }
-        self.sum_s += s * n as f64;
-    }
-}
-
-#[derive(Default)]
-struct Series {
-    ops: [OpFigures; 3],
-    inflight: u64,
-}
-
-#[derive(Default)]
-struct State {
-    series: BTreeMap<Key, Series>,
-    cpu_busy_pct: Option<f64>,
-}
-
-/// The figures the endpoint serves, updated by the run as its intervals finish.
-#[derive(Default)]
-pub struct Registry {
-    state: Mutex<State>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // The figures stay meaningful whatever thread panicked while holding them.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Registry {
-    /// Adds to `key`'s op `op` (an index into [`OPS`]) with `f`.
-    pub fn update(&self, key: &Key, f: impl FnOnce(&mut [OpFigures; 3], &mut u64)) {
-        let mut g = lock(&self.state);
-        let s = g.series.entry(key.clone()).or_default();
-        f(&mut s.ops, &mut s.inflight);
     }
 
-    pub fn set_cpu_busy_pct(&self, pct: Option<f64>) {
-        lock(&self.state).cpu_busy_pct = pct;
+    /// The label of the scrape counter.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Prometheus => "prometheus",
+            Format::OpenMetrics => "openmetrics",
+        }
     }
 
-    /// The exposition text.
-    pub fn render(&self) -> String {
-        let g = lock(&self.state);
-        let mut out = String::new();
-        let labels = |k: &Key, op: Option<&str>| {
-            let mut l = format!("target=\"{}\"", escape(&k.target));
-            if let Some(op) = op {
-                let _ = write!(l, ",op=\"{op}\"");
-            }
-            if let Some(w) = &k.workload {
-                let _ = write!(l, ",workload=\"{}\"", escape(w));
-            }
-            if let Some(r) = k.round {
-                let _ = write!(l, ",round=\"{r}\"");
-            }
-            l
+    /// The format for a request's `Accept` value (RFC 9110 §12.5.1): OpenMetrics when it lists
+    /// `application/openmetrics-text` (version 1.0.0, 0.0.1 or none) with a weight above 0
+    /// and at least that of `text/plain` and of `*/*`; Prometheus text otherwise (no header,
+    /// a malformed one, or a preference for text).
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        let Some(accept) = accept else {
+            return Format::Prometheus;
         };
-        type Pick = fn(&OpFigures) -> u64;
-        let counters: [(&str, &str, Pick); 3] = [
-            (
-                "sanbench_ios_total",
-                "I/Os completed in the measured window.",
-                |o| o.ios,
-            ),
-            (
-                "sanbench_bytes_total",
-                "Bytes moved in the measured window.",
-                |o| o.bytes,
-            ),
-            (
-                "sanbench_errors_total",
-                "I/Os that completed with an error.",
-                |o| o.errors,
-            ),
-        ];
-        for (name, help, pick) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
-            for (k, s) in &g.series {
-                for (i, op) in OPS.iter().enumerate() {
-                    let _ = writeln!(out, "{name}{{{}}} {}", labels(k, Some(op)), pick(&s.ops[i]));
+        let (mut om, mut text) = (0.0f64, 0.0f64);
+        for range in accept.split(',').take(MAX_RANGES) {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let (mut q, mut version) = (1.0f64, None);
+            for p in parts {
+                let Some((k, v)) = p.split_once('=') else {
+                    continue;
+                };
+                let v = v.trim().trim_matches('"');
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "q" => {
+                        q = v
+                            .parse()
+                            .ok()
+                            .filter(|q: &f64| (0.0..=1.0).contains(q))
+                            .unwrap_or(0.0)
+                    }
+                    "version" => version = Some(v.to_string()),
+                    _ => {}
                 }
             }
-        }
-        let name = "sanbench_inflight";
-        let _ = writeln!(
-            out,
-            "# HELP {name} I/Os in flight (reads and writes).\n# TYPE {name} gauge"
-        );
-        for (k, s) in &g.series {
-            let _ = writeln!(out, "{name}{{{}}} {}", labels(k, None), s.inflight);
-        }
-        let name = "sanbench_latency_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Latency of I/Os completed in the measured window.\n# TYPE {name} histogram"
-        );
-        for (k, s) in &g.series {
-            for (i, op) in OPS.iter().enumerate() {
-                let o = &s.ops[i];
-                let l = labels(k, Some(op));
-                let mut cum = 0;
-                for (b, n) in bounds().zip(o.buckets) {
-                    cum += n;
-                    let _ = writeln!(out, "{name}_bucket{{{l},le=\"{b}\"}} {cum}");
+            match media.as_str() {
+                "application/openmetrics-text"
+                    if version
+                        .as_deref()
+                        .is_none_or(|v| v == "1.0.0" || v == "0.0.1") =>
+                {
+                    om = om.max(q)
                 }
-                cum += o.over;
-                let _ = writeln!(out, "{name}_bucket{{{l},le=\"+Inf\"}} {cum}");
-                let _ = writeln!(out, "{name}_sum{{{l}}} {}", o.sum_s);
-                let _ = writeln!(out, "{name}_count{{{l}}} {cum}");
+                "text/plain" | "*/*" | "text/*" => text = text.max(q),
+                _ => {}
             }
         }
-        if let Some(p) = g.cpu_busy_pct {
-            let name = "sanbench_host_cpu_busy_ratio";
-            let _ = writeln!(
-                out,
-                "# HELP {name} Share of all the host's cores busy since the last scrape (0..1).\n# TYPE {name} gauge\n{name} {}",
-                p / 100.0
-            );
+        if om > 0.0 && om >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
         }
-        out
     }
 }
 
-/// A label value as the format wants it: backslash, double quote and newline escaped.
-fn escape(s: &str) -> String {
+/// A family's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// Writes an exposition in one format: families, then their samples.
+pub struct Writer {
+    format: Format,
+    out: String,
+}
+
+impl Writer {
+    pub fn new(format: Format) -> Writer {
+        Writer {
+            format,
+            out: String::new(),
+        }
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Starts a family. `name`: a counter's without `_total` (its samples are
+    /// `{name}_total`); `unit`: the suffix its name ends with, if any (`seconds`, `bytes`).
+    pub fn family(&mut self, name: &str, kind: Kind, help: &str, unit: Option<&str>) {
+        let shown = match (self.format, kind) {
+            (Format::Prometheus, Kind::Counter) => format!("{name}_total"),
+            _ => name.to_string(),
+        };
+        let help = help.replace('\\', "\\\\").replace('\n', "\\n");
+        let _ = writeln!(self.out, "# TYPE {shown} {}", kind.name());
+        if let (Format::OpenMetrics, Some(u)) = (self.format, unit) {
+            let _ = writeln!(self.out, "# UNIT {shown} {u}");
+        }
+        let _ = writeln!(self.out, "# HELP {shown} {help}");
+    }
+
+    /// One sample: `name` is the sample's whole name (`..._total`, `..._bucket`), `labels`
+    /// already formatted (see [`labels`]), empty for none.
+    pub fn sample(&mut self, name: &str, labels: &str, value: impl std::fmt::Display) {
+        if labels.is_empty() {
+            let _ = writeln!(self.out, "{name} {value}");
+        } else {
+            let _ = writeln!(self.out, "{name}{{{labels}}} {value}");
+        }
+    }
+
+    /// A histogram's samples for one label set: cumulative buckets at `bounds` (then +Inf),
+    /// the sum and the count. `counts[i]`: observations at or below `bounds[i]` and above the
+    /// bound before (not cumulative); `over`: above the last bound.
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        labels: &str,
+        bounds: impl Iterator<Item = f64>,
+        counts: &[u64],
+        over: u64,
+        sum: f64,
+    ) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        let mut cum = 0;
+        for (b, n) in bounds.zip(counts) {
+            cum += n;
+            let _ = writeln!(self.out, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {cum}");
+        }
+        cum += over;
+        let _ = writeln!(self.out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {cum}");
+        self.sample(&format!("{name}_sum"), labels, sum);
+        self.sample(&format!("{name}_count"), labels, cum);
+    }
+
+    /// The exposition's text (OpenMetrics: with its `# EOF`).
+    pub fn finish(mut self) -> String {
+        if self.format == Format::OpenMetrics {
+            self.out.push_str("# EOF\n");
+        }
+        self.out
+    }
+}
+
+/// `k="v",...` with values escaped as both formats want them (backslash, double quote,
+/// newline).
+pub fn labels(pairs: &[(&str, &str)]) -> String {
+    let mut s = String::new();
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(s, "{k}=\"{}\"", escape(v));
+    }
+    s
+}
+
+/// A label value as the formats want it: backslash, double quote and newline escaped.
+pub fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+/// What an endpoint serves: writes its families into `w`.
+pub trait Exposition: Send + Sync {
+    fn render(&self, w: &mut Writer);
 }
 
 #[cfg(test)]
@@ -179,55 +215,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn buckets_are_cumulative_and_count_is_the_last() {
-        let r = Registry::default();
-        let k = Key {
-            target: "mem:\"x\"".into(),
-            workload: Some("4k".into()),
-            round: Some(2),
-        };
-        r.update(&k, |ops, inflight| {
-            ops[0].ios += 3;
-            ops[0].observe(1_500, 2); // 1.5 µs: the 2 µs bucket
-            ops[0].observe(100_000_000_000, 1); // 100 s: only +Inf
-            *inflight = 4;
-        });
-        let t = r.render();
-        let l = "target=\"mem:\\\"x\\\"\",op=\"read\",workload=\"4k\",round=\"2\"";
-        assert!(t.contains(&format!("sanbench_ios_total{{{l}}} 3\n")), "{t}");
-        assert!(
-            t.contains(&format!(
-                "sanbench_latency_seconds_bucket{{{l},le=\"0.000001\"}} 0\n"
-            )),
-            "{t}"
-        );
-        assert!(
-            t.contains(&format!(
-                "sanbench_latency_seconds_bucket{{{l},le=\"0.000002\"}} 2\n"
-            )),
-            "{t}"
-        );
-        assert!(
-            t.contains(&format!(
-                "sanbench_latency_seconds_bucket{{{l},le=\"16.777216\"}} 2\n"
-            )),
-            "{t}"
-        );
-        assert!(
-            t.contains(&format!(
-                "sanbench_latency_seconds_bucket{{{l},le=\"+Inf\"}} 3\n"
-            )),
-            "{t}"
-        );
-        assert!(
-            t.contains(&format!("sanbench_latency_seconds_count{{{l}}} 3\n")),
-            "{t}"
-        );
-        assert!(
-            t.contains(
-                "sanbench_inflight{target=\"mem:\\\"x\\\"\",workload=\"4k\",round=\"2\"} 4\n"
+    fn prometheus_s_own_accept_header_gets_openmetrics() {
+        // What Prometheus 2.x sends with every scrape.
+        let prom = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                    version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::negotiate(Some(prom)), Format::OpenMetrics);
+        for (accept, want) in [
+            (None, Format::Prometheus),
+            (Some("text/plain"), Format::Prometheus),
+            (Some("*/*"), Format::Prometheus),
+            (Some("application/openmetrics-text"), Format::OpenMetrics),
+            (
+                Some("text/plain;q=0.9, application/openmetrics-text;q=0.5"),
+                Format::Prometheus,
             ),
-            "{t}"
-        );
+            (Some("application/openmetrics-text;q=0"), Format::Prometheus),
+            (
+                Some("application/openmetrics-text;version=2.0.0"),
+                Format::Prometheus,
+            ),
+            (
+                Some("Application/OpenMetrics-Text; q=\"1\""),
+                Format::OpenMetrics,
+            ),
+            (
+                Some("application/openmetrics-text;q=nonsense"),
+                Format::Prometheus,
+            ),
+            (Some(",,;;=,"), Format::Prometheus),
+        ] {
+            assert_eq!(Format::negotiate(accept), want, "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn a_counter_is_named_per_format_and_openmetrics_ends_with_eof() {
+        for (f, ty, unit, eof) in [
+            (
+                Format::Prometheus,
+                "# TYPE x_bytes_total counter\n",
+                false,
+                false,
+            ),
+            (Format::OpenMetrics, "# TYPE x_bytes counter\n", true, true),
+        ] {
+            let mut w = Writer::new(f);
+            w.family("x_bytes", Kind::Counter, "Bytes.", Some("bytes"));
+            w.sample("x_bytes_total", &labels(&[("a", "q\"\\\n")]), 3);
+            let t = w.finish();
+            assert!(t.starts_with(ty), "{t}");
+            assert_eq!(t.contains("# UNIT x_bytes bytes\n"), unit, "{t}");
+            assert!(t.contains("x_bytes_total{a=\"q\\\"\\\\\\n\"} 3\n"), "{t}");
+            assert_eq!(t.ends_with("# EOF\n"), eof, "{t}");
+        }
     }
 }

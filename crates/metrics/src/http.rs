@@ -15,6 +15,8 @@ pub struct Request<'a> {
     pub path: &'a str,
     /// HTTP/1.0 or HTTP/1.1 (the minor version).
     pub minor: u8,
+    /// The first `Accept` field's value, trimmed (the format is negotiated from it).
+    pub accept: Option<&'a str>,
 }
 
 /// Why a request head was refused (the server answers 400 or 431 with this line).
@@ -79,17 +81,21 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request<'_>, usize)>, HttpError> {
         _ => return Err(HttpError::RequestLine),
     };
     let mut n = 0;
+    let mut accept = None;
     for l in lines {
         n += 1;
         if n > MAX_HEADERS {
             return Err(HttpError::TooManyHeaders);
         }
-        let Some((name, _value)) = l.split_once(':') else {
+        let Some((name, value)) = l.split_once(':') else {
             return Err(HttpError::Header);
         };
         // No whitespace between a field name and its colon (RFC 9112 §5.1).
         if !is_token(name) || l.contains('\n') || l.contains('\r') {
             return Err(HttpError::Header);
+        }
+        if accept.is_none() && name.eq_ignore_ascii_case("accept") {
+            accept = Some(value.trim_matches([' ', '\t']));
         }
     }
     let path = target.split_once('?').map_or(target, |(p, _)| p);
@@ -98,6 +104,7 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Request<'_>, usize)>, HttpError> {
             method,
             path,
             minor,
+            accept,
         },
         end + 4,
     )))
@@ -109,14 +116,15 @@ mod tests {
 
     #[test]
     fn a_scrape_parses() {
-        let r = b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nAccept: text/plain\r\n\r\nrest";
+        let r = b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nACCEPT: \t text/plain \r\naccept: x\r\n\r\nrest";
         let (req, n) = parse(r).unwrap().unwrap();
         assert_eq!(
             req,
             Request {
                 method: "GET",
                 path: "/metrics",
-                minor: 1
+                minor: 1,
+                accept: Some("text/plain"),
             }
         );
         assert_eq!(&r[n..], b"rest");

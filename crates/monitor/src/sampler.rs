@@ -558,6 +558,18 @@ impl MonitorHandle {
         lock(&self.shared.core).window_end();
     }
 
+    /// The power source's last reading in the series: watts, the source's name, and whether
+    /// it is modeled (`None` without a source or before its first reading).
+    pub fn last_power(&self) -> Option<(f64, String, bool)> {
+        let watts = lock(&self.shared.core)
+            .series
+            .last()
+            .and_then(|p| p.watts)?;
+        let p = lock(&self.shared.power);
+        let s = p.as_ref()?;
+        Some((watts, s.source_name().to_string(), s.modeled()))
+    }
+
     /// Stops sampling and builds the report. Without `window_start` the window starts at
     /// [`Monitor::start`]; without `window_end` it ends here.
     pub fn finish(mut self) -> Result<MonitorReport> {

@@ -254,7 +254,15 @@ fn rapl_counters_at_exact_window_bounds_with_wrap() {
     fs::create_dir_all(&z).unwrap();
     fs::write(z.join("name"), "package-0\n").unwrap();
     fs::write(z.join("max_energy_range_uj"), "262143328850\n").unwrap();
-    let set = |uj: u64| fs::write(z.join("energy_uj"), format!("{uj}\n")).unwrap();
+    // Replaced whole (a write then a rename), as sysfs reads are: `fs::write` truncates first,
+    // and the sampler reading in between saw an empty counter (no figure at a bound: this test
+    // failed 2 runs in 8).
+    let put = |z: &std::path::Path, uj: u64| {
+        let tmp = z.join(".energy_uj.new");
+        fs::write(&tmp, format!("{uj}\n")).unwrap();
+        fs::rename(&tmp, z.join("energy_uj")).unwrap();
+    };
+    let set = |uj: u64| put(&z, uj);
     set(262_000_000_000);
     let cfg = MonitorConfig {
         power: PowerChoice::Rapl,
@@ -268,7 +276,7 @@ fn rapl_counters_at_exact_window_bounds_with_wrap() {
         let z = z.clone();
         let bumper = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
-            fs::write(z.join("energy_uj"), "262010000000\n").unwrap();
+            put(&z, 262_010_000_000);
         });
         let b = m.baseline().unwrap();
         bumper.join().unwrap();

@@ -21,6 +21,8 @@ pub mod hosts;
 pub mod questions;
 pub mod replication;
 pub mod svg;
+pub mod svg_timeline;
+pub mod timeline;
 pub mod verification;
 
 use std::path::{Path, PathBuf};
@@ -131,6 +133,49 @@ impl Report<'_> {
     pub fn none_text(&self) -> String {
         findings::none_text(self.withheld.as_deref(), &self.judgement)
     }
+}
+
+/// What to say about a document written while its run was still going (`"complete": false`):
+/// the run was killed, failed, or still runs, and the figures cover only what had finished.
+/// `None` for a finished document.
+pub fn unfinished(c: &Comparison) -> Option<String> {
+    if c.complete != Some(false) {
+        return None;
+    }
+    let secs = |cell: &sanbench_store::Cell| {
+        cell.result
+            .intervals
+            .last()
+            .map_or(cell.result.seconds, |i| i.t + i.len)
+    };
+    let covered = if c.workloads.len() == 1 && c.workloads[0].id == sanbench_store::RUN_WORKLOAD {
+        let s = c.cells.iter().map(secs).fold(0.0, f64::max);
+        format!(
+            "its figures cover the first {} s of the {} s window",
+            fmt::num(s),
+            fmt::num(c.workloads[0].spec.time.as_secs_f64())
+        )
+    } else {
+        let mut t = format!(
+            "its figures cover the {} cell{} that had finished",
+            c.cells.len(),
+            if c.cells.len() == 1 { "" } else { "s" }
+        );
+        if let Some(cell) = c.in_progress.as_deref() {
+            t.push_str(&format!(
+                ", and the first {} s of {} on {}, which was running (shown in the timelines, \
+                 not in any table or finding)",
+                fmt::num(secs(cell)),
+                cell.workload,
+                cell.target
+            ));
+        }
+        t
+    };
+    Some(format!(
+        "This document was written while the run was still going (\"complete\": false): the \
+         run was killed, failed, or is still running; {covered}."
+    ))
 }
 
 /// Writes report.html, report.md, results.json and results.csv into `dir` (created if needed);

@@ -137,8 +137,12 @@ fn html_is_self_contained_and_complete() {
         assert!(page.contains(&esc), "{}", f.text);
     }
     // Charts: 2 groups × (MB/s, IOPS) + 2 flavours × (CPU, power) + 4 percentile charts
-    // + 1 queue-depth chart + 4 time series + 2 forest plots (primary, secondary).
-    assert_eq!(html.matches("<svg").count(), 4 + 4 + 4 + 1 + 4 + 2);
+    // + 1 queue-depth chart + 4 time series + 2 forest plots (primary, secondary) + one
+    // timeline per cell.
+    assert_eq!(
+        html.matches("<svg").count(),
+        4 + 4 + 4 + 1 + 4 + 2 + cmp.cells.len()
+    );
     assert!(html.contains("id=\"report-card\""));
     for key in [
         "bandwidth",

@@ -8,6 +8,7 @@
 //! One target's name holds HTML metacharacters on purpose.
 
 use sanbench_engine::result::{Efficiency, LatencyUs, Sample, TargetResult};
+use sanbench_engine::run::IntervalSummary;
 use sanbench_engine::spec::{Segment, Workload};
 use sanbench_stats::LatencyHistogram;
 use serde_json::json;
@@ -180,6 +181,26 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
                 lat_mean_us: mean_s * 1e6 / f,
             }
         })
+        .collect::<Vec<Sample>>();
+    // One interval per second, as `--log-interval 1s` keeps them: the second's counts, the
+    // window's percentiles scaled as the second's mean latency was.
+    let intervals = timeseries
+        .iter()
+        .map(|x| {
+            let f = x.lat_mean_us / (mean_s * 1e6);
+            IntervalSummary {
+                t: f64::from(x.t),
+                len: 1.0,
+                read_ios: x.read_iops.round() as u64,
+                write_ios: x.write_iops.round() as u64,
+                read_bytes: x.read_iops.round() as u64 * bs,
+                write_bytes: x.write_iops.round() as u64 * bs,
+                p50_us: (lat.p50 * f).round(),
+                p99_us: (lat.p99 * f).round(),
+                max_us: (lat.max * f).round(),
+                ..IntervalSummary::default()
+            }
+        })
         .collect();
     let cores = 2.0;
     TargetResult {
@@ -195,6 +216,7 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
         latency_ms_buckets: hist.ms_buckets(24),
         histogram_ns: hist.buckets(),
         timeseries,
+        intervals,
         cpu: Some(json!({ "busy_pct": cpu, "cores": cores })),
         power: Some(json!({
             "idle_w": 211.0,
@@ -294,5 +316,7 @@ pub fn sample_comparison() -> Comparison {
         curve: Vec::new(),
         design: None,
         require_headroom: false,
+        complete: None,
+        in_progress: None,
     }
 }

@@ -1,6 +1,7 @@
 //! The comparison document (`sanbench.compare/1`) and the SQLite results store.
 //!
-//! [`model`] is the document `compare` writes; [`Store`] keeps every run in one SQLite file,
+//! [`model`] is the document `compare` writes (`Comparison::from_run` reads a `run`'s document
+//! as one, for the report); [`Store`] keeps every run in one SQLite file,
 //! cell by cell as they finish, so an interrupted run keeps what it measured and any run can be
 //! rendered again later with identical figures.
 //!
@@ -12,7 +13,9 @@
 mod db;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
+mod from_run;
 pub mod model;
 
 pub use db::{default_path_from, RunId, RunSummary, Store, StoreError, SCHEMA_VERSION};
+pub use from_run::RUN_WORKLOAD;
 pub use model::{Cell, Comparison, Question, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};

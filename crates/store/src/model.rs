@@ -116,6 +116,16 @@ pub struct Comparison {
     /// something other than the interconnect or the target under test (`bottleneck`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_headroom: bool,
+    /// `false` while the comparison is still going: results.json is rewritten after every
+    /// cell and, within a cell, every `--save-every`, so a killed comparison leaves this.
+    /// Absent in the finished document (`incomplete` then says whether every cell ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+    /// The cell that was running when the document was written (its figures so far, its
+    /// result marked by `complete: false` above): never among `cells`, so nothing judged
+    /// reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<Box<Cell>>,
 }
 
 /// One question: is target `a` different from `b` on this workload by this figure? Derived

@@ -102,6 +102,8 @@ pub struct CompareArgs {
     pub monitor: MonitorArgs,
     #[command(flatten)]
     pub watch: WatchArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Pin sanbench's threads to these CPUs (0, 0,2, 0-3); recorded in the manifest.

@@ -10,9 +10,11 @@ use sanbench_engine::units::{Bytes, Dur, Pct};
 
 mod compare;
 mod lab;
+mod live;
 mod serve;
 pub use compare::*;
 pub use lab::*;
+pub use live::*;
 pub use serve::*;
 
 /// Seed used when none is given: runs with the same seed issue the same I/O sequence.
@@ -281,6 +283,8 @@ pub struct RunArgs {
     pub monitor: MonitorArgs,
     #[command(flatten)]
     pub watch: WatchArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
@@ -431,10 +435,11 @@ pub struct WatchArgs {
     /// several. compare: every cell, its tags naming workload, round and target.
     #[arg(long, value_name = "FILE")]
     pub hist_log: Option<PathBuf>,
-    /// Serve live metrics at http://ADDR:PORT/metrics in the Prometheus text format: I/Os,
-    /// bytes, errors and a latency histogram per target and op (updated every
-    /// --log-interval), I/Os in flight, the host's CPU; compare's cell as labels. PORT alone
-    /// listens on 127.0.0.1; any other address only when given.
+    /// Serve live metrics at http://ADDR:PORT/metrics in the Prometheus text format (or
+    /// OpenMetrics when the scraper asks for it): I/Os, bytes, errors and a latency
+    /// histogram per target and op (updated every --log-interval), I/Os and bytes per path of
+    /// a multipath target, I/Os in flight, the host's CPU and power; compare's cell as
+    /// labels. PORT alone listens on 127.0.0.1; any other address only when given.
     #[arg(long, value_name = "[ADDR:]PORT", value_parser = metrics_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
@@ -450,7 +455,7 @@ impl Default for WatchArgs {
 }
 
 /// `PORT` (loopback) or `ADDR:PORT` (`[V6]:PORT`).
-fn metrics_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+pub(crate) fn metrics_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok((std::net::Ipv4Addr::LOCALHOST, port).into());
     }
@@ -476,8 +481,9 @@ pub struct HistoryArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// Run ids (see 'sanbench history').
-    #[arg(required = true, value_name = "RUN")]
+    /// Run ids (see 'sanbench history'), or result files: a run's --json FILE or a
+    /// comparison's results.json (also one written part-way, which the report says).
+    #[arg(required = true, value_name = "RUN|FILE")]
     pub runs: Vec<String>,
     #[arg(long, default_value = "sanbench-report", value_name = "DIR")]
     pub out: PathBuf,

@@ -76,6 +76,12 @@ pub struct ServeNvmeArgs {
     /// one ANA group whose state hosts see per port.
     #[arg(long = "ana", value_name = "PORT=STATE")]
     pub ana: Vec<AnaSetting>,
+    /// Serve live metrics at http://ADDR:PORT/metrics (Prometheus text, or OpenMetrics when
+    /// the scraper asks for it): per connection and per namespace I/Os, bytes and errors per op,
+    /// I/Os in flight, connections accepted and open. PORT alone listens on 127.0.0.1; any
+    /// other address only when given.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Open a control socket at PATH (mode 0600) through which `sanbench ana --control PATH`
     /// reads and changes the ports' ANA states while the target runs; removed at exit.
     #[arg(long, value_name = "PATH")]
@@ -142,6 +148,12 @@ pub struct ServeIscsiArgs {
     /// The target's own NAME:SECRET (mutual CHAP), read from the first line of FILE.
     #[arg(long, value_name = "FILE")]
     pub target_chap_file: Option<PathBuf>,
+    /// Serve live metrics at http://ADDR:PORT/metrics (Prometheus text, or OpenMetrics when
+    /// the scraper asks for it): per connection and per LUN I/Os, bytes and errors per op,
+    /// I/Os in flight, connections accepted and open. PORT alone listens on 127.0.0.1; any
+    /// other address only when given.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Back LUN 0 with this file instead of RAM.
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
@@ -191,6 +203,12 @@ pub struct ServeNbdArgs {
     /// pays for allocation inside a measurement.
     #[arg(long)]
     pub prealloc: bool,
+    /// Serve live metrics at http://ADDR:PORT/metrics (Prometheus text, or OpenMetrics when
+    /// the scraper asks for it): per connection and per export I/Os, bytes and errors per op,
+    /// I/Os in flight, connections accepted and open. PORT alone listens on 127.0.0.1; any
+    /// other address only when given.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// NBD over TLS (NBD_OPT_STARTTLS): off, on (offered) or require (plaintext clients are
     /// refused); require when credentials are given, else off.
     #[arg(long, value_name = "MODE", value_parser = parse_tls_mode)]

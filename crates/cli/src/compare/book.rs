@@ -1,7 +1,7 @@
 //! What a comparison keeps as its cells complete: the document, the store and results.json,
 //! rewritten after every cell so that a comparison killed halfway keeps what it measured.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use sanbench_engine::precondition::Report;
@@ -20,6 +20,7 @@ pub(crate) struct CellRun {
 }
 
 /// Where a cell sits in the comparison.
+#[derive(Clone)]
 pub(crate) struct Place {
     /// The round (repetition).
     pub(crate) round: u32,
@@ -126,6 +127,83 @@ impl Book<'_> {
             write_results(cmp, self.out)?;
         }
         Ok(&cmp.cells[cmp.cells.len() - 1].result)
+    }
+}
+
+/// `--save-every` within one cell: the comparison as it stood when the cell began, where
+/// the cell goes in it, and how it is filed (as `record` files it, but as `in_progress`).
+pub(crate) struct CellSave {
+    cmp: Comparison,
+    dir: PathBuf,
+    cell: Cell,
+}
+
+impl Book<'_> {
+    /// What a cell's saves need; `None` when this process writes no results.json (MPI ranks
+    /// other than 0; under MPI rank 0 has the ranks' figures only at the cell's end) or no
+    /// save would come before the cell's window ends (`every` against `window`).
+    pub(crate) fn cell_save(
+        &self,
+        (ti, workload): (usize, &str),
+        place: &Place,
+        mpi: bool,
+        (every, window): (std::time::Duration, std::time::Duration),
+    ) -> Option<CellSave> {
+        if !self.writes || mpi || !crate::partial::saves(every, window) {
+            return None;
+        }
+        let result = TargetResult {
+            precondition: Some(self.preconditions[ti].clone()),
+            ..TargetResult::default()
+        };
+        Some(CellSave {
+            cmp: self.cmp.clone(),
+            dir: self.out.to_path_buf(),
+            cell: Cell {
+                workload: workload.to_string(),
+                target: self.cmp.targets[ti].name.clone(),
+                repeat: place.round,
+                round: place.slot.map(|_| place.round),
+                slot: place.slot,
+                started_at: place.started_at.clone(),
+                steady: None,
+                load_pct: place.load_pct,
+                result,
+                hosts: Vec::new(),
+            },
+        })
+    }
+}
+
+impl CellSave {
+    /// The cell's totals so far as `in_progress` of results.json (`n` copies of the target:
+    /// their aggregate, as the finished cell's).
+    pub(crate) fn writer(
+        self,
+        plan: &sanbench_engine::RunPlan,
+        name: &str,
+        n: usize,
+    ) -> crate::partial::Write {
+        let (w, data) = (plan.workload.clone(), plan.data);
+        let name = name.to_string();
+        Box::new(move |out| {
+            let doc = crate::run_cmd::build_doc(&w, &data, &out, None);
+            let mut r = match (n, doc.all) {
+                (1, _) | (_, None) => doc.results.into_iter().next().unwrap_or_default(),
+                (_, Some(all)) => all,
+            };
+            r.target = name.clone();
+            r.precondition = self.cell.result.precondition.clone();
+            let iops: Vec<f64> = r.timeseries.iter().map(|s| s.iops).collect();
+            let mut cmp = self.cmp.clone();
+            cmp.in_progress = Some(Box::new(Cell {
+                steady: steady_state(&iops, 5),
+                result: r,
+                ..self.cell.clone()
+            }));
+            cmp.complete = Some(false);
+            write_results(&cmp, &self.dir)
+        })
     }
 }
 

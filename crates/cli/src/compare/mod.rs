@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sanbench_engine::result::rfc3339;
-use sanbench_engine::suite::{self, Suite, SuiteWorkload};
+use sanbench_engine::suite::{self, Suite};
 use sanbench_engine::verify::Verifier;
-use sanbench_engine::RunPlan;
 use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
@@ -20,12 +19,14 @@ use crate::error::{usage, CliError};
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
-use crate::run_cmd::{execute_output, file_options, io_timeout};
+use crate::run_cmd::{file_options, io_timeout};
 
 mod book;
+mod cell;
 mod design;
 mod suite_faults;
 pub(crate) use book::{Book, CellRun, Place};
+pub(crate) use cell::run_cell;
 use sanbench_monitor::sampler::Baseline;
 
 /// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
@@ -137,7 +138,7 @@ pub(crate) struct CellCtx<'a> {
     pub(crate) a: &'a CompareArgs,
     pub(crate) data: &'a DataPlan,
     pub(crate) size: Option<u64>,
-    pub(crate) progress: &'a ProgressLine,
+    pub(crate) progress: &'a Arc<ProgressLine>,
     pub(crate) mon: Option<&'a MonitorSetup>,
     /// Per target (index as in the comparison): its verifier under `--verify`.
     pub(crate) verify: &'a [Option<Arc<Verifier>>],
@@ -164,98 +165,6 @@ fn curve_levels(a: &CompareArgs, s: &Suite) -> Vec<f64> {
     a.curve
         .as_ref()
         .map_or_else(|| s.curve.clone(), |l| l.0.clone())
-}
-
-/// Runs one cell; `None` on the ranks of an MPI job other than 0 (rank 0 has the result).
-pub(crate) fn run_cell(
-    cx: &CellCtx<'_>,
-    w: &SuiteWorkload,
-    ti: usize,
-    uri: &str,
-    name: &str,
-    baseline: &mut Option<Baseline>,
-) -> Result<Option<CellRun>, CliError> {
-    let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
-    let n = w.targets_at_once.unwrap_or(1) as usize;
-    let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
-    let targets = match w.paths {
-        Some(k) => (0..n)
-            .map(|_| crate::targets::open_paths(uri, k))
-            .collect::<Result<Vec<_>, _>>()?,
-        None => crate::targets::open_targets(&vec![uri.to_string(); n], &opts)?,
-    };
-    if let Some(wt) = cx.watch {
-        wt.for_cell(&w.id, cx.round.get(), name, n);
-    }
-    let plan = RunPlan {
-        workload: w.workload.clone(),
-        targets,
-        io_timeout: io_timeout(&a.engine)?,
-        seed: a.seed,
-        data: cx.data.spec,
-        stop: crate::signals::stop_flag(),
-        run_id: cx.run_id,
-        // n copies of one target share its map (they drive one store).
-        verify: vec![cx.verify[ti].clone(); n],
-        clock: None,
-        sync: cx.job.map(|j| j.sync()),
-        raw_latencies: false,
-        log_interval: a.watch.log_interval.0,
-        intervals: crate::watch::sink(&cx.watch.cloned()),
-    };
-    let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
-    let (mut doc, used, out) = execute_output(&plan, progress, mon, *baseline, faults)?;
-    if baseline.is_none() {
-        *baseline = used;
-    }
-    if let Some(job) = cx.job {
-        let templates = vec![cx.templates[ti].clone(); n];
-        match job.gather(&w.workload, &templates, doc, out)? {
-            Some(merged) => doc = merged,
-            None => return Ok(None),
-        }
-    }
-    let hosts = std::mem::take(&mut doc.hosts);
-    let manifest = doc.manifest.clone();
-    let mut r = if n == 1 {
-        doc.results.into_iter().next().context("no result")?
-    } else {
-        let mut all = doc.all.context("no aggregate result")?;
-        for v in doc.results.iter().filter_map(|r| r.verify.as_ref()) {
-            match all.verify.as_mut() {
-                None => all.verify = Some(v.clone()),
-                Some(a) => a.merge(v),
-            }
-        }
-        all
-    };
-    r.target = name.to_string();
-    r.faults = std::mem::take(&mut doc.faults);
-    lab_link_rate(&mut r, cx.links.get(ti).and_then(Option::as_ref));
-    if r.engine == "all" {
-        r.engine = format!("{} x{n}", plan.targets[0].info().engine);
-        r.info = Some(plan.targets[0].info().clone());
-    }
-    Ok(Some(CellRun {
-        result: r,
-        manifest,
-        hosts,
-    }))
-}
-
-/// A lab target's bottleneck judged again with its link's rate: the shaping (tc) is not
-/// something the interface reports, so the monitor alone cannot know it.
-fn lab_link_rate(r: &mut sanbench_engine::result::TargetResult, link: Option<&serde_json::Value>) {
-    let Some(l) = link else { return };
-    let (Some(rate), Some(b)) = (l.get("rate_bits").and_then(|v| v.as_u64()), &r.bottleneck) else {
-        return;
-    };
-    let source = format!(
-        "lab link {}",
-        l.get("name").and_then(|n| n.as_str()).unwrap_or("?")
-    );
-    let open = r.open_loop.as_ref().map(|o| (o.valid, o.asked_iops));
-    r.bottleneck = Some(b.with_link_rate(rate, &source, open));
 }
 
 /// Preconditions every target once, before its first cell (or says why not): the report goes
@@ -344,11 +253,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mon = crate::monitoring::setup(&a.monitor)?;
-    // Rank 0 alone writes files (the other ranks' intervals are not gathered yet).
-    let watch = match rank0 {
-        true => crate::watch::Watch::open(&a.watch)?,
-        false => None,
-    };
+    // Rank 0 alone writes files; the other ranks spool their histogram log's lines for it.
+    let watch = crate::watch::Watch::open(&a.watch, job.as_ref().map(|j| j.rank()))?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite);
@@ -409,6 +315,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         curve: curve.clone(),
         design: Some(plan.design()),
         require_headroom: a.require_headroom,
+        complete: Some(false),
+        in_progress: None,
     };
     let recorder = if a.no_store {
         None
@@ -421,7 +329,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         .iter()
         .map(|w| w.workload.ramp + w.workload.time)
         .collect();
-    let progress = ProgressLine::new(a.quiet);
+    let progress = Arc::new(ProgressLine::with_mode(a.quiet, a.live.progress, false));
     // Under MPI: each rank's targets (`{rank}`, `{host}` expanded); targets all ranks share
     // are preconditioned by rank 0 alone.
     let templates: Vec<String> = p.targets.iter().map(|(_, u)| u.clone()).collect();
@@ -512,7 +420,21 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             plan.record(&s, None);
             continue;
         }
-        match run_cell(&cx, w, s.target, uri, name, &mut book.baselines[s.target]) {
+        let save = book.cell_save(
+            (s.target, &w.id),
+            &place,
+            job.is_some(),
+            (a.live.save_every.0, w.workload.time),
+        );
+        match run_cell(
+            &cx,
+            w,
+            s.target,
+            uri,
+            name,
+            &mut book.baselines[s.target],
+            save,
+        ) {
             Ok(Some(cell)) => {
                 let m = sanbench_report::questions::primary_metric(
                     sanbench_report::analysis::flavour(&book.cmp.workloads[s.workload]),
@@ -555,6 +477,8 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         return failure.map_or(Ok(()), Err);
     }
     cmp.incomplete = !complete || failure.is_some();
+    // The finished document: no longer one written part-way.
+    cmp.complete = None;
     if let Some(rec) = recorder.as_mut() {
         rec.finish(&cmp)?;
     }

@@ -138,6 +138,7 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<(Figures, TargetResul
             sync: None,
             precondition: first,
             raw_latencies: false,
+            rank: None,
         },
     )?;
     let r = doc
@@ -198,6 +199,8 @@ fn comparison(
         // judged as a fixed number of rounds.
         design: None,
         require_headroom: false,
+        complete: None,
+        in_progress: None,
     }
 }
 

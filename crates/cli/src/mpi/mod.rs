@@ -9,12 +9,14 @@
 //!   barrier after every rank opened its targets; the window's end decided by rank 0 and sent
 //!   to every rank);
 //! * [`run`]: one rank's part of `sanbench run`, the gather of every rank's output (counters,
-//!   HdrHistograms in their V2 serialization, monitors) to rank 0, and the merged document.
+//!   HdrHistograms in their V2 serialization, monitors) to rank 0, and the merged document;
+//! * [`hist`]: every rank's `--hist-log` lines into rank 0's log, tagged by rank.
 //!
 //! MPI calls are made only from the main thread (the engine calls its sync hooks from the
 //! thread that runs the plan), so MPI is initialized at `MPI_THREAD_FUNNELED`.
 
 pub mod compare;
+pub mod hist;
 pub mod run;
 pub mod sync;
 

@@ -75,6 +75,7 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
             // the start barrier meanwhile).
             precondition: job.rank == 0 || crate::ranks::per_rank(&a.targets),
             raw_latencies: raw_dir.is_some(),
+            rank: Some(job.rank),
         },
     )?;
     if let Some(dir) = raw_dir {
@@ -110,12 +111,14 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
 /// Sends this rank's report to rank 0; on rank 0, returns every rank's, in rank order.
 pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, CliError> {
     let world = SimpleCommunicator::world();
+    let window_start = mine.output.clock_started_at + mine.doc.spec.ramp;
     let bytes = serde_json::to_vec(&mine)
         .map_err(|e| CliError::Failed(anyhow::anyhow!("serializing the result: {e}")))?;
     if job.rank != 0 {
         world
             .process_at_rank(0)
             .send_with_tag(&bytes[..], TAG_RESULT);
+        super::hist::exchange(job, window_start)?;
         return Ok(None);
     }
     let t0 = std::time::Instant::now();
@@ -138,6 +141,7 @@ pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, 
         t0.elapsed().as_nanos() as u64,
         std::sync::atomic::Ordering::Relaxed,
     );
+    super::hist::exchange(job, window_start)?;
     Ok(Some(all))
 }
 

@@ -120,6 +120,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         ready: vec![false; n],
         pollfds: Vec::with_capacity(n),
         which: Vec::with_capacity(n),
+        done_on: vec![0; cfg.depth as usize],
     }))
 }
 
@@ -195,6 +196,8 @@ struct MultipathQueue {
     /// A wait's poll entries and the path of each (kept to spare an allocation per wait).
     pollfds: Vec<libc::pollfd>,
     which: Vec<usize>,
+    /// By tag: the path its last completion came from (`Queue::completed_on`).
+    done_on: Vec<u16>,
 }
 
 impl MultipathQueue {
@@ -296,6 +299,7 @@ impl MultipathQueue {
             return;
         };
         self.in_flight -= 1;
+        self.done_on[c.tag as usize] = p as u16;
         let took = now.saturating_duration_since(slot.sent);
         self.sel.completed(p, slot.io.len, slot.ahead, took);
         let path = &mut self.paths[p];
@@ -397,6 +401,10 @@ impl Queue for MultipathQueue {
     ) -> Result<(), EngineError> {
         self.gather(1, Some(deadline), out);
         Ok(())
+    }
+
+    fn completed_on(&self, tag: u32) -> Option<usize> {
+        self.done_on.get(tag as usize).map(|&p| usize::from(p))
     }
 
     fn stats(&self) -> std::collections::BTreeMap<String, serde_json::Value> {

@@ -42,6 +42,11 @@ pub struct PathReport {
     /// took the path out and was sent again on another.
     #[serde(default)]
     pub path_errors: u64,
+    /// The window's intervals of this path (`--log-interval`, at the target's step): the
+    /// reads and writes it completed and their latency as the stream measured it, so that
+    /// every interval's paths add up to the target's. Filled by the result, not the queue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<crate::run::IntervalSummary>,
 }
 
 /// A path's state change, as it happened.

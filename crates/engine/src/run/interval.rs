@@ -12,13 +12,11 @@
 //! completion until every stream of its target has passed its end; the run keeps only the
 //! summaries (p50, p99, max and counts per op).
 
-use std::collections::BTreeMap;
-use std::sync::mpsc::Receiver;
 use std::sync::Mutex;
 
 use sanbench_stats::LatencyHistogram;
 
-use super::{DirStats, TargetRun};
+use super::DirStats;
 
 /// The statistics of one interval of one stream, or of one target once merged.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +25,44 @@ pub struct Interval {
     pub write: DirStats,
     pub flush: DirStats,
     pub fua: DirStats,
+    /// A multipath target: per path (by index), the reads and writes it completed. Empty for
+    /// a single path; grown to the highest path that completed anything.
+    pub paths: Vec<PathStats>,
+}
+
+/// One path's reads and writes of one interval.
+#[derive(Clone, Debug, Default)]
+pub struct PathStats {
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// The interval's headline latency of the I/Os this path completed (as
+    /// [`Interval::latency`]: response time in an open loop, service time otherwise),
+    /// measured by the stream like every other latency.
+    pub latency: LatencyHistogram,
+}
+
+impl PathStats {
+    fn merge(&mut self, o: &PathStats) {
+        self.read_ios += o.read_ios;
+        self.write_ios += o.write_ios;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.latency.merge(&o.latency);
+    }
+
+    /// The counts of a summary (see [`super::summaries`]).
+    pub(super) fn counts(&self) -> super::summaries::Counts {
+        super::summaries::Counts {
+            read_ios: self.read_ios,
+            write_ios: self.write_ios,
+            read_bytes: self.read_bytes,
+            write_bytes: self.write_bytes,
+            flush_ios: 0,
+            errors: 0,
+        }
+    }
 }
 
 impl Interval {
@@ -35,6 +71,24 @@ impl Interval {
         self.write.merge(&o.write);
         self.flush.merge(&o.flush);
         self.fua.merge(&o.fua);
+        if self.paths.len() < o.paths.len() {
+            self.paths.resize_with(o.paths.len(), PathStats::default);
+        }
+        for (a, b) in self.paths.iter_mut().zip(&o.paths) {
+            a.merge(b);
+        }
+    }
+
+    /// The counts of a summary (see [`super::summaries`]).
+    pub fn counts(&self) -> super::summaries::Counts {
+        super::summaries::Counts {
+            read_ios: self.read.ios,
+            write_ios: self.write.ios,
+            read_bytes: self.read.bytes,
+            write_bytes: self.write.bytes,
+            flush_ios: self.flush.ios,
+            errors: self.read.errors + self.write.errors + self.flush.errors,
+        }
     }
 
     fn reset(&mut self) {
@@ -51,18 +105,45 @@ impl Interval {
             d.response.reset();
             d.lag.reset();
         }
+        // Kept at their length: a multipath stream's next interval has the same paths.
+        for p in &mut self.paths {
+            (p.read_ios, p.write_ios, p.read_bytes, p.write_bytes) = (0, 0, 0, 0);
+            p.latency.reset();
+        }
     }
 
     /// The interval's headline latency, reads and writes together: response time in an open
     /// loop, service time otherwise (as `histogram_ns` of the result).
     pub fn latency(&self, open_loop: bool, into: &mut LatencyHistogram) {
         into.reset();
-        if open_loop {
-            into.merge(&self.read.response);
-            into.merge(&self.write.response);
+        let (r, w) = self.headline(open_loop);
+        into.merge(r);
+        into.merge(w);
+    }
+
+    /// [`Interval::latency`] without a copy when only reads or only writes completed (the
+    /// common case: a merge walks the whole counts array, at every interval of a 10 ms log).
+    pub fn latency_ref<'a>(
+        &'a self,
+        open_loop: bool,
+        scratch: &'a mut LatencyHistogram,
+    ) -> &'a LatencyHistogram {
+        let (r, w) = self.headline(open_loop);
+        if w.count() == 0 {
+            r
+        } else if r.count() == 0 {
+            w
         } else {
-            into.merge(&self.read.hist);
-            into.merge(&self.write.hist);
+            self.latency(open_loop, scratch);
+            scratch
+        }
+    }
+
+    fn headline(&self, open_loop: bool) -> (&LatencyHistogram, &LatencyHistogram) {
+        if open_loop {
+            (&self.read.response, &self.write.response)
+        } else {
+            (&self.read.hist, &self.write.hist)
         }
     }
 }
@@ -77,6 +158,7 @@ pub struct IntervalRecord<'a> {
     pub len_ns: u64,
     /// Wall-clock time of the window's start (`start_ns` counts from it).
     pub window_start: std::time::SystemTime,
+    /// Per path of a multipath target: `stats.paths`, each with its own latency.
     pub stats: &'a Interval,
     /// Reads and writes together (see [`Interval::latency`]).
     pub latency: &'a LatencyHistogram,
@@ -109,6 +191,10 @@ pub struct IntervalSummary {
     pub p50_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
+    /// Merged from two summaries after the cap was reached (run/summaries.rs): counts and
+    /// `max_us` are exact, `p50_us` and `p99_us` the larger of the two parts' (upper bounds).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -142,153 +228,11 @@ impl Pool {
         crate::poison::lock(&self.spare).pop().unwrap_or_default()
     }
 
-    fn give(&self, mut iv: Interval) {
+    pub(super) fn give(&self, mut iv: Interval) {
         let mut g = crate::poison::lock(&self.spare);
         if g.len() < self.cap {
             iv.reset();
             g.push(iv);
-        }
-    }
-}
-
-/// The coordinator's side: merges per target, emits in order.
-pub(super) struct Collector<'a> {
-    pub(super) len_ns: u64,
-    n_targets: usize,
-    open_loop: bool,
-    /// Per stream: every interval before this one has been received.
-    done_below: Vec<u64>,
-    pending: Vec<BTreeMap<u64, Interval>>,
-    pub(super) totals: Vec<Interval>,
-    pub(super) summaries: Vec<Vec<IntervalSummary>>,
-    scratch: LatencyHistogram,
-    sink: Option<&'a dyn IntervalSink>,
-    rx: Receiver<Msg>,
-    pool: &'a Pool,
-    /// Wall-clock time of the window's start, set when the run's clock starts.
-    pub(super) window_start: std::time::SystemTime,
-    /// The streams' live counts (for the in-flight figure of each record).
-    lives: Vec<std::sync::Arc<super::shared::Live>>,
-}
-
-impl<'a> Collector<'a> {
-    pub(super) fn new(
-        len_ns: u64,
-        n_targets: usize,
-        open_loop: bool,
-        sink: Option<&'a dyn IntervalSink>,
-        rx: Receiver<Msg>,
-        pool: &'a Pool,
-        lives: Vec<std::sync::Arc<super::shared::Live>>,
-    ) -> Collector<'a> {
-        Collector {
-            len_ns,
-            n_targets,
-            open_loop,
-            done_below: vec![0; lives.len()],
-            pending: (0..n_targets).map(|_| BTreeMap::new()).collect(),
-            totals: vec![Interval::default(); n_targets],
-            summaries: vec![Vec::new(); n_targets],
-            scratch: LatencyHistogram::new(),
-            sink,
-            rx,
-            pool,
-            window_start: std::time::SystemTime::UNIX_EPOCH,
-            lives,
-        }
-    }
-
-    /// Takes what the streams sent and emits every interval all streams of its target are
-    /// past. `window_ns`: the window is over and this long; everything left is emitted.
-    pub(super) fn poll(&mut self, window_ns: Option<u64>) {
-        while let Ok(m) = self.rx.try_recv() {
-            // Stream i drives target i % targets (see the spawn loop in run/mod.rs).
-            let t = m.stream % self.n_targets;
-            self.done_below[m.stream] = m.next;
-            match self.pending[t].get_mut(&m.index) {
-                Some(acc) => {
-                    acc.merge(&m.stats);
-                    self.pool.give(m.stats);
-                }
-                None => {
-                    self.pending[t].insert(m.index, m.stats);
-                }
-            }
-        }
-        for t in 0..self.n_targets {
-            let below = match window_ns {
-                Some(_) => u64::MAX,
-                None => (t..self.done_below.len())
-                    .step_by(self.n_targets)
-                    .map(|s| self.done_below[s])
-                    .min()
-                    .unwrap_or(0),
-            };
-            while let Some(e) = self.pending[t].first_entry() {
-                if *e.key() >= below {
-                    break;
-                }
-                let (k, iv) = e.remove_entry();
-                self.emit(t, k, iv, window_ns);
-            }
-        }
-    }
-
-    fn emit(&mut self, t: usize, k: u64, iv: Interval, window_ns: Option<u64>) {
-        let start_ns = k * self.len_ns;
-        let len_ns = match window_ns {
-            Some(w) => self.len_ns.min(w.saturating_sub(start_ns)).max(1),
-            None => self.len_ns,
-        };
-        iv.latency(self.open_loop, &mut self.scratch);
-        let errors = iv.read.errors + iv.write.errors + iv.flush.errors;
-        let us = |ns: u64| ns as f64 / 1000.0;
-        let lat = &self.scratch;
-        self.summaries[t].push(IntervalSummary {
-            t: start_ns as f64 / 1e9,
-            len: len_ns as f64 / 1e9,
-            read_ios: iv.read.ios,
-            write_ios: iv.write.ios,
-            read_bytes: iv.read.bytes,
-            write_bytes: iv.write.bytes,
-            flush_ios: iv.flush.ios,
-            errors,
-            p50_us: us(lat.quantile(0.5)),
-            p99_us: us(lat.quantile(0.99)),
-            max_us: us(lat.max_ns()),
-        });
-        if let Some(sink) = self.sink {
-            let inflight = (t..self.lives.len())
-                .step_by(self.n_targets)
-                .map(|s| {
-                    self.lives[s]
-                        .inflight
-                        .load(std::sync::atomic::Ordering::Relaxed)
-                })
-                .sum();
-            sink.interval(&IntervalRecord {
-                inflight,
-                target: t,
-                index: k,
-                start_ns,
-                len_ns,
-                window_start: self.window_start,
-                stats: &iv,
-                latency: &self.scratch,
-            });
-        }
-        self.totals[t].merge(&iv);
-        self.pool.give(iv);
-    }
-
-    /// Moves the totals into the targets' results.
-    pub(super) fn finish(self, targets: &mut [TargetRun]) {
-        for ((t, tot), sums) in targets.iter_mut().zip(self.totals).zip(self.summaries) {
-            t.read = tot.read;
-            t.write = tot.write;
-            t.flush = tot.flush;
-            t.fua = tot.fua;
-            t.intervals = sums;
         }
     }
 }

@@ -10,13 +10,16 @@
 //!   in-flight counts of the Little's-law check);
 //! * [`stream`]: one stream's loop (timing, stamped write data, counting);
 //! * [`interval`]: the window cut into intervals (`--log-interval`): per-stream current
-//!   statistics handed over at each edge and merged per target by the coordinator;
+//!   statistics handed over at each edge and merged per target by the coordinator
+//!   (`collect`), their summaries bounded in number whatever the window's length
+//!   ([`summaries`]);
 //! * [`sync`]: the hooks that run a plan in step with other processes (MPI ranks);
 //! * [`wire`]: a run's output as bytes (histograms in HdrHistogram's V2 format) and the merge
 //!   of several processes' outputs.
 
 mod check;
 pub mod clock;
+mod collect;
 mod fused;
 pub mod interval;
 mod open;
@@ -25,6 +28,7 @@ mod shared;
 mod spin;
 mod state;
 mod stream;
+pub mod summaries;
 pub mod sync;
 pub mod timeline;
 pub mod wire;
@@ -45,7 +49,7 @@ use crate::spec::Workload;
 use crate::stamp::DataSpec;
 
 pub use check::check_plan;
-pub use interval::{Interval, IntervalRecord, IntervalSink, IntervalSummary};
+pub use interval::{Interval, IntervalRecord, IntervalSink, IntervalSummary, PathStats};
 use shared::{coordinate, Live, Shared};
 pub(crate) use stream::{stamp_slot, Layout};
 use stream::{stream, StreamCtx};
@@ -83,6 +87,10 @@ pub struct RunPlan {
     pub log_interval: Duration,
     /// Where finished intervals go as they finish (a histogram log, a metrics endpoint).
     pub intervals: Option<Arc<dyn IntervalSink>>,
+    /// Most interval summaries the result keeps per series (target, path, all targets):
+    /// a longer window is summarized at a coarser step ([`summaries`]; default
+    /// [`summaries::MAX_SUMMARIES`]). The sink gets every interval regardless.
+    pub max_intervals: usize,
 }
 
 /// The shortest `--log-interval`.
@@ -180,9 +188,17 @@ pub struct TargetRun {
     pub verify: Option<crate::verify::VerifyReport>,
     /// Open loop: the asked rate (I/Os per second on this target) and the arrivals.
     pub open_loop: Option<(f64, pacer::Arrival)>,
-    /// Per interval of the window (`RunPlan::log_interval`): counts and latency figures.
+    /// Per interval of the window (`RunPlan::log_interval`, or a multiple of it on a long
+    /// window: `intervals_step_ns`): counts and latency figures.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<IntervalSummary>,
+    /// The length each of `intervals` covers (the last may be shorter).
+    #[serde(default)]
+    pub intervals_step_ns: u64,
+    /// A multipath target: per path (as its `multipath` report orders them), the same
+    /// summaries of the I/Os that path completed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_intervals: Vec<Vec<IntervalSummary>>,
     /// The raw latencies of the test hook (`RunPlan::raw_latencies`), in no order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub raw_ns: Vec<u64>,
@@ -204,6 +220,12 @@ pub struct RunOutput {
     /// The run's id (from the OS), stamped into every block it writes.
     pub run_id: u64,
     pub targets: Vec<TargetRun>,
+    /// Several targets: the intervals of all of them together (as `TargetRun::intervals`),
+    /// and their step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub all_intervals: Vec<IntervalSummary>,
+    #[serde(default)]
+    pub all_intervals_step_ns: u64,
 }
 
 /// A run that failed: which stream, and why.
@@ -308,8 +330,12 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     // Per stream: the interval it fills, those in the channel and those merged at the
     // coordinator before they come back (the coordinator polls at least once per interval).
     let pool = interval::Pool::new(4 * n_streams);
-    let mut collector = interval::Collector::new(
-        iv_ns,
+    let mut collector = collect::Collector::new(
+        collect::Cut {
+            len_ns: iv_ns,
+            planned_ns: w.time.as_nanos().min(u64::MAX as u128) as u64,
+            cap: plan.max_intervals,
+        },
         plan.targets.len(),
         w.rate.is_some(),
         plan.intervals.as_deref(),
@@ -443,6 +469,8 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 verify: verifier(ti).map(|v| v.report()),
                 open_loop: w.rate.map(|r| (r, w.arrival)),
                 intervals: Vec::new(),
+                intervals_step_ns: 0,
+                path_intervals: Vec::new(),
                 raw_ns: Vec::new(),
                 timeline: timeline::Timeline::default(),
             }
@@ -470,7 +498,8 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         }
         t.raw_ns.extend(o.raw.unwrap_or_default());
     }
-    collector.finish(&mut targets);
+    let (all_intervals, all_intervals_step_ns) =
+        collector.finish(&mut targets, window.as_nanos() as u64);
     let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
     for t in &mut targets {
         // Keep whole seconds only; a partial last second would read as a dip.
@@ -483,5 +512,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         clock_started_at,
         run_id,
         targets,
+        all_intervals,
+        all_intervals_step_ns,
     })
 }

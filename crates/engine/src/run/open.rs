@@ -80,7 +80,7 @@ pub(super) fn drive(
             q.reap_until(t0 + Duration::from_nanos(wake_ns.max(now)), &mut s.done)?;
             let after = t0.elapsed().as_nanos() as u64;
             if !s.done.is_empty() {
-                s.reaped(ctx);
+                s.reaped(ctx, &*q);
                 s.count(after, ctx, f.lay, f.arena)?;
                 continue;
             }

@@ -135,7 +135,7 @@ pub(super) fn coordinate(
     observer: &dyn Observer,
     seed: u64,
     sync: Option<&dyn PhaseSync>,
-    intervals: &mut super::interval::Collector<'_>,
+    intervals: &mut super::collect::Collector<'_>,
 ) -> Samples {
     let Some(clock) = shared.clock.get() else {
         return Samples::default();

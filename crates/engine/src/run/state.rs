@@ -52,6 +52,11 @@ pub(super) struct StreamState {
     pub(super) iv_next: u64,
     /// Completions per 10 ms and the spans without one (the disruption analysis' input).
     pub(super) watch: super::timeline::Watch,
+    /// A queue over several paths (`Queue::completed_on`): the path of each completion just
+    /// reaped, and the current interval's figures per path.
+    pub(super) per_path: bool,
+    pub(super) done_path: Vec<u16>,
+    pub(super) paths: Vec<super::PathStats>,
 }
 
 /// Most raw latencies one stream keeps for the test hook (small runs only).
@@ -88,6 +93,9 @@ impl StreamState {
             iv_index: 0,
             iv_next: u64::MAX,
             watch: Default::default(),
+            per_path: false,
+            done_path: Vec::with_capacity(d),
+            paths: Vec::new(),
         }
     }
 
@@ -384,7 +392,8 @@ impl StreamState {
     /// loop (response time and issue lag beside the service time).
     #[cold]
     #[inline(never)]
-    fn count_extra(&mut self, t: usize, now: u64, service: u64, sec: usize, len: u64) {
+    fn count_extra(&mut self, i: usize, now: u64, service: u64, sec: usize, len: u64) {
+        let t = self.done[i].tag as usize;
         if self.op[t] == Op::Flush {
             self.flush.ios += 1;
             self.flush.hist.record(service);
@@ -424,6 +433,21 @@ impl StreamState {
             self.fua_stats.bytes += len;
             self.fua_stats.hist.record(service);
         }
+        if self.per_path {
+            let p = self.done_path.get(i).map_or(0, |&p| usize::from(p));
+            if self.paths.len() <= p {
+                self.paths.resize_with(p + 1, Default::default);
+            }
+            let ps = &mut self.paths[p];
+            if self.op[t] == Op::Write {
+                ps.write_ios += 1;
+                ps.write_bytes += len;
+            } else {
+                ps.read_ios += 1;
+                ps.read_bytes += len;
+            }
+            ps.latency.record(response);
+        }
     }
 
     /// Hands the current interval's statistics to the coordinator and starts interval
@@ -436,6 +460,7 @@ impl StreamState {
         std::mem::swap(&mut self.write, &mut fresh.write);
         std::mem::swap(&mut self.flush, &mut fresh.flush);
         std::mem::swap(&mut self.fua_stats, &mut fresh.fua);
+        std::mem::swap(&mut self.paths, &mut fresh.paths);
         // The coordinator outlives every stream (it joins them), so the send cannot fail.
         let _ = ctx.iv_tx.send(super::interval::Msg {
             stream: ctx.stream_idx,
@@ -449,9 +474,17 @@ impl StreamState {
             .saturating_add(ctx.ramp_ns);
     }
 
-    /// Takes the batch just reaped off the in-flight counts.
-    pub(super) fn reaped(&mut self, ctx: &StreamCtx<'_>) {
+    /// Takes the batch just reaped off the in-flight counts (and, over several paths, notes
+    /// the path of each completion).
+    pub(super) fn reaped(&mut self, ctx: &StreamCtx<'_>, q: &dyn Queue) {
         self.inflight -= self.done.len();
+        if self.per_path {
+            self.done_path.clear();
+            for c in &self.done {
+                let p = q.completed_on(c.tag).unwrap_or(0);
+                self.done_path.push(p.min(u16::MAX as usize) as u16);
+            }
+        }
         if self.flushing > 0 {
             let op = &self.op;
             self.flushing -= self
@@ -495,6 +528,7 @@ impl StreamState {
         }
         let open = !self.intended.is_empty();
         let mut bytes = 0u64;
+        let extra = open || self.raw.is_some() || self.per_path;
         for i in 0..self.done.len() {
             let c = self.done[i];
             let t = c.tag as usize;
@@ -515,8 +549,8 @@ impl StreamState {
                 // to be inlined whole; flushes, FUA writes and open-loop times go through
                 // `count_extra`, kept out of line.
                 let op = self.op[t];
-                if op == Op::Flush || open || self.fua[t] || self.raw.is_some() {
-                    self.count_extra(t, now, service, sec, len);
+                if op == Op::Flush || extra || self.fua[t] {
+                    self.count_extra(i, now, service, sec, len);
                 } else {
                     let last = self.series.len() - 1;
                     let b = &mut self.series[sec.min(last)];

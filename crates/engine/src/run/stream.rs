@@ -182,6 +182,9 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     let mut s = StreamState::new(depth, w.time);
     s.iv_next = ctx.ramp_ns.saturating_add(ctx.iv_ns);
     s.flush_every = w.flush_every;
+    // A queue over several paths says which carried each completion (asked once here: it
+    // answers for any tag of its depth).
+    s.per_path = queue.completed_on(0).is_some();
     if ctx.raw_latencies {
         s.raw = Some(Vec::new());
     }
@@ -244,7 +247,7 @@ fn drive(
         s.done.clear();
         q.reap(1, &mut s.done)?;
         let now = clock.now_ns();
-        s.reaped(ctx);
+        s.reaped(ctx, q);
         if now >= ctx.shared.end_at.load(Ordering::Relaxed)
             || ctx.shared.abort.load(Ordering::Relaxed)
             || ctx.shared.stop.load(Ordering::Relaxed)

@@ -55,6 +55,7 @@ pub fn merge_target(into: &mut TargetRun, o: &TargetRun) {
     // An interval's summary holds percentiles, which do not add: the processes' intervals
     // are not merged (yet), and the merged output claims none rather than one process's.
     into.intervals.clear();
+    into.path_intervals.clear();
 }
 
 /// Merges the outputs of processes that ran the same plan in step (target `i` of each is the
@@ -82,6 +83,7 @@ pub fn merge(outs: &[RunOutput]) -> Option<RunOutput> {
         n => runs.iter().map(|o| o.window).sum::<std::time::Duration>() / n as u32,
     };
     merged.stopped_early = outs.iter().any(|o| o.stopped_early);
+    merged.all_intervals.clear();
     merged.started_at = outs.iter().map(|o| o.started_at).min()?;
     merged.clock_started_at = outs.iter().map(|o| o.clock_started_at).min()?;
     Some(merged)

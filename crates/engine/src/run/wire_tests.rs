@@ -33,6 +33,8 @@ fn target(lats: &[u64]) -> TargetRun {
         verify: None,
         open_loop: None,
         intervals: Vec::new(),
+        intervals_step_ns: 0,
+        path_intervals: Vec::new(),
         raw_ns: Vec::new(),
         timeline: Default::default(),
     }
@@ -46,6 +48,8 @@ fn output(targets: Vec<TargetRun>) -> RunOutput {
         clock_started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(101),
         run_id: 7,
         targets,
+        all_intervals: Vec::new(),
+        all_intervals_step_ns: 0,
     }
 }
 
@@ -133,7 +137,22 @@ fn fuzzer_seeds_are_current() {
         window_start_unix_ns: 101_000_000_000,
         ..Timeline::default()
     };
-    let out = output(vec![t, target(&b)]);
+    let iv = super::IntervalSummary {
+        t: 0.0,
+        len: 0.5,
+        read_ios: 300,
+        read_bytes: 300 * 4096,
+        p50_us: 12.0,
+        p99_us: 90.0,
+        max_us: 640.0,
+        ..Default::default()
+    };
+    t.intervals = vec![iv.clone()];
+    t.intervals_step_ns = 500_000_000;
+    t.path_intervals = vec![vec![iv.clone()], Vec::new()];
+    let mut out = output(vec![t, target(&b)]);
+    out.all_intervals = vec![iv];
+    out.all_intervals_step_ns = 500_000_000;
     let run = encode(&out);
     let hist = out.targets[0].read.hist.to_bytes();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds");

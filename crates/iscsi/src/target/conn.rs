@@ -57,7 +57,13 @@ pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool
         // A failure only costs precision.
         let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1000));
     }
+    let metrics = shared.counters.get().map(|c| {
+        let addr =
+            |a: std::io::Result<std::net::SocketAddr>| a.map_or(String::new(), |a| a.to_string());
+        c.connect(number, addr(stream.peer_addr()), addr(stream.local_addr()))
+    });
     let mut c = Conn {
+        metrics,
         stream,
         shared,
         out: Out::new(RBUF),
@@ -103,6 +109,8 @@ struct Conn {
     held: Option<DueQueue<Vec<u8>>>,
     /// When the bytes read last arrived: the PDUs they complete were received then.
     arrived: Instant,
+    /// `serve --metrics-listen`: this connection's I/O counters.
+    metrics: Option<sanbench_blockstore::counters::ConnCounters>,
 }
 
 /// Serial number arithmetic (RFC 1982) on 32-bit sequence numbers.
@@ -172,6 +180,10 @@ impl Conn {
             }
             rb.rewind_if_empty();
             self.flush();
+            if let Some(m) = &self.metrics {
+                let held = self.held.as_ref().map_or(0, |h| h.len());
+                m.set_inflight((self.tasks.len() + held) as u64);
+            }
         }
         Ok(())
     }

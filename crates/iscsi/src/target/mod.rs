@@ -104,6 +104,8 @@ pub(crate) struct Shared {
     pub next_tsih: AtomicU16,
     /// Every portal as SendTargets lists it (`ip:port,1`): one portal group, several portals.
     pub portals: Vec<String>,
+    /// I/O counters (`serve --metrics-listen`), once [`Target::counters`] turned them on.
+    pub counters: std::sync::OnceLock<Arc<sanbench_blockstore::counters::ServerCounters>>,
 }
 
 /// What a caller can watch while the target runs (and read after it stopped).
@@ -202,6 +204,7 @@ impl Target {
             luns,
             login,
             next_tsih: AtomicU16::new(1),
+            counters: std::sync::OnceLock::new(),
         });
         let stats = Arc::new(TargetStats {
             connections: AtomicU64::new(0),
@@ -216,6 +219,18 @@ impl Target {
 
     pub fn stats(&self) -> Arc<TargetStats> {
         self.stats.clone()
+    }
+
+    /// Turns on the per-connection and per-LUN I/O counters (`serve --metrics-listen`) for
+    /// connections accepted from now on, and returns them; the LUNs are named `lun0`, ....
+    pub fn counters(&self) -> Arc<sanbench_blockstore::counters::ServerCounters> {
+        self.shared
+            .counters
+            .get_or_init(|| {
+                let names = (0..self.shared.luns.len()).map(|i| format!("lun{i}"));
+                sanbench_blockstore::counters::ServerCounters::new(names.collect())
+            })
+            .clone()
     }
 
     /// The first portal's address (port 0 resolved).

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::net::RecvFlags;
+use sanbench_blockstore::counters::ConnCounters;
 use sanbench_blockstore::delay::DueQueue;
 
 use super::coalesce::{Coalesce, Outcome};
@@ -83,11 +84,15 @@ pub(crate) struct Conn<'a> {
     held: Option<DueQueue<Vec<u8>>>,
     /// When the bytes read last arrived: the requests they complete were received then.
     arrived: Instant,
+    /// `serve --metrics-listen`: this connection's I/O counters.
+    pub(super) metrics: Option<ConnCounters>,
 }
 
 struct PendingWrite {
     cookie: u64,
     offset: u64,
+    /// The write's length (counted when it completes) and what is still to come.
+    len: u32,
     remaining: u32,
     fua: bool,
     /// Error decided from the header; the payload is then read and dropped.
@@ -103,7 +108,12 @@ impl<'a> Conn<'a> {
         number: u64,
     ) -> Conn<'a> {
         let now = Instant::now();
+        let metrics = sh.counters.get().map(|c| {
+            let portal = sock.local_addr().map_or(String::new(), |a| a.to_string());
+            c.connect(number, peer.clone(), portal)
+        });
         Conn {
+            metrics,
             sock,
             tls: None,
             sh,
@@ -241,6 +251,10 @@ impl<'a> Conn<'a> {
     /// Waits for the next requests, coalescing wake-ups when the client pipelines (see
     /// [`super::coalesce`]).
     fn wait_for_requests(&mut self, found: u32, bytes: u64, written: u64) -> R<()> {
+        if let Some(m) = &self.metrics {
+            let held = self.held.as_ref().map_or(0, |h| h.len());
+            m.set_inflight((held + usize::from(self.pending.is_some())) as u64);
+        }
         if self.held.is_some() {
             return self.wait_delayed();
         }

@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 
+use sanbench_blockstore::counters::ServerCounters;
 pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 pub use sanbench_blockstore::CHUNK;
@@ -178,6 +179,8 @@ pub(crate) struct Shared {
     /// Waits that asked the kernel for more than one request (see `coalesce.rs`), summed as
     /// connections end.
     coalesced: AtomicU64,
+    /// I/O counters (`serve --metrics-listen`), once [`Server::counters`] turned them on.
+    counters: std::sync::OnceLock<Arc<ServerCounters>>,
 }
 
 /// Counters a caller can watch while the server runs.
@@ -263,6 +266,7 @@ impl Server {
             store,
             tls,
             coalesced: AtomicU64::new(0),
+            counters: std::sync::OnceLock::new(),
         });
         let stats = Arc::new(ServerStats {
             connections: AtomicU64::new(0),
@@ -293,6 +297,20 @@ impl Server {
 
     pub fn stats(&self) -> Arc<ServerStats> {
         self.stats.clone()
+    }
+
+    /// Turns on the per-connection and per-export I/O counters (`serve --metrics-listen`)
+    /// for connections accepted from now on, and returns them. The export is the one store,
+    /// named by its export name (`default` for "").
+    pub fn counters(&self) -> Arc<ServerCounters> {
+        let name = match self.shared.cfg.export.as_str() {
+            "" => "default".to_string(),
+            e => e.to_string(),
+        };
+        self.shared
+            .counters
+            .get_or_init(|| ServerCounters::new(vec![name]))
+            .clone()
     }
 
     /// The export's size in bytes.

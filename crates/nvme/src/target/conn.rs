@@ -104,6 +104,8 @@ pub(crate) struct Conn {
     arrived: Instant,
     /// R2Ts sent: an I/O command that sent one is not complete yet.
     r2ts: u64,
+    /// `serve --metrics-listen`: this connection's I/O counters.
+    pub metrics: Option<sanbench_blockstore::counters::ConnCounters>,
 }
 
 /// Before its ICReq, and between commands when the queue has no keep-alive, a host may be
@@ -132,7 +134,12 @@ pub(crate) fn serve(
     }
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
     s.set_write_timeout(Some(sh.cfg.send_timeout))?;
+    let metrics = sh.counters.get().map(|c| {
+        let addr = |a: io::Result<std::net::SocketAddr>| a.map_or(String::new(), |a| a.to_string());
+        c.connect(number, addr(s.peer_addr()), addr(s.local_addr()))
+    });
     let mut c = Conn {
+        metrics,
         s,
         sh,
         stop,
@@ -188,6 +195,10 @@ impl Conn {
                 Ok(Parsed::Incomplete { needed }) => {
                     super::admin::report_events(self);
                     self.flush()?;
+                    if let Some(m) = &self.metrics {
+                        let held = self.held.as_ref().map_or(0, |h| h.len());
+                        m.set_inflight((self.pending.len() + held) as u64);
+                    }
                     if self.held.is_some() && !self.wait_delayed()? {
                         self.check_alive(ic_done, last_rx)?;
                     } else if self.fill(&mut rb, needed)? {
@@ -527,6 +538,7 @@ impl Conn {
         if done {
             if let Some(w) = self.pending.remove(&ttag) {
                 let st = super::io::finish_write(&self.sh, &w);
+                super::io::count(self, w.counted, st == crate::wire::status::Status::SUCCESS);
                 self.resp(w.cid, st, 0)?;
             }
         }

@@ -9,6 +9,7 @@ use super::ctrl::{Shared, BLOCK};
 use crate::wire::ana::AnaState;
 use crate::wire::cmd::{Command, DataPtr, DsmRange, Rw, DSM_RANGE_LEN};
 use crate::wire::status::Status;
+use sanbench_blockstore::counters::Op;
 
 /// MDTS in 4 KiB pages as a power of two: 1 MiB per command.
 pub const MDTS: u8 = 8;
@@ -29,6 +30,8 @@ pub(crate) enum Kind {
 
 /// A command waiting for its data from H2CData PDUs.
 pub(crate) struct PendingWrite {
+    /// What it counts as when it completes (`serve --metrics-listen`).
+    pub counted: Option<(usize, Op, u64)>,
     pub cid: u16,
     pub off: u64,
     pub len: usize,
@@ -59,6 +62,37 @@ pub(crate) fn ana_status(s: AnaState) -> Option<Status> {
     }
 }
 
+/// How an I/O command was answered.
+enum Reply {
+    /// With this status (a completion is still to send).
+    Status(Status),
+    /// Completed by its last C2HData (success).
+    Sent,
+    /// An R2T went out: it completes when its data is in (`finish_write`).
+    Later,
+}
+
+/// The counted op of an I/O command, its namespace's index and its bytes
+/// (`serve --metrics-listen`).
+fn counted(cmd: &Command) -> Option<(usize, Op, u64)> {
+    let ns = |nsid: u32| nsid.saturating_sub(1) as usize;
+    Some(match cmd {
+        Command::Read(rw) => (ns(rw.nsid), Op::Read, rw.nlb as u64 * BLOCK),
+        Command::Write(rw) => (ns(rw.nsid), Op::Write, rw.nlb as u64 * BLOCK),
+        Command::WriteZeroes(rw) => (ns(rw.nsid), Op::Zero, rw.nlb as u64 * BLOCK),
+        Command::Flush { nsid } => (ns(*nsid), Op::Flush, 0),
+        Command::Dsm { nsid, .. } => (ns(*nsid), Op::Trim, 0),
+        _ => return None,
+    })
+}
+
+/// Counts a command's I/O, when it is one and counters are on.
+pub(crate) fn count(c: &Conn, what: Option<(usize, Op, u64)>, ok: bool) {
+    if let (Some(m), Some((ns, op, bytes))) = (&c.metrics, what) {
+        m.io(ns, op, if ok { bytes } else { 0 }, ok);
+    }
+}
+
 pub(crate) fn handle(
     c: &mut Conn,
     cid: u16,
@@ -66,20 +100,35 @@ pub(crate) fn handle(
     dp: DataPtr,
     data: &[u8],
 ) -> Result<(), End> {
+    let what = counted(&cmd);
+    match execute(c, cid, cmd, dp, data)? {
+        Reply::Status(st) => {
+            count(c, what, st == Status::SUCCESS);
+            c.resp(cid, st, 0)
+        }
+        Reply::Sent => {
+            count(c, what, true);
+            Ok(())
+        }
+        Reply::Later => Ok(()),
+    }
+}
+
+fn execute(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr, data: &[u8]) -> Result<Reply, End> {
     if let Some(st) = ana_status(c.sh.ana.get(c.port)) {
-        return c.resp(cid, st, 0);
+        return Ok(Reply::Status(st));
     }
     let st = match cmd {
         Command::Read(rw) | Command::Write(rw) => {
             let (off, len) = match range(&c.sh, &rw) {
                 Ok(r) => r,
-                Err(st) => return c.resp(cid, st, 0),
+                Err(st) => return Ok(Reply::Status(st)),
             };
             if len > MAX_TRANSFER {
-                return c.resp(cid, Status::INVALID_FIELD, 0);
+                return Ok(Reply::Status(Status::INVALID_FIELD));
             }
             if dp.len() as u64 != len {
-                return c.resp(cid, Status::SGL_INVALID_DATA, 0);
+                return Ok(Reply::Status(Status::SGL_INVALID_DATA));
             }
             let read = matches!(cmd, Command::Read(_));
             match (read, dp) {
@@ -91,7 +140,7 @@ pub(crate) fn handle(
                     });
                     match r {
                         // The last C2HData completed the command.
-                        Ok(()) if success => return Ok(()),
+                        Ok(()) if success => return Ok(Reply::Sent),
                         Ok(()) => Status::SUCCESS,
                         Err(_) => Status::INTERNAL,
                     }
@@ -103,13 +152,14 @@ pub(crate) fn handle(
                 },
                 (false, DataPtr::Transport { .. }) => {
                     let w = PendingWrite {
+                        counted: counted(&cmd),
                         cid,
                         off,
                         len: len as usize,
                         buf: Vec::new(),
                         kind: Kind::Write { fua: rw.fua },
                     };
-                    return c.r2t(cid, w);
+                    return c.r2t(cid, w).map(|()| Reply::Later);
                 }
             }
         }
@@ -133,26 +183,27 @@ pub(crate) fn handle(
         } if c.sh.ns_active(nsid) => {
             let len = nr as usize * DSM_RANGE_LEN;
             if dp.len() as usize != len {
-                return c.resp(cid, Status::SGL_INVALID_DATA, 0);
+                return Ok(Reply::Status(Status::SGL_INVALID_DATA));
             }
             match dp {
                 DataPtr::InCapsule { .. } => dsm(&c.sh, nsid, data, deallocate),
                 DataPtr::Transport { .. } => {
                     let w = PendingWrite {
+                        counted: counted(&cmd),
                         cid,
                         off: 0,
                         len,
                         buf: Vec::new(),
                         kind: Kind::Dsm { nsid, deallocate },
                     };
-                    return c.r2t(cid, w);
+                    return c.r2t(cid, w).map(|()| Reply::Later);
                 }
             }
         }
         Command::Flush { .. } | Command::Dsm { .. } => Status::INVALID_NS,
         _ => Status::INVALID_OPCODE,
     };
-    c.resp(cid, st, 0)
+    Ok(Reply::Status(st))
 }
 
 /// Deallocates each range (16 bytes: attributes, NLB, SLBA); every range is checked first.

@@ -233,6 +233,19 @@ impl Target {
         self.stats.clone()
     }
 
+    /// Turns on the per-connection and per-namespace I/O counters (`serve --metrics-listen`)
+    /// for connections accepted from now on, and returns them; the namespaces are named
+    /// `ns1`, ....
+    pub fn counters(&self) -> Arc<sanbench_blockstore::counters::ServerCounters> {
+        self.shared
+            .counters
+            .get_or_init(|| {
+                let names = (1..=self.shared.cfg.namespaces).map(|i| format!("ns{i}"));
+                sanbench_blockstore::counters::ServerCounters::new(names.collect())
+            })
+            .clone()
+    }
+
     /// The first port's address (port 0 resolved).
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local

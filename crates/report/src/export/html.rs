@@ -44,6 +44,7 @@ impl Exporter for HtmlExporter {
         html_charts::latency(r, &mut s);
         html_charts::scaling(r, &mut s);
         html_charts::timeseries(r, &mut s);
+        super::html_timelines::timelines(r, &mut s);
         super::html_disruption::disruption(r, &mut s);
         tables(r, &mut s);
         super::html_curves::curves(r, &mut s);
@@ -91,6 +92,13 @@ fn header(r: &Report, title: &str, s: &mut String) {
         s.push_str(
             "<p class=\"banner\"><b>Incomplete run.</b> It stopped before every cell ran; \
              missing cells show as n/a.</p>\n",
+        );
+    }
+    if let Some(text) = crate::unfinished(c) {
+        let _ = writeln!(
+            s,
+            "<p class=\"banner\" id=\"unfinished\"><b>Not finished.</b> {}</p>",
+            esc(&text)
         );
     }
 }

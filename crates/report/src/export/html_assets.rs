@@ -62,6 +62,27 @@ summary { cursor: pointer; font-weight: 600; }
 pre { background: var(--panel); border: 1px solid var(--line); padding: 10px 12px; overflow-x: auto;
   font-size: 12px; border-radius: 4px; }
 .ts-chart { max-width: 760px; }
+.tl-row { margin: 8px 0 14px; }
+.tl-name { font-weight: 600; font-size: 13px; margin: 0 0 4px; }
+.tl-cells { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 8px 12px; }
+.tl-cells .chart { max-width: 640px; }
+.chart.timeline .chart-title { font-size: 12px; }
+.chart.timeline .tick, .chart.timeline .axis-label { font-size: 9px; }
+.chart.timeline .mark-label { font-size: 8.5px; }
+.tl-tput, .tl-p50, .tl-p99 { fill: none; stroke-width: 1.4; }
+.tl-p99 { stroke-width: 1; stroke-opacity: 0.8; }
+.tl-band-p99-max { fill-opacity: 0.15; stroke: none; }
+.tl-band-p50-p99 { fill-opacity: 0.45; stroke: none; }
+.tl-ramp { fill: #eceef1; }
+.tl-steady { fill: #1b7a3e; fill-opacity: 0.09; }
+.tl-steady.tl-unsteady { fill: #b3261e; fill-opacity: 0.09; }
+.tl-stall { fill: #b3261e; fill-opacity: 0.2; }
+.tl-asked { stroke: #555555; stroke-dasharray: 5 3; stroke-width: 1; }
+.tl-mark { stroke-dasharray: 3 2; stroke-width: 1.2; }
+.tl-mark.tl-fault { stroke: #d55e00; } .chart text.tl-fault { fill: #d55e00; }
+.tl-mark.tl-path { stroke: #cc79a7; } .chart text.tl-path { fill: #a0507f; }
+.tl-mark.tl-error { stroke: #b3261e; } .chart text.tl-error { fill: #b3261e; }
+.tl-mark.tl-precondition { stroke: #8a929e; } .chart text.tl-precondition { fill: #5b6472; }
 select { font: inherit; padding: 2px 6px; }
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 @media print { .weights input { display: none; } }

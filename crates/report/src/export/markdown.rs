@@ -47,6 +47,9 @@ impl Exporter for MarkdownExporter {
         if c.incomplete {
             s.push_str("> **Incomplete run**: it stopped before every cell ran.\n\n");
         }
+        if let Some(text) = crate::unfinished(c) {
+            let _ = writeln!(s, "> **Not finished**: {}\n", md_cell(&text));
+        }
         s.push_str("## Key findings\n\n");
         if r.findings.is_empty() {
             let _ = writeln!(s, "{}", md_cell(&r.none_text()));
@@ -148,6 +151,7 @@ impl Exporter for MarkdownExporter {
             s.push_str("\n\\* modeled power (no meter): an estimate, not a measurement.\n");
         }
         curves(r, &mut s);
+        super::markdown_timelines::timelines(r, &mut s);
         hosts(r, &mut s);
         verification(r, &mut s);
         let _ = writeln!(

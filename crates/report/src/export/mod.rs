@@ -7,11 +7,14 @@ mod html_charts;
 mod html_curves;
 mod html_disruption;
 mod html_runs;
+mod html_timelines;
 mod json;
 mod markdown;
+mod markdown_timelines;
 
 pub use csv::{CsvExporter, CSV_HEADER};
 pub use html::HtmlExporter;
+pub use html_timelines::METHOD as TIMELINES_METHOD;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 

@@ -16,6 +16,7 @@ use crate::wire::keys::SessionParams;
 use crate::wire::layout::RESERVED_TAG;
 use crate::wire::pdu::{DataIn, DataOut, R2t, Residual, ScsiCommand, ScsiResponse};
 use crate::wire::pdu_ctl::reject_reason;
+use sanbench_blockstore::counters::Op;
 
 /// Largest EDTL we buffer for one write command.
 const MAX_WRITE: u32 = MAX_XFER_BLOCKS * BLOCK as u32;
@@ -226,6 +227,14 @@ impl Conn {
         let sh = self.shared.clone();
         let nexus = self.session.as_ref().map_or("", |s| s.nexus.as_str());
         let outcome = sh.luns[lun].execute(cdb, data, nexus);
+        if let (Some(m), Some((op, bytes))) = (&self.metrics, counted(cdb, &outcome, data)) {
+            m.io(
+                lun,
+                op,
+                bytes,
+                !matches!(outcome, Outcome::Check(_) | Outcome::Conflict),
+            );
+        }
         let need = Lun::data_out_len(cdb) as u32;
         self.data_in(cmd, outcome, need)
     }
@@ -364,6 +373,28 @@ impl Conn {
     fn check(&mut self, cmd: &ScsiCommand, s: Sense) {
         self.respond(cmd, status::CHECK_CONDITION, Some(s), Residual::default());
     }
+}
+
+/// The counted op of a command and its bytes (`serve --metrics-listen`); `None` for
+/// commands that are not I/O (INQUIRY, READ CAPACITY, ...).
+fn counted(cdb: &Cdb, outcome: &Outcome, data: &[u8]) -> Option<(Op, u64)> {
+    let blocks = |b: u32| u64::from(b) * BLOCK;
+    Some(match *cdb {
+        Cdb::Read { .. } => match outcome {
+            Outcome::Read { len, .. } => (Op::Read, *len as u64),
+            _ => (Op::Read, 0),
+        },
+        Cdb::Write { .. } | Cdb::CompareAndWrite { .. } => (Op::Write, data.len() as u64),
+        Cdb::SynchronizeCache { .. } => (Op::Flush, 0),
+        Cdb::WriteSame {
+            unmap: true,
+            blocks: b,
+            ..
+        } => (Op::Trim, blocks(b)),
+        Cdb::WriteSame { blocks: b, .. } => (Op::Zero, blocks(b)),
+        Cdb::Unmap { .. } => (Op::Trim, 0),
+        _ => return None,
+    })
 }
 
 /// The store bytes a command writes, when the CDB says (a count of 0 blocks means something

@@ -8,6 +8,19 @@ use super::{Conn, PendingWrite, FLUSH_AT, R};
 use crate::wire::meta::{state, BlockStatus, Extent, MAX_EXTENTS};
 use crate::wire::transmission::{chunk, cmd, cmd_flags, Chunk, ReplyHeader, Request};
 use crate::wire::{errno, Parsed};
+use sanbench_blockstore::counters::Op;
+
+/// The counted op of a request (block status and disconnect are not I/O).
+fn op_of(c: u16) -> Option<Op> {
+    match c {
+        cmd::READ => Some(Op::Read),
+        cmd::WRITE => Some(Op::Write),
+        cmd::FLUSH => Some(Op::Flush),
+        cmd::TRIM => Some(Op::Trim),
+        cmd::WRITE_ZEROES => Some(Op::Zero),
+        _ => None,
+    }
+}
 
 impl Conn<'_> {
     pub(super) fn transmission(&mut self) -> R<()> {
@@ -75,10 +88,19 @@ impl Conn<'_> {
         if p.remaining > 0 {
             return Ok(false);
         }
-        let (cookie, error) = (p.cookie, p.error);
+        let (cookie, error, len) = (p.cookie, p.error, p.len);
         self.pending = None;
+        self.count(Op::Write, len.into(), error);
         self.simple(cookie, error);
         Ok(true)
+    }
+
+    /// Counts one I/O on the export (`serve --metrics-listen`).
+    #[inline]
+    fn count(&self, op: Op, bytes: u64, error: u32) {
+        if let Some(m) = &self.metrics {
+            m.io(0, op, bytes, error == 0);
+        }
     }
 
     fn simple(&mut self, cookie: u64, error: u32) {
@@ -148,6 +170,7 @@ impl Conn<'_> {
             self.pending = Some(PendingWrite {
                 cookie: r.cookie,
                 offset: r.offset,
+                len: r.len,
                 remaining: r.len,
                 fua,
                 error,
@@ -156,6 +179,9 @@ impl Conn<'_> {
             return Ok(true);
         }
         if error != 0 {
+            if let Some(op) = op_of(r.cmd) {
+                self.count(op, 0, error);
+            }
             self.error_reply(&r, error);
             return Ok(true);
         }
@@ -181,6 +207,10 @@ impl Conn<'_> {
             _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         };
         let error = result.err().map_or(0, |e| errno::from_io(&e));
+        if let Some(op) = op_of(r.cmd) {
+            let bytes = if r.cmd == cmd::FLUSH { 0 } else { r.len.into() };
+            self.count(op, bytes, error);
+        }
         self.simple(r.cookie, error);
         Ok(true)
     }
@@ -216,9 +246,14 @@ impl Conn<'_> {
             .sh
             .store
             .read_append(r.offset, r.len as usize, &mut self.out);
-        if let Err(e) = read {
-            self.out.truncate(start);
-            self.error_reply(r, errno::from_io(&e));
+        match read {
+            Ok(_) => self.count(Op::Read, r.len.into(), 0),
+            Err(e) => {
+                self.out.truncate(start);
+                let error = errno::from_io(&e);
+                self.count(Op::Read, 0, error);
+                self.error_reply(r, error);
+            }
         }
         Ok(())
     }

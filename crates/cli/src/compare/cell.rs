@@ -1,0 +1,123 @@
+//! One cell of a comparison: its targets opened, its plan run (with the histogram log, the
+//! live line's p99 and, under `--save-every`, results.json rewritten with the cell so far as
+//! `in_progress`), its result named and judged against its lab link.
+
+use anyhow::Context;
+use std::sync::Arc;
+
+use sanbench_engine::suite::SuiteWorkload;
+use sanbench_engine::RunPlan;
+use sanbench_monitor::sampler::Baseline;
+
+use super::{CellCtx, CellRun};
+use crate::error::CliError;
+use crate::run_cmd::{execute_output, file_options, io_timeout};
+
+/// Runs one cell; `None` on the ranks of an MPI job other than 0 (rank 0 has the result).
+pub(crate) fn run_cell(
+    cx: &CellCtx<'_>,
+    w: &SuiteWorkload,
+    ti: usize,
+    uri: &str,
+    name: &str,
+    baseline: &mut Option<Baseline>,
+    save: Option<super::book::CellSave>,
+) -> Result<Option<CellRun>, CliError> {
+    let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
+    let n = w.targets_at_once.unwrap_or(1) as usize;
+    let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
+    let targets = match w.paths {
+        Some(k) => (0..n)
+            .map(|_| crate::targets::open_paths(uri, k))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => crate::targets::open_targets(&vec![uri.to_string(); n], &opts)?,
+    };
+    if let Some(wt) = cx.watch {
+        wt.for_cell(&w.id, cx.round.get(), name, n);
+    }
+    let mut plan = RunPlan {
+        workload: w.workload.clone(),
+        targets,
+        io_timeout: io_timeout(&a.engine)?,
+        seed: a.seed,
+        data: cx.data.spec,
+        stop: crate::signals::stop_flag(),
+        run_id: cx.run_id,
+        // n copies of one target share its map (they drive one store).
+        verify: vec![cx.verify[ti].clone(); n],
+        clock: None,
+        sync: cx.job.map(|j| j.sync()),
+        raw_latencies: false,
+        log_interval: a.watch.log_interval.0,
+        intervals: None,
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
+    };
+    let partial = save.and_then(|s| {
+        crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))
+    });
+    plan.intervals = crate::sinks::join(vec![
+        crate::watch::sink(&cx.watch.cloned()),
+        progress.sink(),
+        partial
+            .clone()
+            .map(|p| p as Arc<dyn sanbench_engine::run::IntervalSink>),
+    ]);
+    let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
+    let done = execute_output(&plan, progress, mon, *baseline, faults);
+    // The last save is written before the cell is filed (results.json is rewritten then).
+    if let Some(p) = &partial {
+        p.finish();
+    }
+    let (mut doc, used, out) = done?;
+    if baseline.is_none() {
+        *baseline = used;
+    }
+    if let Some(job) = cx.job {
+        let templates = vec![cx.templates[ti].clone(); n];
+        match job.gather(&w.workload, &templates, doc, out)? {
+            Some(merged) => doc = merged,
+            None => return Ok(None),
+        }
+    }
+    let hosts = std::mem::take(&mut doc.hosts);
+    let manifest = doc.manifest.clone();
+    let mut r = if n == 1 {
+        doc.results.into_iter().next().context("no result")?
+    } else {
+        let mut all = doc.all.context("no aggregate result")?;
+        for v in doc.results.iter().filter_map(|r| r.verify.as_ref()) {
+            match all.verify.as_mut() {
+                None => all.verify = Some(v.clone()),
+                Some(a) => a.merge(v),
+            }
+        }
+        all
+    };
+    r.target = name.to_string();
+    r.faults = std::mem::take(&mut doc.faults);
+    lab_link_rate(&mut r, cx.links.get(ti).and_then(Option::as_ref));
+    if r.engine == "all" {
+        r.engine = format!("{} x{n}", plan.targets[0].info().engine);
+        r.info = Some(plan.targets[0].info().clone());
+    }
+    Ok(Some(CellRun {
+        result: r,
+        manifest,
+        hosts,
+    }))
+}
+
+/// A lab target's bottleneck judged again with its link's rate: the shaping (tc) is not
+/// something the interface reports, so the monitor alone cannot know it.
+fn lab_link_rate(r: &mut sanbench_engine::result::TargetResult, link: Option<&serde_json::Value>) {
+    let Some(l) = link else { return };
+    let (Some(rate), Some(b)) = (l.get("rate_bits").and_then(|v| v.as_u64()), &r.bottleneck) else {
+        return;
+    };
+    let source = format!(
+        "lab link {}",
+        l.get("name").and_then(|n| n.as_str()).unwrap_or("?")
+    );
+    let open = r.open_loop.as_ref().map(|o| (o.valid, o.asked_iops));
+    r.bottleneck = Some(b.with_link_rate(rate, &source, open));
+}
