@@ -335,6 +335,16 @@ pub fn of_cell(
 /// A workload's timelines, target by target (in the comparison's order), each target's
 /// closed-loop rounds first, then its curve points by load; the cell that was running when
 /// the document was written last.
+/// Every workload that has timelines, with them, in the comparison's order (the HTML and
+/// Markdown sections both start here).
+pub fn by_workload(c: &Comparison) -> Vec<(&WorkloadEntry, Vec<Timeline>)> {
+    c.workloads
+        .iter()
+        .map(|w| (w, of_workload(c, w)))
+        .filter(|(_, ts)| !ts.is_empty())
+        .collect()
+}
+
 pub fn of_workload(c: &Comparison, w: &WorkloadEntry) -> Vec<Timeline> {
     let mut out = Vec::new();
     for t in &c.targets {

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::fmt::html as esc;
 use crate::svg::colour;
 use crate::svg_timeline::chart;
-use crate::timeline::{of_workload, scale, MAX_POINTS};
+use crate::timeline::{by_workload, scale, MAX_POINTS};
 use crate::Report;
 
 /// The methods note: what is drawn and how many intervals become a point.
@@ -24,12 +24,7 @@ horizontal dashed line is a curve point's asked rate.";
 
 pub fn timelines(r: &Report, s: &mut String) {
     let c = r.cmp;
-    let per: Vec<_> = c
-        .workloads
-        .iter()
-        .map(|w| (w, of_workload(c, w)))
-        .filter(|(_, ts)| !ts.is_empty())
-        .collect();
+    let per = by_workload(c);
     if per.is_empty() {
         return;
     }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::html_timelines::METHOD;
 use crate::fmt::{md_cell, num, short};
 use crate::svg_timeline::us_label;
-use crate::timeline::{of_workload, Timeline};
+use crate::timeline::{by_workload, Timeline};
 use crate::Report;
 
 /// Events listed per cell (the rest counted).
@@ -69,12 +69,7 @@ fn events(t: &Timeline) -> String {
 
 pub fn timelines(r: &Report, s: &mut String) {
     let c = r.cmp;
-    let per: Vec<_> = c
-        .workloads
-        .iter()
-        .map(|w| (w, of_workload(c, w)))
-        .filter(|(_, ts)| !ts.is_empty())
-        .collect();
+    let per = by_workload(c);
     if per.is_empty() {
         return;
     }
