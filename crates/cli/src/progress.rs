@@ -191,15 +191,20 @@ pub fn span(d: Duration) -> String {
     }
 }
 
-/// A latency for the line: "850 µs", "1.23 ms", "2.10 s".
+/// A latency for the line: "420 ns", "3.4 µs", "850 µs", "1.23 ms", "2.10 s". A RAM disk's
+/// sub-microsecond p99 is never rounded to "0 µs".
 fn latency(ns: u64) -> String {
     let us = ns as f64 / 1000.0;
     if us >= 1e6 {
         format!("{:.2} s", us / 1e6)
     } else if us >= 1e3 {
         format!("{:.2} ms", us / 1e3)
-    } else {
+    } else if us >= 10.0 {
         format!("{us:.0} µs")
+    } else if ns >= 1000 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{ns} ns")
     }
 }
 
@@ -280,6 +285,9 @@ mod tests {
         assert!(l.starts_with("[run 3s, 7s left]"), "{l}");
         assert!(l.ends_with("p99 -"), "{l}");
         assert_eq!(latency(850_000), "850 µs");
+        assert_eq!(latency(3_440), "3.4 µs");
+        assert_eq!(latency(420), "420 ns");
+        assert_eq!(latency(0), "0 ns");
         assert_eq!(latency(2_100_000_000), "2.10 s");
         assert_eq!(span(Duration::from_secs(3 * 3600 + 7 * 60 + 5)), "3h07m");
     }

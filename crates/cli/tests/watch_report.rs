@@ -55,7 +55,7 @@ fn has_p99(s: &str) -> bool {
         let (Some(v), Some(unit)) = (w.next(), w.next()) else {
             return false;
         };
-        v.parse::<f64>().is_ok_and(|v| v > 0.0) && ["µs", "ms", "s"].contains(&unit)
+        v.parse::<f64>().is_ok_and(|v| v > 0.0) && ["ns", "µs", "ms", "s"].contains(&unit)
     })
 }
 
