@@ -435,6 +435,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         log_interval: a.watch.log_interval.0,
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
+        saves: None,
     };
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
     let partial = match (&plan.sync, &a.json) {
@@ -443,13 +444,8 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         }
         _ => None,
     };
-    plan.intervals = crate::sinks::join(vec![
-        crate::watch::sink(&watch),
-        progress.sink(),
-        partial
-            .clone()
-            .map(|p| p as Arc<dyn sanbench_engine::run::IntervalSink>),
-    ]);
+    plan.intervals = crate::sinks::join(vec![crate::watch::sink(&watch), progress.sink()]);
+    plan.saves = partial.as_ref().map(|p| p.saves());
     let mon = crate::monitoring::setup(&a.monitor)?;
     let done = execute_output(&plan, &progress, mon.as_ref(), None, faults.as_ref());
     if let Some(p) = &partial {
@@ -470,13 +466,12 @@ fn saves_to(path: &std::path::Path) -> bool {
         && std::fs::symlink_metadata(path).map_or(true, |m| m.file_type().is_file())
 }
 
-/// `--save-every`: the totals so far as the run's document, marked `"complete": false`.
+/// `--save-every`: the result so far as the run's document, marked `"complete": false`.
 fn saver(plan: &RunPlan, path: &std::path::Path, reports: &[Report]) -> crate::partial::Write {
-    let (w, data, run_id) = (plan.workload.clone(), plan.data, plan.run_id);
+    let (w, data) = (plan.workload.clone(), plan.data);
     let (path, reports) = (path.to_path_buf(), reports.to_vec());
     Box::new(move |out: RunOutput| {
         let mut doc = build_doc(&w, &data, &out, None);
-        doc.run_id = run_id.map_or_else(String::new, |id| format!("{id:016x}"));
         doc.complete = Some(false);
         attach_precondition(&mut doc, reports.clone());
         write_json(&doc, &path)

@@ -1,6 +1,6 @@
-//! One interval sink for a plan from several: the histogram log and metrics (watch.rs), the
-//! live line's p99 (progress.rs) and the incremental result (partial.rs) each take every
-//! finished interval; a plan holds one sink.
+//! One interval sink for a plan from several: the histogram log and metrics (watch.rs) and the
+//! live line's p99 (progress.rs) each take every finished interval; a plan holds one sink.
+//! (The result saved part-way, partial.rs, is the engine's own snapshot: `RunPlan::saves`.)
 
 use std::sync::Arc;
 

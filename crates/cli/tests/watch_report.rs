@@ -268,3 +268,86 @@ fn a_comparison_killed_mid_cell_keeps_the_running_cell_as_in_progress() {
     check_intervals(r, r["seconds"].as_f64().unwrap());
     report_says_incomplete(&results, &dir.path().join("report"));
 }
+
+/// Sums of a list of interval summaries per start (`t`, in ms), reads and writes together.
+fn ios_by_t(ivs: &Value) -> std::collections::BTreeMap<u64, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for iv in ivs.as_array().expect("intervals") {
+        let t = (iv["t"].as_f64().unwrap() * 1000.0).round() as u64;
+        *m.entry(t).or_default() +=
+            iv["read_ios"].as_u64().unwrap() + iv["write_ios"].as_u64().unwrap();
+    }
+    m
+}
+
+#[test]
+fn a_killed_multipath_run_s_partial_result_has_its_paths_and_all_targets_intervals() {
+    let served = sanbench_testkit::Served::start(
+        bin(),
+        &[
+            "nbd",
+            "--size",
+            "16M",
+            "--listen",
+            "127.0.0.1:0",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    // A multipath target and a second one: the partial result has the paths' intervals and
+    // those of both targets together.
+    let mut child = Command::new(bin())
+        .args([
+            "run",
+            &format!("{}?policy=round-robin", served.uri),
+            "mem:16M",
+        ])
+        .args(["--time", "60s", "--ramp", "0", "--read", "70", "--qd", "4"])
+        .args(["--log-interval", "100ms", "--save-every", "300ms"])
+        .args([
+            "--quiet",
+            "--no-monitor",
+            "--precondition",
+            "none",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&mut child, &json, |v| v["seconds"].as_f64() >= Some(1.0));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let v = read(&json).expect("valid JSON after SIGKILL");
+    assert_eq!(v["complete"], false);
+    let secs = v["seconds"].as_f64().unwrap();
+    assert!((1.0..60.0).contains(&secs), "{secs}");
+    let r = &v["results"][0];
+    check_intervals(r, secs);
+    let paths = r["multipath"]["paths"].as_array().expect("multipath.paths");
+    assert_eq!(paths.len(), 2, "{r}");
+    let target = ios_by_t(&r["intervals"]);
+    let mut of_paths = std::collections::BTreeMap::new();
+    for (i, p) in paths.iter().enumerate() {
+        let per_path = ios_by_t(&p["intervals"]);
+        // Round-robin: both paths carry I/O in the window so far.
+        let sum: u64 = per_path.values().sum();
+        assert!(sum > 0, "path {i}: {p}");
+        assert_eq!(p["ios"].as_u64(), Some(sum), "path {i}");
+        for (t, n) in per_path {
+            *of_paths.entry(t).or_insert(0) += n;
+        }
+    }
+    // Interval by interval, the paths add up to their target.
+    assert_eq!(of_paths, target);
+    // All targets together: each interval is the sum of both targets'.
+    let mut both = target.clone();
+    for (t, n) in ios_by_t(&v["results"][1]["intervals"]) {
+        *both.entry(t).or_insert(0) += n;
+    }
+    let all = &v["all"];
+    assert_eq!(ios_by_t(&all["intervals"]), both, "{all}");
+    check_intervals(all, secs);
+}

@@ -457,16 +457,22 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             .map(|m| serde_json::to_value(m).unwrap_or_default())
             .collect(),
         // The per-path bins are the disruption's input, not the result's.
-        multipath: crate::multipath::report::MultipathReport::from_queue_stats(&t.queue_stats).map(
-            |mut m| {
+        multipath: crate::multipath::report::MultipathReport::from_queue_stats(&t.queue_stats)
+            .map(|mut m| {
                 m.paths.iter_mut().for_each(|p| p.bins_10ms.clear());
                 m.epoch_unix_ns = 0;
                 for (p, iv) in m.paths.iter_mut().zip(&t.path_intervals) {
                     p.intervals = iv.clone();
                 }
                 m
-            },
-        ),
+            })
+            // A result part-way has no queue's report yet: its paths' intervals all the same.
+            .or_else(|| {
+                let m = crate::multipath::report::MultipathReport::from_info;
+                (t.queue_stats.is_empty() && !t.path_intervals.is_empty())
+                    .then(|| m(&t.info.params, &t.path_intervals))
+                    .flatten()
+            }),
         faults: Vec::new(),
         disruption: crate::disruption::of_target(t, (secs * 1e9) as u64, &[]),
         cpu: None,

@@ -301,6 +301,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         log_interval: Duration::from_secs(1),
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
+        saves: None,
     }
 }
 

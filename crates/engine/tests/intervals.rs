@@ -50,6 +50,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Duration)
         log_interval: iv,
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
+        saves: None,
     }
 }
 

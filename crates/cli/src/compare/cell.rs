@@ -3,7 +3,6 @@
 //! `in_progress`), its result named and judged against its lab link.
 
 use anyhow::Context;
-use std::sync::Arc;
 
 use sanbench_engine::suite::SuiteWorkload;
 use sanbench_engine::RunPlan;
@@ -51,6 +50,7 @@ pub(crate) fn run_cell(
         log_interval: a.watch.log_interval.0,
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
+        saves: None,
     };
     let partial = save.and_then(|s| {
         crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))
@@ -58,10 +58,8 @@ pub(crate) fn run_cell(
     plan.intervals = crate::sinks::join(vec![
         crate::watch::sink(&cx.watch.cloned()),
         progress.sink(),
-        partial
-            .clone()
-            .map(|p| p as Arc<dyn sanbench_engine::run::IntervalSink>),
     ]);
+    plan.saves = partial.as_ref().map(|p| p.saves());
     let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
     let done = execute_output(&plan, progress, mon, *baseline, faults);
     // The last save is written before the cell is filed (results.json is rewritten then).

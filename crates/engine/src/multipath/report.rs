@@ -163,6 +163,44 @@ impl MultipathReport {
         }
         all
     }
+
+    /// A result formed part-way (`--save-every`), before any queue has reported: the paths
+    /// as the target named them (its `multipath.*` info params), each with its intervals so
+    /// far and, as `ios` and `bytes`, what those intervals add up to (the window so far, where
+    /// a finished run's count every completion). `None` for a target of one path.
+    pub fn from_info(
+        params: &std::collections::BTreeMap<String, serde_json::Value>,
+        path_intervals: &[Vec<crate::run::IntervalSummary>],
+    ) -> Option<MultipathReport> {
+        let uris = params.get("multipath.paths")?.as_array()?;
+        let text = |k: &str| {
+            params
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let paths = uris
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                let intervals = path_intervals.get(i).cloned().unwrap_or_default();
+                PathReport {
+                    uri: u.as_str().unwrap_or_default().to_string(),
+                    ios: intervals.iter().map(|s| s.read_ios + s.write_ios).sum(),
+                    bytes: intervals.iter().map(|s| s.read_bytes + s.write_bytes).sum(),
+                    intervals,
+                    ..PathReport::default()
+                }
+            })
+            .collect();
+        Some(MultipathReport {
+            policy: text("multipath.policy"),
+            failback: text("multipath.failback"),
+            paths,
+            ..MultipathReport::default()
+        })
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@
 //! * [`interval`]: the window cut into intervals (`--log-interval`): per-stream current
 //!   statistics handed over at each edge and merged per target by the coordinator
 //!   (`collect`), their summaries bounded in number whatever the window's length
-//!   ([`summaries`]);
+//!   ([`summaries`]); the result formed from them once ([`snapshot`]: part-way for
+//!   `--save-every`, and at the end);
 //! * [`sync`]: the hooks that run a plan in step with other processes (MPI ranks);
 //! * [`wire`]: a run's output as bytes (histograms in HdrHistogram's V2 format) and the merge
 //!   of several processes' outputs.
@@ -25,6 +26,7 @@ pub mod interval;
 mod open;
 pub mod pacer;
 mod shared;
+mod snapshot;
 mod spin;
 mod state;
 mod stream;
@@ -51,6 +53,7 @@ use crate::stamp::DataSpec;
 pub use check::check_plan;
 pub use interval::{Interval, IntervalRecord, IntervalSink, IntervalSummary, PathStats};
 use shared::{coordinate, Live, Shared};
+pub use snapshot::{SaveSink, Saves};
 pub(crate) use stream::{stamp_slot, Layout};
 use stream::{stream, StreamCtx};
 
@@ -91,6 +94,9 @@ pub struct RunPlan {
     /// a longer window is summarized at a coarser step ([`summaries`]; default
     /// [`summaries::MAX_SUMMARIES`]). The sink gets every interval regardless.
     pub max_intervals: usize,
+    /// The result so far, handed on every so much window time (`--save-every`); `None`: only
+    /// at the end.
+    pub saves: Option<Saves>,
 }
 
 /// The shortest `--log-interval`.
@@ -330,18 +336,40 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     // Per stream: the interval it fills, those in the channel and those merged at the
     // coordinator before they come back (the coordinator polls at least once per interval).
     let pool = interval::Pool::new(4 * n_streams);
+    let infos = plan
+        .targets
+        .iter()
+        .zip(cache_notes)
+        .map(|(t, note)| {
+            let mut info = t.info().clone();
+            if let Some(n) = note {
+                info.params.insert("page_cache".into(), n.into());
+            }
+            info
+        })
+        .collect();
     let mut collector = collect::Collector::new(
         collect::Cut {
             len_ns: iv_ns,
             planned_ns: w.time.as_nanos().min(u64::MAX as u128) as u64,
             cap: plan.max_intervals,
         },
-        plan.targets.len(),
+        snapshot::Base {
+            infos,
+            outstanding: w.workers as u64 * w.qd as u64,
+            open_loop: w.rate.map(|r| (r, w.arrival)),
+            started_at,
+            run_id,
+            ramp: w.ramp,
+        },
         w.rate.is_some(),
-        plan.intervals.as_deref(),
-        iv_rx,
-        &pool,
-        lives.clone(),
+        collect::Io {
+            sink: plan.intervals.as_deref(),
+            saves: plan.saves.as_ref(),
+            rx: iv_rx,
+            pool: &pool,
+            lives: lives.clone(),
+        },
     );
 
     let (outs, samples, clock_started_at) = thread::scope(|scope| {
@@ -439,43 +467,20 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         return Err(e);
     }
 
-    let mut targets: Vec<TargetRun> = plan
-        .targets
-        .iter()
-        .zip(cache_notes)
-        .enumerate()
-        .map(|(ti, (t, note))| {
-            let mut info = t.info().clone();
-            if let Some(n) = note {
-                info.params.insert("page_cache".into(), n.into());
-            }
-            // Stream i drives target i % targets (see the spawn loop above).
-            let n_t = plan.targets.len();
-            let mean_outstanding = samples.as_ref().and_then(|s| {
-                (0..w.workers as usize)
-                    .map(|k| s.mean(k * n_t + ti))
-                    .sum::<Option<f64>>()
-            });
-            TargetRun {
-                info,
-                read: DirStats::default(),
-                write: DirStats::default(),
-                flush: DirStats::default(),
-                fua: DirStats::default(),
-                series: Vec::new(),
-                outstanding: w.workers as u64 * w.qd as u64,
-                mean_outstanding,
-                queue_stats: Vec::new(),
-                verify: verifier(ti).map(|v| v.report()),
-                open_loop: w.rate.map(|r| (r, w.arrival)),
-                intervals: Vec::new(),
-                intervals_step_ns: 0,
-                path_intervals: Vec::new(),
-                raw_ns: Vec::new(),
-                timeline: timeline::Timeline::default(),
-            }
-        })
-        .collect();
+    let mut out = collector.finish(window.as_nanos() as u64);
+    out.stopped_early = stopped_early;
+    out.clock_started_at = clock_started_at;
+    let n_t = plan.targets.len();
+    for (ti, t) in out.targets.iter_mut().enumerate() {
+        // Stream i drives target i % targets (see the spawn loop above).
+        t.mean_outstanding = samples.as_ref().and_then(|s| {
+            (0..w.workers as usize)
+                .map(|k| s.mean(k * n_t + ti))
+                .sum::<Option<f64>>()
+        });
+        t.verify = verifier(ti).map(|v| v.report());
+    }
+    let targets = &mut out.targets;
     let window_start_unix_ns = (clock_started_at + w.ramp)
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -498,21 +503,10 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         }
         t.raw_ns.extend(o.raw.unwrap_or_default());
     }
-    let (all_intervals, all_intervals_step_ns) =
-        collector.finish(&mut targets, window.as_nanos() as u64);
     let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
-    for t in &mut targets {
+    for t in targets.iter_mut() {
         // Keep whole seconds only; a partial last second would read as a dip.
         t.series.truncate(whole_secs.max(1));
     }
-    Ok(RunOutput {
-        started_at,
-        window,
-        stopped_early,
-        clock_started_at,
-        run_id,
-        targets,
-        all_intervals,
-        all_intervals_step_ns,
-    })
+    Ok(out)
 }

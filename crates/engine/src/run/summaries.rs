@@ -44,6 +44,7 @@ impl Counts {
 }
 
 /// Intervals being merged into one summary: the summary's number (in steps) and its figures.
+#[derive(Clone)]
 struct Acc {
     c: u64,
     counts: Counts,
@@ -51,6 +52,7 @@ struct Acc {
 }
 
 /// One series' summaries.
+#[derive(Clone)]
 pub struct Series {
     fine_ns: u64,
     /// Intervals per summary.
@@ -196,22 +198,11 @@ impl Series {
         (self.out, step)
     }
 
-    /// The summaries so far, the intervals being merged included (as [`Series::finish`] would
-    /// give them were the window `window_ns` long now), and the step: what a result written
-    /// part-way holds.
+    /// The summaries so far, the intervals being merged included, and the step: exactly what
+    /// [`Series::finish`] would give were the window `window_ns` long now (a copy is
+    /// finished: one histogram and the summaries, once per save part-way).
     pub fn snapshot(&self, window_ns: u64) -> (Vec<IntervalSummary>, u64) {
-        let mut out = self.out.clone();
-        let step_ns = self.step_ns();
-        if let Some(a) = &self.acc {
-            let t = a.c.saturating_mul(step_ns);
-            let len = step_ns.min(window_ns.saturating_sub(t)).max(1);
-            let s = summary(t, len, &a.counts, &a.hist);
-            match (self.idx.last(), out.last_mut()) {
-                (Some(&last), Some(l)) if last == a.c => merge_into(l, &s),
-                _ => out.push(s),
-            }
-        }
-        (out, step_ns)
+        self.clone().finish(window_ns)
     }
 
     /// Summaries kept so far (for tests and the bound).
