@@ -224,16 +224,23 @@ pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding
                     .collect();
                 group.extend(pair_findings(cmp, cat, &lbl, av, &qs, min_effect));
             }
-            // Differences first; among them those whose average is decided, then the share of
-            // tests won, then the largest ratio: an order that the noise around an undecided
-            // average cannot change.
+            // Differences first; those whose average is decided lead, by that average; the
+            // others follow by the share of tests won, then the largest ratio: an order that
+            // the noise around an undecided average cannot change.
             group.sort_by(|x, y| {
+                let (dx, dy) = (average_decided(x.ci_low), average_decided(y.ci_low));
+                let by_average = y.average.total_cmp(&x.average);
                 (x.kind != "better")
                     .cmp(&(y.kind != "better"))
-                    .then(average_decided(y.ci_low).cmp(&average_decided(x.ci_low)))
-                    .then((y.tests * x.compared).cmp(&(x.tests * y.compared)))
-                    .then(y.max.total_cmp(&x.max))
-                    .then(y.average.total_cmp(&x.average))
+                    .then(dy.cmp(&dx))
+                    .then(if dx && dy {
+                        by_average
+                    } else {
+                        (y.tests * x.compared)
+                            .cmp(&(x.tests * y.compared))
+                            .then(y.max.total_cmp(&x.max))
+                            .then(by_average)
+                    })
             });
             out.extend(group);
         }
