@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use sanbench_engine::run::IntervalRecord;
 use sanbench_metrics::expo::{Exposition, Writer};
-use sanbench_metrics::registry::{Key, PathFigures, Registry};
+use sanbench_metrics::registry::{Key, PathFigures, Registry, BOUNDS_NS, N_BOUNDS};
 use sanbench_metrics::server::Endpoint;
 use sanbench_monitor::cpu::{CpuBreakdown, StatReader, StatSnapshot};
 
@@ -102,8 +102,10 @@ pub fn add(m: &Registry, key: &Key, r: &IntervalRecord<'_>) {
             } else {
                 &d.hist
             };
-            for (ns, n) in h.buckets() {
-                o.observe(ns, n);
+            if h.count() > 0 {
+                let mut split = [0u64; N_BOUNDS];
+                let over = h.split_by_bounds(&BOUNDS_NS, &mut split);
+                o.observe_split(&split, over, h.sum_ns());
             }
         }
         series.inflight = r.inflight;

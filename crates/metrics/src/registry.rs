@@ -16,7 +16,18 @@ pub const OPS: [&str; 3] = ["read", "write", "flush"];
 pub fn bounds() -> impl Iterator<Item = f64> {
     (0..=24).map(|k| 1e-6 * f64::from(1u32 << k))
 }
-const N_BOUNDS: usize = 25;
+pub const N_BOUNDS: usize = 25;
+
+/// The same bounds in nanoseconds (1000 × 2^k), for splitting a histogram in one pass.
+pub const BOUNDS_NS: [u64; N_BOUNDS] = {
+    let mut b = [0u64; N_BOUNDS];
+    let mut k = 0;
+    while k < N_BOUNDS {
+        b[k] = 1000 << k;
+        k += 1;
+    }
+    b
+};
 
 /// Which series: target and (in a comparison) the cell.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -48,6 +59,16 @@ impl OpFigures {
             None => self.over += n,
         }
         self.sum_s += s * n as f64;
+    }
+
+    /// Adds a histogram already split by [`BOUNDS_NS`] (not cumulative), the count above the
+    /// last bound and the exact sum of its values in ns.
+    pub fn observe_split(&mut self, split: &[u64; N_BOUNDS], over: u64, sum_ns: u128) {
+        for (b, n) in self.buckets.iter_mut().zip(split) {
+            *b += n;
+        }
+        self.over += over;
+        self.sum_s += sum_ns as f64 / 1e9;
     }
 }
 
@@ -256,6 +277,39 @@ fn render_host(h: &Host, w: &mut Writer) {
 mod tests {
     use super::*;
     use crate::expo::Format;
+
+    /// A split histogram adds up as its values observed one by one would (the sum exact).
+    #[test]
+    fn a_split_histogram_adds_as_its_values_would() {
+        let values = [
+            (1_500u64, 2u64),
+            (1_000, 1),
+            (7_000_000, 3),
+            (100_000_000_000, 1),
+        ];
+        let mut one = OpFigures::default();
+        let mut split = [0u64; N_BOUNDS];
+        let mut over = 0;
+        for &(ns, n) in &values {
+            one.observe(ns, n);
+            match BOUNDS_NS.iter().position(|&b| ns <= b) {
+                Some(i) => split[i] += n,
+                None => over += n,
+            }
+        }
+        let sum: u128 = values.iter().map(|&(ns, n)| u128::from(ns * n)).sum();
+        let mut both = OpFigures::default();
+        both.observe_split(&split, over, sum);
+        assert_eq!((both.buckets, both.over), (one.buckets, one.over));
+        assert!(
+            (both.sum_s - one.sum_s).abs() < 1e-9,
+            "{} {}",
+            both.sum_s,
+            one.sum_s
+        );
+        assert_eq!(BOUNDS_NS[0], 1_000);
+        assert_eq!(BOUNDS_NS[24], 1_000 << 24);
+    }
 
     #[test]
     fn buckets_are_cumulative_and_count_is_the_last() {

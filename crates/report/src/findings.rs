@@ -5,10 +5,13 @@
 //! Per category (bandwidth, IOPS, p99 latency, CPU and measured power efficiency, split by
 //! flavour as Third I/O did) and pair of compared targets:
 //! * **better**: A wins the workloads whose whole interval lies beyond the margin
-//!   (`--min-effect`, 10 %) in A's favour. The sentence gives the geometric mean over *all* the
-//!   category's workloads with its interval (not the mean of the winners, which would lean
-//!   upward), how many tests A won, and the largest ratio with its workload: "NBD shows 1.8x
-//!   [1.5-2.2] greater bandwidth than iSCSI (2 of 2 tests; maximum 1.9x in seq write 1 MiB)".
+//!   (`--min-effect`, 10 %) in A's favour. When the geometric mean over *all* the category's
+//!   workloads (not the mean of the winners, which would lean upward) favours A with its whole
+//!   interval above 1, the sentence leads with it, then how many tests A won and the largest
+//!   ratio with its workload: "NBD shows 1.8x [1.5-2.2] greater bandwidth than iSCSI (2 of 2
+//!   tests; maximum 1.9x in seq write 1 MiB)". Otherwise it leads with the tests won and says
+//!   what the average does: "NBD shows greater bandwidth than NVMe-TCP on 1 of 2 tests
+//!   (maximum 1.8x in seq write); over all 2: 1.1x [0.88-1.4], no difference shown".
 //! * **equivalent**: workloads whose whole interval lies within ± the margin (an equivalence
 //!   test, TOST): "NBD and NVMe-TCP are within 10 % on 3 of 5 IOPS tests; 2 inconclusive".
 //!
@@ -221,15 +224,34 @@ pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding
                     .collect();
                 group.extend(pair_findings(cmp, cat, &lbl, av, &qs, min_effect));
             }
+            // Differences first; those whose average is decided lead, by that average; the
+            // others follow by the share of tests won, then the largest ratio: an order that
+            // the noise around an undecided average cannot change.
             group.sort_by(|x, y| {
+                let (dx, dy) = (average_decided(x.ci_low), average_decided(y.ci_low));
+                let by_average = y.average.total_cmp(&x.average);
                 (x.kind != "better")
                     .cmp(&(y.kind != "better"))
-                    .then(y.average.total_cmp(&x.average))
+                    .then(dy.cmp(&dx))
+                    .then(if dx && dy {
+                        by_average
+                    } else {
+                        (y.tests * x.compared)
+                            .cmp(&(x.tests * y.compared))
+                            .then(y.max.total_cmp(&x.max))
+                            .then(by_average)
+                    })
             });
             out.extend(group);
         }
     }
     out
+}
+
+/// Whether a "better" finding's average (oriented to favour its side) is itself a difference:
+/// its whole interval lies above 1. Only then does the sentence lead with the average.
+pub fn average_decided(ci_low: Option<f64>) -> bool {
+    ci_low.is_some_and(|l| l > 1.0)
 }
 
 /// The findings of one pair in one category: a "better" finding for each side that won a
@@ -306,7 +328,7 @@ fn pair_findings(
                 fmt_ratio(avg),
                 fmt_interval(lo, hi),
             )
-        } else if avg >= 1.0 {
+        } else if average_decided(lo) {
             format!(
                 "{side} shows {} {} {direction} {lbl} than {other} ({k} of {n} tests; maximum {} in {})",
                 fmt_ratio(avg),
@@ -315,8 +337,17 @@ fn pair_findings(
                 title(&max_q.workload),
             )
         } else {
+            // The average over the category does not favour `side` beyond doubt (its interval
+            // reaches 1, or lies below it): the sentence leads with the tests `side` won, and
+            // the average follows with what it says, so that noise around 1 never flips the
+            // headline between two runs whose decided tests agree.
+            let verdict = if hi.is_some_and(|h| h < 1.0) {
+                format!("in {other}'s favour")
+            } else {
+                "no difference shown".to_string()
+            };
             format!(
-                "{side} shows {direction} {lbl} than {other} on {k} of {n} tests (maximum {} in {}); over all {n}: {} {}",
+                "{side} shows {direction} {lbl} than {other} on {k} of {n} tests (maximum {} in {}); over all {n}: {} {}, {verdict}",
                 fmt_ratio(max),
                 title(&max_q.workload),
                 fmt_ratio(avg),

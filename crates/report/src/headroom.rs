@@ -132,8 +132,58 @@ fn instead(v: Verdict) -> &'static str {
     }
 }
 
-/// The note for a finding between `a` and `b`, if either side was limited elsewhere.
+/// Whether a target is reached over this host's loopback (every portal of its URI is
+/// 127.0.0.0/8, ::1 or localhost) and not through a lab link: its "interconnect" is this
+/// host's own TCP stack, and its server shares the host's CPUs with the initiator.
+pub fn on_loopback(cmp: &Comparison, target: &str) -> bool {
+    cmp.targets
+        .iter()
+        .find(|t| t.name == target)
+        .is_some_and(|t| t.link.is_none() && loopback_uri(&t.uri))
+}
+
+/// `nbd://127.0.0.1:10809/x`, `iscsi://[::1]:3260/...`, `nvme+tcp://localhost/...`,
+/// multipath `iscsi://127.0.0.1:3260,127.0.0.1:3261/...`: true when there is at least one
+/// host and every host is a loopback address.
+pub fn loopback_uri(uri: &str) -> bool {
+    let Some((_, rest)) = uri.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // Credentials (iscsi://user%pass@host) come before the last '@'.
+    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if hosts.is_empty() {
+        return false;
+    }
+    hosts.split(',').all(|portal| {
+        let host = if let Some(v6) = portal.strip_prefix('[') {
+            v6.split(']').next().unwrap_or("")
+        } else {
+            portal.split(':').next().unwrap_or("")
+        };
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
+/// The note for a finding between `a` and `b`, if either side was limited elsewhere, or
+/// else if both were served over this host's loopback (the demo's built-in servers): the
+/// bottleneck verdict reads `latency` there ("the round trip itself"), but that round trip
+/// is this host's CPU too, so the finding compares implementations, not interconnects.
 pub fn finding_note(cmp: &Comparison, f: &Finding) -> Option<String> {
+    limit_note(cmp, f).or_else(|| {
+        (on_loopback(cmp, &f.better) && on_loopback(cmp, &f.worse)).then(|| {
+            "(both served over loopback on this host: this compares the implementations' \
+             CPU and wake-up costs, not interconnects)"
+                .to_string()
+        })
+    })
+}
+
+/// The note for a finding between `a` and `b`, if either side was limited elsewhere.
+fn limit_note(cmp: &Comparison, f: &Finding) -> Option<String> {
     // Curve findings compare open-loop points at the same offered load: their limit is the
     // asked rate by construction.
     if f.label.contains("% load") {

@@ -159,3 +159,69 @@ fn the_tables_show_the_modal_verdict() {
         "init-cpu"
     );
 }
+
+#[test]
+fn loopback_uris_are_told_apart() {
+    for (uri, want) in [
+        ("nbd://127.0.0.1:10809", true),
+        ("nbd://127.0.0.1:10809/export", true),
+        ("iscsi://127.0.0.1:3261/iqn.2026-11.test:ram1/1", true),
+        (
+            "iscsi://127.0.0.1:3260,127.0.0.1:3261/iqn.x/0?policy=round-robin",
+            true,
+        ),
+        ("iscsi://user%25secret@127.0.0.2:3260/iqn.x/0", true),
+        ("nvme+tcp://[::1]:4420/nqn.x/1", true),
+        ("nvme+tcp://localhost:4420/nqn.x/1", true),
+        ("iscsi://127.0.0.1:3260,10.0.0.2:3260/iqn.x/0", false),
+        ("nbd://10.77.0.2:10809", false),
+        ("nbd://[fe80::1]:10809", false),
+        ("file:///dev/sdb", false),
+        ("mem:1G", false),
+        ("nbd://", false),
+    ] {
+        assert_eq!(loopback_uri(uri), want, "{uri}");
+    }
+}
+
+#[test]
+fn two_loopback_targets_say_so_unless_a_limit_says_more() {
+    // The fixture serves NBD and iSCSI on 127.0.0.1 (FC is a local device).
+    let c = with(&[(NBD, Verdict::Latency), (ISCSI, Verdict::Latency)]);
+    let r = Report::new(&c, &Options::default());
+    let f = between(&r, NBD, ISCSI, "bandwidth");
+    assert!(
+        f.text.ends_with(
+            "(both served over loopback on this host: this compares the implementations' CPU \
+             and wake-up costs, not interconnects)"
+        ),
+        "{}",
+        f.text
+    );
+    // A device on one side: no loopback note.
+    for f in r
+        .findings
+        .iter()
+        .filter(|f| f.better == FC || f.worse == FC)
+    {
+        assert!(!f.text.contains("loopback"), "{}", f.text);
+    }
+    // Behind a lab link, the same address is a shaped link: no note.
+    let mut lab = c.clone();
+    for t in lab.targets.iter_mut().filter(|t| t.name == ISCSI) {
+        t.link = Some(serde_json::json!({ "rate": "1gbit" }));
+    }
+    let r = Report::new(&lab, &Options::default());
+    assert!(!between(&r, NBD, ISCSI, "bandwidth")
+        .text
+        .contains("loopback"));
+    // A limit elsewhere says more than loopback does, and is the one note.
+    let c = with(&[(NBD, Verdict::InitiatorCpu), (ISCSI, Verdict::HostCpu)]);
+    let r = Report::new(&c, &Options::default());
+    let f = between(&r, NBD, ISCSI, "bandwidth");
+    assert!(
+        f.text.contains("(both limited by") && !f.text.contains("loopback"),
+        "{}",
+        f.text
+    );
+}

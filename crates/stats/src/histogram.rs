@@ -161,6 +161,48 @@ impl LatencyHistogram {
         self.h.count_between(0, ns.min(MAX_NS))
     }
 
+    /// The exact sum of the recorded values, in ns.
+    pub fn sum_ns(&self) -> u128 {
+        self.sum_ns
+    }
+
+    /// Splits the recorded values by ascending upper bounds (ns): `out[i]` gets how many lie in
+    /// `(upper_ns[i-1], upper_ns[i]]`, a value counting at its bucket's highest equivalent
+    /// value as [`buckets`](Self::buckets) reports it; returns how many lie above the last
+    /// bound. One direct pass over the counts up to the highest recorded value, without the
+    /// crate's iterator (a live endpoint does this per interval: at 100 intervals a second the
+    /// iterator was 1.3 % of the process's CPU on `null:`).
+    pub fn split_by_bounds(&self, upper_ns: &[u64], out: &mut [u64]) -> u64 {
+        let total = self.count();
+        let mut counted = 0u64;
+        // The lowest value not counted yet (always the bottom of a bucket).
+        let mut from = 0u64;
+        for (slot, &b) in out.iter_mut().zip(upper_ns) {
+            *slot = 0;
+            if counted == total {
+                continue;
+            }
+            let b = b.min(MAX_NS);
+            // The top of the highest bucket lying wholly at or below `b`.
+            let top = if self.h.highest_equivalent(b) <= b {
+                b
+            } else {
+                match self.h.lowest_equivalent(b).checked_sub(1) {
+                    Some(t) => t,
+                    None => continue,
+                }
+            };
+            if top < from {
+                continue;
+            }
+            let n = self.h.count_between(from, top);
+            *slot = n;
+            counted += n;
+            from = top + 1;
+        }
+        total - counted
+    }
+
     /// Iterates (highest value equivalent to the bucket, count) over non-empty buckets, for
     /// exporting the distribution.
     pub fn buckets(&self) -> Vec<(u64, u64)> {
@@ -174,6 +216,40 @@ impl LatencyHistogram {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-pass split agrees with assigning every bucket of the crate's iterator to the
+    /// first bound at or above its highest equivalent value.
+    #[test]
+    fn split_by_bounds_agrees_with_the_buckets() {
+        let bounds: Vec<u64> = (0..=24).map(|k| 1000u64 << k).collect();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for case in 0..200 {
+            let mut h = LatencyHistogram::new();
+            let n = case * 7 % 500;
+            for _ in 0..n {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                // Log-uniform over 1 ns .. ~1 hour, plus exact bounds and their neighbours.
+                let v = match seed % 4 {
+                    0 => bounds[(seed >> 8) as usize % bounds.len()] + (seed >> 40) % 3 - 1,
+                    _ => 1u64 << ((seed >> 8) % 42) | (seed >> 50),
+                };
+                h.record(v);
+            }
+            let mut want = vec![0u64; bounds.len()];
+            let mut want_over = 0;
+            for (v, c) in h.buckets() {
+                match bounds.iter().position(|&b| v <= b) {
+                    Some(i) => want[i] += c,
+                    None => want_over += c,
+                }
+            }
+            let mut got = vec![7u64; bounds.len()];
+            let over = h.split_by_bounds(&bounds, &mut got);
+            assert_eq!((got, over), (want, want_over), "case {case}");
+        }
+    }
 
     #[test]
     fn percentiles_within_error() {
