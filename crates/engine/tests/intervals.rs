@@ -381,3 +381,42 @@ fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
     assert!(t0.intervals.iter().any(|s| s.merged));
     assert!(t0.intervals.iter().all(|s| s.max_us == 1000.0));
 }
+
+/// The per-second series: formed from the intervals by the coordinator when they fit whole
+/// seconds (one per target, whatever the workers), kept by the streams when they do not;
+/// either way each second's counts and latency sum add up to the window's, with the raw
+/// latencies as the independent count, closed loop and open loop (response time) alike.
+#[test]
+fn the_per_second_series_adds_up_whoever_forms_it() {
+    for (iv_ms, rate) in [
+        (500, None),
+        (300, None),
+        (250, Some(20_000.0)),
+        (700, Some(20_000.0)),
+    ] {
+        let t: Arc<dyn Target> = Arc::new(MemTarget::new("mem:s", 16 << 20).unwrap());
+        let mut p = plan(vec![t], 50, 2_000, Duration::from_millis(iv_ms));
+        p.raw_latencies = true;
+        p.workload.rate = rate;
+        let out = run(&p, &NoObserver).unwrap();
+        let t = &out.targets[0];
+        let whole = out.window.as_secs() as usize;
+        assert_eq!(t.series.len(), whole.max(1), "{iv_ms} ms");
+        let ios: u64 = t.series.iter().map(|s| s.read_ios + s.write_ios).sum();
+        let bytes: u64 = t.series.iter().map(|s| s.read_bytes + s.write_bytes).sum();
+        assert_eq!(ios, t.read.ios + t.write.ios, "{iv_ms} ms");
+        assert_eq!(ios, t.raw_ns.len() as u64, "{iv_ms} ms");
+        assert_eq!(bytes, t.read.bytes + t.write.bytes, "{iv_ms} ms");
+        let lat: u128 = t.series.iter().map(|s| s.lat_sum_ns).sum();
+        let want = if rate.is_some() {
+            t.read.response.sum_ns() + t.write.response.sum_ns()
+        } else {
+            t.read.hist.sum_ns() + t.write.hist.sum_ns()
+        };
+        assert_eq!(lat, want, "{iv_ms} ms, rate {rate:?}");
+        assert!(
+            t.series.iter().all(|s| s.read_ios + s.write_ios > 0),
+            "{iv_ms} ms"
+        );
+    }
+}

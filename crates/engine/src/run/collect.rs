@@ -69,6 +69,8 @@ pub(super) struct Collector<'a> {
     lives: Vec<std::sync::Arc<super::shared::Live>>,
     base: Base,
     save: Option<Save<'a>>,
+    /// The per-second series, formed here when the intervals fit whole seconds.
+    seconds: Option<Seconds>,
 }
 
 /// Saves part-way: where they go, when the next is due, the seconds they carry and the
@@ -79,7 +81,6 @@ struct Save<'a> {
     /// The interval edge the next save is taken at (the first at or past `due_ns`).
     due_k: u64,
     to: &'a dyn SaveSink,
-    seconds: Option<Seconds>,
     /// Per target, its result at `due_k`.
     parts: Vec<Option<TargetRun>>,
     /// All targets together at `due_k` (several targets only).
@@ -114,12 +115,12 @@ impl<'a> Collector<'a> {
                 due_ns: every_ns,
                 due_k: every_ns.div_ceil(cut.len_ns.max(1)),
                 to: &*s.to,
-                seconds: Seconds::new(cut.len_ns, n_targets),
                 parts: vec![None; n_targets],
                 all: None,
             }
         });
         Collector {
+            seconds: Seconds::new(cut.len_ns, n_targets, open_loop, cut.planned_ns),
             len_ns: cut.len_ns,
             cut: (cut.planned_ns, cut.cap),
             n_targets,
@@ -220,7 +221,7 @@ impl<'a> Collector<'a> {
     /// Target `t`'s result over the window's first `at_ns`: every interval below it merged,
     /// none past it.
     fn target_at(&self, t: usize, at_ns: u64) -> TargetRun {
-        let seconds = self.save.as_ref().and_then(|s| s.seconds.as_ref());
+        let seconds = self.seconds.as_ref();
         self.base.target_run(
             t,
             self.totals[t].clone(),
@@ -308,7 +309,7 @@ impl<'a> Collector<'a> {
                 latency: lat,
             });
         }
-        if let Some(sec) = self.save.as_mut().and_then(|s| s.seconds.as_mut()) {
+        if let Some(sec) = self.seconds.as_mut() {
             sec.push(t, start_ns, &iv);
         }
         self.totals[t].merge(&iv);
@@ -348,6 +349,7 @@ impl<'a> Collector<'a> {
     /// adds what only the end knows.
     pub(super) fn finish(self, window_ns: u64) -> RunOutput {
         let parts = self.totals.into_iter().zip(self.series).zip(self.paths);
+        let seconds = self.seconds;
         let targets = parts
             .enumerate()
             .map(|(t, ((tot, series), paths))| {
@@ -356,7 +358,9 @@ impl<'a> Collector<'a> {
                     tot,
                     series.finish(window_ns),
                     paths.into_iter().map(|s| s.finish(window_ns).0).collect(),
-                    Vec::new(),
+                    seconds
+                        .as_ref()
+                        .map_or_else(Vec::new, |s| s.of(t, window_ns)),
                 )
             })
             .collect();

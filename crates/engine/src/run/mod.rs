@@ -489,13 +489,18 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         t.timeline = timeline::Timeline::merge_all(of_target).unwrap_or_default();
         t.timeline.window_start_unix_ns = window_start_unix_ns;
     }
+    // The per-second series: the collector's (whole seconds of intervals), or, when the
+    // intervals do not fit whole seconds, the streams' own added up.
+    let own_series = !snapshot::Seconds::fit(iv_ns);
     for o in outs {
         let t = &mut targets[o.target];
-        if t.series.len() < o.series.len() {
-            t.series.resize(o.series.len(), Second::default());
-        }
-        for (a, b) in t.series.iter_mut().zip(&o.series) {
-            a.add(b);
+        if own_series {
+            if t.series.len() < o.series.len() {
+                t.series.resize(o.series.len(), Second::default());
+            }
+            for (a, b) in t.series.iter_mut().zip(&o.series) {
+                a.add(b);
+            }
         }
         t.queue_stats.push(o.stats);
         if let (Some(tv), Some(ov)) = (&mut t.verify, &o.verify) {

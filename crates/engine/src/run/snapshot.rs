@@ -3,8 +3,8 @@
 //! an instant every target has emitted up to, and hands it to the plan's [`SaveSink`]) and
 //! at its end. Both come from the same totals and summaries, so a partial result is the final
 //! one restricted to the intervals it covers; the end only adds what only the end knows
-//! (queue stats, verification, raw latencies, mean in flight, timelines, the streams' own
-//! per-second series).
+//! (queue stats, verification, raw latencies, mean in flight, timelines, and the streams' own
+//! per-second series when the intervals do not fit whole seconds).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -91,19 +91,43 @@ impl Base {
     }
 }
 
-/// Per target, the window's seconds formed from its intervals, for a result part-way (the
-/// final one has the streams' own). Only when the intervals fit whole seconds.
-pub(super) struct Seconds(Vec<Vec<Second>>);
+/// Per target, the window's seconds formed from its intervals: the result's per-second
+/// `series`, part-way and final. Only when the intervals fit whole seconds (any length that
+/// divides one second: the default 1 s, 10 ms, ...); otherwise the streams keep their own
+/// series (run/state.rs) as before. Kept per target rather than per stream, so a day's run
+/// holds 86,400 seconds per target whatever the number of workers.
+pub(super) struct Seconds {
+    per_target: Vec<Vec<Second>>,
+    /// Open loop: the headline latency is the response time (as the streams' series had it).
+    open_loop: bool,
+}
 
 impl Seconds {
-    /// `None` when intervals of `len_ns` straddle seconds.
-    pub(super) fn new(len_ns: u64, n_targets: usize) -> Option<Seconds> {
-        (len_ns > 0 && 1_000_000_000 % len_ns == 0).then(|| Seconds(vec![Vec::new(); n_targets]))
+    /// Whether intervals of `len_ns` fit whole seconds.
+    pub(super) fn fit(len_ns: u64) -> bool {
+        len_ns > 0 && 1_000_000_000 % len_ns == 0
     }
 
+    /// `None` when intervals of `len_ns` straddle seconds. Room for the planned window is
+    /// reserved up front (address space; pages are touched as seconds pass).
+    pub(super) fn new(
+        len_ns: u64,
+        n_targets: usize,
+        open_loop: bool,
+        planned_ns: u64,
+    ) -> Option<Seconds> {
+        let room = (planned_ns / 1_000_000_000).saturating_add(2).min(1 << 24) as usize;
+        Seconds::fit(len_ns).then(|| Seconds {
+            per_target: (0..n_targets).map(|_| Vec::with_capacity(room)).collect(),
+            open_loop,
+        })
+    }
+
+    /// Adds interval `iv` of target `t`, which starts `start_ns` into the window. The latency
+    /// sum is exact: the histograms keep the sum of what they recorded.
     pub(super) fn push(&mut self, t: usize, start_ns: u64, iv: &Interval) {
         let sec = (start_ns / 1_000_000_000) as usize;
-        let series = &mut self.0[t];
+        let series = &mut self.per_target[t];
         if series.len() <= sec {
             series.resize(sec + 1, Second::default());
         }
@@ -113,15 +137,20 @@ impl Seconds {
         s.write_ios += wr.ios;
         s.read_bytes += rd.bytes;
         s.write_bytes += wr.bytes;
-        s.lat_sum_ns +=
-            (rd.hist.mean_ns() * rd.ios as f64 + wr.hist.mean_ns() * wr.ios as f64) as u128;
+        s.lat_sum_ns += if self.open_loop {
+            rd.response.sum_ns() + wr.response.sum_ns()
+        } else {
+            rd.hist.sum_ns() + wr.hist.sum_ns()
+        };
     }
 
     /// Target `t`'s whole seconds of a window `window_ns` long (a partial last second would
-    /// read as a dip, as in the final result).
+    /// read as a dip), seconds without a completion included as zeros.
     pub(super) fn of(&self, t: usize, window_ns: u64) -> Vec<Second> {
-        let whole = (window_ns / 1_000_000_000) as usize;
-        let s = &self.0[t];
-        s[..s.len().min(whole.max(1))].to_vec()
+        let whole = ((window_ns / 1_000_000_000) as usize).max(1);
+        let s = &self.per_target[t];
+        let mut out = s[..s.len().min(whole)].to_vec();
+        out.resize(whole, Second::default());
+        out
     }
 }

@@ -66,7 +66,10 @@ pub(super) const RAW_CAP: usize = 1 << 22;
 const MAX_REDRAWS: u32 = 1 << 20;
 
 impl StreamState {
-    pub(super) fn new(depth: u32, time: Duration) -> StreamState {
+    /// `own_series`: keep the per-second series here (the intervals do not fit whole seconds,
+    /// so the coordinator cannot form it: run/snapshot.rs `Seconds`); otherwise one second
+    /// that the completions' path writes into and nobody reads.
+    pub(super) fn new(depth: u32, time: Duration, own_series: bool) -> StreamState {
         let d = depth as usize;
         StreamState {
             free: (0..depth).rev().collect(),
@@ -86,7 +89,14 @@ impl StreamState {
             fua: vec![false; d],
             flush_every: 0,
             writes_since_flush: 0,
-            series: vec![Second::default(); time.as_secs() as usize + 2],
+            series: vec![
+                Second::default();
+                if own_series {
+                    time.as_secs() as usize + 2
+                } else {
+                    1
+                }
+            ],
             busy: vec![false; d],
             verify: None,
             raw: None,

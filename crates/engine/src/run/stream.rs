@@ -179,7 +179,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         ctx.seed ^ ((ctx.target_idx as u64) << 48),
     );
     let mut stamper = Stamper::new(&ctx.data, ctx.run_id, ctx.worker as u32);
-    let mut s = StreamState::new(depth, w.time);
+    let mut s = StreamState::new(depth, w.time, !super::snapshot::Seconds::fit(ctx.iv_ns));
     s.iv_next = ctx.ramp_ns.saturating_add(ctx.iv_ns);
     s.flush_every = w.flush_every;
     // A queue over several paths says which carried each completion (asked once here: it
