@@ -107,6 +107,22 @@ def main():
               f"| {ratio('mean_us')} | {m['p99_us']['sanbench']:.1f} / {m['p99_us']['fio']:.1f} "
               f"| {ratio('p99_us')} | {little('sanbench')} / {little('fio')} "
               f"| {'yes' if d['agree'] else 'no'} |")
+    # The intervals of the ratios (from two repetitions on): what the data show.
+    if any("interval" in d["medians"]["iops"] for _, _, d in rows):
+        print()
+        print("| # | workload | IOPS ratio [interval] shows | mean µs | p99 µs |")
+        print("|---|---|---|---|---|")
+        for i, name, d in rows:
+            m = d["medians"]
+            def iv(k):
+                x = m[k].get("interval")
+                if not x:
+                    return "-"
+                more = x.get("more_repetitions")
+                more = f" (~{more} more reps)" if more else ""
+                return (f"{x['ratio']:.3f}x [{x['ci_low']:.2f}-{x['ci_high']:.2f}] "
+                        f"{x['verdict']}{more}")
+            print(f"| {i} | {name} | {iv('iops')} | {iv('mean_us')} | {iv('p99_us')} |")
 
 
 if __name__ == "__main__":
