@@ -310,8 +310,14 @@ impl sanbench_engine::run::sync::PhaseSync for EndAt {
     }
 }
 
+/// The long-window test's coordinator sleeps in real time and its window ends where it hears
+/// the fake clock's end: a test keeping both cores busy at the same time (the per-second
+/// series on a RAM disk) once made it end late (a summary past the window). They take turns.
+static CPU_HEAVY: Mutex<()> = Mutex::new(());
+
 #[test]
 fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
+    let _turn = CPU_HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let cap = 16;
     let run_for = |planned_ms: u64, end_ms: Option<u64>| {
         let clock = Arc::new(Manual::new());
@@ -388,6 +394,7 @@ fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
 /// latencies as the independent count, closed loop and open loop (response time) alike.
 #[test]
 fn the_per_second_series_adds_up_whoever_forms_it() {
+    let _turn = CPU_HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     for (iv_ms, rate) in [
         (500, None),
         (300, None),
@@ -405,7 +412,11 @@ fn the_per_second_series_adds_up_whoever_forms_it() {
         let ios: u64 = t.series.iter().map(|s| s.read_ios + s.write_ios).sum();
         let bytes: u64 = t.series.iter().map(|s| s.read_bytes + s.write_bytes).sum();
         assert_eq!(ios, t.read.ios + t.write.ios, "{iv_ms} ms");
-        assert_eq!(ios, t.raw_ns.len() as u64, "{iv_ms} ms");
+        // The raw latencies are the independent count while no stream reached their cap
+        // (RAW_CAP, 4 Mi per stream: a fast machine's RAM disk passes it in 2 s).
+        if t.raw_ns.len() < 1 << 22 {
+            assert_eq!(ios, t.raw_ns.len() as u64, "{iv_ms} ms");
+        }
         assert_eq!(bytes, t.read.bytes + t.write.bytes, "{iv_ms} ms");
         let lat: u128 = t.series.iter().map(|s| s.lat_sum_ns).sum();
         let want = if rate.is_some() {
