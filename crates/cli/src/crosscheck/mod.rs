@@ -28,7 +28,9 @@ use sanbench_engine::result::TargetResult;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 mod fio_json;
+mod interval;
 pub use fio_json::{fio_figures, fio_result, Figures, PERCENTILES};
+use interval::{interval, interval_heading, Interval};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -204,94 +206,6 @@ fn comparison(
         require_headroom: false,
         complete: None,
         in_progress: None,
-    }
-}
-
-/// The error the three ratios (IOPS, mean and p99 latency) share: compare's family-wise 5 %,
-/// a third each (Bonferroni).
-const ALPHA_EACH: f64 = sanbench_stats::design::plan::ALPHA / 3.0;
-
-/// A ratio's simultaneous interval and what it shows against the tolerance.
-struct Interval {
-    ratio: f64,
-    low: f64,
-    high: f64,
-    /// "within" (the whole interval inside ± the tolerance, on the log scale: TOST),
-    /// "outside" (wholly beyond it), "inconclusive".
-    verdict: &'static str,
-    more: Option<u32>,
-}
-
-impl Interval {
-    /// "[0.62-0.89] outside", "[0.80-1.13] inconclusive (about 6 more repetitions)".
-    fn text(&self) -> String {
-        let more = self
-            .more
-            .map_or(String::new(), |k| format!(" (about {k} more repetitions)"));
-        format!("[{:.2}-{:.2}] {}{more}", self.low, self.high, self.verdict)
-    }
-
-    fn to_json(&self) -> Value {
-        serde_json::json!({"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high,
-            "verdict": self.verdict, "more_repetitions": self.more,
-            "alpha": ALPHA_EACH})
-    }
-}
-
-/// The ratio sanbench / fio of one figure with the interval `compare` gives a pair of targets
-/// on one workload (docs/MEASURE.md: the cross-over model, here two targets and the rounds
-/// as blocks, so it is the paired t interval on the log ratios; the alternating order
-/// balances the slot), at [`ALPHA_EACH`]. `None` below two repetitions (no noise estimate).
-fn interval(sb: &[Figures], fio: &[Figures], g: fn(&Figures) -> f64, tol: f64) -> Option<Interval> {
-    judged(sb, fio, g, tol, true)
-}
-
-/// [`interval`], with or without the projection of the repetitions that would decide.
-fn judged(
-    sb: &[Figures],
-    fio: &[Figures],
-    g: fn(&Figures) -> f64,
-    tol: f64,
-    project: bool,
-) -> Option<Interval> {
-    use sanbench_stats::design::analysis::{judge_workload, Margins, Table, Verdict};
-    let n = sb.len().min(fio.len());
-    if n < 2 {
-        return None;
-    }
-    let mut t = Table::new(1, 2, n);
-    for r in 0..n {
-        t.set(0, 0, r, g(&sb[r]));
-        t.set(0, 1, r, g(&fio[r]));
-    }
-    let mg = Margins {
-        min_effect: tol,
-        alpha: ALPHA_EACH,
-        project,
-    };
-    let j = judge_workload(&t, 0, &[0, 1], mg).first()?.judged;
-    if !j.half_width.is_finite() {
-        return None;
-    }
-    Some(Interval {
-        ratio: j.ratio(),
-        low: j.low(),
-        high: j.high(),
-        verdict: match j.verdict {
-            Verdict::Equivalent => "within",
-            Verdict::Higher | Verdict::Lower => "outside",
-            Verdict::Inconclusive => "inconclusive",
-        },
-        more: j.more_rounds,
-    })
-}
-
-/// The interval column's heading.
-fn interval_heading(repeat: u32) -> String {
-    if repeat < 2 {
-        "(one repetition: no interval)".into()
-    } else {
-        format!("interval ({:.1} % each)", 100.0 * (1.0 - ALPHA_EACH))
     }
 }
 
@@ -516,98 +430,5 @@ mod tests {
     fn medians() {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0]), 2.5);
-    }
-
-    fn figs(iops: &[f64]) -> Vec<Figures> {
-        iops.iter()
-            .map(|&iops| Figures {
-                iops,
-                mean_us: 1e6 / iops,
-                p99_us: 2e6 / iops,
-                in_flight: None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn intervals_say_within_outside_or_how_many_more() {
-        let iops = |f: &Figures| f.iops;
-        // One repetition: no noise estimate, no interval.
-        assert!(interval(&figs(&[100.0]), &figs(&[100.0]), iops, 0.15).is_none());
-        // Drift shared by both tools cancels: a steady 2 % apart is within 15 %.
-        let sb = figs(&[100.0, 80.0, 120.0, 90.0, 110.0]);
-        let fio = figs(&[98.0, 78.5, 117.0, 88.0, 108.0]);
-        let i = interval(&sb, &fio, iops, 0.15).unwrap();
-        assert_eq!(i.verdict, "within", "{}", i.text());
-        assert!(i.low < 1.02 && i.high > 1.02, "{}", i.text());
-        // A steady 0.7x is outside.
-        let slow = figs(&[70.0, 56.5, 83.0, 63.0, 77.0]);
-        let o = interval(&slow, &fio, iops, 0.15).unwrap();
-        assert_eq!(o.verdict, "outside", "{}", o.text());
-        // Medians 5 % apart in noise of 20 %: neither, and how many more would decide.
-        let noisy = figs(&[130.0, 70.0, 125.0, 95.0, 80.0]);
-        let n = interval(&noisy, &fio, iops, 0.15).unwrap();
-        assert_eq!(n.verdict, "inconclusive", "{}", n.text());
-        assert!(n.text().contains("more repetitions"), "{}", n.text());
-        let j = n.to_json();
-        assert_eq!(j["verdict"], "inconclusive");
-        assert!(j["ci_low"].as_f64().unwrap() < 1.0 && j["ci_high"].as_f64().unwrap() > 1.0);
-    }
-
-    /// The interval's error rates, by seeded simulation (docs/MEASURE.md, "crosscheck"):
-    /// runs with a round effect shared by both tools (the machine's drift, sd 0.2 on the log
-    /// scale) and noise of their own (sd 0.1 each), 10 repetitions, tolerance 15 %. A true
-    /// ratio on the tolerance's edge must be called "within" at most at the error it is
-    /// given; a true ratio of 1 must never be called "outside".
-    #[test]
-    fn simulated_error_rates() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut normal = move || {
-            // Box-Muller on an xorshift.
-            let mut u = || {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                ((seed >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-            };
-            let (a, b) = (u(), u());
-            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-        };
-        let trials = 2000;
-        let mut rate = |true_ratio: f64| {
-            let mut counts = [0usize; 3];
-            for _ in 0..trials {
-                let (mut s, mut f) = (Vec::new(), Vec::new());
-                for _ in 0..10 {
-                    let drift = 0.2 * normal();
-                    s.push((1000.0 * true_ratio).ln() + drift + 0.1 * normal());
-                    f.push(1000f64.ln() + drift + 0.1 * normal());
-                }
-                let s = figs(&s.iter().map(|x| x.exp()).collect::<Vec<_>>());
-                let f = figs(&f.iter().map(|x| x.exp()).collect::<Vec<_>>());
-                let v = judged(&s, &f, |x| x.iops, 0.15, false).unwrap().verdict;
-                counts[["within", "outside", "inconclusive"]
-                    .iter()
-                    .position(|w| *w == v)
-                    .unwrap()] += 1;
-            }
-            counts.map(|c| c as f64 / trials as f64)
-        };
-        let equal = rate(1.0);
-        let edge = rate(1.15);
-        let far = rate(1.6);
-        eprintln!(
-            "ratio 1.00: {equal:?}; 1.15: {edge:?}; 1.60: {far:?} (within, outside, inconclusive)"
-        );
-        // Binomial slack: 3 standard errors over the error given.
-        let slack = 3.0 * (ALPHA_EACH * (1.0 - ALPHA_EACH) / trials as f64).sqrt();
-        assert!(
-            edge[0] <= ALPHA_EACH + slack,
-            "on the edge called within: {edge:?}"
-        );
-        assert_eq!(equal[1], 0.0, "equal called outside: {equal:?}");
-        // And the test has power where it should.
-        assert!(equal[0] > 0.2, "equal shown within too rarely: {equal:?}");
-        assert!(far[1] > 0.5, "1.6x shown outside too rarely: {far:?}");
     }
 }
