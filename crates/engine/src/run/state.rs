@@ -40,7 +40,9 @@ pub(super) struct StreamState {
     /// A flush after every this many writes (0: none), and the writes since the last.
     pub(super) flush_every: u32,
     pub(super) writes_since_flush: u32,
+    /// The per-second series, when this stream keeps it (`own_series`); else empty.
     pub(super) series: Vec<Second>,
+    pub(super) own_series: bool,
     /// Tags with an I/O in flight (to settle them if the stream fails).
     pub(super) busy: Vec<bool>,
     pub(super) verify: Option<StreamVerify>,
@@ -67,8 +69,8 @@ const MAX_REDRAWS: u32 = 1 << 20;
 
 impl StreamState {
     /// `own_series`: keep the per-second series here (the intervals do not fit whole seconds,
-    /// so the coordinator cannot form it: run/snapshot.rs `Seconds`); otherwise one second
-    /// that the completions' path writes into and nobody reads.
+    /// so the coordinator cannot form it: run/snapshot.rs `Seconds`); otherwise none, and the
+    /// completions' path does not touch one.
     pub(super) fn new(depth: u32, time: Duration, own_series: bool) -> StreamState {
         let d = depth as usize;
         StreamState {
@@ -89,14 +91,12 @@ impl StreamState {
             fua: vec![false; d],
             flush_every: 0,
             writes_since_flush: 0,
-            series: vec![
-                Second::default();
-                if own_series {
-                    time.as_secs() as usize + 2
-                } else {
-                    1
-                }
-            ],
+            series: if own_series {
+                vec![Second::default(); time.as_secs() as usize + 2]
+            } else {
+                Vec::new()
+            },
+            own_series,
             busy: vec![false; d],
             verify: None,
             raw: None,
@@ -398,6 +398,22 @@ impl StreamState {
         }
     }
 
+    /// Counts a completion in second `sec` of the stream's own series (the last second past
+    /// the planned window takes the rest).
+    #[inline]
+    fn second(&mut self, sec: usize, write: bool, len: u64, latency: u64) {
+        let last = self.series.len() - 1;
+        let b = &mut self.series[sec.min(last)];
+        b.lat_sum_ns += latency as u128;
+        if write {
+            b.write_ios += 1;
+            b.write_bytes += len;
+        } else {
+            b.read_ios += 1;
+            b.read_bytes += len;
+        }
+    }
+
     /// Counts a completion inside the window that is a flush, a FUA write, or part of an open
     /// loop (response time and issue lag beside the service time).
     #[cold]
@@ -416,16 +432,13 @@ impl StreamState {
         } else {
             (service, 0)
         };
-        let last = self.series.len() - 1;
-        let b = &mut self.series[sec.min(last)];
-        b.lat_sum_ns += response as u128;
-        let d = if self.op[t] == Op::Write {
-            b.write_ios += 1;
-            b.write_bytes += len;
+        let write = self.op[t] == Op::Write;
+        if self.own_series {
+            self.second(sec, write, len, response);
+        }
+        let d = if write {
             &mut self.write
         } else {
-            b.read_ios += 1;
-            b.read_bytes += len;
             &mut self.read
         };
         d.ios += 1;
@@ -562,16 +575,13 @@ impl StreamState {
                 if op == Op::Flush || extra || self.fua[t] {
                     self.count_extra(i, now, service, sec, len);
                 } else {
-                    let last = self.series.len() - 1;
-                    let b = &mut self.series[sec.min(last)];
-                    b.lat_sum_ns += service as u128;
-                    let d = if op == Op::Write {
-                        b.write_ios += 1;
-                        b.write_bytes += len;
+                    let write = op == Op::Write;
+                    if self.own_series {
+                        self.second(sec, write, len, service);
+                    }
+                    let d = if write {
                         &mut self.write
                     } else {
-                        b.read_ios += 1;
-                        b.read_bytes += len;
                         &mut self.read
                     };
                     d.ios += 1;
