@@ -10,7 +10,7 @@ stamped data), and matched: refill plus --fixedbufs --registerfiles (registered 
 as sanbench's ring has them); sanbench runs its default file engine (io_uring), buffered,
 with --precondition none (the file is already written). Reported: IOPS and mean latency (fio's `lat`,
 from when the I/O is prepared to its completion; sanbench's from just before the batch is
-submitted; fio's `clat`, from submission, printed beside) with sanbench/fio ratios per
+submitted; fio's `clat`, from after io_uring_enter returns, printed beside) with sanbench/fio ratios per
 repetition and their medians.
 
 --pin CPUS runs every command of both tools under `taskset -c CPUS` (io_uring's io-wq workers,
@@ -116,7 +116,7 @@ def main():
             for peer, (ri, rl) in ratios.items():
                 print(f"  median sanbench/{peer}: IOPS {statistics.median(ri):.3f}x, "
                       f"mean latency {statistics.median(rl):.3f}x")
-            print(f"  median sanbench latency / fio clat (from submission): "
+            print(f"  median sanbench latency / fio clat (from after the submitting call): "
                   f"{statistics.median(vs_clat):.3f}x")
     finally:
         os.unlink(path)
