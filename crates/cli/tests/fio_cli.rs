@@ -396,6 +396,18 @@ fn crosscheck_on_a_tmpfs_file() {
         .collect();
     assert_eq!(cells, ["sanbench", "fio"]);
     assert!(cmp["cells"][1]["result"]["iops"].as_f64().unwrap() > 0.0);
+    // fio's p99 is of its total latency (`--lat_percentiles=1`), sanbench's span: its clat
+    // starts after the submitting call.
+    let js = dir.path().join("xc.json");
+    let with_json: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--json", js.to_str().unwrap()])
+        .collect();
+    compared(&crosscheck(img, &with_json, "1000"));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(doc["fio"][0]["p99_from"], "lat_ns", "{doc:#}");
+    assert!(doc["sanbench"][0].get("p99_from").is_none(), "{doc:#}");
     // No tolerance: no two measurements are equal, so the check fails with exit 1.
     let o = crosscheck(img, &args, "0");
     assert_eq!(o.status.code(), Some(1));

@@ -110,6 +110,7 @@ mod tests {
                 mean_us: 1e6 / iops,
                 p99_us: 2e6 / iops,
                 in_flight: None,
+                p99_from: None,
             })
             .collect()
     }

@@ -10,7 +10,9 @@
 //!
 //! fio's figures come from its JSON (`jobs[].read|write`: `iops`, `total_ios`, `lat_ns.mean`
 //! (fio's total latency, from preparing the I/O: the one its configured depth is in flight
-//! for) and `clat_ns.percentile` (from submission, as sanbench's latency runs). The p99 of a
+//! for) and `lat_ns.percentile` (fio runs with `--lat_percentiles=1`: the same span as
+//! sanbench's latency, which starts before the submitting call; fio's `clat` for io_uring
+//! starts after it, `fio_json::table`). The p99 of a
 //! mixed job joins fio's per-direction percentile tables weighted by their I/O counts (fio
 //! reports no joint one), at the points `percentile_list` asks for.
 //! fio's in-flight mean is its configured depth, iodepth x numjobs: exact for a closed loop,
@@ -100,6 +102,7 @@ fn fio_args(job: &Path) -> Vec<String> {
     vec![
         "--output-format=json".into(),
         format!("--percentile_list={PERCENTILES}"),
+        "--lat_percentiles=1".into(),
         job.display().to_string(),
     ]
 }
@@ -159,6 +162,7 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<(Figures, TargetResul
                 .mean_outstanding
                 .unwrap_or(r.littles_law.outstanding as f64),
         ),
+        p99_from: None,
     };
     Ok((f, r.clone()))
 }
@@ -370,8 +374,12 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         let reps = |v: &[Figures]| -> Vec<Value> {
             v.iter()
                 .map(|f| {
-                    serde_json::json!({"iops": f.iops, "mean_us": f.mean_us, "p99_us": f.p99_us,
-                        "in_flight": f.in_flight, "littles_law": f.little()})
+                    let mut r = serde_json::json!({"iops": f.iops, "mean_us": f.mean_us,
+                        "p99_us": f.p99_us, "in_flight": f.in_flight, "littles_law": f.little()});
+                    if let Some(from) = f.p99_from {
+                        r["p99_from"] = from.into();
+                    }
+                    r
                 })
                 .collect()
         };

@@ -107,7 +107,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         path_timeout,
         sel,
         paths,
-        slots: (0..cfg.depth).map(|_| None).collect(),
+        slots: vec![Slot::FREE; cfg.depth as usize],
         waiting: VecDeque::new(),
         in_flight: 0,
         events,
@@ -121,6 +121,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         pollfds: Vec::with_capacity(n),
         which: Vec::with_capacity(n),
         done_on: vec![0; cfg.depth as usize],
+        last_now: None,
     }))
 }
 
@@ -140,16 +141,44 @@ fn event(path: usize, worker: usize, what: &str, reason: Option<String>) -> Path
     }
 }
 
-/// An I/O the scheduler handed over and has not had back.
+/// No path (in [`Slot::path`] and [`Slot::from`]).
+const NO_PATH: u16 = u16::MAX;
+
+/// An I/O the scheduler handed over and has not had back. Kept per tag and written field by
+/// field in place (per I/O: a whole `Option<Slot>` built and moved cost more than the
+/// selector).
+#[derive(Clone, Copy)]
 struct Slot {
-    io: Io,
-    /// The path carrying it; `None` while it waits for one.
-    path: Option<usize>,
+    /// Handed over and not yet given back.
+    taken: bool,
+    /// The path carrying it; [`NO_PATH`] while it waits for one.
+    path: u16,
+    /// The path it was in flight on when that path failed (it was sent again), or
+    /// [`NO_PATH`].
+    from: u16,
     /// Bytes in flight on its path when it was sent (the service-time estimate's input).
     ahead: u64,
-    sent: Instant,
-    /// The path it was in flight on when that path failed (it was sent again).
-    from: Option<usize>,
+    /// When it was sent, in nanoseconds from the target's epoch.
+    sent_ns: u64,
+    io: Io,
+}
+
+impl Slot {
+    const FREE: Slot = Slot {
+        taken: false,
+        path: NO_PATH,
+        from: NO_PATH,
+        ahead: 0,
+        sent_ns: 0,
+        io: Io {
+            tag: 0,
+            op: crate::engine::Op::Read,
+            offset: 0,
+            len: 0,
+            buf: 0,
+            fua: false,
+        },
+    };
 }
 
 struct PathQ {
@@ -176,7 +205,7 @@ struct MultipathQueue {
     sel: Selector,
     paths: Vec<PathQ>,
     /// By tag.
-    slots: Vec<Option<Slot>>,
+    slots: Vec<Slot>,
     /// Tags waiting for a usable path.
     waiting: VecDeque<u32>,
     /// Slots taken (sent or waiting).
@@ -198,6 +227,11 @@ struct MultipathQueue {
     which: Vec<usize>,
     /// By tag: the path its last completion came from (`Queue::completed_on`).
     done_on: Vec<u16>,
+    /// The clock as last read at the end of a submit or a reap: the next wait starts its
+    /// housekeeping from it instead of reading the clock again (a clock read per round trip
+    /// showed in the layer's cost; what the caller did in between is microseconds, and
+    /// timeouts and retries are counted in milliseconds).
+    last_now: Option<Instant>,
 }
 
 impl MultipathQueue {
@@ -205,8 +239,9 @@ impl MultipathQueue {
     /// path whose submit fails is taken out and its I/Os go round again.
     fn route(&mut self, work: &mut Vec<u32>, now: Instant) {
         while !work.is_empty() {
+            let now_ns = self.ns(now);
             for tag in work.drain(..) {
-                let Some(slot) = self.slots[tag as usize].as_mut() else {
+                let Some(slot) = self.slots.get_mut(tag as usize).filter(|s| s.taken) else {
                     continue;
                 };
                 match self.sel.pick(slot.io.len) {
@@ -214,14 +249,14 @@ impl MultipathQueue {
                         if self.sel.outstanding(p) == 0 {
                             self.paths[p].last_progress = now;
                         }
-                        slot.path = Some(p);
+                        slot.path = p as u16;
                         slot.ahead = self.sel.in_flight_bytes(p);
-                        slot.sent = now;
+                        slot.sent_ns = now_ns;
                         self.sel.started(p, slot.io.len);
                         self.batches[p].push(slot.io);
                     }
                     None => {
-                        slot.path = None;
+                        slot.path = NO_PATH;
                         self.waiting.push_back(tag);
                     }
                 }
@@ -259,15 +294,12 @@ impl MultipathQueue {
         self.sel.failed(p, now);
         let tags: Vec<u32> = (0..self.slots.len() as u32)
             .filter(|&t| {
-                self.slots[t as usize]
-                    .as_ref()
-                    .is_some_and(|s| s.path == Some(p))
+                let s = &self.slots[t as usize];
+                s.taken && usize::from(s.path) == p
             })
             .collect();
         for &t in &tags {
-            if let Some(s) = self.slots[t as usize].as_mut() {
-                s.from = Some(p);
-            }
+            self.slots[t as usize].from = p as u16;
         }
         self.failover_pending[p] = !tags.is_empty();
         let pr = &mut self.paths[p].report;
@@ -279,31 +311,33 @@ impl MultipathQueue {
         tags
     }
 
-    /// The 10 ms bin of `now` in the paths' completion counts (`bins_10ms`); computed once
-    /// per reap for all its completions.
-    fn bin(&self, now: Instant) -> usize {
+    /// `now` in nanoseconds from the target's epoch (where the paths' 10 ms bins start): the
+    /// queue's times per I/O, worked out once per call.
+    fn ns(&self, now: Instant) -> u64 {
         let d = now.saturating_duration_since(self.shared.epoch);
-        let ns_per_s = 1_000_000_000 / BIN_NS;
-        (d.as_secs() * ns_per_s + u64::from(d.subsec_nanos()) / BIN_NS) as usize
+        d.as_secs() * 1_000_000_000 + u64::from(d.subsec_nanos())
     }
 
+    /// Completion `c` of path `p`, reaped at `now_ns` (from [`ns`](Self::ns)).
     fn complete(
         &mut self,
         p: usize,
         c: Completion,
         now: Instant,
-        bin: usize,
+        now_ns: u64,
         out: &mut Vec<Completion>,
     ) {
-        let Some(slot) = self.slots.get_mut(c.tag as usize).and_then(Option::take) else {
+        let Some(slot) = self.slots.get_mut(c.tag as usize).filter(|s| s.taken) else {
             return;
         };
+        slot.taken = false;
+        let slot = *slot;
         self.in_flight -= 1;
         self.done_on[c.tag as usize] = p as u16;
-        let took = now.saturating_duration_since(slot.sent);
-        self.sel.completed(p, slot.io.len, slot.ahead, took);
+        let ns = now_ns.saturating_sub(slot.sent_ns);
+        self.sel.completed_ns(p, slot.io.len, slot.ahead, ns);
+        let bin = (now_ns / BIN_NS) as usize;
         let path = &mut self.paths[p];
-        let ns = took.as_secs() * 1_000_000_000 + u64::from(took.subsec_nanos());
         path.latency_sum_ns += ns;
         path.latency_max_ns = path.latency_max_ns.max(ns);
         path.last_progress = now;
@@ -316,7 +350,8 @@ impl MultipathQueue {
             }
             bins[bin] = bins[bin].saturating_add(1);
         }
-        if let Some(from) = slot.from.filter(|&f| self.failover_pending[f]) {
+        let from = usize::from(slot.from);
+        if slot.from != NO_PATH && self.failover_pending[from] {
             self.failover_pending[from] = false;
             self.events.push(event(
                 from,
@@ -367,24 +402,22 @@ impl Queue for MultipathQueue {
             let slot = self.slots.get_mut(io.tag as usize).ok_or_else(|| {
                 EngineError::Invalid(format!("tag {} above the queue depth", io.tag))
             })?;
-            if slot.is_some() {
+            if slot.taken {
                 return Err(EngineError::Invalid(format!(
                     "tag {} already in flight",
                     io.tag
                 )));
             }
-            *slot = Some(Slot {
-                io: *io,
-                path: None,
-                ahead: 0,
-                sent: now,
-                from: None,
-            });
+            slot.taken = true;
+            slot.path = NO_PATH;
+            slot.from = NO_PATH;
+            slot.io = *io;
             self.in_flight += 1;
             work.push(io.tag);
         }
         self.route(&mut work, now);
         self.work = work;
+        self.last_now = Some(now);
         Ok(())
     }
 

@@ -232,32 +232,71 @@ impl Selector {
     }
 
     /// The path for an I/O of `len` bytes, or `None` when no path is usable (the I/O waits).
+    ///
+    /// Called per I/O: one pass over the paths in rotation order from `next` (so ties are
+    /// shared, not always path 0's), the first of equals kept, no division (service times
+    /// are compared by cross-multiplying, the rates being positive).
     pub fn pick(&mut self, len: u32) -> Option<usize> {
         let group = self.current?;
         let n = self.paths.len();
-        // Candidates in rotation order from `next`, so ties are shared, not always path 0's.
-        let order = (0..n).map(|i| (self.next + i) % n);
-        let cands = order.filter(|&p| self.usable(p) && self.paths[p].group == group);
-        let chosen = match self.cfg.policy {
-            Policy::RoundRobin => cands.into_iter().next(),
-            Policy::QueueLength => cands.min_by_key(|&p| self.paths[p].outstanding),
-            Policy::ServiceTime => {
-                let (sum, n) = self
-                    .paths
-                    .iter()
-                    .filter_map(|p| p.rate)
-                    .fold((0.0, 0u32), |(s, n), r| (s + r, n + 1));
-                let mean = if n == 0 { 1.0 } else { sum / n as f64 };
-                let cost = |p: usize| {
-                    let path = &self.paths[p];
-                    (path.in_flight_bytes + len as u64) as f64 / path.rate.unwrap_or(mean)
-                };
-                // min_by keeps the first of equals, so rotation breaks ties.
-                cands.min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+        let policy = self.cfg.policy;
+        // Service time: the mean of the known rates stands in for a path without one; it is
+        // worked out only when such a path is a candidate.
+        let mut mean: Option<f64> = None;
+        let mut best: Option<(usize, u64, f64)> = None;
+        let mut p = self.next;
+        for _ in 0..n {
+            let path = &self.paths[p];
+            if path.state == State::Active && path.group == group && group != Group::Inaccessible {
+                match policy {
+                    Policy::RoundRobin => {
+                        best = Some((p, 0, 0.0));
+                        break;
+                    }
+                    Policy::QueueLength => {
+                        let q = u64::from(path.outstanding);
+                        if best.is_none_or(|(_, b, _)| q < b) {
+                            best = Some((p, q, 0.0));
+                        }
+                    }
+                    Policy::ServiceTime => {
+                        let bytes = path.in_flight_bytes + u64::from(len);
+                        let rate = match path.rate {
+                            Some(r) => r,
+                            None => *mean.get_or_insert_with(|| self.mean_rate()),
+                        };
+                        // bytes / rate < best_bytes / best_rate, without dividing.
+                        let better =
+                            best.is_none_or(|(_, bb, br)| (bytes as f64) * br < (bb as f64) * rate);
+                        if better {
+                            best = Some((p, bytes, rate));
+                        }
+                    }
+                }
             }
-        }?;
-        self.next = (chosen + 1) % n;
+            p += 1;
+            if p == n {
+                p = 0;
+            }
+        }
+        let (chosen, _, _) = best?;
+        self.next = if chosen + 1 == n { 0 } else { chosen + 1 };
         Some(chosen)
+    }
+
+    /// The mean of the paths' throughput estimates (1 when none has one: then all are equal
+    /// and service time is least in-flight bytes).
+    fn mean_rate(&self) -> f64 {
+        let (sum, k) = self
+            .paths
+            .iter()
+            .filter_map(|p| p.rate)
+            .fold((0.0, 0u32), |(s, k), r| (s + r, k + 1));
+        if k == 0 {
+            1.0
+        } else {
+            sum / f64::from(k)
+        }
     }
 
     /// An I/O of `len` bytes went to path `p`.
@@ -270,13 +309,18 @@ impl Selector {
     /// An I/O of `len` bytes completed on path `p` after `latency`; `ahead` is what
     /// [`in_flight_bytes`](Self::in_flight_bytes) said just before it was started.
     pub fn completed(&mut self, p: usize, len: u32, ahead: u64, latency: Duration) {
+        let ns = latency.as_secs() * 1_000_000_000 + u64::from(latency.subsec_nanos());
+        self.completed_ns(p, len, ahead, ns);
+    }
+
+    /// [`completed`](Self::completed) with the latency in nanoseconds (the queue's form: its
+    /// times are nanoseconds from one epoch).
+    pub fn completed_ns(&mut self, p: usize, len: u32, ahead: u64, latency_ns: u64) {
         let path = &mut self.paths[p];
         path.outstanding = path.outstanding.saturating_sub(1);
         path.in_flight_bytes = path.in_flight_bytes.saturating_sub(len as u64);
-        // u64 arithmetic: a u128 to f64 conversion per completion showed in profiles.
-        let ns = (latency.as_secs() * 1_000_000_000 + u64::from(latency.subsec_nanos())) as f64;
-        if ns > 0.0 {
-            let sample = (ahead + len as u64) as f64 / ns;
+        if latency_ns > 0 {
+            let sample = (ahead + len as u64) as f64 / latency_ns as f64;
             path.rate = Some(match path.rate {
                 Some(r) => r + ALPHA * (sample - r),
                 None => sample,

@@ -67,7 +67,8 @@ impl MultipathQueue {
         }
         if !self.waiting.is_empty() && self.sel.no_path_expired(now) {
             for tag in self.waiting.drain(..) {
-                if self.slots[tag as usize].take().is_some() {
+                let slot = &mut self.slots[tag as usize];
+                if std::mem::replace(&mut slot.taken, false) {
                     self.in_flight -= 1;
                     self.failed_no_path += 1;
                     out.push(Completion {

@@ -49,7 +49,10 @@ impl MultipathQueue {
         let start = out.len();
         // Every call looks at timeouts, reconnections and access states, even one that
         // returns at once: a silent path must fail while another keeps completing.
-        let mut now = Instant::now();
+        // A wait with a deadline (the open loop's pacing) reads the clock: its limit is
+        // worked out from `now`.
+        let cached = self.last_now.take().filter(|_| deadline.is_none());
+        let mut now = cached.unwrap_or_else(Instant::now);
         self.housekeeping(now, out);
         // What needs no waiting: queues holding completions, queues without a socket.
         self.mark_held();
@@ -224,7 +227,7 @@ impl MultipathQueue {
         got.clear();
         let r = q.reap(min, &mut got);
         let now = Instant::now();
-        let bin = self.bin(now);
+        let now_ns = self.ns(now);
         let mut path_errors = 0;
         for c in got.drain(..) {
             if c.result == PATH_ERROR {
@@ -232,7 +235,7 @@ impl MultipathQueue {
                 path_errors += 1;
                 continue;
             }
-            self.complete(p, c, now, bin, out);
+            self.complete(p, c, now, now_ns, out);
         }
         self.scratch = got;
         let failed = match r {
@@ -244,6 +247,7 @@ impl MultipathQueue {
             Ok(()) => None,
         };
         self.paths[p].report.path_errors += path_errors;
+        self.last_now = Some(now);
         if let Some(e) = failed {
             let mut tags = self.fail(p, e, now);
             self.route(&mut tags, now);
