@@ -4,7 +4,7 @@
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sanbench_engine::mem::MemTarget;
 use sanbench_engine::run::clock::{Clock, Manual};
@@ -243,15 +243,18 @@ fn a_stall_shows_in_exactly_the_intervals_it_covered() {
 
 /// Completes every I/O [`PACED_SERVICE`] after submission on the test's clock, spinning a
 /// little real time per reap so that the run's coordinator (which sleeps in real time) keeps
-/// up with a simulated window many times longer than the test.
+/// up with a simulated window many times longer than the test. With `hold`, the clock does
+/// not pass that end before the run has heard it.
 struct Paced {
     info: TargetInfo,
     clock: Arc<Manual>,
+    hold: Option<Arc<EndAt>>,
 }
 
 struct PacedQueue {
     clock: Arc<Manual>,
     pending: Vec<(u64, u32)>,
+    hold: Option<Arc<EndAt>>,
 }
 
 const PACED_SERVICE: u64 = 1_000_000;
@@ -264,6 +267,7 @@ impl Target for Paced {
         Ok(Box::new(PacedQueue {
             clock: self.clock.clone(),
             pending: Vec::new(),
+            hold: self.hold.clone(),
         }))
     }
 }
@@ -275,12 +279,15 @@ impl Queue for PacedQueue {
         Ok(())
     }
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        let spin = std::time::Instant::now();
+        let spin = Instant::now();
         while spin.elapsed() < Duration::from_micros(40) {
             std::hint::spin_loop();
         }
         self.pending.sort();
         if let (true, Some(&(t, _))) = (min > 0, self.pending.first()) {
+            if let Some(end) = &self.hold {
+                end.hold_before(t);
+            }
             self.clock.advance_to(t);
         }
         let now = self.clock.now_ns();
@@ -299,6 +306,21 @@ impl Queue for PacedQueue {
 struct EndAt {
     clock: Arc<Manual>,
     end_ns: u64,
+    heard: std::sync::atomic::AtomicBool,
+}
+
+impl EndAt {
+    /// Waits (real time) before moving the clock to `t` past the end until the end is heard:
+    /// the window ends there however late the coordinator, which sleeps in real time, looks.
+    fn hold_before(&self, t: u64) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while t > self.end_ns
+            && !self.heard.load(std::sync::atomic::Ordering::SeqCst)
+            && Instant::now() < give_up
+        {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
 }
 
 impl sanbench_engine::run::sync::PhaseSync for EndAt {
@@ -306,21 +328,24 @@ impl sanbench_engine::run::sync::PhaseSync for EndAt {
         Ok(())
     }
     fn end_now(&self, _due: bool) -> Result<bool, EngineError> {
-        Ok(self.clock.now_ns() >= self.end_ns)
+        let end = self.clock.now_ns() >= self.end_ns;
+        self.heard.store(end, std::sync::atomic::Ordering::SeqCst);
+        Ok(end)
     }
 }
 
-/// The long-window test's coordinator sleeps in real time and its window ends where it hears
-/// the fake clock's end: a test keeping both cores busy at the same time (the per-second
-/// series on a RAM disk) once made it end late (a summary past the window). They take turns.
-static CPU_HEAVY: Mutex<()> = Mutex::new(());
-
 #[test]
 fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
-    let _turn = CPU_HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     let cap = 16;
     let run_for = |planned_ms: u64, end_ms: Option<u64>| {
         let clock = Arc::new(Manual::new());
+        let end = end_ms.map(|e| {
+            Arc::new(EndAt {
+                clock: clock.clone(),
+                end_ns: e * 1_000_000,
+                heard: Default::default(),
+            })
+        });
         let t: Arc<dyn Target> = Arc::new(Paced {
             info: TargetInfo {
                 uri: "paced:".into(),
@@ -330,6 +355,7 @@ fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
                 ..TargetInfo::default()
             },
             clock: clock.clone(),
+            hold: end.clone(),
         });
         let keep = Arc::new(Keep::default());
         let mut p = plan(vec![t], 0, planned_ms, Duration::from_millis(10));
@@ -338,11 +364,8 @@ fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
         p.clock = Some(clock.clone());
         p.max_intervals = cap;
         p.intervals = Some(keep.clone());
-        if let Some(e) = end_ms {
-            p.sync = Some(Arc::new(EndAt {
-                clock,
-                end_ns: e * 1_000_000,
-            }));
+        if let Some(e) = end {
+            p.sync = Some(e);
         }
         let out = run(&p, &NoObserver).unwrap();
         let n = keep.0.lock().unwrap().len();
@@ -365,27 +388,117 @@ fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
         "{:?}",
         t0.intervals
     );
-    // A window that runs on to twice its plan: still within the cap, the step doubled,
-    // counts exact.
-    let (out, emitted) = run_for(3_000, Some(6_000));
+    // A window that runs on past twice its plan: still within the cap, the step doubled,
+    // counts exact. It ends at 6.8 s: at a step of 0.44 s the cap's 16th summary starts at
+    // 6.6 s, so the last summary reaches the cap as the window ends and is merged then.
+    let (out, emitted) = run_for(3_000, Some(6_800));
     let t0 = &out.targets[0];
-    assert!(emitted >= 590, "the sink had {emitted} intervals");
+    assert!(emitted >= 670, "the sink had {emitted} intervals");
     assert!(t0.intervals.len() <= cap, "{}", t0.intervals.len());
-    // (How far past 6 s the window ends depends on when the coordinator, which sleeps in
-    // real time, looks: the step is the planned one doubled as often as the cap needed.)
+    // (The clock waits at 6.8 s for the end to be heard; the stream may still count a few
+    // ms on before it sees it: the step is the planned one doubled as often as the cap
+    // needed, 0.88 s unless the window ran past 7.04 s.)
     let doubled = t0.intervals_step_ns / 220_000_000;
     assert_eq!(t0.intervals_step_ns % 220_000_000, 0);
     assert!(doubled >= 2 && doubled.is_power_of_two(), "{doubled}");
     let last = t0.intervals.last().unwrap();
     let (end, w) = (last.t + last.len, out.window.as_secs_f64());
-    let step = t0.intervals_step_ns as f64 / 1e9;
-    assert!(end <= w + 1e-9 && end > w - step, "{last:?} {w}");
+    assert!((end - w).abs() < 1e-9, "{last:?} {w}");
     let ios = t0.read.ios + t0.write.ios;
     let sum: u64 = t0.intervals.iter().map(|s| s.read_ios + s.write_ios).sum();
     assert_eq!(sum, ios);
-    assert!(ios >= 5_900 * 4, "{ios}");
+    // Exactly those of 1 ms, 2 ms, ... before the window's end: IOPS is I/Os / window.
+    let w_ns = out.window.as_nanos() as u64;
+    assert_eq!(ios, 4 * ((w_ns - 1) / PACED_SERVICE), "window {w_ns} ns");
+    assert!(ios >= 6_700 * 4, "{ios}");
     assert!(t0.intervals.iter().any(|s| s.merged));
     assert!(t0.intervals.iter().all(|s| s.max_us == 1000.0));
+}
+
+/// The run's clock as the fake target moves it, except for the coordinator's first reading
+/// after it heard the synchronized end: that reading returns only once the stream has moved
+/// the clock [`PREEMPTED`] further on, as if the coordinator were preempted between reading
+/// the end's instant and publishing it (seen on a loaded host), while the stream counts on.
+struct Preempted {
+    inner: Arc<Manual>,
+    coordinator: std::sync::OnceLock<std::thread::ThreadId>,
+    heard: std::sync::atomic::AtomicBool,
+    end_ns: u64,
+}
+
+const PREEMPTED: u64 = 50_000_000;
+
+impl Clock for Preempted {
+    fn now_ns(&self) -> u64 {
+        use std::sync::atomic::Ordering::SeqCst;
+        let v = self.inner.now_ns();
+        let mine = self.coordinator.get() == Some(&std::thread::current().id());
+        if mine && self.heard.swap(false, SeqCst) {
+            let give_up = Instant::now() + Duration::from_secs(10);
+            while self.inner.now_ns() < v + PREEMPTED && Instant::now() < give_up {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        v
+    }
+}
+
+impl sanbench_engine::run::sync::PhaseSync for Preempted {
+    fn start(&self) -> Result<(), EngineError> {
+        let _ = self.coordinator.set(std::thread::current().id());
+        Ok(())
+    }
+    fn end_now(&self, _due: bool) -> Result<bool, EngineError> {
+        let end = self.inner.now_ns() >= self.end_ns;
+        self.heard.store(end, std::sync::atomic::Ordering::SeqCst);
+        Ok(end)
+    }
+}
+
+/// A synchronized run whose streams count past the instant the coordinator took for the end
+/// (they see it late): the window reaches on to cover every I/O counted, so IOPS stays
+/// I/Os / window exactly, and every interval, in the result and at the sink, lies within it.
+#[test]
+fn a_stream_that_sees_the_end_late_counts_nothing_past_the_window() {
+    let inner = Arc::new(Manual::new());
+    let sync = Arc::new(Preempted {
+        inner: inner.clone(),
+        coordinator: Default::default(),
+        heard: Default::default(),
+        end_ns: 100_000_000,
+    });
+    let t: Arc<dyn Target> = Arc::new(Paced {
+        info: TargetInfo {
+            uri: "paced:".into(),
+            engine: "test".into(),
+            size: 64 << 20,
+            block_size: 512,
+            ..TargetInfo::default()
+        },
+        clock: inner,
+        hold: None,
+    });
+    let keep = Arc::new(Keep::default());
+    let mut p = plan(vec![t], 0, 100, Duration::from_millis(10));
+    p.workload.workers = 1;
+    p.clock = Some(sync.clone());
+    p.sync = Some(sync);
+    p.intervals = Some(keep.clone());
+    let out = run(&p, &NoObserver).unwrap();
+    let (t0, w_ns) = (&out.targets[0], out.window.as_nanos() as u64);
+    // Four I/Os complete at every whole millisecond of the fake clock: a window w long
+    // counts exactly those of 1 ms, 2 ms, ... before w, whenever the end was heard.
+    let ios = t0.read.ios + t0.write.ios;
+    assert_eq!(ios, 4 * ((w_ns - 1) / PACED_SERVICE), "window {w_ns} ns");
+    // (The streams counted on for the preemption's 50 ms past the instant read.)
+    assert!(w_ns >= 100_000_000 + PREEMPTED, "window {w_ns} ns");
+    let sum: u64 = t0.intervals.iter().map(|s| s.read_ios + s.write_ios).sum();
+    assert_eq!(sum, ios);
+    let w = out.window.as_secs_f64();
+    let last = t0.intervals.last().unwrap();
+    assert!((last.t + last.len - w).abs() < 1e-9, "{last:?} {w}");
+    let kept = keep.0.lock().unwrap();
+    assert!(kept.iter().all(|k| k.2 + k.3 <= w_ns), "window {w_ns} ns");
 }
 
 /// The per-second series: formed from the intervals by the coordinator when they fit whole
@@ -394,7 +507,6 @@ fn a_long_window_keeps_at_most_the_cap_of_summaries_with_exact_counts() {
 /// latencies as the independent count, closed loop and open loop (response time) alike.
 #[test]
 fn the_per_second_series_adds_up_whoever_forms_it() {
-    let _turn = CPU_HEAVY.lock().unwrap_or_else(|e| e.into_inner());
     for (iv_ms, rate) in [
         (500, None),
         (300, None),

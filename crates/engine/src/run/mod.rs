@@ -218,6 +218,14 @@ pub struct TargetRun {
 pub struct RunOutput {
     pub started_at: SystemTime,
     /// Length of the measured window actually run (shorter than planned when stopped early).
+    ///
+    /// Every I/O counted completed inside it, and every interval summary lies within it, so
+    /// IOPS is exactly I/Os / window: a stream counts a completion only when its clock
+    /// reading is before the end as it sees it (I/Os reaped at or after it are not counted,
+    /// open loop and closed loop alike). Where a stream counted past the instant the
+    /// coordinator took for the end, because it saw that end late (a synchronized run: the
+    /// coordinator reads the clock, then publishes the end), the window reaches on to just
+    /// after the last completion counted, as fio's runtime covers the I/Os a job did.
     pub window: Duration,
     pub stopped_early: bool,
     /// Wall-clock time when the run's clock started (ramp and window count from there): in a
@@ -459,7 +467,11 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         u64::MAX => end_ns,
         at => at.max(ramp_ns),
     };
-    let window = Duration::from_nanos(elapsed_ns.clamp(ramp_ns, end_ns) - ramp_ns);
+    // Every completion counted lies inside the window (see `RunOutput::window`).
+    let end_at = elapsed_ns
+        .min(end_ns)
+        .max(shared.counted_below.load(Ordering::Relaxed));
+    let window = Duration::from_nanos(end_at.max(ramp_ns) - ramp_ns);
     // Every stream has sent its last interval: all of them go out, a failed run's too (the
     // histogram log then shows what led up to the failure).
     collector.poll(Some(window.as_nanos() as u64));

@@ -28,7 +28,7 @@ pub(super) fn drive(
     ctx: &StreamCtx<'_>,
     t0: Instant,
     rate: f64,
-) -> Result<(), EngineError> {
+) -> Result<u64, EngineError> {
     let w = ctx.workload;
     let per_stream = rate / w.workers as f64;
     // Worker k of n starts k/n of a gap late, so fixed arrivals of the workers interleave.
@@ -41,6 +41,8 @@ pub(super) fn drive(
     // to batch timers: an open-loop stream wants its arrivals on time.
     // SAFETY: prctl with an integer argument changes only this thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    // Just after the last batch counted (0: none), as the closed loop returns it.
+    let mut counted_below = 0;
     loop {
         let now = t0.elapsed().as_nanos() as u64;
         if now >= ctx.shared.end_at.load(Ordering::Relaxed)
@@ -56,7 +58,7 @@ pub(super) fn drive(
                 ctx.ramp_ns,
                 now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
             );
-            return Ok(());
+            return Ok(counted_below);
         }
         s.batch.clear();
         // Every arrival that is due, while the cap allows; late ones go at once.
@@ -81,7 +83,14 @@ pub(super) fn drive(
             let after = t0.elapsed().as_nanos() as u64;
             if !s.done.is_empty() {
                 s.reaped(ctx, &*q);
+                if after >= ctx.shared.end_at.load(Ordering::Relaxed) {
+                    // Reaped at or after the window's end (the wait returned late): outside
+                    // the window, as in the closed loop; the loop's top ends the stream.
+                    s.retire_uncounted(f.lay, f.arena)?;
+                    continue;
+                }
                 s.count(after, ctx, f.lay, f.arena)?;
+                counted_below = after + 1;
                 continue;
             }
             if waits {

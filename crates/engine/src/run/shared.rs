@@ -47,6 +47,12 @@ pub(super) struct Shared {
     /// every completion counted came before it, none after, so the window ends there and
     /// not where the drain that follows ends.
     pub(super) stopped_at: AtomicU64,
+    /// Just after the last completion any stream counted (ns since the start; 0: none), set
+    /// as each stream stops. A stream counts a completion when its clock reading is before
+    /// `end_at` as it sees it; in a synchronized run the coordinator reads the clock, then
+    /// publishes the end, so a stream may count past that instant before it sees it (the
+    /// coordinator preempted in between): the window then reaches on to here.
+    pub(super) counted_below: AtomicU64,
     pub(super) first_error: Mutex<Option<RunError>>,
     /// Set once the coordinator has closed the window (the observer took its end readings).
     pub(super) window_closed: Mutex<bool>,
@@ -62,6 +68,7 @@ impl Shared {
             stop,
             end_at: AtomicU64::new(end_at),
             stopped_at: AtomicU64::new(0),
+            counted_below: AtomicU64::new(0),
             first_error: Mutex::new(None),
             window_closed: Mutex::new(false),
             window_closed_cv: Condvar::new(),

@@ -202,6 +202,9 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         None => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),
         Some(rate) => super::open::drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0, rate),
     };
+    if let Ok(below) = driven {
+        ctx.shared.counted_below.fetch_max(below, Ordering::Relaxed);
+    }
     let result = driven
         .and_then(|_| s.drain(&mut *queue, &lay, &arena))
         .and_then(|_| queue.close());
@@ -229,7 +232,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
 }
 
 /// The closed loop: every free tag gets an I/O at once, then one reap waits for at least one
-/// completion.
+/// completion. Returns an instant just after the last batch counted (0: none).
 fn drive(
     s: &mut StreamState,
     q: &mut dyn Queue,
@@ -237,7 +240,8 @@ fn drive(
     f: &mut Fill<'_>,
     ctx: &StreamCtx<'_>,
     clock: &dyn Clock,
-) -> Result<(), EngineError> {
+) -> Result<u64, EngineError> {
+    let mut counted_below = 0;
     loop {
         s.batch.clear();
         while let Some(tag) = s.free.pop() {
@@ -264,8 +268,9 @@ fn drive(
             );
             // Completions at or after the end are outside the window.
             s.retire_uncounted(f.lay, f.arena)?;
-            return Ok(());
+            return Ok(counted_below);
         }
         s.count(now, ctx, f.lay, f.arena)?;
+        counted_below = now + 1;
     }
 }

@@ -170,17 +170,17 @@ impl Series {
     }
 
     /// Doubles the step: summaries that now share a number are merged, and each covers its
-    /// whole step (the last up to where it ended).
+    /// whole step but the last, which ends where the last one kept ended (at the end of the
+    /// window, with the window's length: the last pair's first half does not stretch it to
+    /// the whole step).
     fn halve(&mut self) {
         self.step = self.step.saturating_mul(2);
         let step_s = self.step_ns() as f64 / 1e9;
         let (out, idx) = (std::mem::take(&mut self.out), std::mem::take(&mut self.idx));
-        let n = out.len();
-        for (i, (mut s, c)) in out.into_iter().zip(idx).enumerate() {
+        let end = out.last().map(|s| s.t + s.len);
+        for (mut s, c) in out.into_iter().zip(idx) {
             let c = c / 2;
-            let (t, end) = (c as f64 * step_s, s.t + s.len);
-            s.t = t;
-            s.len = if i + 1 == n { end - t } else { step_s };
+            (s.t, s.len) = (c as f64 * step_s, step_s);
             match (self.idx.last(), self.out.last_mut()) {
                 (Some(&last), Some(l)) if last == c => merge_into(l, &s),
                 _ => {
@@ -188,6 +188,9 @@ impl Series {
                     self.idx.push(c);
                 }
             }
+        }
+        if let (Some(end), Some(last)) = (end, self.out.last_mut()) {
+            last.len = end - last.t;
         }
     }
 

@@ -128,3 +128,37 @@ fn a_snapshot_part_way_is_what_finishing_there_would_give() {
         assert_eq!((snap, step), (done, step2), "planned {planned}");
     }
 }
+
+/// Whatever the window's length and wherever the cap is reached (part-way, or by the last
+/// summary as the window ends), the summaries are contiguous and the last ends exactly with
+/// the window: none reaches past it. (The last pair merged at the end once took the full
+/// step of its first half: a summary up to 0.17 s past a window of 6.87 s.)
+#[test]
+fn the_last_summary_ends_with_the_window_whenever_the_cap_is_reached() {
+    let h = hist(&[5_000]);
+    for cap in [2, 3, 4, 5, 16] {
+        for planned in [0, 12 * 10 * MS] {
+            for end in 1..=200u64 {
+                // The window ends 3 ms into its last interval, as the collector sees it.
+                let window = end * 10 * MS - 7 * MS;
+                let mut s = Series::new(10 * MS, planned, cap);
+                for k in 0..end {
+                    let len = (10 * MS).min(window - k * 10 * MS);
+                    s.push(k, k * 10 * MS, len, &counts(1), &h);
+                }
+                let (out, _) = s.finish(window);
+                let what = format!("cap {cap}, planned {planned}, window {window}: {out:?}");
+                assert!(out.len() <= cap, "{what}");
+                assert_eq!(out.iter().map(|x| x.read_ios).sum::<u64>(), end, "{what}");
+                for w in out.windows(2) {
+                    assert!((w[0].t + w[0].len - w[1].t).abs() < 1e-9, "{what}");
+                }
+                let last = out.last().unwrap();
+                assert!(
+                    (last.t + last.len - window as f64 / 1e9).abs() < 1e-9,
+                    "{what}"
+                );
+            }
+        }
+    }
+}
