@@ -13,6 +13,7 @@ The file is /dev/shm/sanbench-crosscheck.img (--size, default 1G), created by sa
 run and removed at the end. Uses target/release/sanbench (built if missing) and fio on PATH.
 
 Usage: scripts/bench_crosscheck.py [--reps 3] [--time 3] [--size 1G] [--tolerance 15] [--only N]
+                                   [--cpus-policy shared|split]
 """
 import argparse, json, os, subprocess, sys, tempfile
 
@@ -63,6 +64,9 @@ def main():
     ap.add_argument("--size", default="1G")
     ap.add_argument("--tolerance", default="15")
     ap.add_argument("--only", type=int)
+    ap.add_argument("--cpus-policy", choices=["shared", "split"], default="shared",
+                    help="split: each stream of sanbench and each fio job on one CPU of its own "
+                         "(fio's cpus_allowed_policy=split, in the exported job)")
     a = ap.parse_args()
     if not os.path.exists(SB):
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "sanbench"], cwd=ROOT, check=True)
@@ -78,7 +82,7 @@ def main():
             args = [spec.name if x == "MIXED" else x for x in args]
             cmd = [SB, "crosscheck", img, "--size", a.size, "--time", f"{a.time}s", "--ramp", "1s",
                    "--repeat", str(a.reps), "--tolerance", a.tolerance, "--json", "-",
-                   "--no-store"] + args
+                   "--no-store", "--cpus-policy", a.cpus_policy] + args
             print("$ " + " ".join(cmd), file=sys.stderr)
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode not in (0, 1):

@@ -150,6 +150,18 @@ pub fn resolve_run(a: &mut RunArgs) -> Result<(), CliError> {
         a.targets = job.targets.clone();
     }
     apply_setup(&job.setup, &mut a.engine, &mut a.data);
+    // Placement: the command line's --cpus and a split policy win over the job's.
+    if a.cpus.is_none() {
+        if let Some(list) = &job.setup.cpus {
+            let cpus = list
+                .parse()
+                .map_err(|e| usage(format!("{}: cpus_allowed: {e}", path.display())))?;
+            a.cpus = Some(cpus);
+        }
+    }
+    if job.setup.cpus_split {
+        a.cpus_policy = crate::placement::CpusPolicy::Split;
+    }
     // The job's size is each target's span, and the size fio lays a missing file out at.
     if a.size.is_none() {
         a.size = job.workload.span.map(Bytes);
@@ -259,6 +271,8 @@ pub fn setup_of(e: &EngineArgs, d: &DataArgs, targets: &[String]) -> Setup {
         verify: d.verify,
         compress: d.compress.0,
         dedupe: d.dedupe.0,
+        cpus: None,
+        cpus_split: false,
     }
 }
 
@@ -279,13 +293,17 @@ pub fn job_text(a: &RunArgs, w: &Workload) -> Result<String, CliError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
     let name = w.name.clone().unwrap_or_else(|| "sanbench".into());
-    let section = fio::export_section(
-        &name,
-        w,
-        &targets,
-        &setup_of(&a.engine, &a.data, &a.targets),
-    )
-    .map_err(usage)?;
+    let mut setup = setup_of(&a.engine, &a.data, &a.targets);
+    setup.cpus_split = a.cpus_policy == crate::placement::CpusPolicy::Split;
+    // fio splits only a set it was given: a split without --cpus names every CPU allowed.
+    setup.cpus = match &a.cpus {
+        Some(l) => Some(l.to_string()),
+        None if setup.cpus_split => {
+            Some(crate::placement::CpuList(crate::placement::allowed()).to_string())
+        }
+        None => None,
+    };
+    let section = fio::export_section(&name, w, &targets, &setup).map_err(usage)?;
     Ok(format!("{}{section}", header(&w.describe())))
 }
 

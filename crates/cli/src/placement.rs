@@ -14,6 +14,27 @@ use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet, Pid};
 
 use crate::error::{usage, CliError};
 
+/// How the streams use the CPUs of `--cpus` (fio's `cpus_allowed_policy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CpusPolicy {
+    /// Every thread may run on any of them (the scheduler places the streams).
+    #[default]
+    Shared,
+    /// Each stream on one CPU of its own, in turn (stream k on the k-th CPU, round-robin),
+    /// pinned before it opens its queue: what the queue starts (io_uring's io-wq workers)
+    /// stays with it.
+    Split,
+}
+
+/// The CPUs each stream is pinned to, in turn (`RunPlan::stream_cpus`): `--cpus` (or every CPU
+/// the process may use) under `split`, none under `shared`.
+pub fn stream_cpus(list: Option<&CpuList>, policy: CpusPolicy) -> Vec<usize> {
+    match policy {
+        CpusPolicy::Shared => Vec::new(),
+        CpusPolicy::Split => list.map_or_else(allowed, |l| l.0.clone()),
+    }
+}
+
 /// A set of CPU numbers, ascending, each once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
@@ -172,9 +193,27 @@ pub fn recorded() -> Option<serde_json::Value> {
 
 /// `--cpus LIST` of run and compare: pins the process and records it.
 pub fn apply(cpus: Option<&CpuList>) -> Result<(), CliError> {
+    apply_with(cpus, CpusPolicy::Shared)
+}
+
+/// `--cpus LIST --cpus-policy P` of run and crosscheck: pins the process to the list and
+/// records both (a split policy without a list records every CPU the process may use).
+pub fn apply_with(cpus: Option<&CpuList>, policy: CpusPolicy) -> Result<(), CliError> {
     if let Some(list) = cpus {
         pin_process(list, "--cpus")?;
-        record(serde_json::json!({ "cpus": list.to_string(), "by": "--cpus" }));
+    }
+    let policy_name = match policy {
+        CpusPolicy::Shared => "shared",
+        CpusPolicy::Split => "split",
+    };
+    match (cpus, policy) {
+        (Some(list), _) => record(
+            serde_json::json!({ "cpus": list.to_string(), "by": "--cpus",
+            "policy": policy_name }),
+        ),
+        (None, CpusPolicy::Split) => record(serde_json::json!({
+            "cpus": CpuList(allowed()).to_string(), "by": "--cpus-policy", "policy": "split" })),
+        (None, CpusPolicy::Shared) => {}
     }
     Ok(())
 }

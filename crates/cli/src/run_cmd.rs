@@ -250,8 +250,13 @@ pub fn attach_precondition(doc: &mut RunDoc, reports: Vec<Report>) {
     if let Some(serde_json::Value::Object(m)) = doc.manifest.as_mut() {
         m.insert("precondition".into(), by_target.into());
     } else if doc.manifest.is_none() {
+        // No host manifest (--no-monitor): the placement still goes in, as the figures
+        // depend on it.
         let mut m = serde_json::Map::new();
         m.insert("precondition".into(), by_target.into());
+        if let Some(p) = crate::placement::recorded() {
+            m.insert("placement".into(), p);
+        }
         doc.manifest = Some(m.into());
     }
 }
@@ -436,6 +441,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
+        stream_cpus: crate::placement::stream_cpus(a.cpus.as_ref(), a.cpus_policy),
     };
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
     let partial = match (&plan.sync, &a.json) {
@@ -497,8 +503,9 @@ pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
 }
 
 pub fn run(mut a: RunArgs) -> Result<(), CliError> {
-    crate::placement::apply(a.cpus.as_ref())?;
+    // A job file may name the CPUs (cpus_allowed): read it before pinning.
     crate::fio_cmd::resolve_run(&mut a)?;
+    crate::placement::apply_with(a.cpus.as_ref(), a.cpus_policy)?;
     if let Some(path) = &a.emit_fio {
         crate::fio_cmd::emit(&a, &workload_from_args(&a)?, path)?;
     }

@@ -427,3 +427,75 @@ fn crosscheck_through_fios_nbd_engine() {
     let out = compared(&o);
     assert!(out.contains("nbd://127.0.0.1:"), "{out}");
 }
+
+/// fio's `cpus_allowed` and `cpus_allowed_policy=split`: `--cpus-policy split` writes both into
+/// the exported job (fio splits only a set it was given, so without `--cpus` the set is every
+/// CPU sanbench may use), fio takes the job, and `run --fio` reads them back into the run's
+/// placement, recorded in the manifest.
+#[test]
+fn split_placement_goes_out_to_fio_and_comes_back() {
+    let dir = shm_dir();
+    let img = dir.path().join("t.img");
+    let img = img.to_str().unwrap();
+    let job = dir.path().join("split.fio");
+    let run = |extra: &[&str]| {
+        sanbench_testkit::ok_json(
+            &sanbench()
+                .args(["run", "--no-monitor", "--json", "-", "-q"])
+                .args(extra)
+                .output()
+                .unwrap(),
+        )
+    };
+    let flags = [
+        "--size",
+        "16m",
+        "--time",
+        "300ms",
+        "--bs",
+        "4k",
+        "--qd",
+        "2",
+        "--workers",
+        "2",
+    ];
+    let with = |more: &[&'static str]| -> Vec<&str> { flags.iter().chain(more).copied().collect() };
+    let mut args = with(&["--cpus-policy", "split", "--emit-fio"]);
+    args.extend([job.to_str().unwrap(), img]);
+    let doc = run(&args);
+    let text = std::fs::read_to_string(&job).unwrap();
+    assert!(text.contains("\ncpus_allowed_policy=split\n"), "{text}");
+    let listed = text
+        .lines()
+        .find_map(|l| l.strip_prefix("cpus_allowed="))
+        .expect("cpus_allowed")
+        .to_string();
+    let placement = &doc["manifest"]["placement"];
+    assert_eq!(placement["policy"], "split", "{placement}");
+    assert_eq!(placement["cpus"], listed.as_str(), "{placement}");
+    // fio runs it as written.
+    let o = Proc::new(fio())
+        .args(["--output-format=json", "--runtime=200ms"])
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // And back: the job's placement is the run's.
+    let doc = run(&["--fio", job.to_str().unwrap()]);
+    let placement = &doc["manifest"]["placement"];
+    assert_eq!(placement["policy"], "split", "{placement}");
+    assert_eq!(placement["cpus"], listed.as_str(), "{placement}");
+    // Without the policy nothing is written and nothing recorded.
+    let plain = dir.path().join("plain.fio");
+    let mut args = with(&["--emit-fio"]);
+    args.extend([plain.to_str().unwrap(), img]);
+    let doc = run(&args);
+    assert!(!std::fs::read_to_string(&plain)
+        .unwrap()
+        .contains("cpus_allowed"));
+    assert!(
+        doc["manifest"].get("placement").is_none(),
+        "{}",
+        doc["manifest"]
+    );
+}

@@ -105,6 +105,7 @@ fn plan(t: Arc<dyn Target>, secs: f64) -> RunPlan {
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
+        stream_cpus: Vec::new(),
     }
 }
 

@@ -51,6 +51,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Duration)
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
+        stream_cpus: Vec::new(),
     }
 }
 

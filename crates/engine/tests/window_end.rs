@@ -48,6 +48,7 @@ fn open_loop(t: Arc<dyn Target>, rate: f64) -> RunPlan {
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
+        stream_cpus: Vec::new(),
     }
 }
 

@@ -293,6 +293,11 @@ pub struct RunArgs {
     /// the manifest. Keeps the initiator off the cores a local target or daemon uses.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<crate::placement::CpuList>,
+    /// How the streams share those CPUs (fio's cpus_allowed_policy): shared (the scheduler
+    /// places them) or split (each stream on one CPU of its own, in turn; without --cpus,
+    /// of every CPU sanbench may use).
+    #[arg(long, value_enum, default_value_t, value_name = "POLICY")]
+    pub cpus_policy: crate::placement::CpusPolicy,
 
     /// Write the result document (schema sanbench.run/1) to FILE ("-" for stdout).
     #[arg(long, value_name = "FILE")]

@@ -51,6 +51,7 @@ pub(crate) fn run_cell(
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
+        stream_cpus: Vec::new(),
     };
     let partial = save.and_then(|s| {
         crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))

@@ -63,6 +63,9 @@ fn fmt_pct(v: Option<f64>) -> String {
 
 pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     crate::fio_cmd::resolve_run(&mut a.run)?;
+    // Both tools on the same CPUs: sanbench pinned here, fio by the job's cpus_allowed (and
+    // cpus_allowed_policy=split with --cpus-policy split).
+    crate::placement::apply_with(a.run.cpus.as_ref(), a.run.cpus_policy)?;
     if a.run.targets.len() != 1 {
         return Err(usage("crosscheck drives one target"));
     }

@@ -340,6 +340,12 @@ pub fn export_section(
     if setup.keep_cache {
         set(&mut pending, "invalidate", "0".into());
     }
+    if let Some(cpus) = &setup.cpus {
+        set(&mut pending, "cpus_allowed", cpus.clone());
+    }
+    if setup.cpus_split {
+        set(&mut pending, "cpus_allowed_policy", "split".into());
+    }
     if let Some(rate) = w.rate {
         // fio's rate_iops is each job's (each numjobs clone's) over its files.
         let per_job = rate * depth_per as f64 / w.workers as f64;

@@ -436,6 +436,15 @@ pub fn import(s: &Section, o: &ImportOptions) -> Result<Imported, Vec<String>> {
     if let Some(inv) = c.parse("invalidate", |v| value::boolean(Some(v))) {
         setup.keep_cache = !inv;
     }
+    // Placement: the CPU list is checked against the host by the CLI.
+    setup.cpus = c.get("cpus_allowed").map(str::to_string);
+    if let Some(split) = c.parse("cpus_allowed_policy", |v| match v {
+        "shared" => Ok(false),
+        "split" => Ok(true),
+        _ => Err(format!("'{v}' is not a policy (shared or split)")),
+    }) {
+        setup.cpus_split = split;
+    }
 
     // Pacing.
     let rate = match c.parse("rate_iops", |v| {

@@ -34,6 +34,10 @@ pub struct Setup {
     pub compress: f64,
     /// `dedupe_percentage` (`--dedupe`).
     pub dedupe: f64,
+    /// `cpus_allowed` as written (`--cpus`; the CLI checks it).
+    pub cpus: Option<String>,
+    /// `cpus_allowed_policy=split` (`--cpus-policy split`: one CPU per stream).
+    pub cpus_split: bool,
 }
 
 /// A job file that cannot be read at all.

@@ -54,6 +54,8 @@ pub const MAPPED: &[&str] = &[
     "invalidate",
     "buffer_compress_percentage",
     "dedupe_percentage",
+    "cpus_allowed",
+    "cpus_allowed_policy",
 ];
 
 /// fio's other spellings of the options above.

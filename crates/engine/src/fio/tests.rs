@@ -149,6 +149,32 @@ fn rates_and_refusals() {
     assert_eq!(j.workload.arrival, Arrival::Poisson);
 }
 
+/// `cpus_allowed` and `cpus_allowed_policy`: the list as written (the CLI checks it) and the
+/// split policy; any other policy is one line.
+#[test]
+fn cpus_allowed_and_its_policy() {
+    let job =
+        |extra: &str| format!("[j]\nfilename=/dev/shm/x\nsize=1m\nrw=randread\nnumjobs=2\n{extra}");
+    let j = one(&job("cpus_allowed=0-1\ncpus_allowed_policy=split\n"), &[]).unwrap();
+    assert_eq!(
+        (j.setup.cpus.as_deref(), j.setup.cpus_split),
+        (Some("0-1"), true)
+    );
+    let j = one(&job("cpus_allowed=1\ncpus_allowed_policy=shared\n"), &[]).unwrap();
+    assert_eq!(
+        (j.setup.cpus.as_deref(), j.setup.cpus_split),
+        (Some("1"), false)
+    );
+    let j = one(&job(""), &[]).unwrap();
+    assert_eq!((j.setup.cpus.as_deref(), j.setup.cpus_split), (None, false));
+    let e = one(&job("cpus_allowed_policy=spread\n"), &[]).unwrap_err();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("cpus_allowed_policy=spread: 'spread' is not a policy"),
+        "{e:?}"
+    );
+}
+
 /// Like fio's nbd.fio: the URI from the environment, jobs at offsets.
 const NBD: &str = "[global]\nioengine=nbd\nuri=${uri}\nrw=randrw\ntime_based\nruntime=60\n\
     group_reporting\niodepth=64\n[job0]\noffset=0\n[job1]\noffset=64m\n";
@@ -385,6 +411,9 @@ fn arb_workload() -> impl Strategy<Value = (Workload, Vec<FioTarget>, Setup)> {
                     verify,
                     compress: compress as f64,
                     dedupe: dedupe as f64,
+                    // Placement rides on two other draws (independent of what they mean).
+                    cpus: verify.then(|| "0-1".to_string()),
+                    cpus_split: verify && keep,
                 };
                 (w, targets, setup)
             },

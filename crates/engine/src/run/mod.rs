@@ -97,6 +97,12 @@ pub struct RunPlan {
     /// The result so far, handed on every so much window time (`--save-every`); `None`: only
     /// at the end.
     pub saves: Option<Saves>,
+    /// fio's `cpus_allowed_policy=split`: stream k (worker × targets + target) runs on CPU
+    /// `stream_cpus[k % len]` alone, pinned before it opens its queue (so the io-wq workers an
+    /// io_uring queue starts share it). Empty: the streams run wherever the process may (the
+    /// scheduler's choice; with two streams on two CPUs it sometimes keeps both on one for a
+    /// whole run: docs/BENCHMARKS.md, issue 26).
+    pub stream_cpus: Vec<usize>,
 }
 
 /// The shortest `--log-interval`.
@@ -402,6 +408,10 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                     verify: verifier(ti),
                     raw_latencies: plan.raw_latencies,
                     stream_idx: worker * plan.targets.len() + ti,
+                    cpu: (!plan.stream_cpus.is_empty()).then(|| {
+                        plan.stream_cpus
+                            [(worker * plan.targets.len() + ti) % plan.stream_cpus.len()]
+                    }),
                     iv_ns,
                     iv_tx: iv_tx.clone(),
                     pool: &pool,

@@ -56,9 +56,20 @@ pub(super) struct StreamCtx<'a> {
     /// This stream's number (worker × targets + target), the interval length (ns), where
     /// finished intervals go and where emptied ones come from.
     pub(super) stream_idx: usize,
+    /// The one CPU this stream runs on (`RunPlan::stream_cpus`), if pinned.
+    pub(super) cpu: Option<usize>,
     pub(super) iv_ns: u64,
     pub(super) iv_tx: std::sync::mpsc::Sender<super::interval::Msg>,
     pub(super) pool: &'a super::interval::Pool,
+}
+
+/// Pins the calling thread to `cpu` (nothing for `None`).
+fn pin(cpu: Option<usize>) -> Result<(), EngineError> {
+    let Some(cpu) = cpu else { return Ok(()) };
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set)
+        .map_err(|e| EngineError::Invalid(format!("cannot run a stream on CPU {cpu}: {e}")))
 }
 
 /// Arena layout of one stream: a private slot per tag, then the random pool writes draw from.
@@ -159,8 +170,11 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         io_timeout: ctx.io_timeout,
     };
     // A queue that fails to open is reported before the first barrier, so the coordinator
-    // knows at the barrier (and tells the other processes of a synchronized run).
-    let queue = ctx.target.open_queue(&cfg).map_err(&fail);
+    // knows at the barrier (and tells the other processes of a synchronized run). A pinned
+    // stream moves to its CPU first: what the queue starts (io-wq workers) inherits it.
+    let queue = pin(ctx.cpu)
+        .and_then(|()| ctx.target.open_queue(&cfg))
+        .map_err(&fail);
     ctx.barrier.wait();
     ctx.barrier.wait();
     let Ok(mut queue) = queue else {
