@@ -136,6 +136,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         live: crate::args::LiveArgs::default(),
         seed: crate::args::DEFAULT_SEED,
         cpus: None,
+        cpus_policy: Default::default(),
         require_headroom: a.require_headroom,
         quiet: a.quiet,
     };

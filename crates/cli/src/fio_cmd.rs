@@ -133,6 +133,27 @@ fn apply_setup(s: &Setup, e: &mut EngineArgs, d: &mut DataArgs) {
     }
 }
 
+/// A job's `cpus_allowed` and `cpus_allowed_policy=split`; the command line's `--cpus` wins.
+fn apply_placement(
+    s: &Setup,
+    path: &Path,
+    cpus: &mut Option<crate::placement::CpuList>,
+    policy: &mut crate::placement::CpusPolicy,
+) -> Result<(), CliError> {
+    if cpus.is_none() {
+        if let Some(list) = &s.cpus {
+            let l = list
+                .parse()
+                .map_err(|e| usage(format!("{}: cpus_allowed: {e}", path.display())))?;
+            *cpus = Some(l);
+        }
+    }
+    if s.cpus_split {
+        *policy = crate::placement::CpusPolicy::Split;
+    }
+    Ok(())
+}
+
 /// `run --fio`: the chosen section becomes the run's workload, its targets (unless the command
 /// line names them) and engine and data flags.
 pub fn resolve_run(a: &mut RunArgs) -> Result<(), CliError> {
@@ -150,18 +171,7 @@ pub fn resolve_run(a: &mut RunArgs) -> Result<(), CliError> {
         a.targets = job.targets.clone();
     }
     apply_setup(&job.setup, &mut a.engine, &mut a.data);
-    // Placement: the command line's --cpus and a split policy win over the job's.
-    if a.cpus.is_none() {
-        if let Some(list) = &job.setup.cpus {
-            let cpus = list
-                .parse()
-                .map_err(|e| usage(format!("{}: cpus_allowed: {e}", path.display())))?;
-            a.cpus = Some(cpus);
-        }
-    }
-    if job.setup.cpus_split {
-        a.cpus_policy = crate::placement::CpusPolicy::Split;
-    }
+    apply_placement(&job.setup, &path, &mut a.cpus, &mut a.cpus_policy)?;
     // The job's size is each target's span, and the size fio lays a missing file out at.
     if a.size.is_none() {
         a.size = job.workload.span.map(Bytes);
@@ -183,7 +193,7 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
         if j.setup != first.setup {
             return Err(usage(format!(
                 "{}: [{}] and [{}] open their targets differently (engine, direct, invalidate, \
-                 verify, compression, dedupe); compare runs every workload the same way",
+                 verify, compression, dedupe, CPUs); compare runs every workload the same way",
                 path.display(),
                 first.name,
                 j.name
@@ -213,6 +223,7 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
         a.targets = first.targets.clone();
     }
     apply_setup(&first.setup, &mut a.engine, &mut a.data);
+    apply_placement(&first.setup, &path, &mut a.cpus, &mut a.cpus_policy)?;
     if a.size.is_none() {
         a.size = jobs.iter().filter_map(|j| j.workload.span).max().map(Bytes);
     }

@@ -191,12 +191,7 @@ pub fn recorded() -> Option<serde_json::Value> {
     PLACEMENT.get().cloned()
 }
 
-/// `--cpus LIST` of run and compare: pins the process and records it.
-pub fn apply(cpus: Option<&CpuList>) -> Result<(), CliError> {
-    apply_with(cpus, CpusPolicy::Shared)
-}
-
-/// `--cpus LIST --cpus-policy P` of run and crosscheck: pins the process to the list and
+/// `--cpus LIST --cpus-policy P` of run, compare and crosscheck: pins the process to the list and
 /// records both (a split policy without a list records every CPU the process may use).
 pub fn apply_with(cpus: Option<&CpuList>, policy: CpusPolicy) -> Result<(), CliError> {
     if let Some(list) = cpus {

@@ -360,3 +360,24 @@ fn nvme_vs_iscsi_suite_runs_on_the_built_in_servers() {
         s.interrupt();
     }
 }
+
+/// `--cpus-policy split` (fio's cpus_allowed_policy): every cell's streams on a CPU each, and
+/// the comparison's manifest says so; without it nothing is recorded.
+#[test]
+fn split_placement_is_recorded_in_the_comparison() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (doc, _) = compare_json(
+        tmp.path(),
+        &["--cpus-policy", "split", "a=mem:16M", "b=mem:16M"],
+    );
+    let p = &doc["manifest"]["placement"];
+    assert_eq!(p["policy"], "split", "{p}");
+    assert!(p["cpus"].as_str().is_some_and(|c| !c.is_empty()), "{p}");
+    let tmp = tempfile::tempdir().unwrap();
+    let (doc, _) = compare_json(tmp.path(), &["a=mem:16M", "b=mem:16M"]);
+    assert!(
+        doc["manifest"].get("placement").is_none(),
+        "{}",
+        doc["manifest"]
+    );
+}

@@ -109,6 +109,10 @@ pub struct CompareArgs {
     /// Pin sanbench's threads to these CPUs (0, 0,2, 0-3); recorded in the manifest.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<crate::placement::CpuList>,
+    /// How the streams share those CPUs (fio's cpus_allowed_policy): shared or split (each
+    /// stream on one CPU of its own, in turn; without --cpus, of every CPU sanbench may use).
+    #[arg(long, value_enum, default_value_t, value_name = "POLICY")]
+    pub cpus_policy: crate::placement::CpusPolicy,
     /// Warn at the top of the report (and on the terminal) about every cell limited by
     /// something other than the interconnect or the target under test (the initiator's CPU,
     /// the host's, the generator's queue).

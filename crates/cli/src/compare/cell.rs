@@ -51,7 +51,7 @@ pub(crate) fn run_cell(
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
-        stream_cpus: Vec::new(),
+        stream_cpus: crate::placement::stream_cpus(a.cpus.as_ref(), a.cpus_policy),
     };
     let partial = save.and_then(|s| {
         crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))
