@@ -1,0 +1,224 @@
+//! Counting a reaped batch into the window's statistics: the common case inline, flushes,
+//! FUA writes, open-loop times and per-path figures out of line, the per-second series when
+//! the stream keeps it, and the hand-over of each finished interval to the coordinator.
+
+use std::sync::atomic::Ordering;
+
+use super::super::stream::{Layout, StreamCtx};
+use super::{StreamState, RAW_CAP};
+use crate::arena::Arena;
+use crate::engine::{Op, Queue};
+use crate::error::EngineError;
+
+impl StreamState {
+    /// Counts a failed completion inside the window in its op's statistics.
+    #[cold]
+    #[inline(never)]
+    fn count_error(&mut self, t: usize) {
+        match self.op[t] {
+            Op::Flush => self.flush.errors += 1,
+            Op::Write => self.write.errors += 1,
+            _ => self.read.errors += 1,
+        }
+    }
+
+    /// Counts a completion in second `sec` of the stream's own series (the last second past
+    /// the planned window takes the rest).
+    #[inline]
+    fn second(&mut self, sec: usize, write: bool, len: u64, latency: u64) {
+        let last = self.series.len() - 1;
+        let b = &mut self.series[sec.min(last)];
+        b.lat_sum_ns += latency as u128;
+        if write {
+            b.write_ios += 1;
+            b.write_bytes += len;
+        } else {
+            b.read_ios += 1;
+            b.read_bytes += len;
+        }
+    }
+
+    /// Counts a completion inside the window that is a flush, a FUA write, or part of an open
+    /// loop (response time and issue lag beside the service time).
+    #[cold]
+    #[inline(never)]
+    fn count_extra(&mut self, i: usize, now: u64, service: u64, sec: usize, len: u64) {
+        let t = self.done[i].tag as usize;
+        if self.op[t] == Op::Flush {
+            self.flush.ios += 1;
+            self.flush.hist.record(service);
+            return;
+        }
+        let open = !self.intended.is_empty();
+        let (response, lag) = if open {
+            let i = self.intended[t];
+            (now.saturating_sub(i), self.submit_ns[t].saturating_sub(i))
+        } else {
+            (service, 0)
+        };
+        let write = self.op[t] == Op::Write;
+        if self.own_series {
+            self.second(sec, write, len, response);
+        }
+        let d = if write {
+            &mut self.write
+        } else {
+            &mut self.read
+        };
+        d.ios += 1;
+        d.bytes += len;
+        d.hist.record(service);
+        if let Some(raw) = self.raw.as_mut().filter(|r| r.len() < RAW_CAP) {
+            raw.push(service);
+        }
+        if open {
+            d.response.record(response);
+            d.lag.record(lag);
+        }
+        if self.fua[t] && self.op[t] == Op::Write {
+            self.fua_stats.ios += 1;
+            self.fua_stats.bytes += len;
+            self.fua_stats.hist.record(service);
+        }
+        if self.per_path {
+            let p = self.done_path.get(i).map_or(0, |&p| usize::from(p));
+            if self.paths.len() <= p {
+                self.paths.resize_with(p + 1, Default::default);
+            }
+            let ps = &mut self.paths[p];
+            if self.op[t] == Op::Write {
+                ps.write_ios += 1;
+                ps.write_bytes += len;
+            } else {
+                ps.read_ios += 1;
+                ps.read_bytes += len;
+            }
+            ps.latency.record(response);
+        }
+    }
+
+    /// Hands the current interval's statistics to the coordinator and starts interval
+    /// `next` (`u64::MAX`: the stream is done) with emptied ones from the pool.
+    #[cold]
+    #[inline(never)]
+    pub(in crate::run) fn hand_over(&mut self, ctx: &StreamCtx<'_>, next: u64) {
+        let mut fresh = ctx.pool.take();
+        std::mem::swap(&mut self.read, &mut fresh.read);
+        std::mem::swap(&mut self.write, &mut fresh.write);
+        std::mem::swap(&mut self.flush, &mut fresh.flush);
+        std::mem::swap(&mut self.fua_stats, &mut fresh.fua);
+        std::mem::swap(&mut self.paths, &mut fresh.paths);
+        // The coordinator outlives every stream (it joins them), so the send cannot fail.
+        let _ = ctx.iv_tx.send(crate::run::interval::Msg {
+            stream: ctx.stream_idx,
+            index: self.iv_index,
+            next,
+            stats: fresh,
+        });
+        self.iv_index = next;
+        self.iv_next = (next.saturating_add(1))
+            .saturating_mul(ctx.iv_ns)
+            .saturating_add(ctx.ramp_ns);
+    }
+
+    /// Takes the batch just reaped off the in-flight counts (and, over several paths, notes
+    /// the path of each completion).
+    pub(in crate::run) fn reaped(&mut self, ctx: &StreamCtx<'_>, q: &dyn Queue) {
+        self.inflight -= self.done.len();
+        if self.per_path {
+            self.done_path.clear();
+            for c in &self.done {
+                let p = q.completed_on(c.tag).unwrap_or(0);
+                self.done_path.push(p.min(u16::MAX as usize) as u16);
+            }
+        }
+        if self.flushing > 0 {
+            let op = &self.op;
+            self.flushing -= self
+                .done
+                .iter()
+                .filter(|c| op[c.tag as usize] == Op::Flush)
+                .count();
+        }
+        ctx.live
+            .inflight
+            .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);
+    }
+
+    /// Settles and counts the batch just reaped, completed at `now`: inside the window into
+    /// the statistics (service time from submission; in an open-loop run also response time
+    /// from the intended issue time and the issue lag), and frees its tags.
+    #[inline(always)]
+    pub(in crate::run) fn count(
+        &mut self,
+        now: u64,
+        ctx: &StreamCtx<'_>,
+        lay: &Layout,
+        arena: &Arena,
+    ) -> Result<(), EngineError> {
+        let in_window = now >= ctx.ramp_ns;
+        let sec = if in_window {
+            ((now - ctx.ramp_ns) / 1_000_000_000) as usize
+        } else {
+            0
+        };
+        if in_window {
+            if now >= self.iv_next {
+                self.hand_over(ctx, (now - ctx.ramp_ns) / ctx.iv_ns);
+            }
+            self.watch.completed(now, ctx.ramp_ns, self.done.len());
+        } else {
+            self.watch.reaped_outside(now);
+        }
+        if self.inflight == 0 {
+            self.watch.idle();
+        }
+        let open = !self.intended.is_empty();
+        let mut bytes = 0u64;
+        let extra = open || self.raw.is_some() || self.per_path;
+        for i in 0..self.done.len() {
+            let c = self.done[i];
+            let t = c.tag as usize;
+            if self.verify.is_some() {
+                self.settle(c, lay, arena);
+            }
+            if c.result < 0 {
+                if in_window {
+                    self.count_error(t);
+                }
+                return Err(self.io_error(c));
+            }
+            let len = self.len[t] as u64;
+            bytes += len;
+            let service = now.saturating_sub(self.submit_ns[t]);
+            if in_window {
+                // The common case (closed loop, a read or a plain write) stays small enough
+                // to be inlined whole; flushes, FUA writes and open-loop times go through
+                // `count_extra`, kept out of line.
+                let op = self.op[t];
+                if op == Op::Flush || extra || self.fua[t] {
+                    self.count_extra(i, now, service, sec, len);
+                } else {
+                    let write = op == Op::Write;
+                    if self.own_series {
+                        self.second(sec, write, len, service);
+                    }
+                    let d = if write {
+                        &mut self.write
+                    } else {
+                        &mut self.read
+                    };
+                    d.ios += 1;
+                    d.bytes += len;
+                    d.hist.record(service);
+                }
+            }
+            self.free.push(c.tag);
+        }
+        ctx.live
+            .ios
+            .fetch_add(self.done.len() as u64, Ordering::Relaxed);
+        ctx.live.bytes.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+}
