@@ -16,7 +16,6 @@
 //! medians, and each variant's difference from plain.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,43 +69,27 @@ fn target(paths: usize, policy: Option<Policy>) -> Arc<dyn Target> {
 }
 
 fn plan(t: Arc<dyn Target>, secs: f64) -> RunPlan {
-    RunPlan {
-        workload: Workload {
-            name: None,
-            segments: vec![Segment {
-                weight: 1,
-                read_bs: 4096,
-                write_bs: 4096,
-                read_pct: 100.0,
-                random_pct: 100.0,
-                align: None,
-            }],
-            qd: 32,
-            workers: 1,
-            ramp: Duration::from_millis(200),
-            time: Duration::from_secs_f64(secs),
-            span: None,
-            flush_every: 0,
-            fua_pct: 0.0,
-            rate: None,
-            arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-        },
-        targets: vec![t],
-        io_timeout: Duration::from_secs(5),
-        seed: 1,
-        data: Default::default(),
-        stop: Arc::new(AtomicBool::new(false)),
-        run_id: None,
-        verify: Vec::new(),
-        clock: None,
-        sync: None,
-        raw_latencies: false,
-        log_interval: Duration::from_secs(1),
-        intervals: None,
-        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
-        saves: None,
-        stream_cpus: Vec::new(),
-    }
+    let w = Workload {
+        name: None,
+        segments: vec![Segment {
+            weight: 1,
+            read_bs: 4096,
+            write_bs: 4096,
+            read_pct: 100.0,
+            random_pct: 100.0,
+            align: None,
+        }],
+        qd: 32,
+        workers: 1,
+        ramp: Duration::from_millis(200),
+        time: Duration::from_secs_f64(secs),
+        span: None,
+        flush_every: 0,
+        fua_pct: 0.0,
+        rate: None,
+        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
+    };
+    RunPlan::new(w, vec![t])
 }
 
 fn cpu_ns() -> f64 {

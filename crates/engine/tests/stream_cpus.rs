@@ -2,7 +2,6 @@
 //! the list, in turn, already when it opens its queue (what the queue starts inherits it);
 //! without a list the streams keep the process's CPUs.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -37,42 +36,30 @@ impl Target for Noting {
 }
 
 fn plan(t: Arc<dyn Target>, workers: u32, stream_cpus: Vec<usize>) -> RunPlan {
+    let w = Workload {
+        name: None,
+        segments: vec![Segment {
+            weight: 1,
+            read_bs: 4096,
+            write_bs: 4096,
+            read_pct: 100.0,
+            random_pct: 100.0,
+            align: None,
+        }],
+        qd: 2,
+        workers,
+        ramp: Duration::ZERO,
+        time: Duration::from_millis(30),
+        span: None,
+        flush_every: 0,
+        fua_pct: 0.0,
+        rate: None,
+        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
+    };
     RunPlan {
-        workload: Workload {
-            name: None,
-            segments: vec![Segment {
-                weight: 1,
-                read_bs: 4096,
-                write_bs: 4096,
-                read_pct: 100.0,
-                random_pct: 100.0,
-                align: None,
-            }],
-            qd: 2,
-            workers,
-            ramp: Duration::ZERO,
-            time: Duration::from_millis(30),
-            span: None,
-            flush_every: 0,
-            fua_pct: 0.0,
-            rate: None,
-            arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-        },
-        targets: vec![t],
-        io_timeout: Duration::from_secs(5),
-        seed: 1,
-        data: Default::default(),
-        stop: Arc::new(AtomicBool::new(false)),
-        run_id: None,
-        verify: Vec::new(),
-        clock: None,
-        sync: None,
-        raw_latencies: false,
         log_interval: Duration::from_millis(10),
-        intervals: None,
-        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
-        saves: None,
         stream_cpus,
+        ..RunPlan::new(w, vec![t])
     }
 }
 

@@ -2,7 +2,6 @@
 //! a stream finds it, so IOPS is I/Os / window and no interval lies past the window. (A
 //! synchronized run's stream that sees the end late: engine tests/intervals.rs.)
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,42 +12,29 @@ use sanbench_engine::{
 
 /// An open-loop plan (`rate` I/Os per second) of one stream at depth 1, 100 ms long.
 fn open_loop(t: Arc<dyn Target>, rate: f64) -> RunPlan {
+    let w = Workload {
+        name: None,
+        segments: vec![Segment {
+            weight: 1,
+            read_bs: 4096,
+            write_bs: 4096,
+            read_pct: 70.0,
+            random_pct: 100.0,
+            align: None,
+        }],
+        qd: 1,
+        workers: 1,
+        ramp: Duration::ZERO,
+        time: Duration::from_millis(100),
+        span: None,
+        flush_every: 0,
+        fua_pct: 0.0,
+        rate: Some(rate),
+        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
+    };
     RunPlan {
-        workload: Workload {
-            name: None,
-            segments: vec![Segment {
-                weight: 1,
-                read_bs: 4096,
-                write_bs: 4096,
-                read_pct: 70.0,
-                random_pct: 100.0,
-                align: None,
-            }],
-            qd: 1,
-            workers: 1,
-            ramp: Duration::ZERO,
-            time: Duration::from_millis(100),
-            span: None,
-            flush_every: 0,
-            fua_pct: 0.0,
-            rate: Some(rate),
-            arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-        },
-        targets: vec![t],
-        io_timeout: Duration::from_secs(5),
-        seed: 1,
-        data: Default::default(),
-        stop: Arc::new(AtomicBool::new(false)),
-        run_id: None,
-        verify: Vec::new(),
-        clock: None,
-        sync: None,
-        raw_latencies: false,
         log_interval: Duration::from_millis(10),
-        intervals: None,
-        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
-        saves: None,
-        stream_cpus: Vec::new(),
+        ..RunPlan::new(w, vec![t])
     }
 }
 

@@ -105,6 +105,33 @@ pub struct RunPlan {
     pub stream_cpus: Vec<usize>,
 }
 
+impl RunPlan {
+    /// `workload` on `targets` with every other setting plain: a 5 s I/O timeout, seed 1,
+    /// unique data, never stopped, the real clock, no verification, synchronization, sinks or
+    /// saves, 1 s intervals, streams wherever the process may run. Tests and examples start
+    /// from it (`RunPlan { field, ..RunPlan::new(w, t) }`); the CLI sets every field itself.
+    pub fn new(workload: Workload, targets: Vec<Arc<dyn Target>>) -> RunPlan {
+        RunPlan {
+            workload,
+            targets,
+            io_timeout: Duration::from_secs(5),
+            seed: 1,
+            data: DataSpec::default(),
+            stop: Arc::new(AtomicBool::new(false)),
+            run_id: None,
+            verify: Vec::new(),
+            clock: None,
+            sync: None,
+            raw_latencies: false,
+            log_interval: Duration::from_secs(1),
+            intervals: None,
+            max_intervals: summaries::MAX_SUMMARIES,
+            saves: None,
+            stream_cpus: Vec::new(),
+        }
+    }
+}
+
 /// The shortest `--log-interval`.
 pub const MIN_LOG_INTERVAL: Duration = Duration::from_millis(10);
 
