@@ -306,14 +306,8 @@ pub fn job_text(a: &RunArgs, w: &Workload) -> Result<String, CliError> {
     let name = w.name.clone().unwrap_or_else(|| "sanbench".into());
     let mut setup = setup_of(&a.engine, &a.data, &a.targets);
     setup.cpus_split = a.cpus_policy == crate::placement::CpusPolicy::Split;
-    // fio splits only a set it was given: a split without --cpus names every CPU allowed.
-    setup.cpus = match &a.cpus {
-        Some(l) => Some(l.to_string()),
-        None if setup.cpus_split => {
-            Some(crate::placement::CpuList(crate::placement::allowed()).to_string())
-        }
-        None => None,
-    };
+    setup.cpus = (a.cpus.is_some() || setup.cpus_split)
+        .then(|| crate::placement::split_set(a.cpus.as_ref()).to_string());
     let section = fio::export_section(&name, w, &targets, &setup).map_err(usage)?;
     Ok(format!("{}{section}", header(&w.describe())))
 }

@@ -26,12 +26,27 @@ pub enum CpusPolicy {
     Split,
 }
 
-/// The CPUs each stream is pinned to, in turn (`RunPlan::stream_cpus`): `--cpus` (or every CPU
-/// the process may use) under `split`, none under `shared`.
+impl CpusPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            CpusPolicy::Shared => "shared",
+            CpusPolicy::Split => "split",
+        }
+    }
+}
+
+/// The CPUs a split policy deals out: `--cpus`, or every CPU the process may use (fio splits
+/// only a set it was given, so an exported job names this one).
+pub fn split_set(list: Option<&CpuList>) -> CpuList {
+    list.cloned().unwrap_or_else(|| CpuList(allowed()))
+}
+
+/// The CPUs each stream is pinned to, in turn (`RunPlan::stream_cpus`): the split set under
+/// `split`, none under `shared`.
 pub fn stream_cpus(list: Option<&CpuList>, policy: CpusPolicy) -> Vec<usize> {
     match policy {
         CpusPolicy::Shared => Vec::new(),
-        CpusPolicy::Split => list.map_or_else(allowed, |l| l.0.clone()),
+        CpusPolicy::Split => split_set(list).0,
     }
 }
 
@@ -193,22 +208,20 @@ pub fn recorded() -> Option<serde_json::Value> {
 
 /// `--cpus LIST --cpus-policy P` of run, compare and crosscheck: pins the process to the list and
 /// records both (a split policy without a list records every CPU the process may use).
-pub fn apply_with(cpus: Option<&CpuList>, policy: CpusPolicy) -> Result<(), CliError> {
+pub fn apply(cpus: Option<&CpuList>, policy: CpusPolicy) -> Result<(), CliError> {
     if let Some(list) = cpus {
         pin_process(list, "--cpus")?;
     }
-    let policy_name = match policy {
-        CpusPolicy::Shared => "shared",
-        CpusPolicy::Split => "split",
-    };
-    match (cpus, policy) {
-        (Some(list), _) => record(
-            serde_json::json!({ "cpus": list.to_string(), "by": "--cpus",
-            "policy": policy_name }),
-        ),
-        (None, CpusPolicy::Split) => record(serde_json::json!({
-            "cpus": CpuList(allowed()).to_string(), "by": "--cpus-policy", "policy": "split" })),
-        (None, CpusPolicy::Shared) => {}
+    if cpus.is_some() || policy == CpusPolicy::Split {
+        let by = if cpus.is_some() {
+            "--cpus"
+        } else {
+            "--cpus-policy"
+        };
+        record(
+            serde_json::json!({ "cpus": split_set(cpus).to_string(), "by": by,
+            "policy": policy.name() }),
+        );
     }
     Ok(())
 }

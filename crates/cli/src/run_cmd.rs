@@ -505,7 +505,7 @@ pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
 pub fn run(mut a: RunArgs) -> Result<(), CliError> {
     // A job file may name the CPUs (cpus_allowed): read it before pinning.
     crate::fio_cmd::resolve_run(&mut a)?;
-    crate::placement::apply_with(a.cpus.as_ref(), a.cpus_policy)?;
+    crate::placement::apply(a.cpus.as_ref(), a.cpus_policy)?;
     if let Some(path) = &a.emit_fio {
         crate::fio_cmd::emit(&a, &workload_from_args(&a)?, path)?;
     }

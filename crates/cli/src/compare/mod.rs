@@ -221,7 +221,7 @@ fn precondition_all(
 pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     // A job file may name the CPUs (cpus_allowed): read it before pinning.
     crate::fio_cmd::resolve_compare(&mut a)?;
-    crate::placement::apply_with(a.cpus.as_ref(), a.cpus_policy)?;
+    crate::placement::apply(a.cpus.as_ref(), a.cpus_policy)?;
     let job = crate::ranks::job();
     let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
     if !rank0 {

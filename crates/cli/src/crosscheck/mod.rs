@@ -65,7 +65,7 @@ pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     crate::fio_cmd::resolve_run(&mut a.run)?;
     // Both tools on the same CPUs: sanbench pinned here, fio by the job's cpus_allowed (and
     // cpus_allowed_policy=split with --cpus-policy split).
-    crate::placement::apply_with(a.run.cpus.as_ref(), a.run.cpus_policy)?;
+    crate::placement::apply(a.run.cpus.as_ref(), a.run.cpus_policy)?;
     if a.run.targets.len() != 1 {
         return Err(usage("crosscheck drives one target"));
     }

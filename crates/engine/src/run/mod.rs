@@ -417,6 +417,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         let mut handles = Vec::new();
         for worker in 0..w.workers as usize {
             for (ti, target) in plan.targets.iter().enumerate() {
+                let k = worker * plan.targets.len() + ti;
                 let ctx = StreamCtx {
                     worker,
                     target_idx: ti,
@@ -431,14 +432,12 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                     end_ns,
                     barrier: barrier.clone(),
                     shared: shared.clone(),
-                    live: lives[worker * plan.targets.len() + ti].clone(),
+                    live: lives[k].clone(),
                     verify: verifier(ti),
                     raw_latencies: plan.raw_latencies,
-                    stream_idx: worker * plan.targets.len() + ti,
-                    cpu: (!plan.stream_cpus.is_empty()).then(|| {
-                        plan.stream_cpus
-                            [(worker * plan.targets.len() + ti) % plan.stream_cpus.len()]
-                    }),
+                    stream_idx: k,
+                    cpu: (!plan.stream_cpus.is_empty())
+                        .then(|| plan.stream_cpus[k % plan.stream_cpus.len()]),
                     iv_ns,
                     iv_tx: iv_tx.clone(),
                     pool: &pool,
