@@ -477,14 +477,32 @@ fn a_verification_session_continues_and_catches_a_lost_write() {
     let (code, doc, err) = json_of(&[&["run", fs, "--size", "1M"][..], &base[..]].concat());
     assert_eq!(code, 0, "{err}");
     let old = read_at(&f, 0, 65536);
-    let (code, doc2, err) = json_of(&[&["run", fs][..], &base[..]].concat());
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(
-        doc["run_id"], doc2["run_id"],
-        "the second run continues the session"
+    // The map keeps 63 generations: a block put back a multiple of 63 writes carries its
+    // current generation and cannot be called stale (README). The second run writes block 0 a
+    // number of times set by the clock, so run again until block 0's generation (bytes 28..32
+    // of the unit's stamp) differs from the first run's (each try is the same 1-in-63 chance;
+    // five in a row are not).
+    let generation = |b: &[u8]| u32::from_le_bytes(b[28..32].try_into().unwrap());
+    assert!((1..=63).contains(&generation(&old)), "{}", generation(&old));
+    let mut cur = old.clone();
+    for _ in 0..5 {
+        let (code, doc2, err) = json_of(&[&["run", fs][..], &base[..]].concat());
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            doc["run_id"], doc2["run_id"],
+            "the second run continues the session"
+        );
+        assert!(err.is_empty() || !err.contains("panicked"));
+        cur = read_at(&f, 0, 65536);
+        if generation(&cur) != generation(&old) {
+            break;
+        }
+    }
+    assert_ne!(
+        generation(&cur),
+        generation(&old),
+        "five runs each wrote block 0 a multiple of 63 times"
     );
-    assert!(err.is_empty() || !err.contains("panicked"));
-    let cur = read_at(&f, 0, 65536);
     patch(&f, 0, &old);
     let (code, v, err) = json_of(&["verify", fs, "--verify-state", st, "--quiet"]);
     assert_eq!(code, 3, "{err}");
