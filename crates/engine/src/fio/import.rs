@@ -436,6 +436,15 @@ pub fn import(s: &Section, o: &ImportOptions) -> Result<Imported, Vec<String>> {
     if let Some(inv) = c.parse("invalidate", |v| value::boolean(Some(v))) {
         setup.keep_cache = !inv;
     }
+    // sanbench's buffers are always page-aligned (each slot a multiple of a page), which
+    // satisfies any alignment that divides a page; a coarser one it cannot promise.
+    c.parse("iomem_align", |v| match value::size(v, kb)? {
+        a if a == 0 || (crate::arena::ALIGN as u64).is_multiple_of(a) => Ok(()),
+        a => Err(format!(
+            "sanbench aligns its buffers to {} bytes, not {a}",
+            crate::arena::ALIGN
+        )),
+    });
     // Placement: the CPU list is checked against the host by the CLI.
     setup.cpus = c.get("cpus_allowed").map(str::to_string);
     if let Some(split) = c.parse("cpus_allowed_policy", |v| match v {

@@ -56,6 +56,7 @@ pub const MAPPED: &[&str] = &[
     "dedupe_percentage",
     "cpus_allowed",
     "cpus_allowed_policy",
+    "iomem_align",
 ];
 
 /// fio's other spellings of the options above.
@@ -65,6 +66,7 @@ pub fn canonical(key: &str) -> &str {
         "blocksize" => "bs",
         "blocksize_range" => "bsrange",
         "ba" => "blockalign",
+        "mem_align" => "iomem_align",
         k => k,
     }
 }

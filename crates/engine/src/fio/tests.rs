@@ -175,6 +175,30 @@ fn cpus_allowed_and_its_policy() {
     );
 }
 
+/// `iomem_align` (and fio's `mem_align`): sanbench's page-aligned buffers satisfy any alignment
+/// that divides a page; a coarser one is one line. The export always asks fio for a page, as
+/// sanbench's slots are placed.
+#[test]
+fn buffer_alignment_in_and_out() {
+    let job = |extra: &str| format!("[j]\nfilename=/dev/shm/x\nsize=1m\nrw=write\n{extra}");
+    for ok in ["iomem_align=4k\n", "mem_align=512\n", "iomem_align=0\n"] {
+        one(&job(ok), &[]).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+    }
+    let e = one(&job("iomem_align=64k\n"), &[]).unwrap_err();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].contains("iomem_align=64k: sanbench aligns its buffers to 4096 bytes, not 65536"),
+        "{e:?}"
+    );
+    let w = Workload::from_toml("[[segment]]\nbs = \"64k\"\nread = 0\nrandom = 0\n").unwrap();
+    let t = [FioTarget::Path("/x".into())];
+    let text = export_section("w", &w, &t, &Setup::default()).unwrap();
+    assert!(text.contains("\niomem_align=4k\n"), "{text}");
+    let t = [FioTarget::Nbd("nbd://127.0.0.1:1/x".into())];
+    let text = export_section("w", &w, &t, &Setup::default()).unwrap();
+    assert!(text.contains("\niomem_align=4k\n"), "{text}");
+}
+
 /// Like fio's nbd.fio: the URI from the environment, jobs at offsets.
 const NBD: &str = "[global]\nioengine=nbd\nuri=${uri}\nrw=randrw\ntime_based\nruntime=60\n\
     group_reporting\niodepth=64\n[job0]\noffset=0\n[job1]\noffset=64m\n";
