@@ -28,6 +28,19 @@ pub fn launched(env: &dyn Fn(&str) -> Option<String>) -> Option<(u64, u64, &'sta
     })
 }
 
+/// This rank's place among the ranks on its own host (0 first), from the launcher's
+/// environment (Open MPI, MPICH's Hydra, PMIx, Slurm); `None` when it does not say.
+pub fn local_rank(env: &dyn Fn(&str) -> Option<String>) -> Option<u64> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "PMIX_LOCAL_RANK",
+        "SLURM_LOCALID",
+    ]
+    .iter()
+    .find_map(|k| env(k).and_then(|v| v.trim().parse::<u64>().ok()))
+}
+
 /// The refusal, when started as one of several ranks without MPI support built in.
 #[cfg(not(feature = "mpi"))]
 pub fn refuse_without_mpi() -> Option<String> {
@@ -63,5 +76,17 @@ mod tests {
         assert_eq!(mpi_rank(&env(&[("PMI_SIZE", "x")])), None);
         let one = [("OMPI_COMM_WORLD_SIZE", "1"), ("OMPI_COMM_WORLD_RANK", "0")];
         assert_eq!(launched(&env(&one)), Some((0, 1, "mpirun (Open MPI)")));
+    }
+
+    #[test]
+    fn the_local_rank_comes_from_whichever_launcher_set_it() {
+        assert_eq!(local_rank(&env(&[])), None);
+        assert_eq!(
+            local_rank(&env(&[("OMPI_COMM_WORLD_LOCAL_RANK", "3")])),
+            Some(3)
+        );
+        assert_eq!(local_rank(&env(&[("MPI_LOCALRANKID", "1")])), Some(1));
+        assert_eq!(local_rank(&env(&[("SLURM_LOCALID", "2")])), Some(2));
+        assert_eq!(local_rank(&env(&[("SLURM_LOCALID", "x")])), None);
     }
 }

@@ -50,6 +50,19 @@ pub fn stream_cpus(list: Option<&CpuList>, policy: CpusPolicy) -> Vec<usize> {
     }
 }
 
+/// The CPUs of one MPI rank's streams under a split policy: the ranks on one host deal the set
+/// out in turn (local rank r, s streams each: its stream k gets entry (r x s + k) mod n), so
+/// rank 1's first stream does not land on rank 0's. Shared placement: unchanged (none).
+pub fn for_rank(cpus: Vec<usize>, local_rank: u64, streams: usize) -> Vec<usize> {
+    if cpus.is_empty() {
+        return cpus;
+    }
+    let by = (local_rank as usize).wrapping_mul(streams) % cpus.len();
+    let mut v = cpus;
+    v.rotate_left(by);
+    v
+}
+
 /// A set of CPU numbers, ascending, each once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
@@ -201,9 +214,48 @@ pub fn record(v: serde_json::Value) {
     let _ = PLACEMENT.set(v);
 }
 
-/// The placement recorded, if any.
+/// The CPU each stream of the last plan was pinned to, in stream order (empty: unpinned).
+static STREAMS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// The CPUs of a plan's streams (`RunPlan::stream_cpus`) under `--cpus`/`--cpus-policy`.
+/// `rank`: this process's rank in an MPI job, whose ranks on one host deal the set out in
+/// turn ([`for_rank`], `per_rank` streams each).
+pub fn plan_streams(
+    list: Option<&CpuList>,
+    policy: CpusPolicy,
+    rank: Option<u32>,
+    per_rank: usize,
+) -> Vec<usize> {
+    let v = stream_cpus(list, policy);
+    match rank {
+        Some(rank) => {
+            let env = |k: &str| std::env::var(k).ok();
+            let local = crate::launcher::local_rank(&env).unwrap_or(rank as u64);
+            for_rank(v, local, per_rank)
+        }
+        None => v,
+    }
+}
+
+/// Remembers, for a run's manifest (`placement.stream_cpus`), the CPU each of its `n` streams
+/// was pinned to (stream k on `cpus[k % len]`; nothing when unpinned).
+pub fn record_streams(cpus: &[usize], n: usize) {
+    let each = if cpus.is_empty() {
+        Vec::new()
+    } else {
+        (0..n).map(|k| cpus[k % cpus.len()]).collect()
+    };
+    *sanbench_engine::poison::lock(&STREAMS) = each;
+}
+
+/// The placement recorded, if any, with `stream_cpus` when the streams were pinned.
 pub fn recorded() -> Option<serde_json::Value> {
-    PLACEMENT.get().cloned()
+    let mut v = PLACEMENT.get().cloned()?;
+    let s = sanbench_engine::poison::lock(&STREAMS).clone();
+    if let (false, Some(m)) = (s.is_empty(), v.as_object_mut()) {
+        m.insert("stream_cpus".into(), serde_json::json!(s));
+    }
+    Some(v)
 }
 
 /// `--cpus LIST --cpus-policy P` of run, compare and crosscheck: pins the process to the list and
@@ -283,6 +335,19 @@ mod tests {
             let e = bad.parse::<CpuList>().unwrap_err();
             assert!(e.contains("e.g. 0, 0,2 or 0-3"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn ranks_on_one_host_deal_the_split_set_in_turn() {
+        // Four CPUs, two streams per rank: rank 1 starts at the third.
+        assert_eq!(for_rank(vec![0, 1, 2, 3], 0, 2), vec![0, 1, 2, 3]);
+        assert_eq!(for_rank(vec![0, 1, 2, 3], 1, 2), vec![2, 3, 0, 1]);
+        // More streams than CPUs: the turn wraps.
+        assert_eq!(for_rank(vec![4, 6], 1, 3), vec![6, 4]);
+        assert_eq!(for_rank(vec![], 5, 2), Vec::<usize>::new());
+        // A monitor-only rank (no streams) and a rank bound to one CPU: as they are.
+        assert_eq!(for_rank(vec![0, 1], 3, 0), vec![0, 1]);
+        assert_eq!(for_rank(vec![1], 1, 1), vec![1]);
     }
 
     #[test]

@@ -441,8 +441,16 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
-        stream_cpus: crate::placement::stream_cpus(a.cpus.as_ref(), a.cpus_policy),
+        stream_cpus: Vec::new(),
     };
+    let workers = plan.workload.workers as usize;
+    plan.stream_cpus = crate::placement::plan_streams(
+        a.cpus.as_ref(),
+        a.cpus_policy,
+        m.rank,
+        workers * a.targets.len(),
+    );
+    crate::placement::record_streams(&plan.stream_cpus, workers * plan.targets.len());
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
     let partial = match (&plan.sync, &a.json) {
         (None, Some(path)) if saves_to(path) => {

@@ -473,6 +473,20 @@ fn split_placement_goes_out_to_fio_and_comes_back() {
     let placement = &doc["manifest"]["placement"];
     assert_eq!(placement["policy"], "split", "{placement}");
     assert_eq!(placement["cpus"], listed.as_str(), "{placement}");
+    // Each of the two streams on the next CPU of the list, in turn.
+    let cpus: Vec<u64> = listed
+        .split(',')
+        .flat_map(|p| match p.split_once('-') {
+            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<u64>>(),
+            None => vec![p.parse().unwrap()],
+        })
+        .collect();
+    let want: Vec<u64> = (0..2).map(|k| cpus[k % cpus.len()]).collect();
+    assert_eq!(
+        placement["stream_cpus"],
+        serde_json::json!(want),
+        "{placement}"
+    );
     // fio runs it as written.
     let o = Proc::new(fio())
         .args(["--output-format=json", "--runtime=200ms"])

@@ -18,9 +18,15 @@ fn bin() -> std::path::PathBuf {
 
 /// `mpirun -n N sanbench ARGS...`, as root too, on this host only.
 fn mpirun(n: u32, args: &[&str]) -> Command {
+    mpirun_with(n, &[], args)
+}
+
+/// As [`mpirun`], with options for mpirun itself (`--bind-to none`).
+fn mpirun_with(n: u32, launcher: &[&str], args: &[&str]) -> Command {
     sanbench_testkit::require("mpirun", "openmpi-bin");
     let mut c = Command::new("mpirun");
     c.args(["--oversubscribe", "-n", &n.to_string()])
+        .args(launcher)
         .args(["--mca", "btl", "self,vader"])
         .args(["--mca", "oob_tcp_if_include", "lo"])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -113,6 +119,75 @@ fn three_ranks_on_mem_add_up_and_merged_percentiles_are_exact() {
             "{key}: merged {merged} ns, all ranks' raw latencies {exact} ns"
         );
     }
+}
+
+/// `--cpus-policy split` under MPI: the ranks on this host deal the CPUs out in turn (local
+/// rank r of s streams starts at the (r x s)-th CPU of the set), so rank 1's stream does not
+/// land on rank 0's CPU; each rank says where its streams ran (`hosts[].stream_cpus`). Open
+/// MPI binds each of two ranks to a core of its own by default (then each splits its own);
+/// `--bind-to none` gives both the whole machine, the case dealing is for.
+#[test]
+fn split_placement_deals_the_cpus_across_the_ranks_of_a_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = mpirun_with(
+        2,
+        &["--bind-to", "none"],
+        &[
+            "run",
+            "mem:16m",
+            "--time",
+            "300ms",
+            "--ramp",
+            "0s",
+            "--qd",
+            "2",
+            "--cpus",
+            "0-1",
+            "--cpus-policy",
+            "split",
+            "--no-monitor",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    ok(&out);
+    let d = doc(&json);
+    let got: Vec<&Value> = hosts(&d).iter().map(|h| &h["stream_cpus"]).collect();
+    assert_eq!(
+        got,
+        [&serde_json::json!([0]), &serde_json::json!([1])],
+        "{d}"
+    );
+    // Unpinned: nothing to say.
+    let out = mpirun(
+        2,
+        &[
+            "run",
+            "mem:16m",
+            "--time",
+            "300ms",
+            "--ramp",
+            "0s",
+            "--qd",
+            "2",
+            "--no-monitor",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    ok(&out);
+    let d = doc(&json);
+    assert!(
+        hosts(&d).iter().all(|h| h.get("stream_cpus").is_none()),
+        "{d}"
+    );
 }
 
 #[test]

@@ -38,6 +38,10 @@ pub struct HostResult {
     pub efficiency: Efficiency,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
+    /// The CPU each of its streams was pinned to, in stream order (`--cpus-policy split`:
+    /// the ranks of one host deal the CPUs out in turn); empty when unpinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stream_cpus: Vec<usize>,
     /// Bytes of the report this rank sent rank 0 (output, histograms, monitors).
     pub gathered_bytes: u64,
     /// Its own intervals (`--log-interval`; all its targets together when it drove several),
@@ -77,6 +81,17 @@ impl HostResult {
             targets: doc.results.iter().map(|r| r.target.clone()).collect(),
             seconds: doc.seconds,
             process_cpu: doc.process_cpu.clone(),
+            stream_cpus: doc
+                .manifest
+                .as_ref()
+                .and_then(|m| m["placement"]["stream_cpus"].as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|c| c.as_u64())
+                        .map(|c| c as usize)
+                        .collect()
+                })
+                .unwrap_or_default(),
             ..HostResult::default()
         };
         if let Some(t) = own {

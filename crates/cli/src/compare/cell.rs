@@ -51,8 +51,14 @@ pub(crate) fn run_cell(
         intervals: None,
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
-        stream_cpus: crate::placement::stream_cpus(a.cpus.as_ref(), a.cpus_policy),
+        stream_cpus: Vec::new(),
     };
+    plan.stream_cpus = crate::placement::plan_streams(
+        a.cpus.as_ref(),
+        a.cpus_policy,
+        cx.job.map(|j| j.rank()),
+        plan.workload.workers as usize * plan.targets.len(),
+    );
     let partial = save.and_then(|s| {
         crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))
     });
