@@ -495,6 +495,40 @@ fn ctrl_c_stops_cleanly_and_a_second_one_at_once() {
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
 }
 
+/// Stopped during the ramp: a clean stop with an empty window, said so, and no interval
+/// summaries (not one of 1 ns at 0 s).
+#[test]
+fn ctrl_c_during_the_ramp_gives_an_empty_window_without_intervals() {
+    use std::process::{Command as Std, Stdio};
+    let bin = assert_cmd::cargo::cargo_bin("sanbench");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let mut c = Std::new(&bin)
+        .args(["run", "mem:16M", "--time", "30s", "--ramp", "20s"])
+        .args(["--log-interval", "1s", "--quiet", "--no-monitor", "--json"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: kill(2) on a child we started and have not reaped.
+    assert_eq!(unsafe { libc::kill(c.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(c.wait().unwrap().code(), Some(0));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["stopped_early"], true, "{doc}");
+    let r = &doc["results"][0];
+    assert_eq!(
+        (r["seconds"].as_f64(), r["ios"].as_u64()),
+        (Some(0.0), Some(0))
+    );
+    assert!(
+        r.get("intervals")
+            .is_none_or(|v| v.as_array().is_some_and(|a| a.is_empty())),
+        "{}",
+        r["intervals"]
+    );
+}
+
 /// `--json` to something that is not a plain file is written in place: a FIFO stays a FIFO and
 /// its reader gets the document, a symbolic link stays a link and its target gets it. (The
 /// write-beside-and-rename of a plain file would have replaced them, and `--json /dev/null`

@@ -197,6 +197,18 @@ impl Series {
     /// The summaries and the step they were kept at (ns); `window_ns`: the window's length.
     pub fn finish(mut self, window_ns: u64) -> (Vec<IntervalSummary>, u64) {
         self.flush(Some(window_ns));
+        // What the streams hand over at the end starts where the window ended when the window
+        // ended on an interval's edge (or never began: a run stopped during its ramp has a
+        // window of 0). Such an interval holds no I/O and has no length: no summary.
+        let end_s = window_ns as f64 / 1e9;
+        while self
+            .out
+            .last()
+            .is_some_and(|s| s.t >= end_s && s.read_ios + s.write_ios + s.flush_ios + s.errors == 0)
+        {
+            self.out.pop();
+            self.idx.pop();
+        }
         let step = self.step_ns();
         (self.out, step)
     }

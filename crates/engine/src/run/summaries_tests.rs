@@ -162,3 +162,25 @@ fn the_last_summary_ends_with_the_window_whenever_the_cap_is_reached() {
         }
     }
 }
+
+/// An interval handed over at the end that starts where the window ended holds nothing and has
+/// no length: a window of 0 (a run stopped during its ramp) has no summaries, and a window
+/// ending on an interval's edge none past it; an interval that did count I/O there stays.
+#[test]
+fn an_empty_interval_at_the_windows_end_is_no_summary() {
+    for step_ms in [1000, 10] {
+        let mut s = Series::new(step_ms * MS, 10_000 * MS, 64);
+        s.push(0, 0, 1, &Counts::default(), &hist(&[]));
+        assert_eq!(s.finish(0).0.len(), 0, "step {step_ms} ms");
+    }
+    let mut s = Series::new(1000 * MS, 10_000 * MS, 64);
+    s.push(0, 0, 1000 * MS, &counts(5), &hist(&[10]));
+    s.push(1, 1000 * MS, 1, &Counts::default(), &hist(&[]));
+    let (out, _) = s.finish(1000 * MS);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!((out[0].t, out[0].len, out[0].read_ios), (0.0, 1.0, 5));
+    // Not dropped when it holds I/O (that would hide a count outside the window).
+    let mut s = Series::new(1000 * MS, 10_000 * MS, 64);
+    s.push(0, 0, 1, &counts(2), &hist(&[10]));
+    assert_eq!(s.finish(0).0.len(), 1);
+}
