@@ -130,64 +130,22 @@ fn three_ranks_on_mem_add_up_and_merged_percentiles_are_exact() {
 fn split_placement_deals_the_cpus_across_the_ranks_of_a_host() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let out = mpirun_with(
-        2,
-        &["--bind-to", "none"],
-        &[
-            "run",
-            "mem:16m",
-            "--time",
-            "300ms",
-            "--ramp",
-            "0s",
-            "--qd",
-            "2",
-            "--cpus",
-            "0-1",
-            "--cpus-policy",
-            "split",
-            "--no-monitor",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .unwrap();
-    ok(&out);
-    let d = doc(&json);
-    let got: Vec<&Value> = hosts(&d).iter().map(|h| &h["stream_cpus"]).collect();
-    assert_eq!(
-        got,
-        [&serde_json::json!([0]), &serde_json::json!([1])],
-        "{d}"
-    );
+    let each = |placement: &[&str]| -> Vec<Value> {
+        let mut args = vec![
+            "run", "mem:16m", "--time", "300ms", "--ramp", "0s", "--qd", "2",
+        ];
+        args.extend(placement);
+        args.extend(["--no-monitor", "--quiet", "--json", json.to_str().unwrap()]);
+        ok(&mpirun_with(2, &["--bind-to", "none"], &args)
+            .output()
+            .unwrap());
+        let d = doc(&json);
+        hosts(&d).iter().map(|h| h["stream_cpus"].clone()).collect()
+    };
+    let split = each(&["--cpus", "0-1", "--cpus-policy", "split"]);
+    assert_eq!(split, [serde_json::json!([0]), serde_json::json!([1])]);
     // Unpinned: nothing to say.
-    let out = mpirun(
-        2,
-        &[
-            "run",
-            "mem:16m",
-            "--time",
-            "300ms",
-            "--ramp",
-            "0s",
-            "--qd",
-            "2",
-            "--no-monitor",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .unwrap();
-    ok(&out);
-    let d = doc(&json);
-    assert!(
-        hosts(&d).iter().all(|h| h.get("stream_cpus").is_none()),
-        "{d}"
-    );
+    assert_eq!(each(&[]), [Value::Null, Value::Null]);
 }
 
 #[test]
