@@ -422,8 +422,13 @@ fn a_real_prometheus_computes_the_run_s_iops_and_p99() {
         .map(|iv| iv["read_ios"].as_u64().unwrap() + iv["write_ios"].as_u64().unwrap())
         .sum();
     let own = ios as f64 / range;
+    // The counters are as of the last interval collected: they lag a scrape by up to one
+    // interval (100 ms) and the collector's poll (up to 50 ms; docs/MEASURE.md). Prometheus's
+    // rate divides by its own scrape times, so over samples 1 s apart (3 s between the first
+    // and last of the range) two lags that differ by up to 150 ms move it by up to 5 %.
+    // (With a 2 % bound it failed once on a loaded machine: 3866.7/s against 4000/s.)
     assert!(
-        (prom_iops - own).abs() <= own * 0.02,
+        (prom_iops - own).abs() <= own * 0.05,
         "prometheus rate {prom_iops:.1}/s, sanbench {own:.1}/s (run {} IOPS; samples in range: {:?})",
         r["iops"],
         prom.query(&format!("count_over_time(sanbench_ios_total{{op=\"read\"}}[{range}s])"), start + end)
