@@ -78,7 +78,19 @@ fn wait_scrape(port: u16) -> String {
 fn the_endpoint_parses_strictly_and_counters_only_grow() {
     let _shared = ALONE.read().unwrap_or_else(|e| e.into_inner());
     let port = sanbench_testkit::free_port();
-    let mut run = start_run(port, &["--time", "3s", "--log-interval", "100ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let mut run = start_run(
+        port,
+        &[
+            "--time",
+            "3s",
+            "--log-interval",
+            "100ms",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
     wait_scrape(port);
     std::thread::sleep(Duration::from_millis(1000));
     let a = parse(&wait_scrape(port), false);
@@ -89,6 +101,27 @@ fn the_endpoint_parses_strictly_and_counters_only_grow() {
     assert!(run.wait().unwrap().success());
     let ios = |s: &[Sample]| expo::total(s, "sanbench_ios_total", &[]);
     assert!(ios(&a) <= ios(&om) && ios(&om) <= ios(&b), "{om:?}");
+    // Exact: the counters move a whole interval at a time, so every scrape's total is the
+    // I/Os of the result's first k intervals for some k (the window only, none lost or
+    // counted twice, whatever the lag).
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut prefix = vec![0u64];
+    for iv in doc["results"][0]["intervals"].as_array().unwrap() {
+        let n = iv["read_ios"].as_u64().unwrap() + iv["write_ios"].as_u64().unwrap();
+        prefix.push(prefix.last().unwrap() + n);
+    }
+    assert_eq!(
+        *prefix.last().unwrap(),
+        doc["results"][0]["ios"].as_u64().unwrap()
+    );
+    for (what, s) in [("first", &a), ("openmetrics", &om), ("last", &b)] {
+        let n = ios(s) as u64;
+        assert!(
+            n > 0 && prefix.contains(&n),
+            "{what} scrape: {n} I/Os is no whole number of the result's intervals \
+             (their running totals: {prefix:?})"
+        );
+    }
     // The host's CPU: the busy share and the seconds per mode only grow.
     let user =
         |s: &[Sample]| expo::total(s, "sanbench_host_cpu_seconds_total", &[("mode", "user")]);
