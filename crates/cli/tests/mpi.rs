@@ -142,8 +142,29 @@ fn split_placement_deals_the_cpus_across_the_ranks_of_a_host() {
         let d = doc(&json);
         hosts(&d).iter().map(|h| h["stream_cpus"].clone()).collect()
     };
-    let split = each(&["--cpus", "0-1", "--cpus-policy", "split"]);
-    assert_eq!(split, [serde_json::json!([0]), serde_json::json!([1])]);
+    // The first two CPUs this process may use (0 and 1 on a 2-core machine).
+    let allowed: Vec<usize> = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .split(',')
+        .flat_map(|p| match p.split_once('-') {
+            Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect::<Vec<usize>>(),
+            None => vec![p.parse().unwrap()],
+        })
+        .collect();
+    assert!(allowed.len() >= 2, "two CPUs needed: {allowed:?}");
+    let two = format!("{},{}", allowed[0], allowed[1]);
+    let split = each(&["--cpus", &two, "--cpus-policy", "split"]);
+    assert_eq!(
+        split,
+        [
+            serde_json::json!([allowed[0]]),
+            serde_json::json!([allowed[1]])
+        ]
+    );
     // Unpinned: nothing to say.
     assert_eq!(each(&[]), [Value::Null, Value::Null]);
 }
