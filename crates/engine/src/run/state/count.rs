@@ -38,6 +38,31 @@ impl StreamState {
         }
     }
 
+    /// Counts a read or a write in the window's totals (and in the stream's own per-second
+    /// series, with `series_latency`), and returns its direction's statistics for the rest.
+    #[inline(always)]
+    fn tally(
+        &mut self,
+        write: bool,
+        len: u64,
+        service: u64,
+        sec: usize,
+        series_latency: u64,
+    ) -> &mut super::super::DirStats {
+        if self.own_series {
+            self.second(sec, write, len, series_latency);
+        }
+        let d = if write {
+            &mut self.write
+        } else {
+            &mut self.read
+        };
+        d.ios += 1;
+        d.bytes += len;
+        d.hist.record(service);
+        d
+    }
+
     /// Counts a completion inside the window that is a flush, a FUA write, or part of an open
     /// loop (response time and issue lag beside the service time).
     #[cold]
@@ -56,24 +81,13 @@ impl StreamState {
         } else {
             (service, 0)
         };
-        let write = self.op[t] == Op::Write;
-        if self.own_series {
-            self.second(sec, write, len, response);
-        }
-        let d = if write {
-            &mut self.write
-        } else {
-            &mut self.read
-        };
-        d.ios += 1;
-        d.bytes += len;
-        d.hist.record(service);
-        if let Some(raw) = self.raw.as_mut().filter(|r| r.len() < RAW_CAP) {
-            raw.push(service);
-        }
+        let d = self.tally(self.op[t] == Op::Write, len, service, sec, response);
         if open {
             d.response.record(response);
             d.lag.record(lag);
+        }
+        if let Some(raw) = self.raw.as_mut().filter(|r| r.len() < RAW_CAP) {
+            raw.push(service);
         }
         if self.fua[t] && self.op[t] == Op::Write {
             self.fua_stats.ios += 1;
@@ -199,18 +213,7 @@ impl StreamState {
                 if op == Op::Flush || extra || self.fua[t] {
                     self.count_extra(i, now, service, sec, len);
                 } else {
-                    let write = op == Op::Write;
-                    if self.own_series {
-                        self.second(sec, write, len, service);
-                    }
-                    let d = if write {
-                        &mut self.write
-                    } else {
-                        &mut self.read
-                    };
-                    d.ios += 1;
-                    d.bytes += len;
-                    d.hist.record(service);
+                    self.tally(op == Op::Write, len, service, sec, service);
                 }
             }
             self.free.push(c.tag);
