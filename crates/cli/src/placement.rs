@@ -237,14 +237,9 @@ pub fn plan_streams(
     }
 }
 
-/// Remembers, for a run's manifest (`placement.stream_cpus`), the CPU each of its `n` streams
-/// was pinned to (stream k on `cpus[k % len]`; nothing when unpinned).
-pub fn record_streams(cpus: &[usize], n: usize) {
-    let each = if cpus.is_empty() {
-        Vec::new()
-    } else {
-        (0..n).map(|k| cpus[k % cpus.len()]).collect()
-    };
+/// Remembers, for a run's manifest (`placement.stream_cpus`), the CPU each of its streams was
+/// pinned to (`RunPlan::cpu_of_each_stream`; empty when unpinned).
+pub fn record_streams(each: Vec<usize>) {
     *sanbench_engine::poison::lock(&STREAMS) = each;
 }
 

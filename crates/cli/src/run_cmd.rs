@@ -443,14 +443,13 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         saves: None,
         stream_cpus: Vec::new(),
     };
-    let workers = plan.workload.workers as usize;
     plan.stream_cpus = crate::placement::plan_streams(
         a.cpus.as_ref(),
         a.cpus_policy,
         m.rank,
-        workers * a.targets.len(),
+        plan.workload.workers as usize * a.targets.len(),
     );
-    crate::placement::record_streams(&plan.stream_cpus, workers * plan.targets.len());
+    crate::placement::record_streams(plan.cpu_of_each_stream());
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
     let partial = match (&plan.sync, &a.json) {
         (None, Some(path)) if saves_to(path) => {

@@ -130,6 +130,17 @@ impl RunPlan {
             stream_cpus: Vec::new(),
         }
     }
+
+    /// The CPU stream `k` (worker × targets + target) is pinned to, if any.
+    pub fn stream_cpu(&self, k: usize) -> Option<usize> {
+        (!self.stream_cpus.is_empty()).then(|| self.stream_cpus[k % self.stream_cpus.len()])
+    }
+
+    /// The CPU of each stream of the plan, in stream order (empty when none is pinned).
+    pub fn cpu_of_each_stream(&self) -> Vec<usize> {
+        let n = self.workload.workers as usize * self.targets.len();
+        (0..n).filter_map(|k| self.stream_cpu(k)).collect()
+    }
 }
 
 /// The shortest `--log-interval`.
@@ -436,8 +447,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                     verify: verifier(ti),
                     raw_latencies: plan.raw_latencies,
                     stream_idx: k,
-                    cpu: (!plan.stream_cpus.is_empty())
-                        .then(|| plan.stream_cpus[k % plan.stream_cpus.len()]),
+                    cpu: plan.stream_cpu(k),
                     iv_ns,
                     iv_tx: iv_tx.clone(),
                     pool: &pool,
