@@ -17,11 +17,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use sanbench_engine::multipath::{MultipathTarget, Opener, Options, Policy, LU_ID, MULTI_CONN};
 use sanbench_engine::null::NullTarget;
-use sanbench_engine::spec::{Segment, Workload};
+use sanbench_engine::spec::Workload;
 use sanbench_engine::{
     run, EngineError, NoObserver, Queue, QueueConfig, RunPlan, Target, TargetInfo,
 };
@@ -69,26 +68,12 @@ fn target(paths: usize, policy: Option<Policy>) -> Arc<dyn Target> {
 }
 
 fn plan(t: Arc<dyn Target>, secs: f64) -> RunPlan {
-    let w = Workload {
-        name: None,
-        segments: vec![Segment {
-            weight: 1,
-            read_bs: 4096,
-            write_bs: 4096,
-            read_pct: 100.0,
-            random_pct: 100.0,
-            align: None,
-        }],
-        qd: 32,
-        workers: 1,
-        ramp: Duration::from_millis(200),
-        time: Duration::from_secs_f64(secs),
-        span: None,
-        flush_every: 0,
-        fua_pct: 0.0,
-        rate: None,
-        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-    };
+    let w = Workload::from_toml(&format!(
+        "qd = 32\nramp = \"200ms\"\ntime = \"{}ms\"\n\
+         [[segment]]\nbs = \"4k\"\nread = 100\nrandom = 100\n",
+        (secs * 1000.0).round()
+    ))
+    .expect("workload");
     RunPlan::new(w, vec![t])
 }
 

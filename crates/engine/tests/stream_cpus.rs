@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sanbench_engine::null::NullTarget;
-use sanbench_engine::spec::{Segment, Workload};
+use sanbench_engine::spec::Workload;
 use sanbench_engine::{
     run, EngineError, NoObserver, Queue, QueueConfig, RunPlan, Target, TargetInfo,
 };
@@ -36,26 +36,11 @@ impl Target for Noting {
 }
 
 fn plan(t: Arc<dyn Target>, workers: u32, stream_cpus: Vec<usize>) -> RunPlan {
-    let w = Workload {
-        name: None,
-        segments: vec![Segment {
-            weight: 1,
-            read_bs: 4096,
-            write_bs: 4096,
-            read_pct: 100.0,
-            random_pct: 100.0,
-            align: None,
-        }],
-        qd: 2,
-        workers,
-        ramp: Duration::ZERO,
-        time: Duration::from_millis(30),
-        span: None,
-        flush_every: 0,
-        fua_pct: 0.0,
-        rate: None,
-        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-    };
+    let w = Workload::from_toml(&format!(
+        "qd = 2\nworkers = {workers}\nramp = \"0s\"\ntime = \"30ms\"\n\
+         [[segment]]\nbs = \"4k\"\nread = 100\nrandom = 100\n"
+    ))
+    .unwrap();
     RunPlan {
         log_interval: Duration::from_millis(10),
         stream_cpus,

@@ -5,33 +5,18 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sanbench_engine::spec::{Segment, Workload};
+use sanbench_engine::spec::Workload;
 use sanbench_engine::{
     run, Completion, EngineError, Io, NoObserver, Queue, QueueConfig, RunPlan, Target, TargetInfo,
 };
 
 /// An open-loop plan (`rate` I/Os per second) of one stream at depth 1, 100 ms long.
 fn open_loop(t: Arc<dyn Target>, rate: f64) -> RunPlan {
-    let w = Workload {
-        name: None,
-        segments: vec![Segment {
-            weight: 1,
-            read_bs: 4096,
-            write_bs: 4096,
-            read_pct: 70.0,
-            random_pct: 100.0,
-            align: None,
-        }],
-        qd: 1,
-        workers: 1,
-        ramp: Duration::ZERO,
-        time: Duration::from_millis(100),
-        span: None,
-        flush_every: 0,
-        fua_pct: 0.0,
-        rate: Some(rate),
-        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-    };
+    let w = Workload::from_toml(&format!(
+        "qd = 1\nramp = \"0s\"\ntime = \"100ms\"\nrate = {rate:?}\n\
+         [[segment]]\nbs = \"4k\"\nread = 70\nrandom = 100\n"
+    ))
+    .unwrap();
     RunPlan {
         log_interval: Duration::from_millis(10),
         ..RunPlan::new(w, vec![t])
