@@ -199,6 +199,20 @@ fn buffer_alignment_in_and_out() {
     assert!(text.contains("\niomem_align=4k\n"), "{text}");
 }
 
+/// The export runs fio's jobs as threads of one process, as sanbench's streams are (fio's
+/// default forks each job into a session of its own: docs/FIO.md); `thread` reads back as
+/// changing nothing.
+#[test]
+fn jobs_run_as_threads() {
+    let w = Workload::from_toml("workers = 2\n[[segment]]\nbs = \"4k\"\nread = 70\n").unwrap();
+    let t = [FioTarget::Path("/x".into())];
+    let text = export_section("w", &w, &t, &Setup::default()).unwrap();
+    assert!(text.contains("\nnumjobs=2\n"), "{text}");
+    assert!(text.contains("\nthread=1\n"), "{text}");
+    let back = one(&text, &[]).unwrap();
+    assert_eq!(back.workload.workers, 2);
+}
+
 /// Like fio's nbd.fio: the URI from the environment, jobs at offsets.
 const NBD: &str = "[global]\nioengine=nbd\nuri=${uri}\nrw=randrw\ntime_based\nruntime=60\n\
     group_reporting\niodepth=64\n[job0]\noffset=0\n[job1]\noffset=64m\n";
