@@ -9,8 +9,9 @@
 //! 0.1-1.6 %, also with both cores kept busy by two CPU hogs). So each
 //! configuration runs three times and the median deviation must be within 5 %: a measurement
 //! that is off every time still fails, one crowded run does not. Two seconds per run give
-//! ~1,000 samples, a standard error of ~1.5 % even for `mem:`, whose in-flight count swings
-//! from QD to 0 within microseconds. `null:` is left out: its I/Os complete in tens of nanoseconds,
+//! ~1,000 samples where the count swings (`mem:`, from QD to 0 within microseconds: a standard
+//! error of ~1.5 %), and ~100 where it holds still (the sampler samples as seldom as a 1 %
+//! standard error allows: docs/MEASURE.md). `null:` is left out: its I/Os complete in tens of nanoseconds,
 //! below what a clock read brackets, so the ratio there says nothing about the measurement.
 //! For the same reason `mem:` runs 16 KiB I/Os here (latency ~5 µs): at 4 KiB and ~4M IOPS
 //! (latency ~1.7 µs) the in-flight count's window runs ~0.1 µs per batch longer than the

@@ -22,6 +22,7 @@ mod check;
 pub mod clock;
 mod collect;
 mod fused;
+mod inflight;
 pub mod interval;
 mod open;
 pub mod pacer;

@@ -1,8 +1,9 @@
 //! State shared by the stream threads and the coordinating thread, and the coordinator itself:
 //! it opens and closes the measured window for the observer, reports progress once a second, and
-//! samples every stream's in-flight count at random instants (Poisson, mean [`SAMPLE_MEAN_NS`]),
-//! so that the mean outstanding I/Os of the Little's-law check is a time average measured
-//! independently of the latency timestamps (PASTA: Poisson arrivals see time averages).
+//! samples every stream's in-flight count at random instants (Poisson, at the rate
+//! [`InflightSampler`] chooses), so that the mean outstanding I/Os of the Little's-law check is a
+//! time average measured independently of the latency timestamps (PASTA: Poisson arrivals see
+//! time averages).
 
 use crate::poison;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,12 +11,9 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub(super) use super::inflight::InflightSampler;
 use super::sync::PhaseSync;
 use super::{Observer, Progress, RunError};
-use crate::gen::Rng;
-
-/// Mean gap between two samples of the in-flight counts.
-pub(super) const SAMPLE_MEAN_NS: u64 = 2_000_000;
 
 pub(super) struct Live {
     pub(super) ios: AtomicU64,
@@ -116,20 +114,6 @@ impl Shared {
     }
 }
 
-/// Per stream, the sum of its in-flight counts over the window's samples.
-#[derive(Default)]
-pub(super) struct Samples {
-    pub(super) count: u64,
-    pub(super) inflight_sum: Vec<u64>,
-}
-
-impl Samples {
-    /// Mean in-flight I/Os of stream `i` over the window, when anything was sampled.
-    pub(super) fn mean(&self, i: usize) -> Option<f64> {
-        (self.count > 0).then(|| self.inflight_sum[i] as f64 / self.count as f64)
-    }
-}
-
 /// How often a synchronized run asks whether the window has ended, once its own end is near
 /// (the delay between the deciding process's end and this one's).
 const SYNC_POLL_NS: u64 = 200_000;
@@ -143,21 +127,17 @@ pub(super) fn coordinate(
     seed: u64,
     sync: Option<&dyn PhaseSync>,
     intervals: &mut super::collect::Collector<'_>,
-) -> Samples {
+) -> InflightSampler {
     let Some(clock) = shared.clock.get() else {
-        return Samples::default();
+        return InflightSampler::new(0, lives.len(), 0, 1);
     };
-    let mut samples = Samples {
-        count: 0,
-        inflight_sum: vec![0; lives.len()],
-    };
-    let mut rng = Rng::new(seed ^ 0x5a3b1e);
-    // Exponential gaps: -ln(U) x mean, U uniform in (0, 1].
-    let mut gap = || {
-        let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        (-u.ln() * SAMPLE_MEAN_NS as f64) as u64
-    };
-    let mut next_sample = ramp_ns + gap();
+    // The ramp's samples teach the schedule how much the counts move; the window's count.
+    let mut samples = InflightSampler::new(
+        seed ^ 0x5a3b1e,
+        lives.len(),
+        0,
+        end_ns.saturating_sub(ramp_ns),
+    );
     let mut in_window = ramp_ns == 0;
     if in_window {
         observer.window_started();
@@ -195,12 +175,9 @@ pub(super) fn coordinate(
             },
         }
         intervals.poll(None);
-        if in_window && now >= next_sample {
-            samples.count += 1;
-            for (sum, l) in samples.inflight_sum.iter_mut().zip(lives) {
-                *sum += l.inflight.load(Ordering::Relaxed);
-            }
-            next_sample = now + gap();
+        if now >= samples.next_at() {
+            let counts = lives.iter().map(|l| l.inflight.load(Ordering::Relaxed));
+            samples.record(now, counts, in_window);
         }
         if now - last_tick >= 1_000_000_000 {
             let ios: u64 = lives.iter().map(|l| l.ios.load(Ordering::Relaxed)).sum();
@@ -230,7 +207,7 @@ pub(super) fn coordinate(
         let sleep_ns = next_event
             .saturating_sub(now)
             .min(last_tick + 1_000_000_000 - now.min(last_tick + 1_000_000_000))
-            .min(next_sample.saturating_sub(now))
+            .min(samples.next_at().saturating_sub(now))
             .clamp(20_000.min(max_sleep), max_sleep);
         let sleep_ns = match sync {
             Some(_) if now >= end_ns || stopped => SYNC_POLL_NS,
