@@ -309,9 +309,9 @@ pub fn export_section(
     set(&mut pending, "numjobs", w.workers.to_string());
     // sanbench's streams are threads of one process. fio forks each job and puts it in a
     // session of its own (setsid), and where the kernel groups sessions for scheduling
-    // (autogroup) that keeps each job with its io-wq workers: on a 2-CPU machine fio's default
-    // ran two jobs 10-25 % faster than fio's own threads or sanbench (docs/FIO.md). The job
-    // runs fio's jobs as threads, as sanbench's.
+    // (autogroup) that keeps each job with its io-wq workers: on a 2-CPU VM fio's default ran
+    // two jobs at a steady 0.78-0.82M IOPS where fio's own threads and sanbench ran 0.61-0.84M
+    // (docs/FIO.md). The job runs fio's jobs as threads, as sanbench's.
     set(&mut pending, "thread", "1".into());
     if w.workers > 1 {
         set(&mut pending, "group_reporting", "1".into());
