@@ -23,6 +23,14 @@ impl Rng {
         ((t >> 64) as u64) ^ (t as u64)
     }
 
+    /// An exponential draw of mean `mean` (inverse transform on 53 random bits): the gaps of
+    /// a Poisson process.
+    #[inline]
+    pub fn exp(&mut self, mean: f64) -> f64 {
+        let u = ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        -u.ln() * mean
+    }
+
     /// Uniform in `0..n` (n > 0), by multiply-shift.
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {

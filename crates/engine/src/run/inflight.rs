@@ -138,10 +138,9 @@ impl InflightSampler {
         (gap as u64).clamp(MIN_GAP_NS, MAX_GAP_NS)
     }
 
-    /// An exponential gap of the mean in force: -ln(U) x mean, U uniform in (0, 1].
+    /// An exponential gap of the mean in force.
     fn draw(&mut self) -> u64 {
-        let u = ((self.rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        (-u.ln() * self.gap_ns as f64) as u64
+        self.rng.exp(self.gap_ns as f64) as u64
     }
 }
 

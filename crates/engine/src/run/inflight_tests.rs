@@ -30,11 +30,6 @@ impl<F: FnMut(&mut Rng, u64, u64) -> (u64, f64)> Proc<F> {
         }
     }
 
-    fn exp(rng: &mut Rng, mean: f64) -> u64 {
-        let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        (-u.ln() * mean) as u64 + 1
-    }
-
     /// Moves to `to` and returns the value there.
     fn at(&mut self, to: u64) -> u64 {
         while self.until <= to {
@@ -42,7 +37,7 @@ impl<F: FnMut(&mut Rng, u64, u64) -> (u64, f64)> Proc<F> {
             self.t = self.until;
             let (v, mean) = (self.step)(&mut self.rng, self.t, self.value);
             self.value = v;
-            self.until = self.t + Self::exp(&mut self.rng, mean);
+            self.until = self.t + self.rng.exp(mean) as u64 + 1;
         }
         self.integral += (to - self.t) as f64 * self.value as f64;
         self.t = to;

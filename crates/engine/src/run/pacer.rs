@@ -68,10 +68,9 @@ impl Pacer {
         p
     }
 
-    /// An exponential gap of mean `gap` (inverse transform on 53 random bits).
+    /// An exponential gap of mean `gap`.
     fn draw(&mut self) -> f64 {
-        let u = ((self.rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
-        -u.ln() * self.gap
+        self.rng.exp(self.gap)
     }
 
     /// The intended time of the next I/O.
