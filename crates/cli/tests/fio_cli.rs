@@ -407,6 +407,8 @@ fn crosscheck_on_a_tmpfs_file() {
     compared(&crosscheck(img, &with_json, "1000"));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
     assert_eq!(doc["fio"][0]["p99_from"], "lat_ns", "{doc:#}");
+    // A 70/30 mix: the joint p99 from fio's histogram (json+), not its per-direction tables.
+    assert_eq!(doc["fio"][0]["p99_method"], "histogram", "{doc:#}");
     assert!(doc["sanbench"][0].get("p99_from").is_none(), "{doc:#}");
     // No tolerance: no two measurements are equal, so the check fails with exit 1.
     let o = crosscheck(img, &args, "0");

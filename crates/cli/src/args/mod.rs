@@ -327,7 +327,8 @@ pub struct RunArgs {
     after_help = "The fio job is the one --emit-fio writes (kept there when given). \
 Host monitoring is off: only I/O figures are compared. --json FILE writes the \
 figures as sanbench.crosscheck/1. fio's mean latency is lat_ns (from preparing \
-the I/O), its p99 from clat_ns (from submission), its mean in flight iodepth x numjobs. Exit codes: 0 within the tolerance, 1 \
+the I/O), its p99 from lat_ns's histogram (json+ bins; reads and writes joined), its mean in \
+flight iodepth x numjobs. Exit codes: 0 within the tolerance, 1 \
 outside it or a run failed, 2 bad usage."
 )]
 pub struct CrosscheckArgs {

@@ -111,6 +111,7 @@ mod tests {
                 p99_us: 2e6 / iops,
                 in_flight: None,
                 p99_from: None,
+                p99_method: None,
             })
             .collect()
     }
