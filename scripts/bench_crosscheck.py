@@ -12,7 +12,8 @@ Workloads (mixed sizes, mixes, queue depths, several workers):
 The file is /dev/shm/sanbench-crosscheck.img (--size, default 1G), created by sanbench's first
 run and removed at the end. Uses target/release/sanbench (built if missing) and fio on PATH.
 
-Usage: scripts/bench_crosscheck.py [--reps 3] [--time 3] [--size 1G] [--tolerance 15] [--only N]
+Usage: scripts/bench_crosscheck.py [--reps 3|auto] [--max-repeat 30] [--time 3] [--size 1G]
+                                   [--tolerance 15] [--only N]
                                    [--cpus-policy shared|split]
 """
 import argparse, json, os, subprocess, sys, tempfile
@@ -59,7 +60,8 @@ def fmt_iops(v):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", default="3", help="N, or auto: until the intervals decide")
+    ap.add_argument("--max-repeat", default="30")
     ap.add_argument("--time", type=int, default=3)
     ap.add_argument("--size", default="1G")
     ap.add_argument("--tolerance", default="15")
@@ -81,7 +83,7 @@ def main():
                 continue
             args = [spec.name if x == "MIXED" else x for x in args]
             cmd = [SB, "crosscheck", img, "--size", a.size, "--time", f"{a.time}s", "--ramp", "1s",
-                   "--repeat", str(a.reps), "--tolerance", a.tolerance, "--json", "-",
+                   "--repeat", a.reps, "--max-repeat", a.max_repeat, "--tolerance", a.tolerance, "--json", "-",
                    "--no-store", "--cpus-policy", a.cpus_policy] + args
             print("$ " + " ".join(cmd), file=sys.stderr)
             p = subprocess.run(cmd, capture_output=True, text=True)
@@ -114,8 +116,8 @@ def main():
     # The intervals of the ratios (from two repetitions on): what the data show.
     if any("interval" in d["medians"]["iops"] for _, _, d in rows):
         print()
-        print("| # | workload | IOPS ratio [interval] shows | mean µs | p99 µs |")
-        print("|---|---|---|---|---|")
+        print("| # | workload | repetitions (stop) | IOPS ratio [interval] shows | mean µs | p99 µs |")
+        print("|---|---|---|---|---|---|")
         for i, name, d in rows:
             m = d["medians"]
             def iv(k):
@@ -126,7 +128,8 @@ def main():
                 more = f" (~{more} more reps)" if more else ""
                 return (f"{x['ratio']:.3f}x [{x['ci_low']:.2f}-{x['ci_high']:.2f}] "
                         f"{x['verdict']}{more}")
-            print(f"| {i} | {name} | {iv('iops')} | {iv('mean_us')} | {iv('p99_us')} |")
+            reps = f"{d.get('repetitions', '?')} ({d.get('stop', '?')})"
+            print(f"| {i} | {name} | {reps} | {iv('iops')} | {iv('mean_us')} | {iv('p99_us')} |")
 
 
 if __name__ == "__main__":

@@ -416,6 +416,62 @@ fn crosscheck_on_a_tmpfs_file() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("outside the 0 % tolerance"));
 }
 
+/// `--repeat auto`: repetitions in pairs until the intervals decide all three ratios. With a
+/// tolerance no pair of runs can miss (1000 %), an early look decides, before --max-repeat;
+/// --max-repeat 1 leaves no noise estimate and is refused.
+#[test]
+fn crosscheck_repeats_until_decided() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = shm_dir();
+    let img = dir.path().join("t.img");
+    let js = dir.path().join("xc.json");
+    let run = |extra: &[&str]| {
+        sanbench()
+            .arg("crosscheck")
+            .arg(&img)
+            .args(["--size", "16m", "--bs", "4k", "--qd", "2", "--time", "0.5s"])
+            .args(["--ramp", "0s", "--no-store", "--fio-bin", fio(), "--json"])
+            .arg(&js)
+            .args(["--repeat", "auto"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--max-repeat", "6", "--tolerance", "1000"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    // The first look (two repetitions, one degree of freedom, a sixth of each ratio's error)
+    // rarely decides even this; the second (four) does unless the runs differ twofold.
+    let n = doc["repetitions"].as_u64().unwrap();
+    assert!(n == 2 || n == 4, "{out}");
+    assert_eq!(doc["stop"], "decided", "{out}");
+    assert!(
+        out.contains(&format!(
+            "stopped after {n} repetitions: every ratio decided"
+        )),
+        "{out}"
+    );
+    assert_eq!(doc["sanbench"].as_array().unwrap().len() as u64, n);
+    // Look k of three spends 2k / (3 x 4) of each ratio's 5 % / 3.
+    let alpha = doc["medians"]["iops"]["interval"]["alpha"]
+        .as_f64()
+        .unwrap();
+    let k = (n / 2) as f64;
+    assert!(
+        (alpha - 0.05 / 3.0 * 2.0 * k / 12.0).abs() < 1e-12,
+        "{alpha}"
+    );
+    let o = run(&["--max-repeat", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--max-repeat must be at least 2"));
+}
+
 #[test]
 fn crosscheck_through_fios_nbd_engine() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

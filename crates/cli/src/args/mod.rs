@@ -334,9 +334,14 @@ outside it or a run failed, 2 bad usage."
 pub struct CrosscheckArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// Repetitions of each tool, interleaved (the first tool alternates).
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub repeat: u32,
+    /// Repetitions of each tool, interleaved (the first tool alternates): N runs exactly N;
+    /// `auto` looks after every pair and stops once the intervals decide all three ratios
+    /// (within or outside the tolerance), or at --max-repeat (docs/MEASURE.md).
+    #[arg(long, default_value = "3", value_name = "auto|N")]
+    pub repeat: RepeatArg,
+    /// The most repetitions `--repeat auto` runs.
+    #[arg(long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
+    pub max_repeat: u32,
     /// Largest relative difference (percent) of the medians, and of IOPS x mean latency from
     /// the mean in flight, that still agrees.
     #[arg(long, default_value_t = 15.0, value_name = "PCT")]

@@ -2,6 +2,7 @@
 //! the three figures at a third of the family's error, and what it shows against the
 //! tolerance (docs/FIO.md, docs/MEASURE.md "Crosscheck intervals").
 
+use sanbench_stats::design::plan::{look_of, look_share, looks};
 use serde_json::Value;
 
 use super::Figures;
@@ -9,6 +10,36 @@ use super::Figures;
 /// The error the three ratios (IOPS, mean and p99 latency) share: compare's family-wise 5 %,
 /// a third each (Bonferroni).
 pub(super) const ALPHA_EACH: f64 = sanbench_stats::design::plan::ALPHA / 3.0;
+
+/// When the ratios are judged, and at what error: once, after a fixed number of repetitions,
+/// at [`ALPHA_EACH`]; or, with `--repeat auto`, after every pair of repetitions (both orders
+/// of the two tools, so the slot stays balanced in what is judged) until all three are
+/// decided, look `k` of `K = ⌈max / 2⌉` spending `k / (K(K+1)/2)` of each ratio's error:
+/// `compare`'s group-sequential plan (linear alpha spending, Lan and DeMets 1983; the union
+/// bound over the looks holds the error whatever the stopping time).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Looks {
+    looks: u32,
+}
+
+impl Looks {
+    pub(super) fn new(repeat: crate::args::RepeatArg, max: u32) -> Looks {
+        Looks {
+            looks: looks(repeat.plan(max), 2),
+        }
+    }
+
+    /// Whether the data are looked at after `reps` repetitions (before the last).
+    pub(super) fn looks_after(&self, reps: usize) -> bool {
+        self.looks > 1 && reps >= 2 && reps.is_multiple_of(2)
+    }
+
+    /// Each ratio's error at the look after `reps` repetitions.
+    pub(super) fn alpha(&self, reps: usize) -> f64 {
+        let k = look_of(reps as u32, 2, self.looks);
+        ALPHA_EACH * look_share(k, self.looks)
+    }
+}
 
 /// A ratio's simultaneous interval and what it shows against the tolerance.
 pub(super) struct Interval {
@@ -19,6 +50,8 @@ pub(super) struct Interval {
     /// "outside" (wholly beyond it), "inconclusive".
     pub(super) verdict: &'static str,
     pub(super) more: Option<u32>,
+    /// The error it was judged at.
+    pub(super) alpha: f64,
 }
 
 impl Interval {
@@ -33,22 +66,41 @@ impl Interval {
     pub(super) fn to_json(&self) -> Value {
         serde_json::json!({"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high,
             "verdict": self.verdict, "more_repetitions": self.more,
-            "alpha": ALPHA_EACH})
+            "alpha": self.alpha})
     }
 }
 
 /// The ratio sanbench / fio of one figure with the interval `compare` gives a pair of targets
 /// on one workload (docs/MEASURE.md: the cross-over model, here two targets and the rounds
 /// as blocks, so it is the paired t interval on the log ratios; the alternating order
-/// balances the slot), at [`ALPHA_EACH`]. `None` below two repetitions (no noise estimate).
+/// balances the slot), at `alpha` ([`ALPHA_EACH`], or its share at a look: [`Looks`]).
+/// `None` below two repetitions (no noise estimate).
 pub(super) fn interval(
     sb: &[Figures],
     fio: &[Figures],
     g: fn(&Figures) -> f64,
     tol: f64,
+    alpha: f64,
 ) -> Option<Interval> {
-    judged(sb, fio, g, tol, true)
+    judged(sb, fio, g, tol, alpha, true)
 }
+
+/// Whether all three ratios are decided (within or outside) at `alpha`.
+pub(super) fn all_decided(sb: &[Figures], fio: &[Figures], tol: f64, alpha: f64) -> bool {
+    FIGURES.iter().all(|(_, g)| {
+        judged(sb, fio, *g, tol, alpha, false).is_some_and(|i| i.verdict != "inconclusive")
+    })
+}
+
+/// One figure of a repetition.
+pub(super) type Getter = fn(&Figures) -> f64;
+
+/// The three figures the crosscheck compares, as (name, getter).
+pub(super) const FIGURES: [(&str, Getter); 3] = [
+    ("IOPS", |f| f.iops),
+    ("mean µs", |f| f.mean_us),
+    ("p99 µs", |f| f.p99_us),
+];
 
 /// [`interval`], with or without the projection of the repetitions that would decide.
 fn judged(
@@ -56,6 +108,7 @@ fn judged(
     fio: &[Figures],
     g: fn(&Figures) -> f64,
     tol: f64,
+    alpha: f64,
     project: bool,
 ) -> Option<Interval> {
     use sanbench_stats::design::analysis::{judge_workload, Margins, Table, Verdict};
@@ -70,7 +123,7 @@ fn judged(
     }
     let mg = Margins {
         min_effect: tol,
-        alpha: ALPHA_EACH,
+        alpha,
         project,
     };
     let j = judge_workload(&t, 0, &[0, 1], mg).first()?.judged;
@@ -87,15 +140,16 @@ fn judged(
             Verdict::Inconclusive => "inconclusive",
         },
         more: j.more_rounds,
+        alpha,
     })
 }
 
 /// The interval column's heading.
-pub(super) fn interval_heading(repeat: u32) -> String {
+pub(super) fn interval_heading(repeat: usize, alpha: f64) -> String {
     if repeat < 2 {
         "(one repetition: no interval)".into()
     } else {
-        format!("interval ({:.1} % each)", 100.0 * (1.0 - ALPHA_EACH))
+        format!("interval ({:.1} % each)", 100.0 * (1.0 - alpha))
     }
 }
 
@@ -120,20 +174,20 @@ mod tests {
     fn intervals_say_within_outside_or_how_many_more() {
         let iops = |f: &Figures| f.iops;
         // One repetition: no noise estimate, no interval.
-        assert!(interval(&figs(&[100.0]), &figs(&[100.0]), iops, 0.15).is_none());
+        assert!(interval(&figs(&[100.0]), &figs(&[100.0]), iops, 0.15, ALPHA_EACH).is_none());
         // Drift shared by both tools cancels: a steady 2 % apart is within 15 %.
         let sb = figs(&[100.0, 80.0, 120.0, 90.0, 110.0]);
         let fio = figs(&[98.0, 78.5, 117.0, 88.0, 108.0]);
-        let i = interval(&sb, &fio, iops, 0.15).unwrap();
+        let i = interval(&sb, &fio, iops, 0.15, ALPHA_EACH).unwrap();
         assert_eq!(i.verdict, "within", "{}", i.text());
         assert!(i.low < 1.02 && i.high > 1.02, "{}", i.text());
         // A steady 0.7x is outside.
         let slow = figs(&[70.0, 56.5, 83.0, 63.0, 77.0]);
-        let o = interval(&slow, &fio, iops, 0.15).unwrap();
+        let o = interval(&slow, &fio, iops, 0.15, ALPHA_EACH).unwrap();
         assert_eq!(o.verdict, "outside", "{}", o.text());
         // Medians 5 % apart in noise of 20 %: neither, and how many more would decide.
         let noisy = figs(&[130.0, 70.0, 125.0, 95.0, 80.0]);
-        let n = interval(&noisy, &fio, iops, 0.15).unwrap();
+        let n = interval(&noisy, &fio, iops, 0.15, ALPHA_EACH).unwrap();
         assert_eq!(n.verdict, "inconclusive", "{}", n.text());
         assert!(n.text().contains("more repetitions"), "{}", n.text());
         let j = n.to_json();
@@ -146,11 +200,9 @@ mod tests {
     /// scale) and noise of their own (sd 0.1 each), 10 repetitions, tolerance 15 %. A true
     /// ratio on the tolerance's edge must be called "within" at most at the error it is
     /// given; a true ratio of 1 must never be called "outside".
-    #[test]
-    fn simulated_error_rates() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut normal = move || {
-            // Box-Muller on an xorshift.
+    /// Standard normal draws: Box-Muller on an xorshift seeded with `seed`.
+    fn normals(mut seed: u64) -> impl FnMut() -> f64 {
+        move || {
             let mut u = || {
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
@@ -159,7 +211,12 @@ mod tests {
             };
             let (a, b) = (u(), u());
             (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-        };
+        }
+    }
+
+    #[test]
+    fn simulated_error_rates() {
+        let mut normal = normals(0x2545_f491_4f6c_dd1d);
         let trials = 2000;
         let mut rate = |true_ratio: f64| {
             let mut counts = [0usize; 3];
@@ -172,7 +229,9 @@ mod tests {
                 }
                 let s = figs(&s.iter().map(|x| x.exp()).collect::<Vec<_>>());
                 let f = figs(&f.iter().map(|x| x.exp()).collect::<Vec<_>>());
-                let v = judged(&s, &f, |x| x.iops, 0.15, false).unwrap().verdict;
+                let v = judged(&s, &f, |x| x.iops, 0.15, ALPHA_EACH, false)
+                    .unwrap()
+                    .verdict;
                 counts[["within", "outside", "inconclusive"]
                     .iter()
                     .position(|w| *w == v)
@@ -196,5 +255,73 @@ mod tests {
         // And the test has power where it should.
         assert!(equal[0] > 0.2, "equal shown within too rarely: {equal:?}");
         assert!(far[1] > 0.5, "1.6x shown outside too rarely: {far:?}");
+    }
+
+    /// `--repeat auto`, by seeded simulation: the same runs as above, looked at after every
+    /// pair of repetitions up to 30 and stopped once decided. With the looks' spending, a true
+    /// ratio on the tolerance's edge is called "within" at most at the error given; looking as
+    /// often at the full error each time (no spending) calls it "within" more often than that,
+    /// which is why the spending is there. Equal tools are never called outside.
+    #[test]
+    fn simulated_error_rates_when_stopping_on_what_is_seen() {
+        let mut normal = normals(0x5eed_c0de_2611_2700);
+        let trials = 2000;
+        let looks = Looks::new(crate::args::RepeatArg::Auto, 30);
+        // (within, outside, inconclusive) rates and the mean repetitions run.
+        let mut rate = |true_ratio: f64, spend: bool| {
+            let (mut counts, mut reps) = ([0usize; 3], 0usize);
+            for _ in 0..trials {
+                let (mut s, mut f) = (Vec::new(), Vec::new());
+                let mut verdict = "inconclusive";
+                for n in 1..=30 {
+                    let drift = 0.2 * normal();
+                    s.push((1000.0 * true_ratio).ln() + drift + 0.1 * normal());
+                    f.push(1000f64.ln() + drift + 0.1 * normal());
+                    if !looks.looks_after(n) {
+                        continue;
+                    }
+                    let alpha = if spend { looks.alpha(n) } else { ALPHA_EACH };
+                    let sf = figs(&s.iter().map(|x: &f64| x.exp()).collect::<Vec<_>>());
+                    let ff = figs(&f.iter().map(|x: &f64| x.exp()).collect::<Vec<_>>());
+                    verdict = judged(&sf, &ff, |x| x.iops, 0.15, alpha, false)
+                        .unwrap()
+                        .verdict;
+                    if verdict != "inconclusive" || n == 30 {
+                        reps += n;
+                        break;
+                    }
+                }
+                counts[["within", "outside", "inconclusive"]
+                    .iter()
+                    .position(|w| *w == verdict)
+                    .unwrap()] += 1;
+            }
+            (
+                counts.map(|c| c as f64 / trials as f64),
+                reps as f64 / trials as f64,
+            )
+        };
+        let equal = rate(1.0, true);
+        let edge = rate(1.15, true);
+        let far = rate(1.6, true);
+        let edge_unspent = rate(1.15, false);
+        eprintln!(
+            "auto, at most 30: ratio 1.00: {equal:?}; 1.15: {edge:?}; 1.60: {far:?}; \
+             1.15 without spending: {edge_unspent:?} ((within, outside, inconclusive), mean reps)"
+        );
+        let slack = 3.0 * (ALPHA_EACH * (1.0 - ALPHA_EACH) / trials as f64).sqrt();
+        assert!(
+            edge.0[0] <= ALPHA_EACH + slack,
+            "on the edge called within: {edge:?}"
+        );
+        assert!(
+            edge_unspent.0[0] > ALPHA_EACH + slack,
+            "without spending the edge stays under the error given: {edge_unspent:?}"
+        );
+        assert_eq!(equal.0[1], 0.0, "equal called outside: {equal:?}");
+        // More repetitions buy power: equal tools are shown within far more often than ten
+        // fixed repetitions do (0.30), and a 1.6x is decided outside within ten.
+        assert!(equal.0[0] > 0.8, "equal shown within too rarely: {equal:?}");
+        assert!(far.0[1] > 0.95 && far.1 < 10.0, "1.6x: {far:?}");
     }
 }

@@ -26,7 +26,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::args::CrosscheckArgs;
+use crate::args::{CrosscheckArgs, RepeatArg};
 use crate::error::{usage, CliError};
 use crate::run_cmd::{measure, workload_from_args, Measure};
 use sanbench_engine::result::TargetResult;
@@ -35,7 +35,7 @@ use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEM
 mod fio_json;
 mod interval;
 pub use fio_json::{fio_figures, fio_result, Figures, PERCENTILES};
-use interval::{interval, interval_heading, Interval};
+use interval::{all_decided, interval, interval_heading, Interval, Looks, FIGURES};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -72,8 +72,10 @@ pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     if a.run.targets.len() != 1 {
         return Err(usage("crosscheck drives one target"));
     }
-    if a.repeat == 0 {
-        return Err(usage("--repeat must be at least 1"));
+    if matches!(a.repeat, RepeatArg::Auto) && a.max_repeat < 2 {
+        return Err(usage(
+            "--max-repeat must be at least 2 (one repetition has no noise estimate)",
+        ));
     }
     if !a.run.faults.is_empty() {
         // fio would run without them: the two tools would not measure the same thing.
@@ -178,11 +180,11 @@ fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<(Figures, TargetResul
 /// The crosscheck as a comparison of two "targets", sanbench and fio, on one workload: the
 /// store keeps it and `sanbench report` renders it like any comparison.
 fn comparison(
-    a: &CrosscheckArgs,
     w: &sanbench_engine::Workload,
     target: &str,
     started: std::time::SystemTime,
     cells: Vec<Cell>,
+    reps: u32,
 ) -> Comparison {
     let entry = |name: &str| TargetEntry {
         name: name.into(),
@@ -198,7 +200,7 @@ fn comparison(
             .collect(),
         suite: "crosscheck".into(),
         suite_description: format!("sanbench against fio on {target}"),
-        repeat: a.repeat,
+        repeat: reps,
         targets: vec![entry("sanbench"), entry("fio")],
         workloads: vec![WorkloadEntry {
             id: "crosscheck".into(),
@@ -237,10 +239,20 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
     // fio's in-flight mean: its configured depth in a closed loop (a sync engine keeps one).
     let depth = w.rate.is_none().then_some(w.qd as f64 * w.workers as f64);
     let target = sanbench_engine::uri::redact(&a.run.targets[0]);
+    let (max, reps_text) = match a.repeat {
+        RepeatArg::Fixed(n) => (n, format!("{n} repetitions")),
+        RepeatArg::Auto => (
+            a.max_repeat,
+            format!(
+                "repetitions until the ratios are decided (at most {})",
+                a.max_repeat
+            ),
+        ),
+    };
+    let looks = Looks::new(a.repeat, a.max_repeat);
     say!(
-        "crosscheck: {} on {target}, {} repetitions interleaved, tolerance {} %",
+        "crosscheck: {} on {target}, {reps_text} interleaved, tolerance {} %",
         w.describe(),
-        a.repeat,
         a.tolerance
     );
     say!("fio: {} {}", a.fio_bin.display(), fio_args(job).join(" "));
@@ -266,7 +278,12 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         })
         .unwrap_or_default();
     let started = std::time::SystemTime::now();
-    for rep in 0..a.repeat {
+    let mut stop = if looks.looks_after(2) {
+        "max_rounds"
+    } else {
+        "fixed"
+    };
+    for rep in 0..max {
         let sb_first = rep % 2 == 0;
         for tool in if sb_first { [0, 1] } else { [1, 0] } {
             let cell_start = std::time::SystemTime::now();
@@ -304,6 +321,18 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
                 fio.push(f)
             }
         }
+        let n = sb.len();
+        if looks.looks_after(n) && all_decided(&sb, &fio, tol, looks.alpha(n)) {
+            stop = "decided";
+            break;
+        }
+    }
+    let n = sb.len();
+    let alpha = looks.alpha(n);
+    match stop {
+        "decided" => say!("stopped after {n} repetitions: every ratio decided"),
+        "max_rounds" => say!("stopped at --max-repeat {n}"),
+        _ => {}
     }
     let m = |v: &[Figures], g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
     let mut misses = Vec::new();
@@ -314,17 +343,13 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         "sanbench",
         "fio",
         "ratio",
-        interval_heading(a.repeat)
+        interval_heading(n, alpha)
     );
-    for (what, g) in [
-        ("IOPS", (|f: &Figures| f.iops) as fn(&Figures) -> f64),
-        ("mean µs", |f: &Figures| f.mean_us),
-        ("p99 µs", |f: &Figures| f.p99_us),
-    ] {
+    for (what, g) in FIGURES {
         let (s, f) = (m(&sb, g), m(&fio, g));
         let ratio = s / f;
         let ok = (ratio - 1.0).abs() <= tol;
-        let iv = interval(&sb, &fio, g, tol);
+        let iv = interval(&sb, &fio, g, tol, alpha);
         let mut entry = serde_json::json!({"sanbench": s, "fio": f, "ratio": ratio, "ok": ok});
         if let Some(j) = &iv {
             entry["interval"] = j.to_json();
@@ -401,6 +426,8 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
             "spec_description": w.describe(),
             "fio_job": std::fs::read_to_string(job).unwrap_or_default(),
             "tolerance_pct": a.tolerance,
+            "repetitions": n,
+            "stop": stop,
             "sanbench": reps(&sb),
             "fio": reps(&fio),
             "medians": medians,
@@ -416,7 +443,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         }
     }
     if !a.no_store {
-        let cmp = comparison(a, w, &target, started, cells);
+        let cmp = comparison(w, &target, started, cells, n as u32);
         let (mut store, path) = crate::store_cmd::open(a.db.as_deref())?;
         let run = store
             .save(&cmp)
