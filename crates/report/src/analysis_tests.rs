@@ -383,6 +383,26 @@ fn ratio_formatting() {
     assert_eq!(fmt_ratio(7.06), "7.1x");
 }
 
+/// Whether an interval holds 1 is the verdict: a bound just off 1 keeps the digits that say
+/// which side it is on (a finding printed "[1.00-1.1]" with its low bound at 1.0027 read as
+/// touching 1).
+#[test]
+fn interval_bounds_near_one_stay_on_their_side() {
+    use crate::findings::fmt_interval;
+    assert_eq!(fmt_interval(Some(1.0027), Some(1.12)), "[1.003-1.1]");
+    assert_eq!(fmt_interval(Some(0.91), Some(0.9981)), "[0.91-0.998]");
+    assert_eq!(
+        fmt_interval(Some(0.99996), Some(1.00004)),
+        "[0.9999-1.0001]"
+    );
+    assert_eq!(fmt_interval(Some(0.9996), Some(1.3)), "[0.9996-1.3]");
+    // Elsewhere as before.
+    assert_eq!(fmt_interval(Some(1.0), Some(2.2)), "[1.00-2.2]");
+    assert_eq!(fmt_interval(Some(0.87), Some(1.04)), "[0.87-1.04]");
+    assert_eq!(fmt_interval(Some(1e-4), Some(2e3)), "[<0.001->999]");
+    assert_eq!(fmt_interval(None, Some(2.0)), "[unbounded]");
+}
+
 #[test]
 fn reads_over_holes_are_a_caveat() {
     let mut cmp = sample_comparison();
