@@ -139,20 +139,12 @@ fn random_commands_in_full_feature_phase() {
         let imm_len = (rnd() % 1500) as usize;
         let imm: Vec<u8> = (0..imm_len).map(|_| rnd() as u8).collect();
         let write = rnd() % 2 == 0;
+        let (final_, lun, len) = (!write || rnd() % 2 == 0, (rnd() % 3) << 48, rnd() % 70_000);
         let cmd = ScsiCommand {
-            immediate: false,
-            final_: !write || rnd() % 2 == 0,
-            read: !write,
-            write,
-            attr: 1,
-            lun: (rnd() % 3) << 48,
-            itt: 10_000 + i,
-            expected_data_len: (rnd() % 70_000) as u32,
-            cmd_sn: c.cmd_sn,
-            exp_stat_sn: 0,
-            cdb,
+            final_,
+            lun,
+            ..c.scsi_command(10_000 + i, cdb, (!write, write), len as u32)
         };
-        c.cmd_sn += 1;
         c.send(Bhs::ScsiCommand(cmd), if write { &imm } else { &[] });
         if rnd() % 4 == 0 {
             let d = DataOut {
@@ -212,20 +204,7 @@ fn stalled_writes_are_bounded() {
             verify: false,
         }
         .encode();
-        let cmd = ScsiCommand {
-            immediate: false,
-            final_: true,
-            read: false,
-            write: true,
-            attr: 1,
-            lun: 0,
-            itt: 100 + i,
-            expected_data_len: blocks * 512,
-            cmd_sn: c.cmd_sn,
-            exp_stat_sn: 0,
-            cdb,
-        };
-        c.cmd_sn += 1;
+        let cmd = c.scsi_command(100 + i, cdb, (false, true), blocks * 512);
         c.send(Bhs::ScsiCommand(cmd), &[]);
         match c.recv() {
             (Bhs::R2t(_), _) => {}

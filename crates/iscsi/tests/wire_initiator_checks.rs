@@ -11,7 +11,7 @@ use sanbench_iscsi::target::TargetConfig;
 use sanbench_iscsi::wire::bhs::Bhs;
 use sanbench_iscsi::wire::framer::encode_pdu;
 use sanbench_iscsi::wire::login_initiator::InitiatorLoginConfig;
-use sanbench_iscsi::wire::pdu::{DataOut, ScsiCommand};
+use sanbench_iscsi::wire::pdu::DataOut;
 use wire_support::*;
 
 /// (key, ASC, ASCQ) from a SCSI Response's data segment (SenseLength, then sense data).
@@ -173,20 +173,8 @@ fn read_queued_before_a_write_returns_the_old_data() {
         .into_iter()
         .enumerate()
     {
-        let cmd = ScsiCommand {
-            immediate: false,
-            final_: true,
-            read: data.is_empty(),
-            write: !data.is_empty(),
-            attr: 1,
-            lun: 0,
-            itt: 100 + i as u32,
-            expected_data_len: 4096,
-            cmd_sn: c.cmd_sn,
-            exp_stat_sn: 0,
-            cdb: cdb.encode().0,
-        };
-        c.cmd_sn += 1;
+        let rw = (data.is_empty(), !data.is_empty());
+        let cmd = c.scsi_command(100 + i as u32, cdb.encode().0, rw, 4096);
         encode_pdu(&mut seg, &Bhs::ScsiCommand(cmd).encode(), &[], data, &c.tx);
     }
     c.s.write_all(&seg).unwrap();

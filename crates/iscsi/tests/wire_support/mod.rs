@@ -117,22 +117,13 @@ impl Client {
     }
 
     pub fn command(&mut self, cdb: Cdb, read_len: u32, write: &[u8]) -> (u8, Vec<u8>) {
-        let (b, _) = cdb.encode();
         self.itt += 1;
-        let cmd = ScsiCommand {
-            immediate: false,
-            final_: true,
-            read: read_len > 0,
-            write: !write.is_empty(),
-            attr: 1,
-            lun: 0,
-            itt: self.itt,
-            expected_data_len: read_len.max(write.len() as u32),
-            cmd_sn: self.cmd_sn,
-            exp_stat_sn: 0,
-            cdb: b,
-        };
-        self.cmd_sn += 1;
+        let cmd = self.scsi_command(
+            self.itt,
+            cdb.encode().0,
+            (read_len > 0, !write.is_empty()),
+            read_len.max(write.len() as u32),
+        );
         self.send(Bhs::ScsiCommand(cmd), &[]);
         let mut data = Vec::new();
         loop {
@@ -175,6 +166,32 @@ impl Client {
 }
 
 impl Client {
+    /// A SCSI Command PDU (final, simple task attribute, LUN 0; `(read, write)` its R and W
+    /// bits) at the session's next CmdSN, which it takes.
+    pub fn scsi_command(
+        &mut self,
+        itt: u32,
+        cdb: [u8; 16],
+        (read, write): (bool, bool),
+        expected_data_len: u32,
+    ) -> ScsiCommand {
+        let cmd = ScsiCommand {
+            immediate: false,
+            final_: true,
+            read,
+            write,
+            attr: 1,
+            lun: 0,
+            itt,
+            expected_data_len,
+            cmd_sn: self.cmd_sn,
+            exp_stat_sn: 0,
+            cdb,
+        };
+        self.cmd_sn += 1;
+        cmd
+    }
+
     /// Sends a WRITE(16) of 32 blocks (16 KiB) at `lba` and returns the R2T the target
     /// answers with; the command's ITT is then `self.itt` and its CmdSN `self.cmd_sn - 1`.
     pub fn start_write(&mut self, lba: u64) -> sanbench_iscsi::wire::pdu::R2t {
@@ -189,20 +206,7 @@ impl Client {
         }
         .encode();
         self.itt += 1;
-        let cmd = ScsiCommand {
-            immediate: false,
-            final_: true,
-            read: false,
-            write: true,
-            attr: 1,
-            lun: 0,
-            itt: self.itt,
-            expected_data_len: 16384,
-            cmd_sn: self.cmd_sn,
-            exp_stat_sn: 0,
-            cdb,
-        };
-        self.cmd_sn += 1;
+        let cmd = self.scsi_command(self.itt, cdb, (false, true), 16384);
         self.send(Bhs::ScsiCommand(cmd), &[]);
         let (Bhs::R2t(r), _) = self.recv() else {
             panic!("no R2T")
