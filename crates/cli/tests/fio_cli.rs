@@ -425,18 +425,19 @@ fn crosscheck_repeats_until_decided() {
     let dir = shm_dir();
     let img = dir.path().join("t.img");
     let js = dir.path().join("xc.json");
-    let run = |extra: &[&str]| {
+    let run_with = |fio_bin: &str, extra: &[&str]| {
         sanbench()
             .arg("crosscheck")
             .arg(&img)
             .args(["--size", "16m", "--bs", "4k", "--qd", "2", "--time", "0.5s"])
-            .args(["--ramp", "0s", "--no-store", "--fio-bin", fio(), "--json"])
+            .args(["--ramp", "0s", "--no-store", "--fio-bin", fio_bin, "--json"])
             .arg(&js)
             .args(["--repeat", "auto"])
             .args(extra)
             .output()
             .unwrap()
     };
+    let run = |extra: &[&str]| run_with(fio(), extra);
     let o = run(&["--max-repeat", "6", "--tolerance", "1000"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
@@ -467,6 +468,30 @@ fn crosscheck_repeats_until_decided() {
         (alpha - 0.05 / 3.0 * 2.0 * k / 12.0).abs() < 1e-12,
         "{alpha}"
     );
+    // An fio that reports no histogram (json without the +): the p99 comes from its percentile
+    // tables, and the crosscheck says so.
+    let plain = dir.path().join("fio-json");
+    std::fs::write(
+        &plain,
+        format!(
+            "#!/bin/sh\nfor a; do shift; [ \"$a\" = --output-format=json+ ] && a=--output-format=json; \
+             set -- \"$@\" \"$a\"; done\nexec {} \"$@\"\n",
+            fio()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plain, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let o = run_with(
+        plain.to_str().unwrap(),
+        &["--max-repeat", "2", "--tolerance", "1000", "--read", "50"],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("note: this fio reported no latency histogram"),
+        "{out}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(doc["fio"][0]["p99_method"], "percentile tables", "{out}");
     let o = run(&["--max-repeat", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--max-repeat must be at least 2"));

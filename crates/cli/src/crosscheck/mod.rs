@@ -334,6 +334,15 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         "max_rounds" => say!("stopped at --max-repeat {n}"),
         _ => {}
     }
+    if fio
+        .iter()
+        .any(|f| f.p99_method == Some("percentile tables"))
+    {
+        say!(
+            "note: this fio reported no latency histogram (json+ bins): its p99 joins reads' and \
+             writes' percentile tables, an upper bound for a mixed job"
+        );
+    }
     let m = |v: &[Figures], g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
     let mut misses = Vec::new();
     let mut unshown = Vec::new();
