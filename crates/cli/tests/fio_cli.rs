@@ -495,6 +495,27 @@ fn crosscheck_repeats_until_decided() {
     let o = run(&["--max-repeat", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--max-repeat must be at least 2"));
+    // --budget: a tolerance of 0 never decides; after the first pair (two windows of 0.5 s and
+    // the tools' start-up) a second would not fit 2 s, so it stops there and says why.
+    let o = run(&["--max-repeat", "10", "--tolerance", "0", "--budget", "2s"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("stopped by --budget after 2 repetitions"),
+        "{out}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(
+        (doc["repetitions"].as_u64(), doc["stop"].as_str()),
+        (Some(2), Some("budget"))
+    );
+    // Shorter than one pair of windows: refused before any I/O.
+    let o = run(&["--budget", "900ms"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("shorter than one pair of repetitions"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -342,6 +342,10 @@ pub struct CrosscheckArgs {
     /// The most repetitions `--repeat auto` runs.
     #[arg(long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
     pub max_repeat: u32,
+    /// Time the crosscheck may take: a pair of repetitions that would not fit (at the pace of
+    /// those before) is not started; the first pair always runs.
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<Dur>,
     /// Largest relative difference (percent) of the medians, and of IOPS x mean latency from
     /// the mean in flight, that still agrees.
     #[arg(long, default_value_t = 15.0, value_name = "PCT")]

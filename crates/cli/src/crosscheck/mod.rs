@@ -89,6 +89,15 @@ pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     // I/O figures only: no idle baseline before every run.
     a.run.monitor.no_monitor = true;
     let w = workload_from_args(&a.run)?;
+    if let Some(b) = a.budget {
+        let pair = 2 * (w.ramp + w.time);
+        if b.0 < pair {
+            return Err(usage(format!(
+                "--budget {:?} is shorter than one pair of repetitions (2 x (ramp + time) = {pair:?})",
+                b.0
+            )));
+        }
+    }
     let job = crate::fio_cmd::job_text(&a.run, &w)?;
     let (job_path, keep) = match &a.run.emit_fio {
         Some(p) => (p.clone(), true),
@@ -283,8 +292,17 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
     } else {
         "fixed"
     };
+    let clock = std::time::Instant::now();
     for rep in 0..max {
         let sb_first = rep % 2 == 0;
+        // Before a new pair: would it fit the budget, at the pace of the pairs so far?
+        if let (true, Some(b)) = (rep >= 2 && sb_first, a.budget) {
+            let spent = clock.elapsed();
+            if spent + spent / (rep / 2) > b.0 {
+                stop = "budget";
+                break;
+            }
+        }
         for tool in if sb_first { [0, 1] } else { [1, 0] } {
             let cell_start = std::time::SystemTime::now();
             let (f, result) = if tool == 0 {
@@ -332,6 +350,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
     match stop {
         "decided" => say!("stopped after {n} repetitions: every ratio decided"),
         "max_rounds" => say!("stopped at --max-repeat {n}"),
+        "budget" => say!("stopped by --budget after {n} repetitions"),
         _ => {}
     }
     if fio
