@@ -195,50 +195,57 @@ mod tests {
         assert!(j["ci_low"].as_f64().unwrap() < 1.0 && j["ci_high"].as_f64().unwrap() > 1.0);
     }
 
-    /// The interval's error rates, by seeded simulation (docs/MEASURE.md, "crosscheck"):
-    /// runs with a round effect shared by both tools (the machine's drift, sd 0.2 on the log
-    /// scale) and noise of their own (sd 0.1 each), 10 repetitions, tolerance 15 %. A true
-    /// ratio on the tolerance's edge must be called "within" at most at the error it is
-    /// given; a true ratio of 1 must never be called "outside".
-    /// Standard normal draws: Box-Muller on an xorshift seeded with `seed`.
-    fn normals(mut seed: u64) -> impl FnMut() -> f64 {
-        move || {
-            let mut u = || {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                ((seed >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-            };
-            let (a, b) = (u(), u());
-            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    /// Seeded simulation of `trials` crosschecks of at most `max` repetitions with a true
+    /// ratio `true_ratio`: a round effect shared by both tools (the machine's drift, sd 0.2 on
+    /// the log scale) and noise of their own (sd 0.1 each), tolerance 15 %. After repetition
+    /// `n` the ratio is judged at `alpha_at(n)` when that is `Some`, and the crosscheck stops
+    /// once decided. Returns the (within, outside, inconclusive) rates and the mean
+    /// repetitions run.
+    fn simulate(
+        rng: &mut sanbench_stats::design::Rng,
+        trials: usize,
+        true_ratio: f64,
+        max: usize,
+        alpha_at: impl Fn(usize) -> Option<f64>,
+    ) -> ([f64; 3], f64) {
+        let (mut counts, mut reps) = ([0usize; 3], 0usize);
+        for _ in 0..trials {
+            let (mut s, mut f) = (Vec::new(), Vec::new());
+            let mut verdict = "inconclusive";
+            for n in 1..=max {
+                let drift = 0.2 * rng.normal();
+                s.push(1000.0 * true_ratio * (drift + 0.1 * rng.normal()).exp());
+                f.push(1000.0 * (drift + 0.1 * rng.normal()).exp());
+                if let Some(alpha) = alpha_at(n) {
+                    verdict = judged(&figs(&s), &figs(&f), |x| x.iops, 0.15, alpha, false)
+                        .unwrap()
+                        .verdict;
+                }
+                if verdict != "inconclusive" || n == max {
+                    reps += n;
+                    break;
+                }
+            }
+            counts[["within", "outside", "inconclusive"]
+                .iter()
+                .position(|w| *w == verdict)
+                .unwrap()] += 1;
         }
+        (
+            counts.map(|c| c as f64 / trials as f64),
+            reps as f64 / trials as f64,
+        )
     }
 
+    /// The interval's error rates with 10 fixed repetitions (docs/MEASURE.md, "Crosscheck
+    /// intervals"): a true ratio on the tolerance's edge must be called "within" at most at the
+    /// error it is given; a true ratio of 1 must never be called "outside".
     #[test]
     fn simulated_error_rates() {
-        let mut normal = normals(0x2545_f491_4f6c_dd1d);
+        let mut rng = sanbench_stats::design::Rng::new(0x2545_f491_4f6c_dd1d);
         let trials = 2000;
-        let mut rate = |true_ratio: f64| {
-            let mut counts = [0usize; 3];
-            for _ in 0..trials {
-                let (mut s, mut f) = (Vec::new(), Vec::new());
-                for _ in 0..10 {
-                    let drift = 0.2 * normal();
-                    s.push((1000.0 * true_ratio).ln() + drift + 0.1 * normal());
-                    f.push(1000f64.ln() + drift + 0.1 * normal());
-                }
-                let s = figs(&s.iter().map(|x| x.exp()).collect::<Vec<_>>());
-                let f = figs(&f.iter().map(|x| x.exp()).collect::<Vec<_>>());
-                let v = judged(&s, &f, |x| x.iops, 0.15, ALPHA_EACH, false)
-                    .unwrap()
-                    .verdict;
-                counts[["within", "outside", "inconclusive"]
-                    .iter()
-                    .position(|w| *w == v)
-                    .unwrap()] += 1;
-            }
-            counts.map(|c| c as f64 / trials as f64)
-        };
+        let mut rate =
+            |r: f64| simulate(&mut rng, trials, r, 10, |n| (n == 10).then_some(ALPHA_EACH)).0;
         let equal = rate(1.0);
         let edge = rate(1.15);
         let far = rate(1.6);
@@ -257,49 +264,22 @@ mod tests {
         assert!(far[1] > 0.5, "1.6x shown outside too rarely: {far:?}");
     }
 
-    /// `--repeat auto`, by seeded simulation: the same runs as above, looked at after every
-    /// pair of repetitions up to 30 and stopped once decided. With the looks' spending, a true
-    /// ratio on the tolerance's edge is called "within" at most at the error given; looking as
-    /// often at the full error each time (no spending) calls it "within" more often than that,
-    /// which is why the spending is there. Equal tools are never called outside.
+    /// `--repeat auto`, by seeded simulation: the same runs, looked at after every pair of
+    /// repetitions up to 30 and stopped once decided. With the looks' spending, a true ratio
+    /// on the tolerance's edge is called "within" at most at the error given; looking as often
+    /// at the full error each time (no spending) calls it "within" more often than that, which
+    /// is why the spending is there. Equal tools are never called outside.
     #[test]
     fn simulated_error_rates_when_stopping_on_what_is_seen() {
-        let mut normal = normals(0x5eed_c0de_2611_2700);
+        let mut rng = sanbench_stats::design::Rng::new(0x5eed_c0de_2611_2700);
         let trials = 2000;
         let looks = Looks::new(crate::args::RepeatArg::Auto, 30);
-        // (within, outside, inconclusive) rates and the mean repetitions run.
-        let mut rate = |true_ratio: f64, spend: bool| {
-            let (mut counts, mut reps) = ([0usize; 3], 0usize);
-            for _ in 0..trials {
-                let (mut s, mut f) = (Vec::new(), Vec::new());
-                let mut verdict = "inconclusive";
-                for n in 1..=30 {
-                    let drift = 0.2 * normal();
-                    s.push((1000.0 * true_ratio).ln() + drift + 0.1 * normal());
-                    f.push(1000f64.ln() + drift + 0.1 * normal());
-                    if !looks.looks_after(n) {
-                        continue;
-                    }
-                    let alpha = if spend { looks.alpha(n) } else { ALPHA_EACH };
-                    let sf = figs(&s.iter().map(|x: &f64| x.exp()).collect::<Vec<_>>());
-                    let ff = figs(&f.iter().map(|x: &f64| x.exp()).collect::<Vec<_>>());
-                    verdict = judged(&sf, &ff, |x| x.iops, 0.15, alpha, false)
-                        .unwrap()
-                        .verdict;
-                    if verdict != "inconclusive" || n == 30 {
-                        reps += n;
-                        break;
-                    }
-                }
-                counts[["within", "outside", "inconclusive"]
-                    .iter()
-                    .position(|w| *w == verdict)
-                    .unwrap()] += 1;
-            }
-            (
-                counts.map(|c| c as f64 / trials as f64),
-                reps as f64 / trials as f64,
-            )
+        let mut rate = |r: f64, spend: bool| {
+            simulate(&mut rng, trials, r, 30, |n| {
+                looks
+                    .looks_after(n)
+                    .then(|| if spend { looks.alpha(n) } else { ALPHA_EACH })
+            })
         };
         let equal = rate(1.0, true);
         let edge = rate(1.15, true);
