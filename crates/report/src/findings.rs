@@ -96,7 +96,7 @@ fn fmt_bound(x: f64) -> String {
         format!("{x:.0}")
     } else if x < 1.095 {
         // As many decimals (2 to 4) as keep the printed bound on the same side of 1.
-        let side = |v: f64| (v - 1.0).signum() * f64::from(u8::from(v != 1.0));
+        let side = |v: f64| v.partial_cmp(&1.0);
         (2..=4)
             .map(|d| format!("{x:.d$}"))
             .find(|t| t.parse::<f64>().is_ok_and(|v| side(v) == side(x)))

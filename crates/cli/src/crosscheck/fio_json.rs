@@ -68,18 +68,15 @@ pub fn fio_figures(json: &Value, depth: Option<f64>) -> Result<Figures, String> 
                 f.p99_from = Some(from);
             }
             tables.push((n, t));
-            hist = hist.and_then(|mut h| {
-                h.extend(bins(x, from)?);
-                Some(h)
-            });
+            add_bins(&mut hist, x, from);
         }
     }
     if ios == 0.0 {
         return Err("fio completed no I/O".into());
     }
     f.mean_us = lat_sum / ios / 1e3;
-    (f.p99_us, f.p99_method) = match hist {
-        Some(h) if !h.is_empty() => (bins_percentile(h, 99.0) / 1e3, Some("histogram")),
+    (f.p99_us, f.p99_method) = match hist.filter(|h| !h.is_empty()) {
+        Some(h) => (bins_percentile(&sorted(h), 99.0) / 1e3, Some("histogram")),
         _ => (
             joint_percentile(&tables, 99.0) / 1e3,
             Some("percentile tables"),
@@ -124,15 +121,29 @@ fn bins(x: &Value, from: &str) -> Option<Vec<(f64, f64)>> {
         .collect()
 }
 
-/// The `p`-th percentile of the I/Os in `buckets` (value, count; any order, a value may
-/// repeat, as when directions and jobs are joined): the first bucket, by value, at which the
-/// running count reaches `p` % of all, fio's own rule for its percentiles (`stat.c`'s
-/// `calc_clat_percentiles`), so a single direction's figure is the one fio prints.
-pub fn bins_percentile(mut buckets: Vec<(f64, f64)>, p: f64) -> f64 {
+/// Joins a direction's histogram buckets into `hist`; a direction without them (plain json)
+/// leaves no joint histogram (`None`).
+fn add_bins(hist: &mut Option<Vec<(f64, f64)>>, x: &Value, from: &str) {
+    *hist = hist.take().and_then(|mut h| {
+        h.extend(bins(x, from)?);
+        Some(h)
+    });
+}
+
+/// Buckets in value order (a value may repeat, as when directions and jobs are joined).
+fn sorted(mut buckets: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    buckets
+}
+
+/// The `p`-th percentile of the I/Os in `buckets` (value, count, in value order: [`sorted`]):
+/// the first bucket at which the running count reaches `p` % of all, fio's own rule for its
+/// percentiles (`stat.c`'s `calc_clat_percentiles`), so a single direction's figure is the one
+/// fio prints.
+pub fn bins_percentile(buckets: &[(f64, f64)], p: f64) -> f64 {
     let total: f64 = buckets.iter().map(|b| b.1).sum();
     let mut sum = 0.0;
-    for (v, n) in &buckets {
+    for (v, n) in buckets {
         sum += n;
         if sum >= p / 100.0 * total {
             return *v;
@@ -143,7 +154,8 @@ pub fn bins_percentile(mut buckets: Vec<(f64, f64)>, p: f64) -> f64 {
 
 /// The percentiles `run` reports, in µs, from fio's histogram buckets (as [`bins_percentile`]).
 fn from_bins(h: Vec<(f64, f64)>) -> LatencyUs {
-    let q = |p: f64| bins_percentile(h.clone(), p) / 1e3;
+    let h = sorted(h);
+    let q = |p: f64| bins_percentile(&h, p) / 1e3;
     LatencyUs {
         p50: q(50.0),
         p90: q(90.0),
@@ -213,10 +225,7 @@ pub fn fio_result(json: &Value, f: &Figures, engine: &str) -> TargetResult {
             }
             if let Some((t, from)) = table(x) {
                 tables.push((n as f64, t));
-                hist = hist.and_then(|mut h| {
-                    h.extend(bins(x, from)?);
-                    Some(h)
-                });
+                add_bins(&mut hist, x, from);
             }
         }
         let mb = if secs > 0.0 { bytes as f64 / secs } else { 0.0 };
@@ -226,16 +235,15 @@ pub fn fio_result(json: &Value, f: &Figures, engine: &str) -> TargetResult {
             iops,
             mb_per_s: mb / 1e6,
             mib_per_s: mb / (1u64 << 20) as f64,
-            latency_us: match hist {
-                Some(h) if !h.is_empty() => LatencyUs {
-                    mean: if ios > 0 { lat / ios as f64 / 1e3 } else { 0.0 },
-                    ..from_bins(h)
-                },
-                _ => LatencyUs {
-                    mean: if ios > 0 { lat / ios as f64 / 1e3 } else { 0.0 },
-                    p99: joint_percentile(&tables, 99.0) / 1e3,
-                    ..LatencyUs::default()
-                },
+            latency_us: LatencyUs {
+                mean: if ios > 0 { lat / ios as f64 / 1e3 } else { 0.0 },
+                ..match hist.filter(|h| !h.is_empty()) {
+                    Some(h) => from_bins(h),
+                    None => LatencyUs {
+                        p99: joint_percentile(&tables, 99.0) / 1e3,
+                        ..LatencyUs::default()
+                    },
+                }
             },
             service_us: None,
             issue_lag_us: None,
@@ -364,15 +372,11 @@ mod tests {
             serde_json::from_str(include_str!("fixtures/fio-3.33-randrw-json-plus.json")).unwrap();
         for d in ["read", "write"] {
             let x = &j["jobs"][0][d];
-            let h = bins(x, "lat_ns").unwrap();
+            let h = sorted(bins(x, "lat_ns").unwrap());
             assert!(h.len() > 100, "{d}: {} buckets", h.len());
             for (p, v) in x["lat_ns"]["percentile"].as_object().unwrap() {
                 let p: f64 = p.parse().unwrap();
-                assert_eq!(
-                    bins_percentile(h.clone(), p),
-                    v.as_f64().unwrap(),
-                    "{d} p{p}"
-                );
+                assert_eq!(bins_percentile(&h, p), v.as_f64().unwrap(), "{d} p{p}");
             }
         }
     }

@@ -29,7 +29,7 @@ impl Looks {
         }
     }
 
-    /// Whether the data are looked at after `reps` repetitions (before the last).
+    /// Whether the data are looked at after `reps` repetitions.
     pub(super) fn looks_after(&self, reps: usize) -> bool {
         self.looks > 1 && reps >= 2 && reps.is_multiple_of(2)
     }

@@ -30,6 +30,7 @@ use crate::args::{CrosscheckArgs, RepeatArg};
 use crate::error::{usage, CliError};
 use crate::run_cmd::{measure, workload_from_args, Measure};
 use sanbench_engine::result::TargetResult;
+use sanbench_stats::design::plan::Stop;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 mod fio_json;
@@ -287,19 +288,18 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         })
         .unwrap_or_default();
     let started = std::time::SystemTime::now();
-    let mut stop = if looks.looks_after(2) {
-        "max_rounds"
-    } else {
-        "fixed"
+    let mut stop = match a.repeat {
+        RepeatArg::Fixed(_) => Stop::Fixed,
+        RepeatArg::Auto => Stop::MaxRounds,
     };
     let clock = std::time::Instant::now();
     for rep in 0..max {
         let sb_first = rep % 2 == 0;
         // Before a new pair: would it fit the budget, at the pace of the pairs so far?
-        if let (true, Some(b)) = (rep >= 2 && sb_first, a.budget) {
+        if let Some(b) = a.budget.filter(|_| rep >= 2 && sb_first) {
             let spent = clock.elapsed();
             if spent + spent / (rep / 2) > b.0 {
-                stop = "budget";
+                stop = Stop::Budget;
                 break;
             }
         }
@@ -341,17 +341,17 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         }
         let n = sb.len();
         if looks.looks_after(n) && all_decided(&sb, &fio, tol, looks.alpha(n)) {
-            stop = "decided";
+            stop = Stop::Decided;
             break;
         }
     }
     let n = sb.len();
     let alpha = looks.alpha(n);
     match stop {
-        "decided" => say!("stopped after {n} repetitions: every ratio decided"),
-        "max_rounds" => say!("stopped at --max-repeat {n}"),
-        "budget" => say!("stopped by --budget after {n} repetitions"),
-        _ => {}
+        Stop::Decided => say!("stopped after {n} repetitions: every ratio decided"),
+        Stop::MaxRounds => say!("stopped at --max-repeat {n}"),
+        Stop::Budget => say!("stopped by --budget after {n} repetitions"),
+        Stop::Fixed => {}
     }
     if fio
         .iter()
@@ -455,7 +455,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
             "fio_job": std::fs::read_to_string(job).unwrap_or_default(),
             "tolerance_pct": a.tolerance,
             "repetitions": n,
-            "stop": stop,
+            "stop": stop.key(),
             "sanbench": reps(&sb),
             "fio": reps(&fio),
             "medians": medians,
