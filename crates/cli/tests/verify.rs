@@ -498,10 +498,12 @@ fn a_verification_session_continues_and_catches_a_lost_write() {
         assert!(err.is_empty() || !err.contains("panicked"));
         cur = read_at(&f, 0, 65536);
         // A write of block 0 cut off at the run's end leaves its cell "this generation or the
-        // one before" (EITHER, 0x40, beside the 6-bit generation; the state file's current
-        // map starts after its 64-byte header): the one before is accepted too.
-        let cell = std::fs::read(&state).unwrap()[64];
-        let either_prev = (cell & 0x40 != 0).then(|| (cell & 0x3f).saturating_sub(1) as u32);
+        // one before" (EITHER beside the 6-bit generation): the one before is accepted too.
+        use sanbench_engine::verify::map::{EITHER, GEN};
+        let cell = sanbench_engine::verify::state::read_current_cell(&state, 0)
+            .unwrap()
+            .expect("the state file exists after a run");
+        let either_prev = (cell & EITHER != 0).then(|| (cell & GEN).saturating_sub(1) as u32);
         if generation(&cur) != generation(&old)
             && generation(&old) != 1
             && either_prev != Some(generation(&old))

@@ -137,6 +137,28 @@ pub fn read_geometry(path: &Path) -> Result<Option<Geometry>, EngineError> {
     Ok(Some(g))
 }
 
+/// Granule `i`'s cell in the current map of the state file at `path` (generation, EITHER and
+/// BUSY bits, as [`super::map`] keeps them), read without mapping the file: what a test or a
+/// tool inspecting a stopped run's state sees. `Ok(None)` when the file does not exist.
+pub fn read_current_cell(path: &Path, i: u64) -> Result<Option<u8>, EngineError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Some(g) = read_geometry(path)? else {
+        return Ok(None);
+    };
+    if i >= g.cells {
+        return Err(bad(
+            path,
+            format!("granule {i} is past its {} cells", g.cells),
+        ));
+    }
+    let mut f = File::open(path).map_err(|e| err(path, "cannot open", e))?;
+    let mut b = [0u8; 1];
+    f.seek(SeekFrom::Start(HEADER as u64 + i))
+        .and_then(|_| f.read_exact(&mut b))
+        .map_err(|e| err(path, "cannot read", e))?;
+    Ok(Some(b[0]))
+}
+
 /// Maps the state file at `path`: creates it for `g` when missing (both maps zero), or opens
 /// it when its geometry is `g`'s. Returns the mapping and the two arrays.
 pub fn map(path: &Path, g: Geometry, create: bool) -> Result<(Mapping, Cells, Cells), EngineError> {
@@ -197,4 +219,31 @@ pub fn map(path: &Path, g: Geometry, create: bool) -> Result<(Mapping, Cells, Ce
         Cells::Mapped { ptr: cur, len: n },
         Cells::Mapped { ptr: dur, len: n },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_cell_reads_back_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.vs");
+        assert_eq!(read_current_cell(&path, 0).unwrap(), None);
+        let g = Geometry {
+            run_id: 7,
+            unit: 4096,
+            granule: 4096,
+            span: 10 * 4096,
+            cells: 10,
+        };
+        let (_m, cur, dur) = map(&path, g, true).unwrap();
+        cur.as_slice()[3].store(5 | super::super::map::EITHER, Ordering::Relaxed);
+        dur.as_slice()[3].store(9, Ordering::Relaxed);
+        assert_eq!(read_current_cell(&path, 3).unwrap(), Some(5 | 0x40));
+        assert_eq!(read_current_cell(&path, 2).unwrap(), Some(0));
+        let e = read_current_cell(&path, 10).unwrap_err().to_string();
+        assert!(e.contains("past its 10 cells"), "{e}");
+    }
 }
