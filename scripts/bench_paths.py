@@ -22,7 +22,12 @@
                   the single-portal URI forces it), QD 32: the layer's own cost;
       two paths   both portals (a multipath URI, the default service-time selector), QD 32;
       plain QD16  one portal, plain, QD 16: what each of the two paths carries, so the cost
-                  of the smaller batches a second connection brings, without the layer.
+                  of the smaller batches a second connection brings, without the layer;
+      two paths rr      both portals with `?policy=round-robin`, QD 32: the same two
+                  connections under the selector that does no arithmetic and splits every
+                  submitted batch between the paths;
+      two paths QD64    both portals (service-time), QD 64: each path carries 32, the depth
+                  of the one-path run, so the per-connection batches are the same size.
     The figure is sanbench's own CPU per I/O (`process_cpu.cpu_us_per_io` of the result:
     getrusage of the sanbench process over the window, host monitor off), medians and the
     relative differences. Goal (issue 23): two paths <= 2 % more than one.
@@ -134,6 +139,7 @@ def cpu_section(a):
           "loopback portals: plain URI, the multipath layer over one portal, two portals, "
           "and plain at QD 16 (each path's share)")
     qd16 = [x if x != "--qd=32" else "--qd=16" for x in RAND]
+    qd64 = [x if x != "--qd=32" else "--qd=64" for x in RAND]
     for k in a.kinds.split(","):
         p1, p2 = free_port(), free_port()
         argv = [SB, "serve", k, "--size=1G", f"--listen=127.0.0.1:{p1}",
@@ -146,14 +152,14 @@ def cpu_section(a):
             one = f"{scheme}://127.0.0.1:{p1}{tail}"
             uris = {"plain": one, "layer": f"{one}?policy=service-time",
                     "two paths": f"{scheme}://127.0.0.1:{p1},127.0.0.1:{p2}{tail}"}
+            uris["two paths rr"] = uris["two paths"] + "?policy=round-robin"
             run(one, ["--precondition=fill", "--bs=1M"], 1)
-            res = {key: [] for key in list(uris) + ["plain QD16"]}
-            for key, u in uris.items():
+            runs = [(key, u, RAND) for key, u in uris.items()] + [
+                ("plain QD16", one, qd16), ("two paths QD64", uris["two paths"], qd64)]
+            res = {key: [] for key, _, _ in runs}
+            for key, u, args in runs:
                 print(f"   {key}: $ {SB} run '{u}' --time={a.time}s --ramp=1s --no-monitor "
-                      + " ".join(RAND))
-            print(f"   plain QD16: $ {SB} run '{one}' --time={a.time}s --ramp=1s --no-monitor "
-                  + " ".join(qd16))
-            runs = [(key, u, RAND) for key, u in uris.items()] + [("plain QD16", one, qd16)]
+                      + " ".join(args))
             for rep in range(a.reps):
                 for key, u, args in (runs if rep % 2 == 0 else runs[::-1]):
                     res[key].append(run(u, args, a.time))
@@ -164,10 +170,15 @@ def cpu_section(a):
             rel = {key: (med[key] / med["plain"] - 1) * 100 for key in med}
             print("  median CPU-µs per I/O: " + ", ".join(
                 f"{key} {v:.3f} ({rel[key]:+.1f} %)" for key, v in med.items()))
+            print("  median IOPS: " + ", ".join(
+                f"{key} {statistics.median(x['iops'] for x in r) / 1e3:.1f}k"
+                for key, r in res.items()))
             d = rel["two paths"]
             print(f"  the layer over one portal: {rel['layer']:+.1f} %; two paths vs one: "
                   f"{d:+.1f} % (goal <= +2 %: {'met' if d <= 2 else 'MISSED'}); one "
-                  f"connection at QD 16 vs 32 (no layer): {rel['plain QD16']:+.1f} %")
+                  f"connection at QD 16 vs 32 (no layer): {rel['plain QD16']:+.1f} %; two "
+                  f"paths round-robin: {rel['two paths rr']:+.1f} %; two paths at 32 each "
+                  f"(QD 64): {rel['two paths QD64']:+.1f} %")
         finally:
             srv.stop()
 
