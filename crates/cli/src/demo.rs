@@ -49,15 +49,7 @@ fn place(a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
                 "servers": servers.to_string(),
                 "by": "demo --placement",
             }));
-            (
-                format!(
-                    "placement: the client (sanbench's stream threads) on {}, the built-in                      servers on {} ({} available; --placement off shares them)",
-                    client.phrase(),
-                    servers.phrase(),
-                    all.phrase()
-                ),
-                Some(servers),
-            )
+            (split_line(&client, &servers, &all), Some(servers))
         }
         None => {
             placement::record(serde_json::json!({
@@ -83,6 +75,17 @@ fn place(a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
         eprintln!("{line}");
     }
     Ok(servers)
+}
+
+/// The line that says where the client and the servers run when they are kept apart.
+fn split_line(client: &CpuList, servers: &CpuList, all: &CpuList) -> String {
+    format!(
+        "placement: the client (sanbench's stream threads) on {}, the built-in servers on {} \
+         ({} available; --placement off shares them)",
+        client.phrase(),
+        servers.phrase(),
+        all.phrase()
+    )
 }
 
 pub fn run(a: DemoArgs) -> Result<(), CliError> {
@@ -143,4 +146,19 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
     let r = crate::compare::run(args);
     drop(started);
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_placement_line_is_one_sentence() {
+        let l = split_line(&CpuList(vec![0]), &CpuList(vec![1]), &CpuList(vec![0, 1]));
+        assert_eq!(
+            l,
+            "placement: the client (sanbench's stream threads) on CPU 0, the built-in servers \
+             on CPU 1 (CPUs 0-1 available; --placement off shares them)"
+        );
+    }
 }

@@ -72,7 +72,9 @@ impl Verifier {
             Some(g) if (g.unit, g.granule, g.span) == (unit, granule, span) => (g, false),
             Some(g) => {
                 return Err(crate::EngineError::Invalid(format!(
-                    "--verify-state {}: kept for a span of {} B in {} B granules of {} B units,                      not this run's {span} B, {granule} B, {unit} B (another file, or remove it                      to start over)",
+                    "--verify-state {}: kept for a span of {} B in {} B granules of {} B units, \
+                     not this run's {span} B, {granule} B, {unit} B (another file, or remove it \
+                     to start over)",
                     path.display(),
                     g.span,
                     g.granule,

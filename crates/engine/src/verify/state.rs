@@ -223,6 +223,8 @@ pub fn map(path: &Path, g: Geometry, create: bool) -> Result<(Mapping, Cells, Ce
 
 #[cfg(test)]
 mod tests {
+    use super::super::map::EITHER;
+    use super::super::Verifier;
     use super::*;
     use std::sync::atomic::Ordering;
 
@@ -239,11 +241,32 @@ mod tests {
             cells: 10,
         };
         let (_m, cur, dur) = map(&path, g, true).unwrap();
-        cur.as_slice()[3].store(5 | super::super::map::EITHER, Ordering::Relaxed);
+        cur.as_slice()[3].store(5 | EITHER, Ordering::Relaxed);
         dur.as_slice()[3].store(9, Ordering::Relaxed);
-        assert_eq!(read_current_cell(&path, 3).unwrap(), Some(5 | 0x40));
+        assert_eq!(read_current_cell(&path, 3).unwrap(), Some(5 | EITHER));
         assert_eq!(read_current_cell(&path, 2).unwrap(), Some(0));
         let e = read_current_cell(&path, 10).unwrap_err().to_string();
         assert!(e.contains("past its 10 cells"), "{e}");
+    }
+
+    #[test]
+    fn a_state_kept_for_another_geometry_is_refused_in_one_sentence() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.vs");
+        let (_, resumed) = Verifier::with_state(&path, 1, 4096, 4096, 1 << 20).unwrap();
+        assert!(!resumed);
+        let (_, resumed) = Verifier::with_state(&path, 2, 4096, 4096, 1 << 20).unwrap();
+        assert!(resumed, "the same geometry continues the session");
+        let e = match Verifier::with_state(&path, 3, 4096, 4096, 2 << 20) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a state file of another span was accepted"),
+        };
+        assert!(
+            e.ends_with(
+                "kept for a span of 1048576 B in 4096 B granules of 4096 B units, not this \
+                 run's 2097152 B, 4096 B, 4096 B (another file, or remove it to start over)"
+            ),
+            "{e}"
+        );
     }
 }
