@@ -147,7 +147,18 @@ pub fn report(a: ReportArgs) -> Result<(), CliError> {
                 store = Some(open(a.db.as_deref())?.0);
             }
             let s = store.as_ref().expect("opened above");
-            s.load(run_id(id)?).map_err(|e| usage(e.to_string()))?
+            let run = run_id(id).map_err(|e| {
+                // `report` takes RUN|FILE: what looks like a path is named as a missing file.
+                if id.contains('/') || id.ends_with(".json") {
+                    usage(format!(
+                        "'{id}' is neither a result file (no such file) nor a run id (see \
+                         'sanbench history')"
+                    ))
+                } else {
+                    e
+                }
+            })?;
+            s.load(run).map_err(|e| usage(e.to_string()))?
         };
         if let Some(text) = sanbench_report::unfinished(&cmp) {
             outln!("warning: {id} is incomplete. {text}");

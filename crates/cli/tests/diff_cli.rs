@@ -167,3 +167,37 @@ segment = [{ bs = "4k", read = 100, random = 100 }]
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["design"]["rounds"], 2, "{}", v["design"]);
 }
+
+#[test]
+fn report_names_a_missing_file_as_one() {
+    // `report` takes RUN|FILE: a path that is not there is a missing file, a bare word a run
+    // id that is not one; each one line, exit 2.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("r.db");
+    store_two_runs(&db);
+    let report = |arg: &str| {
+        sanbench()
+            .args(["report", arg, "--db"])
+            .arg(&db)
+            .arg("--out")
+            .arg(tmp.path().join("out"))
+            .output()
+            .unwrap()
+    };
+    for (arg, says) in [
+        (
+            "/nonexistent/results.json",
+            "'/nonexistent/results.json' is neither a result file (no such file) nor a run id",
+        ),
+        ("results.json", "is neither a result file (no such file)"),
+        ("abc", "'abc' is not a run id (see 'sanbench history')"),
+        ("9", "no run 9"),
+    ] {
+        let o = report(arg);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{arg}: {err}");
+        assert_eq!(err.lines().count(), 1, "{arg}: {err}");
+        assert!(err.contains(says), "{arg}: {err}");
+    }
+    assert!(!tmp.path().join("out").exists());
+}
