@@ -24,6 +24,7 @@ mod monitoring;
 mod monitors_cmd;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod outfile;
 mod output;
 mod partial;
 mod placement;

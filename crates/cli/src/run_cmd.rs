@@ -389,6 +389,10 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     // Before any target opens: a log that cannot be created is bad input. (Under MPI the
     // ranks other than 0 spool their lines for rank 0's log.)
     let watch = crate::watch::Watch::open(&a.watch, m.rank)?;
+    // Nor can a result file that could not be written at the end (the process that reports).
+    if let (Some(path), None | Some(0)) = (&a.json, m.rank) {
+        crate::outfile::check_writable("--json", path)?;
+    }
     let targets = crate::targets::open_targets(m.targets, &opts)?;
     if let Some(wt) = &watch {
         wt.for_run(m.targets);

@@ -49,6 +49,9 @@ pub fn run(a: VerifyArgs) -> Result<(), CliError> {
     }
     let opts = file_options(&a.engine, None, false)?;
     let timeout = io_timeout(&a.engine)?;
+    if let Some(path) = &a.json {
+        crate::outfile::check_writable("--json", path)?;
+    }
     let targets = crate::targets::open_targets(&a.targets, &opts)?;
     let progress = ProgressLine::new(a.quiet);
     let stop = crate::signals::stop_flag();

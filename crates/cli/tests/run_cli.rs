@@ -181,6 +181,28 @@ fn bad_input_exits_2_with_one_line() {
         "0 is not a load level between 0 and 200 %",
     );
     expect_usage_error(&["run", "mem:1G", "--frobnicate"], "frobnicate");
+    // A result file that could not be written at the end is refused before the run (it
+    // once ran the whole window and then failed to write, losing the result).
+    let t0 = std::time::Instant::now();
+    expect_usage_error(
+        &[
+            "run",
+            "mem:64M",
+            "--time",
+            "20",
+            "--json",
+            "/nonexistent/dir/r.json",
+        ],
+        "--json /nonexistent/dir/r.json: there is no directory /nonexistent/dir",
+    );
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(10),
+        "it ran first"
+    );
+    expect_usage_error(
+        &["verify", "mem:64M", "--json", "/nonexistent/dir/v.json"],
+        "there is no directory",
+    );
     // Query options of network targets are checked before anything connects.
     expect_usage_error(
         &["run", "nbd://127.0.0.1:9/?submit_batch=0"],

@@ -87,6 +87,9 @@ pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
         return Err(usage("--tolerance is a percentage of at least 0"));
     }
+    if let Some(path) = &a.run.json {
+        crate::outfile::check_writable("--json", path)?;
+    }
     // I/O figures only: no idle baseline before every run.
     a.run.monitor.no_monitor = true;
     let w = workload_from_args(&a.run)?;
