@@ -247,7 +247,7 @@ pub fn diff(a: DiffArgs) -> Result<(), CliError> {
 }
 
 /// The Key Findings, as the studies printed them: the strongest two of each kind on the
-/// terminal, every one of them in the report.
+/// terminal (the report's first two of each label), every one of them in the report.
 pub fn print_findings(cmp: &Comparison) {
     let report = Report::new(cmp, &Options::default());
     for c in &report.caveats {
@@ -258,25 +258,11 @@ pub fn print_findings(cmp: &Comparison) {
         return;
     }
     outln!("Key Findings:");
-    let mut labels: Vec<&str> = Vec::new();
-    for f in &report.findings {
-        if !labels.contains(&f.label.as_str()) {
-            labels.push(&f.label);
-        }
+    let head = sanbench_report::findings::headline(&report.findings, 2);
+    for f in &head {
+        outln!("  - {}", f.text);
     }
-    let mut shown = 0;
-    for label in labels {
-        let mut of: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.label == label)
-            .collect();
-        of.sort_by(|a, b| b.average.total_cmp(&a.average));
-        for f in of.into_iter().take(2) {
-            outln!("  - {}", f.text);
-            shown += 1;
-        }
-    }
+    let shown = head.len();
     if shown < report.findings.len() {
         outln!(
             "  ({} more in report.html and report.md)",

@@ -259,6 +259,28 @@ pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding
     out
 }
 
+/// The findings a terminal shows: the first `per_label` of each label ("bandwidth", "IOPS",
+/// ...), labels in the report's order. [`findings`] orders each label's findings strongest
+/// first (differences, decided averages, then tests won and the largest ratio), so these are
+/// the strongest of each kind, picked by an order the noise around an undecided average
+/// cannot change; the report lists them all.
+pub fn headline(all: &[Finding], per_label: usize) -> Vec<&Finding> {
+    let mut shown: Vec<(&str, usize)> = Vec::new();
+    all.iter()
+        .filter(|f| match shown.iter_mut().find(|(l, _)| *l == f.label) {
+            Some((_, n)) if *n >= per_label => false,
+            Some((_, n)) => {
+                *n += 1;
+                true
+            }
+            None => {
+                shown.push((&f.label, 1));
+                per_label > 0
+            }
+        })
+        .collect()
+}
+
 /// Whether a "better" finding's average (oriented to favour its side) is itself a difference:
 /// its whole interval lies above 1. Only then does the sentence lead with the average.
 pub fn average_decided(ci_low: Option<f64>) -> bool {
@@ -503,4 +525,48 @@ pub fn none_text(withheld: Option<&str>, j: &Judgement) -> String {
             None => String::new(),
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(label: &str, kind: &str, average: f64, text: &str) -> Finding {
+        Finding {
+            category: Category::Bandwidth,
+            label: label.into(),
+            kind: kind.into(),
+            better: "A".into(),
+            worse: "B".into(),
+            average,
+            ci_low: None,
+            ci_high: None,
+            tests: 1,
+            compared: 2,
+            inconclusive: 1,
+            max: 1.5,
+            max_workload: "w".into(),
+            max_title: "W".into(),
+            modeled_power: false,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn the_headline_keeps_the_reports_order_within_each_label() {
+        // In the report's order: differences first, whatever the averages. An equivalence
+        // with a larger average than the differences once led the terminal's list.
+        let all = vec![
+            finding("bandwidth", "better", 1.06, "b1"),
+            finding("bandwidth", "better", 0.94, "b2"),
+            finding("bandwidth", "better", 1.01, "b3"),
+            finding("bandwidth", "equivalent", 1.08, "b-eq"),
+            finding("IOPS", "equivalent", 1.0, "i-eq"),
+            finding("p99 latency", "better", 1.3, "p1"),
+        ];
+        let texts: Vec<&str> = headline(&all, 2).iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(texts, ["b1", "b2", "i-eq", "p1"]);
+        assert!(headline(&all, 0).is_empty());
+        assert_eq!(headline(&all, 9).len(), all.len());
+    }
 }
