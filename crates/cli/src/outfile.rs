@@ -7,8 +7,9 @@ use std::path::Path;
 use crate::error::{usage, CliError};
 
 /// `path` (given as `flag`) can be written when the work is done: `-` (stdout); an existing
-/// file that opens for writing (opened to append, so nothing in it changes); or a new name in
-/// an existing directory this process may write in. Otherwise one line of bad input.
+/// file (or FIFO, device, link to one) this process may write (access(2): nothing is opened or
+/// changed); or a new name in an existing directory it may write in. Otherwise one line of
+/// bad input.
 pub fn check_writable(flag: &str, path: &Path) -> Result<(), CliError> {
     if path.as_os_str() == "-" {
         return Ok(());
@@ -18,11 +19,10 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), CliError> {
         Ok(m) if m.is_dir() => {
             return Err(usage(format!("{flag} {shown}: is a directory, not a file")))
         }
+        // Asked, not opened: an open for writing would block on a FIFO with no reader, and
+        // one with a reader would hand it an early end of file.
         Ok(_) => {
-            return std::fs::OpenOptions::new()
-                .append(true)
-                .open(path)
-                .map(drop)
+            return rustix::fs::access(path, rustix::fs::Access::WRITE_OK)
                 .map_err(|e| usage(format!("{flag} {shown}: cannot write it: {e}")));
         }
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -67,5 +67,15 @@ mod tests {
         assert!(e.message().contains("there is no directory"), "{e:?}");
         let e = check_writable("--json", d).unwrap_err();
         assert!(e.message().contains("is a directory"), "{e:?}");
+        // A FIFO nobody reads: checked without opening it (an open for writing would wait
+        // for a reader), so the check returns at once.
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(check_writable("--json", &fifo).is_ok()));
+        let ok = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(ok, Ok(true), "the check of a FIFO waited for a reader");
     }
 }
