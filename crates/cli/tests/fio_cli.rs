@@ -451,7 +451,7 @@ fn crosscheck_repeats_until_decided() {
     // quiet machine decides at the second (four), a busy one (sanbench's IOPS over 2.8x apart
     // between repetitions, in a full suite run) at the third: any look before the last.
     let n = doc["repetitions"].as_u64().unwrap();
-    assert!(n % 2 == 0 && (2..12).contains(&n), "{out}");
+    assert!(n.is_multiple_of(2) && (2..12).contains(&n), "{out}");
     assert_eq!(doc["stop"], "decided", "{out}");
     assert!(
         out.contains(&format!(
