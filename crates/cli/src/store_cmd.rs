@@ -12,13 +12,32 @@ use sanbench_store::{Cell, Comparison, RunId, Store};
 use crate::args::{DiffArgs, HistoryArgs, ReportArgs};
 use crate::error::{usage, CliError};
 
+/// The store's path: `--db`, or the default.
+fn path_of(db: Option<&Path>) -> Result<PathBuf, CliError> {
+    match db {
+        Some(p) => Ok(p.to_path_buf()),
+        None => Store::default_path().map_err(|e| usage(e.to_string())),
+    }
+}
+
+/// Opens the store to record in, created (with its directories) when missing.
 pub fn open(db: Option<&Path>) -> Result<(Store, PathBuf), CliError> {
-    let path = match db {
-        Some(p) => p.to_path_buf(),
-        None => Store::default_path().map_err(|e| usage(e.to_string()))?,
-    };
+    let path = path_of(db)?;
     let store = Store::open(&path).with_context(|| format!("results store {}", path.display()))?;
     Ok((store, path))
+}
+
+/// Opens the store to read from: one that is not there is bad input (a mistyped `--db`), and
+/// is not created.
+fn open_existing(db: Option<&Path>) -> Result<(Store, PathBuf), CliError> {
+    let path = path_of(db)?;
+    if !path.exists() {
+        return Err(usage(format!(
+            "no results store at {} (nothing has been recorded there)",
+            path.display()
+        )));
+    }
+    open(Some(&path))
 }
 
 /// Records a comparison as it runs.
@@ -84,7 +103,7 @@ const EARLIER_RUNS: usize = 5;
 
 /// A stored run by the id the user typed; an unknown id is bad input.
 pub fn load(db: Option<&Path>, run: &str) -> Result<Comparison, CliError> {
-    let (store, _) = open(db)?;
+    let (store, _) = open_existing(db)?;
     store.load(run_id(run)?).map_err(|e| usage(e.to_string()))
 }
 
@@ -107,7 +126,16 @@ fn run_id(s: &str) -> Result<RunId, CliError> {
 }
 
 pub fn history(a: HistoryArgs) -> Result<(), CliError> {
-    let (store, path) = open(a.db.as_deref())?;
+    let path = path_of(a.db.as_deref())?;
+    if !path.exists() {
+        // Nothing recorded yet: said, and no empty store left behind.
+        outln!(
+            "no runs recorded in {} (no store there yet)",
+            path.display()
+        );
+        return Ok(());
+    }
+    let (store, path) = open(Some(&path))?;
     let runs = store.list().context("listing runs")?;
     if runs.is_empty() {
         outln!("no runs recorded in {}", path.display());
@@ -144,7 +172,7 @@ pub fn report(a: ReportArgs) -> Result<(), CliError> {
             load_file(Path::new(id))?
         } else {
             if store.is_none() {
-                store = Some(open(a.db.as_deref())?.0);
+                store = Some(open_existing(a.db.as_deref())?.0);
             }
             let s = store.as_ref().expect("opened above");
             let run = run_id(id).map_err(|e| {
@@ -227,7 +255,7 @@ fn merge_runs(mut runs: Vec<Comparison>, ids: &[String]) -> Comparison {
 }
 
 pub fn diff(a: DiffArgs) -> Result<(), CliError> {
-    let (store, _) = open(a.db.as_deref())?;
+    let (store, _) = open_existing(a.db.as_deref())?;
     let ra = store
         .load(run_id(&a.run_a)?)
         .map_err(|e| usage(e.to_string()))?;

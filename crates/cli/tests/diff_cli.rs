@@ -201,3 +201,31 @@ fn report_names_a_missing_file_as_one() {
     }
     assert!(!tmp.path().join("out").exists());
 }
+
+#[test]
+fn reading_commands_leave_a_missing_store_missing() {
+    // A mistyped --db: history says nothing is recorded there, report and diff refuse in one
+    // line (exit 2); none of them creates the file or its directory.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("typo/r.db");
+    let o = sanbench()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no runs recorded in"));
+    let out = tmp.path().join("out");
+    let out = out.to_str().unwrap();
+    for args in [&["report", "1", "--out", out][..], &["diff", "1", "2"][..]] {
+        let o = sanbench().args(args).arg("--db").arg(&db).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("no results store at"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(
+        !tmp.path().join("typo").exists(),
+        "a reading command created the store"
+    );
+}
