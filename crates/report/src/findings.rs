@@ -265,18 +265,18 @@ pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding
 /// the strongest of each kind, picked by an order the noise around an undecided average
 /// cannot change; the report lists them all.
 pub fn headline(all: &[Finding], per_label: usize) -> Vec<&Finding> {
-    let mut shown: Vec<(&str, usize)> = Vec::new();
+    let mut seen: Vec<(&str, usize)> = Vec::new();
     all.iter()
-        .filter(|f| match shown.iter_mut().find(|(l, _)| *l == f.label) {
-            Some((_, n)) if *n >= per_label => false,
-            Some((_, n)) => {
-                *n += 1;
-                true
-            }
-            None => {
-                shown.push((&f.label, 1));
-                per_label > 0
-            }
+        .filter(|f| {
+            let i = match seen.iter().position(|(l, _)| *l == f.label) {
+                Some(i) => i,
+                None => {
+                    seen.push((&f.label, 0));
+                    seen.len() - 1
+                }
+            };
+            seen[i].1 += 1;
+            seen[i].1 <= per_label
         })
         .collect()
 }
