@@ -274,6 +274,16 @@ pub trait Queue: Send {
         None
     }
 
+    /// [`completed_on`](Self::completed_on) for a batch just reaped, appended to `out` (0
+    /// for a completion it says nothing of): one call per batch instead of one per
+    /// completion, for a queue that can answer from a table.
+    fn paths_of(&self, done: &[Completion], out: &mut Vec<u16>) {
+        out.extend(
+            done.iter()
+                .map(|c| self.completed_on(c.tag).unwrap_or(0).min(u16::MAX as usize) as u16),
+        );
+    }
+
     /// Per-queue facts worth reporting (e.g. which completion path ran), merged into the
     /// result's engine parameters after the run.
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {

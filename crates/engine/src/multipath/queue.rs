@@ -440,6 +440,13 @@ impl Queue for MultipathQueue {
         self.done_on.get(tag as usize).map(|&p| usize::from(p))
     }
 
+    fn paths_of(&self, done: &[Completion], out: &mut Vec<u16>) {
+        out.extend(
+            done.iter()
+                .map(|c| self.done_on.get(c.tag as usize).copied().unwrap_or(0)),
+        );
+    }
+
     fn stats(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
         let mut m = std::collections::BTreeMap::new();
         m.insert(

@@ -14,6 +14,7 @@ use crate::error::EngineError;
 use crate::gen::Generator;
 use crate::stamp::Stamper;
 use crate::verify::map::next_gen;
+use sanbench_stats::LatencyHistogram;
 
 mod count;
 mod verify;
@@ -60,6 +61,10 @@ pub(super) struct StreamState {
     pub(super) per_path: bool,
     pub(super) done_path: Vec<u16>,
     pub(super) paths: Vec<super::PathStats>,
+    /// By path, the current interval's service times of the closed loop's plain reads and
+    /// writes (`[reads, writes]`): each such I/O is recorded here only, and `hand_over` adds
+    /// them to the directions' and the paths' histograms (one record per I/O, not two).
+    pub(super) path_hist: Vec<[LatencyHistogram; 2]>,
 }
 
 /// Most raw latencies one stream keeps for the test hook (small runs only).
@@ -107,6 +112,7 @@ impl StreamState {
             per_path: false,
             done_path: Vec::with_capacity(d),
             paths: Vec::new(),
+            path_hist: Vec::new(),
         }
     }
 

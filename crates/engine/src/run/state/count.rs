@@ -1,5 +1,5 @@
-//! Counting a reaped batch into the window's statistics: the common case inline, flushes,
-//! FUA writes, open-loop times and per-path figures out of line, the per-second series when
+//! Counting a reaped batch into the window's statistics: the common case inline (over several
+//! paths, with the path's figures), flushes, FUA writes and open-loop times out of line, the per-second series when
 //! the stream keeps it, and the hand-over of each finished interval to the coordinator.
 
 use std::sync::atomic::Ordering;
@@ -97,7 +97,7 @@ impl StreamState {
         if self.per_path {
             let p = self.done_path.get(i).map_or(0, |&p| usize::from(p));
             if self.paths.len() <= p {
-                self.paths.resize_with(p + 1, Default::default);
+                self.grow_paths(p);
             }
             let ps = &mut self.paths[p];
             if self.op[t] == Op::Write {
@@ -111,11 +111,66 @@ impl StreamState {
         }
     }
 
+    /// Counts a closed loop's plain read or write over several paths: as [`tally`](Self::tally)
+    /// and in its path's counts, its service time recorded once, in the path's histogram of its
+    /// direction (`hand_over` adds those to both the direction's and the path's).
+    #[inline(always)]
+    fn tally_path(&mut self, i: usize, write: bool, len: u64, service: u64, sec: usize) {
+        if self.own_series {
+            self.second(sec, write, len, service);
+        }
+        let d = if write {
+            &mut self.write
+        } else {
+            &mut self.read
+        };
+        d.ios += 1;
+        d.bytes += len;
+        let p = self.done_path.get(i).map_or(0, |&p| usize::from(p));
+        if self.paths.len() <= p {
+            self.grow_paths(p);
+        }
+        let ps = &mut self.paths[p];
+        if write {
+            ps.write_ios += 1;
+            ps.write_bytes += len;
+        } else {
+            ps.read_ios += 1;
+            ps.read_bytes += len;
+        }
+        self.path_hist[p][usize::from(write)].record(service);
+    }
+
+    /// Makes room for path `p`'s figures.
+    #[cold]
+    #[inline(never)]
+    fn grow_paths(&mut self, p: usize) {
+        self.paths.resize_with(p + 1, Default::default);
+        self.path_hist.resize_with(p + 1, Default::default);
+    }
+
+    /// Adds the paths' per-direction histograms of the interval (see
+    /// [`tally_path`](Self::tally_path)) to the directions' and the paths' own, and empties
+    /// them.
+    fn fold_path_hist(&mut self) {
+        for (ps, h) in self.paths.iter_mut().zip(&mut self.path_hist) {
+            for (dir, hist) in [&mut self.read, &mut self.write]
+                .into_iter()
+                .zip(h.iter_mut())
+            {
+                dir.hist.merge(hist);
+                ps.latency.merge(hist);
+                hist.reset();
+            }
+        }
+    }
+
     /// Hands the current interval's statistics to the coordinator and starts interval
     /// `next` (`u64::MAX`: the stream is done) with emptied ones from the pool.
     #[cold]
     #[inline(never)]
     pub(in crate::run) fn hand_over(&mut self, ctx: &StreamCtx<'_>, next: u64) {
+        self.fold_path_hist();
         let mut fresh = ctx.pool.take();
         std::mem::swap(&mut self.read, &mut fresh.read);
         std::mem::swap(&mut self.write, &mut fresh.write);
@@ -141,10 +196,7 @@ impl StreamState {
         self.inflight -= self.done.len();
         if self.per_path {
             self.done_path.clear();
-            for c in &self.done {
-                let p = q.completed_on(c.tag).unwrap_or(0);
-                self.done_path.push(p.min(u16::MAX as usize) as u16);
-            }
+            q.paths_of(&self.done, &mut self.done_path);
         }
         if self.flushing > 0 {
             let op = &self.op;
@@ -189,7 +241,7 @@ impl StreamState {
         }
         let open = !self.intended.is_empty();
         let mut bytes = 0u64;
-        let extra = open || self.raw.is_some() || self.per_path;
+        let extra = open || self.raw.is_some();
         for i in 0..self.done.len() {
             let c = self.done[i];
             let t = c.tag as usize;
@@ -208,10 +260,12 @@ impl StreamState {
             if in_window {
                 // The common case (closed loop, a read or a plain write) stays small enough
                 // to be inlined whole; flushes, FUA writes and open-loop times go through
-                // `count_extra`, kept out of line.
+                // `count_extra`, kept out of line; over several paths, `tally_path`.
                 let op = self.op[t];
                 if op == Op::Flush || extra || self.fua[t] {
                     self.count_extra(i, now, service, sec, len);
+                } else if self.per_path {
+                    self.tally_path(i, op == Op::Write, len, service, sec);
                 } else {
                     self.tally(op == Op::Write, len, service, sec, service);
                 }
