@@ -40,6 +40,9 @@ struct Link {
     lazy: Arc<AtomicBool>,
     /// Every reap of its queues: (min, completions given).
     reaps: Arc<Mutex<Vec<(usize, usize)>>>,
+    /// Its completions wait on its socket, as a real engine's do until a receive: its
+    /// readiness never says `held`, so they come back only once the socket is seen ready.
+    on_socket: Arc<AtomicBool>,
 }
 
 impl Link {
@@ -54,6 +57,7 @@ impl Link {
             sock: Arc::new(Mutex::new(None)),
             lazy: Arc::new(AtomicBool::new(false)),
             reaps: Arc::new(Mutex::new(Vec::new())),
+            on_socket: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -147,7 +151,9 @@ impl Queue for FakeQueue {
         self.sock.as_ref().map(|s| crate::engine::Readiness {
             fd: s.as_fd(),
             write: false,
-            held: !self.done.is_empty() && !self.link.lazy.load(Ordering::SeqCst),
+            held: !self.done.is_empty()
+                && !self.link.lazy.load(Ordering::SeqCst)
+                && !self.link.on_socket.load(Ordering::SeqCst),
         })
     }
 }
@@ -556,4 +562,25 @@ fn a_lone_busy_path_is_waited_on_in_its_own_blocking_reap() {
         reaps.iter().any(|&(min, n)| min == 1 && n == 1),
         "{reaps:?}"
     );
+}
+
+#[test]
+fn a_deadline_already_past_still_reaps_what_the_sockets_hold() {
+    // An open loop behind its schedule asks with a deadline that has passed, every time: each
+    // such call must still look at the sockets, or nothing is ever reaped again.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let link = Link::new();
+    *link.sock.lock().unwrap() = Some(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+    let (mut peer, _) = listener.accept().unwrap();
+    link.on_socket.store(true, Ordering::SeqCst);
+    let t =
+        MultipathTarget::new("fake://a", vec![opener(&link, "lu-1", 1 << 20, None)], RR).unwrap();
+    let mut q = t.open_queue(&cfg()).unwrap();
+    q.submit(&[io(0), io(1)]).unwrap();
+    std::io::Write::write_all(&mut peer, b"x").unwrap();
+    let mut out = Vec::new();
+    q.reap_until(Instant::now(), &mut out).unwrap();
+    let mut tags: Vec<u32> = out.iter().map(|c| c.tag).collect();
+    tags.sort_unstable();
+    assert_eq!(tags, [0, 1], "nothing reaped with the deadline past");
 }

@@ -59,9 +59,14 @@ impl MultipathQueue {
         if let Some(t) = self.reap_marked(out) {
             now = t;
         }
+        // A deadline already past (an open loop behind its schedule) still gets one look at
+        // the sockets: returning before any would leave every completion unreaped for as long
+        // as the caller stays behind, which it then does for good.
+        let mut looked = false;
         loop {
             let got = out.len() - start;
-            if (want > 0 && got >= want) || deadline.is_some_and(|d| now >= d) {
+            let expired = deadline.is_some_and(|d| now >= d);
+            if (want > 0 && got >= want) || (expired && looked) {
                 return;
             }
             if deadline.is_none() && want > 0 {
@@ -73,13 +78,14 @@ impl MultipathQueue {
                 }
             }
             let limit = match deadline {
-                _ if want == 0 => Duration::ZERO,
+                _ if want == 0 || expired => Duration::ZERO,
                 Some(d) => (d - now).min(WAIT_SLICE),
                 None => WAIT_SLICE,
             };
             self.wait(limit);
+            looked = true;
             now = self.reap_marked(out).unwrap_or_else(Instant::now);
-            if want == 0 {
+            if want == 0 || expired {
                 return;
             }
             self.housekeeping(now, out);
