@@ -242,6 +242,8 @@ impl StreamState {
         let open = !self.intended.is_empty();
         let mut bytes = 0u64;
         let extra = open || self.raw.is_some();
+        // Whatever leaves the plain path (one test there for all of them).
+        let special = extra || self.per_path;
         for i in 0..self.done.len() {
             let c = self.done[i];
             let t = c.tag as usize;
@@ -262,10 +264,12 @@ impl StreamState {
                 // to be inlined whole; flushes, FUA writes and open-loop times go through
                 // `count_extra`, kept out of line; over several paths, `tally_path`.
                 let op = self.op[t];
-                if op == Op::Flush || extra || self.fua[t] {
-                    self.count_extra(i, now, service, sec, len);
-                } else if self.per_path {
-                    self.tally_path(i, op == Op::Write, len, service, sec);
+                if op == Op::Flush || special || self.fua[t] {
+                    if op == Op::Flush || extra || self.fua[t] {
+                        self.count_extra(i, now, service, sec, len);
+                    } else {
+                        self.tally_path(i, op == Op::Write, len, service, sec);
+                    }
                 } else {
                     self.tally(op == Op::Write, len, service, sec, service);
                 }
