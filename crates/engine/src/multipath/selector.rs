@@ -15,7 +15,12 @@
 //!   `(bytes in flight ahead of it at submission + its length) / its latency`, the rate at which
 //!   the path drained what was queued in front of it (exact for a saturated FIFO path), kept as
 //!   an exponential moving average. A path without an estimate yet counts as the mean of the
-//!   others (all equal: least in-flight bytes).
+//!   others (all equal: least in-flight bytes). Unlike dm's table, an estimate is measured,
+//!   so it is noisy and it is only refreshed by I/O: estimates within [`RATE_TIE`] count as
+//!   equal (dm's rule for equal throughputs: the less loaded path, turns among equals), the
+//!   estimate of a path left unpicked for [`STALE_AFTER`] picks is forgotten (set to the
+//!   others' mean, so the path is picked again and measured anew), and a flush, which moves no
+//!   data, gives no sample.
 //!
 //! Priority groups (NVMe ANA states; SCSI ALUA has the same three): optimized paths carry I/O
 //! while any is usable, non-optimized ones only when none is, inaccessible ones never. Failback
@@ -115,6 +120,19 @@ impl Default for Config {
 /// Weight of a new throughput sample in the moving average.
 const ALPHA: f64 = 0.1;
 
+/// Service-time: estimates within this factor of each other are the same throughput (dm's
+/// equal `relative_throughput`: the less loaded path, turns among equals). Two equal paths'
+/// estimates differ by their latencies' noise; compared exactly, the one a little ahead took
+/// every I/O at low load and the other, sent nothing, was never measured again.
+const RATE_TIE: f64 = 1.25;
+
+/// Service-time: the estimate of a usable path not picked for this many picks is stale and
+/// becomes the other paths' mean. One slow moment must not keep a path idle for good: an
+/// idle path is measured by nothing. Not a forced probe: the first I/O on a path idle that
+/// long is slow for being idle (a sleeping receiver, cold caches), and taken alone as the
+/// new estimate it would confirm the old one.
+const STALE_AFTER: u64 = 256;
+
 #[derive(Clone, Debug)]
 struct Path {
     state: State,
@@ -124,6 +142,8 @@ struct Path {
     in_flight_bytes: u64,
     /// Estimated throughput, bytes per nanosecond.
     rate: Option<f64>,
+    /// The selector's pick count when this path was last picked.
+    last_pick: u64,
 }
 
 /// The path selector of one queue.
@@ -137,6 +157,8 @@ pub struct Selector {
     current: Option<Group>,
     /// Since when no path has been usable.
     no_path_since: Option<Instant>,
+    /// Picks so far (service-time's clock for stale estimates).
+    picks: u64,
 }
 
 impl Selector {
@@ -149,6 +171,7 @@ impl Selector {
             outstanding: 0,
             in_flight_bytes: 0,
             rate: None,
+            last_pick: 0,
         };
         Selector {
             cfg,
@@ -156,6 +179,7 @@ impl Selector {
             next: 0,
             current: (n > 0).then_some(Group::Optimized),
             no_path_since: None,
+            picks: 0,
         }
     }
 
@@ -235,7 +259,9 @@ impl Selector {
     ///
     /// Called per I/O: one pass over the paths in rotation order from `next` (so ties are
     /// shared, not always path 0's), the first of equals kept, no division (service times
-    /// are compared by cross-multiplying, the rates being positive).
+    /// are compared by cross-multiplying, the rates being positive). Service-time counts
+    /// estimates within [`RATE_TIE`] as equal and forgets the estimate of a path left unpicked
+    /// for [`STALE_AFTER`] picks.
     pub fn pick(&mut self, len: u32) -> Option<usize> {
         let group = self.current?;
         let n = self.paths.len();
@@ -260,14 +286,25 @@ impl Selector {
                         }
                     }
                     Policy::ServiceTime => {
+                        if self.picks - path.last_pick >= STALE_AFTER {
+                            self.forget(p);
+                            mean = None;
+                        }
+                        let path = &self.paths[p];
                         let bytes = path.in_flight_bytes + u64::from(len);
                         let rate = match path.rate {
                             Some(r) => r,
                             None => *mean.get_or_insert_with(|| self.mean_rate()),
                         };
-                        // bytes / rate < best_bytes / best_rate, without dividing.
-                        let better =
-                            best.is_none_or(|(_, bb, br)| (bytes as f64) * br < (bb as f64) * rate);
+                        // bytes / rate < best_bytes / best_rate, without dividing; rates
+                        // within RATE_TIE of each other as one.
+                        let better = best.is_none_or(|(_, bb, br)| {
+                            if rate <= br * RATE_TIE && br <= rate * RATE_TIE {
+                                bytes < bb
+                            } else {
+                                (bytes as f64) * br < (bb as f64) * rate
+                            }
+                        });
                         if better {
                             best = Some((p, bytes, rate));
                         }
@@ -281,7 +318,25 @@ impl Selector {
         }
         let (chosen, _, _) = best?;
         self.next = if chosen + 1 == n { 0 } else { chosen + 1 };
+        if policy == Policy::ServiceTime {
+            self.picks += 1;
+            self.paths[chosen].last_pick = self.picks;
+        }
         Some(chosen)
+    }
+
+    /// Path `p`'s estimate is stale: it becomes the mean of the other paths' (kept when none
+    /// has one), and the path counts as picked now.
+    #[cold]
+    fn forget(&mut self, p: usize) {
+        let (sum, k) = (0..self.paths.len())
+            .filter(|&q| q != p)
+            .filter_map(|q| self.paths[q].rate)
+            .fold((0.0, 0u32), |(s, k), r| (s + r, k + 1));
+        if k > 0 {
+            self.paths[p].rate = Some(sum / f64::from(k));
+        }
+        self.paths[p].last_pick = self.picks;
     }
 
     /// The mean of the paths' throughput estimates (1 when none has one: then all are equal
@@ -319,7 +374,10 @@ impl Selector {
         let path = &mut self.paths[p];
         path.outstanding = path.outstanding.saturating_sub(1);
         path.in_flight_bytes = path.in_flight_bytes.saturating_sub(len as u64);
-        if latency_ns > 0 {
+        // A flush moves no data: its time is the device's, not the path's throughput (taken
+        // as one, each flush pulled its path's estimate toward zero, and service-time then
+        // sent it nothing but flushes).
+        if latency_ns > 0 && len > 0 {
             let sample = (ahead + len as u64) as f64 / latency_ns as f64;
             path.rate = Some(match path.rate {
                 Some(r) => r + ALPHA * (sample - r),
