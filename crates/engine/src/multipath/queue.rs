@@ -240,6 +240,7 @@ impl MultipathQueue {
     fn route(&mut self, work: &mut Vec<u32>, now: Instant) {
         while !work.is_empty() {
             let now_ns = self.ns(now);
+            self.sel.tick(now_ns);
             for tag in work.drain(..) {
                 let Some(slot) = self.slots.get_mut(tag as usize).filter(|s| s.taken) else {
                     continue;

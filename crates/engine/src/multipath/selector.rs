@@ -18,9 +18,9 @@
 //!   others (all equal: least in-flight bytes). Unlike dm's table, an estimate is measured,
 //!   so it is noisy and it is only refreshed by I/O: estimates within [`RATE_TIE`] count as
 //!   equal (dm's rule for equal throughputs: the less loaded path, turns among equals), the
-//!   estimate of a path left unpicked for [`STALE_AFTER`] picks is forgotten (set to the
-//!   others' mean, so the path is picked again and measured anew), and a flush, which moves no
-//!   data, gives no sample.
+//!   estimate of a path left unpicked for [`STALE_AFTER_NS`] is forgotten (set to the others'
+//!   mean, so the path is picked again and measured anew), and a flush, which moves no data,
+//!   gives no sample.
 //!
 //! Priority groups (NVMe ANA states; SCSI ALUA has the same three): optimized paths carry I/O
 //! while any is usable, non-optimized ones only when none is, inaccessible ones never. Failback
@@ -126,12 +126,15 @@ const ALPHA: f64 = 0.1;
 /// every I/O at low load and the other, sent nothing, was never measured again.
 const RATE_TIE: f64 = 1.25;
 
-/// Service-time: the estimate of a usable path not picked for this many picks is stale and
+/// Service-time: the estimate of a usable path not picked for this long (ns) is stale and
 /// becomes the other paths' mean. One slow moment must not keep a path idle for good: an
 /// idle path is measured by nothing. Not a forced probe: the first I/O on a path idle that
 /// long is slow for being idle (a sleeping receiver, cold caches), and taken alone as the
-/// new estimate it would confirm the old one.
-const STALE_AFTER: u64 = 256;
+/// new estimate it would confirm the old one. By time, not by count: a slower path measured
+/// anew takes a few I/Os each time (until its estimate falls out of [`RATE_TIE`]), which
+/// once a second is nothing at any rate, where once per 256 picks was 1-2 % of them, enough
+/// to move a p99. dm-multipath's path checker looks every 5 s.
+pub const STALE_AFTER_NS: u64 = 1_000_000_000;
 
 #[derive(Clone, Debug)]
 struct Path {
@@ -142,8 +145,8 @@ struct Path {
     in_flight_bytes: u64,
     /// Estimated throughput, bytes per nanosecond.
     rate: Option<f64>,
-    /// The selector's pick count when this path was last picked.
-    last_pick: u64,
+    /// When this path was last picked (the clock of [`Selector::tick`]).
+    last_pick_ns: u64,
 }
 
 /// The path selector of one queue.
@@ -157,8 +160,8 @@ pub struct Selector {
     current: Option<Group>,
     /// Since when no path has been usable.
     no_path_since: Option<Instant>,
-    /// Picks so far (service-time's clock for stale estimates).
-    picks: u64,
+    /// The time as last told ([`tick`](Self::tick)), ns from the caller's epoch.
+    now_ns: u64,
 }
 
 impl Selector {
@@ -171,7 +174,7 @@ impl Selector {
             outstanding: 0,
             in_flight_bytes: 0,
             rate: None,
-            last_pick: 0,
+            last_pick_ns: 0,
         };
         Selector {
             cfg,
@@ -179,8 +182,14 @@ impl Selector {
             next: 0,
             current: (n > 0).then_some(Group::Optimized),
             no_path_since: None,
-            picks: 0,
+            now_ns: 0,
         }
+    }
+
+    /// The time, in ns from the caller's epoch (the queue's, once per batch it routes): what
+    /// service-time's stale estimates are judged by. Never told, nothing goes stale.
+    pub fn tick(&mut self, now_ns: u64) {
+        self.now_ns = now_ns;
     }
 
     pub fn config(&self) -> &Config {
@@ -261,7 +270,7 @@ impl Selector {
     /// shared, not always path 0's), the first of equals kept, no division (service times
     /// are compared by cross-multiplying, the rates being positive). Service-time counts
     /// estimates within [`RATE_TIE`] as equal and forgets the estimate of a path left unpicked
-    /// for [`STALE_AFTER`] picks.
+    /// for [`STALE_AFTER_NS`] (by the time last told, [`tick`](Self::tick)).
     pub fn pick(&mut self, len: u32) -> Option<usize> {
         let group = self.current?;
         let n = self.paths.len();
@@ -286,7 +295,7 @@ impl Selector {
                         }
                     }
                     Policy::ServiceTime => {
-                        if self.picks - path.last_pick >= STALE_AFTER {
+                        if self.now_ns.saturating_sub(path.last_pick_ns) >= STALE_AFTER_NS {
                             self.forget(p);
                             mean = None;
                         }
@@ -319,8 +328,7 @@ impl Selector {
         let (chosen, _, _) = best?;
         self.next = if chosen + 1 == n { 0 } else { chosen + 1 };
         if policy == Policy::ServiceTime {
-            self.picks += 1;
-            self.paths[chosen].last_pick = self.picks;
+            self.paths[chosen].last_pick_ns = self.now_ns;
         }
         Some(chosen)
     }
@@ -336,7 +344,7 @@ impl Selector {
         if k > 0 {
             self.paths[p].rate = Some(sum / f64::from(k));
         }
-        self.paths[p].last_pick = self.picks;
+        self.paths[p].last_pick_ns = self.now_ns;
     }
 
     /// The mean of the paths' throughput estimates (1 when none has one: then all are equal

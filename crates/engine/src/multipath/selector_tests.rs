@@ -29,6 +29,7 @@ fn simulate(policy: Policy, ns_per_byte: &[u64], qd: usize, len: u32, ios: usize
     let mut events = BinaryHeap::new();
     let mut now = 0u64;
     let mut issue = |sel: &mut Selector, now: u64, events: &mut BinaryHeap<Reverse<Done>>| {
+        sel.tick(now);
         let p = sel.pick(len).expect("a usable path");
         let ahead = sel.in_flight_bytes(p);
         sel.started(p, len);
@@ -288,6 +289,7 @@ fn simulate_cost(
     let mut now = 0u64;
     let mut k = 0usize;
     let mut issue = |sel: &mut Selector, now: u64, events: &mut BinaryHeap<Reverse<Done>>| {
+        sel.tick(now);
         let p = sel.pick(len).expect("a usable path");
         let ahead = sel.in_flight_bytes(p);
         sel.started(p, len);
@@ -341,14 +343,28 @@ fn service_time_measures_again_a_path_one_slow_moment_left_idle() {
     // estimate, a tenth of path 0's, was never measured again and it carried nothing more;
     // now the estimate goes stale, the path is measured anew, found equal, and the paths
     // take turns.
+    // 1 ms per I/O, 20 s simulated: stale after the first second.
     let c = simulate_cost(Policy::ServiceTime, 2, 1, 4096, 20_000, |p, k| {
         if p == 1 && k < 2 {
-            100_000
+            10_000_000
         } else {
-            10_000
+            1_000_000
         }
     });
     assert!((share(&c, 0) - 0.5).abs() < 0.1, "{c:?}");
+}
+
+#[test]
+fn service_time_measures_a_slow_path_again_rarely() {
+    // Path 1 is ten times slower, one I/O at a time, 5 s simulated. Its estimate goes stale
+    // once a second and it is measured anew for a few I/Os each time: it carries some, and
+    // so few that no percentile a run reports (p99.99 at most) is theirs. (Stale after 256
+    // picks, it carried 1-2 %: a p99 of the slow path's.)
+    let c = simulate_cost(Policy::ServiceTime, 2, 1, 4096, 500_000, |p, _| {
+        [10_000, 100_000][p]
+    });
+    assert!(c[1] >= 4, "never measured again: {c:?}");
+    assert!(share(&c, 1) < 0.0001, "{c:?}");
 }
 
 #[test]
