@@ -123,6 +123,11 @@ pub fn parse(uri: &str) -> Result<Option<MultipathUri>, String> {
     }
     let mut o = Options::default();
     let mut keep = Vec::new();
+    for (i, &(_, k, _)) in pairs.iter().enumerate() {
+        if KEYS.contains(&k) && pairs[..i].iter().any(|&(_, seen, _)| seen == k) {
+            return Err(bad(format!("{k} is given twice")));
+        }
+    }
     for &(kv, k, v) in &pairs {
         match k {
             "policy" => {
@@ -217,6 +222,11 @@ mod tests {
             ("nbd://h1,h2/?failback=later", "failback 'later'"),
             ("nbd://h1,h2/?path_timeout=0", "above 0"),
             ("nbd://h1,h2/?no_path_retry=soon", "no_path_retry"),
+            (
+                "nbd://h1,h2/?policy=round-robin&policy=queue-length",
+                "policy is given twice",
+            ),
+            ("nbd://h1/?path_timeout=1s&path_timeout=2s", "given twice"),
         ] {
             let e = parse(u).unwrap_err();
             assert!(e.contains(want), "{u}: {e}");
