@@ -19,44 +19,9 @@ struct Done {
 /// Runs `ios` I/Os of `len` bytes at queue depth `qd` over paths costing `ns_per_byte` each
 /// (a FIFO server per path); returns the I/Os each path carried.
 fn simulate(policy: Policy, ns_per_byte: &[u64], qd: usize, len: u32, ios: usize) -> Vec<usize> {
-    let cfg = Config {
-        policy,
-        ..Config::default()
-    };
-    let mut sel = Selector::new(ns_per_byte.len(), cfg);
-    let mut free_at = vec![0u64; ns_per_byte.len()];
-    let mut carried = vec![0usize; ns_per_byte.len()];
-    let mut events = BinaryHeap::new();
-    let mut now = 0u64;
-    let mut issue = |sel: &mut Selector, now: u64, events: &mut BinaryHeap<Reverse<Done>>| {
-        sel.tick(now);
-        let p = sel.pick(len).expect("a usable path");
-        let ahead = sel.in_flight_bytes(p);
-        sel.started(p, len);
-        free_at[p] = free_at[p].max(now) + ns_per_byte[p] * len as u64;
-        events.push(Reverse(Done {
-            at_ns: free_at[p],
-            path: p,
-            started_ns: now,
-            ahead,
-        }));
-    };
-    for _ in 0..qd {
-        issue(&mut sel, now, &mut events);
-    }
-    for _ in 0..ios {
-        let Reverse(d) = events.pop().expect("I/O in flight");
-        now = d.at_ns;
-        carried[d.path] += 1;
-        sel.completed(
-            d.path,
-            len,
-            d.ahead,
-            Duration::from_nanos(now - d.started_ns),
-        );
-        issue(&mut sel, now, &mut events);
-    }
-    carried
+    simulate_cost(policy, ns_per_byte.len(), qd, len, ios, |p, _| {
+        ns_per_byte[p] * len as u64
+    })
 }
 
 fn share(c: &[usize], p: usize) -> f64 {

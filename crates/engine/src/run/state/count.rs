@@ -49,6 +49,20 @@ impl StreamState {
         sec: usize,
         series_latency: u64,
     ) -> &mut super::super::DirStats {
+        let d = self.tally_counts(write, len, sec, series_latency);
+        d.hist.record(service);
+        d
+    }
+
+    /// [`tally`](Self::tally) but for the latency histogram.
+    #[inline(always)]
+    fn tally_counts(
+        &mut self,
+        write: bool,
+        len: u64,
+        sec: usize,
+        series_latency: u64,
+    ) -> &mut super::super::DirStats {
         if self.own_series {
             self.second(sec, write, len, series_latency);
         }
@@ -59,7 +73,6 @@ impl StreamState {
         };
         d.ios += 1;
         d.bytes += len;
-        d.hist.record(service);
         d
     }
 
@@ -116,16 +129,7 @@ impl StreamState {
     /// direction (`hand_over` adds those to both the direction's and the path's).
     #[inline(always)]
     fn tally_path(&mut self, i: usize, write: bool, len: u64, service: u64, sec: usize) {
-        if self.own_series {
-            self.second(sec, write, len, service);
-        }
-        let d = if write {
-            &mut self.write
-        } else {
-            &mut self.read
-        };
-        d.ios += 1;
-        d.bytes += len;
+        self.tally_counts(write, len, sec, service);
         let p = self.done_path.get(i).map_or(0, |&p| usize::from(p));
         if self.paths.len() <= p {
             self.grow_paths(p);
