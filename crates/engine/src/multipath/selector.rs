@@ -134,7 +134,7 @@ const RATE_TIE: f64 = 1.25;
 /// anew takes a few I/Os each time (until its estimate falls out of [`RATE_TIE`]), which
 /// once a second is nothing at any rate, where once per 256 picks was 1-2 % of them, enough
 /// to move a p99. dm-multipath's path checker looks every 5 s.
-pub const STALE_AFTER_NS: u64 = 1_000_000_000;
+const STALE_AFTER_NS: u64 = 1_000_000_000;
 
 #[derive(Clone, Debug)]
 struct Path {
@@ -337,12 +337,8 @@ impl Selector {
     /// has one), and the path counts as picked now.
     #[cold]
     fn forget(&mut self, p: usize) {
-        let (sum, k) = (0..self.paths.len())
-            .filter(|&q| q != p)
-            .filter_map(|q| self.paths[q].rate)
-            .fold((0.0, 0u32), |(s, k), r| (s + r, k + 1));
-        if k > 0 {
-            self.paths[p].rate = Some(sum / f64::from(k));
+        if let Some(m) = self.mean_of(Some(p)) {
+            self.paths[p].rate = Some(m);
         }
         self.paths[p].last_pick_ns = self.now_ns;
     }
@@ -350,16 +346,16 @@ impl Selector {
     /// The mean of the paths' throughput estimates (1 when none has one: then all are equal
     /// and service time is least in-flight bytes).
     fn mean_rate(&self) -> f64 {
-        let (sum, k) = self
-            .paths
-            .iter()
-            .filter_map(|p| p.rate)
+        self.mean_of(None).unwrap_or(1.0)
+    }
+
+    /// The mean of the known estimates, leaving out path `skip`; `None` when none is known.
+    fn mean_of(&self, skip: Option<usize>) -> Option<f64> {
+        let (sum, k) = (0..self.paths.len())
+            .filter(|&q| Some(q) != skip)
+            .filter_map(|q| self.paths[q].rate)
             .fold((0.0, 0u32), |(s, k), r| (s + r, k + 1));
-        if k == 0 {
-            1.0
-        } else {
-            sum / f64::from(k)
-        }
+        (k > 0).then(|| sum / f64::from(k))
     }
 
     /// An I/O of `len` bytes went to path `p`.

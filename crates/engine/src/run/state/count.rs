@@ -1,6 +1,7 @@
 //! Counting a reaped batch into the window's statistics: the common case inline (over several
-//! paths, with the path's figures), flushes, FUA writes and open-loop times out of line, the per-second series when
-//! the stream keeps it, and the hand-over of each finished interval to the coordinator.
+//! paths, with the path's figures), flushes, FUA writes and open-loop times out of line, the
+//! per-second series when the stream keeps it, and the hand-over of each finished interval to
+//! the coordinator.
 
 use std::sync::atomic::Ordering;
 
@@ -108,19 +109,8 @@ impl StreamState {
             self.fua_stats.hist.record(service);
         }
         if self.per_path {
-            let p = self.done_path.get(i).map_or(0, |&p| usize::from(p));
-            if self.paths.len() <= p {
-                self.grow_paths(p);
-            }
-            let ps = &mut self.paths[p];
-            if self.op[t] == Op::Write {
-                ps.write_ios += 1;
-                ps.write_bytes += len;
-            } else {
-                ps.read_ios += 1;
-                ps.read_bytes += len;
-            }
-            ps.latency.record(response);
+            let p = self.count_on_path(i, self.op[t] == Op::Write, len);
+            self.paths[p].latency.record(response);
         }
     }
 
@@ -130,6 +120,13 @@ impl StreamState {
     #[inline(always)]
     fn tally_path(&mut self, i: usize, write: bool, len: u64, service: u64, sec: usize) {
         self.tally_counts(write, len, sec, service);
+        let p = self.count_on_path(i, write, len);
+        self.path_hist[p][usize::from(write)].record(service);
+    }
+
+    /// Counts the `i`-th completion of the batch on the path that carried it; returns the path.
+    #[inline(always)]
+    fn count_on_path(&mut self, i: usize, write: bool, len: u64) -> usize {
         let p = self.done_path.get(i).map_or(0, |&p| usize::from(p));
         if self.paths.len() <= p {
             self.grow_paths(p);
@@ -142,7 +139,7 @@ impl StreamState {
             ps.read_ios += 1;
             ps.read_bytes += len;
         }
-        self.path_hist[p][usize::from(write)].record(service);
+        p
     }
 
     /// Makes room for path `p`'s figures.
@@ -245,8 +242,9 @@ impl StreamState {
         }
         let open = !self.intended.is_empty();
         let mut bytes = 0u64;
+        // Every completion goes out of line (open-loop times, the raw latencies' hook).
         let extra = open || self.raw.is_some();
-        // Whatever leaves the plain path (one test there for all of them).
+        // Every completion leaves the plain path (that, or several paths): one test there.
         let special = extra || self.per_path;
         for i in 0..self.done.len() {
             let c = self.done[i];
@@ -268,8 +266,9 @@ impl StreamState {
                 // to be inlined whole; flushes, FUA writes and open-loop times go through
                 // `count_extra`, kept out of line; over several paths, `tally_path`.
                 let op = self.op[t];
-                if op == Op::Flush || special || self.fua[t] {
-                    if op == Op::Flush || extra || self.fua[t] {
+                let odd = op == Op::Flush || self.fua[t];
+                if odd || special {
+                    if odd || extra {
                         self.count_extra(i, now, service, sec, len);
                     } else {
                         self.tally_path(i, op == Op::Write, len, service, sec);
