@@ -2,74 +2,19 @@
 //! histograms exactly, interval counts add up to the I/Os counted independently, and a stall
 //! shows in exactly the intervals it covered.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sanbench_engine::mem::MemTarget;
 use sanbench_engine::run::clock::{Clock, Manual};
-use sanbench_engine::run::{Interval, IntervalRecord, IntervalSink};
-use sanbench_engine::spec::{Segment, Workload};
+use sanbench_engine::run::Interval;
 use sanbench_engine::{
-    run, Completion, EngineError, Io, NoObserver, Queue, QueueConfig, RunPlan, Target, TargetInfo,
+    run, Completion, EngineError, Io, NoObserver, Queue, QueueConfig, Target, TargetInfo,
 };
 use sanbench_stats::LatencyHistogram;
 
-fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Duration) -> RunPlan {
-    RunPlan {
-        workload: Workload {
-            name: None,
-            segments: vec![Segment {
-                weight: 1,
-                read_bs: 4096,
-                write_bs: 4096,
-                read_pct: 70.0,
-                random_pct: 100.0,
-                align: None,
-            }],
-            qd: 4,
-            workers: 2,
-            ramp: Duration::from_millis(ramp_ms),
-            time: Duration::from_millis(time_ms),
-            span: None,
-            flush_every: 0,
-            fua_pct: 0.0,
-            rate: None,
-            arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-        },
-        targets,
-        io_timeout: Duration::from_secs(5),
-        seed: 1,
-        data: Default::default(),
-        stop: Arc::new(AtomicBool::new(false)),
-        run_id: None,
-        verify: Vec::new(),
-        clock: None,
-        sync: None,
-        raw_latencies: false,
-        log_interval: iv,
-        intervals: None,
-        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
-        saves: None,
-        stream_cpus: Vec::new(),
-    }
-}
-
-/// One interval as handed to the sink: (target, index, start, length, statistics).
-type Kept = (usize, u64, u64, u64, Interval);
-
-/// Keeps every interval it is handed.
-#[derive(Default)]
-struct Keep(Mutex<Vec<Kept>>);
-
-impl IntervalSink for Keep {
-    fn interval(&self, r: &IntervalRecord<'_>) {
-        self.0
-            .lock()
-            .unwrap()
-            .push((r.target, r.index, r.start_ns, r.len_ns, r.stats.clone()));
-    }
-}
+mod support;
+use support::{plan, Keep};
 
 #[test]
 fn merged_intervals_are_the_window_exactly() {
@@ -543,91 +488,4 @@ fn the_per_second_series_adds_up_whoever_forms_it() {
             "{iv_ms} ms"
         );
     }
-}
-
-/// A `mem:` store named as one logical unit, as a transport's path is (the multipath layer
-/// checks that its paths lead to the same one).
-struct Lu {
-    inner: MemTarget,
-    info: TargetInfo,
-}
-
-impl Target for Lu {
-    fn info(&self) -> &TargetInfo {
-        &self.info
-    }
-    fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-        self.inner.open_queue(cfg)
-    }
-}
-
-#[test]
-fn over_several_paths_each_interval_adds_up_per_path_and_per_direction() {
-    use sanbench_engine::multipath::{MultipathTarget, Opener, Options, Policy, LU_ID, MULTI_CONN};
-    let openers: Vec<Opener> = (0..2)
-        .map(|i| {
-            let o: Opener = Arc::new(move || {
-                let inner = MemTarget::new(&format!("mem:p{i}"), 16 << 20)?;
-                let mut info = inner.info().clone();
-                info.params.insert(LU_ID.into(), "one-lu".into());
-                info.params.insert(MULTI_CONN.into(), true.into());
-                Ok(Arc::new(Lu { inner, info }) as Arc<dyn Target>)
-            });
-            o
-        })
-        .collect();
-    let options = Options {
-        policy: Policy::RoundRobin,
-        ..Options::default()
-    };
-    let t: Arc<dyn Target> =
-        Arc::new(MultipathTarget::new("mem:multipath", openers, options).unwrap());
-    let keep = Arc::new(Keep::default());
-    // No raw latencies: those send every completion through the general counting, and this
-    // is about the multipath one (each I/O recorded once, in its path's histogram of its
-    // direction, added to both at the interval's end).
-    let mut p = plan(vec![t], 50, 300, Duration::from_millis(20));
-    p.intervals = Some(keep.clone());
-    let out = run(&p, &NoObserver).unwrap();
-    let got = keep.0.lock().unwrap();
-    assert!(got.len() >= 3, "{} intervals", got.len());
-    let mut merged = Interval::default();
-    for (_, k, _, _, iv) in got.iter() {
-        let ios = iv.read.ios + iv.write.ios;
-        assert_eq!(iv.read.hist.count(), iv.read.ios, "interval {k}: reads");
-        assert_eq!(iv.write.hist.count(), iv.write.ios, "interval {k}: writes");
-        // (An interval a descheduled stream saw few completions in may hold one path only.)
-        assert!(
-            iv.paths.len() <= 2,
-            "interval {k}: {} paths",
-            iv.paths.len()
-        );
-        let mut paths = LatencyHistogram::new();
-        for (i, ps) in iv.paths.iter().enumerate() {
-            assert_eq!(
-                ps.latency.count(),
-                ps.read_ios + ps.write_ios,
-                "interval {k}, path {i}"
-            );
-            paths.merge(&ps.latency);
-        }
-        let mut both = iv.read.hist.clone();
-        both.merge(&iv.write.hist);
-        assert_eq!(paths.buckets(), both.buckets(), "interval {k}");
-        assert_eq!(paths.count(), ios);
-        merged.merge(iv);
-    }
-    assert_eq!(merged.paths.len(), 2, "both paths carried I/O");
-    assert!(merged.paths.iter().all(|p| p.read_ios + p.write_ios > 10));
-    let t = &out.targets[0];
-    assert!(
-        t.read.ios > 100 && t.write.ios > 20,
-        "{} {}",
-        t.read.ios,
-        t.write.ios
-    );
-    assert_eq!(merged.read.hist.buckets(), t.read.hist.buckets());
-    assert_eq!(merged.write.hist.buckets(), t.write.hist.buckets());
-    assert_eq!(t.read.hist.count(), t.read.ios);
-    assert_eq!(t.write.hist.count(), t.write.ios);
 }
