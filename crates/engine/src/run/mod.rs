@@ -386,9 +386,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     let started_at = SystemTime::now();
     let iv_ns = plan.log_interval.as_nanos().min(u64::MAX as u128) as u64;
     let (iv_tx, iv_rx) = std::sync::mpsc::channel();
-    // Per stream: the interval it fills, those in the channel and those merged at the
-    // coordinator before they come back (the coordinator polls at least once per interval).
-    let pool = interval::Pool::new(4 * n_streams);
+    let pool = interval::Pool::new(n_streams);
     let infos = plan
         .targets
         .iter()
