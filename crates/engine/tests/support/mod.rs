@@ -1,7 +1,6 @@
 //! What the interval tests share: a plan over given targets with a log interval, and a sink
 //! that keeps every interval it is handed.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,42 +9,29 @@ use sanbench_engine::spec::{Segment, Workload};
 use sanbench_engine::{RunPlan, Target};
 
 pub fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Duration) -> RunPlan {
+    let workload = Workload {
+        name: None,
+        segments: vec![Segment {
+            weight: 1,
+            read_bs: 4096,
+            write_bs: 4096,
+            read_pct: 70.0,
+            random_pct: 100.0,
+            align: None,
+        }],
+        qd: 4,
+        workers: 2,
+        ramp: Duration::from_millis(ramp_ms),
+        time: Duration::from_millis(time_ms),
+        span: None,
+        flush_every: 0,
+        fua_pct: 0.0,
+        rate: None,
+        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
+    };
     RunPlan {
-        workload: Workload {
-            name: None,
-            segments: vec![Segment {
-                weight: 1,
-                read_bs: 4096,
-                write_bs: 4096,
-                read_pct: 70.0,
-                random_pct: 100.0,
-                align: None,
-            }],
-            qd: 4,
-            workers: 2,
-            ramp: Duration::from_millis(ramp_ms),
-            time: Duration::from_millis(time_ms),
-            span: None,
-            flush_every: 0,
-            fua_pct: 0.0,
-            rate: None,
-            arrival: sanbench_engine::run::pacer::Arrival::Fixed,
-        },
-        targets,
-        io_timeout: Duration::from_secs(5),
-        seed: 1,
-        data: Default::default(),
-        stop: Arc::new(AtomicBool::new(false)),
-        run_id: None,
-        verify: Vec::new(),
-        clock: None,
-        sync: None,
-        raw_latencies: false,
         log_interval: iv,
-        intervals: None,
-        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
-        saves: None,
-        stream_cpus: Vec::new(),
+        ..RunPlan::new(workload, targets)
     }
 }
 
