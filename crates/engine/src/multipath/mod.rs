@@ -28,5 +28,5 @@ mod selector_tests;
 pub use queue::WAIT_SLICE;
 pub use report::{PathEvent, PathReport};
 pub use selector::{Config, Failback, Group, Policy, Selector, State};
-pub use target::{MultipathTarget, Opener, LU_ID, MULTI_CONN};
+pub use target::{MultipathTarget, Opener, LU_ID, MULTI_CONN, PATHS};
 pub use uri::{MultipathUri, Options};

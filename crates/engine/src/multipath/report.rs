@@ -172,7 +172,7 @@ impl MultipathReport {
         params: &std::collections::BTreeMap<String, serde_json::Value>,
         path_intervals: &[Vec<crate::run::IntervalSummary>],
     ) -> Option<MultipathReport> {
-        let uris = params.get("multipath.paths")?.as_array()?;
+        let uris = params.get(super::PATHS)?.as_array()?;
         let text = |k: &str| {
             params
                 .get(k)

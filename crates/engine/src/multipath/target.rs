@@ -19,6 +19,10 @@ pub const LU_ID: &str = "lu_id";
 /// I/O over several connections at once (NBD without CAN_MULTI_CONN).
 pub const MULTI_CONN: &str = "can_multi_conn";
 
+/// The `TargetInfo::params` key under which a multipath target lists its paths' URIs (the
+/// run sizes each stream's per-path statistics from it before the clock starts).
+pub const PATHS: &str = "multipath.paths";
+
 /// Opens one path's target afresh: a reconnection needs it when the path's session went down
 /// with the link (an NVMe controller lives as long as its admin queue's connection).
 pub type Opener = Arc<dyn Fn() -> Result<Arc<dyn Target>, EngineError> + Send + Sync>;
@@ -60,7 +64,7 @@ impl MultipathTarget {
         let mut info = paths[0].info().clone();
         info.uri = redact(uri);
         let p = &mut info.params;
-        p.insert("multipath.paths".into(), uris.clone().into());
+        p.insert(PATHS.into(), uris.clone().into());
         p.insert("multipath.policy".into(), options.policy.name().into());
         p.insert(
             "multipath.failback".into(),

@@ -157,7 +157,7 @@ impl<'a> Collector<'a> {
             match self.pending[t].get_mut(&m.index) {
                 Some(acc) => {
                     acc.merge(&m.stats);
-                    self.pool.give(m.stats);
+                    self.pool.give(t, m.stats);
                 }
                 None => {
                     self.pending[t].insert(m.index, m.stats);
@@ -313,7 +313,7 @@ impl<'a> Collector<'a> {
             sec.push(t, start_ns, &iv);
         }
         self.totals[t].merge(&iv);
-        self.pool.give(iv);
+        self.pool.give(t, iv);
     }
 
     /// Summarizes every interval all targets have emitted.

@@ -91,7 +91,7 @@ fn collect(upto: u64, every: Option<Duration>) -> (RunOutput, Vec<RunOutput>) {
         every,
         to: keep.clone(),
     });
-    let pool = Pool::new(4);
+    let pool = Pool::new(&[(2, 0); TARGETS]);
     let (tx, rx) = mpsc::channel();
     let mut c = Collector::new(
         // Planned shorter than run, with a small cap: steps of 3 intervals that double.

@@ -210,55 +210,88 @@ pub(super) struct Msg {
     pub(super) stats: Interval,
 }
 
-/// Emptied intervals the streams take at an edge instead of allocating.
+/// Emptied intervals the streams take at an edge instead of allocating, a shelf per target.
 ///
-/// It starts with one per stream, made before the clock starts: an interval's statistics are
-/// twelve latency histograms, about 1-1.5 ms to make, and a stream that made its own at its
-/// first edge stopped for that long inside the window (an open loop's arrivals then, late by
-/// it: seen as a 1-3 ms stall in the second interval of every run).
+/// Each shelf starts with one interval per stream of its target, made before the clock
+/// starts, with a slot for each of the target's paths: an interval's statistics are twelve
+/// latency histograms (and one more per path), about 1-1.5 ms to make, and a stream that made
+/// its own at its first edge stopped for that long inside the window (an open loop's arrivals
+/// then, late by it: seen as a 1-3 ms stall in the second interval of every run).
 pub(super) struct Pool {
-    spare: Mutex<Vec<Interval>>,
-    cap: usize,
-    /// Takes that found the pool empty and made an interval on the stream's path.
+    shelves: Vec<Shelf>,
+    /// Takes that found their shelf empty and made an interval on the stream's path.
     misses: std::sync::atomic::AtomicU64,
 }
 
+struct Shelf {
+    spare: Mutex<Vec<Interval>>,
+    /// At most this many kept: four per stream (the interval a stream fills, those in the
+    /// channel and those merged at the coordinator before they come back; the coordinator
+    /// polls at least once per interval).
+    cap: usize,
+    /// The target's paths (0: one path without per-path figures).
+    paths: usize,
+}
+
+/// The paths a target's streams count completions on: the multipath layer's (0 for a plain
+/// target).
+pub(super) fn path_count(info: &crate::engine::TargetInfo) -> usize {
+    info.params
+        .get(crate::multipath::PATHS)
+        .and_then(|v| v.as_array())
+        .map_or(0, |a| a.len())
+}
+
+/// An empty interval with a slot for each of `paths` paths.
+fn empty(paths: usize) -> Interval {
+    let mut iv = Interval::default();
+    iv.paths.resize_with(paths, PathStats::default);
+    iv
+}
+
 impl Pool {
-    /// A pool for `streams` streams: one spare each to start with, up to four each kept
-    /// (the interval a stream fills, those in the channel and those merged at the
-    /// coordinator before they come back; the coordinator polls at least once per interval).
-    pub(super) fn new(streams: usize) -> Pool {
+    /// A pool for targets of `(streams, paths)` each.
+    pub(super) fn new(targets: &[(usize, usize)]) -> Pool {
+        let shelves = targets
+            .iter()
+            .map(|&(streams, paths)| Shelf {
+                spare: Mutex::new((0..streams).map(|_| empty(paths)).collect()),
+                cap: 4 * streams,
+                paths,
+            })
+            .collect();
         Pool {
-            spare: Mutex::new((0..streams).map(|_| Interval::default()).collect()),
-            cap: 4 * streams,
+            shelves,
             misses: Default::default(),
         }
     }
 
-    pub(super) fn take(&self) -> Interval {
-        let spare = crate::poison::lock(&self.spare).pop();
+    pub(super) fn take(&self, target: usize) -> Interval {
+        let shelf = &self.shelves[target];
+        let spare = crate::poison::lock(&shelf.spare).pop();
         spare.unwrap_or_else(|| {
             self.misses
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Interval::default()
+            empty(shelf.paths)
         })
     }
 
-    /// How many takes found the pool empty.
+    /// How many takes found their shelf empty.
     #[cfg(test)]
     pub(super) fn misses(&self) -> u64 {
         self.misses.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    pub(super) fn give(&self, mut iv: Interval) {
+    pub(super) fn give(&self, target: usize, mut iv: Interval) {
+        let shelf = &self.shelves[target];
         // Emptied outside the lock: a reset walks every histogram (about 3 MiB), and a
         // stream at its edge waits on this lock to take its next interval.
-        if crate::poison::lock(&self.spare).len() >= self.cap {
+        if crate::poison::lock(&shelf.spare).len() >= shelf.cap {
             return;
         }
         iv.reset();
-        let mut g = crate::poison::lock(&self.spare);
-        if g.len() < self.cap {
+        let mut g = crate::poison::lock(&shelf.spare);
+        if g.len() < shelf.cap {
             g.push(iv);
         }
     }
@@ -270,20 +303,30 @@ mod tests {
 
     #[test]
     fn every_stream_s_first_edge_takes_a_spare_made_before_the_clock_starts() {
-        let pool = Pool::new(3);
-        let first: Vec<_> = (0..3).map(|_| pool.take()).collect();
+        // Target 0: three streams, one path; target 1: two streams over two paths.
+        let pool = Pool::new(&[(3, 0), (2, 2)]);
+        let first: Vec<_> = (0..3).map(|_| pool.take(0)).collect();
+        let paths: Vec<_> = (0..2).map(|_| pool.take(1)).collect();
         assert_eq!(
             pool.misses(),
             0,
             "a stream's first edge made its own interval"
         );
+        assert!(first.iter().all(|iv| iv.paths.is_empty()));
+        assert!(
+            paths.iter().all(|iv| iv.paths.len() == 2),
+            "slots for both paths"
+        );
         // Given back (emptied) and taken again; a fourth at once has to be made.
-        first.into_iter().for_each(|iv| pool.give(iv));
-        let again: Vec<_> = (0..4).map(|_| pool.take()).collect();
+        first.into_iter().for_each(|iv| pool.give(0, iv));
+        let again: Vec<_> = (0..4).map(|_| pool.take(0)).collect();
         assert_eq!(pool.misses(), 1);
+        // A made one has its target's path slots too.
+        assert_eq!(pool.take(1).paths.len(), 2);
+        assert_eq!(pool.misses(), 2);
         // Four per stream are kept, no more.
-        again.into_iter().for_each(|iv| pool.give(iv));
-        (0..10).for_each(|_| pool.give(Default::default()));
-        assert_eq!(crate::poison::lock(&pool.spare).len(), 12);
+        again.into_iter().for_each(|iv| pool.give(0, iv));
+        (0..10).for_each(|_| pool.give(0, Default::default()));
+        assert_eq!(crate::poison::lock(&pool.shelves[0].spare).len(), 12);
     }
 }

@@ -386,7 +386,12 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
     let started_at = SystemTime::now();
     let iv_ns = plan.log_interval.as_nanos().min(u64::MAX as u128) as u64;
     let (iv_tx, iv_rx) = std::sync::mpsc::channel();
-    let pool = interval::Pool::new(n_streams);
+    let shelves: Vec<(usize, usize)> = plan
+        .targets
+        .iter()
+        .map(|t| (w.workers as usize, interval::path_count(t.info())))
+        .collect();
+    let pool = interval::Pool::new(&shelves);
     let infos = plan
         .targets
         .iter()

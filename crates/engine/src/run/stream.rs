@@ -189,6 +189,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     let mut s = StreamState::new(depth, w.time, !super::snapshot::Seconds::fit(ctx.iv_ns));
     s.iv_next = ctx.ramp_ns.saturating_add(ctx.iv_ns);
     s.flush_every = w.flush_every;
+    s.presize_paths(super::interval::path_count(info));
     if ctx.raw_latencies {
         s.raw = Some(Vec::new());
     }

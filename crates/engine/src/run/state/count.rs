@@ -142,6 +142,15 @@ impl StreamState {
         p
     }
 
+    /// Makes room for `n` paths' figures before the clock starts (a multipath target's
+    /// paths, known from its info; nothing for a plain target): made at a path's first
+    /// completion, each path's three histograms cost a stall inside the window.
+    pub(in crate::run) fn presize_paths(&mut self, n: usize) {
+        if n > 0 {
+            self.grow_paths(n - 1);
+        }
+    }
+
     /// Makes room for path `p`'s figures.
     #[cold]
     #[inline(never)]
@@ -172,7 +181,7 @@ impl StreamState {
     #[inline(never)]
     pub(in crate::run) fn hand_over(&mut self, ctx: &StreamCtx<'_>, next: u64) {
         self.fold_path_hist();
-        let mut fresh = ctx.pool.take();
+        let mut fresh = ctx.pool.take(ctx.target_idx);
         std::mem::swap(&mut self.read, &mut fresh.read);
         std::mem::swap(&mut self.write, &mut fresh.write);
         std::mem::swap(&mut self.flush, &mut fresh.flush);
