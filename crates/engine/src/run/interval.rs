@@ -26,7 +26,8 @@ pub struct Interval {
     pub flush: DirStats,
     pub fua: DirStats,
     /// A multipath target: per path (by index), the reads and writes it completed. Empty for
-    /// a single path; grown to the highest path that completed anything.
+    /// a single path; otherwise a slot for every path of the target from the first interval
+    /// (made before the clock starts), zeros for a path that completed nothing.
     pub paths: Vec<PathStats>,
 }
 
