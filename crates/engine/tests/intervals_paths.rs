@@ -63,12 +63,9 @@ fn over_several_paths_each_interval_adds_up_per_path_and_per_direction() {
         let ios = iv.read.ios + iv.write.ios;
         assert_eq!(iv.read.hist.count(), iv.read.ios, "interval {k}: reads");
         assert_eq!(iv.write.hist.count(), iv.write.ios, "interval {k}: writes");
-        // (An interval a descheduled stream saw few completions in may hold one path only.)
-        assert!(
-            iv.paths.len() <= 2,
-            "interval {k}: {} paths",
-            iv.paths.len()
-        );
+        // A slot for each path in every interval, made before the clock started (a path
+        // that completed nothing in it has zeros).
+        assert_eq!(iv.paths.len(), 2, "interval {k}: {} paths", iv.paths.len());
         let mut paths = LatencyHistogram::new();
         for (i, ps) in iv.paths.iter().enumerate() {
             assert_eq!(
@@ -84,8 +81,10 @@ fn over_several_paths_each_interval_adds_up_per_path_and_per_direction() {
         assert_eq!(paths.count(), ios);
         merged.merge(iv);
     }
-    assert_eq!(merged.paths.len(), 2, "both paths carried I/O");
-    assert!(merged.paths.iter().all(|p| p.read_ios + p.write_ios > 10));
+    assert!(
+        merged.paths.iter().all(|p| p.read_ios + p.write_ios > 10),
+        "both paths carried I/O"
+    );
     let t = &out.targets[0];
     assert!(
         t.read.ios > 100 && t.write.ios > 20,

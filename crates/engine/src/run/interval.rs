@@ -220,8 +220,6 @@ pub(super) struct Msg {
 /// then, late by it: seen as a 1-3 ms stall in the second interval of every run).
 pub(super) struct Pool {
     shelves: Vec<Shelf>,
-    /// Takes that found their shelf empty and made an interval on the stream's path.
-    misses: std::sync::atomic::AtomicU64,
 }
 
 struct Shelf {
@@ -261,35 +259,19 @@ impl Pool {
                 paths,
             })
             .collect();
-        Pool {
-            shelves,
-            misses: Default::default(),
-        }
+        Pool { shelves }
     }
 
     pub(super) fn take(&self, target: usize) -> Interval {
         let shelf = &self.shelves[target];
         let spare = crate::poison::lock(&shelf.spare).pop();
-        spare.unwrap_or_else(|| {
-            self.misses
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            empty(shelf.paths)
-        })
-    }
-
-    /// How many takes found their shelf empty.
-    #[cfg(test)]
-    pub(super) fn misses(&self) -> u64 {
-        self.misses.load(std::sync::atomic::Ordering::Relaxed)
+        spare.unwrap_or_else(|| empty(shelf.paths))
     }
 
     pub(super) fn give(&self, target: usize, mut iv: Interval) {
         let shelf = &self.shelves[target];
-        // Emptied outside the lock: a reset walks every histogram (about 3 MiB), and a
-        // stream at its edge waits on this lock to take its next interval.
-        if crate::poison::lock(&shelf.spare).len() >= shelf.cap {
-            return;
-        }
+        // Emptied before the lock: a reset walks every histogram (about 3 MiB), and a stream
+        // at its edge waits on this lock to take its next interval.
         iv.reset();
         let mut g = crate::poison::lock(&shelf.spare);
         if g.len() < shelf.cap {
@@ -302,32 +284,33 @@ impl Pool {
 mod tests {
     use super::Pool;
 
+    fn spare(pool: &Pool, target: usize) -> usize {
+        crate::poison::lock(&pool.shelves[target].spare).len()
+    }
+
     #[test]
     fn every_stream_s_first_edge_takes_a_spare_made_before_the_clock_starts() {
         // Target 0: three streams, one path; target 1: two streams over two paths.
         let pool = Pool::new(&[(3, 0), (2, 2)]);
+        assert_eq!(
+            (spare(&pool, 0), spare(&pool, 1)),
+            (3, 2),
+            "one spare per stream"
+        );
         let first: Vec<_> = (0..3).map(|_| pool.take(0)).collect();
         let paths: Vec<_> = (0..2).map(|_| pool.take(1)).collect();
-        assert_eq!(
-            pool.misses(),
-            0,
-            "a stream's first edge made its own interval"
-        );
         assert!(first.iter().all(|iv| iv.paths.is_empty()));
         assert!(
             paths.iter().all(|iv| iv.paths.len() == 2),
             "slots for both paths"
         );
-        // Given back (emptied) and taken again; a fourth at once has to be made.
-        first.into_iter().for_each(|iv| pool.give(0, iv));
-        let again: Vec<_> = (0..4).map(|_| pool.take(0)).collect();
-        assert_eq!(pool.misses(), 1);
-        // A made one has its target's path slots too.
+        // An empty shelf makes one, with its target's path slots too.
+        assert_eq!((spare(&pool, 0), spare(&pool, 1)), (0, 0));
         assert_eq!(pool.take(1).paths.len(), 2);
-        assert_eq!(pool.misses(), 2);
-        // Four per stream are kept, no more.
-        again.into_iter().for_each(|iv| pool.give(0, iv));
+        // Given back (emptied), four per stream are kept, no more.
+        first.into_iter().for_each(|iv| pool.give(0, iv));
+        assert_eq!(spare(&pool, 0), 3);
         (0..10).for_each(|_| pool.give(0, Default::default()));
-        assert_eq!(crate::poison::lock(&pool.shelves[0].spare).len(), 12);
+        assert_eq!(spare(&pool, 0), 12);
     }
 }
