@@ -6,12 +6,15 @@
 //! flavour as Third I/O did) and pair of compared targets:
 //! * **better**: A wins the workloads whose whole interval lies beyond the margin
 //!   (`--min-effect`, 10 %) in A's favour. When the geometric mean over *all* the category's
-//!   workloads (not the mean of the winners, which would lean upward) favours A with its whole
-//!   interval above 1, the sentence leads with it, then how many tests A won and the largest
-//!   ratio with its workload: "NBD shows 1.8x [1.5-2.2] greater bandwidth than iSCSI (2 of 2
-//!   tests; maximum 1.9x in seq write 1 MiB)". Otherwise it leads with the tests won and says
-//!   what the average does: "NBD shows greater bandwidth than NVMe-TCP on 1 of 2 tests
-//!   (maximum 1.8x in seq write); over all 2: 1.1x [0.88-1.4], no difference shown".
+//!   workloads (not the mean of the winners, which would lean upward) is itself beyond the
+//!   margin in A's favour, its whole interval above 1 + margin as a won test's must be, the
+//!   sentence leads with it, then how many tests A won and the largest ratio with its
+//!   workload: "NBD shows 1.8x [1.5-2.2] greater bandwidth than iSCSI (2 of 2 tests; maximum
+//!   1.9x in seq write 1 MiB)". Otherwise it leads with the tests won and says what the
+//!   average's interval says, judged against 1 and the margin as a test is: "NBD shows
+//!   greater bandwidth than NVMe-TCP on 1 of 2 tests (maximum 1.8x in seq write); over all 2:
+//!   1.1x [0.88-1.4], inconclusive" (or "within 10 %", "greater by less than 10 %",
+//!   "greater, not shown beyond 10 %", "in B's favour ...": [`average_says`]).
 //! * **equivalent**: workloads whose whole interval lies within ± the margin (an equivalence
 //!   test, TOST): "NBD and NVMe-TCP are within 10 % on 3 of 5 IOPS tests; 2 inconclusive".
 //!
@@ -239,7 +242,10 @@ pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding
             // others follow by the share of tests won, then the largest ratio: an order that
             // the noise around an undecided average cannot change.
             group.sort_by(|x, y| {
-                let (dx, dy) = (average_decided(x.ci_low), average_decided(y.ci_low));
+                let (dx, dy) = (
+                    average_decided(x.ci_low, min_effect),
+                    average_decided(y.ci_low, min_effect),
+                );
                 let by_average = y.average.total_cmp(&x.average);
                 (x.kind != "better")
                     .cmp(&(y.kind != "better"))
@@ -281,10 +287,54 @@ pub fn headline(all: &[Finding], per_label: usize) -> Vec<&Finding> {
         .collect()
 }
 
-/// Whether a "better" finding's average (oriented to favour its side) is itself a difference:
-/// its whole interval lies above 1. Only then does the sentence lead with the average.
-pub fn average_decided(ci_low: Option<f64>) -> bool {
-    ci_low.is_some_and(|l| l > 1.0)
+/// Whether a "better" finding's average (oriented to favour its side) is itself a difference
+/// as a test's would be: its whole interval lies beyond the margin (`min_effect`), as a test
+/// must to be won. Only then does the sentence lead with the average: an average of
+/// 1.07x [1.03-1.10] with a 10 % margin is a difference smaller than what the report calls
+/// equivalent, and leading with it read as a win (stop 35).
+pub fn average_decided(ci_low: Option<f64>, min_effect: f64) -> bool {
+    ci_low.is_some_and(|l| l > 1.0 + min_effect)
+}
+
+/// What an average that does not lead says, from its interval oriented to favour the
+/// finding's side, judged against 1 and the margin as the tests are (TOST and the
+/// minimum-effect test): "within 10 %" (spanning 1, inside the margin), "greater by less
+/// than 10 %" (above 1, inside the margin), "greater, not shown beyond 10 %" (above 1,
+/// reaching the margin), "in B's favour ..." the same three ways below 1, "inconclusive"
+/// (spanning 1 and reaching beyond the margin).
+fn average_says(
+    lo: Option<f64>,
+    hi: Option<f64>,
+    min_effect: f64,
+    direction: &str,
+    other: &str,
+) -> String {
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        return "inconclusive".into();
+    };
+    let pct = crate::fmt::short(min_effect * 100.0);
+    let top = 1.0 + min_effect;
+    let inside = lo > 1.0 / top && hi < top;
+    if lo > 1.0 {
+        if inside {
+            format!("{direction} by less than {pct} %")
+        } else {
+            // lo > top leads with the average and never comes here.
+            format!("{direction}, not shown beyond {pct} %")
+        }
+    } else if hi < 1.0 {
+        if inside {
+            format!("in {other}'s favour by less than {pct} %")
+        } else if hi < 1.0 / top {
+            format!("in {other}'s favour beyond {pct} %")
+        } else {
+            format!("in {other}'s favour, not shown beyond {pct} %")
+        }
+    } else if inside {
+        format!("within {pct} %")
+    } else {
+        "inconclusive".into()
+    }
 }
 
 /// The findings of one pair in one category: a "better" finding for each side that won a
@@ -361,7 +411,7 @@ fn pair_findings(
                 fmt_ratio(avg),
                 fmt_interval(lo, hi),
             )
-        } else if average_decided(lo) {
+        } else if average_decided(lo, min_effect) {
             format!(
                 "{side} shows {} {} {direction} {lbl} than {other} ({k} of {n} tests; maximum {} in {})",
                 fmt_ratio(avg),
@@ -370,21 +420,17 @@ fn pair_findings(
                 title(&max_q.workload),
             )
         } else {
-            // The average over the category does not favour `side` beyond doubt (its interval
-            // reaches 1, or lies below it): the sentence leads with the tests `side` won, and
-            // the average follows with what it says, so that noise around 1 never flips the
+            // The average over the category is not beyond the margin in `side`'s favour: the
+            // sentence leads with the tests `side` won, and the average follows with what its
+            // interval says, judged as a test is, so that noise around 1 never flips the
             // headline between two runs whose decided tests agree.
-            let verdict = if hi.is_some_and(|h| h < 1.0) {
-                format!("in {other}'s favour")
-            } else {
-                "no difference shown".to_string()
-            };
             format!(
-                "{side} shows {direction} {lbl} than {other} on {k} of {n} tests (maximum {} in {}); over all {n}: {} {}, {verdict}",
+                "{side} shows {direction} {lbl} than {other} on {k} of {n} tests (maximum {} in {}); over all {n}: {} {}, {}",
                 fmt_ratio(max),
                 title(&max_q.workload),
                 fmt_ratio(avg),
                 fmt_interval(lo, hi),
+                average_says(lo, hi, min_effect, direction, other),
             )
         };
         out.push(Finding {
@@ -528,45 +574,5 @@ pub fn none_text(withheld: Option<&str>, j: &Judgement) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn finding(label: &str, kind: &str, average: f64, text: &str) -> Finding {
-        Finding {
-            category: Category::Bandwidth,
-            label: label.into(),
-            kind: kind.into(),
-            better: "A".into(),
-            worse: "B".into(),
-            average,
-            ci_low: None,
-            ci_high: None,
-            tests: 1,
-            compared: 2,
-            inconclusive: 1,
-            max: 1.5,
-            max_workload: "w".into(),
-            max_title: "W".into(),
-            modeled_power: false,
-            text: text.into(),
-        }
-    }
-
-    #[test]
-    fn the_headline_keeps_the_reports_order_within_each_label() {
-        // In the report's order: differences first, whatever the averages. An equivalence
-        // with a larger average than the differences once led the terminal's list.
-        let all = vec![
-            finding("bandwidth", "better", 1.06, "b1"),
-            finding("bandwidth", "better", 0.94, "b2"),
-            finding("bandwidth", "better", 1.01, "b3"),
-            finding("bandwidth", "equivalent", 1.08, "b-eq"),
-            finding("IOPS", "equivalent", 1.0, "i-eq"),
-            finding("p99 latency", "better", 1.3, "p1"),
-        ];
-        let texts: Vec<&str> = headline(&all, 2).iter().map(|f| f.text.as_str()).collect();
-        assert_eq!(texts, ["b1", "b2", "i-eq", "p1"]);
-        assert!(headline(&all, 0).is_empty());
-        assert_eq!(headline(&all, 9).len(), all.len());
-    }
-}
+#[path = "findings_tests.rs"]
+mod tests;

@@ -1,0 +1,83 @@
+//! The headline's order and the wording of an average that does not lead.
+
+use super::*;
+
+fn finding(label: &str, kind: &str, average: f64, text: &str) -> Finding {
+    Finding {
+        category: Category::Bandwidth,
+        label: label.into(),
+        kind: kind.into(),
+        better: "A".into(),
+        worse: "B".into(),
+        average,
+        ci_low: None,
+        ci_high: None,
+        tests: 1,
+        compared: 2,
+        inconclusive: 1,
+        max: 1.5,
+        max_workload: "w".into(),
+        max_title: "W".into(),
+        modeled_power: false,
+        text: text.into(),
+    }
+}
+
+#[test]
+fn the_headline_keeps_the_reports_order_within_each_label() {
+    // In the report's order: differences first, whatever the averages. An equivalence
+    // with a larger average than the differences once led the terminal's list.
+    let all = vec![
+        finding("bandwidth", "better", 1.06, "b1"),
+        finding("bandwidth", "better", 0.94, "b2"),
+        finding("bandwidth", "better", 1.01, "b3"),
+        finding("bandwidth", "equivalent", 1.08, "b-eq"),
+        finding("IOPS", "equivalent", 1.0, "i-eq"),
+        finding("p99 latency", "better", 1.3, "p1"),
+    ];
+    let texts: Vec<&str> = headline(&all, 2).iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(texts, ["b1", "b2", "i-eq", "p1"]);
+    assert!(headline(&all, 0).is_empty());
+    assert_eq!(headline(&all, 9).len(), all.len());
+}
+
+#[test]
+fn an_average_that_does_not_lead_says_what_its_interval_says() {
+    let says = |lo: f64, hi: f64| average_says(Some(lo), Some(hi), 0.10, "greater", "B");
+    // Stop 35's demo: above 1, inside the margin.
+    assert_eq!(says(1.03, 1.098), "greater by less than 10 %");
+    assert_eq!(says(1.03, 1.2), "greater, not shown beyond 10 %");
+    // Spanning 1: inside the margin is equivalence, beyond it nothing is shown.
+    assert_eq!(says(0.9997, 1.08), "within 10 %");
+    assert_eq!(says(0.95, 1.06), "within 10 %");
+    assert_eq!(says(0.88, 1.4), "inconclusive");
+    assert_eq!(says(0.85, 1.05), "inconclusive");
+    // Below 1: the other side's favour, three ways.
+    assert_eq!(says(0.95, 0.98), "in B's favour by less than 10 %");
+    assert_eq!(says(0.8, 0.95), "in B's favour, not shown beyond 10 %");
+    assert_eq!(says(0.5, 0.8), "in B's favour beyond 10 %");
+    // At the margin exactly: not inside it (the tests' strict inequalities).
+    assert_eq!(says(1.01, 1.1), "greater, not shown beyond 10 %");
+    assert_eq!(
+        says(1.0 / 1.1, 0.99),
+        "in B's favour, not shown beyond 10 %"
+    );
+    // Unbounded, and another margin and direction.
+    assert_eq!(
+        average_says(None, None, 0.10, "greater", "B"),
+        "inconclusive"
+    );
+    assert_eq!(
+        average_says(Some(1.01), Some(1.04), 0.05, "lower", "B"),
+        "lower by less than 5 %"
+    );
+}
+
+#[test]
+fn only_an_average_beyond_the_margin_is_decided() {
+    assert!(average_decided(Some(1.11), 0.10));
+    assert!(!average_decided(Some(1.1), 0.10));
+    assert!(!average_decided(Some(1.03), 0.10));
+    assert!(average_decided(Some(1.03), 0.02));
+    assert!(!average_decided(None, 0.0));
+}
