@@ -116,7 +116,7 @@ pub fn start(s: &MonitorSetup, reuse: Option<Baseline>) -> Result<Running, CliEr
 }
 
 fn eff(r: &TargetResult, report: &MonitorReport) -> Efficiency {
-    let e = efficiency(r.ios, r.bytes, r.seconds, report);
+    let e = efficiency(r.ios, r.bytes, r.seconds, report, r.pacing_cpu_s);
     serde_json::to_value(e)
         .ok()
         .and_then(|v| serde_json::from_value(v).ok())

@@ -112,6 +112,10 @@ pub struct Efficiency {
     pub cpu_us_per_io_gross: Option<f64>,
     /// True when the watts come from the utilization model, not a meter.
     pub power_modeled: bool,
+    /// Open loop: the share of all cores the streams spent spinning for their schedule
+    /// (`pacing_cpu_s` over the window), taken out of `cpu_pct` and every figure above idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_cpu_pct: Option<f64>,
 }
 
 /// One target's result (or the aggregate over all targets).
@@ -171,6 +175,11 @@ pub struct TargetResult {
     /// `latency_us` is response time and these are service time and issue lag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoop>,
+    /// Open loop: CPU-seconds the streams spent spinning for their next arrival inside the
+    /// window (the generator keeping its schedule, run/open.rs), which `efficiency` leaves
+    /// out; the aggregate `all` sums its targets'. Absent for a closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_cpu_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_us: Option<LatencyUs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -480,6 +489,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         power: None,
         efficiency: Efficiency::default(),
         precondition: None,
+        pacing_cpu_s: (t.open_loop.is_some() || t.pacing_ns > 0).then(|| t.pacing_ns as f64 / 1e9),
         open_loop: t.open_loop.map(|(asked, arrival)| {
             OpenLoop::judge(
                 asked,
@@ -530,6 +540,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         path_intervals: Vec::new(),
         raw_ns: Vec::new(),
         timeline: Default::default(),
+        pacing_ns: 0,
     };
     for t in &out.targets {
         all.read.ios += t.read.ios;
@@ -539,6 +550,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         all.write.bytes += t.write.bytes;
         all.write.hist.merge(&t.write.hist);
         all.outstanding += t.outstanding;
+        all.pacing_ns += t.pacing_ns;
         all.mean_outstanding = match (all.mean_outstanding, t.mean_outstanding) {
             (None, m) if std::ptr::eq(t, &out.targets[0]) => m,
             (Some(a), Some(b)) => Some(a + b),

@@ -45,6 +45,12 @@ pub struct Efficiency {
     pub mb_per_s_per_watt: Option<f64>,
     /// True when the power figures come from the model, not a meter.
     pub power_modeled: bool,
+    /// An open loop's pacing: the share of all cores its generator spent spinning for the
+    /// schedule (measured by the engine), taken out of `cpu_pct`, the CPU-seconds above idle
+    /// and everything derived from them (not out of `cpu_us_per_io_gross`, which is all busy
+    /// time). A closed loop has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_cpu_pct: Option<f64>,
 }
 
 fn ratio(n: f64, d: Option<f64>) -> Option<f64> {
@@ -54,17 +60,40 @@ fn ratio(n: f64, d: Option<f64>) -> Option<f64> {
 }
 
 /// Efficiency of `ios` I/Os moving `bytes` in `seconds` (the engine's window), with the host
-/// figures of `report` (the same window).
-pub fn efficiency(ios: u64, bytes: u64, seconds: f64, report: &MonitorReport) -> Efficiency {
+/// figures of `report` (the same window). `pacing_cpu_s`: an open loop's spin for its
+/// schedule (the result's `pacing_cpu_s`), left out of the CPU figures above idle: it is the
+/// generator's waiting, not work the I/O needed, and it grows with the idle time between
+/// arrivals, not with the I/Os (at 8,000 I/Os per second on this project's VM it was most of
+/// the CPU per I/O).
+pub fn efficiency(
+    ios: u64,
+    bytes: u64,
+    seconds: f64,
+    report: &MonitorReport,
+    pacing_cpu_s: Option<f64>,
+) -> Efficiency {
     let cpu = &report.cpu;
     let have_cpu = cpu.cores > 0 && report.window_s > 0.0;
-    let cpu_pct = have_cpu.then(|| cpu.busy_above_idle_pct.unwrap_or(cpu.busy_pct));
-    // CPU-seconds above idle: the baseline's busy share of all cores over the window removed.
-    let cpu_s = have_cpu.then(|| {
-        let idle_s =
-            cpu.baseline_busy_pct.unwrap_or(0.0) / 100.0 * cpu.cores as f64 * report.window_s;
-        (cpu.busy_cpu_s - idle_s).max(0.0)
-    });
+    let pacing_s = pacing_cpu_s.filter(|p| p.is_finite() && *p >= 0.0);
+    let pacing_pct = have_cpu
+        .then(|| pacing_s.map(|p| p / (cpu.cores as f64 * report.window_s) * 100.0))
+        .flatten();
+    // Pacing that leaves nothing (or less) is a misreading, not an I/O that cost no CPU: no
+    // figure then.
+    let paced = pacing_s.is_some_and(|p| p > 0.0);
+    let left = |x: f64| (!paced || x > 0.0).then_some(x.max(0.0));
+    let cpu_pct = have_cpu
+        .then(|| left(cpu.busy_above_idle_pct.unwrap_or(cpu.busy_pct) - pacing_pct.unwrap_or(0.0)))
+        .flatten();
+    // CPU-seconds above idle: the baseline's busy share of all cores over the window removed,
+    // and the pacing.
+    let cpu_s = have_cpu
+        .then(|| {
+            let idle_s =
+                cpu.baseline_busy_pct.unwrap_or(0.0) / 100.0 * cpu.cores as f64 * report.window_s;
+            left(cpu.busy_cpu_s - idle_s - pacing_s.unwrap_or(0.0))
+        })
+        .flatten();
     let ok_secs = (seconds > 0.0).then_some(seconds);
     let iops = ok_secs.map(|s| ios as f64 / s);
     let mbps = ok_secs.map(|s| bytes as f64 / 1e6 / s);
@@ -96,6 +125,7 @@ pub fn efficiency(ios: u64, bytes: u64, seconds: f64, report: &MonitorReport) ->
             .then(|| ratio(bytes as f64 / 1e6, joules))
             .flatten(),
         power_modeled: report.power.modeled,
+        pacing_cpu_pct: pacing_pct,
     }
 }
 
@@ -129,7 +159,7 @@ mod tests {
     #[test]
     fn figures_exact() {
         // 1,000,000 I/Os of 4 KB (4096 B) in 10 s: 100k IOPS, 409.6 MB/s.
-        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &report());
+        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &report(), None);
         assert_eq!(e.cpu_pct, Some(25.0));
         assert!(e.cpu_baseline_subtracted);
         assert_eq!(e.iops_per_cpu_pct, Some(4000.0));
@@ -146,6 +176,29 @@ mod tests {
     }
 
     #[test]
+    fn an_open_loops_pacing_is_left_out_of_the_figures_above_idle() {
+        // As figures_exact, with 4 CPU-s of the 12 spent spinning for the schedule: 10 % of
+        // the 4 cores over 10 s.
+        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &report(), Some(4.0));
+        assert!((e.pacing_cpu_pct.unwrap() - 10.0).abs() < 1e-9);
+        assert!((e.cpu_pct.unwrap() - 15.0).abs() < 1e-9);
+        assert!((e.iops_per_cpu_pct.unwrap() - 100_000.0 / 15.0).abs() < 1e-6);
+        // 12 − 2 idle − 4 pacing = 6 CPU-s → 6 µs per I/O; gross is all busy time still.
+        assert!((e.cpu_us_per_io.unwrap() - 6.0).abs() < 1e-9);
+        assert!((e.cpu_us_per_io_gross.unwrap() - 12.0).abs() < 1e-9);
+        assert!((e.core_pct_per_1000_iops.unwrap() - 0.6).abs() < 1e-9);
+        // Power is the meter's: the spin drew it too.
+        assert_eq!(e.iops_per_watt, Some(2000.0));
+        // More pacing than busy time (a misreading) never goes below zero: no figure.
+        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &report(), Some(50.0));
+        assert_eq!((e.cpu_pct, e.iops_per_cpu_pct), (None, None));
+        assert_eq!((e.cpu_us_per_io, e.core_pct_per_1000_iops), (None, None));
+        // A closed loop: nothing taken out, and nothing said.
+        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &report(), None);
+        assert_eq!(e.pacing_cpu_pct, None);
+    }
+
+    #[test]
     fn a_busy_baseline_flags_the_figures_above_idle() {
         // Another job kept the host 99.8 % busy before the run; the run then shows 0.2 % above
         // idle. The figures stay (scripts read them) but carry the flag.
@@ -154,20 +207,20 @@ mod tests {
         r.cpu.busy_cpu_s = 40.0;
         r.cpu.baseline_busy_pct = Some(99.8);
         r.cpu.busy_above_idle_pct = Some(0.2);
-        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &r);
+        let e = efficiency(1_000_000, 4_096_000_000, 10.0, &r, None);
         assert!(e.host_not_idle);
         assert_eq!(e.iops_per_cpu_pct, Some(100_000.0 / 0.2));
         for (b, flagged) in [(NOT_IDLE_BASELINE_PCT, false), (10.5, true), (2.0, false)] {
             r.cpu.baseline_busy_pct = Some(b);
             assert_eq!(
-                efficiency(1000, 4096, 10.0, &r).host_not_idle,
+                efficiency(1000, 4096, 10.0, &r, None).host_not_idle,
                 flagged,
                 "{b}"
             );
         }
         // No baseline at all is not a busy one (the figures are gross, and say so).
         r.cpu.baseline_busy_pct = None;
-        assert!(!efficiency(1000, 4096, 10.0, &r).host_not_idle);
+        assert!(!efficiency(1000, 4096, 10.0, &r, None).host_not_idle);
     }
 
     #[test]
@@ -175,12 +228,12 @@ mod tests {
         let mut r = report();
         r.power.joules_above_idle = None;
         r.cpu.busy_above_idle_pct = Some(0.0);
-        let e = efficiency(1000, 4096, 10.0, &r);
+        let e = efficiency(1000, 4096, 10.0, &r, None);
         assert_eq!(e.iops_per_watt, None);
         assert_eq!(e.iops_per_cpu_pct, None);
-        let e = efficiency(0, 0, 0.0, &MonitorReport::default());
+        let e = efficiency(0, 0, 0.0, &MonitorReport::default(), None);
         assert_eq!(e, Efficiency::default());
         r.power.joules_above_idle = Some(-3.0);
-        assert_eq!(efficiency(1000, 4096, 10.0, &r).iops_per_watt, None);
+        assert_eq!(efficiency(1000, 4096, 10.0, &r, None).iops_per_watt, None);
     }
 }

@@ -99,7 +99,7 @@ fn fixture_window_exact_cpu_net_and_integrated_power() {
     assert!(rep.series.len() >= 8);
     assert!(rep.series.iter().all(|s| s.watts.is_some()));
 
-    let e = efficiency(100_000, 409_600_000, rep.window_s, &rep);
+    let e = efficiency(100_000, 409_600_000, rep.window_s, &rep, None);
     assert!((e.iops_per_cpu_pct.unwrap() - 100_000.0 / rep.window_s / 45.0).abs() < 1e-6);
     assert!((e.cpu_us_per_io.unwrap() - 45.0).abs() < 1e-9);
     let ipw = e.iops_per_watt.unwrap();
@@ -148,7 +148,7 @@ fn meter_failing_mid_run_leaves_a_note_and_no_number() {
     assert_eq!(rep.power.joules_above_idle, None);
     let note = rep.power.note.clone().unwrap();
     assert!(note.contains("command failed"), "{note}");
-    assert_eq!(efficiency(1000, 4096, 1.0, &rep).iops_per_watt, None);
+    assert_eq!(efficiency(1000, 4096, 1.0, &rep, None).iops_per_watt, None);
 }
 
 #[test]
@@ -360,7 +360,7 @@ fn steal_is_reported_beside_busy_not_in_it() {
     // cpu0: Δ user 150 system 50 idle 200 steal 100 → 200 of 500 busy.
     assert!((rep.cpu.per_core[0].pct.busy_pct - 40.0).abs() < 1e-9);
     assert_eq!(rep.cpu.busy_above_idle_pct, Some(40.0));
-    let e = efficiency(100_000, 409_600_000, rep.window_s, &rep);
+    let e = efficiency(100_000, 409_600_000, rep.window_s, &rep, None);
     assert_eq!(e.cpu_pct, Some(40.0));
     assert!((e.iops_per_cpu_pct.unwrap() - 100_000.0 / rep.window_s / 40.0).abs() < 1e-6);
     let v = serde_json::to_value(&rep).unwrap();

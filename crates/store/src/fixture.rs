@@ -236,6 +236,7 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
             host_not_idle: false,
             cpu_us_per_io_gross: None,
             power_modeled: p.modeled,
+            pacing_cpu_pct: None,
         },
         ..TargetResult::default()
     }

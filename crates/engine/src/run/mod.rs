@@ -256,6 +256,10 @@ pub struct TargetRun {
     /// Completions per 10 ms and the spans in which none came (all streams merged).
     #[serde(default)]
     pub timeline: timeline::Timeline,
+    /// Open loop: nanoseconds the streams spent spinning for their next arrival inside the
+    /// window, summed (run/open.rs): the generator's pacing, which CPU efficiency leaves out.
+    #[serde(default)]
+    pub pacing_ns: u64,
 }
 
 /// The outcome of a run.
@@ -310,6 +314,7 @@ pub(super) struct StreamOut {
     stats: std::collections::BTreeMap<String, serde_json::Value>,
     verify: Option<crate::verify::VerifyReport>,
     raw: Option<Vec<u64>>,
+    pacing_ns: u64,
 }
 
 /// Runs the plan to completion.
@@ -569,6 +574,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             tv.merge(ov);
         }
         t.raw_ns.extend(o.raw.unwrap_or_default());
+        t.pacing_ns += o.pacing_ns;
     }
     let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
     for t in targets.iter_mut() {

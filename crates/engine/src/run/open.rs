@@ -8,12 +8,14 @@
 //! engine's own wait (`Queue::reap_until`: a ring's timed wait, a socket's poll), so that a
 //! completion wakes it at once and a server on the same cores gets them; the last stretch
 //! before an arrival is spun, as long as the wake-ups this stream sees are late ([`Spin`]).
+//! The spin's time inside the window is counted ([`Pacing`]: `StreamState::pacing_ns`, the
+//! result's `pacing_cpu_s`), and the CPU efficiency figures leave it out.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::pacer::Pacer;
-use super::spin::Spin;
+use super::spin::{Pacing, Pass, Spin};
 use super::state::{Fill, StreamState};
 use super::stream::StreamCtx;
 use crate::engine::Queue;
@@ -43,8 +45,12 @@ pub(super) fn drive(
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     // Just after the last batch counted (0: none), as the closed loop returns it.
     let mut counted_below = 0;
+    let mut pacing = Pacing::default();
     loop {
         let now = t0.elapsed().as_nanos() as u64;
+        pacing.start(now);
+        s.pacing_ns = pacing.ns;
+        let top = now;
         if now >= ctx.shared.end_at.load(Ordering::Relaxed)
             || ctx.shared.abort.load(Ordering::Relaxed)
             || ctx.shared.stop.load(Ordering::Relaxed)
@@ -70,6 +76,7 @@ pub(super) fn drive(
                 s.watch.arrival(at, ctx.ramp_ns);
             }
         }
+        let issued = !s.batch.is_empty();
         s.send(q, ctx, f, t0.elapsed().as_nanos() as u64)?;
         let next = pacer.next_ns().min(ctx.end_ns);
         let now = t0.elapsed().as_nanos() as u64;
@@ -100,6 +107,14 @@ pub(super) fn drive(
             std::thread::sleep(Duration::from_nanos(wake_ns - now));
             spin.observe(wake_ns, t0.elapsed().as_nanos() as u64);
         }
+        let pass = Pass {
+            top,
+            now,
+            next,
+            waits,
+            issued,
+        };
+        pacing.end(pass, ctx.ramp_ns);
         std::hint::spin_loop();
     }
 }

@@ -67,6 +67,7 @@ impl Base {
             path_intervals,
             raw_ns: Vec::new(),
             timeline: Default::default(),
+            pacing_ns: 0,
         }
     }
 

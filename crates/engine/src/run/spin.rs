@@ -49,9 +49,115 @@ impl Spin {
     }
 }
 
+/// The longest an idle pass of the spin counts: one look for completions (a ring's peek, a
+/// socket's receive that finds nothing, a poll of several paths) takes a few µs; a pass
+/// longer than this was preempted or descheduled, and counts this much.
+pub(super) const IDLE_PASS_CAP_NS: u64 = 20_000;
+
+/// One open-loop pass, as [`Pacing`] judges it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pass {
+    /// When the pass started (the loop's first clock reading).
+    pub(super) top: u64,
+    /// When it sent what it issued.
+    pub(super) now: u64,
+    /// The next arrival (or the window's end).
+    pub(super) next: u64,
+    /// It waited (slept in the engine's wait or the thread's sleep) rather than spun.
+    pub(super) waits: bool,
+    /// It issued an I/O.
+    pub(super) issued: bool,
+}
+
+/// The time a stream spins for its next arrival inside the window: the generator keeping its
+/// schedule, not work the I/O needed (CPU efficiency leaves it out). A pass is idle when it
+/// issued nothing, did not wait, and the next arrival is still ahead (an arrival held back by
+/// the queue-depth cap polls for a completion: the stream is behind its schedule, not keeping
+/// it); one that reaped something never reaches [`Pacing::end`]. An idle pass counts from its
+/// start to the next pass's, at most [`IDLE_PASS_CAP_NS`]; none before `ramp_ns`. No clock is
+/// read for it beyond the loop's own.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Pacing {
+    /// The start of the last pass, when it was idle.
+    idle_since: Option<u64>,
+    pub(super) ns: u64,
+}
+
+impl Pacing {
+    /// A pass starts at `top`: the last one, when idle, ended here.
+    pub(super) fn start(&mut self, top: u64) {
+        if let Some(p) = self.idle_since.take() {
+            self.ns += top.saturating_sub(p).min(IDLE_PASS_CAP_NS);
+        }
+    }
+
+    /// A pass that reaped nothing ends.
+    pub(super) fn end(&mut self, p: Pass, ramp_ns: u64) {
+        if !p.waits && !p.issued && p.next > p.now && p.top >= ramp_ns {
+            self.idle_since = Some(p.top);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pacing_counts_the_spins_idle_passes_only() {
+        let idle = |top: u64| Pass {
+            top,
+            now: top + 100,
+            next: top + 50_000,
+            waits: false,
+            issued: false,
+        };
+        let mut m = Pacing::default();
+        // Three idle passes of 2 µs, then the one that issues the arrival.
+        for k in 0..3 {
+            m.start(900_000 + k * 2_000);
+            m.end(idle(900_000 + k * 2_000), 0);
+        }
+        m.start(906_000);
+        assert_eq!(m.ns, 6_000);
+        m.end(
+            Pass {
+                issued: true,
+                ..idle(906_000)
+            },
+            0,
+        );
+        // A pass that sleeps until shortly before the next arrival: not pacing, however long.
+        m.start(907_000);
+        m.end(
+            Pass {
+                waits: true,
+                ..idle(907_000)
+            },
+            0,
+        );
+        m.start(1_950_000);
+        assert_eq!(m.ns, 6_000);
+        // Held back by the depth cap (the arrival is due): polling, not pacing.
+        m.end(
+            Pass {
+                next: 1_950_100,
+                ..idle(1_950_000)
+            },
+            0,
+        );
+        m.start(1_951_000);
+        assert_eq!(m.ns, 6_000);
+        // A pass preempted for 5 ms counts the cap.
+        m.end(idle(1_951_000), 0);
+        m.start(6_951_000);
+        assert_eq!(m.ns, 6_000 + IDLE_PASS_CAP_NS);
+        // Nothing during the ramp.
+        let mut m = Pacing::default();
+        m.end(idle(10_000), 50_000);
+        m.start(12_000);
+        assert_eq!(m.ns, 0);
+    }
 
     #[test]
     fn narrows_on_a_quiet_host_and_widens_at_once_when_wake_ups_come_late() {

@@ -52,6 +52,7 @@ pub fn merge_target(into: &mut TargetRun, o: &TargetRun) {
     }
     into.raw_ns.extend_from_slice(&o.raw_ns);
     into.timeline.merge(&o.timeline);
+    into.pacing_ns += o.pacing_ns;
     // An interval's summary holds percentiles, which do not add: the processes' intervals
     // are not merged (yet), and the merged output claims none rather than one process's.
     into.intervals.clear();

@@ -37,6 +37,7 @@ fn target(lats: &[u64]) -> TargetRun {
         path_intervals: Vec::new(),
         raw_ns: Vec::new(),
         timeline: Default::default(),
+        pacing_ns: 1_500,
     }
 }
 
@@ -75,6 +76,8 @@ fn merged_percentiles_are_those_of_all_latencies_together() {
     assert_eq!(t.series[0].read_ios, 7_000);
     assert_eq!(t.outstanding, 8);
     assert_eq!(t.mean_outstanding, Some(7.0));
+    // Each rank's open-loop spin adds.
+    assert_eq!(t.pacing_ns, 3_000);
     // The mean window of the two that ran I/O.
     assert_eq!(m.window, Duration::from_secs(1));
 }
