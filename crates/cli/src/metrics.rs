@@ -5,12 +5,13 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
 
 use sanbench_engine::run::IntervalRecord;
 use sanbench_metrics::expo::{Exposition, Writer};
 use sanbench_metrics::registry::{Key, PathFigures, Registry, BOUNDS_NS, N_BOUNDS};
 use sanbench_metrics::server::Endpoint;
-use sanbench_monitor::cpu::{CpuBreakdown, StatReader, StatSnapshot};
+use sanbench_monitor::cpu::{usage as cpu_usage, StatReader, StatSnapshot};
 
 use crate::error::{usage, CliError};
 
@@ -25,7 +26,9 @@ pub fn registry() -> Option<&'static Arc<Registry>> {
 /// What a run's endpoint serves: the registry, with the host's CPU read at each scrape.
 struct RunExposition {
     registry: Arc<Registry>,
-    cpu: Mutex<(StatReader, Option<StatSnapshot>)>,
+    /// The reader and the last snapshot with when it was read (busy is the time between less
+    /// idle: monitor's cpu.rs).
+    cpu: Mutex<(StatReader, Option<(StatSnapshot, Instant)>)>,
     clk_tck: f64,
 }
 
@@ -35,10 +38,13 @@ impl Exposition for RunExposition {
             let mut g = sanbench_engine::poison::lock(&self.cpu);
             let (rd, prev) = &mut *g;
             if let Ok(cur) = rd.snapshot() {
+                let now = Instant::now();
                 let t = &cur.total;
-                let busy = prev.as_ref().and_then(|p| {
+                let busy = prev.as_ref().and_then(|(p, at)| {
+                    let dt = now.duration_since(*at).as_secs_f64();
+                    let hz = self.clk_tck as u64;
                     let d = t.since(&p.total);
-                    (d.total() > 0).then(|| CpuBreakdown::of_delta(&d).busy_pct / 100.0)
+                    (d.total() > 0).then(|| cpu_usage(p, &cur, hz, Some(dt)).total.busy_pct / 100.0)
                 });
                 let s = |ticks: u64| ticks as f64 / self.clk_tck;
                 let seconds = vec![
@@ -57,7 +63,7 @@ impl Exposition for RunExposition {
                     }
                     h.cpu_seconds = seconds;
                 });
-                *prev = Some(cur);
+                *prev = Some((cur, now));
             }
         }
         Exposition::render(&*self.registry, w);

@@ -145,6 +145,9 @@ struct Core {
     clk_tck: u64,
     stat: StatReader,
     prev: StatSnapshot,
+    /// When `prev` was read (seconds since `origin`): the series' points are busy over the
+    /// window since, less idle (cpu.rs).
+    prev_t: f64,
     scratch: StatSnapshot,
     have_prev: bool,
     tracker: ProcessTracker,
@@ -178,12 +181,17 @@ impl Core {
         let busy = match self.stat.read(&mut self.scratch) {
             Ok(()) => {
                 let b = if self.have_prev {
-                    let d = self.scratch.total.since(&self.prev.total);
-                    Some(CpuBreakdown::of_delta(&d).busy_pct)
+                    let dt = Some(t - self.prev_t);
+                    Some(
+                        usage(&self.prev, &self.scratch, self.clk_tck, dt)
+                            .total
+                            .busy_pct,
+                    )
                 } else {
                     None
                 };
                 std::mem::swap(&mut self.prev, &mut self.scratch);
+                self.prev_t = t;
                 self.have_prev = true;
                 b
             }
@@ -294,7 +302,7 @@ impl Core {
         };
         match (&s.stat, &e.stat) {
             (Some(a), Some(b)) => {
-                let u = usage(a, b, self.clk_tck);
+                let u = usage(a, b, self.clk_tck, Some(window_s));
                 cpu.cores = u.cores;
                 cpu.busy_pct = u.total.busy_pct;
                 cpu.busy_cpu_s = u.busy_cpu_s;
@@ -405,6 +413,7 @@ impl Monitor {
             clk_tck: tck,
             stat,
             prev,
+            prev_t: 0.0,
             scratch: StatSnapshot::default(),
             have_prev: true,
             tracker,
@@ -452,9 +461,10 @@ impl Monitor {
         let s1 = c.stat.snapshot()?;
         let b = c.now();
         sample_power(&c.power);
-        let busy = usage(&s0, &s1, c.clk_tck).total.busy_pct;
+        let busy = usage(&s0, &s1, c.clk_tck, Some(b - a)).total.busy_pct;
         // The series' first point then covers only the time after the baseline.
         c.prev = s1;
+        c.prev_t = b;
         c.have_prev = true;
         c.baseline = Some((a, b, busy));
         let idle_w = lock(&c.power)
