@@ -237,6 +237,17 @@ pub fn caveats(cmp: &Comparison) -> Vec<String> {
             out.push(format!("{}: {}", t.name, p.note));
         }
     }
+    let ticked = ticked_cells(cmp);
+    if ticked > 0 {
+        out.push(format!(
+            "{ticked} of {} cells were measured by an earlier sanbench that counted host CPU from \
+             busy ticks, which miss or multiply short bursts of work between idle spells (low \
+             queue depths, open loops) by their phase against the scheduler tick: their CPU \
+             and power efficiency can be far off, and do not compare with figures measured \
+             since (window less idle; docs/MEASURE.md, CPU).",
+            cmp.cells.len()
+        ));
+    }
     for t in &cmp.targets {
         let busiest = cmp
             .cells
@@ -255,6 +266,21 @@ pub fn caveats(cmp: &Comparison) -> Vec<String> {
         }
     }
     out
+}
+
+/// Cells whose host CPU was counted from busy ticks: results written before host busy was the
+/// window less idle (stop 36) carry a CPU breakdown without `tick_busy_pct` (monitor's cpu.rs).
+pub fn ticked_cells(cmp: &Comparison) -> usize {
+    cmp.cells
+        .iter()
+        .filter(|c| {
+            c.result
+                .cpu
+                .as_ref()
+                .and_then(|v| v.get("breakdown")?.as_object())
+                .is_some_and(|b| !b.contains_key("tick_busy_pct"))
+        })
+        .count()
 }
 
 /// Statistics of a comparison, keyed by (workload id, target name).

@@ -424,6 +424,37 @@ fn reads_over_holes_are_a_caveat() {
     );
 }
 
+/// Cells whose CPU breakdown has no `tick_busy_pct` were measured from busy ticks (before
+/// stop 36): said once, with how many.
+#[test]
+fn cpu_counted_from_busy_ticks_is_a_caveat() {
+    let mut cmp = sample_comparison();
+    let with = |tick: bool| {
+        let mut b = serde_json::json!({ "busy_pct": 40.0, "user_pct": 30.0 });
+        if tick {
+            b["tick_busy_pct"] = serde_json::json!(31.0);
+        }
+        Some(serde_json::json!({ "busy_pct": 40.0, "cores": 2, "breakdown": b }))
+    };
+    for c in cmp.cells.iter_mut() {
+        c.result.cpu = with(true);
+    }
+    assert!(caveats(&cmp).is_empty());
+    let n = cmp.cells.len();
+    for c in cmp.cells.iter_mut().take(3) {
+        c.result.cpu = with(false);
+    }
+    let cav = caveats(&cmp);
+    assert_eq!(cav.len(), 1, "{cav:?}");
+    assert!(
+        cav[0].starts_with(&format!(
+            "3 of {n} cells were measured by an earlier sanbench"
+        )),
+        "{}",
+        cav[0]
+    );
+}
+
 #[test]
 fn verification_is_a_section_and_bad_data_a_caveat() {
     use sanbench_engine::verify::{BadBlock, Class, VerifyReport};

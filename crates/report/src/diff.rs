@@ -32,6 +32,9 @@ pub struct DiffRow {
     pub outside_noise: bool,
     /// B is better than A (lower for latency), judged only when outside the noise.
     pub improved: Option<bool>,
+    /// Why A and B cannot be compared on this metric, when they cannot (then not judged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_comparable: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -40,12 +43,31 @@ pub struct Diff {
     /// (workload, target) cells present in only one of the runs.
     pub only_in_a: Vec<(String, String)>,
     pub only_in_b: Vec<(String, String)>,
+    /// What a reader must know about the two runs together.
+    pub notes: Vec<String>,
+}
+
+/// Whether a metric rests on the host's CPU (itself, or the power model that follows it).
+fn rests_on_cpu(m: Metric) -> bool {
+    matches!(m, Metric::IopsPerCpu | Metric::IopsPerWatt)
 }
 
 /// Compares run A with run B, matching cells by workload id and target name.
 pub fn diff(a: &Comparison, b: &Comparison, min_rel: f64) -> Diff {
     let (an_a, an_b) = (Analysis::new(a), Analysis::new(b));
     let mut out = Diff::default();
+    // One run's host CPU counted from busy ticks, the other's as the window less idle: a
+    // change in CPU (or modeled power) efficiency between them is partly the method's.
+    let ticks = |c: &Comparison| crate::analysis::ticked_cells(c) > 0;
+    let methods_differ = ticks(a) != ticks(b);
+    if methods_differ {
+        let (old, new) = if ticks(a) { ("A", "B") } else { ("B", "A") };
+        out.notes.push(format!(
+            "{old}'s host CPU was counted from busy ticks (an earlier sanbench), {new}'s as the \
+             window less idle: their CPU and power efficiency are not compared (docs/MEASURE.md, \
+             CPU)"
+        ));
+    }
     for ((w, t), sa) in &an_a.stats {
         let Some(sb) = an_b.stats.get(&(w.clone(), t.clone())) else {
             out.only_in_a.push((w.clone(), t.clone()));
@@ -56,7 +78,9 @@ pub fn diff(a: &Comparison, b: &Comparison, min_rel: f64) -> Diff {
                 continue;
             };
             let change_pct = (ma.mean != 0.0).then(|| (mb.mean - ma.mean) / ma.mean * 100.0);
-            let outside_noise = ratio_outside_noise(ma, mb, min_rel);
+            let not_comparable =
+                (methods_differ && rests_on_cpu(m)).then(|| "CPU measured two ways".to_string());
+            let outside_noise = not_comparable.is_none() && ratio_outside_noise(ma, mb, min_rel);
             let improved = outside_noise.then(|| {
                 if m.lower_is_better() {
                     mb.mean < ma.mean
@@ -73,6 +97,7 @@ pub fn diff(a: &Comparison, b: &Comparison, min_rel: f64) -> Diff {
                 change_pct,
                 outside_noise,
                 improved,
+                not_comparable,
             });
         }
     }
@@ -100,10 +125,11 @@ pub fn render_text(d: &Diff) -> String {
     ];
     let mut rows: Vec<[String; 7]> = Vec::new();
     for r in &d.rows {
-        let verdict = match r.improved {
-            None => "inside the noise",
-            Some(true) => "better",
-            Some(false) => "worse",
+        let verdict = match (&r.not_comparable, r.improved) {
+            (Some(why), _) => why.as_str(),
+            (None, None) => "inside the noise",
+            (None, Some(true)) => "better",
+            (None, Some(false)) => "worse",
         };
         rows.push([
             r.workload.clone(),
@@ -122,6 +148,9 @@ pub fn render_text(d: &Diff) -> String {
         for (w, t) in cells {
             let _ = writeln!(s, "{label}: {w} on {t}");
         }
+    }
+    for n in &d.notes {
+        let _ = writeln!(s, "note: {n}");
     }
     s
 }
@@ -170,5 +199,53 @@ mod tests {
         let text = render_text(&d);
         assert!(text.contains("+100.0 %"));
         assert!(text.contains("only in A: db-8k-qd16 on iSCSI 10G"));
+        assert!(d.notes.is_empty());
+    }
+
+    /// A run whose host CPU was counted from busy ticks (its breakdown has no `tick_busy_pct`)
+    /// against one measured as the window less idle: CPU and power efficiency are not judged,
+    /// and a note says why; the rest is.
+    #[test]
+    fn cpu_efficiency_measured_two_ways_is_not_judged() {
+        let cpu = |tick: bool| {
+            let mut b = serde_json::json!({ "busy_pct": 40.0 });
+            if tick {
+                b["tick_busy_pct"] = serde_json::json!(31.0);
+            }
+            Some(serde_json::json!({ "busy_pct": 40.0, "cores": 2, "breakdown": b }))
+        };
+        let mut a = sample_comparison();
+        a.cells.iter_mut().for_each(|c| c.result.cpu = cpu(false));
+        let mut b = a.clone();
+        for c in b.cells.iter_mut() {
+            c.result.cpu = cpu(true);
+            c.result.iops *= 2.0;
+            c.result.efficiency.iops_per_cpu_pct =
+                c.result.efficiency.iops_per_cpu_pct.map(|x| x * 2.0);
+        }
+        let d = diff(&a, &b, 0.10);
+        assert_eq!(d.notes.len(), 1, "{:?}", d.notes);
+        assert_eq!(
+            d.notes[0],
+            "A's host CPU was counted from busy ticks (an earlier sanbench), B's as the window \
+             less idle: their CPU and power efficiency are not compared (docs/MEASURE.md, CPU)"
+        );
+        for r in &d.rows {
+            let cpu_based = matches!(r.metric, Metric::IopsPerCpu | Metric::IopsPerWatt);
+            assert_eq!(r.not_comparable.is_some(), cpu_based, "{r:?}");
+            if cpu_based {
+                assert_eq!((r.outside_noise, r.improved), (false, None));
+            }
+        }
+        assert!(d
+            .rows
+            .iter()
+            .any(|r| r.metric == Metric::Iops && r.improved == Some(true)));
+        let text = render_text(&d);
+        assert!(text.contains("CPU measured two ways"));
+        assert!(text.contains("note: A's host CPU"));
+        // Both measured the same way: judged as ever.
+        let d = diff(&b, &b, 0.10);
+        assert!(d.notes.is_empty() && d.rows.iter().all(|r| r.not_comparable.is_none()));
     }
 }

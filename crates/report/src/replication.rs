@@ -6,7 +6,9 @@
 //! * **differs**: B decided something else (equivalence where A found a difference, or the
 //!   other way round), or the same direction with intervals that do not overlap (the size of
 //!   the effect did not reproduce);
-//! * **not in B**: B did not compare those targets on that figure.
+//! * **not in B**: B did not compare those targets on that figure;
+//! * **not comparable**: a CPU or power efficiency finding where one run's host CPU was
+//!   counted from busy ticks (an earlier sanbench) and the other's as the window less idle.
 //!
 //! Plus the findings B has that A lacks. The runs are matched by target name and workload id,
 //! in either order of a pair. Overlap is a plain reading, not a test: two simultaneous
@@ -19,6 +21,7 @@ use serde::Serialize;
 
 use sanbench_store::Question;
 
+use crate::analysis::Category;
 use crate::findings::{fmt_interval, fmt_ratio, Finding};
 use crate::questions::{metric_of, summary};
 use crate::Report;
@@ -31,6 +34,7 @@ pub enum Outcome {
     Reversed,
     Differs,
     NotInB,
+    NotComparable,
 }
 
 impl Outcome {
@@ -41,6 +45,7 @@ impl Outcome {
             Outcome::Reversed => "reversed",
             Outcome::Differs => "differs",
             Outcome::NotInB => "not in B",
+            Outcome::NotComparable => "not comparable",
         }
     }
 }
@@ -254,7 +259,27 @@ fn question_row(q: &Question, a: &Report, b: &Report) -> Row {
 
 /// Every finding of A, then every primary question A decided, against B.
 pub fn replicate(a: &Report, b: &Report) -> Replication {
-    let mut rows: Vec<Row> = a.findings.iter().map(|f| finding_row(f, b)).collect();
+    // One run's host CPU counted from busy ticks, the other's as the window less idle: their
+    // CPU and power efficiency findings say as much about the method as about the targets.
+    let ticked = |r: &Report| crate::analysis::ticked_cells(r.cmp) > 0;
+    let two_ways = ticked(a) != ticked(b);
+    let mut rows: Vec<Row> = a
+        .findings
+        .iter()
+        .map(|f| {
+            let mut row = finding_row(f, b);
+            if two_ways
+                && matches!(
+                    f.category,
+                    Category::CpuEfficiency | Category::PowerEfficiency
+                )
+            {
+                row.outcome = Outcome::NotComparable;
+                row.note = "host CPU measured two ways: busy ticks in one run".into();
+            }
+            row
+        })
+        .collect();
     rows.extend(
         a.judgement
             .questions
@@ -324,6 +349,14 @@ pub fn render_text(r: &Replication, a: &str, b: &str) -> String {
         r.count(Outcome::NotInB),
         r.only_in_b.len()
     );
+    let apart = r.count(Outcome::NotComparable);
+    if apart > 0 {
+        let _ = writeln!(
+            s,
+            "{apart} CPU and power efficiency claims not compared: one run's host CPU was \
+             counted from busy ticks (docs/MEASURE.md, CPU)"
+        );
+    }
     s
 }
 
@@ -453,6 +486,50 @@ mod tests {
         let text = render_text(&r, "run 1", "run 2");
         assert!(text.contains("reversed") && text.contains("inconclusive"));
         assert!(text.contains("only in run 2: FC 8G shows"));
+    }
+
+    /// A run whose host CPU was counted from busy ticks against one measured as the window
+    /// less idle: CPU and power efficiency findings are not compared, the others are.
+    #[test]
+    fn efficiency_measured_two_ways_is_not_comparable() {
+        let cpu = |tick: bool| {
+            let mut b = serde_json::json!({ "busy_pct": 40.0 });
+            if tick {
+                b["tick_busy_pct"] = serde_json::json!(31.0);
+            }
+            Some(serde_json::json!({ "busy_pct": 40.0, "cores": 2, "breakdown": b }))
+        };
+        let mut a = sample_comparison();
+        a.cells.iter_mut().for_each(|c| c.result.cpu = cpu(false));
+        let mut b = a.clone();
+        b.cells.iter_mut().for_each(|c| c.result.cpu = cpu(true));
+        let (ra, rb) = (
+            Report::new(&a, &Options::default()),
+            Report::new(&b, &Options::default()),
+        );
+        let r = replicate(&ra, &rb);
+        let eff = |c: Category| matches!(c, Category::CpuEfficiency | Category::PowerEfficiency);
+        assert!(ra.findings.iter().any(|f| eff(f.category)));
+        for (f, row) in ra.findings.iter().zip(&r.rows) {
+            let want = if eff(f.category) {
+                Outcome::NotComparable
+            } else {
+                Outcome::Reproduced
+            };
+            assert_eq!(row.outcome, want, "{row:?}");
+        }
+        let text = render_text(&r, "run 1", "run 2");
+        assert!(
+            text.contains("not comparable (host CPU measured two ways"),
+            "{text}"
+        );
+        assert!(
+            text.contains("CPU and power efficiency claims not compared"),
+            "{text}"
+        );
+        // Measured the same way: every claim reproduces.
+        let r = replicate(&rb, &rb);
+        assert_eq!(r.count(Outcome::Reproduced), r.rows.len());
     }
 
     #[test]
