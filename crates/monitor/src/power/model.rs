@@ -1,14 +1,17 @@
 //! Modeled power for hosts without a meter (VMs, CI): `idle + (max − idle) × utilization`,
 //! the linear model of Kepler/Scaphandre-style estimators.
 //!
-//! Utilization is the system-wide busy share from `/proc/stat` between two reads. Every figure
-//! derived from this source carries `modeled: true`; it estimates, it does not measure.
+//! Utilization is the system-wide busy share from `/proc/stat` between two reads: the time
+//! between them less idle, as every host CPU figure (crate::cpu: busy ticks miss or multiply
+//! short bursts). Every figure derived from this source carries `modeled: true`; it
+//! estimates, it does not measure.
 
 use super::{PowerSource, Reading};
-use crate::cpu::{StatReader, StatSnapshot};
+use crate::cpu::{usage, StatReader, StatSnapshot};
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::time::Instant;
 
 /// The model's two constants, in watts.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,7 +43,10 @@ pub struct ModelSource {
     params: ModelParams,
     reader: StatReader,
     prev: StatSnapshot,
+    /// When `prev` was read.
+    prev_at: Instant,
     cur: StatSnapshot,
+    clk_tck: u64,
 }
 
 impl ModelSource {
@@ -51,7 +57,9 @@ impl ModelSource {
             params,
             reader,
             prev,
+            prev_at: Instant::now(),
             cur: StatSnapshot::default(),
+            clk_tck: crate::fsutil::clk_tck(),
         })
     }
 
@@ -76,21 +84,55 @@ impl PowerSource for ModelSource {
     /// Watts at the utilization since the previous read (since boot for the first one).
     fn read(&mut self) -> Result<Reading> {
         self.reader.read(&mut self.cur)?;
-        let d = self.cur.total.since(&self.prev.total);
-        let u = if d.total() > 0 {
-            d.busy() as f64 / d.total() as f64
-        } else {
-            let t = self.cur.total;
-            t.busy() as f64 / t.total().max(1) as f64
-        };
+        let now = Instant::now();
+        let u = utilization(
+            &self.prev,
+            &self.cur,
+            self.clk_tck,
+            now.duration_since(self.prev_at).as_secs_f64(),
+        );
         std::mem::swap(&mut self.prev, &mut self.cur);
+        self.prev_at = now;
         Ok(Reading::Watts(self.params.watts(u)))
+    }
+}
+
+/// The busy share (0..=1) between two reads `dt_s` seconds apart; since boot when no tick
+/// elapsed.
+fn utilization(prev: &StatSnapshot, cur: &StatSnapshot, clk_tck: u64, dt_s: f64) -> f64 {
+    if cur.total.since(&prev.total).total() > 0 {
+        usage(prev, cur, clk_tck, Some(dt_s)).total.busy_pct / 100.0
+    } else {
+        let t = cur.total;
+        t.busy() as f64 / t.total().max(1) as f64
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Short bursts the busy ticks never saw: 2 cores for 1 s at USER_HZ 100 are 200 ticks, of
+    /// which 150 idle and no busy tick: 25 % busy, not 0.
+    #[test]
+    fn utilization_is_the_window_less_idle() {
+        let snap = |idle: u64, user: u64| {
+            let mut s = StatSnapshot::default();
+            let text = format!(
+                "cpu {user} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {user} 0 0 {} 0 0 0 0 0 0\n\
+                 cpu1 0 0 0 {} 0 0 0 0 0 0\n",
+                idle / 2,
+                idle - idle / 2
+            );
+            crate::cpu::parse_proc_stat(&text, &mut s).unwrap();
+            s
+        };
+        let (a, b) = (snap(1000, 0), snap(1150, 0));
+        assert!((utilization(&a, &b, 100, 1.0) - 0.25).abs() < 1e-9);
+        // Ticks far from the window (a fixture's): their own share.
+        let c = snap(1150, 50);
+        assert!((utilization(&a, &c, 100, 10.0) - 50.0 / 200.0).abs() < 1e-9);
+    }
 
     #[test]
     fn linear_model_from_fixture_stat() {
