@@ -20,20 +20,22 @@
 //! Overhead: one tick reads `/proc/stat`, lists `/proc` and reads the stat files of tracked
 //! processes into reused buffers; `examples/overhead.rs` measures it.
 
-use crate::cpu::{usage, CoreUsage, CpuBreakdown, StatReader, StatSnapshot};
+use crate::cpu::{usage, StatReader, StatSnapshot};
 use crate::disk::{DiskReader, DiskReport, DiskSnapshot};
 use crate::error::Result;
 use crate::fsutil::clk_tck;
 use crate::net::{NetReader, NetReport, NetSnapshot};
 use crate::power::Idle;
 use crate::power::{self, PowerChoice, PowerOptions, PowerReport, PowerSampler};
-use crate::procs::{default_kernel_patterns, GroupReport, GroupThread, ProcessTracker, WatchSpec};
+use crate::procs::{default_kernel_patterns, ProcessTracker, WatchSpec};
 use sanbench_stats::poison::{self, lock};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+mod report;
+pub use report::{Baseline, CpuReport, MonitorReport, SeriesPoint};
 
 #[derive(Clone, Debug)]
 pub struct MonitorConfig {
@@ -70,67 +72,6 @@ impl Default for MonitorConfig {
             self_pid: None,
         }
     }
-}
-
-/// One point of the per-interval series.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SeriesPoint {
-    /// Seconds since the monitor was created.
-    pub t_s: f64,
-    /// System-wide busy % since the previous point (100 = all cores).
-    pub busy_pct: f64,
-    pub watts: Option<f64>,
-}
-
-/// The `cpu` block of a report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuReport {
-    pub clk_tck: u64,
-    /// Cores online during the window.
-    pub cores: usize,
-    /// System-wide busy % of all cores over the window (100 = every core busy).
-    pub busy_pct: f64,
-    /// Busy CPU-seconds summed over cores.
-    pub busy_cpu_s: f64,
-    /// busy % over the idle baseline, if one was measured.
-    pub baseline_busy_pct: Option<f64>,
-    /// `busy_pct − baseline_busy_pct`, at least 0: the CPU the run cost (docs/MEASURE.md).
-    pub busy_above_idle_pct: Option<f64>,
-    /// user / nice / system / irq / softirq / steal / iowait / idle shares.
-    pub breakdown: CpuBreakdown,
-    pub per_core: Vec<CoreUsage>,
-    /// self, each watch, kernel.
-    pub groups: Vec<GroupReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// Everything the monitor measured for one run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct MonitorReport {
-    pub window_s: f64,
-    /// Window bounds on the series' time axis.
-    pub window_start_s: f64,
-    pub window_end_s: f64,
-    pub cpu: CpuReport,
-    pub net: NetReport,
-    pub power: PowerReport,
-    pub series: Vec<SeriesPoint>,
-    /// Block devices that did I/O in the window (/proc/diskstats).
-    #[serde(default)]
-    pub disks: DiskReport,
-    /// Every thread of the process groups (self, watches) over the window: the bottleneck
-    /// attribution's evidence (the groups keep only their busiest).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub threads: Vec<GroupThread>,
-}
-
-/// Idle figures measured by [`Monitor::baseline`].
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Baseline {
-    pub seconds: f64,
-    pub busy_pct: f64,
-    pub idle_w: Option<f64>,
 }
 
 struct Bound {
