@@ -429,13 +429,7 @@ fn reads_over_holes_are_a_caveat() {
 #[test]
 fn cpu_counted_from_busy_ticks_is_a_caveat() {
     let mut cmp = sample_comparison();
-    let with = |tick: bool| {
-        let mut b = serde_json::json!({ "busy_pct": 40.0, "user_pct": 30.0 });
-        if tick {
-            b["tick_busy_pct"] = serde_json::json!(31.0);
-        }
-        Some(serde_json::json!({ "busy_pct": 40.0, "cores": 2, "breakdown": b }))
-    };
+    let with = |now: bool| sanbench_store::fixture::cpu_block(!now);
     for c in cmp.cells.iter_mut() {
         c.result.cpu = with(true);
     }

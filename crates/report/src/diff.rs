@@ -207,13 +207,7 @@ mod tests {
     /// and a note says why; the rest is.
     #[test]
     fn cpu_efficiency_measured_two_ways_is_not_judged() {
-        let cpu = |tick: bool| {
-            let mut b = serde_json::json!({ "busy_pct": 40.0 });
-            if tick {
-                b["tick_busy_pct"] = serde_json::json!(31.0);
-            }
-            Some(serde_json::json!({ "busy_pct": 40.0, "cores": 2, "breakdown": b }))
-        };
+        let cpu = |now: bool| sanbench_store::fixture::cpu_block(!now);
         let mut a = sample_comparison();
         a.cells.iter_mut().for_each(|c| c.result.cpu = cpu(false));
         let mut b = a.clone();

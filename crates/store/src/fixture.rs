@@ -242,6 +242,16 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
     }
 }
 
+/// A cell's `cpu` block with a breakdown, as the monitor writes it now (`tick_busy_pct` beside
+/// busy) or as an earlier sanbench did, which counted busy ticks (no `tick_busy_pct`).
+pub fn cpu_block(from_ticks: bool) -> Option<serde_json::Value> {
+    let mut b = json!({ "busy_pct": 40.0, "user_pct": 30.0 });
+    if !from_ticks {
+        b["tick_busy_pct"] = json!(31.0);
+    }
+    Some(json!({ "busy_pct": 40.0, "cores": 2, "breakdown": b }))
+}
+
 /// The fixture comparison (cells interleaved by repetition, then workload, then target).
 pub fn sample_comparison() -> Comparison {
     let targets = PROFILES
