@@ -272,6 +272,13 @@ fn host_lines(doc: &RunDoc) -> String {
         opt(e.iops_per_cpu_pct, 0),
         opt(e.mb_per_s_per_cpu_pct, 1),
     );
+    if let Some(p) = e.pacing_cpu_pct.filter(|p| *p > 0.0) {
+        let _ = writeln!(
+            out,
+            "  of which the open loop's pacing (its streams spinning for their next arrival): \
+             {p:.1}% of all cores, left out of the figures per I/O and per CPU % (docs/MEASURE.md)"
+        );
+    }
     if e.host_not_idle {
         let _ = writeln!(
             out,

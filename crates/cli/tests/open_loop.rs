@@ -302,6 +302,72 @@ fn a_curve_runs_every_level_of_every_target_and_reports_it() {
     assert!(html.contains("Response time vs IOPS"));
 }
 
+/// An open loop's spin for its schedule is measured and left out of the CPU per I/O: the
+/// result carries it (`pacing_cpu_s`, `efficiency.pacing_cpu_pct`), the summary says it, and
+/// the figure per I/O is what is left.
+#[test]
+fn the_open_loops_pacing_is_reported_and_left_out_of_cpu_per_io() {
+    let _shared = ALONE.read().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args([
+            "run", "mem:64M", "--rate", "2000", "--qd", "8", "--time", "2s",
+        ])
+        .args([
+            "--ramp",
+            "0.3s",
+            "--baseline",
+            "0.3s",
+            "--read",
+            "70",
+            "--bs",
+            "4k",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = &doc["results"][0];
+    let pacing_s = r["pacing_cpu_s"].as_f64().unwrap();
+    let e = &r["efficiency"];
+    let pct = e["pacing_cpu_pct"].as_f64().unwrap();
+    // 2,000 gaps a second spin at least 10 µs each: 2 % of a core, 1 % of two; 0.1 % holds on a
+    // host whose wake-ups came late.
+    assert!(pacing_s > 0.002 && pct > 0.1, "{pacing_s} s, {pct} %: {e}");
+    assert!(
+        stdout.contains("of which the open loop's pacing"),
+        "{stdout}"
+    );
+    // Per I/O: the busy time above the idle baseline less the pacing; the gross figure keeps
+    // everything.
+    let cpu = &r["cpu"];
+    let cores = cpu["cores"].as_f64().unwrap();
+    let window = doc["host"]["window_s"].as_f64().unwrap();
+    let idle_s = cpu["baseline_busy_pct"].as_f64().unwrap() / 100.0 * cores * window;
+    let busy_s = cpu["busy_cpu_s"].as_f64().unwrap();
+    let ios = r["ios"].as_f64().unwrap();
+    let want = (busy_s - idle_s - pacing_s) * 1e6 / ios;
+    let net = e["cpu_us_per_io"].as_f64().unwrap();
+    assert!(
+        (net - want).abs() <= 1e-9 * want.abs().max(1.0),
+        "{net} against {want}: {r}"
+    );
+    let gross = e["cpu_us_per_io_gross"].as_f64().unwrap();
+    assert!(
+        (gross - busy_s * 1e6 / ios).abs() <= 1e-9 * gross.max(1.0),
+        "{gross}"
+    );
+}
+
 #[test]
 fn bad_rates_are_refused() {
     for args in [
