@@ -150,6 +150,7 @@ pub fn figures(r: &TargetResult, ti: Option<usize>, report: &MonitorReport) -> F
         busy_pct: c.busy_pct,
         softirq_pct: c.breakdown.softirq_pct,
         steal_pct: c.breakdown.steal_pct,
+        pacing_pct: r.efficiency.pacing_cpu_pct.unwrap_or(0.0),
     });
     let link = iface_of(r).and_then(|i| link_of(&i, report, root));
     Figures {

@@ -108,11 +108,19 @@ fn host_candidate(h: &HostLoad, waited: Option<f64>) -> Candidate {
         figures.insert("max_thread_wait_pct".into(), w * 100.0);
     }
     let mut detail = format!(
-        "{} busy (softirq {}, steal {})",
+        "{} busy (softirq {}, steal {}",
         pct(h.busy_pct / 100.0),
         pct(h.softirq_pct / 100.0),
         pct(h.steal_pct / 100.0)
     );
+    if h.pacing_pct > 0.0 {
+        figures.insert("pacing_pct".into(), h.pacing_pct);
+        detail.push_str(&format!(
+            ", the open loop's pacing {}",
+            pct(h.pacing_pct / 100.0)
+        ));
+    }
+    detail.push(')');
     if let Some(w) = waited {
         detail.push_str(&format!(
             "; the run's threads waited for a CPU at most {} of the window",

@@ -19,6 +19,7 @@ fn idle_host() -> HostLoad {
         busy_pct: 30.0,
         softirq_pct: 2.0,
         steal_pct: 0.0,
+        pacing_pct: 0.0,
     }
 }
 
@@ -130,6 +131,7 @@ fn busy_cores_limit_only_a_run_that_waited_for_them() {
         busy_pct: 97.0,
         softirq_pct: 20.0,
         steal_pct: 1.0,
+        pacing_pct: 0.0,
     });
     // Nothing of the run waited: other load on the host, not this run's limit.
     let b = attribute(&f);
@@ -289,6 +291,7 @@ fn a_never_sleeping_thread_beats_cores_busy_with_other_load() {
         busy_pct: 100.0,
         softirq_pct: 1.0,
         steal_pct: 0.0,
+        pacing_pct: 0.0,
     });
     let b = attribute(&f);
     assert_eq!(b.verdict, Verdict::InitiatorCpu);
@@ -310,6 +313,7 @@ fn a_starved_server_thread_is_the_limit_not_the_busy_cores_that_starved_it() {
         busy_pct: 100.0,
         softirq_pct: 1.0,
         steal_pct: 0.0,
+        pacing_pct: 0.0,
     });
     let b = attribute(&f);
     assert_eq!(b.verdict, Verdict::TargetCpu);
@@ -318,6 +322,42 @@ fn a_starved_server_thread_is_the_limit_not_the_busy_cores_that_starved_it() {
     f.target[0].wait_s = Some(8.0);
     f.initiator = vec![thread("sb-w0-t0", 1.0, 3.0)];
     assert_eq!(attribute(&f).verdict, Verdict::HostCpu);
+}
+
+/// Cores busy with an open loop's spin are busy (a thread that waited behind it was limited by
+/// it), and the detail says whose the cycles were.
+#[test]
+fn the_host_candidate_names_an_open_loops_pacing() {
+    let mut f = base();
+    f.open_loop = Some((true, 8000.0));
+    f.host = Some(HostLoad {
+        cores: 2,
+        busy_pct: 56.0,
+        softirq_pct: 1.0,
+        steal_pct: 0.0,
+        pacing_pct: 40.0,
+    });
+    let c = candidates(&f)
+        .into_iter()
+        .find(|c| c.kind == Some(Verdict::HostCpu))
+        .unwrap();
+    assert_eq!(c.figures.get("pacing_pct"), Some(&40.0));
+    assert!(
+        c.detail.contains("the open loop's pacing 40 %"),
+        "{}",
+        c.detail
+    );
+    // A closed loop's: no such figure.
+    f.host.as_mut().unwrap().pacing_pct = 0.0;
+    let c = candidates(&f)
+        .into_iter()
+        .find(|c| c.kind == Some(Verdict::HostCpu))
+        .unwrap();
+    assert!(
+        !c.figures.contains_key("pacing_pct") && c.detail.contains("steal 0 %)"),
+        "{}",
+        c.detail
+    );
 }
 
 #[test]

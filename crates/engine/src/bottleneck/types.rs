@@ -161,6 +161,10 @@ pub struct HostLoad {
     pub busy_pct: f64,
     pub softirq_pct: f64,
     pub steal_pct: f64,
+    /// Of `busy_pct`, an open loop's streams spinning for their next arrival (0 for a closed
+    /// loop): busy all the same (a thread that waited behind it was limited by it), named so
+    /// the reader knows whose the cycles were.
+    pub pacing_pct: f64,
 }
 
 /// The link toward a network target.
