@@ -30,7 +30,10 @@ pub fn run(args: MonitorsArgs) -> Result<(), CliError> {
         m.kernel.as_deref().unwrap_or("?"),
         m.governor.as_deref().unwrap_or("none (no cpufreq)")
     );
-    outln!("cpu: /proc/stat per core and in all; per process and thread from /proc/PID/task");
+    outln!(
+        "cpu: /proc/stat per core and in all (busy: the window less idle, not the busy ticks); \
+         per process and thread from /proc/PID/task"
+    );
     outln!("network: /proc/net/dev per interface");
     outln!("power sources (first available measured source wins; the model only where none):");
     for s in detect(root, &opts) {
