@@ -232,7 +232,8 @@ impl CpuBreakdown {
         } else {
             0.0
         };
-        let pct = |x: f64| x * 100.0 / total;
+        // A share of the window, never past it (x of x can round to 100.00000000000001 %).
+        let pct = |x: f64| (x * 100.0 / total).clamp(0.0, 100.0);
         CpuBreakdown {
             busy_pct: pct(busy),
             tick_busy_pct: if ticks > 0.0 {
@@ -391,6 +392,17 @@ mod tests {
         let c = CpuBreakdown::of_delta(&unseen, Some(1000.0));
         assert!((c.busy_pct - 20.0).abs() < 1e-9);
         assert_eq!((c.user_pct, c.system_pct, c.tick_busy_pct), (0.0, 0.0, 0.0));
+        // A core busy the whole window is 100 %, never a rounding above it (an MPI test
+        // read 100.00000000000001 % on a host kept busy by three ranks on two cores).
+        for k in 0..1000 {
+            let e = 100.0 + k as f64 * 0.137;
+            let all_busy = CpuTicks {
+                user: e as u64,
+                ..CpuTicks::default()
+            };
+            let c = CpuBreakdown::of_delta(&all_busy, Some(e));
+            assert!(c.busy_pct <= 100.0 && c.user_pct <= 100.0, "{e}: {c:?}");
+        }
         // More idle than the window (clock skew between the reads): never below zero.
         let c = CpuBreakdown::of_delta(&unseen, Some(700.0));
         assert_eq!(c.busy_pct, 0.0);
