@@ -25,7 +25,7 @@ fn flushes_and_fua_writes_reach_the_server_as_asked() {
         ])
         .args(["16M".to_string(), format!("logfile={}", log.display())])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("nbdkit.err")).unwrap())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -60,12 +60,17 @@ fn flushes_and_fua_writes_reach_the_server_as_asked() {
         ])
         .output()
         .unwrap();
+    // Once in a full suite (2026-11-28) the run was refused a connection the probe above had
+    // just made: say whether nbdkit was still running then, and what it said.
+    let alive = matches!(server.try_wait(), Ok(None));
     let _ = server.kill();
     let _ = server.wait();
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}nbdkit on port {port} {} at the end of the run; its stderr: {}",
+        String::from_utf8_lossy(&out.stderr),
+        if alive { "still running" } else { "had exited" },
+        std::fs::read_to_string(dir.path().join("nbdkit.err")).unwrap_or_default()
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = &doc["results"][0];
