@@ -8,14 +8,14 @@
 //! engine's own wait (`Queue::reap_until`: a ring's timed wait, a socket's poll), so that a
 //! completion wakes it at once and a server on the same cores gets them; the last stretch
 //! before an arrival is spun, as long as the wake-ups this stream sees are late ([`Spin`]).
-//! The spin's time inside the window is counted ([`Pacing`]: `StreamState::pacing_ns`, the
+//! The spin's time inside the window is counted ([`Pacing`]: `StreamState::pacing`, the
 //! result's `pacing_cpu_s`), and the CPU efficiency figures leave it out.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::pacer::Pacer;
-use super::spin::{Pacing, Pass, Spin};
+use super::spin::{Pass, Spin};
 use super::state::{Fill, StreamState};
 use super::stream::StreamCtx;
 use crate::engine::Queue;
@@ -45,11 +45,9 @@ pub(super) fn drive(
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     // Just after the last batch counted (0: none), as the closed loop returns it.
     let mut counted_below = 0;
-    let mut pacing = Pacing::default();
     loop {
         let now = t0.elapsed().as_nanos() as u64;
-        pacing.start(now);
-        s.pacing_ns = pacing.ns;
+        s.pacing.start(now);
         let top = now;
         if now >= ctx.shared.end_at.load(Ordering::Relaxed)
             || ctx.shared.abort.load(Ordering::Relaxed)
@@ -114,7 +112,7 @@ pub(super) fn drive(
             waits,
             issued,
         };
-        pacing.end(pass, ctx.ramp_ns);
+        s.pacing.end(pass, ctx.ramp_ns);
         std::hint::spin_loop();
     }
 }

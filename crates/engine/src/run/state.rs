@@ -65,9 +65,8 @@ pub(super) struct StreamState {
     /// writes (`[reads, writes]`): each such I/O is recorded here only, and `hand_over` adds
     /// them to the directions' and the paths' histograms (one record per I/O, not two).
     pub(super) path_hist: Vec<[LatencyHistogram; 2]>,
-    /// Open loop: nanoseconds of the window this stream spent spinning for its next arrival
-    /// (passes that issued and reaped nothing inside the spin window; see `open.rs`).
-    pub(super) pacing_ns: u64,
+    /// Open loop: the window's time this stream spent spinning for its next arrival.
+    pub(super) pacing: super::spin::Pacing,
 }
 
 /// Most raw latencies one stream keeps for the test hook (small runs only).
@@ -116,7 +115,7 @@ impl StreamState {
             done_path: Vec::with_capacity(d),
             paths: Vec::new(),
             path_hist: Vec::new(),
-            pacing_ns: 0,
+            pacing: Default::default(),
         }
     }
 

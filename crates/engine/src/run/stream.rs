@@ -246,7 +246,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         stats: queue.stats(),
         verify: s.verify.map(|v| v.rep),
         raw: s.raw,
-        pacing_ns: s.pacing_ns,
+        pacing_ns: s.pacing.ns,
     })
 }
 
