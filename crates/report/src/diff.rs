@@ -59,9 +59,10 @@ pub fn diff(a: &Comparison, b: &Comparison, min_rel: f64) -> Diff {
     // One run's host CPU counted from busy ticks, the other's as the window less idle: a
     // change in CPU (or modeled power) efficiency between them is partly the method's.
     let ticks = |c: &Comparison| crate::analysis::ticked_cells(c) > 0;
-    let methods_differ = ticks(a) != ticks(b);
+    let a_ticked = ticks(a);
+    let methods_differ = a_ticked != ticks(b);
     if methods_differ {
-        let (old, new) = if ticks(a) { ("A", "B") } else { ("B", "A") };
+        let (old, new) = if a_ticked { ("A", "B") } else { ("B", "A") };
         out.notes.push(format!(
             "{old}'s host CPU was counted from busy ticks (an earlier sanbench), {new}'s as the \
              window less idle: their CPU and power efficiency are not compared (docs/MEASURE.md, \

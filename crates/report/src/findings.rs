@@ -309,31 +309,29 @@ fn average_says(
     direction: &str,
     other: &str,
 ) -> String {
+    use sanbench_stats::design::analysis::{verdict, Verdict};
     let (Some(lo), Some(hi)) = (lo, hi) else {
         return "inconclusive".into();
     };
     let pct = crate::fmt::short(min_effect * 100.0);
-    let top = 1.0 + min_effect;
-    let inside = lo > 1.0 / top && hi < top;
-    if lo > 1.0 {
-        if inside {
-            format!("{direction} by less than {pct} %")
-        } else {
-            // lo > top leads with the average and never comes here.
-            format!("{direction}, not shown beyond {pct} %")
-        }
-    } else if hi < 1.0 {
-        if inside {
-            format!("in {other}'s favour by less than {pct} %")
-        } else if hi < 1.0 / top {
-            format!("in {other}'s favour beyond {pct} %")
-        } else {
+    // The tests' own verdict on the interval (log scale), then which side of 1 it lies on.
+    let (l, h) = (lo.ln(), hi.ln());
+    match (
+        verdict((l + h) / 2.0, (h - l) / 2.0, min_effect),
+        lo > 1.0,
+        hi < 1.0,
+    ) {
+        // Beyond the margin in `side`'s favour leads the sentence and never comes here.
+        (Verdict::Higher, ..) => format!("{direction}, beyond {pct} %"),
+        (Verdict::Lower, ..) => format!("in {other}'s favour beyond {pct} %"),
+        (Verdict::Equivalent, true, _) => format!("{direction} by less than {pct} %"),
+        (Verdict::Equivalent, _, true) => format!("in {other}'s favour by less than {pct} %"),
+        (Verdict::Equivalent, ..) => format!("within {pct} %"),
+        (Verdict::Inconclusive, true, _) => format!("{direction}, not shown beyond {pct} %"),
+        (Verdict::Inconclusive, _, true) => {
             format!("in {other}'s favour, not shown beyond {pct} %")
         }
-    } else if inside {
-        format!("within {pct} %")
-    } else {
-        "inconclusive".into()
+        (Verdict::Inconclusive, ..) => "inconclusive".into(),
     }
 }
 
