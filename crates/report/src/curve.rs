@@ -157,6 +157,7 @@ pub fn findings(c: &Comparison, min_rel: f64) -> Vec<Finding> {
             tests: 1,
             compared: 1,
             inconclusive: 0,
+            workloads: vec![w.id.clone()],
             max: r,
             max_workload: w.id.clone(),
             max_title: w.title.clone(),

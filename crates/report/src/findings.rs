@@ -56,6 +56,9 @@ pub struct Finding {
     pub compared: usize,
     /// Workloads neither decided nor equivalent.
     pub inconclusive: usize,
+    /// The workloads of those `tests` (ids): won for "better", within the margin for
+    /// "equivalent". What a replication compares test by test.
+    pub workloads: Vec<String>,
     pub max: f64,
     pub max_workload: String,
     pub max_title: String,
@@ -443,6 +446,7 @@ fn pair_findings(
             tests: k,
             compared: n,
             inconclusive,
+            workloads: won.iter().map(|q| q.workload.clone()).collect(),
             max,
             max_workload: max_q.workload.clone(),
             max_title: title(&max_q.workload),
@@ -466,6 +470,11 @@ fn pair_findings(
             tests: eq,
             compared: n,
             inconclusive,
+            workloads: qs
+                .iter()
+                .filter(|q| q.verdict == "equivalent")
+                .map(|q| q.workload.clone())
+                .collect(),
             max: ratio,
             max_workload: String::new(),
             max_title: String::new(),

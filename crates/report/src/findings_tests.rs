@@ -15,6 +15,7 @@ fn finding(label: &str, kind: &str, average: f64, text: &str) -> Finding {
         tests: 1,
         compared: 2,
         inconclusive: 1,
+        workloads: vec!["w".into()],
         max: 1.5,
         max_workload: "w".into(),
         max_title: "W".into(),

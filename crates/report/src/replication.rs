@@ -1,11 +1,15 @@
 //! Does a finding hold up in another run? For every Key Finding of run A, and every throughput
 //! question A decided, what run B says about the same claim:
-//! * **reproduced**: the same verdict in the same direction, and the two intervals overlap;
-//! * **inconclusive**: B asked the same question but decided nothing;
-//! * **reversed**: B decided the opposite direction;
-//! * **differs**: B decided something else (equivalence where A found a difference, or the
-//!   other way round), or the same direction with intervals that do not overlap (the size of
-//!   the effect did not reproduce);
+//! * **reproduced**: the same verdict in the same direction, on at least one of the same
+//!   tests, and the two intervals overlap;
+//! * **inconclusive**: B asked the same question but decided none of A's tests (a finding
+//!   each way of one pair is common: each side won some tests; B's finding the other way on
+//!   other tests is not a reversal of A's);
+//! * **reversed**: B decided the opposite direction on one of A's tests;
+//! * **differs**: B decided something else on A's tests (equivalence where A found a
+//!   difference, or the other way round), the same direction only on other tests, or the
+//!   same direction with intervals that do not overlap (the size of the effect did not
+//!   reproduce);
 //! * **not in B**: B did not compare those targets on that figure;
 //! * **not comparable**: a CPU or power efficiency finding where one run's host CPU was
 //!   counted from busy ticks (an earlier sanbench) and the other's as the window less idle.
@@ -121,7 +125,14 @@ fn finding_text(f: &Finding) -> String {
     }
 }
 
-/// What B says about one finding of A.
+/// Whether two findings count a test on the same workload.
+fn share_a_test(f: &Finding, g: &Finding) -> bool {
+    g.workloads.iter().any(|w| f.workloads.contains(w))
+}
+
+/// What B says about one finding of A, judged on the tests A's finding counts: a pair can
+/// hold a finding each way in one category (each side won some tests), so B's finding the
+/// other way round reverses A's only where it is about one of A's tests.
 fn finding_row(f: &Finding, b: &Report) -> Row {
     let like = |g: &&Finding| same_key(f, g);
     let same = b.findings.iter().filter(like).find(|g| {
@@ -144,35 +155,51 @@ fn finding_row(f: &Finding, b: &Report) -> Row {
         av.category == f.category
             && ((av.a == f.better && av.b == f.worse) || (av.a == f.worse && av.b == f.better))
     });
-    let (outcome, in_b, note) = if let Some(g) = same {
-        // Both intervals on f.better's side (an equivalence may list the pair the other way).
-        let gi = if g.better == f.better {
-            (g.ci_low, g.ci_high)
-        } else {
-            (g.ci_high.map(|h| 1.0 / h), g.ci_low.map(|l| 1.0 / l))
-        };
-        if overlap((f.ci_low, f.ci_high), gi) {
-            (Outcome::Reproduced, finding_text(g), String::new())
-        } else {
-            (
-                Outcome::Differs,
-                finding_text(g),
-                "intervals do not overlap".to_string(),
-            )
+    let on_other_tests = |g: &Finding| format!("B: {} on other tests", finding_text(g));
+    let (outcome, in_b, note) = match (same, opposite, other) {
+        (Some(g), _, _) if share_a_test(f, g) => {
+            // Both intervals on f.better's side (an equivalence may list the pair the other
+            // way).
+            let gi = if g.better == f.better {
+                (g.ci_low, g.ci_high)
+            } else {
+                (g.ci_high.map(|h| 1.0 / h), g.ci_low.map(|l| 1.0 / l))
+            };
+            if overlap((f.ci_low, f.ci_high), gi) {
+                (Outcome::Reproduced, finding_text(g), String::new())
+            } else {
+                (
+                    Outcome::Differs,
+                    finding_text(g),
+                    "intervals do not overlap".to_string(),
+                )
+            }
         }
-    } else if let Some(g) = opposite {
-        (Outcome::Reversed, finding_text(g), String::new())
-    } else if let Some(g) = other {
-        let note = if g.kind == "equivalent" {
-            "B: equivalent".to_string()
-        } else {
-            format!("B: {} better", g.better)
-        };
-        (Outcome::Differs, finding_text(g), note)
-    } else if asked {
-        (Outcome::Inconclusive, "no finding".into(), String::new())
-    } else {
-        (Outcome::NotInB, "not compared".into(), String::new())
+        (_, Some(g), _) if share_a_test(f, g) => {
+            (Outcome::Reversed, finding_text(g), String::new())
+        }
+        (_, _, Some(g)) if share_a_test(f, g) => {
+            let note = if g.kind == "equivalent" {
+                "B: equivalent".to_string()
+            } else {
+                format!("B: {} better", g.better)
+            };
+            (Outcome::Differs, finding_text(g), note)
+        }
+        // The same claim, but won on other tests than A's: the size and place of the
+        // effect did not reproduce.
+        (Some(g), _, _) => (
+            Outcome::Differs,
+            finding_text(g),
+            "on other tests than A's".to_string(),
+        ),
+        (_, Some(g), _) | (_, _, Some(g)) if asked => (
+            Outcome::Inconclusive,
+            "no finding".into(),
+            on_other_tests(g),
+        ),
+        _ if asked => (Outcome::Inconclusive, "no finding".into(), String::new()),
+        _ => (Outcome::NotInB, "not compared".into(), String::new()),
     };
     Row {
         kind: "finding".into(),
@@ -361,199 +388,5 @@ pub fn render_text(r: &Replication, a: &str, b: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Options;
-    use sanbench_store::fixture::sample_comparison;
-    use sanbench_store::Comparison;
-
-    const NBD: &str = "NBD <ram> & co";
-
-    fn outcome(r: &Replication, claim: &str) -> Outcome {
-        r.rows
-            .iter()
-            .find(|x| x.claim == claim)
-            .unwrap_or_else(|| {
-                let claims: Vec<&str> = r.rows.iter().map(|x| x.claim.as_str()).collect();
-                panic!("no {claim:?} in {claims:#?}")
-            })
-            .outcome
-    }
-
-    /// Run B of the hand-made pair: NBD's sequential reads a third of A's (the direction
-    /// against FC and iSCSI turns), FC's database IOPS swinging from round to round (nothing
-    /// decided about FC there), sequential writes as in A.
-    fn run_b() -> Comparison {
-        let mut b = sample_comparison();
-        for c in &mut b.cells {
-            let round = c.round.unwrap_or(c.repeat) as usize;
-            if c.workload == "seq-read-1m" && c.target == NBD {
-                c.result.mb_per_s /= 3.0;
-                c.result.iops /= 3.0;
-            }
-            if c.workload.starts_with("db-") && c.target == "FC 8G" {
-                let f = [1.0, 1.6, 0.6][round % 3];
-                c.result.iops *= f;
-                c.result.mb_per_s *= f;
-            }
-        }
-        b
-    }
-
-    #[test]
-    fn a_run_reproduces_itself() {
-        let a = sample_comparison();
-        let (ra, rb) = (
-            Report::new(&a, &Options::default()),
-            Report::new(&a, &Options::default()),
-        );
-        let r = replicate(&ra, &rb);
-        assert!(!r.rows.is_empty());
-        assert_eq!(r.count(Outcome::Reproduced), r.rows.len());
-        assert!(r.only_in_b.is_empty());
-        // Every finding, then every decided throughput question.
-        assert_eq!(
-            r.rows.iter().filter(|x| x.kind == "finding").count(),
-            ra.findings.len()
-        );
-    }
-
-    #[test]
-    fn reproduced_inconclusive_and_reversed() {
-        let (a, b) = (sample_comparison(), run_b());
-        let (ra, rb) = (
-            Report::new(&a, &Options::default()),
-            Report::new(&b, &Options::default()),
-        );
-        let r = replicate(&ra, &rb);
-        // Questions: sequential writes untouched; reads turned; FC's database IOPS undecided.
-        assert_eq!(
-            outcome(&r, "Sequential write, 1 MiB, QD 12: FC 8G / iSCSI 10G MB/s"),
-            Outcome::Reproduced
-        );
-        assert_eq!(
-            outcome(
-                &r,
-                &format!("Sequential read, 1 MiB, QD 12: FC 8G / {NBD} MB/s")
-            ),
-            Outcome::Reversed
-        );
-        assert_eq!(
-            outcome(
-                &r,
-                &format!("Sequential read, 1 MiB, QD 12: iSCSI 10G / {NBD} MB/s")
-            ),
-            Outcome::Reversed
-        );
-        assert_eq!(
-            outcome(&r, "Database 8 KiB 67/33, QD 16: FC 8G / iSCSI 10G IOPS"),
-            Outcome::Inconclusive
-        );
-        // Findings: NBD's edge over FC in bandwidth (reads) turns into FC's; FC's IOPS lead
-        // over iSCSI is found nowhere in B; FC's CPU efficiency over iSCSI holds.
-        assert_eq!(
-            outcome(&r, &format!("{NBD} vs FC 8G: bandwidth")),
-            Outcome::Reversed
-        );
-        assert_eq!(
-            outcome(&r, "FC 8G vs iSCSI 10G: IOPS"),
-            Outcome::Inconclusive
-        );
-        assert_eq!(
-            outcome(&r, "FC 8G vs iSCSI 10G: bandwidth CPU efficiency"),
-            Outcome::Reproduced
-        );
-        // What B found that A did not: FC ahead of NBD in bandwidth.
-        assert!(
-            r.only_in_b.iter().any(|t| t.starts_with("FC 8G shows")
-                && t.contains(&format!("greater bandwidth than {NBD}"))),
-            "{:#?}",
-            r.only_in_b
-        );
-        // The other way round, B's claims against A: the reversal is symmetric.
-        let back = replicate(&rb, &ra);
-        assert_eq!(
-            outcome(
-                &back,
-                &format!("Sequential read, 1 MiB, QD 12: FC 8G / {NBD} MB/s")
-            ),
-            Outcome::Reversed
-        );
-        assert_eq!(
-            render_text(&Replication::default(), "run 1", "run 2"),
-            "run 1 has no findings and decided no throughput question.\n"
-        );
-        let text = render_text(&r, "run 1", "run 2");
-        assert!(text.contains("reversed") && text.contains("inconclusive"));
-        assert!(text.contains("only in run 2: FC 8G shows"));
-    }
-
-    /// A run whose host CPU was counted from busy ticks against one measured as the window
-    /// less idle: CPU and power efficiency findings are not compared, the others are.
-    #[test]
-    fn efficiency_measured_two_ways_is_not_comparable() {
-        let cpu = |now: bool| sanbench_store::fixture::cpu_block(!now);
-        let mut a = sample_comparison();
-        a.cells.iter_mut().for_each(|c| c.result.cpu = cpu(false));
-        let mut b = a.clone();
-        b.cells.iter_mut().for_each(|c| c.result.cpu = cpu(true));
-        let (ra, rb) = (
-            Report::new(&a, &Options::default()),
-            Report::new(&b, &Options::default()),
-        );
-        let r = replicate(&ra, &rb);
-        let eff = |c: Category| matches!(c, Category::CpuEfficiency | Category::PowerEfficiency);
-        assert!(ra.findings.iter().any(|f| eff(f.category)));
-        for (f, row) in ra.findings.iter().zip(&r.rows) {
-            let want = if eff(f.category) {
-                Outcome::NotComparable
-            } else {
-                Outcome::Reproduced
-            };
-            assert_eq!(row.outcome, want, "{row:?}");
-        }
-        let text = render_text(&r, "run 1", "run 2");
-        assert!(
-            text.contains("not comparable (host CPU measured two ways"),
-            "{text}"
-        );
-        assert!(
-            text.contains("CPU and power efficiency claims not compared"),
-            "{text}"
-        );
-        // Measured the same way: every claim reproduces.
-        let r = replicate(&rb, &rb);
-        assert_eq!(r.count(Outcome::Reproduced), r.rows.len());
-    }
-
-    #[test]
-    fn a_pair_listed_the_other_way_round_still_matches() {
-        let a = sample_comparison();
-        let mut b = a.clone();
-        b.targets.reverse();
-        let (ra, rb) = (
-            Report::new(&a, &Options::default()),
-            Report::new(&b, &Options::default()),
-        );
-        let r = replicate(&ra, &rb);
-        assert_eq!(r.count(Outcome::Reproduced), r.rows.len(), "{r:#?}");
-    }
-
-    #[test]
-    fn targets_b_did_not_run_are_not_in_b() {
-        let a = sample_comparison();
-        let mut b = a.clone();
-        b.targets.retain(|t| t.name != "iSCSI 10G");
-        b.cells.retain(|c| c.target != "iSCSI 10G");
-        let (ra, rb) = (
-            Report::new(&a, &Options::default()),
-            Report::new(&b, &Options::default()),
-        );
-        let r = replicate(&ra, &rb);
-        assert_eq!(outcome(&r, "FC 8G vs iSCSI 10G: IOPS"), Outcome::NotInB);
-        assert_eq!(
-            outcome(&r, "Sequential write, 1 MiB, QD 12: FC 8G / iSCSI 10G MB/s"),
-            Outcome::NotInB
-        );
-    }
-}
+#[path = "replication_tests.rs"]
+mod tests;
