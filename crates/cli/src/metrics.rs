@@ -5,7 +5,6 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
 
 use sanbench_engine::run::IntervalRecord;
 use sanbench_metrics::expo::{Exposition, Writer};
@@ -26,9 +25,9 @@ pub fn registry() -> Option<&'static Arc<Registry>> {
 /// What a run's endpoint serves: the registry, with the host's CPU read at each scrape.
 struct RunExposition {
     registry: Arc<Registry>,
-    /// The reader and the last snapshot with when it was read (busy is the time between less
-    /// idle: monitor's cpu.rs).
-    cpu: Mutex<(StatReader, Option<(StatSnapshot, Instant)>)>,
+    /// The reader and the last snapshot (stamped as read: busy is the time between less idle,
+    /// monitor's cpu.rs).
+    cpu: Mutex<(StatReader, Option<StatSnapshot>)>,
     clk_tck: f64,
 }
 
@@ -38,13 +37,11 @@ impl Exposition for RunExposition {
             let mut g = sanbench_engine::poison::lock(&self.cpu);
             let (rd, prev) = &mut *g;
             if let Ok(cur) = rd.snapshot() {
-                let now = Instant::now();
                 let t = &cur.total;
-                let busy = prev.as_ref().and_then(|(p, at)| {
-                    let dt = now.duration_since(*at).as_secs_f64();
+                let busy = prev.as_ref().and_then(|p| {
                     let hz = self.clk_tck as u64;
                     let d = t.since(&p.total);
-                    (d.total() > 0).then(|| cpu_usage(p, &cur, hz, Some(dt)).total.busy_pct / 100.0)
+                    (d.total() > 0).then(|| cpu_usage(p, &cur, hz).total.busy_pct / 100.0)
                 });
                 let s = |ticks: u64| ticks as f64 / self.clk_tck;
                 let seconds = vec![
@@ -63,7 +60,7 @@ impl Exposition for RunExposition {
                     }
                     h.cpu_seconds = seconds;
                 });
-                *prev = Some((cur, now));
+                *prev = Some(cur);
             }
         }
         Exposition::render(&*self.registry, w);

@@ -31,6 +31,7 @@ use crate::error::{MonitorError, Result};
 use crate::fsutil::read_into;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Cumulative ticks of one `/proc/stat` cpu line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,11 +89,23 @@ pub struct StatSnapshot {
     pub total: CpuTicks,
     /// `(N, ticks)` for each `cpuN` line, in file order. Offline cores have no line.
     pub cores: Vec<(u32, CpuTicks)>,
+    /// When it was read ([`StatReader`] stamps it as the file is read); `None` for parsed
+    /// text. Two stamped snapshots give their window's length, which busy is measured
+    /// against ([`usage`]).
+    pub at: Option<Instant>,
+}
+
+impl StatSnapshot {
+    /// Seconds from `earlier`'s reading to this one's, when both were stamped.
+    pub fn secs_since(&self, earlier: &StatSnapshot) -> Option<f64> {
+        Some(self.at?.checked_duration_since(earlier.at?)?.as_secs_f64())
+    }
 }
 
 /// Parses the cpu lines of `/proc/stat` into `out`, reusing its core vector.
 pub fn parse_proc_stat(text: &str, out: &mut StatSnapshot) -> std::result::Result<(), String> {
     out.cores.clear();
+    out.at = None;
     let mut saw_total = false;
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("cpu") else {
@@ -166,9 +179,16 @@ impl StatReader {
         }
     }
 
+    /// Reads and stamps a snapshot: `at` is the middle of the file's read (the kernel fills
+    /// the counters as it reads), so a window between two reads is within a few
+    /// microseconds of the counters'.
     pub fn read(&mut self, out: &mut StatSnapshot) -> Result<()> {
+        let before = Instant::now();
         read_into(&self.path, &mut self.buf)?;
-        parse_proc_stat(&self.buf, out).map_err(|r| MonitorError::parse(&self.path, r))
+        let after = Instant::now();
+        parse_proc_stat(&self.buf, out).map_err(|r| MonitorError::parse(&self.path, r))?;
+        out.at = Some(before + after.duration_since(before) / 2);
+        Ok(())
     }
 
     pub fn snapshot(&mut self) -> Result<StatSnapshot> {
@@ -274,18 +294,15 @@ pub struct CpuUsage {
     pub per_core: Vec<CoreUsage>,
 }
 
-/// Usage between `prev` and `cur`, `elapsed_s` seconds apart when that is known (read beside
-/// each snapshot; busy is then the window less idle, see the module's notes). Cores present in
-/// only one snapshot (hot-plugged) are left out of `per_core`; the aggregate line covers
-/// whatever was online, and falls back to its ticks' total when the cores changed.
-pub fn usage(
-    prev: &StatSnapshot,
-    cur: &StatSnapshot,
-    clk_tck: u64,
-    elapsed_s: Option<f64>,
-) -> CpuUsage {
+/// Usage between `prev` and `cur`. When both were stamped as they were read
+/// ([`StatReader::read`]), busy is the window between them less idle (see the module's
+/// notes); parsed text (a fixture) has only its ticks. Cores present in only one snapshot
+/// (hot-plugged) are left out of `per_core`; the aggregate line covers whatever was online,
+/// and falls back to its ticks' total when the cores changed.
+pub fn usage(prev: &StatSnapshot, cur: &StatSnapshot, clk_tck: u64) -> CpuUsage {
     let hz = clk_tck.max(1) as f64;
-    let per_core_ticks = elapsed_s
+    let per_core_ticks = cur
+        .secs_since(prev)
         .filter(|e| e.is_finite() && *e > 0.0)
         .map(|e| e * hz);
     let d = cur.total.since(&prev.total);
@@ -336,7 +353,7 @@ mod tests {
         assert_eq!(a.total.guest, 30);
         // Δ total line: user 300 nice 0 system 100 idle 200 iowait 20 irq 10 softirq 20 steal 10
         // total = 660 (guest 100 not added), busy = 660 − 200 − 20 − 10 (steal) = 430.
-        let u = usage(&a, &b, 100, None);
+        let u = usage(&a, &b, 100);
         assert!((u.total.busy_pct - 430.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.user_pct - 300.0 * 100.0 / 660.0).abs() < 1e-9);
         assert!((u.total.system_pct - 100.0 * 100.0 / 660.0).abs() < 1e-9);
@@ -361,7 +378,10 @@ mod tests {
         let (mut a, mut b) = (StatSnapshot::default(), StatSnapshot::default());
         parse_proc_stat(A, &mut a).unwrap();
         parse_proc_stat(B, &mut b).unwrap();
-        let u = usage(&a, &b, 100, Some(3.35));
+        // Stamped as a StatReader would: 3.35 s apart.
+        a.at = Some(Instant::now());
+        b.at = a.at.map(|t| t + std::time::Duration::from_secs_f64(3.35));
+        let u = usage(&a, &b, 100);
         // 670 − idle 200 − iowait 20 − steal 10 = 440 busy of 670.
         assert!((u.total.busy_pct - 440.0 * 100.0 / 670.0).abs() < 1e-9);
         assert!((u.busy_cpu_s - 4.4).abs() < 1e-9);
@@ -421,7 +441,7 @@ mod tests {
         // A core gone between the snapshots: the aggregate keeps its ticks' total.
         let mut fewer = b.clone();
         fewer.cores.pop();
-        let u = usage(&a, &fewer, 100, Some(3.35));
+        let u = usage(&a, &fewer, 100);
         assert!((u.total.busy_pct - 430.0 * 100.0 / 660.0).abs() < 1e-9);
     }
 
@@ -461,5 +481,15 @@ mod tests {
         let s = r.snapshot().unwrap();
         assert!(!s.cores.is_empty());
         assert!(s.total.total() > 0);
+        // Stamped as read: the window between two reads is their time apart; parsed text
+        // has none, and a snapshot parsed over a read one loses its stamp.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut t = r.snapshot().unwrap();
+        let w = t.secs_since(&s).unwrap();
+        assert!((0.02..5.0).contains(&w), "{w}");
+        assert_eq!(s.secs_since(&t), None, "not backwards");
+        parse_proc_stat(A, &mut t).unwrap();
+        assert_eq!(t.at, None);
+        assert_eq!(t.secs_since(&s), None);
     }
 }

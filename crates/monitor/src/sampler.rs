@@ -85,10 +85,9 @@ struct Core {
     origin: Instant,
     clk_tck: u64,
     stat: StatReader,
+    /// The last reading (stamped: the series' points are busy over the window since, less
+    /// idle; cpu.rs).
     prev: StatSnapshot,
-    /// When `prev` was read (seconds since `origin`): the series' points are busy over the
-    /// window since, less idle (cpu.rs).
-    prev_t: f64,
     scratch: StatSnapshot,
     have_prev: bool,
     tracker: ProcessTracker,
@@ -121,18 +120,12 @@ impl Core {
         let t = self.now();
         let busy = match self.stat.read(&mut self.scratch) {
             Ok(()) => {
-                let b = if self.have_prev {
-                    let dt = Some(t - self.prev_t);
-                    Some(
-                        usage(&self.prev, &self.scratch, self.clk_tck, dt)
-                            .total
-                            .busy_pct,
-                    )
-                } else {
-                    None
-                };
+                let b = self.have_prev.then(|| {
+                    usage(&self.prev, &self.scratch, self.clk_tck)
+                        .total
+                        .busy_pct
+                });
                 std::mem::swap(&mut self.prev, &mut self.scratch);
-                self.prev_t = t;
                 self.have_prev = true;
                 b
             }
@@ -243,7 +236,7 @@ impl Core {
         };
         match (&s.stat, &e.stat) {
             (Some(a), Some(b)) => {
-                let u = usage(a, b, self.clk_tck, Some(window_s));
+                let u = usage(a, b, self.clk_tck);
                 cpu.cores = u.cores;
                 cpu.busy_pct = u.total.busy_pct;
                 cpu.busy_cpu_s = u.busy_cpu_s;
@@ -354,7 +347,6 @@ impl Monitor {
             clk_tck: tck,
             stat,
             prev,
-            prev_t: 0.0,
             scratch: StatSnapshot::default(),
             have_prev: true,
             tracker,
@@ -402,10 +394,9 @@ impl Monitor {
         let s1 = c.stat.snapshot()?;
         let b = c.now();
         sample_power(&c.power);
-        let busy = usage(&s0, &s1, c.clk_tck, Some(b - a)).total.busy_pct;
+        let busy = usage(&s0, &s1, c.clk_tck).total.busy_pct;
         // The series' first point then covers only the time after the baseline.
         c.prev = s1;
-        c.prev_t = b;
         c.have_prev = true;
         c.baseline = Some((a, b, busy));
         let idle_w = lock(&c.power)

@@ -11,7 +11,6 @@ use crate::cpu::{usage, StatReader, StatSnapshot};
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::time::Instant;
 
 /// The model's two constants, in watts.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,8 +42,6 @@ pub struct ModelSource {
     params: ModelParams,
     reader: StatReader,
     prev: StatSnapshot,
-    /// When `prev` was read.
-    prev_at: Instant,
     cur: StatSnapshot,
     clk_tck: u64,
 }
@@ -57,7 +54,6 @@ impl ModelSource {
             params,
             reader,
             prev,
-            prev_at: Instant::now(),
             cur: StatSnapshot::default(),
             clk_tck: crate::fsutil::clk_tck(),
         })
@@ -84,24 +80,16 @@ impl PowerSource for ModelSource {
     /// Watts at the utilization since the previous read (since boot for the first one).
     fn read(&mut self) -> Result<Reading> {
         self.reader.read(&mut self.cur)?;
-        let now = Instant::now();
-        let u = utilization(
-            &self.prev,
-            &self.cur,
-            self.clk_tck,
-            now.duration_since(self.prev_at).as_secs_f64(),
-        );
+        let u = utilization(&self.prev, &self.cur, self.clk_tck);
         std::mem::swap(&mut self.prev, &mut self.cur);
-        self.prev_at = now;
         Ok(Reading::Watts(self.params.watts(u)))
     }
 }
 
-/// The busy share (0..=1) between two reads `dt_s` seconds apart; since boot when no tick
-/// elapsed.
-fn utilization(prev: &StatSnapshot, cur: &StatSnapshot, clk_tck: u64, dt_s: f64) -> f64 {
+/// The busy share (0..=1) between two reads; since boot when no tick elapsed.
+fn utilization(prev: &StatSnapshot, cur: &StatSnapshot, clk_tck: u64) -> f64 {
     if cur.total.since(&prev.total).total() > 0 {
-        usage(prev, cur, clk_tck, Some(dt_s)).total.busy_pct / 100.0
+        usage(prev, cur, clk_tck).total.busy_pct / 100.0
     } else {
         let t = cur.total;
         t.busy() as f64 / t.total().max(1) as f64
@@ -127,11 +115,20 @@ mod tests {
             crate::cpu::parse_proc_stat(&text, &mut s).unwrap();
             s
         };
-        let (a, b) = (snap(1000, 0), snap(1150, 0));
-        assert!((utilization(&a, &b, 100, 1.0) - 0.25).abs() < 1e-9);
+        let apart = |s: f64, mut b: StatSnapshot, a: &mut StatSnapshot| {
+            a.at = Some(std::time::Instant::now());
+            b.at = a.at.map(|t| t + std::time::Duration::from_secs_f64(s));
+            b
+        };
+        let mut a = snap(1000, 0);
+        let b = apart(1.0, snap(1150, 0), &mut a);
+        assert!((utilization(&a, &b, 100) - 0.25).abs() < 1e-9);
+        // Unstamped (parsed text): the ticks' own share, none busy.
+        let (a0, b0) = (snap(1000, 0), snap(1150, 0));
+        assert_eq!(utilization(&a0, &b0, 100), 0.0);
         // Ticks far from the window (a fixture's): their own share.
-        let c = snap(1150, 50);
-        assert!((utilization(&a, &c, 100, 10.0) - 50.0 / 200.0).abs() < 1e-9);
+        let c = apart(10.0, snap(1150, 50), &mut a);
+        assert!((utilization(&a, &c, 100) - 50.0 / 200.0).abs() < 1e-9);
     }
 
     #[test]
