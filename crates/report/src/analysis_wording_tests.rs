@@ -48,13 +48,13 @@ fn an_undecided_average_never_leads_the_sentence() {
         assert!(
             bw[0]
                 .text
-                .starts_with("A shows greater bandwidth than B on 1 of 3 tests (maximum 4.0x in test w1); over all 3: "),
+                .starts_with("A shows greater bandwidth than B on 1 of 3 tests (maximum 4.0x in test w1), B on 1 (maximum 3.0x in test w2); over all 3: "),
             "{}",
             bw[0].text
         );
         assert!(
             bw[1].text.starts_with(
-                "B shows greater bandwidth than A on 1 of 3 tests (maximum 3.0x in test w2)"
+                "B shows greater bandwidth than A on 1 of 3 tests (maximum 3.0x in test w2), A on 1 (maximum 4.0x in test w1); over all 3: "
             ),
             "{}",
             bw[1].text

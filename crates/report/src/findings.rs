@@ -273,10 +273,25 @@ pub fn findings(cmp: &Comparison, j: &Judgement, min_effect: f64) -> Vec<Finding
 /// first (differences, decided averages, then tests won and the largest ratio), so these are
 /// the strongest of each kind, picked by an order the noise around an undecided average
 /// cannot change; the report lists them all.
+///
+/// A pair split within a label (each side won some tests) holds a "better" finding each way,
+/// and each one's sentence names the other side's wins: the headline shows the first of the
+/// two only, so that its places go to other pairs.
 pub fn headline(all: &[Finding], per_label: usize) -> Vec<&Finding> {
     let mut seen: Vec<(&str, usize)> = Vec::new();
+    let mut taken: Vec<&Finding> = Vec::new();
     all.iter()
         .filter(|f| {
+            let mirror = |g: &&Finding| {
+                g.label == f.label
+                    && g.kind == "better"
+                    && f.kind == "better"
+                    && g.better == f.worse
+                    && g.worse == f.better
+            };
+            if taken.iter().any(mirror) {
+                return false;
+            }
             let i = match seen.iter().position(|(l, _)| *l == f.label) {
                 Some(i) => i,
                 None => {
@@ -285,7 +300,11 @@ pub fn headline(all: &[Finding], per_label: usize) -> Vec<&Finding> {
                 }
             };
             seen[i].1 += 1;
-            seen[i].1 <= per_label
+            let keep = seen[i].1 <= per_label;
+            if keep {
+                taken.push(f);
+            }
+            keep
         })
         .collect()
 }
@@ -365,20 +384,42 @@ fn pair_findings(
     } else {
         "greater"
     };
-    for (side, other, verdict) in [(&av.a, &av.b, "better"), (&av.b, &av.a, "worse")] {
-        let won: Vec<&&Question> = qs.iter().filter(|q| q.verdict == verdict).collect();
-        if won.is_empty() {
-            continue;
+    // Oriented so that above 1 favours the side whose verdict is `verdict`.
+    let orient = |verdict: &str, r: f64| {
+        let r = if av.lower_is_better { 1.0 / r } else { r };
+        if verdict == "better" {
+            r
+        } else {
+            1.0 / r
         }
-        // Oriented so that above 1 favours `side`.
-        let flip_a = |r: f64| if av.lower_is_better { 1.0 / r } else { r };
-        let orient = |r: f64| {
-            if verdict == "better" {
-                flip_a(r)
-            } else {
-                1.0 / flip_a(r)
-            }
+    };
+    // The tests a side won, with its largest ratio among them.
+    let wins = |verdict: &str| {
+        let won: Vec<&&Question> = qs.iter().filter(|q| q.verdict == verdict).collect();
+        let (max, max_q) = won
+            .iter()
+            .map(|q| (orient(verdict, q.ratio), **q))
+            .max_by(|x, y| x.0.total_cmp(&y.0))?;
+        Some((won, max, max_q))
+    };
+    for (side, other, verdict, theirs) in [
+        (&av.a, &av.b, "better", "worse"),
+        (&av.b, &av.a, "worse", "better"),
+    ] {
+        let Some((won, max, max_q)) = wins(verdict) else {
+            continue;
         };
+        let orient = |r: f64| orient(verdict, r);
+        // A pair split in this category: the other side won tests too, and the sentence says
+        // so, so that neither reads as the whole story (the terminal shows one of the two).
+        let split = wins(theirs).map(|(w, m, q)| {
+            format!(
+                "{other} on {} (maximum {} in {})",
+                w.len(),
+                fmt_ratio(m),
+                title(&q.workload)
+            )
+        });
         let avg = orient(av.judged.ratio());
         let (lo, hi) = if av.judged.half_width.is_finite() {
             let (x, y) = (orient(av.judged.low()), orient(av.judged.high()));
@@ -386,11 +427,6 @@ fn pair_findings(
         } else {
             (None, None)
         };
-        let (max, max_q) = won
-            .iter()
-            .map(|q| (orient(q.ratio), q))
-            .max_by(|x, y| x.0.total_cmp(&y.0))
-            .expect("won is not empty");
         let k = won.len();
         let stalls = (cat == Category::Failover)
             .then(|| {
@@ -414,11 +450,12 @@ fn pair_findings(
             )
         } else if average_decided(lo, min_effect) {
             format!(
-                "{side} shows {} {} {direction} {lbl} than {other} ({k} of {n} tests; maximum {} in {})",
+                "{side} shows {} {} {direction} {lbl} than {other} ({k} of {n} tests; maximum {} in {}{})",
                 fmt_ratio(avg),
                 fmt_interval(lo, hi),
                 fmt_ratio(max),
                 title(&max_q.workload),
+                split.map_or_else(String::new, |s| format!("; {s}")),
             )
         } else {
             // The average over the category is not beyond the margin in `side`'s favour: the
@@ -426,9 +463,10 @@ fn pair_findings(
             // interval says, judged as a test is, so that noise around 1 never flips the
             // headline between two runs whose decided tests agree.
             format!(
-                "{side} shows {direction} {lbl} than {other} on {k} of {n} tests (maximum {} in {}); over all {n}: {} {}, {}",
+                "{side} shows {direction} {lbl} than {other} on {k} of {n} tests (maximum {} in {}){}; over all {n}: {} {}, {}",
                 fmt_ratio(max),
                 title(&max_q.workload),
+                split.map_or_else(String::new, |s| format!(", {s}")),
                 fmt_ratio(avg),
                 fmt_interval(lo, hi),
                 average_says(lo, hi, min_effect, direction, other),

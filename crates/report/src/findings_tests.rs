@@ -81,3 +81,79 @@ fn only_an_average_beyond_the_margin_is_decided() {
     assert!(average_decided(Some(1.03), 0.02));
     assert!(!average_decided(None, 0.0));
 }
+
+/// A pair split within a category (NBD ahead of FC on sequential reads, FC ahead on
+/// sequential writes): each of the two findings names the other side's win, and the
+/// terminal's headline shows one of them, its place going to another pair.
+#[test]
+fn a_split_pair_says_so_and_heads_once() {
+    use crate::{Options, Report};
+    const NBD: &str = "NBD <ram> & co";
+    let mut c = sanbench_store::fixture::sample_comparison();
+    for cell in &mut c.cells {
+        if cell.workload == "seq-write-1m" && cell.target == NBD {
+            cell.result.mb_per_s *= 0.3;
+            cell.result.iops *= 0.3;
+        }
+    }
+    let r = Report::new(&c, &Options::default());
+    let bw = |better: &str, worse: &str| {
+        r.findings
+            .iter()
+            .find(|f| {
+                f.label == "bandwidth"
+                    && f.kind == "better"
+                    && f.better == better
+                    && f.worse == worse
+            })
+            .unwrap_or_else(|| panic!("{better} over {worse}: {:#?}", r.findings))
+    };
+    let (nbd, fc) = (bw(NBD, "FC 8G"), bw("FC 8G", NBD));
+    assert!(
+        nbd.text.contains("on 1 of 2 tests (maximum")
+            && nbd.text.contains("in Sequential read")
+            && nbd.text.contains(", FC 8G on 1 (maximum ")
+            && nbd.text.contains("in Sequential write"),
+        "{}",
+        nbd.text
+    );
+    assert!(
+        fc.text.contains(&format!("{NBD} on 1 (maximum ")),
+        "{}",
+        fc.text
+    );
+    // A pair that is not split says nothing of the kind.
+    let one_way = r
+        .findings
+        .iter()
+        .find(|f| {
+            f.kind == "better"
+                && !r
+                    .findings
+                    .iter()
+                    .any(|g| g.label == f.label && g.better == f.worse && g.worse == f.better)
+        })
+        .expect("a finding one way only");
+    assert!(
+        !one_way.text.contains(&format!(", {} on ", one_way.worse)),
+        "{}",
+        one_way.text
+    );
+    assert!(
+        !one_way.text.contains(&format!("; {} on ", one_way.worse)),
+        "{}",
+        one_way.text
+    );
+    // The headline: one of the two, whatever the number of places.
+    for n in [1, 2, 9] {
+        let head = headline(&r.findings, n);
+        let both = head
+            .iter()
+            .filter(|f| std::ptr::eq(**f, nbd) || std::ptr::eq(**f, fc));
+        assert!(both.count() <= 1, "{n}: {:#?}", head);
+    }
+    let head = headline(&r.findings, 9);
+    assert!(head
+        .iter()
+        .any(|f| std::ptr::eq(*f, nbd) || std::ptr::eq(*f, fc)));
+}
