@@ -18,19 +18,7 @@ const NBD: &str = "NBD <ram> & co";
 fn store_two_runs(db: &std::path::Path) {
     let mut store = Store::open(db).unwrap();
     let a = sample_comparison();
-    let mut b = a.clone();
-    for c in &mut b.cells {
-        let round = c.round.unwrap_or(c.repeat) as usize;
-        if c.workload == "seq-read-1m" && c.target == NBD {
-            c.result.mb_per_s /= 3.0;
-            c.result.iops /= 3.0;
-        }
-        if c.workload.starts_with("db-") && c.target == "FC 8G" {
-            let f = [1.0, 1.6, 0.6][round % 3];
-            c.result.iops *= f;
-            c.result.mb_per_s *= f;
-        }
-    }
+    let b = sanbench_store::fixture::sample_rerun();
     assert_eq!(store.save(&a).unwrap().to_string(), "1");
     assert_eq!(store.save(&b).unwrap().to_string(), "2");
 }

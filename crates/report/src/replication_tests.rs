@@ -18,24 +18,11 @@ fn outcome(r: &Replication, claim: &str) -> Outcome {
         .outcome
 }
 
-/// Run B of the hand-made pair: NBD's sequential reads a third of A's (the direction
-/// against FC and iSCSI turns), FC's database IOPS swinging from round to round (nothing
-/// decided about FC there), sequential writes as in A.
+/// Run B of the hand-made pair (`fixture::sample_rerun`): NBD's sequential reads a third of
+/// A's (the direction against FC and iSCSI turns), FC's database IOPS swinging from round to
+/// round (nothing decided about FC there), sequential writes as in A.
 fn run_b() -> Comparison {
-    let mut b = sample_comparison();
-    for c in &mut b.cells {
-        let round = c.round.unwrap_or(c.repeat) as usize;
-        if c.workload == "seq-read-1m" && c.target == NBD {
-            c.result.mb_per_s /= 3.0;
-            c.result.iops /= 3.0;
-        }
-        if c.workload.starts_with("db-") && c.target == "FC 8G" {
-            let f = [1.0, 1.6, 0.6][round % 3];
-            c.result.iops *= f;
-            c.result.mb_per_s *= f;
-        }
-    }
-    b
+    sanbench_store::fixture::sample_rerun()
 }
 
 #[test]
