@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use sanbench_engine::result::{RunDoc, TargetResult};
+use sanbench_monitor::procs::Others;
 use sanbench_store::Comparison;
 
 /// 1234567 → "1.23M", 12345 → "12.3k".
@@ -286,6 +287,16 @@ fn host_lines(doc: &RunDoc) -> String {
              above idle cannot be told apart from that other load; re-run on a quiet host \
              (cpu_us_per_io_gross in --json counts everything)",
             opt(idle, 1)
+        );
+    }
+    if let Some(o) = Others::from_cpu(cpu).filter(Others::notable) {
+        let _ = writeln!(
+            out,
+            "warning: other processes used {:.0}% of a core during the window ({}): their load \
+             is in these figures; if one of them serves the target, --watch it, otherwise \
+             re-run on a quiet host",
+            o.pct_of_core,
+            o.names()
         );
     }
     if let Some(groups) = cpu["groups"].as_array() {

@@ -165,6 +165,45 @@ fn a_host_busy_before_the_run_is_flagged_and_warned_about() {
     assert_eq!(r["efficiency"]["host_not_idle"], true);
 }
 
+/// A process beside the run, named: the result counts its CPU in `cpu.others` under its name
+/// and the run warns about it. The burner is a copy of sh under a name of its own, so that
+/// no other process of the host is taken for it.
+#[test]
+fn other_processes_during_the_window_are_counted_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = dir.path().join("busy-neighbour");
+    std::fs::copy("/bin/sh", &sh).unwrap();
+    let _burn = Burners(vec![std::process::Command::new(&sh)
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap()]);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let out = Command::cargo_bin("sanbench")
+        .unwrap()
+        .args(["run", "mem:64M", "--time", "2", "--json", "-"])
+        .output()
+        .unwrap();
+    let doc = sanbench_testkit::ok_json(&out);
+    let o = &doc["results"][0]["cpu"]["others"];
+    let mine = o["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "busy-neighbour")
+        .unwrap_or_else(|| panic!("{o}"));
+    // A busy loop over a 2 s window: about 2 s on an idle host, at least 0.3 s on a busy one.
+    let cpu = mine["cpu_s"].as_f64().unwrap();
+    assert!(cpu >= 0.3 && cpu <= o["cpu_s"].as_f64().unwrap(), "{o}");
+    assert_eq!(mine["processes"], 1);
+    assert!(o["pct_of_core"].as_f64().unwrap() >= 15.0, "{o}");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("warning: other processes used") && text.contains("busy-neighbour"),
+        "{text}"
+    );
+}
+
 #[test]
 fn monitors_refuses_a_device_that_is_not_there() {
     let out = Command::cargo_bin("sanbench")

@@ -26,9 +26,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 mod groups;
+mod others;
 mod stat;
 
 pub use groups::{default_kernel_patterns, GroupReport, GroupThread, ThreadReport, WatchSpec};
+pub use others::{OtherProcesses, Others, NOTABLE_PCT as OTHERS_NOTABLE_PCT};
 pub use stat::{parse_task_stat, TaskStat};
 
 /// `(utime, stime)` at the window start (or first sight) and at the last reading.
@@ -103,7 +105,13 @@ pub struct ProcessTracker {
     clk_tck: u64,
     buf: String,
     path: PathBuf,
+    /// This pass reads every process ([`ProcessTracker::sample_full`]).
+    full: bool,
+    last_full: Option<std::time::Instant>,
 }
+
+/// The longest time between two full passes while a window is open.
+const FULL_PASS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl ProcessTracker {
     pub fn new(
@@ -125,6 +133,8 @@ impl ProcessTracker {
             clk_tck: clk_tck.max(1),
             buf: String::with_capacity(512),
             path: PathBuf::with_capacity(64),
+            full: true,
+            last_full: None,
         }
     }
 
@@ -152,7 +162,7 @@ impl ProcessTracker {
     pub fn window_start(&mut self) {
         self.window_start_ticks = self.uptime_ticks();
         self.window_open = true;
-        self.sample();
+        self.sample_full(true);
         for e in self.entries.values_mut() {
             e.acct.first = e.acct.last;
             e.acct.in_window = e.alive;
@@ -171,7 +181,7 @@ impl ProcessTracker {
 
     /// Takes the final reading; later samples no longer change the window's figures.
     pub fn window_end(&mut self) {
-        self.sample();
+        self.sample_full(true);
         self.window_open = false;
     }
 
@@ -190,8 +200,28 @@ impl ProcessTracker {
     /// One pass over `/proc`: finds new processes, updates tracked ones, marks vanished ones.
     /// Outside a window it only keeps the classification current.
     pub fn sample(&mut self) {
+        self.sample_full(false);
+    }
+
+    /// [`sample`](Self::sample); `force` reads every process. Processes in no group are read
+    /// on a full pass only: every 8th outside a window; in a window (their CPU is the load
+    /// beside the measurement, others.rs) at its bounds and at least every
+    /// [`FULL_PASS_EVERY`], about 10 µs a process, so a short `--monitor-interval` does not
+    /// multiply the cost.
+    fn sample_full(&mut self, force: bool) {
         self.generation += 1;
         let gen = self.generation;
+        let now = std::time::Instant::now();
+        self.full = force
+            || if self.window_open {
+                self.last_full
+                    .is_none_or(|t| now.duration_since(t) >= FULL_PASS_EVERY)
+            } else {
+                gen & 7 == 0
+            };
+        if self.full {
+            self.last_full = Some(now);
+        }
         let Ok(dir) = std::fs::read_dir(&self.proc_dir) else {
             return;
         };
@@ -207,9 +237,14 @@ impl ProcessTracker {
                 e.alive = false;
             }
         }
-        // Pids that disappeared and were never tracked need no memory.
-        self.entries
-            .retain(|_, e| e.seen == gen || matches!(e.class, Class::Process(_) | Class::Kernel));
+        // Pids that disappeared and were never tracked need no memory, unless they ran in the
+        // window (their CPU up to their last reading is the window's; window_start forgets
+        // them).
+        self.entries.retain(|_, e| {
+            e.seen == gen
+                || matches!(e.class, Class::Process(_) | Class::Kernel)
+                || e.acct.in_window
+        });
     }
 
     /// The first two fields of `/proc/PID/task/TID/schedstat`: time on a CPU and time
@@ -247,9 +282,10 @@ impl ProcessTracker {
 
     fn visit(&mut self, pid: u32, gen: u64) {
         let known = self.entries.get(&pid).map(|e| (e.class, e.starttime));
-        // Unmatched processes are re-read only every 8th pass: cheap, and still catches a
-        // process that was forked under one name and exec'd a watched program (or a reused pid).
-        if matches!(known, Some((Class::Ignored, _))) && gen & 7 != 0 {
+        // Unmatched processes are re-read only on a full pass (`sample`): cheap, and still
+        // catches a process that was forked under one name and exec'd a watched program (or a
+        // reused pid).
+        if matches!(known, Some((Class::Ignored, _))) && !self.full {
             if let Some(e) = self.entries.get_mut(&pid) {
                 e.seen = gen;
             }

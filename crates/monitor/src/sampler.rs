@@ -224,6 +224,7 @@ impl Core {
         let mut cpu = CpuReport {
             clk_tck: self.clk_tck,
             groups: self.tracker.report(window_s),
+            others: Some(self.tracker.others(window_s)),
             ..Default::default()
         };
         let threads = self.tracker.threads();

@@ -169,3 +169,69 @@ fn shared_kworker_lists_the_workqueues_it_was_seen_serving() {
     let j = serde_json::to_value(w).unwrap();
     assert_eq!(j["seen_as"][0], "kworker/0:1H-kblockd");
 }
+
+/// The load beside the measurement: processes in no group, by name, over the window; every
+/// process read on every pass while the window is open (outside it, unmatched ones only every
+/// 8th), and one that exits in the window kept up to its last reading.
+#[test]
+fn others_are_the_processes_in_no_group() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path();
+    fs::create_dir_all(r.join("proc")).unwrap();
+    fs::write(r.join("proc/uptime"), "1000.00 1900.00\n").unwrap();
+    single(r, 50, "sanbench", 100, 50, 1000);
+    single(r, 60, "tgtd", 0, 0, 1000);
+    single(r, 100, "cargo", 100, 50, 1000);
+    single(r, 101, "rustc", 0, 0, 1000);
+    single(r, 103, "sshd", 7, 7, 1000);
+    single(r, 21, "kworker/1:0-events", 0, 700, 10);
+    single(r, 12, "ksoftirqd/0", 0, 50, 5);
+    let watch = vec![WatchSpec::parse("tgtd")];
+    let mut tr = ProcessTracker::new(r, 50, watch, default_kernel_patterns(), TCK);
+    tr.sample();
+    tr.window_start();
+
+    // Mid-window: rustc 101 ran 2 s, a second rustc starts (counted from zero); the group
+    // members and kernel threads work too.
+    single(r, 101, "rustc", 150, 50, 1000);
+    single(r, 102, "rustc", 100, 0, 100_050);
+    single(r, 50, "sanbench", 500, 250, 1000);
+    single(r, 60, "tgtd", 300, 300, 1000);
+    single(r, 21, "kworker/1:0-events", 0, 900, 10);
+    // In a window the processes in no group are read every pass, at most every 250 ms.
+    std::thread::sleep(std::time::Duration::from_millis(260));
+    tr.sample();
+
+    // Before the end: rustc 101 is gone (its 2 s stay), rustc 102 ran another second.
+    fs::remove_dir_all(r.join("proc/101")).unwrap();
+    single(r, 102, "rustc", 200, 0, 100_050);
+    single(r, 100, "cargo", 400, 150, 1000);
+    single(r, 12, "ksoftirqd/0", 0, 90, 5);
+    tr.window_end();
+    // After the window nothing changes the figures.
+    single(r, 100, "cargo", 9000, 150, 1000);
+    tr.sample();
+    tr.sample();
+
+    let o = tr.others(10.0);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    // cargo 3 + 1 s; rustc 2 s (101) + 2 s (102); sshd 0; not sanbench, tgtd (watched), the
+    // kworker or ksoftirqd.
+    assert!(close(o.cpu_s, 8.0), "{o:?}");
+    assert!(close(o.pct_of_core, 80.0), "{o:?}");
+    let names: Vec<(&str, usize)> = o
+        .top
+        .iter()
+        .map(|x| (x.name.as_str(), x.processes))
+        .collect();
+    assert_eq!(names, [("cargo", 1), ("rustc", 2)], "{o:?}");
+    assert!(close(o.top[0].cpu_s, 4.0) && close(o.top[1].cpu_s, 4.0));
+    let j = serde_json::to_value(&o).unwrap();
+    assert_eq!(j["top"][1]["name"], "rustc");
+
+    // A new window forgets the exited process and starts from zero.
+    tr.window_start();
+    tr.window_end();
+    let o = tr.others(1.0);
+    assert_eq!((o.cpu_s, o.top.len()), (0.0, 0), "{o:?}");
+}

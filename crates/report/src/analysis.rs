@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use sanbench_engine::result::TargetResult;
+use sanbench_monitor::procs::{Others, OTHERS_NOTABLE_PCT};
 use sanbench_stats::{mean_ci95, MeanCi};
 use sanbench_store::{Comparison, WorkloadEntry};
 
@@ -265,7 +266,37 @@ pub fn caveats(cmp: &Comparison) -> Vec<String> {
             ));
         }
     }
+    if let Some(text) = others_caveat(cmp) {
+        out.push(text);
+    }
     out
+}
+
+/// Cells that ran beside other processes (at least [`OTHERS_NOTABLE_PCT`] of a core, by the
+/// monitor's count of the processes in no group: monitor's procs/others.rs), who they were,
+/// and what that means for the figures.
+fn others_caveat(cmp: &Comparison) -> Option<String> {
+    let flagged: Vec<Others> = cmp
+        .cells
+        .iter()
+        .filter_map(|c| Others::from_cpu(c.result.cpu.as_ref()?))
+        .filter(Others::notable)
+        .collect();
+    if flagged.is_empty() {
+        return None;
+    }
+    let all = Others::merge(&flagged);
+    Some(format!(
+        "{} of {} cells ran beside other processes using at least {} % of a core (up to {:.0} %; \
+         in those cells: {}). Their load is in those cells' figures and in the noise that \
+         widens every interval; if one of them serves a target on this host, name it with \
+         --watch so that its CPU counts as the target's, otherwise re-run on a quiet host.",
+        flagged.len(),
+        cmp.cells.len(),
+        OTHERS_NOTABLE_PCT,
+        all.pct_of_core,
+        all.names()
+    ))
 }
 
 /// Cells whose host CPU was counted from busy ticks: results written before host busy was the

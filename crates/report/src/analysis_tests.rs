@@ -565,3 +565,40 @@ fn a_failover_stall_finding_names_both_stalls_and_the_paths() {
 // How an average that does not lead is worded: analysis_wording_tests.rs.
 #[path = "analysis_wording_tests.rs"]
 mod wording;
+
+/// Cells that ran beside other processes (the monitor's `cpu.others`) are a caveat naming
+/// them; a few per cent of a core is not.
+#[test]
+fn other_processes_beside_cells_are_a_caveat() {
+    let mut c = sample_comparison();
+    let n = c.cells.len();
+    let others = |pct: f64, who: &str, s: f64| {
+        serde_json::json!({ "cpu_s": s, "pct_of_core": pct,
+            "top": [{ "name": who, "processes": 3, "cpu_s": s }] })
+    };
+    let set = |c: &mut Comparison, i: usize, v: serde_json::Value| {
+        let cpu = c.cells[i]
+            .result
+            .cpu
+            .get_or_insert_with(|| serde_json::json!({}));
+        cpu["others"] = v;
+    };
+    for i in 0..n {
+        set(&mut c, i, others(2.0, "sshd", 0.1));
+    }
+    let mention = |c: &Comparison| {
+        caveats(c)
+            .into_iter()
+            .find(|t| t.contains("other processes"))
+    };
+    assert_eq!(mention(&c), None);
+    set(&mut c, 0, others(40.0, "cargo", 2.0));
+    set(&mut c, 5, others(12.0, "rustc", 0.5));
+    set(&mut c, 6, others(35.0, "cargo", 1.5));
+    let text = mention(&c).expect("a caveat");
+    assert!(
+        text.starts_with(&format!("3 of {n} cells ran beside other processes using at least 10 % of a core (up to 40 %; in those cells: cargo 3.5 s (6 processes), rustc 0.5 s (3 processes))")),
+        "{text}"
+    );
+    assert!(text.contains("--watch"), "{text}");
+}

@@ -6,7 +6,7 @@ use crate::cpu::{CoreUsage, CpuBreakdown};
 use crate::disk::DiskReport;
 use crate::net::NetReport;
 use crate::power::PowerReport;
-use crate::procs::{GroupReport, GroupThread};
+use crate::procs::{GroupReport, GroupThread, Others};
 use serde::{Deserialize, Serialize};
 
 /// One point of the per-interval series.
@@ -38,6 +38,10 @@ pub struct CpuReport {
     pub per_core: Vec<CoreUsage>,
     /// self, each watch, kernel.
     pub groups: Vec<GroupReport>,
+    /// The processes in none of those groups: the load beside the measurement (a lower
+    /// bound; procs/others.rs). Absent from results written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others: Option<Others>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
