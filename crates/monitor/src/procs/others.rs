@@ -71,7 +71,8 @@ impl Others {
     }
 
     /// Several windows together (the cells of a comparison): CPU and each name's CPU summed,
-    /// the largest share of a core kept, processes counted per window and summed.
+    /// the largest share of a core kept, and for each name the most processes one window saw
+    /// (the same process runs through many windows).
     pub fn merge<'a>(all: impl IntoIterator<Item = &'a Others>) -> Others {
         let mut m = Others::default();
         let mut by_name: Vec<OtherProcesses> = Vec::new();
@@ -82,7 +83,7 @@ impl Others {
                 match by_name.iter_mut().find(|x| x.name == p.name) {
                     Some(x) => {
                         x.cpu_s += p.cpu_s;
-                        x.processes += p.processes;
+                        x.processes = x.processes.max(p.processes);
                     }
                     None => by_name.push(p.clone()),
                 }
@@ -131,5 +132,50 @@ impl ProcessTracker {
             },
             top: by_name,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o(pct: f64, top: &[(&str, usize, f64)]) -> Others {
+        Others {
+            cpu_s: top.iter().map(|t| t.2).sum(),
+            pct_of_core: pct,
+            top: top
+                .iter()
+                .map(|&(name, processes, cpu_s)| OtherProcesses {
+                    name: name.into(),
+                    processes,
+                    cpu_s,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn names_merge_and_the_threshold() {
+        let a = o(
+            40.0,
+            &[("cargo", 1, 2.0), ("rustc", 4, 1.25), ("cron", 1, 0.01)],
+        );
+        // A daemon's tick is not named; the first name always is.
+        assert_eq!(a.names(), "cargo 2.0 s, rustc 1.2 s (4 processes)");
+        assert_eq!(o(12.0, &[("cron", 1, 0.01)]).names(), "cron 0.0 s");
+        assert!(a.notable() && o(10.0, &[]).notable() && !o(9.9, &[]).notable());
+        // The same cargo through two windows: its CPU summed, its processes not.
+        let b = o(15.0, &[("rustc", 2, 3.0), ("cargo", 1, 0.5)]);
+        let m = Others::merge([&a, &b]);
+        assert_eq!(m.names(), "rustc 4.2 s (4 processes), cargo 2.5 s");
+        assert_eq!((m.pct_of_core, m.cpu_s), (40.0, a.cpu_s + b.cpu_s));
+        // From a result's cpu block; absent in older results.
+        let cpu =
+            serde_json::json!({ "busy_pct": 3.0, "others": serde_json::to_value(&a).unwrap() });
+        assert_eq!(Others::from_cpu(&cpu), Some(a));
+        assert_eq!(
+            Others::from_cpu(&serde_json::json!({ "busy_pct": 3.0 })),
+            None
+        );
     }
 }
