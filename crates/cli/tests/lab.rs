@@ -142,6 +142,26 @@ fn links_cap_reads_and_down_leaves_nothing() {
         .expect("nbd@one among the targets");
     assert_eq!(one["link"]["rate_bits"], 1_000_000_000u64);
     assert_eq!(one["link"]["mtu"], 1500);
+    // The lab's servers run on this host and are watched by pid: their CPU is a group of its
+    // own in every cell (the targets' side), not load beside the comparison.
+    let lab_pids = pids(&state);
+    for c in cmp["cells"].as_array().unwrap() {
+        let cpu = &c["result"]["cpu"];
+        let groups: Vec<&str> = cpu["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|g| g["name"].as_str())
+            .collect();
+        for p in &lab_pids {
+            assert!(
+                groups.contains(&format!("watch:{p}").as_str()),
+                "{groups:?}"
+            );
+        }
+        let others = cpu["others"]["top"].as_array().unwrap();
+        assert!(others.iter().all(|o| o["name"] != "nbdkit"), "{others:?}");
+    }
 
     let mut kinds = vec!["nbd", "nbdkit"];
     if iscsi {

@@ -286,18 +286,11 @@ fn others_caveat(cmp: &Comparison) -> Option<String> {
         return None;
     }
     let all = Others::merge(&flagged);
-    // Lab targets are served by processes on this host (in their namespaces).
-    let lab = if cmp.targets.iter().any(|t| t.link.is_some()) {
-        " The lab's targets are served from this host: their servers are among these \
-         processes unless they were --watch'ed."
-    } else {
-        ""
-    };
     Some(format!(
         "{} of {} cells ran beside other processes using at least {} % of a core (up to {:.0} %; \
          in those cells: {}). Their load is in those cells' figures and in the noise that \
          widens every interval; if one of them serves a target on this host, name it with \
-         --watch so that its CPU counts as the target's, otherwise re-run on a quiet host.{lab}",
+         --watch so that its CPU counts as the target's, otherwise re-run on a quiet host.",
         flagged.len(),
         cmp.cells.len(),
         OTHERS_NOTABLE_PCT,

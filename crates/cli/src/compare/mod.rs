@@ -253,7 +253,19 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let suite_faults = suite_faults::prepare(&a, &p, job.is_some())?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
-    let mon = crate::monitoring::setup(&a.monitor)?;
+    let mut mon = crate::monitoring::setup(&a.monitor)?;
+    // The lab's servers run on this host: watched (by pid), their CPU is the targets' (the
+    // bottleneck's target side), not load beside the comparison (`cpu.others`).
+    if let (Some(m), Some(path)) = (mon.as_mut(), &a.lab) {
+        if let Ok(Some(state)) = sanbench_lab::state::LabState::load(path) {
+            for p in &state.processes {
+                let spec = p.pid.to_string();
+                if !m.cfg.watch.contains(&spec) {
+                    m.cfg.watch.push(spec);
+                }
+            }
+        }
+    }
     // Rank 0 alone writes files; the other ranks spool their histogram log's lines for it.
     let watch = crate::watch::Watch::open(&a.watch, job.as_ref().map(|j| j.rank()))?;
     // One idle baseline per target, measured before its first workload and reused after.
