@@ -36,7 +36,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "NAME")]
     pub reference: Vec<String>,
     /// Also compare the targets of a lab ('sanbench lab up' prints its file); each target's
-    /// link (rate, MTU, offloads, switched) goes into the comparison.
+    /// link (rate, MTU, offloads, switched) goes into the comparison, and the lab's servers
+    /// are watched by pid (as --watch PID) so that their CPU counts as the targets'.
     #[arg(long, value_name = "FILE")]
     pub lab: Option<PathBuf>,
     /// Fire a lab fault during every cell's measured window: AT:LINK:ACTION (AT after the
