@@ -75,54 +75,69 @@ impl Others {
     /// (the same process runs through many windows).
     pub fn merge<'a>(all: impl IntoIterator<Item = &'a Others>) -> Others {
         let mut m = Others::default();
-        let mut by_name: Vec<OtherProcesses> = Vec::new();
+        let mut by_name = Vec::new();
         for o in all {
             m.cpu_s += o.cpu_s;
             m.pct_of_core = m.pct_of_core.max(o.pct_of_core);
             for p in &o.top {
-                match by_name.iter_mut().find(|x| x.name == p.name) {
-                    Some(x) => {
-                        x.cpu_s += p.cpu_s;
-                        x.processes = x.processes.max(p.processes);
-                    }
-                    None => by_name.push(p.clone()),
-                }
+                tally(&mut by_name, &p.name, p.processes, p.cpu_s, usize::max);
             }
         }
-        by_name.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s).then(a.name.cmp(&b.name)));
-        by_name.truncate(Others::TOP);
-        m.top = by_name;
+        m.top = largest(by_name);
         m
     }
+}
+
+/// Adds `processes` processes of `name` that used `cpu_s` to `by_name`, their counts joined
+/// by `count` (a sum within a window, the most of any window across windows).
+fn tally(
+    by_name: &mut Vec<OtherProcesses>,
+    name: &str,
+    processes: usize,
+    cpu_s: f64,
+    count: fn(usize, usize) -> usize,
+) {
+    match by_name.iter_mut().find(|o| o.name == name) {
+        Some(o) => {
+            o.processes = count(o.processes, processes);
+            o.cpu_s += cpu_s;
+        }
+        None => by_name.push(OtherProcesses {
+            name: name.to_string(),
+            processes,
+            cpu_s,
+        }),
+    }
+}
+
+/// The names that used any CPU, largest first, at most [`Others::TOP`].
+fn largest(mut by_name: Vec<OtherProcesses>) -> Vec<OtherProcesses> {
+    by_name.retain(|o| o.cpu_s > 0.0);
+    by_name.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s).then(a.name.cmp(&b.name)));
+    by_name.truncate(Others::TOP);
+    by_name
 }
 
 impl ProcessTracker {
     /// [`Others`] over the window, `window_s` seconds long.
     pub fn others(&self, window_s: f64) -> Others {
         let tck = self.clk_tck as f64;
-        let mut by_name: Vec<OtherProcesses> = Vec::new();
+        let mut by_name = Vec::new();
         for e in self.entries.values() {
             if e.class != Class::Ignored || !e.acct.in_window {
                 continue;
             }
             let (u, s) = e.acct.delta();
-            let cpu_s = (u + s) as f64 / tck;
-            match by_name.iter_mut().find(|o| o.name == e.name) {
-                Some(o) => {
-                    o.processes += 1;
-                    o.cpu_s += cpu_s;
-                }
-                None => by_name.push(OtherProcesses {
-                    name: e.name.clone(),
-                    processes: 1,
-                    cpu_s,
-                }),
-            }
+            tally(
+                &mut by_name,
+                &e.name,
+                1,
+                (u + s) as f64 / tck,
+                usize::saturating_add,
+            );
         }
         let cpu_s: f64 = by_name.iter().map(|o| o.cpu_s).sum();
-        by_name.retain(|o| o.cpu_s > 0.0);
-        by_name.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s).then(a.name.cmp(&b.name)));
-        by_name.truncate(Others::TOP);
+        let by_name = largest(by_name);
         Others {
             cpu_s,
             pct_of_core: if window_s > 0.0 {
