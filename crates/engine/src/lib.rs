@@ -6,12 +6,11 @@
 //! * [`gen`]: the per-I/O generator (offsets, sizes, directions), integer-only.
 //! * local engines: [`null`], [`mem`], and files and block devices via io_uring or threads.
 
-pub mod arena;
+/// The I/O core's modules, at the paths they had when they lived here.
+pub use sanbench_io::{arena, engine, error};
 pub mod blkdev;
 pub mod bottleneck;
 pub mod disruption;
-pub mod engine;
-pub mod error;
 pub mod file;
 pub mod fio;
 pub mod gen;

@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use initiator_support::{write_read_verify, Ours};
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 use sanbench_iscsi::initiator::{open, Digest, InitiatorOptions};
 
 const SIZE: u64 = 256 << 20;

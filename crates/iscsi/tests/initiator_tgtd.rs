@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use initiator_support::{qcfg, write_read_verify, SLOT};
-use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
+use sanbench_io::{Arena, Completion, EngineError, Io, Op};
 use sanbench_iscsi::initiator::{open, InitiatorOptions};
 use sanbench_iscsi::wire::chap::Credentials;
 use sanbench_testkit::Tgtd;
@@ -99,7 +99,7 @@ fn read_past_end_is_check_condition() {
 }
 
 /// Keeps 32 reads in flight until `stop` says so or an error arrives; returns the error.
-fn run_until_error(q: &mut dyn sanbench_engine::Queue, on_first: impl FnOnce()) -> EngineError {
+fn run_until_error(q: &mut dyn sanbench_io::Queue, on_first: impl FnOnce()) -> EngineError {
     let mut on_first = Some(on_first);
     let mut out = Vec::new();
     let ios: Vec<Io> = (0..32)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use initiator_support::{qcfg, Ours};
-use sanbench_engine::{Arena, Io, Op, Target};
+use sanbench_io::{Arena, Io, Op, Target};
 use sanbench_iscsi::initiator::{open, InitiatorOptions};
 use sanbench_testkit::Tgtd;
 

@@ -1,4 +1,4 @@
-//! Errors of the server side (the client reports [`sanbench_engine::EngineError`]).
+//! Errors of the server side (the client reports [`sanbench_io::EngineError`]).
 
 use thiserror::Error;
 

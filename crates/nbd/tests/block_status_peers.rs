@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{free_port, nbdkit_memory, pattern, qemu_nbd, Peer};
-use sanbench_engine::{Arena, Io, Op, QueueConfig, Target};
+use sanbench_io::{Arena, Io, Op, QueueConfig, Target};
 use sanbench_nbd::{open, ClientOptions};
 
 const BS: u64 = 64 * 1024;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{nbdkit_memory, pattern, qemu_nbd, OurServer};
-use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, Target};
+use sanbench_io::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, Target};
 use sanbench_nbd::{open, ClientOptions};
 
 const BS: usize = 64 * 1024;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{pattern, OurServer};
-use sanbench_engine::{Arena, Io, Op, Queue, QueueConfig};
+use sanbench_io::{Arena, Io, Op, Queue, QueueConfig};
 use sanbench_nbd::wire::handshake::*;
 use sanbench_nbd::wire::transmission::{cmd, cmd_flags, ReplyHeader, Request};
 use sanbench_nbd::wire::{errno, Parsed, IHAVEOPT};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sanbench_engine::{AccessState, Arena, Io, Op, QueueConfig, PATH_ERROR};
+use sanbench_io::{AccessState, Arena, Io, Op, QueueConfig, PATH_ERROR};
 use sanbench_nvme::host::ana::is_ana_change;
 use sanbench_nvme::host::conn::HostOptions;
 use sanbench_nvme::host::session::{connect_admin, connect_io, exec, AdminSession};
@@ -258,7 +258,7 @@ fn qcfg(arena: &Arc<Arena>) -> QueueConfig {
 }
 
 /// Waits up to `within` for the engine's state to become `want`.
-fn wait_state(t: &dyn sanbench_engine::Target, want: AccessState, within: Duration) -> Duration {
+fn wait_state(t: &dyn sanbench_io::Target, want: AccessState, within: Duration) -> Duration {
     let t0 = Instant::now();
     while t.access_state() != Some(want) {
         assert!(

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sanbench_engine::{Arena, EngineError, Io, Op, QueueConfig};
+use sanbench_io::{Arena, EngineError, Io, Op, QueueConfig};
 use sanbench_nvme::target::{Target, TargetConfig};
 
 const NQN: &str = "nqn.2026-11.io.sanbench:engine";

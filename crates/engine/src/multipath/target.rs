@@ -10,14 +10,7 @@ use crate::error::EngineError;
 use crate::poison::lock;
 use crate::uri::redact;
 
-/// The `TargetInfo::params` key under which an engine names the logical unit it reached
-/// (iSCSI: the VPD 0x83 designator; NVMe: NSID and namespace identifiers; NBD: export name
-/// and size). Paths are one target only when it is equal.
-pub const LU_ID: &str = "lu_id";
-
-/// The `TargetInfo::params` key an engine sets to `false` when the target does not allow
-/// I/O over several connections at once (NBD without CAN_MULTI_CONN).
-pub const MULTI_CONN: &str = "can_multi_conn";
+pub use sanbench_io::params::{LU_ID, MULTI_CONN};
 
 /// The `TargetInfo::params` key under which a multipath target lists its paths' URIs (the
 /// run sizes each stream's per-path statistics from it before the clock starts).

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use crate::wire::bhs::{Bhs, BHS_LEN};
 use crate::wire::framer::{encode_pdu, parse_pdu, FrameConfig, Parsed, PduRef};

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_engine::{Allocation, Arena, EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_io::{Allocation, Arena, EngineError, Queue, QueueConfig, Target, TargetInfo};
 
 use crate::wire::chap::Credentials;
 use crate::wire::login_initiator::InitiatorLoginConfig;
@@ -185,7 +185,7 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
     opts.validate()?;
     let u = IscsiUri::parse(uri)?;
     let invalid =
-        |why: &str| EngineError::Invalid(format!("{}: {why}", sanbench_engine::uri::redact(uri)));
+        |why: &str| EngineError::Invalid(format!("{}: {why}", sanbench_io::redact::redact(uri)));
     match (&u.chap, &opts.target_chap) {
         (None, Some(_)) => {
             return Err(invalid(
@@ -211,7 +211,7 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
     let arena = Arc::new(Arena::new(probe::ARENA));
     let mut s = connect(&spec, arena, 1, 1, opts.login_timeout)?;
     let mut info = probe::probe(&mut s, &spec.uri)?;
-    info.uri = sanbench_engine::uri::redact(uri);
+    info.uri = sanbench_io::redact::redact(uri);
     probe::session_params(&s, &spec, &mut info);
     s.logout()?;
     Ok(Box::new(IscsiTarget { spec, info }))

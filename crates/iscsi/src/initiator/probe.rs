@@ -2,7 +2,7 @@
 //! standard INQUIRY (device type, vendor, product), READ CAPACITY(16) with a fallback to (10),
 //! the Block Limits VPD page (B0h) and the MODE SENSE(6) write-protect bit.
 
-use sanbench_engine::{EngineError, TargetInfo};
+use sanbench_io::{EngineError, TargetInfo};
 use serde_json::Value;
 
 use super::session::{Cmd, Dir, Session};
@@ -122,7 +122,7 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
     let (r, d83) = ask(s, inquiry(true, 0x83, 252), 252)?;
     if r == 0 && d83.len() >= 4 && d83[1] == 0x83 {
         if let Some(id) = lu_designator(&d83) {
-            params.insert(sanbench_engine::multipath::LU_ID.into(), id.into());
+            params.insert(sanbench_io::params::LU_ID.into(), id.into());
         }
     }
     let mode = Cdb::ModeSense {

@@ -1,4 +1,4 @@
-//! [`Target::allocation`](sanbench_engine::Target::allocation) for iSCSI LUNs: GET LBA STATUS
+//! [`Target::allocation`](sanbench_io::Target::allocation) for iSCSI LUNs: GET LBA STATUS
 //! (SERVICE ACTION IN(16), service action 12h; SBC-4 5.7) on a session of its own, logged in
 //! for the query and out after it, so the data-path sessions are untouched.
 //!
@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use sanbench_engine::{Allocation, Arena, EngineError, TargetInfo};
+use sanbench_io::{Allocation, Arena, EngineError, TargetInfo};
 
 use super::probe::{ask, failed};
 use super::{connect, Spec};

@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use super::link::{Recv, RecvBuf};
 use super::session::{Cmd, Session};

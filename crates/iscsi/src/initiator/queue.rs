@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use sanbench_engine::{Completion, EngineError, Io, Queue};
+use sanbench_io::{Completion, EngineError, Io, Queue};
 
 use super::session::{Session, LOGOUT_ITT, NO_TAG, PING_ITT};
 use crate::wire::bhs::Bhs;
@@ -106,9 +106,9 @@ impl Queue for Session {
         Ok(())
     }
 
-    fn readiness(&self) -> Option<sanbench_engine::Readiness<'_>> {
+    fn readiness(&self) -> Option<sanbench_io::Readiness<'_>> {
         use std::os::fd::AsFd;
-        Some(sanbench_engine::Readiness {
+        Some(sanbench_io::Readiness {
             fd: self.link.stream.as_fd(),
             write: self.blocked,
             held: !self.done.is_empty(),

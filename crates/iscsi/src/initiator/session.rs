@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_engine::{Arena, Completion, EngineError, Io, Op};
+use sanbench_io::{Arena, Completion, EngineError, Io, Op};
 
 use super::link::{Link, LoggedIn, RecvBuf};
 use crate::scsi::cdb::op;

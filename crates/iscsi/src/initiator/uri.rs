@@ -7,7 +7,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use crate::wire::chap::Credentials;
 
@@ -29,7 +29,7 @@ pub struct IscsiUri {
 fn invalid(uri: &str, why: &str) -> EngineError {
     EngineError::Invalid(format!(
         "{}: {why} (expected iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN)",
-        sanbench_engine::uri::redact(uri)
+        sanbench_io::redact::redact(uri)
     ))
 }
 
@@ -195,7 +195,7 @@ mod tests {
             ("127.0.0.1", 3261, "iqn.x:y")
         );
         // The redacted form names the file, never its contents.
-        assert!(!sanbench_engine::uri::redact(&uri).contains("fr0m"));
+        assert!(!sanbench_io::redact::redact(&uri).contains("fr0m"));
 
         std::env::set_var("SANBENCH_TEST_URI_SECRET", "fr0m-env");
         let u = IscsiUri::parse("iscsi://bob%$SANBENCH_TEST_URI_SECRET@h/iqn.x/1").unwrap();

@@ -2,7 +2,7 @@
 //! SPC-5 subset). [`Lun::execute`] is pure with respect to the transport: it takes a decoded
 //! CDB and the Data-Out bytes and says what to answer.
 
-use sanbench_engine::poison;
+use sanbench_io::poison;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 

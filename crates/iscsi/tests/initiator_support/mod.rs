@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sanbench_engine::arena::fill_random;
-use sanbench_engine::{Arena, Completion, Io, Op, Queue, QueueConfig, Target};
+use sanbench_io::arena::fill_random;
+use sanbench_io::{Arena, Completion, Io, Op, Queue, QueueConfig, Target};
 use sanbench_iscsi::target::{Target as OurTarget, TargetConfig};
 use sanbench_iscsi::wire::chap::Credentials;
 

@@ -1,4 +1,4 @@
-//! [`Target::allocation`](sanbench_engine::Target::allocation) for NBD exports: which part of a
+//! [`Target::allocation`](sanbench_io::Target::allocation) for NBD exports: which part of a
 //! range the server reports as holes, through the `base:allocation` metadata context
 //! (proto.md "Metadata contexts", "`NBD_CMD_BLOCK_STATUS`").
 //!
@@ -14,7 +14,7 @@
 
 use std::io::{self, Read, Write};
 
-use sanbench_engine::{Allocation, EngineError};
+use sanbench_io::{Allocation, EngineError};
 
 use super::{connect, disconnect, NbdTarget, Stream};
 use crate::wire::meta::{state, BlockStatus, Extent, BASE_ALLOCATION};

@@ -2,7 +2,7 @@
 
 use std::io::{self, Read, Write};
 
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use super::{ClientOptions, Stream};
 use crate::tls::{Connector, Tls};

@@ -24,7 +24,7 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sanbench_engine::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_io::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
 use serde_json::json;
 
 use crate::tls::{Connector, Tls, Wait};
@@ -189,7 +189,7 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     let u = uri::parse_uri(uri)?;
     let tls = match &u.tls {
         Some(t) => Some(Connector::new(t).map_err(|e| {
-            EngineError::Invalid(format!("{}: {e}", sanbench_engine::uri::redact(uri)))
+            EngineError::Invalid(format!("{}: {e}", sanbench_io::redact::redact(uri)))
         })?),
         None => None,
     };
@@ -275,13 +275,13 @@ fn target_info(uri: &str, addr: &Addr, export: &str, n: &Negotiated) -> TargetIn
     params.insert("export".into(), json!(export));
     // All NBD can say of what it reached (a multipath target compares it across its paths).
     params.insert(
-        sanbench_engine::multipath::LU_ID.into(),
+        sanbench_io::params::LU_ID.into(),
         json!(format!("export {export:?} of {} bytes", n.size)),
     );
     params.insert("transmission_flags".into(), json!(tflags::names(n.flags)));
     params.insert("structured_replies".into(), json!(n.structured));
     params.insert(
-        "can_multi_conn".into(),
+        sanbench_io::params::MULTI_CONN.into(),
         json!(n.flags & tflags::CAN_MULTI_CONN != 0),
     );
     params.insert(

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use super::Addr;
 use crate::tls::{ClientTls, Credentials};

@@ -99,7 +99,7 @@ pub mod errno {
     pub const ENOTSUP: u32 = 95;
     pub const ESHUTDOWN: u32 = 108;
 
-    /// The negative errno a [`Completion`](sanbench_engine::Completion) carries for an NBD error
+    /// The negative errno a [`Completion`](sanbench_io::Completion) carries for an NBD error
     /// value; unknown values count as `EINVAL`, as the spec asks of clients.
     pub fn to_result(nbd: u32) -> i32 {
         match nbd {

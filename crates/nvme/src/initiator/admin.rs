@@ -7,14 +7,14 @@
 //! ([`Ana::mark_stale`]), as Linux's host re-reads the page from its `ana_work`; a multipath
 //! reconnection reads it itself ([`Target::refresh_access_state`]).
 //!
-//! [`Target::refresh_access_state`]: sanbench_engine::Target::refresh_access_state
+//! [`Target::refresh_access_state`]: sanbench_io::Target::refresh_access_state
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sanbench_engine::{poison, AccessState};
+use sanbench_io::{poison, AccessState};
 
 use crate::host::ana::is_ana_change;
 use crate::host::session::AdminSession;

@@ -1,7 +1,7 @@
 //! `nvme+tcp://HOST[:PORT]` with no subsystem NQN: the discovery controller (port 8009 unless
 //! given). Connects its admin queue, enables it, reads the discovery log page and disconnects.
 
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use super::{connect_err, resolve, NvmeUri};
 use crate::host::session::connect_admin;

@@ -7,7 +7,7 @@
 //! A controller that reports ANA (CMIC bit 3) has its namespace's state read at open and kept
 //! current ([`admin`]): the target's `access_state`, which a multipath target routes by; an
 //! I/O that comes back with a path-related status completes with
-//! [`PATH_ERROR`](sanbench_engine::PATH_ERROR).
+//! [`PATH_ERROR`](sanbench_io::PATH_ERROR).
 
 mod admin;
 mod discover;
@@ -15,7 +15,7 @@ mod queue;
 
 pub use discover::discover;
 
-use sanbench_engine::poison;
+use sanbench_io::poison;
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,9 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sanbench_engine::{
-    AccessState, Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo,
-};
+use sanbench_io::{AccessState, Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
 use serde_json::json;
 
 use admin::{Ana, Qid, Qids};
@@ -253,7 +251,7 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     // subsystem (NQNs are unique), the NSID and the NGUID when the controller reports one.
     let nguid: String = ns.nguid.iter().map(|b| format!("{b:02x}")).collect();
     params.insert(
-        sanbench_engine::multipath::LU_ID.into(),
+        sanbench_io::params::LU_ID.into(),
         json!(if ns.nguid == [0; 16] {
             format!("{} nsid {}", u.subnqn, u.nsid)
         } else {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, PATH_ERROR};
+use sanbench_io::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, PATH_ERROR};
 
 use super::admin::{Ana, Qid};
 use super::engine_err;
@@ -285,8 +285,8 @@ impl Queue for NvmeQueue {
         }
     }
 
-    fn readiness(&self) -> Option<sanbench_engine::Readiness<'_>> {
-        Some(sanbench_engine::Readiness {
+    fn readiness(&self) -> Option<sanbench_io::Readiness<'_>> {
+        Some(sanbench_io::Readiness {
             fd: self.conn.fd(),
             write: false,
             held: self.conn.has_pdu(),

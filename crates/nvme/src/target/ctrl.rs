@@ -3,7 +3,7 @@
 //! keep-alive timers. Properties follow NVMe Base 2.0 §3.1.3 and the enable / shutdown
 //! handshakes of §3.5: CSTS.RDY follows CC.EN at once, as nothing needs preparing.
 
-use sanbench_engine::poison;
+use sanbench_io::poison;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, Ordering};

@@ -20,7 +20,7 @@ pub mod control;
 mod ctrl;
 mod io;
 
-use sanbench_engine::poison;
+use sanbench_io::poison;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

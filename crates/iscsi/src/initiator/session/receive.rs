@@ -4,7 +4,7 @@
 //! state. The sending half (command numbering, Data-Out, the output buffer) is in
 //! [`super`].
 
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use super::{Dir, Session, LOGOUT_ITT, NO_TAG, PING_ITT};
 use crate::scsi::sense::{status, Sense};

@@ -19,7 +19,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_engine::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig};
+use sanbench_io::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig};
 use serde_json::json;
 
 use super::handshake::Negotiated;
@@ -320,9 +320,9 @@ impl Queue for NbdQueue {
         self.reap_by(deadline, out)
     }
 
-    fn readiness(&self) -> Option<sanbench_engine::Readiness<'_>> {
+    fn readiness(&self) -> Option<sanbench_io::Readiness<'_>> {
         use std::os::fd::AsFd;
-        Some(sanbench_engine::Readiness {
+        Some(sanbench_io::Readiness {
             fd: self.sock.as_fd(),
             write: false,
             // Replies decrypted inside the TLS session: the socket no longer shows them.

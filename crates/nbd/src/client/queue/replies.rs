@@ -2,7 +2,7 @@
 //! placed in the I/O's arena region (proto.md "Simple reply message", "Structured reply
 //! chunk message").
 
-use sanbench_engine::{EngineError, Op};
+use sanbench_io::{EngineError, Op};
 
 use super::{NbdQueue, Recv, Slot};
 use crate::wire::transmission::{chunk, Chunk, ReplyHeader, CHUNK_HEADER_LEN};

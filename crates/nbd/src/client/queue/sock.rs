@@ -6,7 +6,7 @@ use std::io::{self, IoSlice};
 use rustix::io::Errno;
 use rustix::net::SendAncillaryBuffer;
 
-use sanbench_engine::EngineError;
+use sanbench_io::EngineError;
 
 use crate::tls::Wait;
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
-use sanbench_engine::{Completion, EngineError};
+use sanbench_io::{Completion, EngineError};
 
 use super::NbdQueue;
 

@@ -127,7 +127,7 @@ pub struct TargetInfo {
     pub max_transfer: Option<u32>,
     pub read_only: bool,
     /// Engine-specific facts: open flags, negotiated protocol parameters, device transport.
-    pub params: BTreeMap<String, serde_json::Value>,
+    pub params: crate::params::Params,
 }
 
 /// What a target reports about which part of a range holds written data (holes read as zeros
@@ -286,7 +286,7 @@ pub trait Queue: Send {
 
     /// Per-queue facts worth reporting (e.g. which completion path ran), merged into the
     /// result's engine parameters after the run.
-    fn stats(&self) -> BTreeMap<String, serde_json::Value> {
+    fn stats(&self) -> crate::params::Params {
         BTreeMap::new()
     }
 

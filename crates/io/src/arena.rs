@@ -94,7 +94,7 @@ impl Drop for Arena {
 /// Fills `buf` with pseudo-random bytes (wyrand): incompressible, so that compressing or
 /// deduplicating targets cannot flatter a write test.
 pub fn fill_random(buf: &mut [u8], seed: u64) {
-    let mut rng = crate::gen::Rng::new(seed);
+    let mut rng = crate::rng::Rng::new(seed);
     let mut chunks = buf.chunks_exact_mut(8);
     for c in &mut chunks {
         c.copy_from_slice(&rng.next_u64().to_le_bytes());

@@ -1,0 +1,18 @@
+//! A target's engine-specific facts (`TargetInfo::params`, `Queue::stats`): the result
+//! document's one extension map (open flags, negotiated protocol parameters, which completion
+//! path ran), and the keys of it that other crates read, named once here.
+
+use std::collections::BTreeMap;
+
+/// Engine-specific facts by name, as the result records them. Values are JSON because each
+/// engine names its own; a fact another crate reads gets a key constant below.
+pub type Params = BTreeMap<String, serde_json::Value>;
+
+/// The `TargetInfo::params` key under which an engine names the logical unit it reached
+/// (iSCSI: the VPD 0x83 designator; NVMe: NSID and namespace identifiers; NBD: export name
+/// and size). Paths are one target only when it is equal.
+pub const LU_ID: &str = "lu_id";
+
+/// The `TargetInfo::params` key an engine sets to `false` when the target does not allow
+/// I/O over several connections at once (NBD without CAN_MULTI_CONN).
+pub const MULTI_CONN: &str = "can_multi_conn";
