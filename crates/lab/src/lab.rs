@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::cmd::{argv, is_gone, which, Runner};
 use crate::error::LabError;
-use crate::fault::Impairment;
+use crate::impairment::Impairment;
 use crate::plan::{IF_PREFIX, NS_PREFIX};
 use crate::procs;
 use crate::site::{self, Site};

@@ -24,6 +24,7 @@
 pub mod cmd;
 pub mod error;
 pub mod fault;
+pub mod impairment;
 pub mod lab;
 pub mod plan;
 pub mod procs;
@@ -33,7 +34,8 @@ pub mod state;
 pub mod status;
 
 pub use error::LabError;
-pub use fault::{FaultAction, Impairment, Scheduled};
+pub use fault::Scheduled;
+pub use impairment::{FaultAction, Impairment};
 pub use lab::{down, up, Lab, LabConfig};
 pub use site::parse_paths;
 pub use spec::{parse_links, parse_targets, LinkSpec, TargetKind};

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabError;
-use crate::fault::Impairment;
+use crate::impairment::Impairment;
 use crate::spec::{LinkSpec, TargetKind};
 
 pub const LAB_SCHEMA: &str = "sanbench.lab/1";

@@ -23,11 +23,11 @@ use sanbench_blockstore::out::Out;
 
 use super::Shared;
 use crate::wire::bhs::{Bhs, BHS_LEN};
-use crate::wire::codes::logout_response;
+use crate::wire::codes::{logout_response, reject_reason};
 use crate::wire::framer::{encode_pdu, parse_pdu, FrameConfig, Parsed, PduRef};
 use crate::wire::layout::RESERVED_TAG;
 use crate::wire::login::{SessionType, TargetLogin, CMD_WINDOW};
-use crate::wire::pdu_ctl::{reject_reason, LogoutRequest, LogoutResponse, NopIn, NopOut, Reject};
+use crate::wire::pdu_ctl::{LogoutRequest, LogoutResponse, NopIn, NopOut, Reject};
 use crate::wire::WireError;
 
 mod data_in;

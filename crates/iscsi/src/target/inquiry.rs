@@ -1,7 +1,7 @@
 //! INQUIRY (standard data and VPD pages 00, 80, 83, B0, B1, B2; SPC-5 §6.7, §7.7, SBC-4 §6.6)
 //! and MODE SENSE(6/10) with the caching, control and informational exceptions pages.
 
-use super::lun::{Lun, Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_XFER_BLOCKS};
+use super::outcome::{Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_XFER_BLOCKS};
 use crate::scsi::cdb::Cdb;
 use crate::scsi::sense::Sense;
 use sanbench_blockstore::CHUNK;
@@ -21,7 +21,9 @@ fn pad(s: &str, n: usize) -> Vec<u8> {
     v
 }
 
-pub fn inquiry(lun: &Lun, evpd: bool, page: u8) -> Result<Vec<u8>, Sense> {
+/// The INQUIRY data (standard, or VPD page `page` when `evpd`) of LUN `id` of target `target`
+/// (see `Lun::new`), whose serial number is `serial`.
+pub fn inquiry(target: u32, id: u16, serial: &str, evpd: bool, page: u8) -> Result<Vec<u8>, Sense> {
     if !evpd {
         // T10 vendor "SANBENCH": clients rely on it to know the LUN is sanbench's own scratch
         // disk, which they may overwrite (see sanbench-blockstore's docs). Keep it.
@@ -41,14 +43,14 @@ pub fn inquiry(lun: &Lun, evpd: bool, page: u8) -> Result<Vec<u8>, Sense> {
     }
     // NAA 3 (locally assigned, 8 bytes, SPC-5 §7.7.6.6.3): the target's identity and the LUN,
     // the same on every portal and different between two targets.
-    let naa = 3u64 << 60 | (lun.target as u64) << 16 | lun.id as u64;
+    let naa = 3u64 << 60 | (target as u64) << 16 | id as u64;
     Ok(match page {
         0x00 => vpd(0, VPD_PAGES.to_vec()),
-        0x80 => vpd(0x80, lun.serial.as_bytes().to_vec()),
+        0x80 => vpd(0x80, serial.as_bytes().to_vec()),
         0x83 => {
             let mut b = vec![0x01, 0x03, 0x00, 0x08];
             b.extend_from_slice(&naa.to_be_bytes());
-            let t10 = [pad("SANBENCH", 8), lun.serial.as_bytes().to_vec()].concat();
+            let t10 = [pad("SANBENCH", 8), serial.as_bytes().to_vec()].concat();
             b.extend_from_slice(&[0x02, 0x01, 0x00, t10.len() as u8]);
             b.extend_from_slice(&t10);
             vpd(0x83, b)
@@ -102,7 +104,8 @@ fn info_exceptions(_changeable: bool) -> Vec<u8> {
     p
 }
 
-pub fn mode_sense(lun: &Lun, cdb: &Cdb) -> Result<Outcome, Sense> {
+/// MODE SENSE(6/10) for a LUN of `blocks` blocks.
+pub fn mode_sense(blocks: u64, cdb: &Cdb) -> Result<Outcome, Sense> {
     let Cdb::ModeSense {
         ten,
         dbd,
@@ -130,12 +133,12 @@ pub fn mode_sense(lun: &Lun, cdb: &Cdb) -> Result<Outcome, Sense> {
         Vec::new()
     } else if llbaa {
         let mut b = vec![0u8; 16];
-        b[0..8].copy_from_slice(&lun.blocks.to_be_bytes());
+        b[0..8].copy_from_slice(&blocks.to_be_bytes());
         b[12..16].copy_from_slice(&(BLOCK as u32).to_be_bytes());
         b
     } else {
         let mut b = vec![0u8; 8];
-        b[0..4].copy_from_slice(&(lun.blocks.min(0xffff_ffff) as u32).to_be_bytes());
+        b[0..4].copy_from_slice(&(blocks.min(0xffff_ffff) as u32).to_be_bytes());
         b[5..8].copy_from_slice(&(BLOCK as u32).to_be_bytes()[1..]);
         b
     };

@@ -6,31 +6,14 @@ use sanbench_io::poison;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use super::outcome::{Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_XFER_BLOCKS};
 use super::pr::{Access, PrError, PrState};
 use crate::scsi::cdb::{Cdb, CdbLen};
 use crate::scsi::sense::Sense;
 use sanbench_blockstore::{BlockStore, CHUNK};
 
-pub const BLOCK: u64 = 512;
-/// Largest transfer we accept in one command (VPD B0 MAXIMUM TRANSFER LENGTH, in blocks).
-pub const MAX_XFER_BLOCKS: u32 = 128 * 1024;
 const MAX_WS_BLOCKS: u64 = 1 << 22;
-pub const MAX_UNMAP_BLOCKS: u32 = 1 << 20;
 const CAW_STRIPES: usize = 64;
-
-/// What a command produced.
-pub enum Outcome {
-    Good,
-    /// Data-In assembled in memory (already cut to the allocation length).
-    Data(Vec<u8>),
-    /// Data-In straight from the store: `len` bytes at byte offset `off`.
-    Read {
-        off: u64,
-        len: usize,
-    },
-    Check(Sense),
-    Conflict,
-}
 
 pub struct Lun {
     pub id: u16,
@@ -133,10 +116,10 @@ impl Lun {
                 page,
                 alloc_len,
             } => cut(
-                super::inquiry::inquiry(self, evpd, page)?,
+                super::inquiry::inquiry(self.target, self.id, &self.serial, evpd, page)?,
                 alloc_len as usize,
             ),
-            Cdb::ModeSense { .. } => super::inquiry::mode_sense(self, cdb)?,
+            Cdb::ModeSense { .. } => super::inquiry::mode_sense(self.blocks, cdb)?,
             Cdb::RequestSense { desc, alloc_len } => {
                 let s = Sense::NO_SENSE;
                 cut(

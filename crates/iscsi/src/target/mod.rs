@@ -12,6 +12,7 @@
 mod conn;
 mod inquiry;
 mod lun;
+mod outcome;
 mod pr;
 
 use std::net::{SocketAddr, TcpListener};
@@ -24,6 +25,7 @@ use thiserror::Error;
 use crate::wire::chap::Credentials;
 use crate::wire::login::TargetLoginConfig;
 use lun::Lun;
+use outcome::BLOCK;
 pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 
@@ -143,7 +145,7 @@ impl Target {
                 cfg.luns
             )));
         }
-        if cfg.lun_size < lun::BLOCK {
+        if cfg.lun_size < BLOCK {
             return Err(TargetError::Config(
                 "lun_size must be at least 512 bytes".into(),
             ));
@@ -171,7 +173,7 @@ impl Target {
                                 source,
                             }
                         })?;
-                    let size = if len >= lun::BLOCK { len } else { cfg.lun_size };
+                    let size = if len >= BLOCK { len } else { cfg.lun_size };
                     let store = BlockStore::file(f, size, cfg.prealloc)
                         .map_err(|source| TargetError::Store { lun: i, source })?;
                     (store, size)
@@ -182,12 +184,7 @@ impl Target {
                     (store, cfg.lun_size)
                 }
             };
-            luns.push(Lun::new(
-                i as u16,
-                backing,
-                size - size % lun::BLOCK,
-                identity,
-            ));
+            luns.push(Lun::new(i as u16, backing, size - size % BLOCK, identity));
         }
         let login = TargetLoginConfig {
             target_names: vec![cfg.iqn.clone()],

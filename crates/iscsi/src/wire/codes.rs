@@ -2,8 +2,7 @@
 //! names rather than bare numbers: the status of a Login Response (§11.13.5), task management
 //! functions and responses (§11.5.1, §11.6.1), the iSCSI response of a SCSI Response
 //! (§11.4.3), Logout reasons and responses (§11.14.1, §11.15.1), asynchronous events (§11.9.1),
-//! and the text of Reject reasons (§11.17.1, whose codes are in
-//! [`super::pdu_ctl::reject_reason`]).
+//! and Reject reasons with their text (§11.17.1).
 
 use std::fmt;
 
@@ -150,9 +149,24 @@ pub mod async_event {
     pub const VENDOR_SPECIFIC: u8 = 255;
 }
 
+/// Reject reasons (§11.17.1).
+pub mod reject_reason {
+    pub const DATA_DIGEST: u8 = 0x02;
+    pub const SNACK_REJECT: u8 = 0x03;
+    pub const PROTOCOL_ERROR: u8 = 0x04;
+    pub const COMMAND_NOT_SUPPORTED: u8 = 0x05;
+    pub const IMMEDIATE_REJECT: u8 = 0x06;
+    pub const TASK_IN_PROGRESS: u8 = 0x07;
+    pub const INVALID_DATA_ACK: u8 = 0x08;
+    pub const INVALID_PDU_FIELD: u8 = 0x09;
+    pub const LONG_OP_REJECT: u8 = 0x0a;
+    pub const NEGOTIATION_RESET: u8 = 0x0b;
+    pub const WAITING_FOR_LOGOUT: u8 = 0x0c;
+}
+
 /// What a Reject reason means, for messages.
 pub fn reject_text(reason: u8) -> &'static str {
-    use super::pdu_ctl::reject_reason::*;
+    use reject_reason::*;
     match reason {
         DATA_DIGEST => "data digest error",
         SNACK_REJECT => "SNACK reject",

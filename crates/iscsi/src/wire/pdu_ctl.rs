@@ -1,6 +1,8 @@
 //! Control PDUs (RFC 7143 §11.5–11.6, §11.9–11.15, §11.17–11.19): NOP, Task Management, Login,
 //! Text, Logout, Async Message, Reject. Layouts (offsets) are in [`super::layout`].
 
+/// Also at its old path: the integration tests name it `pdu_ctl::reject_reason`.
+pub use super::codes::reject_reason;
 use super::codes::LoginStatus;
 use super::layout::*;
 use super::pdu::{bad, bit};
@@ -509,20 +511,6 @@ typed_pdu! {
             pub data_sn: u32,
         }
     }
-}
-
-pub mod reject_reason {
-    pub const DATA_DIGEST: u8 = 0x02;
-    pub const SNACK_REJECT: u8 = 0x03;
-    pub const PROTOCOL_ERROR: u8 = 0x04;
-    pub const COMMAND_NOT_SUPPORTED: u8 = 0x05;
-    pub const IMMEDIATE_REJECT: u8 = 0x06;
-    pub const TASK_IN_PROGRESS: u8 = 0x07;
-    pub const INVALID_DATA_ACK: u8 = 0x08;
-    pub const INVALID_PDU_FIELD: u8 = 0x09;
-    pub const LONG_OP_REJECT: u8 = 0x0a;
-    pub const NEGOTIATION_RESET: u8 = 0x0b;
-    pub const WAITING_FOR_LOGOUT: u8 = 0x0c;
 }
 
 impl Reject {

@@ -7,33 +7,19 @@
 //! (`nvme_enable_aen`), whose completion says to read the page again.
 //!
 //! The request's completion may arrive while the session waits for another command, so the
-//! session's [`exec`](AdminSession::exec) keeps it aside ([`take_event`]) and
-//! [`take_events`](AdminSession::take_events) hands it over and sends the next request.
+//! session's [`exec`](AdminSession::exec) keeps it aside ([`take_event`], in the session
+//! module beside the request's command id) and [`take_events`](AdminSession::take_events)
+//! hands it over and sends the next request.
 
 use super::conn::Event;
-use super::session::{AdminSession, AER_CID};
+use super::session::{take_event, AdminSession, AER_CID};
 use super::HostError;
 use crate::wire::ana::{aen, cmic, AnaLog, AnaState, LID};
 use crate::wire::cmd::{feature, set_features_sqe, Command, DataPtr};
-use crate::wire::header::Cqe;
-use crate::wire::status::Status;
 
 /// The longest ANA log page read (a controller that claims more groups and namespaces than
 /// fit is read up to this).
 const MAX_LOG: usize = 1 << 20;
-
-/// Keeps the held Asynchronous Event Request's completion (true), or leaves `q` to the caller
-/// (false). A request that completes with an error is not sent again.
-pub(crate) fn take_event(q: &Cqe, aer_out: &mut bool, events: &mut Vec<u32>) -> bool {
-    if q.command_id.get() != AER_CID || !*aer_out {
-        return false;
-    }
-    *aer_out = false;
-    if Status::from_field(q.status.get()).is_success() {
-        events.push(q.result.get() as u32);
-    }
-    true
-}
 
 /// Whether an event's dword 0 is an ANA change notice.
 pub fn is_ana_change(dw0: u32) -> bool {

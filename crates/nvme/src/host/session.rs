@@ -179,6 +179,19 @@ pub struct AdminSession {
 /// other command of the session uses it.
 pub(crate) const AER_CID: u16 = 15;
 
+/// Keeps the held Asynchronous Event Request's completion (true), or leaves `q` to the caller
+/// (false). A request that completes with an error is not sent again.
+pub(crate) fn take_event(q: &Cqe, aer_out: &mut bool, events: &mut Vec<u32>) -> bool {
+    if q.command_id.get() != AER_CID || !*aer_out {
+        return false;
+    }
+    *aer_out = false;
+    if Status::from_field(q.status.get()).is_success() {
+        events.push(q.result.get() as u32);
+    }
+    true
+}
+
 impl AdminSession {
     pub fn next_cid(&mut self) -> u16 {
         self.next_cid = self.next_cid.wrapping_add(1);
@@ -199,7 +212,7 @@ impl AdminSession {
     ) -> Result<Cqe, HostError> {
         let (aer_out, events) = (&mut self.aer_out, &mut self.events);
         let q = exec_with(&mut self.conn, s, out, inbuf, &mut |q| {
-            super::ana::take_event(q, aer_out, events)
+            take_event(q, aer_out, events)
         })?;
         let status = Status::from_field(q.status.get());
         if !status.is_success() {

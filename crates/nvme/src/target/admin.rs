@@ -6,10 +6,11 @@
 //! CSTS.RDY (NVMe Base 2.0 §3.5.1: Command Sequence Error otherwise).
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use super::conn::{Conn, End, Queue, ADMIN_POLL};
 use super::ctrl::{ADMIN_QUEUE_SIZE, BLOCK, DISCOVERY_NQN};
 use super::io::MDTS;
+use super::queue::{Conn, End, Queue};
 use crate::wire::ana::{self, aen, anacap, cmic, NMIC_SHARED};
 use crate::wire::cmd::{feature, Command, DataPtr};
 use crate::wire::discovery;
@@ -19,6 +20,10 @@ use crate::wire::identify::{
     CNTRLTYPE_IO, IDENTIFY_LEN,
 };
 use crate::wire::status::Status;
+
+/// How often an admin queue with nothing to read looks for an event to report (the ANA
+/// change notice reaches a host within about this long of the change).
+const ADMIN_POLL: Duration = Duration::from_millis(50);
 
 /// Asynchronous Event Request Limit, 0's based.
 const AERL: u8 = 3;

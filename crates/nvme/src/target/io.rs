@@ -4,8 +4,8 @@
 //! touched, and refused with a path-related status while the connection's port is in an ANA
 //! state that does not serve I/O (before any data is asked for).
 
-use super::conn::{Conn, End};
 use super::ctrl::{Shared, BLOCK};
+use super::queue::{Conn, End, Kind, PendingWrite};
 use crate::wire::ana::AnaState;
 use crate::wire::cmd::{Command, DataPtr, DsmRange, Rw, DSM_RANGE_LEN};
 use crate::wire::status::Status;
@@ -14,30 +14,6 @@ use sanbench_blockstore::counters::Op;
 /// MDTS in 4 KiB pages as a power of two: 1 MiB per command.
 pub const MDTS: u8 = 8;
 pub const MAX_TRANSFER: u64 = 4096 << MDTS;
-
-/// What an R2T's data is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Write {
-        fua: bool,
-    },
-    /// Dataset Management ranges.
-    Dsm {
-        nsid: u32,
-        deallocate: bool,
-    },
-}
-
-/// A command waiting for its data from H2CData PDUs.
-pub(crate) struct PendingWrite {
-    /// What it counts as when it completes (`serve --metrics-listen`).
-    pub counted: Option<(usize, Op, u64)>,
-    pub cid: u16,
-    pub off: u64,
-    pub len: usize,
-    pub buf: Vec<u8>,
-    pub kind: Kind,
-}
 
 fn range(sh: &Shared, rw: &Rw) -> Result<(u64, u64), Status> {
     let base = sh.ns_base(rw.nsid).ok_or(Status::INVALID_NS)?;

@@ -19,6 +19,7 @@ mod conn;
 pub mod control;
 mod ctrl;
 mod io;
+mod queue;
 
 use sanbench_io::poison;
 use std::net::{SocketAddr, TcpListener};

@@ -1,4 +1,5 @@
 use super::*;
+use crate::wire::header::SglDesc;
 
 #[test]
 fn rw_round_trip() {
@@ -76,6 +77,7 @@ fn sgl_types() {
 
 mod props {
     use super::super::*;
+    use super::SglDesc;
     use crate::wire::fabrics::Connect;
     use proptest::collection::vec;
     use proptest::prelude::*;

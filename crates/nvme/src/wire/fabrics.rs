@@ -2,8 +2,8 @@
 //! controller properties a host reads and writes with Property Get/Set instead of registers
 //! (§3.4; NVMe Base 2.0 §3.1.3: CAP, VS, CC, CSTS).
 
-use super::cmd::{admin, fctype, sqe, DataPtr};
 use super::header::Sqe;
+use super::sqe::{admin, fctype, sqe, DataPtr};
 use super::WireError;
 use core::mem::{offset_of, size_of};
 use zerocopy::little_endian::U16;

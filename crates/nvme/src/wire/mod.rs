@@ -20,6 +20,7 @@ pub mod fabrics;
 pub mod header;
 pub mod identify;
 pub mod pdu;
+pub mod sqe;
 pub mod status;
 
 use thiserror::Error;

@@ -19,9 +19,9 @@
 //! UNEXPECTED UNSOLICITED DATA and 0Ch/0Dh NOT ENOUGH UNSOLICITED DATA, §11.4.7.2).
 
 use crate::scsi::sense::Sense;
+use crate::wire::codes::reject_reason;
 use crate::wire::layout::RESERVED_TAG;
 use crate::wire::pdu::DataOut;
-use crate::wire::pdu_ctl::reject_reason;
 
 /// The Target Transfer Tag of unsolicited data (§11.7.3).
 pub const UNSOLICITED_TTT: u32 = RESERVED_TAG;

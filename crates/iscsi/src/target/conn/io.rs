@@ -9,13 +9,13 @@ use super::data_out::{self, Burst};
 use super::Conn;
 use crate::scsi::cdb::{op, Cdb, CdbError};
 use crate::scsi::sense::{status, Sense};
-use crate::target::lun::{Lun, Outcome, BLOCK, MAX_XFER_BLOCKS};
+use crate::target::lun::Lun;
+use crate::target::outcome::{Outcome, BLOCK, MAX_XFER_BLOCKS};
 use crate::wire::bhs::{decode_lun, encode_lun, Bhs, BHS_LEN};
-use crate::wire::codes::scsi_response;
+use crate::wire::codes::{reject_reason, scsi_response};
 use crate::wire::keys::SessionParams;
 use crate::wire::layout::RESERVED_TAG;
 use crate::wire::pdu::{DataIn, DataOut, R2t, Residual, ScsiCommand, ScsiResponse};
-use crate::wire::pdu_ctl::reject_reason;
 use sanbench_blockstore::counters::Op;
 
 /// Largest EDTL we buffer for one write command.
