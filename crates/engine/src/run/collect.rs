@@ -20,9 +20,9 @@ use std::sync::mpsc::Receiver;
 
 use sanbench_stats::LatencyHistogram;
 
-use super::interval::{Interval, IntervalRecord, IntervalSink, Msg, Pool};
+use super::interval::{Counts, Interval, IntervalRecord, IntervalSink, Msg, Pool};
 use super::snapshot::{Base, SaveSink, Saves, Seconds};
-use super::summaries::{Counts, Series};
+use super::summaries::Series;
 use super::{IntervalSummary, RunOutput, TargetRun};
 
 /// All targets together: each interval waits until every target has emitted it (or is past
