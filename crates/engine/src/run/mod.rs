@@ -26,6 +26,7 @@ mod coordinator;
 mod fused;
 mod inflight;
 pub mod interval;
+mod layout;
 mod open;
 pub mod pacer;
 mod shared;
@@ -33,6 +34,7 @@ mod snapshot;
 mod spin;
 mod state;
 mod stream;
+mod stream_verify;
 pub mod summaries;
 pub mod sync;
 pub mod timeline;
@@ -56,10 +58,11 @@ use crate::stamp::DataSpec;
 pub use check::check_plan;
 use coordinator::coordinate;
 pub use interval::{Interval, IntervalRecord, IntervalSink, IntervalSummary, PathStats};
+pub(crate) use layout::{stamp_slot, Layout};
 use shared::{Live, Shared};
 pub use snapshot::{SaveSink, Saves};
-pub(crate) use stream::{stamp_slot, Layout};
-use stream::{stream, StreamCtx};
+use state::StreamCtx;
+use stream::stream;
 
 /// Everything one run needs.
 pub struct RunPlan {
