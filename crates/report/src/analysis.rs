@@ -1,5 +1,5 @@
 //! Statistics per (workload, target); the studies' "Key Findings" built on them live in
-//! [`crate::findings`] (re-exported here).
+//! [`crate::findings`].
 //!
 //! Categories and their workloads: bandwidth (MB/s) over the bandwidth-flavoured workloads,
 //! IOPS over the IOPS-flavoured ones (for one workload MB/s and IOPS give the same ratio, so
@@ -15,8 +15,6 @@ use sanbench_engine::result::TargetResult;
 use sanbench_monitor::procs::{Others, OTHERS_NOTABLE_PCT};
 use sanbench_stats::{mean_ci95, MeanCi};
 use sanbench_store::{Comparison, WorkloadEntry};
-
-pub use crate::findings::{findings, fmt_ratio, withheld, Finding};
 
 /// A figure taken from every repetition of a cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

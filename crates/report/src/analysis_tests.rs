@@ -1,6 +1,8 @@
 //! Findings on small, hand-made comparisons whose answers can be worked out on paper.
 
 use super::*;
+use crate::findings::Finding;
+use crate::fmt::fmt_ratio;
 use sanbench_engine::result::{Efficiency, TargetResult};
 use sanbench_store::fixture::sample_comparison;
 use sanbench_store::{Cell, TargetEntry};

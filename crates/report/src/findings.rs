@@ -29,6 +29,8 @@ use sanbench_store::{Comparison, Question, WorkloadEntry};
 use crate::analysis::{flavour, Category, Flavour};
 use crate::questions::{Average, Judgement};
 
+pub use crate::fmt::{fmt_interval, fmt_ratio};
+
 mod stall;
 use stall::stall_of;
 
@@ -69,54 +71,6 @@ pub struct Finding {
     pub modeled_power: bool,
     /// The sentence, in the studies' form.
     pub text: String,
-}
-
-/// Formats a ratio as the studies did: "3.9x", "10x"; two decimals when one would say "1.0x".
-pub fn fmt_ratio(r: f64) -> String {
-    if r >= 9.95 {
-        format!("{r:.0}x")
-    } else if r < 1.095 {
-        format!("{r:.2}x")
-    } else {
-        format!("{r:.1}x")
-    }
-}
-
-/// "[1.5-2.2]", "[<0.001->999]" when a few rounds leave it that wide, or "[unbounded]" while
-/// the rounds cannot bound it. A bound near 1 gets the digits that keep it on its side of 1:
-/// whether an interval holds 1 is the verdict, so 1.0027 is "1.003", never "1.00", and 0.9996
-/// "0.9996".
-pub fn fmt_interval(lo: Option<f64>, hi: Option<f64>) -> String {
-    match (lo, hi) {
-        (Some(l), Some(h)) => format!("[{}-{}]", fmt_bound(l), fmt_bound(h)),
-        _ => "[unbounded]".into(),
-    }
-}
-
-/// One bound of [`fmt_interval`].
-fn fmt_bound(x: f64) -> String {
-    // Two or three rounds can leave an average's interval astronomically wide: say so rather
-    // than print 2.8e78.
-    if x > 999.0 {
-        ">999".to_string()
-    } else if x < 0.001 {
-        "<0.001".to_string()
-    } else if x >= 9.95 {
-        format!("{x:.0}")
-    } else if x < 1.095 {
-        // As many decimals (2 to 4) as keep the printed bound on the same side of 1.
-        let side = |v: f64| v.partial_cmp(&1.0);
-        (2..=4)
-            .map(|d| format!("{x:.d$}"))
-            .find(|t| t.parse::<f64>().is_ok_and(|v| side(v) == side(x)))
-            .unwrap_or_else(|| {
-                // Closer still: 4 decimals rounded away from 1.
-                let r = if x < 1.0 { f64::floor } else { f64::ceil };
-                format!("{:.4}", r(x * 1e4) / 1e4)
-            })
-    } else {
-        format!("{x:.1}")
-    }
 }
 
 /// Why a comparison has no findings at all, when that is for want of rounds.

@@ -1,4 +1,5 @@
-//! Number formatting and escaping shared by the exporters.
+//! Number formatting and escaping shared by the exporters, and the studies' forms of a ratio
+//! and its interval ([`fmt_ratio`], [`fmt_interval`]) shared by the findings and the questions.
 
 /// A figure for people: thousands separated, about three significant digits below 100.
 pub fn num(x: f64) -> String {
@@ -136,6 +137,54 @@ pub fn text_table<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
         line(r.as_ref());
     }
     s
+}
+
+/// Formats a ratio as the studies did: "3.9x", "10x"; two decimals when one would say "1.0x".
+pub fn fmt_ratio(r: f64) -> String {
+    if r >= 9.95 {
+        format!("{r:.0}x")
+    } else if r < 1.095 {
+        format!("{r:.2}x")
+    } else {
+        format!("{r:.1}x")
+    }
+}
+
+/// "[1.5-2.2]", "[<0.001->999]" when a few rounds leave it that wide, or "[unbounded]" while
+/// the rounds cannot bound it. A bound near 1 gets the digits that keep it on its side of 1:
+/// whether an interval holds 1 is the verdict, so 1.0027 is "1.003", never "1.00", and 0.9996
+/// "0.9996".
+pub fn fmt_interval(lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(l), Some(h)) => format!("[{}-{}]", fmt_bound(l), fmt_bound(h)),
+        _ => "[unbounded]".into(),
+    }
+}
+
+/// One bound of [`fmt_interval`].
+fn fmt_bound(x: f64) -> String {
+    // Two or three rounds can leave an average's interval astronomically wide: say so rather
+    // than print 2.8e78.
+    if x > 999.0 {
+        ">999".to_string()
+    } else if x < 0.001 {
+        "<0.001".to_string()
+    } else if x >= 9.95 {
+        format!("{x:.0}")
+    } else if x < 1.095 {
+        // As many decimals (2 to 4) as keep the printed bound on the same side of 1.
+        let side = |v: f64| v.partial_cmp(&1.0);
+        (2..=4)
+            .map(|d| format!("{x:.d$}"))
+            .find(|t| t.parse::<f64>().is_ok_and(|v| side(v) == side(x)))
+            .unwrap_or_else(|| {
+                // Closer still: 4 decimals rounded away from 1.
+                let r = if x < 1.0 { f64::floor } else { f64::ceil };
+                format!("{:.4}", r(x * 1e4) / 1e4)
+            })
+    } else {
+        format!("{x:.1}")
+    }
 }
 
 #[cfg(test)]

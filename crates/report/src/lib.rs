@@ -29,11 +29,12 @@ use std::path::{Path, PathBuf};
 
 use sanbench_store::Comparison;
 
-pub use analysis::fmt_ratio;
-pub use analysis::{findings, Analysis, Category, Finding, Metric};
+pub use analysis::{Analysis, Category, Metric};
 pub use card::{Card, DEFAULT_WEIGHTS};
 pub use diff::{diff, render_text as render_diff_text, Diff};
 pub use export::{exporter, exporters, Exporter};
+pub use findings::{findings, Finding};
+pub use fmt::fmt_ratio;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -102,7 +103,7 @@ impl<'a> Report<'a> {
         let mut findings = if withheld.is_some() {
             Vec::new()
         } else {
-            analysis::findings(cmp, &judgement, design.min_effect)
+            findings::findings(cmp, &judgement, design.min_effect)
         };
         // What limited each side: a note on findings not about the interconnect or target.
         headroom::annotate(cmp, &mut findings);

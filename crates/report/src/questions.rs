@@ -396,8 +396,8 @@ pub fn summary(q: &Question) -> String {
     let (r, lo, hi) = oriented_ratio(q);
     format!(
         "{} {} {}",
-        crate::findings::fmt_ratio(r),
-        crate::findings::fmt_interval(lo, hi),
+        crate::fmt::fmt_ratio(r),
+        crate::fmt::fmt_interval(lo, hi),
         q.verdict
     )
 }
@@ -428,8 +428,8 @@ pub fn verdict_lines(j: &Judgement, workload: &str) -> (String, Vec<VerdictLine>
             pair: format!("{} / {}", q.a, q.b),
             ratio: format!(
                 "{} {}",
-                crate::findings::fmt_ratio(q.ratio),
-                crate::findings::fmt_interval(q.ci_low, q.ci_high)
+                crate::fmt::fmt_ratio(q.ratio),
+                crate::fmt::fmt_interval(q.ci_low, q.ci_high)
             ),
             verdict: match q.more_rounds.filter(|_| q.verdict == "inconclusive") {
                 Some(m) => format!("inconclusive (~{m} more rounds)"),

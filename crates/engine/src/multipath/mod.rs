@@ -8,12 +8,15 @@
 //!
 //! * [`selector`]: the pure policy (selectors, path states, groups, failback, no_path_retry).
 //! * [`uri`]: splitting `scheme://H1,H2/...?policy=...` into one URI per portal and options.
+//! * `paths`: what the target and its queues share: the paths' targets, opening a path again
+//!   (reconnection).
 //! * `target`: the [`Target`](crate::Target) over the paths: opening, the check that they lead
-//!   to one logical unit, opening a path again.
+//!   to one logical unit.
 //! * `queue`: the [`Queue`](crate::Queue) over the paths' queues: routing, the outstanding
 //!   I/Os kept for reissue, failure, background reconnection.
 //! * [`report`]: what each path carried and what happened to it, for the result.
 
+mod paths;
 mod queue;
 pub mod report;
 pub mod selector;
@@ -25,8 +28,9 @@ mod queue_tests;
 #[cfg(test)]
 mod selector_tests;
 
+pub use paths::{Opener, LU_ID};
 pub use queue::WAIT_SLICE;
 pub use report::{PathEvent, PathReport};
 pub use selector::{Config, Failback, Group, Policy, Selector, State};
-pub use target::{MultipathTarget, Opener, LU_ID, MULTI_CONN, PATHS};
+pub use target::{MultipathTarget, MULTI_CONN, PATHS};
 pub use uri::{MultipathUri, Options};

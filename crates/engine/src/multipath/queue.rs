@@ -34,9 +34,9 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::paths::Shared;
 use super::report::{MultipathReport, PathEvent, PathReport, STATS_KEY};
 use super::selector::{Failback, Group, Selector};
-use super::target::Shared;
 use crate::engine::{AccessState, Completion, Io, Queue, QueueConfig, Target};
 use crate::error::EngineError;
 use crate::poison::lock;

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use super::report::{MultipathReport, STATS_KEY};
 use super::selector::Policy;
-use super::target::{MultipathTarget, Opener, LU_ID, MULTI_CONN};
 use super::uri::Options;
+use super::{MultipathTarget, Opener, LU_ID, MULTI_CONN};
 use crate::engine::{
     AccessState, Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo, PATH_ERROR,
 };

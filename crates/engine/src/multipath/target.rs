@@ -1,8 +1,9 @@
 //! The multipath [`Target`]: one inner target per portal, checked to lead to one logical
-//! unit before any I/O, and opened again when a reconnection needs it.
+//! unit before any I/O (opening one again for a reconnection is in `paths.rs`).
 
 use std::sync::{Arc, Mutex};
 
+use super::paths::{Opener, Shared, LU_ID};
 use super::selector::Failback;
 use super::uri::Options;
 use crate::engine::{Allocation, Queue, QueueConfig, Target, TargetInfo};
@@ -10,29 +11,11 @@ use crate::error::EngineError;
 use crate::poison::lock;
 use crate::uri::redact;
 
-pub use sanbench_io::params::{LU_ID, MULTI_CONN};
+pub use sanbench_io::params::MULTI_CONN;
 
 /// The `TargetInfo::params` key under which a multipath target lists its paths' URIs (the
 /// run sizes each stream's per-path statistics from it before the clock starts).
 pub const PATHS: &str = "multipath.paths";
-
-/// Opens one path's target afresh: a reconnection needs it when the path's session went down
-/// with the link (an NVMe controller lives as long as its admin queue's connection).
-pub type Opener = Arc<dyn Fn() -> Result<Arc<dyn Target>, EngineError> + Send + Sync>;
-
-pub(super) struct Shared {
-    /// Each path's target, replaced when a reconnection had to open it again.
-    pub(super) paths: Vec<Mutex<Arc<dyn Target>>>,
-    pub(super) openers: Vec<Opener>,
-    /// The logical unit every path leads to.
-    pub(super) lu: String,
-    /// The paths' URIs, secrets masked.
-    pub(super) uris: Vec<String>,
-    pub(super) options: Options,
-    /// Where the paths' 10 ms completion bins start (the same for every queue).
-    pub(super) epoch: std::time::Instant,
-    pub(super) epoch_unix_ns: u64,
-}
 
 /// A target reached over several paths.
 pub struct MultipathTarget {
@@ -129,46 +112,6 @@ fn same_lu(paths: &[Arc<dyn Target>], uris: &[String]) -> Result<String, EngineE
         }
     }
     Ok(first)
-}
-
-/// A failed path's new queue: from its target, or, when that cannot open one, from the target
-/// opened again (checked to be the same logical unit). One reconnection per path opens it
-/// again at a time; the others then use what it opened. The target's access state is read
-/// again first (a path taken out by a path-related status comes back in the state it is now
-/// in, which may carry no I/O).
-pub(super) fn reconnect(
-    sh: &Shared,
-    p: usize,
-    cfg: &QueueConfig,
-) -> Result<Box<dyn Queue>, EngineError> {
-    let t = lock(&sh.paths[p]).clone();
-    let first = match t.refresh_access_state().and_then(|_| t.open_queue(cfg)) {
-        Ok(q) => return Ok(q),
-        Err(e) => e,
-    };
-    let mut current = lock(&sh.paths[p]);
-    if !Arc::ptr_eq(&current, &t) {
-        let t = current.clone();
-        drop(current);
-        return t
-            .refresh_access_state()
-            .and_then(|_| t.open_queue(cfg))
-            .map_err(|_| first);
-    }
-    let fresh = (sh.openers[p])()?;
-    let lu = fresh.info().params.get(LU_ID).and_then(|v| v.as_str());
-    if lu != Some(sh.lu.as_str()) {
-        return Err(EngineError::Invalid(format!(
-            "{} now leads to another logical unit ({}, was {})",
-            sh.uris[p],
-            lu.unwrap_or("unnamed"),
-            sh.lu
-        )));
-    }
-    fresh.refresh_access_state()?;
-    let q = fresh.open_queue(cfg)?;
-    *current = fresh;
-    Ok(q)
 }
 
 impl Target for MultipathTarget {

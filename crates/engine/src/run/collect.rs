@@ -20,9 +20,10 @@ use std::sync::mpsc::Receiver;
 
 use sanbench_stats::LatencyHistogram;
 
-use super::interval::{Interval, IntervalRecord, IntervalSink, Msg, Pool};
+use super::interval::{Counts, Interval, IntervalRecord, IntervalSink, Msg, Pool};
+use super::shared::Live;
 use super::snapshot::{Base, SaveSink, Saves, Seconds};
-use super::summaries::{Counts, Series};
+use super::summaries::Series;
 use super::{IntervalSummary, RunOutput, TargetRun};
 
 /// All targets together: each interval waits until every target has emitted it (or is past
@@ -66,7 +67,7 @@ pub(super) struct Collector<'a> {
     /// Wall-clock time of the window's start, set when the run's clock starts.
     pub(super) window_start: std::time::SystemTime,
     /// The streams' live counts (for the in-flight figure of each record).
-    lives: Vec<std::sync::Arc<super::shared::Live>>,
+    lives: Vec<std::sync::Arc<Live>>,
     base: Base,
     save: Option<Save<'a>>,
     /// The per-second series, formed here when the intervals fit whole seconds.
@@ -94,7 +95,7 @@ pub(super) struct Io<'a> {
     pub(super) rx: Receiver<Msg>,
     pub(super) pool: &'a Pool,
     /// The streams' live counts.
-    pub(super) lives: Vec<std::sync::Arc<super::shared::Live>>,
+    pub(super) lives: Vec<std::sync::Arc<Live>>,
 }
 
 impl<'a> Collector<'a> {

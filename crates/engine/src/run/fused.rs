@@ -5,7 +5,7 @@
 //! for byte what the ordinary path (stamp into the arena slot, then the engine's copy) writes,
 //! and a read's faults are classified by the same [`Checker`](crate::verify::Checker).
 
-use super::state::StreamVerify;
+use super::stream_verify::StreamVerify;
 use crate::engine::{DataPath, Io};
 use crate::stamp::{prefetch_lines, Stamper};
 

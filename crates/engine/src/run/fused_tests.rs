@@ -7,8 +7,8 @@ use super::*;
 use crate::arena::Arena;
 use crate::engine::{Completion, Op, Queue, QueueConfig, Target};
 use crate::mem::MemTarget;
-use crate::run::state::StreamVerify;
-use crate::run::stream::{stamp_slot, Layout};
+use crate::run::layout::{stamp_slot, Layout};
+use crate::run::stream_verify::StreamVerify;
 use crate::stamp::{fill_pool, DataSpec, UNIT};
 use crate::verify::Verifier;
 

@@ -54,8 +54,8 @@ impl PathStats {
     }
 
     /// The counts of a summary (see [`super::summaries`]).
-    pub(super) fn counts(&self) -> super::summaries::Counts {
-        super::summaries::Counts {
+    pub(super) fn counts(&self) -> Counts {
+        Counts {
             read_ios: self.read_ios,
             write_ios: self.write_ios,
             read_bytes: self.read_bytes,
@@ -63,6 +63,28 @@ impl PathStats {
             flush_ios: 0,
             errors: 0,
         }
+    }
+}
+
+/// The counts of one interval of one series (a summary's, see [`super::summaries`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub flush_ios: u64,
+    pub errors: u64,
+}
+
+impl Counts {
+    pub fn add(&mut self, o: &Counts) {
+        self.read_ios += o.read_ios;
+        self.write_ios += o.write_ios;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.flush_ios += o.flush_ios;
+        self.errors += o.errors;
     }
 }
 
@@ -81,8 +103,8 @@ impl Interval {
     }
 
     /// The counts of a summary (see [`super::summaries`]).
-    pub fn counts(&self) -> super::summaries::Counts {
-        super::summaries::Counts {
+    pub fn counts(&self) -> Counts {
+        Counts {
             read_ios: self.read.ios,
             write_ios: self.write.ios,
             read_bytes: self.read.bytes,

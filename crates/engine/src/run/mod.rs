@@ -6,8 +6,9 @@
 //! target never delays the completions of a fast one on the same worker.
 //!
 //! * [`check`]: the plan against each target's geometry;
-//! * [`shared`]: what the threads share, and the coordinator (window, progress, the sampled
-//!   in-flight counts of the Little's-law check);
+//! * [`shared`]: what the threads share;
+//! * `coordinator`: the coordinating thread's loop (window, progress, the sampled in-flight
+//!   counts of the Little's-law check);
 //! * [`stream`]: one stream's loop (timing, stamped write data, counting);
 //! * [`interval`]: the window cut into intervals (`--log-interval`): per-stream current
 //!   statistics handed over at each edge and merged per target by the coordinator
@@ -21,9 +22,11 @@
 mod check;
 pub mod clock;
 mod collect;
+mod coordinator;
 mod fused;
 mod inflight;
 pub mod interval;
+mod layout;
 mod open;
 pub mod pacer;
 mod shared;
@@ -31,6 +34,7 @@ mod snapshot;
 mod spin;
 mod state;
 mod stream;
+mod stream_verify;
 pub mod summaries;
 pub mod sync;
 pub mod timeline;
@@ -52,11 +56,13 @@ use crate::spec::Workload;
 use crate::stamp::DataSpec;
 
 pub use check::check_plan;
+use coordinator::coordinate;
 pub use interval::{Interval, IntervalRecord, IntervalSink, IntervalSummary, PathStats};
-use shared::{coordinate, Live, Shared};
+pub(crate) use layout::{stamp_slot, Layout};
+use shared::{Live, Shared};
 pub use snapshot::{SaveSink, Saves};
-pub(crate) use stream::{stamp_slot, Layout};
-use stream::{stream, StreamCtx};
+use state::StreamCtx;
+use stream::stream;
 
 /// Everything one run needs.
 pub struct RunPlan {

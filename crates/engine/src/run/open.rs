@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::pacer::Pacer;
 use super::spin::{Pass, Spin};
-use super::state::{Fill, StreamState};
-use super::stream::StreamCtx;
+use super::state::{Fill, StreamCtx, StreamState};
 use crate::engine::Queue;
 use crate::error::EngineError;
 use crate::gen::Generator;

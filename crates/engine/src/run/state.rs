@@ -1,24 +1,56 @@
-//! A stream's state and the steps both of its loops share: drawing an I/O (with the
+//! A stream's context ([`StreamCtx`]) and state, and the steps both of its loops share: drawing an I/O (with the
 //! verification's locks), sending a batch, counting a reaped batch into the window's
 //! statistics, settling every completion with the verification, draining at the end.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use super::fused::StreamData;
-use super::stream::{stamp_slot, Layout, StreamCtx};
+use super::layout::{stamp_slot, Layout};
+use super::shared::{Live, Shared};
+use super::stream_verify::StreamVerify;
 use super::{DirStats, Second};
 use crate::arena::Arena;
-use crate::engine::{Completion, Io, Op, Queue};
+use crate::engine::{Completion, Io, Op, Queue, Target};
 use crate::error::EngineError;
 use crate::gen::Generator;
-use crate::stamp::Stamper;
+use crate::spec::Workload;
+use crate::stamp::{DataSpec, Stamper};
 use crate::verify::map::next_gen;
+use crate::verify::Verifier;
 use sanbench_stats::LatencyHistogram;
 
 mod count;
-mod verify;
-pub(super) use verify::StreamVerify;
+
+/// What a stream thread is given: its target and workload, the run's shared state, its live
+/// counts, and where its intervals go.
+pub(super) struct StreamCtx<'a> {
+    pub(super) worker: usize,
+    pub(super) target_idx: usize,
+    pub(super) target: Arc<dyn Target>,
+    pub(super) workload: &'a Workload,
+    pub(super) data: DataSpec,
+    pub(super) run_id: u64,
+    pub(super) span: u64,
+    pub(super) seed: u64,
+    pub(super) io_timeout: Duration,
+    pub(super) ramp_ns: u64,
+    pub(super) end_ns: u64,
+    pub(super) barrier: Arc<Barrier>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) live: Arc<Live>,
+    pub(super) verify: Option<Arc<Verifier>>,
+    pub(super) raw_latencies: bool,
+    /// This stream's number (worker × targets + target), the interval length (ns), where
+    /// finished intervals go and where emptied ones come from.
+    pub(super) stream_idx: usize,
+    /// The one CPU this stream runs on (`RunPlan::stream_cpus`), if pinned.
+    pub(super) cpu: Option<usize>,
+    pub(super) iv_ns: u64,
+    pub(super) iv_tx: std::sync::mpsc::Sender<super::interval::Msg>,
+    pub(super) pool: &'a super::interval::Pool,
+}
 
 pub(super) struct StreamState {
     pub(super) free: Vec<u32>,

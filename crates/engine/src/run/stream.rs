@@ -21,47 +21,19 @@
 //! checked against the cells it locked. Completions outside the window are settled too.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::sync::Arc;
 
 use super::clock::Clock;
-use super::shared::{Live, OutliveWindow, Shared};
-use super::state::{Fill, StreamState, StreamVerify};
+use super::layout::Layout;
+use super::shared::OutliveWindow;
+use super::state::{Fill, StreamCtx, StreamState};
+use super::stream_verify::StreamVerify;
 use super::{RunError, StreamOut};
-use crate::arena::{Arena, ALIGN};
-use crate::engine::{Queue, QueueConfig, Target};
+use crate::arena::Arena;
+use crate::engine::{Queue, QueueConfig};
 use crate::error::EngineError;
 use crate::gen::Generator;
-use crate::spec::Workload;
-use crate::stamp::{fill_pool, DataSpec, Stamper, POOL, UNIT};
-use crate::verify::Verifier;
-
-pub(super) struct StreamCtx<'a> {
-    pub(super) worker: usize,
-    pub(super) target_idx: usize,
-    pub(super) target: Arc<dyn Target>,
-    pub(super) workload: &'a Workload,
-    pub(super) data: DataSpec,
-    pub(super) run_id: u64,
-    pub(super) span: u64,
-    pub(super) seed: u64,
-    pub(super) io_timeout: Duration,
-    pub(super) ramp_ns: u64,
-    pub(super) end_ns: u64,
-    pub(super) barrier: Arc<Barrier>,
-    pub(super) shared: Arc<Shared>,
-    pub(super) live: Arc<Live>,
-    pub(super) verify: Option<Arc<Verifier>>,
-    pub(super) raw_latencies: bool,
-    /// This stream's number (worker × targets + target), the interval length (ns), where
-    /// finished intervals go and where emptied ones come from.
-    pub(super) stream_idx: usize,
-    /// The one CPU this stream runs on (`RunPlan::stream_cpus`), if pinned.
-    pub(super) cpu: Option<usize>,
-    pub(super) iv_ns: u64,
-    pub(super) iv_tx: std::sync::mpsc::Sender<super::interval::Msg>,
-    pub(super) pool: &'a super::interval::Pool,
-}
+use crate::stamp::{fill_pool, Stamper};
 
 /// Pins the calling thread to `cpu` (nothing for `None`).
 fn pin(cpu: Option<usize>) -> Result<(), EngineError> {
@@ -70,72 +42,6 @@ fn pin(cpu: Option<usize>) -> Result<(), EngineError> {
     set.set(cpu);
     rustix::thread::sched_setaffinity(None, &set)
         .map_err(|e| EngineError::Invalid(format!("cannot run a stream on CPU {cpu}: {e}")))
-}
-
-/// Arena layout of one stream: a private slot per tag, then the random pool writes draw from.
-pub(crate) struct Layout {
-    pub(crate) slot: usize,
-    pub(crate) pool_base: usize,
-    pub(crate) pool_len: usize,
-    pub(crate) total: usize,
-}
-
-impl Layout {
-    pub(crate) fn new(max_read: u64, max_write: u64, depth: u32) -> Layout {
-        let slot = (max_read.max(max_write) as usize).next_multiple_of(ALIGN);
-        let pool_base = slot * depth as usize;
-        let pool_len = if max_write > 0 { POOL + UNIT } else { 0 };
-        Layout {
-            slot,
-            pool_base,
-            pool_len,
-            total: pool_base + pool_len,
-        }
-    }
-
-    fn of(w: &Workload, depth: u32) -> Layout {
-        let max = |read: bool| {
-            w.segments
-                .iter()
-                .filter(|s| {
-                    if read {
-                        s.read_pct > 0.0
-                    } else {
-                        s.read_pct < 100.0
-                    }
-                })
-                .map(|s| if read { s.read_bs } else { s.write_bs })
-                .max()
-                .unwrap_or(0)
-        };
-        Layout::new(max(true), max(false), depth)
-    }
-}
-
-/// Fills the write slot of `tag` for a write of `len` bytes at `offset`.
-///
-/// # Safety
-/// No I/O of `tag` may be in flight (the slot is the tag's alone) and the pool is only read.
-pub(crate) unsafe fn stamp_slot(
-    arena: &Arena,
-    lay: &Layout,
-    stamper: &mut Stamper,
-    tag: usize,
-    offset: u64,
-    len: u32,
-    gen: impl Fn(u64) -> u32,
-) -> usize {
-    let buf = tag * lay.slot;
-    // SAFETY: the caller guarantees the slot is idle; the pool region is never written after
-    // the arena was filled, so shared reads of it are sound.
-    let (dst, pool) = unsafe {
-        (
-            arena.slice_mut(buf, len as usize),
-            arena.slice(lay.pool_base, lay.pool_len),
-        )
-    };
-    stamper.fill_gen(dst, offset, pool, gen);
-    buf
 }
 
 pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {

@@ -16,32 +16,11 @@
 
 use sanbench_stats::LatencyHistogram;
 
+pub use super::interval::Counts;
 use super::interval::IntervalSummary;
 
 /// Most summaries kept per series by default (`RunPlan::max_intervals`).
 pub const MAX_SUMMARIES: usize = 4096;
-
-/// The counts of one interval of one series.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    pub read_ios: u64,
-    pub write_ios: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub flush_ios: u64,
-    pub errors: u64,
-}
-
-impl Counts {
-    pub fn add(&mut self, o: &Counts) {
-        self.read_ios += o.read_ios;
-        self.write_ios += o.write_ios;
-        self.read_bytes += o.read_bytes;
-        self.write_bytes += o.write_bytes;
-        self.flush_ios += o.flush_ios;
-        self.errors += o.errors;
-    }
-}
 
 /// Intervals being merged into one summary: the summary's number (in steps) and its figures.
 #[derive(Clone)]

@@ -13,8 +13,8 @@ use serde_json::json;
 use super::html_assets::{CSS, JS};
 use super::html_charts;
 use super::Exporter;
-use crate::analysis::{fmt_ratio, Metric};
-use crate::fmt::{html as esc, json_for_script, mean_ci, shell_command, short};
+use crate::analysis::Metric;
+use crate::fmt::{fmt_ratio, html as esc, json_for_script, mean_ci, shell_command, short};
 use crate::{Report, ReportError};
 
 pub struct HtmlExporter;

@@ -7,8 +7,8 @@ use std::time::Instant;
 use super::{event, MultipathQueue};
 use crate::engine::{AccessState, Completion};
 use crate::error::EngineError;
+use crate::multipath::paths::reconnect;
 use crate::multipath::selector::{Group, State};
-use crate::multipath::target::reconnect;
 use crate::poison::lock;
 
 impl MultipathQueue {

@@ -5,8 +5,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::super::stream::{Layout, StreamCtx};
-use super::{StreamState, RAW_CAP};
+use super::super::layout::Layout;
+use super::{StreamCtx, StreamState, RAW_CAP};
 use crate::arena::Arena;
 use crate::engine::{Op, Queue};
 use crate::error::EngineError;
