@@ -1,34 +1,7 @@
-//! Number formatting and escaping shared by the exporters.
+//! Escaping, command lines and tables shared by the exporters; their numbers are
+//! `sanbench_units::fmt`.
 
-/// A figure for people: thousands separated, about three significant digits below 100.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let a = x.abs();
-    if a >= 100.0 {
-        let s = format!("{:.0}", a);
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        if x < 0.0 {
-            out.insert(0, '-');
-        }
-        out
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else if a == 0.0 {
-        "0".into()
-    } else {
-        format!("{x:.3}")
-    }
-}
+use sanbench_units::fmt::num;
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn html(s: &str) -> String {
@@ -101,16 +74,6 @@ pub fn mean_ci(m: Option<&sanbench_stats::MeanCi>) -> String {
     }
 }
 
-/// A round figure without trailing zeros ("10", "12.5"), for percentages and weights.
-pub fn short(x: f64) -> String {
-    let s = num(x);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
 /// A plain-text table for the terminal: left-aligned columns as wide as their widest cell,
 /// a dashed rule under the header, trailing spaces trimmed.
 pub fn text_table<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
@@ -141,17 +104,6 @@ pub fn text_table<R: AsRef<[String]>>(header: &[String], rows: &[R]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers() {
-        assert_eq!(num(95_000.4), "95,000");
-        assert_eq!(num(-1234.0), "-1,234");
-        assert_eq!(num(12.345), "12.3");
-        assert_eq!(num(1.234), "1.23");
-        assert_eq!(num(0.01234), "0.012");
-        assert_eq!(num(0.0), "0");
-        assert_eq!(num(f64::NAN), "n/a");
-    }
 
     #[test]
     fn escaping() {
