@@ -6,14 +6,16 @@ use std::path::Path;
 
 use sanbench_engine::bottleneck::{attribute, DeviceLoad, Figures, HostLoad, LinkLoad, ThreadLoad};
 use sanbench_engine::result::{RunDoc, TargetResult};
+use sanbench_engine::run::{is_stream_thread, STREAM_THREAD_PREFIX};
+use sanbench_engine::sync::SYNC_THREAD_PREFIX;
 use sanbench_monitor::procs::GroupThread;
 use sanbench_monitor::MonitorReport;
 
 /// Thread-name prefixes of the built-in servers' connection threads, by URI scheme.
 const SERVER_THREADS: [(&str, &str); 3] = [
-    ("nbd", "sb-nbd-"),
-    ("iscsi", "sb-iscsi-"),
-    ("nvme", "sb-nvme-"),
+    ("nbd", sanbench_nbd::CONNECTION_THREAD_PREFIX),
+    ("iscsi", sanbench_iscsi::target::CONNECTION_THREAD_PREFIX),
+    ("nvme", sanbench_nvme::target::CONNECTION_THREAD_PREFIX),
 ];
 
 /// sanbench's own threads that drive target `ti` (`None`: every target, the aggregate): its
@@ -24,16 +26,11 @@ fn is_initiator(t: &GroupThread, ti: Option<usize>, engine: &str) -> bool {
     if t.group != "self" {
         return false;
     }
-    if let Some(rest) = t.name.strip_prefix("sb-w") {
-        let target = rest.split_once("-t").map(|(_, x)| x);
-        return match (ti, target) {
-            (None, Some(_)) => true,
-            (Some(i), Some(x)) => x.parse::<usize>().ok() == Some(i),
-            _ => false,
-        };
+    if t.name.starts_with(STREAM_THREAD_PREFIX) {
+        return is_stream_thread(&t.name, ti);
     }
     let any = engine == "all" || engine.contains(" x");
-    (t.name.starts_with("sb-sync") && (any || engine == "sync"))
+    (t.name.starts_with(SYNC_THREAD_PREFIX) && (any || engine == "sync"))
         || ((t.name.starts_with("iou-wrk-") || t.name.starts_with("iou-sqp-"))
             && (any || engine == "io_uring"))
 }

@@ -81,7 +81,7 @@ pub fn run(
                         eprintln!(
                             "[curve {n}/{total}] {} on {name} at {pct} % of {} IOPS{}",
                             w.id,
-                            crate::output::si(top),
+                            sanbench_units::fmt::si(top),
                             if repeats > 1 {
                                 format!(", repetition {}/{}", rep + 1, repeats)
                             } else {

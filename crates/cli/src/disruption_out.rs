@@ -7,7 +7,7 @@ use sanbench_engine::disruption::Disruption;
 use sanbench_engine::multipath::report::MultipathReport;
 use sanbench_engine::result::TargetResult;
 
-use crate::output::si;
+use sanbench_units::fmt::si;
 
 fn ms(v: f64) -> String {
     if v >= 10_000.0 {

@@ -5,20 +5,7 @@ use std::fmt::Write;
 use sanbench_engine::result::{RunDoc, TargetResult};
 use sanbench_monitor::procs::Others;
 use sanbench_store::Comparison;
-
-/// 1234567 → "1.23M", 12345 → "12.3k".
-pub fn si(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.2}G", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
+use sanbench_units::fmt::si;
 
 fn lat(v: f64) -> String {
     if v >= 100.0 {
@@ -396,12 +383,7 @@ pub fn compare_table(c: &Comparison) -> String {
 
 /// A lab link as one phrase: "one: 1 Gbit/s, MTU 1500, offloads on, direct".
 pub fn link_text(l: &serde_json::Value) -> String {
-    let rate = l["rate_bits"].as_f64().unwrap_or(0.0);
-    let rate = if rate >= 1e9 {
-        format!("{} Gbit/s", rate / 1e9)
-    } else {
-        format!("{} Mbit/s", rate / 1e6)
-    };
+    let rate = sanbench_units::fmt::bit_rate(l["rate_bits"].as_f64().unwrap_or(0.0));
     format!(
         "{}: {rate}, MTU {}, offloads {}, {}",
         l["name"].as_str().unwrap_or("?"),
@@ -449,13 +431,6 @@ pub fn bad_block_line(b: &sanbench_engine::verify::BadBlock) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn si_units() {
-        assert_eq!(si(1_234_567.0), "1.23M");
-        assert_eq!(si(12_345.0), "12.3k");
-        assert_eq!(si(999.0), "999");
-    }
 
     #[test]
     fn lab_links_in_one_phrase() {

@@ -243,7 +243,7 @@ pub fn line(p: &Progress, p99_ns: Option<u64>, now: SystemTime) -> String {
         "[{phase} {}, {} left{eta}] {:>8} IOPS {:>9.1} MB/s  p99 {}",
         span(p.elapsed),
         span(left),
-        crate::output::si(p.iops),
+        sanbench_units::fmt::si(p.iops),
         p.bytes_per_s / 1e6,
         p99_ns.map_or("-".into(), latency)
     )

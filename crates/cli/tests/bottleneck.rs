@@ -439,7 +439,10 @@ fn cpus_pins_every_thread_and_the_manifest_says_so() {
                 Some((comm.trim().to_string(), list))
             })
             .collect();
-        if lists.iter().any(|(c, _)| c.starts_with("sb-w0-t0")) {
+        if lists
+            .iter()
+            .any(|(c, _)| c.starts_with(&sanbench_engine::run::stream_thread_name(0, 0)))
+        {
             seen = lists;
             break;
         }

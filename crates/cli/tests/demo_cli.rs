@@ -83,9 +83,9 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
         assert!(b["verdict"].is_string(), "{}: {b}", c["target"]);
         let target = c["target"].as_str().unwrap();
         let server = [
-            ("NBD", "sb-nbd-c"),
-            ("iSCSI", "sb-iscsi-c"),
-            ("NVMe", "sb-nvme-c"),
+            ("NBD", sanbench_nbd::CONNECTION_THREAD_PREFIX),
+            ("iSCSI", sanbench_iscsi::target::CONNECTION_THREAD_PREFIX),
+            ("NVMe", sanbench_nvme::target::CONNECTION_THREAD_PREFIX),
         ]
         .iter()
         .find(|(n, _)| target.starts_with(n))

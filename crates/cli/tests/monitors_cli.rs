@@ -32,7 +32,7 @@ fn a_cpu_burning_run_is_attributed_to_sanbench_threads() {
     let threads = me["top_threads"].as_array().unwrap();
     let top = threads[0]["name"].as_str().unwrap();
     assert!(
-        top.starts_with("sb-w0-t0"),
+        top.starts_with(&sanbench_engine::run::stream_thread_name(0, 0)),
         "busiest thread {top}: {threads:?}"
     );
     let top_s = threads[0]["cpu_s"].as_f64().unwrap();

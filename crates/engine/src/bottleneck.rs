@@ -137,21 +137,6 @@ fn host_candidate(h: &HostLoad, waited: Option<f64>) -> Candidate {
     }
 }
 
-/// "1 Gbit/s", "10 Gbit/s", "100 Mbit/s".
-pub fn fmt_rate(bits: u64) -> String {
-    let b = bits as f64;
-    // "2.5 Gbit/s", "1 Gbit/s": no trailing zeros.
-    let short = |x: f64| {
-        let s = format!("{x:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    };
-    if b >= 1e9 {
-        format!("{} Gbit/s", short(b / 1e9))
-    } else {
-        format!("{} Mbit/s", short(b / 1e6))
-    }
-}
-
 fn link_candidate(l: &LinkLoad) -> Candidate {
     let mut figures = BTreeMap::from([("bytes_per_s".to_string(), l.bytes_per_s)]);
     let (u, detail) = match l.rate_bits.filter(|&r| r > 0) {
@@ -163,7 +148,7 @@ fn link_candidate(l: &LinkLoad) -> Candidate {
                 format!(
                     "{} of {} ({}; {:.1} MB/s in the busier direction)",
                     pct(u),
-                    fmt_rate(r),
+                    crate::units::fmt::bit_rate_rounded(r as f64),
                     l.rate_source,
                     l.bytes_per_s / 1e6
                 ),

@@ -400,10 +400,3 @@ fn round_trips_through_json_with_kebab_case_verdicts() {
     let back: Bottleneck = serde_json::from_value(v).unwrap();
     assert_eq!(back, b);
 }
-
-#[test]
-fn rates_print_short() {
-    assert_eq!(fmt_rate(1_000_000_000), "1 Gbit/s");
-    assert_eq!(fmt_rate(2_500_000_000), "2.5 Gbit/s");
-    assert_eq!(fmt_rate(100_000_000), "100 Mbit/s");
-}

@@ -26,7 +26,9 @@ pub use sanbench_stats::poison;
 pub mod precondition;
 pub mod spec;
 pub mod stamp;
-pub mod units;
+/// Sizes, durations, percentages and load levels as users write them; they live in
+/// `sanbench-units` (below every crate) and are re-exported here under their old path.
+pub use sanbench_units as units;
 pub mod uri;
 pub mod verify;
 

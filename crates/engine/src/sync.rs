@@ -24,6 +24,10 @@ use crate::arena::Arena;
 use crate::engine::{Completion, Io, Op, Queue, QueueConfig};
 use crate::error::EngineError;
 
+/// The sync engine's I/O threads are named `sb-sync{worker}-{i}`: the bottleneck attribution
+/// (crates/cli/src/bottleneck.rs) counts them as the initiator's.
+pub const SYNC_THREAD_PREFIX: &str = "sb-sync";
+
 /// How long a dropped queue waits for its threads before detaching those still blocked.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 
@@ -145,7 +149,7 @@ impl SyncQueue {
             for i in 0..cfg.depth {
                 let (c, f, a) = (chan.clone(), q.file.clone(), q.arena.clone());
                 let h = std::thread::Builder::new()
-                    .name(format!("sb-sync{}-{i}", cfg.worker))
+                    .name(format!("{SYNC_THREAD_PREFIX}{}-{i}", cfg.worker))
                     .spawn(move || {
                         worker(&c, &f, &a, io_fn);
                         *poison::lock(&c.exited) += 1;

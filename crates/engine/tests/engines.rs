@@ -389,7 +389,7 @@ impl sanbench_engine::run::Observer for LateObserver {
             .flatten()
             .filter_map(|e| std::fs::read_to_string(e.path().join("comm")).ok())
             .map(|s| s.trim().to_string())
-            .filter(|n| n.starts_with("sb-w") && n.ends_with("-t2"))
+            .filter(|n| sanbench_engine::run::is_stream_thread(n, Some(2)))
             .collect();
         *self.0.lock().unwrap() = names;
     }

@@ -74,7 +74,8 @@ fn main() {
     let c1 = caller_cpu();
     h.window_end();
     let bound_cost = bound_cost + (caller_cpu() - c1);
-    let (tid, cpu_s, how) = thread_cpu_s("sanbench-mon").expect("sampler thread");
+    let (tid, cpu_s, how) =
+        thread_cpu_s(sanbench_monitor::sampler::SAMPLER_THREAD_NAME).expect("sampler thread");
     let wall = t0.elapsed().as_secs_f64();
     let rep = h.finish().expect("report");
     let ticks = rep.series.len();

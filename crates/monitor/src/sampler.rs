@@ -37,6 +37,9 @@ use std::time::{Duration, Instant};
 mod report;
 pub use report::{Baseline, CpuReport, MonitorReport, SeriesPoint};
 
+/// The sampler's thread (`examples/overhead.rs` reads its CPU time by this name).
+pub const SAMPLER_THREAD_NAME: &str = "sanbench-mon";
+
 #[derive(Clone, Debug)]
 pub struct MonitorConfig {
     /// Where `/proc` and `/sys` live; `/` on a real host.
@@ -432,7 +435,7 @@ impl Monitor {
         });
         let s2 = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
-            .name("sanbench-mon".into())
+            .name(SAMPLER_THREAD_NAME.into())
             .spawn(move || run(&s2, interval))
             .map_err(|e| crate::MonitorError::sys("spawn monitor thread", e))?;
         Ok(MonitorHandle {

@@ -14,4 +14,4 @@ pub mod wire;
 
 pub use client::{open, ClientOptions};
 pub use error::NbdError;
-pub use server::{serve, Server, ServerConfig};
+pub use server::{serve, Server, ServerConfig, CONNECTION_THREAD_PREFIX};

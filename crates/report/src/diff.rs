@@ -111,9 +111,9 @@ pub fn diff(a: &Comparison, b: &Comparison, min_rel: f64) -> Diff {
 }
 
 fn fmt_ci(m: &MeanCi) -> String {
-    let v = crate::fmt::num(m.mean);
+    let v = sanbench_units::fmt::num(m.mean);
     if m.n > 1 {
-        format!("{v} ± {}", crate::fmt::num(m.ci95))
+        format!("{v} ± {}", sanbench_units::fmt::num(m.ci95))
     } else {
         v
     }

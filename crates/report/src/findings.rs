@@ -130,9 +130,9 @@ pub fn method(min_effect: f64) -> String {
          depth / IOPS, the primary question again); modeled power is not asked (the model \
          restates CPU). A finding's average is the geometric mean over all its category's \
          tests. Reference targets are ceilings: shown, never compared.",
-        crate::fmt::short(ALPHA * 100.0),
-        crate::fmt::short(min_effect * 100.0),
-        crate::fmt::short(min_effect * 100.0),
+        sanbench_units::fmt::short(ALPHA * 100.0),
+        sanbench_units::fmt::short(min_effect * 100.0),
+        sanbench_units::fmt::short(min_effect * 100.0),
     )
 }
 
@@ -292,7 +292,7 @@ fn average_says(
     let (Some(lo), Some(hi)) = (lo, hi) else {
         return "inconclusive".into();
     };
-    let pct = crate::fmt::short(min_effect * 100.0);
+    let pct = sanbench_units::fmt::short(min_effect * 100.0);
     // The tests' own verdict on the interval (log scale), then which side of 1 it lies on.
     let (l, h) = (lo.ln(), hi.ln());
     match (
@@ -478,7 +478,7 @@ fn pair_findings(
                 "{} and {} are within {} % on {eq} of {n} {lbl} tests{}",
                 av.a,
                 av.b,
-                crate::fmt::short(min_effect * 100.0),
+                sanbench_units::fmt::short(min_effect * 100.0),
                 if inconclusive > 0 {
                     format!("; {inconclusive} inconclusive")
                 } else {

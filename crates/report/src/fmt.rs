@@ -1,35 +1,8 @@
-//! Number formatting and escaping shared by the exporters, and the studies' forms of a ratio
-//! and its interval ([`fmt_ratio`], [`fmt_interval`]) shared by the findings and the questions.
+//! Escaping, command lines and tables shared by the exporters, and the studies' forms of a
+//! ratio and its interval ([`fmt_ratio`], [`fmt_interval`]) shared by the findings and the
+//! questions; their numbers are `sanbench_units::fmt`.
 
-/// A figure for people: thousands separated, about three significant digits below 100.
-pub fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let a = x.abs();
-    if a >= 100.0 {
-        let s = format!("{:.0}", a);
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        if x < 0.0 {
-            out.insert(0, '-');
-        }
-        out
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else if a == 0.0 {
-        "0".into()
-    } else {
-        format!("{x:.3}")
-    }
-}
+use sanbench_units::fmt::num;
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn html(s: &str) -> String {
@@ -99,16 +72,6 @@ pub fn mean_ci(m: Option<&sanbench_stats::MeanCi>) -> String {
         Some(m) if m.n > 1 && m.ci95 > 0.0 => format!("{} ± {}", num(m.mean), num(m.ci95)),
         Some(m) => num(m.mean),
         None => "–".into(),
-    }
-}
-
-/// A round figure without trailing zeros ("10", "12.5"), for percentages and weights.
-pub fn short(x: f64) -> String {
-    let s = num(x);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
     }
 }
 
@@ -190,17 +153,6 @@ fn fmt_bound(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers() {
-        assert_eq!(num(95_000.4), "95,000");
-        assert_eq!(num(-1234.0), "-1,234");
-        assert_eq!(num(12.345), "12.3");
-        assert_eq!(num(1.234), "1.23");
-        assert_eq!(num(0.01234), "0.012");
-        assert_eq!(num(0.0), "0");
-        assert_eq!(num(f64::NAN), "n/a");
-    }
 
     #[test]
     fn escaping() {

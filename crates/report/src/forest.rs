@@ -13,8 +13,9 @@ use std::fmt::Write as _;
 use sanbench_store::Question;
 
 use crate::findings::{fmt_interval, fmt_ratio};
-use crate::fmt::{html as esc, short};
+use crate::fmt::html as esc;
 use crate::questions::{metric_of, oriented_ratio};
+use sanbench_units::fmt::short;
 
 /// The widest axis: beyond 64x either way a ratio is drawn as an arrow to the edge (such a
 /// range would squeeze every other row into a few pixels).

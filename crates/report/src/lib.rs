@@ -153,8 +153,8 @@ pub fn unfinished(c: &Comparison) -> Option<String> {
         let s = c.cells.iter().map(secs).fold(0.0, f64::max);
         format!(
             "its figures cover the first {} s of the {} s window",
-            fmt::num(s),
-            fmt::num(c.workloads[0].spec.time.as_secs_f64())
+            sanbench_units::fmt::num(s),
+            sanbench_units::fmt::num(c.workloads[0].spec.time.as_secs_f64())
         )
     } else {
         let mut t = format!(
@@ -166,7 +166,7 @@ pub fn unfinished(c: &Comparison) -> Option<String> {
             t.push_str(&format!(
                 ", and the first {} s of {} on {}, which was running (shown in the timelines, \
                  not in any table or finding)",
-                fmt::num(secs(cell)),
+                sanbench_units::fmt::num(secs(cell)),
                 cell.workload,
                 cell.target
             ));

@@ -7,7 +7,8 @@
 
 use std::fmt::Write as _;
 
-use crate::fmt::{html as esc, num, short};
+use crate::fmt::html as esc;
+use sanbench_units::fmt::{num, short};
 
 /// A muted, colour-blind-friendly palette (Okabe-Ito, darkened a little for print).
 pub const PALETTE: [&str; 8] = [

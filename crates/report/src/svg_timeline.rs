@@ -11,9 +11,10 @@
 
 use std::fmt::Write as _;
 
-use crate::fmt::{html as esc, num, short};
+use crate::fmt::html as esc;
 use crate::svg::nice_axis;
 use crate::timeline::{Point, Scale, Timeline};
+use sanbench_units::fmt::{num, short, si_short};
 
 const W: f64 = 360.0;
 const LEFT: f64 = 50.0;
@@ -35,17 +36,6 @@ pub fn us_label(us: f64) -> String {
         format!("{} ms", short(us / 1e3))
     } else {
         format!("{} µs", short(us))
-    }
-}
-
-/// A throughput tick: "0", "750", "12k", "3M".
-fn compact(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{}M", short(v / 1e6))
-    } else if v >= 1e4 {
-        format!("{}k", short(v / 1e3))
-    } else {
-        short(v)
     }
 }
 
@@ -203,7 +193,7 @@ pub fn chart(t: &Timeline, sc: &Scale, colour: &str) -> String {
                 r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
                 LEFT - 4.0,
                 y + 3.5,
-                compact(v)
+                si_short(v)
             );
         }
         v += tput_step;

@@ -9,7 +9,7 @@ use sanbench_engine::run::IntervalSummary;
 use sanbench_store::{Cell, Comparison, WorkloadEntry};
 
 use crate::analysis::{flavour, Flavour};
-use crate::fmt::{num, short};
+use sanbench_units::fmt::{num, short};
 
 /// Most points a timeline draws; beyond, consecutive intervals are drawn as one ([`Point`]).
 pub const MAX_POINTS: usize = 300;

@@ -88,7 +88,7 @@ impl Book<'_> {
         if !self.quiet {
             eprintln!(
                 "    {:>10} IOPS {:>9.1} MB/s  mean {:.1} µs  p99 {:.1} µs{}",
-                crate::output::si(r.iops),
+                sanbench_units::fmt::si(r.iops),
                 r.mb_per_s,
                 r.latency_us.mean,
                 r.latency_us.p99,

@@ -32,6 +32,7 @@ use crate::run_cmd::{measure, workload_from_args, Measure};
 use sanbench_engine::result::TargetResult;
 use sanbench_stats::design::plan::Stop;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+use sanbench_units::fmt::si_digits;
 
 mod fio_json;
 mod interval;
@@ -48,16 +49,6 @@ fn median(mut v: Vec<f64>) -> f64 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn fmt_iops(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2}M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
     }
 }
 
@@ -329,7 +320,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
                 "{:>4}  {:<9} {:>10} {:>10.1} {:>10.1} {:>10} {:>11.2} {:>8}",
                 rep + 1,
                 if tool == 0 { "sanbench" } else { "fio" },
-                fmt_iops(f.iops),
+                si_digits(f.iops, 3),
                 f.mean_us,
                 f.p99_us,
                 f.in_flight.map_or("n/a".into(), |l| format!("{l:.2}")),
@@ -394,7 +385,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         }
         let shown = |v: f64| {
             if what == "IOPS" {
-                fmt_iops(v)
+                si_digits(v, 3)
             } else {
                 format!("{v:.1}")
             }

@@ -29,6 +29,11 @@ use outcome::BLOCK;
 pub use sanbench_blockstore::delay::Delay;
 use sanbench_blockstore::BlockStore;
 
+/// A connection's thread is named `sb-iscsi-c{N}` (the target's Nth connection): the
+/// bottleneck attribution (crates/cli/src/bottleneck.rs) finds the target's threads by this
+/// prefix.
+pub const CONNECTION_THREAD_PREFIX: &str = "sb-iscsi-c";
+
 /// Errors of starting or running the target.
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -253,9 +258,8 @@ impl Target {
             let number = stats.connections.fetch_add(1, Ordering::Relaxed);
             let (sh, stop) = (shared.clone(), stop.clone());
             std::thread::spawn(move || {
-                // "sb-iscsi-cN": the bottleneck attribution finds the target's threads by
-                // this name (crates/cli/src/bottleneck.rs).
-                if let Ok(n) = std::ffi::CString::new(format!("sb-iscsi-c{number}")) {
+                if let Ok(n) = std::ffi::CString::new(format!("{CONNECTION_THREAD_PREFIX}{number}"))
+                {
                     let _ = rustix::thread::set_name(&n);
                 }
                 conn::serve(s, sh, stop, number)

@@ -51,6 +51,10 @@ pub use crate::tls::{Credentials, TlsMode};
 use crate::wire::MAX_PAYLOAD;
 use conn::{Conn, End};
 
+/// A connection's thread is named `sb-nbd-c{N}` (the server's Nth connection): the bottleneck
+/// attribution (crates/cli/src/bottleneck.rs) finds the server's threads by this prefix.
+pub const CONNECTION_THREAD_PREFIX: &str = "sb-nbd-c";
+
 /// Default for [`ServerConfig::coalesce`].
 pub const DEFAULT_COALESCE: Duration = Duration::from_micros(200);
 
@@ -347,9 +351,7 @@ impl Server {
                     let number = stats.connections.fetch_add(1, Ordering::Relaxed);
                     let (sh, st, stop) = (shared.clone(), stats.clone(), shutdown.clone());
                     let t = std::thread::Builder::new()
-                        // "sb-nbd-cN": the bottleneck attribution finds the server's
-                        // threads by this name (crates/cli/src/bottleneck.rs).
-                        .name(format!("sb-nbd-c{number}"))
+                        .name(format!("{CONNECTION_THREAD_PREFIX}{number}"))
                         .spawn(move || {
                             if let Err(e) = connection(sock, &sh, &stop, peer, number) {
                                 st.failed.fetch_add(1, Ordering::Relaxed);

@@ -38,6 +38,11 @@ pub use ana::{AnaSetting, PortRef};
 pub use control::{ControlServer, PortState};
 pub use ctrl::DISCOVERY_NQN;
 
+/// A connection's thread is named `sb-nvme-c{N}` (the target's Nth connection): the
+/// bottleneck attribution (crates/cli/src/bottleneck.rs) finds the target's threads by this
+/// prefix.
+pub const CONNECTION_THREAD_PREFIX: &str = "sb-nvme-c";
+
 /// Errors of starting or running the target.
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -282,9 +287,8 @@ impl Target {
             let number = stats.connections.fetch_add(1, Ordering::Relaxed);
             let (sh, stop, stats) = (shared.clone(), stop.clone(), stats.clone());
             std::thread::spawn(move || {
-                // "sb-nvme-cN": the bottleneck attribution finds the target's threads by
-                // this name (crates/cli/src/bottleneck.rs).
-                if let Ok(n) = std::ffi::CString::new(format!("sb-nvme-c{number}")) {
+                if let Ok(n) = std::ffi::CString::new(format!("{CONNECTION_THREAD_PREFIX}{number}"))
+                {
                     let _ = rustix::thread::set_name(&n);
                 }
                 if let Err(e) = conn::serve(s, sh, stop, number, port) {

@@ -14,8 +14,9 @@ use super::html_assets::{CSS, JS};
 use super::html_charts;
 use super::Exporter;
 use crate::analysis::Metric;
-use crate::fmt::{fmt_ratio, html as esc, json_for_script, mean_ci, shell_command, short};
+use crate::fmt::{fmt_ratio, html as esc, json_for_script, mean_ci, shell_command};
 use crate::{Report, ReportError};
+use sanbench_units::fmt::short;
 
 pub struct HtmlExporter;
 

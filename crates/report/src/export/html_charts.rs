@@ -343,7 +343,7 @@ pub fn forest(r: &Report, s: &mut String) {
     if qs.is_empty() {
         return;
     }
-    let pct = crate::fmt::short(r.design.min_effect * 100.0);
+    let pct = sanbench_units::fmt::short(r.design.min_effect * 100.0);
     let _ = writeln!(
         s,
         "<h2 id=\"questions\">Every question</h2>\n<p class=\"note\">Each row is one workload \
@@ -392,11 +392,7 @@ pub(crate) fn series_name(t: &sanbench_store::TargetEntry) -> String {
     };
     let mut parts = Vec::new();
     if let Some(bits) = l["rate_bits"].as_u64() {
-        parts.push(if bits >= 1_000_000_000 {
-            format!("{} Gbit/s", bits as f64 / 1e9)
-        } else {
-            format!("{} Mbit/s", bits as f64 / 1e6)
-        });
+        parts.push(sanbench_units::fmt::bit_rate(bits as f64));
     }
     if let Some(mtu) = l["mtu"].as_u64() {
         parts.push(format!("MTU {mtu}"));

@@ -8,9 +8,10 @@ use sanbench_engine::disruption::Disruption;
 use sanbench_store::Cell;
 
 use super::html_charts::series_name;
-use crate::fmt::{html as esc, num};
+use crate::fmt::html as esc;
 use crate::svg::{colour, line_chart_marked, LineSeries, Mark};
 use crate::Report;
+use sanbench_units::fmt::num;
 
 /// Most points a timeline chart draws (10 ms bins are averaged in groups beyond it).
 const MAX_POINTS: usize = 3000;

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use super::Exporter;
 use crate::analysis::Metric;
-use crate::fmt::{md_cell, mean_ci, shell_command, short};
+use crate::fmt::{md_cell, mean_ci, shell_command};
 use crate::{Report, ReportError};
+use sanbench_units::fmt::short;
 
 pub struct MarkdownExporter;
 

@@ -5,10 +5,11 @@
 use std::fmt::Write as _;
 
 use super::html_timelines::METHOD;
-use crate::fmt::{md_cell, num, short};
+use crate::fmt::md_cell;
 use crate::svg_timeline::us_label;
 use crate::timeline::{by_workload, Timeline};
 use crate::Report;
+use sanbench_units::fmt::{num, short};
 
 /// Events listed per cell (the rest counted).
 const EVENTS: usize = 4;

@@ -5,11 +5,15 @@
 //! and no `i`, are still binary in fio. sanbench follows fio here so that specs carry over; the
 //! decimal spellings `KB`/`MB` are accepted as binary too and documented as such. Output rates
 //! are decimal MB/s with MiB/s beside them (docs/MEASURE.md).
+//!
+//! [`fmt`] is the other direction for numbers: the one formatter of the terminal, the report
+//! and the charts.
 
-use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub mod fmt;
 
 /// Parses a size in bytes. Bare numbers are bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -119,8 +123,8 @@ impl std::str::FromStr for Bytes {
     }
 }
 
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl std::fmt::Display for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&format_size(self.0))
     }
 }
@@ -136,9 +140,9 @@ impl std::str::FromStr for Dur {
     }
 }
 
-impl fmt::Display for Dur {
+impl std::fmt::Display for Dur {
     /// The shortest exact spelling [`parse_duration`] reads back: `1.5s`, `200ms`, `150us`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ns = self.0.as_nanos();
         if !ns.is_multiple_of(1_000_000) {
             write!(f, "{}us", ns as f64 / 1e3)
@@ -169,8 +173,8 @@ impl std::str::FromStr for Pct {
     }
 }
 
-impl fmt::Display for Pct {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl std::fmt::Display for Pct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)
     }
 }
@@ -228,7 +232,7 @@ macro_rules! human_serde {
                 struct V;
                 impl serde::de::Visitor<'_> for V {
                     type Value = $t;
-                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                         f.write_str($what)
                     }
                     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$t, E> {
