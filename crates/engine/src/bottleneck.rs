@@ -33,8 +33,7 @@
 
 use std::collections::BTreeMap;
 
-mod types;
-pub use types::*;
+pub use sanbench_doc::bottleneck::*;
 
 /// A resource at this share of its capacity (or more) is saturated.
 pub const SATURATED: f64 = 0.90;
@@ -386,55 +385,27 @@ pub fn attribute(f: &Figures) -> Bottleneck {
     decide(candidates(f), f.open_loop, f.notes.clone())
 }
 
-impl Bottleneck {
-    /// The candidate of one kind.
-    pub fn candidate(&self, kind: Verdict) -> Option<&Candidate> {
-        self.candidates.iter().find(|c| c.kind == Some(kind))
+/// The same window judged again with the link's line rate known (compare's lab links,
+/// whose shaping the interface does not report): the link candidate gets the rate and the
+/// verdict is decided again over the same candidates.
+/// `open_loop` as in [`Figures::open_loop`].
+pub fn with_link_rate(
+    b: &Bottleneck,
+    rate_bits: u64,
+    source: &str,
+    open_loop: Option<(bool, f64)>,
+) -> Bottleneck {
+    let mut cands = b.candidates.clone();
+    if let Some(c) = cands.iter_mut().find(|c| c.kind == Some(Verdict::Link)) {
+        let l = LinkLoad {
+            iface: c.resource.trim_start_matches("link ").to_string(),
+            bytes_per_s: c.figures.get("bytes_per_s").copied().unwrap_or(0.0),
+            rate_bits: Some(rate_bits),
+            rate_source: source.to_string(),
+        };
+        *c = link_candidate(&l);
     }
-
-    /// The same window judged again with the link's line rate known (compare's lab links,
-    /// whose shaping the interface does not report): the link candidate gets the rate and the
-    /// verdict is decided again over the same candidates.
-    /// `open_loop` as in [`Figures::open_loop`].
-    pub fn with_link_rate(
-        &self,
-        rate_bits: u64,
-        source: &str,
-        open_loop: Option<(bool, f64)>,
-    ) -> Bottleneck {
-        let mut cands = self.candidates.clone();
-        if let Some(c) = cands.iter_mut().find(|c| c.kind == Some(Verdict::Link)) {
-            let l = LinkLoad {
-                iface: c.resource.trim_start_matches("link ").to_string(),
-                bytes_per_s: c.figures.get("bytes_per_s").copied().unwrap_or(0.0),
-                rate_bits: Some(rate_bits),
-                rate_source: source.to_string(),
-            };
-            *c = link_candidate(&l);
-        }
-        decide(cands, open_loop, self.notes.clone())
-    }
-
-    /// Everything but the verdict, for a line under a table: "headroom: host-cpu 45 %,
-    /// link 3 % of 1 Gbit/s, queue 32.0 of 32 in flight on average".
-    pub fn headroom_text(&self) -> String {
-        let parts: Vec<String> = self
-            .candidates
-            .iter()
-            .filter(|c| c.kind != Some(self.verdict) || c.resource != self.resource)
-            .map(|c| {
-                let k = c.kind.map_or("?", Verdict::as_str);
-                // "queue: ...", "link lo: ...", "host-cpu 2 cores: ...".
-                let r = c.resource.strip_prefix(k).unwrap_or(&c.resource).trim();
-                if r.is_empty() {
-                    format!("{k}: {}", c.detail)
-                } else {
-                    format!("{k} {r}: {}", c.detail)
-                }
-            })
-            .collect();
-        parts.join("; ")
-    }
+    decide(cands, open_loop, b.notes.clone())
 }
 
 #[cfg(test)]

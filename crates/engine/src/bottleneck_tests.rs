@@ -213,7 +213,7 @@ fn the_lab_rate_decides_again_over_the_same_candidates() {
     });
     let b = attribute(&f);
     assert_eq!(b.verdict, Verdict::Latency);
-    let again = b.with_link_rate(1_000_000_000, "lab link one", None);
+    let again = with_link_rate(&b, 1_000_000_000, "lab link one", None);
     assert_eq!(again.verdict, Verdict::Link);
     assert!((util(&again, Verdict::Link) - 0.992).abs() < 1e-9);
     assert!(again.text.contains("lab link one"));

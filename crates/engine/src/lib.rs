@@ -15,7 +15,8 @@ pub mod file;
 pub mod fio;
 pub mod gen;
 pub mod holes;
-pub mod hosts;
+/// The per-rank rows of an MPI run: `sanbench_doc::hosts`, at its old path.
+pub use sanbench_doc::hosts;
 pub mod mem;
 pub mod multipath;
 pub mod null;
@@ -24,7 +25,8 @@ pub mod page_cache;
 /// and the monitor, and is re-exported here for the crates above the engine.
 pub use sanbench_stats::poison;
 pub mod precondition;
-pub mod spec;
+/// The workload model: `sanbench_doc::spec`, at its old path.
+pub use sanbench_doc::spec;
 pub mod stamp;
 /// Sizes, durations, percentages and load levels as users write them; they live in
 /// `sanbench-units` (below every crate) and are re-exported here under their old path.

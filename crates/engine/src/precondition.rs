@@ -20,10 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::arena::Arena;
-use crate::engine::{Allocation, Completion, Io, Op, QueueConfig, Target, TargetInfo};
+use crate::engine::{Completion, Io, Op, QueueConfig, Target, TargetInfo};
 use crate::error::EngineError;
 use crate::run::{stamp_slot, Layout};
 use crate::stamp::{DataSpec, Stamper};
@@ -109,50 +107,7 @@ impl FillPlan {
     }
 }
 
-/// What a result says about its span.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SpanState {
-    /// sanbench wrote the whole span (in this run, or earlier in this comparison).
-    Preconditioned,
-    /// The target reports every byte of the span as written.
-    ReportedWritten,
-    /// The target reports never-written space in the span.
-    Holes,
-    /// Nobody can tell: the span may hold holes.
-    #[default]
-    Unknown,
-}
-
-/// The precondition block of a result (`precondition` of each target's result).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Report {
-    /// The mode asked for: "auto", "none", "fill" or a number of passes.
-    pub mode: String,
-    pub state: SpanState,
-    /// Whether the span was written by sanbench before this result's window.
-    pub preconditioned: bool,
-    /// The fill's figures (zero when none ran; a comparison reports its one fill in every
-    /// cell of the target).
-    pub passes: u32,
-    pub block_size: u64,
-    pub bytes: u64,
-    pub seconds: f64,
-    pub purged: bool,
-    /// What the target reported about holes, where it can tell.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allocation: Option<Allocation>,
-    /// One sentence for people.
-    pub note: String,
-}
-
-impl Report {
-    /// A read workload over space that may be unwritten deserves a warning.
-    pub fn warning(&self, reads: bool) -> Option<String> {
-        (reads && matches!(self.state, SpanState::Holes)).then(|| self.note.clone())
-    }
-}
+pub use sanbench_doc::precondition::{Report, SpanState};
 
 /// Why `auto` may write this target, or `None` when it must not.
 pub fn overwritable(info: &TargetInfo) -> Option<&'static str> {

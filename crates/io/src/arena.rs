@@ -42,14 +42,17 @@ impl Arena {
         }
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    #[inline]
     pub fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }
@@ -58,6 +61,7 @@ impl Arena {
     ///
     /// # Safety
     /// No in-flight I/O may be writing to the region.
+    #[inline]
     pub unsafe fn slice(&self, off: usize, len: usize) -> &[u8] {
         assert!(off + len <= self.len, "arena region out of bounds");
         // SAFETY: bounds checked above; caller guarantees no concurrent writer.
@@ -69,6 +73,7 @@ impl Arena {
     /// # Safety
     /// The caller must be the only user of the region while the slice lives.
     #[allow(clippy::mut_from_ref)]
+    #[inline]
     pub unsafe fn slice_mut(&self, off: usize, len: usize) -> &mut [u8] {
         assert!(off + len <= self.len, "arena region out of bounds");
         // SAFETY: bounds checked above; caller guarantees exclusive use of the region.

@@ -16,3 +16,7 @@ pub const LU_ID: &str = "lu_id";
 /// The `TargetInfo::params` key an engine sets to `false` when the target does not allow
 /// I/O over several connections at once (NBD without CAN_MULTI_CONN).
 pub const MULTI_CONN: &str = "can_multi_conn";
+
+/// The `TargetInfo::params` key under which a multipath target lists its paths' URIs (the
+/// run sizes each stream's per-path statistics from it before the clock starts).
+pub const PATHS: &str = "multipath.paths";

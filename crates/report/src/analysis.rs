@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use sanbench_engine::result::TargetResult;
+use sanbench_doc::run::TargetResult;
+use sanbench_doc::{Comparison, WorkloadEntry};
 use sanbench_monitor::procs::{Others, OTHERS_NOTABLE_PCT};
 use sanbench_stats::{mean_ci95, MeanCi};
-use sanbench_store::{Comparison, WorkloadEntry};
 
 /// A figure taken from every repetition of a cell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -230,7 +230,7 @@ pub fn caveats(cmp: &Comparison) -> Vec<String> {
                 && c.result
                     .precondition
                     .as_ref()
-                    .is_some_and(|p| p.state == sanbench_engine::precondition::SpanState::Holes)
+                    .is_some_and(|p| p.state == sanbench_doc::precondition::SpanState::Holes)
         });
         if let Some(p) = holes.and_then(|c| c.result.precondition.as_ref()) {
             out.push(format!("{}: {}", t.name, p.note));

@@ -9,8 +9,8 @@ fn reads_over_holes_are_a_caveat() {
     assert!(caveats(&cmp).is_empty());
     for c in cmp.cells.iter_mut().filter(|c| c.target == "FC 8G") {
         c.result.read.ios = 10;
-        c.result.precondition = Some(sanbench_engine::precondition::Report {
-            state: sanbench_engine::precondition::SpanState::Holes,
+        c.result.precondition = Some(sanbench_doc::precondition::Report {
+            state: sanbench_doc::precondition::SpanState::Holes,
             note: "not preconditioned: SEEK_DATA reports 1GiB of 2GiB unwritten".into(),
             ..Default::default()
         });
@@ -51,7 +51,7 @@ fn cpu_counted_from_busy_ticks_is_a_caveat() {
 
 #[test]
 fn verification_is_a_section_and_bad_data_a_caveat() {
-    use sanbench_engine::verify::{BadBlock, Class, VerifyReport};
+    use sanbench_doc::verify::{BadBlock, Class, VerifyReport};
     let mut cmp = sample_comparison();
     let md = |cmp: &Comparison| {
         let r = crate::Report::new(cmp, &crate::Options::default());

@@ -3,9 +3,9 @@
 use super::*;
 use crate::findings::Finding;
 use crate::fmt::fmt_ratio;
-use sanbench_engine::result::{Efficiency, TargetResult};
+use sanbench_doc::run::{Efficiency, TargetResult};
+use sanbench_doc::{Cell, TargetEntry};
 use sanbench_store::fixture::sample_comparison;
-use sanbench_store::{Cell, TargetEntry};
 
 /// A comparison of targets `names`, workloads `(id, group)`, and per cell (workload, target)
 /// the values of every repetition, used for MB/s, IOPS, latency and efficiencies alike. A single
@@ -410,8 +410,8 @@ fn interval_bounds_near_one_stay_on_their_side() {
 /// secondary family gives it half its error.
 #[test]
 fn a_failover_stall_finding_names_both_stalls_and_the_paths() {
-    use sanbench_engine::disruption::Disruption;
-    use sanbench_engine::multipath::report::{MultipathReport, PathReport};
+    use sanbench_doc::disruption::Disruption;
+    use sanbench_doc::multipath::{MultipathReport, PathReport};
     let mut cmp = doc(
         &["A", "B"],
         &[("failover-4k", "random")],

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use sanbench_store::Comparison;
+use sanbench_doc::Comparison;
 
 use crate::analysis::{flavour, Analysis, Category};
 
@@ -157,7 +157,7 @@ pub fn card(cmp: &Comparison, an: &Analysis, weights: &[f64; 5]) -> Card {
         });
         per_cat.push((cat.key(), scores));
     }
-    let row = |t: &sanbench_store::TargetEntry| CardRow {
+    let row = |t: &sanbench_doc::TargetEntry| CardRow {
         target: t.name.clone(),
         scores: per_cat
             .iter()

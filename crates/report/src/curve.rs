@@ -2,8 +2,8 @@
 //! open-loop points' achieved rate and response time over the repetitions, for the SPC-style
 //! table and the response-time vs IOPS chart ("hockey stick").
 
+use sanbench_doc::Comparison;
 use sanbench_stats::{holm, mean_ci95, welch_p};
-use sanbench_store::Comparison;
 
 use crate::analysis::Category;
 use crate::findings::{fmt_ratio, Finding};
@@ -107,7 +107,7 @@ pub fn findings(c: &Comparison, min_rel: f64) -> Vec<Finding> {
     // (workload, pct, a, b, p, mean p99 of a, of b)
     let mut qs: Vec<(usize, f64, &str, &str, f64, f64, f64)> = Vec::new();
     let p99s = |w: &str, t: &str, pct: f64| -> Option<Vec<f64>> {
-        let v: Vec<&sanbench_engine::result::TargetResult> =
+        let v: Vec<&sanbench_doc::run::TargetResult> =
             c.curve_cells_of(w, t, pct).map(|c| &c.result).collect();
         let valid = v
             .iter()
@@ -177,9 +177,9 @@ pub fn findings(c: &Comparison, min_rel: f64) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sanbench_engine::result::{OpenLoop, TargetResult};
+    use sanbench_doc::run::{OpenLoop, TargetResult};
+    use sanbench_doc::Cell;
     use sanbench_store::fixture::sample_comparison;
-    use sanbench_store::Cell;
 
     fn with_curve(p99: &[(&str, [f64; 3])]) -> Comparison {
         let mut c = sample_comparison();

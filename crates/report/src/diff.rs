@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use sanbench_doc::Comparison;
 use sanbench_stats::{ratio_outside_noise, MeanCi};
-use sanbench_store::Comparison;
 
 use crate::analysis::{Analysis, Metric};
 

@@ -24,7 +24,7 @@
 
 use serde::Serialize;
 
-use sanbench_store::{Comparison, Question, WorkloadEntry};
+use sanbench_doc::{Comparison, Question, WorkloadEntry};
 
 use crate::analysis::{flavour, Category, Flavour};
 use crate::questions::{Average, Judgement};

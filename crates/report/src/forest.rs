@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use sanbench_store::Question;
+use sanbench_doc::Question;
 
 use crate::findings::{fmt_interval, fmt_ratio};
 use crate::fmt::html as esc;
@@ -47,7 +47,7 @@ pub struct ForestRow {
 }
 
 /// Rows for the questions of one family, in the comparison's workload order.
-pub fn rows(cmp: &sanbench_store::Comparison, family: &str, qs: &[Question]) -> Vec<ForestRow> {
+pub fn rows(cmp: &sanbench_doc::Comparison, family: &str, qs: &[Question]) -> Vec<ForestRow> {
     let mut out = Vec::new();
     for w in &cmp.workloads {
         for q in qs

@@ -11,9 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use sanbench_engine::bottleneck::Verdict;
-use sanbench_engine::result::TargetResult;
-use sanbench_store::{Cell, Comparison};
+use sanbench_doc::bottleneck::Verdict;
+use sanbench_doc::run::TargetResult;
+use sanbench_doc::{Cell, Comparison};
 
 use crate::analysis::{flavour, Flavour};
 use crate::Finding;

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::{Options, Report};
-use sanbench_engine::bottleneck::Bottleneck;
+use sanbench_doc::bottleneck::Bottleneck;
 use sanbench_store::fixture::sample_comparison;
 
 const NBD: &str = "NBD <ram> & co";

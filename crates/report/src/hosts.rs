@@ -3,7 +3,7 @@
 //! (workload, target, rank) as means over the repetitions, for the report's "Per host" table.
 //! Nothing is shown for a comparison of one host.
 
-use sanbench_store::Comparison;
+use sanbench_doc::Comparison;
 
 /// One rank's mean figures for one workload on one target.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,7 +125,7 @@ pub fn rows(c: &Comparison) -> Vec<HostRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sanbench_engine::hosts::HostResult;
+    use sanbench_doc::hosts::HostResult;
 
     #[test]
     fn means_per_rank_and_nothing_for_one_host() {

@@ -27,7 +27,7 @@ pub mod verification;
 
 use std::path::{Path, PathBuf};
 
-use sanbench_store::Comparison;
+use sanbench_doc::Comparison;
 
 pub use analysis::{Analysis, Category, Metric};
 pub use card::{Card, DEFAULT_WEIGHTS};
@@ -143,13 +143,13 @@ pub fn unfinished(c: &Comparison) -> Option<String> {
     if c.complete != Some(false) {
         return None;
     }
-    let secs = |cell: &sanbench_store::Cell| {
+    let secs = |cell: &sanbench_doc::Cell| {
         cell.result
             .intervals
             .last()
             .map_or(cell.result.seconds, |i| i.t + i.len)
     };
-    let covered = if c.workloads.len() == 1 && c.workloads[0].id == sanbench_store::RUN_WORKLOAD {
+    let covered = if c.workloads.len() == 1 && c.workloads[0].id == sanbench_doc::RUN_WORKLOAD {
         let s = c.cells.iter().map(secs).fold(0.0, f64::max);
         format!(
             "its figures cover the first {} s of the {} s window",

@@ -20,11 +20,11 @@
 
 use std::collections::BTreeSet;
 
+use sanbench_doc::{Comparison, Question};
 use sanbench_stats::design::analysis::{
     judge_summary, judge_workload, Judged, Margins, Table, Verdict,
 };
 use sanbench_stats::design::plan::{question_alpha, Design, ALPHA, ALPHA_PRIMARY, ALPHA_SECONDARY};
-use sanbench_store::{Comparison, Question};
 
 use crate::analysis::{flavour, power_is_modeled, Category, Flavour, Metric};
 

@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use sanbench_store::Question;
+use sanbench_doc::Question;
 
 use crate::analysis::Category;
 use crate::findings::{fmt_interval, fmt_ratio, Finding};

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::Options;
+use sanbench_doc::Comparison;
 use sanbench_store::fixture::sample_comparison;
-use sanbench_store::Comparison;
 
 const NBD: &str = "NBD <ram> & co";
 

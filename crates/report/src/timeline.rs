@@ -4,9 +4,9 @@
 //! stalls, errors, and a curve point's asked rate. Pure: a cell in, the figures to draw out;
 //! svg_timeline.rs draws them, the exporters lay them out.
 
-use sanbench_engine::result::TargetResult;
-use sanbench_engine::run::IntervalSummary;
-use sanbench_store::{Cell, Comparison, WorkloadEntry};
+use sanbench_doc::interval::IntervalSummary;
+use sanbench_doc::run::TargetResult;
+use sanbench_doc::{Cell, Comparison, WorkloadEntry};
 
 use crate::analysis::{flavour, Flavour};
 use sanbench_units::fmt::{num, short};
@@ -284,7 +284,7 @@ pub fn of_cell(
         let label = if p.preconditioned && p.bytes > 0 {
             format!(
                 "preconditioned: {} written in {} s before the first cell",
-                sanbench_engine::units::format_size(p.bytes),
+                sanbench_units::format_size(p.bytes),
                 num(p.seconds)
             )
         } else {

@@ -2,8 +2,8 @@
 //! checked, bad units per class, the first bad blocks), for comparisons run with `--verify`.
 //! A target that returned wrong data also gets a caveat: its speed is not a figure to publish.
 
-use sanbench_engine::verify::{Class, VerifyReport};
-use sanbench_store::Comparison;
+use sanbench_doc::verify::{Class, VerifyReport};
+use sanbench_doc::Comparison;
 
 /// One target's verification over the whole comparison.
 #[derive(Clone, Debug)]

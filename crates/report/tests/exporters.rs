@@ -117,7 +117,7 @@ fn json_is_the_comparison_plus_findings() {
     }
     assert_eq!(v["design_assumed"]["rounds"], 3);
     // The document part still parses as a Comparison.
-    let back: sanbench_store::Comparison = serde_json::from_value(v).unwrap();
+    let back: sanbench_doc::Comparison = serde_json::from_value(v).unwrap();
     assert_eq!(back, sample_comparison());
 }
 
@@ -287,7 +287,7 @@ fn html_results_tables_carry_each_pairs_verdict() {
 }
 
 /// The demo's five target names, on a comparison with five targets.
-fn five_targets() -> sanbench_store::Comparison {
+fn five_targets() -> sanbench_doc::Comparison {
     let mut cmp = sample_comparison();
     let names = [
         "RAM (in-process)",

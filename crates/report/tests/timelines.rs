@@ -2,13 +2,13 @@
 //! and events, the cell that was running when the document was written, and a `run`'s
 //! document (read as a comparison) that says it is not finished.
 
-use sanbench_engine::multipath::report::{MultipathReport, PathEvent};
-use sanbench_engine::precondition::Report as Pre;
-use sanbench_engine::result::{FaultRecord, OpenLoop, RunDoc};
+use sanbench_doc::multipath::{MultipathReport, PathEvent};
+use sanbench_doc::precondition::Report as Pre;
+use sanbench_doc::run::{FaultRecord, OpenLoop, RunDoc};
+use sanbench_doc::Comparison;
 use sanbench_report::{exporter, Options, Report};
 use sanbench_stats::SteadyState;
 use sanbench_store::fixture::sample_comparison;
-use sanbench_store::Comparison;
 
 fn render(cmp: &Comparison, format: &str) -> String {
     let report = Report::new(cmp, &Options::default());

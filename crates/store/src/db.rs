@@ -278,7 +278,7 @@ impl Store {
 
     /// Marks the run finished; `incomplete` says whether every cell ran.
     pub fn finish_run(&mut self, run: RunId, incomplete: bool) -> Result<(), StoreError> {
-        let now = sanbench_engine::result::rfc3339(std::time::SystemTime::now());
+        let now = sanbench_doc::run::rfc3339(std::time::SystemTime::now());
         let n = self.conn.execute(
             "UPDATE runs SET incomplete = ?1, finished_at = ?2 WHERE id = ?3",
             params![incomplete, now, run.0],
@@ -295,7 +295,7 @@ impl Store {
     pub fn finish_run_with(&mut self, run: RunId, header: &Comparison) -> Result<(), StoreError> {
         let mut bare = header.clone();
         bare.cells.clear();
-        let now = sanbench_engine::result::rfc3339(std::time::SystemTime::now());
+        let now = sanbench_doc::run::rfc3339(std::time::SystemTime::now());
         let n = self.conn.execute(
             "UPDATE runs SET header = ?1, incomplete = ?2, finished_at = ?3 WHERE id = ?4",
             params![serde_json::to_string(&bare)?, header.incomplete, now, run.0],

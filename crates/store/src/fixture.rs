@@ -7,9 +7,9 @@
 //! efficiency ratios, and the third target's power is modeled (as on a VM without a meter).
 //! One target's name holds HTML metacharacters on purpose.
 
-use sanbench_engine::result::{Efficiency, LatencyUs, Sample, TargetResult};
-use sanbench_engine::run::IntervalSummary;
-use sanbench_engine::spec::{Segment, Workload};
+use sanbench_doc::interval::IntervalSummary;
+use sanbench_doc::run::{Efficiency, LatencyUs, Sample, TargetResult};
+use sanbench_doc::spec::{Segment, Workload};
 use sanbench_stats::LatencyHistogram;
 use serde_json::json;
 
@@ -136,7 +136,7 @@ fn spec(bs: u64, read: f64, random: f64, qd: u32) -> Workload {
         flush_every: 0,
         fua_pct: 0.0,
         rate: None,
-        arrival: sanbench_engine::run::pacer::Arrival::Fixed,
+        arrival: sanbench_doc::spec::Arrival::Fixed,
     }
 }
 

@@ -1,7 +1,5 @@
-//! The comparison document (`sanbench.compare/1`) and the SQLite results store.
-//!
-//! [`model`] is the document `compare` writes (`Comparison::from_run` reads a `run`'s document
-//! as one, for the report); [`Store`] keeps every run in one SQLite file,
+//! The SQLite results store of comparison documents (`sanbench.compare/1`, typed in
+//! `sanbench_doc::compare` and re-exported here as [`model`]). [`Store`] keeps every run in one SQLite file,
 //! cell by cell as they finish, so an interrupted run keeps what it measured and any run can be
 //! rendered again later with identical figures.
 //!
@@ -13,9 +11,9 @@
 mod db;
 #[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
-mod from_run;
-pub mod model;
+/// The comparison document, at its old path: it is `sanbench_doc::compare`.
+pub use sanbench_doc::compare as model;
 
 pub use db::{default_path_from, RunId, RunSummary, Store, StoreError, SCHEMA_VERSION};
-pub use from_run::RUN_WORKLOAD;
-pub use model::{Cell, Comparison, Question, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+pub use sanbench_doc::RUN_WORKLOAD;
+pub use sanbench_doc::{Cell, Comparison, Question, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};

@@ -11,11 +11,7 @@ use crate::error::EngineError;
 use crate::poison::lock;
 use crate::uri::redact;
 
-pub use sanbench_io::params::MULTI_CONN;
-
-/// The `TargetInfo::params` key under which a multipath target lists its paths' URIs (the
-/// run sizes each stream's per-path statistics from it before the clock starts).
-pub const PATHS: &str = "multipath.paths";
+pub use sanbench_io::params::{MULTI_CONN, PATHS};
 
 /// A target reached over several paths.
 pub struct MultipathTarget {

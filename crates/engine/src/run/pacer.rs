@@ -7,37 +7,9 @@
 //! to coordinated omission). Arrivals are `Fixed` (every 1/rate) or `Poisson` (exponential
 //! gaps of mean 1/rate, from a seeded generator, so a run is repeatable).
 
-use serde::{Deserialize, Serialize};
-
 use crate::gen::Rng;
 
-/// How I/Os arrive in an open-loop run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arrival {
-    Fixed,
-    Poisson,
-}
-
-impl std::str::FromStr for Arrival {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Arrival, String> {
-        match s {
-            "fixed" => Ok(Arrival::Fixed),
-            "poisson" => Ok(Arrival::Poisson),
-            _ => Err(format!("arrival '{s}': use fixed or poisson")),
-        }
-    }
-}
-
-impl std::fmt::Display for Arrival {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Arrival::Fixed => "fixed",
-            Arrival::Poisson => "poisson",
-        })
-    }
-}
+pub use sanbench_doc::spec::Arrival;
 
 /// One stream's schedule.
 #[derive(Clone, Debug)]

@@ -180,14 +180,7 @@ impl Timeline {
     }
 }
 
-pub(crate) fn add_bins(into: &mut Vec<u32>, o: &[u32]) {
-    if into.len() < o.len() {
-        into.resize(o.len(), 0);
-    }
-    for (a, b) in into.iter_mut().zip(o) {
-        *a = a.saturating_add(*b);
-    }
-}
+pub(crate) use sanbench_doc::multipath::add_bins;
 
 /// The spans inside both sets (each sorted and disjoint, or sortable: sorted here).
 pub fn intersect(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {

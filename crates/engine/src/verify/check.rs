@@ -295,7 +295,7 @@ impl Checker {
             offset: off,
             class,
             expected,
-            found: found.map(StampView::of),
+            found: found.map(super::report::stamp_view),
             excerpt: bytes.iter().take(32).map(|b| format!("{b:02x}")).collect(),
             io_offset: io_off,
             io_len: io_len as u32,

@@ -344,7 +344,7 @@ fn tables(r: &Report, s: &mut String) {
 
 /// The "Limited by" cell: the verdict most rounds had, the first such cell's sentence as its
 /// tooltip (results.json has every candidate's figure).
-fn limit_td(c: &sanbench_store::Comparison, workload: &str, target: &str) -> String {
+fn limit_td(c: &sanbench_doc::Comparison, workload: &str, target: &str) -> String {
     let Some(l) = crate::headroom::cell_limit(c, workload, target) else {
         return "<td>–</td>".into();
     };
@@ -388,7 +388,7 @@ fn verdicts(r: &Report, workload: &str, s: &mut String) {
 }
 
 /// "2/2", "1/2 (range 34 %)", or "–" when no repetition ran long enough to judge.
-fn steady_text(c: &sanbench_store::Comparison, workload: &str, target: &str) -> String {
+fn steady_text(c: &sanbench_doc::Comparison, workload: &str, target: &str) -> String {
     let checks: Vec<_> = c
         .cells_of(workload, target)
         .filter_map(|x| x.steady)

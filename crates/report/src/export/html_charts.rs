@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use sanbench_engine::result::LatencyUs;
+use sanbench_doc::run::LatencyUs;
+use sanbench_doc::{Comparison, WorkloadEntry};
 use sanbench_stats::mean_ci95;
-use sanbench_store::{Comparison, WorkloadEntry};
 
 use crate::analysis::{flavour, Flavour, Metric};
 use crate::fmt::html as esc;
@@ -386,7 +386,7 @@ pub fn forest(r: &Report, s: &mut String) {
 
 /// A target's label in chart legends: its name, and the lab link it sits behind (rate, MTU,
 /// offloads, switched) so that "1 Gb vs 10 Gb" reads from the chart itself.
-pub(crate) fn series_name(t: &sanbench_store::TargetEntry) -> String {
+pub(crate) fn series_name(t: &sanbench_doc::TargetEntry) -> String {
     let Some(l) = &t.link else {
         return t.name.clone();
     };
@@ -413,7 +413,7 @@ pub(crate) fn series_name(t: &sanbench_store::TargetEntry) -> String {
 #[cfg(test)]
 mod link_tests {
     use super::series_name;
-    use sanbench_store::TargetEntry;
+    use sanbench_doc::TargetEntry;
 
     #[test]
     fn legends_name_the_lab_link() {

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use sanbench_engine::disruption::Disruption;
-use sanbench_store::Cell;
+use sanbench_doc::disruption::Disruption;
+use sanbench_doc::Cell;
 
 use super::html_charts::series_name;
 use crate::fmt::html as esc;
@@ -190,7 +190,7 @@ pub(crate) fn chart(title: &str, d: &Disruption, target_index: usize) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sanbench_engine::disruption::Event;
+    use sanbench_doc::disruption::Event;
 
     #[test]
     fn the_chart_marks_each_event_once_and_scales_bins_to_iops() {

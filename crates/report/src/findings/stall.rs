@@ -1,7 +1,7 @@
 //! A failover finding's stalls: each target's stall over the faulted cells of the finding's
 //! workloads, as its sentence prints them ("A's failover stalls I/O for 40 ms [30-55]").
 
-use sanbench_store::Comparison;
+use sanbench_doc::Comparison;
 
 /// One target's failover stall over some workloads' faulted cells: the geometric mean with
 /// its 95 % interval (Student's t on the logs; descriptive: the finding's ratio carries the
@@ -30,7 +30,7 @@ impl StallSummary {
 }
 
 pub(super) fn stall_of(cmp: &Comparison, target: &str, workloads: &[&str]) -> Option<StallSummary> {
-    let cells: Vec<&sanbench_store::Cell> = cmp
+    let cells: Vec<&sanbench_doc::Cell> = cmp
         .cells
         .iter()
         .filter(|c| {

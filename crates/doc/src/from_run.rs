@@ -3,10 +3,10 @@
 //! target, round 1. A run proves nothing by itself (one round), so the report draws and
 //! tabulates it without findings.
 
-use sanbench_engine::result::RunDoc;
+use crate::run::RunDoc;
 use sanbench_stats::steady_state;
 
-use crate::model::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+use crate::compare::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 /// The workload id a run's cells carry.
 pub const RUN_WORKLOAD: &str = "run";

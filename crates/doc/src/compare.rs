@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use sanbench_engine::result::TargetResult;
-use sanbench_engine::spec::Workload;
+use crate::run::TargetResult;
+use crate::spec::Workload;
 use sanbench_stats::design::plan::Design;
 use sanbench_stats::SteadyState;
 
@@ -79,7 +79,7 @@ pub struct Cell {
     pub load_pct: Option<f64>,
     /// Under MPI: each rank's own figures for this cell (`result` is all ranks merged).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hosts: Vec<sanbench_engine::hosts::HostResult>,
+    pub hosts: Vec<crate::hosts::HostResult>,
 }
 
 /// The whole comparison.

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::result::{Efficiency, LatencyUs, ProcessCpu, RunDoc, TargetResult};
+use crate::run::{Efficiency, LatencyUs, ProcessCpu, RunDoc, TargetResult};
 
 /// One rank's own figures.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -47,7 +47,7 @@ pub struct HostResult {
     /// Its own intervals (`--log-interval`; all its targets together when it drove several),
     /// as a result's `intervals`: the merged totals keep none, percentiles do not add.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub intervals: Vec<crate::run::IntervalSummary>,
+    pub intervals: Vec<crate::interval::IntervalSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub intervals_step_s: Option<f64>,
 }

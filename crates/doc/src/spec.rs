@@ -38,8 +38,35 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::pacer::Arrival;
-use crate::units::{format_size, Bytes, Dur};
+use sanbench_units::{format_size, Bytes, Dur};
+
+/// How I/Os arrive in an open-loop run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    Fixed,
+    Poisson,
+}
+
+impl std::str::FromStr for Arrival {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Arrival, String> {
+        match s {
+            "fixed" => Ok(Arrival::Fixed),
+            "poisson" => Ok(Arrival::Poisson),
+            _ => Err(format!("arrival '{s}': use fixed or poisson")),
+        }
+    }
+}
+
+impl std::fmt::Display for Arrival {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Arrival::Fixed => "fixed",
+            Arrival::Poisson => "poisson",
+        })
+    }
+}
 
 /// Largest transfer one I/O may ask for.
 pub const MAX_BS: u64 = 64 << 20;
@@ -123,15 +150,15 @@ pub struct Workload {
     pub rate: Option<f64>,
     /// How open-loop I/Os arrive.
     #[serde(default = "fixed", skip_serializing_if = "is_fixed")]
-    pub arrival: crate::run::pacer::Arrival,
+    pub arrival: Arrival,
 }
 
-fn fixed() -> crate::run::pacer::Arrival {
-    crate::run::pacer::Arrival::Fixed
+fn fixed() -> Arrival {
+    Arrival::Fixed
 }
 
-fn is_fixed(a: &crate::run::pacer::Arrival) -> bool {
-    *a == crate::run::pacer::Arrival::Fixed
+fn is_fixed(a: &Arrival) -> bool {
+    *a == Arrival::Fixed
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -305,7 +332,7 @@ impl Default for Defaults {
 /// A TOML error on one line that names the line: from the error's span, or, for an unknown
 /// key inside an array of tables (where the parser gives no span), the first line that sets
 /// that key.
-pub(crate) fn toml_error(text: &str, e: &toml::de::Error) -> String {
+pub fn toml_error(text: &str, e: &toml::de::Error) -> String {
     let msg = e.message().trim().to_string();
     let line = match e.span() {
         Some(sp) => Some(text[..sp.start.min(text.len())].matches('\n').count() + 1),

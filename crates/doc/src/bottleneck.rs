@@ -76,7 +76,7 @@ impl Verdict {
     }
 
     /// The order in which ties are broken: the most specific resource first.
-    pub(super) fn rank(self) -> u8 {
+    pub fn rank(self) -> u8 {
         match self {
             Verdict::InitiatorCpu => 0,
             Verdict::TargetCpu => 1,
@@ -149,7 +149,7 @@ pub struct ThreadLoad {
 }
 
 impl ThreadLoad {
-    pub(super) fn demand(&self, window_s: f64) -> f64 {
+    pub fn demand(&self, window_s: f64) -> f64 {
         (self.run_s + self.wait_s.unwrap_or(0.0)) / window_s
     }
 }
@@ -211,4 +211,32 @@ pub struct Figures {
     pub open_loop: Option<(bool, f64)>,
     /// What the caller could not measure.
     pub notes: Vec<String>,
+}
+
+impl Bottleneck {
+    /// The candidate of one kind.
+    pub fn candidate(&self, kind: Verdict) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.kind == Some(kind))
+    }
+
+    /// Everything but the verdict, for a line under a table: "headroom: host-cpu 45 %,
+    /// link 3 % of 1 Gbit/s, queue 32.0 of 32 in flight on average".
+    pub fn headroom_text(&self) -> String {
+        let parts: Vec<String> = self
+            .candidates
+            .iter()
+            .filter(|c| c.kind != Some(self.verdict) || c.resource != self.resource)
+            .map(|c| {
+                let k = c.kind.map_or("?", Verdict::as_str);
+                // "queue: ...", "link lo: ...", "host-cpu 2 cores: ...".
+                let r = c.resource.strip_prefix(k).unwrap_or(&c.resource).trim();
+                if r.is_empty() {
+                    format!("{k}: {}", c.detail)
+                } else {
+                    format!("{k} {r}: {}", c.detail)
+                }
+            })
+            .collect();
+        parts.join("; ")
+    }
 }

@@ -1,0 +1,338 @@
+//! The JSON document a run produces (`"schema": "sanbench.run/1"`): one [`TargetResult`] per
+//! target, the aggregate, and the run's facts. Field names are public interface: extend, never
+//! rename. The engine builds it from a run's output (`sanbench_engine::result`); the monitors,
+//! the CLI and MPI fill in their blocks.
+
+use serde::{Deserialize, Serialize};
+
+use sanbench_io::TargetInfo;
+use sanbench_stats::LatencyHistogram;
+
+use crate::spec::Workload;
+
+pub const SCHEMA: &str = "sanbench.run/1";
+
+/// Latency figures in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyUs {
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub p9999: f64,
+    pub max: f64,
+    pub stdev: f64,
+}
+
+impl LatencyUs {
+    pub fn from_hist(h: &LatencyHistogram) -> LatencyUs {
+        let s = h.summary();
+        let us = |ns: u64| ns as f64 / 1000.0;
+        LatencyUs {
+            mean: s.mean / 1000.0,
+            min: us(s.min),
+            p50: us(s.p50),
+            p90: us(s.p90),
+            p99: us(s.p99),
+            p999: us(s.p999),
+            p9999: us(s.p9999),
+            max: us(s.max),
+            stdev: s.stdev / 1000.0,
+        }
+    }
+}
+
+/// One direction (reads or writes) of one result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirResult {
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    /// Decimal megabytes (10^6 B) per second.
+    pub mb_per_s: f64,
+    /// Binary mebibytes (2^20 B) per second.
+    pub mib_per_s: f64,
+    pub latency_us: LatencyUs,
+    /// Open loop: service time (completion minus submission; `latency_us` is then the
+    /// response time from the intended issue time) and issue lag (submission minus intended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_us: Option<LatencyUs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_lag_us: Option<LatencyUs>,
+}
+
+/// One second of the measured window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the window started (the sample covers `[t, t+1)`).
+    pub t: u32,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub lat_mean_us: f64,
+}
+
+/// The Little's-law check of docs/MEASURE.md.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LittlesLaw {
+    /// I/O slots the generator keeps busy (workers × queue depth).
+    pub outstanding: u64,
+    /// Mean I/Os in flight over the window, time-weighted (sampled at random instants),
+    /// measured independently of the latencies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_outstanding: Option<f64>,
+    /// IOPS × mean latency: the concurrency the measurements imply.
+    pub implied: f64,
+    /// |implied − mean_outstanding| / mean_outstanding (against `outstanding` when nothing was
+    /// sampled); above 0.10 I/Os spend time outside the target's queue.
+    pub deviation: Option<f64>,
+}
+
+pub use crate::efficiency::Efficiency;
+
+/// One target's result (or the aggregate over all targets).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetResult {
+    pub target: String,
+    pub engine: String,
+    pub seconds: f64,
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub mib_per_s: f64,
+    pub read: DirResult,
+    pub write: DirResult,
+    /// Reads and writes together.
+    pub latency_us: LatencyUs,
+    /// Share of I/Os per 1 ms bucket, 0..24 ms then ">= 24 ms" (the Demartek study's table).
+    pub latency_ms_buckets: Vec<f64>,
+    /// Non-empty histogram buckets as [highest ns of bucket, count], reads and writes together,
+    /// so a report can recompute any percentile.
+    pub histogram_ns: Vec<(u64, u64)>,
+    pub littles_law: LittlesLaw,
+    pub timeseries: Vec<Sample>,
+    /// Per interval of `--log-interval` (absent for merged MPI runs, whose hosts carry their
+    /// own): I/Os, bytes and errors per op, p50 / p99 / max latency (reads and writes
+    /// together). On a long window, per `intervals_step_s` (a multiple of the interval that
+    /// keeps at most `RunPlan::max_intervals` of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<crate::interval::IntervalSummary>,
+    /// The length each of `intervals` covers, in seconds (the last may be shorter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals_step_s: Option<f64>,
+    /// When the measured window started, ms since the Unix epoch: what `intervals`' `t`, the
+    /// path events' `at_unix_ms` and the faults' times are set against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_unix_ms: Option<u64>,
+    /// Target facts and negotiated parameters (absent for the aggregate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<TargetInfo>,
+    /// Per-queue engine facts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<sanbench_io::params::Params>,
+    /// Host CPU over the window (filled by the monitors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<serde_json::Value>,
+    #[serde(default)]
+    pub efficiency: Efficiency,
+    /// Whether the span held written data before the window (see the precondition module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<crate::precondition::Report>,
+    /// Open loop (`--rate`): asked and achieved rate, whether the point is valid; then
+    /// `latency_us` is response time and these are service time and issue lag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
+    /// Open loop: CPU-seconds the streams spent spinning for their next arrival inside the
+    /// window (the generator keeping its schedule, run/open.rs), which `efficiency` leaves
+    /// out; the aggregate `all` sums its targets'. Absent for a closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_cpu_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_us: Option<LatencyUs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_lag_us: Option<LatencyUs>,
+    /// Open loop: the service-time and issue-lag histograms, as `histogram_ns` (which then
+    /// holds response time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service_histogram_ns: Vec<(u64, u64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issue_lag_histogram_ns: Vec<(u64, u64)>,
+    /// Flushes (`--flush-every`): their count and latency, apart from reads and writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush: Option<DirResult>,
+    /// FUA writes (`--fua`): their count and latency (they are also in `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fua: Option<DirResult>,
+    /// What `--verify` found: reads checked, bad blocks per class, the first bad blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyReport>,
+    /// A target over several portals: I/Os and bytes per path, I/Os reissued after a path
+    /// failed, and the paths' events (failed, reinstated) with their times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath: Option<crate::multipath::MultipathReport>,
+    /// What a fault or a stall did to the I/O (only when a fault was fired, or the longest
+    /// span without a completion reached the stall threshold): crate::disruption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruption: Option<crate::disruption::Disruption>,
+    /// A comparison's cell: the lab faults fired during its window (a run keeps them in
+    /// `RunDoc::faults`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultRecord>,
+    /// What limited the window and the headroom of every other resource (filled from the
+    /// monitors: crate::bottleneck).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<crate::bottleneck::Bottleneck>,
+}
+
+/// Most the issue lag's p99 may be for an open-loop point to be valid: beyond it, the
+/// generator, not the target, shaped the arrivals.
+pub const LAG_P99_BOUND_US: f64 = 100.0;
+/// Most the achieved rate may fall short of the asked one for a valid point.
+pub const RATE_SHORTFALL: f64 = 0.02;
+
+/// An open-loop load point.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    pub asked_iops: f64,
+    pub achieved_iops: f64,
+    pub arrival: String,
+    /// The bound on the issue lag's p99 this point was held to.
+    pub issue_lag_p99_bound_us: f64,
+    pub valid: bool,
+    /// Why not, when not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
+}
+
+impl OpenLoop {
+    pub fn judge(asked: f64, achieved: f64, arrival: String, lag_p99_us: f64) -> OpenLoop {
+        let mut invalid = Vec::new();
+        if achieved < asked * (1.0 - RATE_SHORTFALL) {
+            invalid.push(format!(
+                "achieved {achieved:.0} I/Os per second, more than {:.0} % below the asked {asked:.0}",
+                RATE_SHORTFALL * 100.0
+            ));
+        }
+        if lag_p99_us > LAG_P99_BOUND_US {
+            invalid.push(format!(
+                "issue lag p99 {lag_p99_us:.1} µs above the bound of {LAG_P99_BOUND_US} µs: the generator fell behind its schedule"
+            ));
+        }
+        OpenLoop {
+            asked_iops: asked,
+            achieved_iops: achieved,
+            arrival,
+            issue_lag_p99_bound_us: LAG_P99_BOUND_US,
+            valid: invalid.is_empty(),
+            invalid,
+        }
+    }
+}
+
+/// The whole document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunDoc {
+    pub schema: String,
+    pub sanbench_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub command: Vec<String>,
+    pub spec: Workload,
+    pub spec_description: String,
+    /// Measured window in seconds (shorter than `spec.time` when stopped early).
+    pub seconds: f64,
+    pub stopped_early: bool,
+    /// The run's id (hex), stamped into every block it wrote.
+    #[serde(default)]
+    pub run_id: String,
+    /// What the written data looked like (unique and incompressible unless asked otherwise).
+    #[serde(default)]
+    pub data: crate::data::DataSpec,
+    pub results: Vec<TargetResult>,
+    /// All targets together (present when there is more than one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<TargetResult>,
+    /// Peak resident memory of the sanbench process, bytes.
+    pub peak_rss_bytes: u64,
+    /// CPU time of the sanbench process over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_cpu: Option<ProcessCpu>,
+    /// The environment manifest (filled by the monitors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<serde_json::Value>,
+    /// Host monitoring beyond the per-result blocks: idle baseline, per-interval series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<serde_json::Value>,
+    /// A run of several MPI ranks: each rank's own figures (the totals above are all ranks
+    /// merged), and how they ran together.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::hosts::HostResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi: Option<crate::hosts::MpiInfo>,
+    /// Lab faults fired during the measured window (`--fault AT:LINK:ACTION`), in the order
+    /// they fired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultRecord>,
+    /// `false` while the run is still going: the document was written part-way (`--json FILE`
+    /// is rewritten every `--save-every` with the intervals so far), so a killed run leaves
+    /// this. Absent in the finished document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+}
+
+/// One lab fault fired during a run (`--fault AT:LINK:ACTION`): when it took effect (its
+/// `tc` commands had returned) and what it did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// UTC, RFC 3339 with milliseconds ([`rfc3339`]).
+    pub at: String,
+    /// Milliseconds since the Unix epoch, for arithmetic against path events and intervals.
+    pub at_unix_ms: u64,
+    /// Milliseconds since the measured window started (AT as it happened).
+    pub offset_ms: f64,
+    /// The lab link (a `--link` name).
+    pub link: String,
+    /// `down`, `up`, `loss=5%`, `delay=10ms`, `clear`.
+    pub action: String,
+    /// Why the fault could not be applied (the link then stayed as it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// I/Os completed in the window per CPU-second of the sanbench process.
+    pub ios_per_cpu_s: f64,
+    /// CPU-µs of the sanbench process per I/O.
+    pub cpu_us_per_io: f64,
+}
+
+impl ProcessCpu {
+    /// The process's CPU over a window in which `ios` I/Os completed.
+    pub fn new(user_s: f64, system_s: f64, ios: u64) -> ProcessCpu {
+        let cpu_s = user_s + system_s;
+        ProcessCpu {
+            user_s,
+            system_s,
+            ios_per_cpu_s: if cpu_s > 0.0 { ios as f64 / cpu_s } else { 0.0 },
+            cpu_us_per_io: if ios > 0 {
+                cpu_s * 1e6 / ios as f64
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// UTC with milliseconds: `2026-11-22T09:14:23.250Z`.
+pub use sanbench_stats::time::rfc3339_millis as rfc3339;
