@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use sanbench_doc::host::HostBlock;
 use sanbench_engine::result::{Efficiency, RunDoc, TargetResult};
 use sanbench_monitor::power::ModelParams;
 use sanbench_monitor::sampler::Baseline;
@@ -116,20 +117,16 @@ pub fn start(s: &MonitorSetup, reuse: Option<Baseline>) -> Result<Running, CliEr
 }
 
 fn eff(r: &TargetResult, report: &MonitorReport) -> Efficiency {
-    let e = efficiency(r.ios, r.bytes, r.seconds, report, r.pacing_cpu_s);
-    serde_json::to_value(e)
-        .ok()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default()
+    efficiency(r.ios, r.bytes, r.seconds, report, r.pacing_cpu_s)
 }
 
 /// Adds the monitor's figures to the document. Host CPU and power are system-wide: with one
 /// target they are that target's cost; with several at once only the aggregate (`all`) gets
 /// efficiency figures, since the host cannot say which target spent which cycle.
 pub fn fill(doc: &mut RunDoc, report: &MonitorReport, baseline: Option<Baseline>) {
-    let cpu = serde_json::to_value(&report.cpu).ok();
-    let net = serde_json::to_value(&report.net).ok();
-    let power = serde_json::to_value(&report.power).ok();
+    let cpu = Some(report.cpu.clone());
+    let net = Some(report.net.clone());
+    let power = Some(report.power.clone());
     let single = doc.results.len() == 1;
     for r in doc.results.iter_mut().chain(doc.all.iter_mut()) {
         r.cpu = cpu.clone();
@@ -142,11 +139,11 @@ pub fn fill(doc: &mut RunDoc, report: &MonitorReport, baseline: Option<Baseline>
     } else if let Some(all) = doc.all.as_mut() {
         all.efficiency = eff(all, report);
     }
-    doc.host = Some(serde_json::json!({
-        "baseline": baseline,
-        "window_s": report.window_s,
-        "series": report.series,
-    }));
+    doc.host = Some(HostBlock {
+        baseline,
+        window_s: report.window_s,
+        series: report.series.clone(),
+    });
 }
 
 /// The environment manifest: host facts, plus each target's transport (block devices, from

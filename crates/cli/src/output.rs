@@ -3,7 +3,6 @@
 use std::fmt::Write;
 
 use sanbench_engine::result::{RunDoc, TargetResult};
-use sanbench_monitor::procs::Others;
 use sanbench_store::Comparison;
 use sanbench_units::fmt::si;
 
@@ -54,8 +53,7 @@ fn hosts(out: &mut String, doc: &RunDoc) {
         let cpu = h
             .cpu
             .as_ref()
-            .and_then(|c| c.get("busy_pct")?.as_f64())
-            .map(|c| format!("host CPU {c:.1} % busy"))
+            .map(|c| format!("host CPU {:.1} % busy", c.busy_pct))
             .unwrap_or_default();
         let name = format!("  rank {} {}", h.rank, h.host);
         let name = if name.len() > 28 {
@@ -247,13 +245,13 @@ fn host_lines(doc: &RunDoc) -> String {
     };
     let Some(cpu) = &r.cpu else { return out };
     let e = &r.efficiency;
-    let busy = cpu["busy_pct"].as_f64();
-    let idle = cpu["baseline_busy_pct"].as_f64();
+    let busy = Some(cpu.busy_pct);
+    let idle = cpu.baseline_busy_pct;
     let _ = writeln!(
         out,
         "host CPU: {}% busy of {} cores (idle baseline {}%); {} CPU-µs per I/O; {}% of a core per 1000 IOPS; {} IOPS per CPU %, {} MB/s per CPU %",
         opt(busy, 1),
-        cpu["cores"].as_u64().unwrap_or(0),
+        cpu.cores,
         opt(idle, 1),
         opt(e.cpu_us_per_io, 2),
         opt(e.core_pct_per_1000_iops, 2),
@@ -276,7 +274,7 @@ fn host_lines(doc: &RunDoc) -> String {
             opt(idle, 1)
         );
     }
-    if let Some(o) = Others::from_cpu(cpu).filter(Others::notable) {
+    if let Some(o) = cpu.others.as_ref().filter(|o| o.notable()) {
         let _ = writeln!(
             out,
             "warning: other processes used {:.0}% of a core during the window ({}): their load \
@@ -286,35 +284,32 @@ fn host_lines(doc: &RunDoc) -> String {
             o.names()
         );
     }
-    if let Some(groups) = cpu["groups"].as_array() {
-        let parts: Vec<String> = groups
-            .iter()
-            .filter(|g| g["cpu_s"].as_f64().unwrap_or(0.0) > 0.0)
-            .map(|g| {
-                format!(
-                    "{} {:.0}% of a core",
-                    g["name"].as_str().unwrap_or("?"),
-                    g["pct_of_core"].as_f64().unwrap_or(0.0)
-                )
-            })
-            .collect();
-        if !parts.is_empty() {
-            let _ = writeln!(out, "  by process group: {}", parts.join(", "));
-        }
+    let parts: Vec<String> = cpu
+        .groups
+        .iter()
+        .filter(|g| g.cpu_s > 0.0)
+        .map(|g| format!("{} {:.0}% of a core", g.name, g.pct_of_core))
+        .collect();
+    if !parts.is_empty() {
+        let _ = writeln!(out, "  by process group: {}", parts.join(", "));
     }
     if let Some(p) = &r.power {
-        let src = p["source"].as_str().unwrap_or("none");
+        let src = if p.source.is_empty() {
+            "none"
+        } else {
+            p.source.as_str()
+        };
         if src != "none" {
             let _ = writeln!(
                 out,
                 "power ({src}{}): {} W average, {} W idle; {} IOPS per W, {} MB/s per W above idle",
                 if e.power_modeled { ", MODELED" } else { "" },
-                opt(p["avg_w"].as_f64(), 1),
-                opt(p["idle_w"].as_f64(), 1),
+                opt(p.avg_w, 1),
+                opt(p.idle_w, 1),
                 opt(e.iops_per_watt, 0),
                 opt(e.mb_per_s_per_watt, 2),
             );
-        } else if let Some(n) = p["note"].as_str() {
+        } else if let Some(n) = &p.note {
             let _ = writeln!(out, "power: none ({n})");
         }
     }

@@ -30,11 +30,11 @@ pub struct HostResult {
     pub latency_us: LatencyUs,
     /// Its host's CPU, network and power over its window (the monitors' blocks).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<serde_json::Value>,
+    pub cpu: Option<crate::host::CpuReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub net: Option<serde_json::Value>,
+    pub net: Option<crate::host::NetReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub power: Option<serde_json::Value>,
+    pub power: Option<crate::host::PowerReport>,
     pub efficiency: Efficiency,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
@@ -103,7 +103,7 @@ impl HostResult {
             h.cpu = t.cpu.clone();
             h.net = t.net.clone();
             h.power = t.power.clone();
-            h.efficiency = t.efficiency.clone();
+            h.efficiency = t.efficiency;
             h.intervals = t.intervals.clone();
             h.intervals_step_s = t.intervals_step_s;
         }

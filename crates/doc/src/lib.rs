@@ -3,7 +3,8 @@
 //! * [`run`]: `sanbench.run/1`, what `run --json` writes: a [`run::TargetResult`] per target
 //!   with its blocks ([`efficiency`], [`interval`], [`verify`], [`multipath`], [`disruption`],
 //!   [`bottleneck`], [`precondition`]), the aggregate, and the run's facts; [`hosts`] the
-//!   per-rank rows of an MPI run.
+//!   per-rank rows of an MPI run; [`host`] the monitors' blocks (`cpu`, `net`, `power`,
+//!   `host`).
 //! * [`compare`]: `sanbench.compare/1`, what `compare` writes as `results.json` and the store
 //!   keeps: targets, workloads, cells; [`from_run`] reads a run as a comparison of one cell
 //!   per target.
@@ -22,6 +23,7 @@ pub mod data;
 pub mod disruption;
 pub mod efficiency;
 mod from_run;
+pub mod host;
 pub mod hosts;
 pub mod interval;
 pub mod multipath;

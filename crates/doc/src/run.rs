@@ -136,11 +136,11 @@ pub struct TargetResult {
     pub queues: Vec<sanbench_io::params::Params>,
     /// Host CPU over the window (filled by the monitors).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<serde_json::Value>,
+    pub cpu: Option<crate::host::CpuReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub net: Option<serde_json::Value>,
+    pub net: Option<crate::host::NetReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power: Option<serde_json::Value>,
+    pub power: Option<crate::host::PowerReport>,
     #[serde(default)]
     pub efficiency: Efficiency,
     /// Whether the span held written data before the window (see the precondition module).
@@ -265,12 +265,14 @@ pub struct RunDoc {
     /// CPU time of the sanbench process over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
-    /// The environment manifest (filled by the monitors).
+    /// The environment manifest (filled by the monitors): host facts, the placement and the
+    /// precondition. Still JSON: its `device` holds a block device's transport tree, typed in
+    /// the monitor crate (`sanbench_monitor::transport`), which this crate does not depend on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<serde_json::Value>,
     /// Host monitoring beyond the per-result blocks: idle baseline, per-interval series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<serde_json::Value>,
+    pub host: Option<crate::host::HostBlock>,
     /// A run of several MPI ranks: each rank's own figures (the totals above are all ranks
     /// merged), and how they ran together.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

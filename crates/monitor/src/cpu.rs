@@ -214,71 +214,44 @@ fn window_ticks(ticks: f64, elapsed: Option<f64>) -> f64 {
         .unwrap_or(ticks)
 }
 
-/// Shares of elapsed time over a window, in percent (0..=100).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CpuBreakdown {
-    /// (elapsed − idle − iowait − steal) ÷ elapsed, elapsed being the window's length when
-    /// known (see the module's notes), else the ticks' total.
-    pub busy_pct: f64,
-    /// What the busy ticks alone said: (total − idle − iowait − steal) ÷ total of the ticks.
-    #[serde(default)]
-    pub tick_busy_pct: f64,
-    pub user_pct: f64,
-    pub nice_pct: f64,
-    pub system_pct: f64,
-    pub irq_pct: f64,
-    pub softirq_pct: f64,
-    pub steal_pct: f64,
-    pub iowait_pct: f64,
-    pub idle_pct: f64,
-}
+pub use sanbench_doc::host::{CoreUsage, CpuBreakdown};
 
-impl CpuBreakdown {
-    /// Breakdown of the ticks `d` that elapsed in a window (already a difference) whose length
-    /// in ticks of this line (`elapsed`: seconds × USER_HZ, × cores for the aggregate) is
-    /// known, or `None` (the ticks' total stands for it).
-    pub fn of_delta(d: &CpuTicks, elapsed: Option<f64>) -> CpuBreakdown {
-        let ticks = d.total() as f64;
-        let total = window_ticks(ticks, elapsed);
-        if total <= 0.0 {
-            return CpuBreakdown::default();
-        }
-        let not_busy = (d.idle + d.iowait + d.steal) as f64;
-        let busy = (total - not_busy).max(0.0);
-        let tick_busy = d.busy() as f64;
-        // The busy fields split `busy` in the ticks' proportions.
-        let scale = if tick_busy > 0.0 {
-            busy / tick_busy
+/// Breakdown of the ticks `d` that elapsed in a window (already a difference) whose length
+/// in ticks of this line (`elapsed`: seconds × USER_HZ, × cores for the aggregate) is
+/// known, or `None` (the ticks' total stands for it).
+pub fn breakdown_of_delta(d: &CpuTicks, elapsed: Option<f64>) -> CpuBreakdown {
+    let ticks = d.total() as f64;
+    let total = window_ticks(ticks, elapsed);
+    if total <= 0.0 {
+        return CpuBreakdown::default();
+    }
+    let not_busy = (d.idle + d.iowait + d.steal) as f64;
+    let busy = (total - not_busy).max(0.0);
+    let tick_busy = d.busy() as f64;
+    // The busy fields split `busy` in the ticks' proportions.
+    let scale = if tick_busy > 0.0 {
+        busy / tick_busy
+    } else {
+        0.0
+    };
+    // A share of the window, never past it (x of x can round to 100.00000000000001 %).
+    let pct = |x: f64| (x * 100.0 / total).clamp(0.0, 100.0);
+    CpuBreakdown {
+        busy_pct: pct(busy),
+        tick_busy_pct: Some(if ticks > 0.0 {
+            tick_busy * 100.0 / ticks
         } else {
             0.0
-        };
-        // A share of the window, never past it (x of x can round to 100.00000000000001 %).
-        let pct = |x: f64| (x * 100.0 / total).clamp(0.0, 100.0);
-        CpuBreakdown {
-            busy_pct: pct(busy),
-            tick_busy_pct: if ticks > 0.0 {
-                tick_busy * 100.0 / ticks
-            } else {
-                0.0
-            },
-            user_pct: pct(d.user as f64 * scale),
-            nice_pct: pct(d.nice as f64 * scale),
-            system_pct: pct(d.system as f64 * scale),
-            irq_pct: pct(d.irq as f64 * scale),
-            softirq_pct: pct(d.softirq as f64 * scale),
-            steal_pct: pct(d.steal as f64),
-            iowait_pct: pct(d.iowait as f64),
-            idle_pct: pct(d.idle as f64),
-        }
+        }),
+        user_pct: pct(d.user as f64 * scale),
+        nice_pct: pct(d.nice as f64 * scale),
+        system_pct: pct(d.system as f64 * scale),
+        irq_pct: pct(d.irq as f64 * scale),
+        softirq_pct: pct(d.softirq as f64 * scale),
+        steal_pct: pct(d.steal as f64),
+        iowait_pct: pct(d.iowait as f64),
+        idle_pct: pct(d.idle as f64),
     }
-}
-
-/// One core's share over a window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CoreUsage {
-    pub cpu: u32,
-    #[serde(flatten)]
-    pub pct: CpuBreakdown,
 }
 
 /// System-wide CPU use between two snapshots.
@@ -313,7 +286,7 @@ pub fn usage(prev: &StatSnapshot, cur: &StatSnapshot, clk_tck: u64) -> CpuUsage 
             let (_, p) = prev.cores.iter().find(|(pid, _)| pid == id)?;
             Some(CoreUsage {
                 cpu: *id,
-                pct: CpuBreakdown::of_delta(&t.since(p), per_core_ticks),
+                pct: breakdown_of_delta(&t.since(p), per_core_ticks),
             })
         })
         .collect();
@@ -321,7 +294,7 @@ pub fn usage(prev: &StatSnapshot, cur: &StatSnapshot, clk_tck: u64) -> CpuUsage 
     let all_ticks = per_core_ticks
         .filter(|_| same_cores && !per_core.is_empty())
         .map(|e| e * per_core.len() as f64);
-    let total = CpuBreakdown::of_delta(&d, all_ticks);
+    let total = breakdown_of_delta(&d, all_ticks);
     let ticks = window_ticks(d.total() as f64, all_ticks);
     CpuUsage {
         busy_cpu_s: total.busy_pct / 100.0 * ticks / hz,
@@ -385,7 +358,7 @@ mod tests {
         // 670 − idle 200 − iowait 20 − steal 10 = 440 busy of 670.
         assert!((u.total.busy_pct - 440.0 * 100.0 / 670.0).abs() < 1e-9);
         assert!((u.busy_cpu_s - 4.4).abs() < 1e-9);
-        assert!((u.total.tick_busy_pct - 430.0 * 100.0 / 660.0).abs() < 1e-9);
+        assert!((u.total.tick_busy_pct.unwrap() - 430.0 * 100.0 / 660.0).abs() < 1e-9);
         // user 300 of the 430 busy ticks: 300/430 of the 440.
         let user = 300.0 / 430.0 * 440.0 * 100.0 / 670.0;
         assert!((u.total.user_pct - user).abs() < 1e-9);
@@ -393,25 +366,28 @@ mod tests {
         // cpu0's ticks were complete: unchanged. cpu1: 335 − 150 − 10 = 175 busy, not 165.
         assert!((u.per_core[0].pct.busy_pct - 265.0 * 100.0 / 335.0).abs() < 1e-9);
         assert!((u.per_core[1].pct.busy_pct - 175.0 * 100.0 / 335.0).abs() < 1e-9);
-        assert!((u.per_core[1].pct.tick_busy_pct - 165.0 * 100.0 / 325.0).abs() < 1e-9);
+        assert!((u.per_core[1].pct.tick_busy_pct.unwrap() - 165.0 * 100.0 / 325.0).abs() < 1e-9);
         // Ticks charged many times over (a burst always under the tick): the window caps them.
         let idle_only = CpuTicks {
             idle: 900,
             user: 400,
             ..CpuTicks::default()
         };
-        let c = CpuBreakdown::of_delta(&idle_only, Some(1000.0));
+        let c = breakdown_of_delta(&idle_only, Some(1000.0));
         assert!((c.busy_pct - 10.0).abs() < 1e-9, "{c:?}");
         assert!((c.user_pct - 10.0).abs() < 1e-9, "{c:?}");
-        assert!((c.tick_busy_pct - 400.0 * 100.0 / 1300.0).abs() < 1e-9);
+        assert!((c.tick_busy_pct.unwrap() - 400.0 * 100.0 / 1300.0).abs() < 1e-9);
         // Busy with no busy tick at all: busy stands, the split has nothing to go by.
         let unseen = CpuTicks {
             idle: 800,
             ..CpuTicks::default()
         };
-        let c = CpuBreakdown::of_delta(&unseen, Some(1000.0));
+        let c = breakdown_of_delta(&unseen, Some(1000.0));
         assert!((c.busy_pct - 20.0).abs() < 1e-9);
-        assert_eq!((c.user_pct, c.system_pct, c.tick_busy_pct), (0.0, 0.0, 0.0));
+        assert_eq!(
+            (c.user_pct, c.system_pct, c.tick_busy_pct),
+            (0.0, 0.0, Some(0.0))
+        );
         // A core busy the whole window is 100 %, never a rounding above it (an MPI test
         // read 100.00000000000001 % on a host kept busy by three ranks on two cores).
         for k in 0..1000 {
@@ -420,15 +396,15 @@ mod tests {
                 user: e as u64,
                 ..CpuTicks::default()
             };
-            let c = CpuBreakdown::of_delta(&all_busy, Some(e));
+            let c = breakdown_of_delta(&all_busy, Some(e));
             assert!(c.busy_pct <= 100.0 && c.user_pct <= 100.0, "{e}: {c:?}");
         }
         // More idle than the window (clock skew between the reads): never below zero.
-        let c = CpuBreakdown::of_delta(&unseen, Some(700.0));
+        let c = breakdown_of_delta(&unseen, Some(700.0));
         assert_eq!(c.busy_pct, 0.0);
         // Counters that did not move (a fixture) are not a window of idle.
         assert_eq!(
-            CpuBreakdown::of_delta(&CpuTicks::default(), Some(1000.0)),
+            breakdown_of_delta(&CpuTicks::default(), Some(1000.0)),
             CpuBreakdown::default()
         );
         let far = CpuTicks {
@@ -436,7 +412,7 @@ mod tests {
             user: 10,
             ..CpuTicks::default()
         };
-        let c = CpuBreakdown::of_delta(&far, Some(1000.0));
+        let c = breakdown_of_delta(&far, Some(1000.0));
         assert!((c.busy_pct - 10.0 * 100.0 / 310.0).abs() < 1e-9);
         // A core gone between the snapshots: the aggregate keeps its ticks' total.
         let mut fewer = b.clone();

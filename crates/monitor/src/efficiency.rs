@@ -7,7 +7,6 @@
 //! above idle. Every ratio is `None` when its denominator is missing or not positive.
 
 use crate::sampler::MonitorReport;
-use serde::{Deserialize, Serialize};
 
 /// An idle baseline busier than this (% of all cores) means the host was not idle before the
 /// run. A quiet host idles at a few percent (daemons, the monitor itself); more than this is
@@ -17,41 +16,7 @@ use serde::{Deserialize, Serialize};
 /// findings, and warned about.
 pub const NOT_IDLE_BASELINE_PCT: f64 = 10.0;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Efficiency {
-    /// The CPU % used below: system-wide busy % of all cores minus the baseline busy %.
-    pub cpu_pct: Option<f64>,
-    /// False when no baseline was measured (then `cpu_pct` is the gross busy %).
-    pub cpu_baseline_subtracted: bool,
-    /// The idle baseline was more than [`NOT_IDLE_BASELINE_PCT`] busy: the figures above idle
-    /// (CPU %, CPU-µs per I/O, per CPU %, per watt) cannot separate this run from the other
-    /// load. They are still given; readers should not compare them.
-    #[serde(default)]
-    pub host_not_idle: bool,
-    /// IOPS ÷ CPU % (Iometer "CPU effectiveness").
-    pub iops_per_cpu_pct: Option<f64>,
-    /// MB/s (10⁶ B/s) ÷ CPU %.
-    pub mb_per_s_per_cpu_pct: Option<f64>,
-    /// CPU-µs per I/O: busy CPU-seconds above idle (summed over cores) ÷ I/Os × 10⁶.
-    pub cpu_us_per_io: Option<f64>,
-    /// Same without subtracting the idle baseline: all busy CPU-seconds ÷ I/Os × 10⁶.
-    pub cpu_us_per_io_gross: Option<f64>,
-    /// IBM's "% of one core per 1000 IOPS": (CPU-seconds above idle ÷ seconds × 100) ÷
-    /// (IOPS ÷ 1000).
-    pub core_pct_per_1000_iops: Option<f64>,
-    /// I/Os ÷ joules above idle (= IOPS ÷ W above idle).
-    pub iops_per_watt: Option<f64>,
-    /// MB ÷ joules above idle (= MB/s ÷ W above idle).
-    pub mb_per_s_per_watt: Option<f64>,
-    /// True when the power figures come from the model, not a meter.
-    pub power_modeled: bool,
-    /// An open loop's pacing: the share of all cores its generator spent spinning for the
-    /// schedule (measured by the engine), taken out of `cpu_pct`, the CPU-seconds above idle
-    /// and everything derived from them (not out of `cpu_us_per_io_gross`, which is all busy
-    /// time). A closed loop has none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pacing_cpu_pct: Option<f64>,
-}
+pub use sanbench_doc::Efficiency;
 
 fn ratio(n: f64, d: Option<f64>) -> Option<f64> {
     d.filter(|d| *d > 0.0 && d.is_finite())

@@ -7,40 +7,8 @@
 
 use crate::error::{MonitorError, Result};
 use crate::fsutil::{read_into, under};
-use serde::{Deserialize, Serialize};
+pub use sanbench_doc::host::{IfaceUsage, NetCounters, NetReport};
 use std::path::{Path, PathBuf};
-
-/// Cumulative counters of one interface.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetCounters {
-    pub rx_bytes: u64,
-    pub rx_packets: u64,
-    pub tx_bytes: u64,
-    pub tx_packets: u64,
-}
-
-impl NetCounters {
-    fn since(&self, e: &NetCounters) -> NetCounters {
-        NetCounters {
-            rx_bytes: self.rx_bytes.saturating_sub(e.rx_bytes),
-            rx_packets: self.rx_packets.saturating_sub(e.rx_packets),
-            tx_bytes: self.tx_bytes.saturating_sub(e.tx_bytes),
-            tx_packets: self.tx_packets.saturating_sub(e.tx_packets),
-        }
-    }
-
-    fn add(&mut self, o: &NetCounters) {
-        self.rx_bytes += o.rx_bytes;
-        self.rx_packets += o.rx_packets;
-        self.tx_bytes += o.tx_bytes;
-        self.tx_packets += o.tx_packets;
-    }
-
-    /// rx + tx bytes.
-    pub fn bytes(&self) -> u64 {
-        self.rx_bytes + self.tx_bytes
-    }
-}
 
 /// One reading of `/proc/net/dev`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -103,56 +71,23 @@ impl NetReader {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IfaceUsage {
-    pub name: String,
-    #[serde(flatten)]
-    pub counters: NetCounters,
-}
-
-/// Traffic over the window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NetReport {
-    /// Every interface present at both ends of the window.
-    pub interfaces: Vec<IfaceUsage>,
-    /// Sum over all interfaces except `lo` (loopback counts local traffic twice).
-    pub total: NetCounters,
-    /// Set when the counters could not be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-impl NetReport {
-    pub fn between(a: &NetSnapshot, b: &NetSnapshot) -> NetReport {
-        let mut r = NetReport::default();
-        for (name, cur) in &b.ifaces {
-            let Some((_, prev)) = a.ifaces.iter().find(|(n, _)| n == name) else {
-                continue;
-            };
-            let d = cur.since(prev);
-            if name != "lo" {
-                r.total.add(&d);
-            }
-            r.interfaces.push(IfaceUsage {
-                name: name.clone(),
-                counters: d,
-            });
+/// Traffic between two readings of every interface present in both.
+pub fn between(a: &NetSnapshot, b: &NetSnapshot) -> NetReport {
+    let mut r = NetReport::default();
+    for (name, cur) in &b.ifaces {
+        let Some((_, prev)) = a.ifaces.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        let d = cur.since(prev);
+        if name != "lo" {
+            r.total.add(&d);
         }
-        r
+        r.interfaces.push(IfaceUsage {
+            name: name.clone(),
+            counters: d,
+        });
     }
-
-    /// Counters summed over the named interfaces (e.g. the one carrying the target's traffic).
-    pub fn sum_of(&self, names: &[&str]) -> NetCounters {
-        let mut t = NetCounters::default();
-        for i in self
-            .interfaces
-            .iter()
-            .filter(|i| names.contains(&i.name.as_str()))
-        {
-            t.add(&i.counters);
-        }
-        t
-    }
+    r
 }
 
 /// A NIC's line rate in bits per second from `/sys/class/net/IF/speed` (Mb/s, what ethtool
@@ -193,7 +128,7 @@ eth0: 9200000   7000    0    0    0     0          0         0   300000    2500 
         let (mut a, mut b) = (NetSnapshot::default(), NetSnapshot::default());
         parse_net_dev(A, &mut a).unwrap();
         parse_net_dev(B, &mut b).unwrap();
-        let r = NetReport::between(&a, &b);
+        let r = between(&a, &b);
         assert_eq!(r.interfaces.len(), 2);
         let eth = r.sum_of(&["eth0"]);
         assert_eq!(eth.rx_bytes, 4_200_000);

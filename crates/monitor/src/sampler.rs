@@ -267,7 +267,7 @@ impl Core {
         }
 
         let net = match (&s.net, &e.net) {
-            (Some(a), Some(b)) => NetReport::between(a, b),
+            (Some(a), Some(b)) => crate::net::between(a, b),
             _ => NetReport {
                 note: Some("network counters unavailable".into()),
                 ..Default::default()

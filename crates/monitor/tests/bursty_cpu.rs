@@ -74,7 +74,7 @@ fn short_bursts_between_idle_spells_are_counted_whatever_their_phase() {
             busy >= spent.as_secs_f64() * 0.9 - slack,
             "train {train}: host busy {busy:.3} CPU-s (ticks alone {:.1} % of the window), the \
              burner alone {spent:?}",
-            rep.cpu.breakdown.tick_busy_pct
+            rep.cpu.breakdown.tick_busy_pct.unwrap_or(0.0)
         );
     }
 }

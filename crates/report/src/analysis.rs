@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use sanbench_doc::host::{Others, NOTABLE_PCT as OTHERS_NOTABLE_PCT};
 use sanbench_doc::run::TargetResult;
 use sanbench_doc::{Comparison, WorkloadEntry};
-use sanbench_monitor::procs::{Others, OTHERS_NOTABLE_PCT};
 use sanbench_stats::{mean_ci95, MeanCi};
 
 /// A figure taken from every repetition of a cell.
@@ -209,11 +209,7 @@ impl CellStats {
 
 /// Whether a result's power figure says it is modeled.
 pub fn power_is_modeled(r: &TargetResult) -> bool {
-    r.power
-        .as_ref()
-        .and_then(|p| p.get("modeled"))
-        .and_then(|m| m.as_bool())
-        .unwrap_or(false)
+    r.power.as_ref().is_some_and(|p| p.modeled)
 }
 
 /// What a reader must know before trusting the figures, one sentence each: today, targets whose
@@ -252,7 +248,7 @@ pub fn caveats(cmp: &Comparison) -> Vec<String> {
             .cells
             .iter()
             .filter(|c| c.target == t.name && c.result.efficiency.host_not_idle)
-            .filter_map(|c| c.result.cpu.as_ref()?.get("baseline_busy_pct")?.as_f64())
+            .filter_map(|c| c.result.cpu.as_ref()?.baseline_busy_pct)
             .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.max(b))));
         if let Some(b) = busiest {
             out.push(format!(
@@ -277,7 +273,7 @@ fn others_caveat(cmp: &Comparison) -> Option<String> {
     let flagged: Vec<Others> = cmp
         .cells
         .iter()
-        .filter_map(|c| Others::from_cpu(c.result.cpu.as_ref()?))
+        .filter_map(|c| c.result.cpu.as_ref()?.others.clone())
         .filter(Others::notable)
         .collect();
     if flagged.is_empty() {
@@ -306,8 +302,11 @@ pub fn ticked_cells(cmp: &Comparison) -> usize {
             c.result
                 .cpu
                 .as_ref()
-                .and_then(|v| v.get("breakdown")?.as_object())
-                .is_some_and(|b| !b.contains_key("tick_busy_pct"))
+                // A breakdown was written (an all-zero one is a block without it) and has
+                // no tick_busy_pct.
+                .is_some_and(|v| {
+                    v.breakdown.tick_busy_pct.is_none() && v.breakdown != Default::default()
+                })
         })
         .count()
 }

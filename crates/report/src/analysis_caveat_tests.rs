@@ -99,18 +99,21 @@ fn verification_is_a_section_and_bad_data_a_caveat() {
 /// them; a few per cent of a core is not.
 #[test]
 fn other_processes_beside_cells_are_a_caveat() {
+    use sanbench_doc::host::{OtherProcesses, Others};
     let mut c = sample_comparison();
     let n = c.cells.len();
-    let others = |pct: f64, who: &str, s: f64| {
-        serde_json::json!({ "cpu_s": s, "pct_of_core": pct,
-            "top": [{ "name": who, "processes": 3, "cpu_s": s }] })
+    let others = |pct: f64, who: &str, s: f64| Others {
+        cpu_s: s,
+        pct_of_core: pct,
+        top: vec![OtherProcesses {
+            name: who.into(),
+            processes: 3,
+            cpu_s: s,
+        }],
     };
-    let set = |c: &mut Comparison, i: usize, v: serde_json::Value| {
-        let cpu = c.cells[i]
-            .result
-            .cpu
-            .get_or_insert_with(|| serde_json::json!({}));
-        cpu["others"] = v;
+    let set = |c: &mut Comparison, i: usize, v: Others| {
+        let cpu = c.cells[i].result.cpu.get_or_insert_with(Default::default);
+        cpu.others = Some(v);
     };
     for i in 0..n {
         set(&mut c, i, others(2.0, "sshd", 0.1));

@@ -353,7 +353,10 @@ fn a_busy_baseline_keeps_efficiency_out_of_findings() {
     );
     for c in cmp.cells.iter_mut().filter(|c| c.target == "A") {
         c.result.efficiency.host_not_idle = true;
-        c.result.cpu = Some(serde_json::json!({ "baseline_busy_pct": 97.25 }));
+        c.result.cpu = Some(sanbench_doc::host::CpuReport {
+            baseline_busy_pct: Some(97.25),
+            ..Default::default()
+        });
     }
     let an = Analysis::new(&cmp);
     let fs = findings(&cmp, &an, 0.10);

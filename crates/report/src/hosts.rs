@@ -96,7 +96,7 @@ pub fn rows(c: &Comparison) -> Vec<HostRow> {
             r.iops += h.iops;
             r.mb_per_s += h.mb_per_s;
             r.p99_us += h.latency_us.p99;
-            if let Some(b) = h.cpu.as_ref().and_then(|c| c.get("busy_pct")?.as_f64()) {
+            if let Some(b) = h.cpu.as_ref().map(|c| c.busy_pct) {
                 *r.cpu_busy_pct.get_or_insert(0.0) += b;
                 sums[i].0 += 1;
             }
@@ -137,7 +137,10 @@ mod tests {
                     rank,
                     host: format!("n{rank}"),
                     iops: 100.0 * (rank + 1) as f64 + k as f64,
-                    cpu: Some(serde_json::json!({ "busy_pct": 50.0 })),
+                    cpu: Some(sanbench_doc::host::CpuReport {
+                        busy_pct: 50.0,
+                        ..Default::default()
+                    }),
                     ..HostResult::default()
                 })
                 .collect();

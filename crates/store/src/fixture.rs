@@ -7,6 +7,7 @@
 //! efficiency ratios, and the third target's power is modeled (as on a VM without a meter).
 //! One target's name holds HTML metacharacters on purpose.
 
+use sanbench_doc::host::{CpuBreakdown, CpuReport, PowerReport};
 use sanbench_doc::interval::IntervalSummary;
 use sanbench_doc::run::{Efficiency, LatencyUs, Sample, TargetResult};
 use sanbench_doc::spec::{Segment, Workload};
@@ -217,13 +218,24 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
         histogram_ns: hist.buckets(),
         timeseries,
         intervals,
-        cpu: Some(json!({ "busy_pct": cpu, "cores": cores })),
-        power: Some(json!({
-            "idle_w": 211.0,
-            "avg_w": 211.0 + p.watts,
-            "above_idle_w": p.watts,
-            "modeled": p.modeled,
-        })),
+        cpu: Some(CpuReport {
+            busy_pct: cpu,
+            cores: cores as usize,
+            // As the monitor writes it now: busy as the window less idle, the ticks beside.
+            breakdown: CpuBreakdown {
+                busy_pct: cpu,
+                tick_busy_pct: Some(cpu),
+                ..CpuBreakdown::default()
+            },
+            ..CpuReport::default()
+        }),
+        power: Some(PowerReport {
+            idle_w: Some(211.0),
+            avg_w: Some(211.0 + p.watts),
+            w_above_idle: Some(p.watts),
+            modeled: p.modeled,
+            ..PowerReport::default()
+        }),
         efficiency: Efficiency {
             iops_per_cpu_pct: Some(iops / cpu),
             mb_per_s_per_cpu_pct: Some(mb / cpu),
@@ -244,12 +256,18 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
 
 /// A cell's `cpu` block with a breakdown, as the monitor writes it now (`tick_busy_pct` beside
 /// busy) or as an earlier sanbench did, which counted busy ticks (no `tick_busy_pct`).
-pub fn cpu_block(from_ticks: bool) -> Option<serde_json::Value> {
-    let mut b = json!({ "busy_pct": 40.0, "user_pct": 30.0 });
-    if !from_ticks {
-        b["tick_busy_pct"] = json!(31.0);
-    }
-    Some(json!({ "busy_pct": 40.0, "cores": 2, "breakdown": b }))
+pub fn cpu_block(from_ticks: bool) -> Option<CpuReport> {
+    Some(CpuReport {
+        busy_pct: 40.0,
+        cores: 2,
+        breakdown: CpuBreakdown {
+            busy_pct: 40.0,
+            user_pct: 30.0,
+            tick_busy_pct: (!from_ticks).then_some(31.0),
+            ..CpuBreakdown::default()
+        },
+        ..CpuReport::default()
+    })
 }
 
 /// The fixture comparison (cells interleaved by repetition, then workload, then target).

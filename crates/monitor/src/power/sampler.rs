@@ -10,7 +10,6 @@
 //! extrapolated number.
 
 use super::{PowerSource, Reading};
-use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,29 +28,7 @@ enum Kind {
     Watts,
 }
 
-/// The power block of a report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PowerReport {
-    /// `rapl`, `ipmi-dcmi`, `wattsup`, `command`, `model`, or `none`.
-    pub source: String,
-    /// True when every figure here is an estimate from the utilization model.
-    pub modeled: bool,
-    /// Average power over the idle baseline.
-    pub idle_w: Option<f64>,
-    /// Average power over the measured window (energy ÷ time).
-    pub avg_w: Option<f64>,
-    /// Energy over the window.
-    pub joules: Option<f64>,
-    /// `joules − idle_w × window seconds`: the energy the work cost.
-    pub joules_above_idle: Option<f64>,
-    /// `avg_w − idle_w`.
-    pub w_above_idle: Option<f64>,
-    /// Readings taken inside the window (bounds included).
-    pub samples: usize,
-    /// Why a figure is missing: source absent, failed mid-run, window not covered.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
+pub use sanbench_doc::host::PowerReport;
 
 #[derive(Debug)]
 pub struct PowerSampler {

@@ -73,40 +73,7 @@ pub fn default_kernel_patterns() -> Vec<String> {
     .collect()
 }
 
-/// CPU of one group over the window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct GroupReport {
-    pub name: String,
-    /// user + system seconds.
-    pub cpu_s: f64,
-    pub user_s: f64,
-    pub system_s: f64,
-    /// cpu_s ÷ window seconds × 100: percent of one core (may exceed 100).
-    pub pct_of_core: f64,
-    /// Distinct threads seen during the window (including ones that exited).
-    pub threads: usize,
-    /// Distinct processes seen during the window.
-    pub processes: usize,
-    /// Part of `cpu_s` that is also counted in a self/watch group (io_uring threads).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub overlap_cpu_s: Option<f64>,
-    /// The busiest threads, for attribution.
-    pub top_threads: Vec<ThreadReport>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ThreadReport {
-    pub pid: u32,
-    pub tid: u32,
-    pub name: String,
-    pub cpu_s: f64,
-    /// Seconds runnable but waiting for a CPU (schedstat's run delay), where the kernel says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_s: Option<f64>,
-    /// Other names the thread had during the window (a kworker's workqueues), oldest first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub seen_as: Vec<String>,
-}
+pub use sanbench_doc::host::{GroupReport, ThreadReport};
 
 /// One thread of a process group over the window ([`super::ProcessTracker::threads`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

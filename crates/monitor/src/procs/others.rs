@@ -8,115 +8,10 @@
 //! default) is not seen, one that ends counts up to its last reading, and kworkers serving
 //! other workqueues are left out (they may be doing this run's work).
 
-use serde::{Deserialize, Serialize};
-
 use super::{Class, ProcessTracker};
 
-/// The processes of one name.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OtherProcesses {
-    /// comm (`/proc/PID/stat`'s name).
-    pub name: String,
-    /// How many processes of that name ran in the window.
-    pub processes: usize,
-    pub cpu_s: f64,
-}
-
-/// CPU of every process in no group over the window (`cpu.others` of a result).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Others {
-    pub cpu_s: f64,
-    /// `cpu_s` over the window's length, in percent of one core.
-    pub pct_of_core: f64,
-    /// The names that used the most, largest first (at most [`Others::TOP`]).
-    pub top: Vec<OtherProcesses>,
-}
-
-/// Other processes from this share of one core on, averaged over a window, are worth a
-/// warning: on a quiet host the daemons add up to a few per cent at most.
-pub const NOTABLE_PCT: f64 = 10.0;
-
-impl Others {
-    /// The most names kept.
-    pub const TOP: usize = 5;
-
-    /// From a result's `cpu` block (JSON), where it has one.
-    pub fn from_cpu(cpu: &serde_json::Value) -> Option<Others> {
-        serde_json::from_value(cpu.get("others")?.clone()).ok()
-    }
-
-    /// At least [`NOTABLE_PCT`] of a core.
-    pub fn notable(&self) -> bool {
-        self.pct_of_core >= NOTABLE_PCT
-    }
-
-    /// The names with their CPU: "cargo 4.0 s, rustc 4.0 s (2 processes)".
-    pub fn names(&self) -> String {
-        // Names under 0.05 s (a daemon's tick) say nothing; the first is always named.
-        let parts: Vec<String> = self
-            .top
-            .iter()
-            .enumerate()
-            .filter(|(i, o)| *i == 0 || o.cpu_s >= 0.05)
-            .map(|(_, o)| {
-                let n = if o.processes > 1 {
-                    format!(" ({} processes)", o.processes)
-                } else {
-                    String::new()
-                };
-                format!("{} {:.1} s{n}", o.name, o.cpu_s)
-            })
-            .collect();
-        parts.join(", ")
-    }
-
-    /// Several windows together (the cells of a comparison): CPU and each name's CPU summed,
-    /// the largest share of a core kept, and for each name the most processes one window saw
-    /// (the same process runs through many windows).
-    pub fn merge<'a>(all: impl IntoIterator<Item = &'a Others>) -> Others {
-        let mut m = Others::default();
-        let mut by_name = Vec::new();
-        for o in all {
-            m.cpu_s += o.cpu_s;
-            m.pct_of_core = m.pct_of_core.max(o.pct_of_core);
-            for p in &o.top {
-                tally(&mut by_name, &p.name, p.processes, p.cpu_s, usize::max);
-            }
-        }
-        m.top = largest(by_name);
-        m
-    }
-}
-
-/// Adds `processes` processes of `name` that used `cpu_s` to `by_name`, their counts joined
-/// by `count` (a sum within a window, the most of any window across windows).
-fn tally(
-    by_name: &mut Vec<OtherProcesses>,
-    name: &str,
-    processes: usize,
-    cpu_s: f64,
-    count: fn(usize, usize) -> usize,
-) {
-    match by_name.iter_mut().find(|o| o.name == name) {
-        Some(o) => {
-            o.processes = count(o.processes, processes);
-            o.cpu_s += cpu_s;
-        }
-        None => by_name.push(OtherProcesses {
-            name: name.to_string(),
-            processes,
-            cpu_s,
-        }),
-    }
-}
-
-/// The names that used any CPU, largest first, at most [`Others::TOP`].
-fn largest(mut by_name: Vec<OtherProcesses>) -> Vec<OtherProcesses> {
-    by_name.retain(|o| o.cpu_s > 0.0);
-    by_name.sort_by(|a, b| b.cpu_s.total_cmp(&a.cpu_s).then(a.name.cmp(&b.name)));
-    by_name.truncate(Others::TOP);
-    by_name
-}
+use sanbench_doc::host::{largest, tally};
+pub use sanbench_doc::host::{OtherProcesses, Others, NOTABLE_PCT};
 
 impl ProcessTracker {
     /// [`Others`] over the window, `window_s` seconds long.
@@ -184,13 +79,14 @@ mod tests {
         let m = Others::merge([&a, &b]);
         assert_eq!(m.names(), "rustc 4.2 s (4 processes), cargo 2.5 s");
         assert_eq!((m.pct_of_core, m.cpu_s), (40.0, a.cpu_s + b.cpu_s));
-        // From a result's cpu block; absent in older results.
-        let cpu =
-            serde_json::json!({ "busy_pct": 3.0, "others": serde_json::to_value(&a).unwrap() });
-        assert_eq!(Others::from_cpu(&cpu), Some(a));
-        assert_eq!(
-            Others::from_cpu(&serde_json::json!({ "busy_pct": 3.0 })),
-            None
-        );
+        // In a result's cpu block; absent in older results.
+        let cpu: sanbench_doc::host::CpuReport = serde_json::from_value(
+            serde_json::json!({ "busy_pct": 3.0, "others": serde_json::to_value(&a).unwrap() }),
+        )
+        .unwrap();
+        assert_eq!(cpu.others, Some(a));
+        let older: sanbench_doc::host::CpuReport =
+            serde_json::from_value(serde_json::json!({ "busy_pct": 3.0 })).unwrap();
+        assert_eq!(older.others, None);
     }
 }
