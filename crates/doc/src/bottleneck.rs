@@ -7,7 +7,19 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// What limited a target's window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// A thread of sanbench's initiator was runnable all the window.
@@ -97,7 +109,7 @@ impl fmt::Display for Verdict {
 }
 
 /// One resource's figure over the window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Candidate {
     pub kind: Option<Verdict>,
     /// "thread sb-w0-t0", "thread sb-nbd-c0 of sanbench (pid 812)", "2 cores", "link
@@ -117,7 +129,7 @@ pub struct Candidate {
 }
 
 /// A target's bottleneck (`results[].bottleneck`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bottleneck {
     pub verdict: Verdict,
     /// The limiting resource, as its candidate names it.

@@ -13,7 +13,7 @@ use sanbench_stats::SteadyState;
 pub const COMPARE_SCHEMA: &str = "sanbench.compare/1";
 
 /// One target of a comparison, as the user named it (`NAME=URI`, or the URI itself).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetEntry {
     /// Short name used in tables, charts and findings ("iSCSI 10G").
     pub name: String,
@@ -34,7 +34,7 @@ pub struct TargetEntry {
 }
 
 /// One workload of the suite.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorkloadEntry {
     /// Stable id within the suite ("seq-read-1m").
     pub id: String,
@@ -53,7 +53,7 @@ pub struct WorkloadEntry {
 }
 
 /// One measured cell: a workload on a target, one repetition.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cell {
     pub workload: String,
     pub target: String,
@@ -83,7 +83,7 @@ pub struct Cell {
 }
 
 /// The whole comparison.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub schema: String,
     pub sanbench_version: String,
@@ -130,7 +130,7 @@ pub struct Comparison {
 
 /// One question: is target `a` different from `b` on this workload by this figure? Derived
 /// from the cells by the report (`questions` in results.json), never stored.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Question {
     pub workload: String,
     /// The figure: "mb_per_s", "iops", "lat_p99_us", "iops_per_cpu", ...

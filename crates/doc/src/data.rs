@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What the written data looks like. Recorded in every result.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct DataSpec {
     /// Share of written units (percent) that are duplicates of one block.

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One thing that happened, on the window's clock.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     /// Milliseconds since the measured window started.
     pub offset_ms: f64,
@@ -26,14 +26,14 @@ pub struct Event {
 }
 
 /// A span without completions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stall {
     pub start_ms: f64,
     pub ms: f64,
 }
 
 /// Open loop: what the longest stall left to catch up.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CatchUp {
     /// I/Os whose response time includes the stall.
     pub ios: u64,
@@ -46,7 +46,7 @@ pub struct CatchUp {
 }
 
 /// The result's `disruption` of one target.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Disruption {
     /// "fault" (faults were fired) or "stall" (none were: a stall was seen).
     pub cause: String,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Efficiency figures of the studies (definitions in docs/MEASURE.md and the monitor crate);
 /// `None` where no measurement supports them. CPU % is system-wide busy % of all cores minus the
 /// idle baseline; watts are above the idle baseline.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Efficiency {
     pub iops_per_cpu_pct: Option<f64>,

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One point of the per-interval series.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeriesPoint {
     /// Seconds since the monitor was created.
     pub t_s: f64,
@@ -16,7 +16,7 @@ pub struct SeriesPoint {
 }
 
 /// The `cpu` block of a report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CpuReport {
     pub clk_tck: u64,
@@ -44,7 +44,7 @@ pub struct CpuReport {
 }
 
 /// Idle figures measured by [`Monitor::baseline`].
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Baseline {
     pub seconds: f64,
     pub busy_pct: f64,
@@ -52,7 +52,7 @@ pub struct Baseline {
 }
 
 /// Shares of elapsed time over a window, in percent (0..=100).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct CpuBreakdown {
     /// (elapsed − idle − iowait − steal) ÷ elapsed, elapsed being the window's length when
@@ -74,7 +74,7 @@ pub struct CpuBreakdown {
 }
 
 /// One core's share over a window.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CoreUsage {
     pub cpu: u32,
     #[serde(flatten)]
@@ -82,7 +82,7 @@ pub struct CoreUsage {
 }
 
 /// CPU of one group over the window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct GroupReport {
     pub name: String,
@@ -103,7 +103,7 @@ pub struct GroupReport {
     pub top_threads: Vec<ThreadReport>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThreadReport {
     pub pid: u32,
     pub tid: u32,
@@ -118,7 +118,7 @@ pub struct ThreadReport {
 }
 
 /// The processes of one name.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct OtherProcesses {
     /// comm (`/proc/PID/stat`'s name).
@@ -129,7 +129,7 @@ pub struct OtherProcesses {
 }
 
 /// CPU of every process in no group over the window (`cpu.others` of a result).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Others {
     pub cpu_s: f64,
@@ -221,7 +221,9 @@ pub fn largest(mut by_name: Vec<OtherProcesses>) -> Vec<OtherProcesses> {
 }
 
 /// Cumulative counters of one interface.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct NetCounters {
     pub rx_bytes: u64,
     pub rx_packets: u64,
@@ -252,7 +254,7 @@ impl NetCounters {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IfaceUsage {
     pub name: String,
     #[serde(flatten)]
@@ -260,7 +262,7 @@ pub struct IfaceUsage {
 }
 
 /// Traffic over the window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct NetReport {
     /// Every interface present at both ends of the window.
@@ -288,7 +290,7 @@ impl NetReport {
 }
 
 /// The power block of a report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct PowerReport {
     /// `rapl`, `ipmi-dcmi`, `wattsup`, `command`, `model`, or `none`.
@@ -314,7 +316,7 @@ pub struct PowerReport {
 
 /// A run's `host` block: the idle baseline it measured (or reused), the window's length on
 /// the monitor's clock and the per-interval series of busy % and watts.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct HostBlock {
     pub baseline: Option<Baseline>,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::run::{Efficiency, LatencyUs, ProcessCpu, RunDoc, TargetResult};
 
 /// One rank's own figures.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct HostResult {
     pub rank: u32,
@@ -53,7 +53,7 @@ pub struct HostResult {
 }
 
 /// How the ranks ran together.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct MpiInfo {
     pub ranks: u32,

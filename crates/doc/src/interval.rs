@@ -1,7 +1,9 @@
 //! The summary of one interval of `--log-interval` that a result keeps (`intervals[]`).
 
 /// The summary of one interval that the result keeps.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct IntervalSummary {
     /// Start and length in seconds (start since the window's start).
     pub t: f64,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub const STATS_KEY: &str = "multipath";
 
 /// One path's figures over the run (all queues of the target together).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathReport {
     /// The path's single-portal URI, secrets masked.
     pub uri: String,
@@ -50,7 +50,7 @@ pub struct PathReport {
 }
 
 /// A path's state change, as it happened.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PathEvent {
     /// UTC, RFC 3339 with milliseconds.
     pub at: String,
@@ -74,7 +74,7 @@ pub struct PathEvent {
 }
 
 /// A multipath target's paths, merged over its queues.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MultipathReport {
     /// The path selector ("round-robin", "queue-length", "service-time").
     pub policy: String,

@@ -4,7 +4,9 @@ use sanbench_io::Allocation;
 use serde::{Deserialize, Serialize};
 
 /// What a result says about its span.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SpanState {
     /// sanbench wrote the whole span (in this run, or earlier in this comparison).
@@ -19,7 +21,7 @@ pub enum SpanState {
 }
 
 /// The precondition block of a result (`precondition` of each target's result).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Report {
     /// The mode asked for: "auto", "none", "fill" or a number of passes.

@@ -13,7 +13,7 @@ use crate::spec::Workload;
 pub const SCHEMA: &str = "sanbench.run/1";
 
 /// Latency figures in microseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyUs {
     pub mean: f64,
     pub min: f64,
@@ -45,7 +45,7 @@ impl LatencyUs {
 }
 
 /// One direction (reads or writes) of one result.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DirResult {
     pub ios: u64,
     pub bytes: u64,
@@ -64,7 +64,7 @@ pub struct DirResult {
 }
 
 /// One second of the measured window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     /// Seconds since the window started (the sample covers `[t, t+1)`).
     pub t: u32,
@@ -76,7 +76,7 @@ pub struct Sample {
 }
 
 /// The Little's-law check of docs/MEASURE.md.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LittlesLaw {
     /// I/O slots the generator keeps busy (workers × queue depth).
     pub outstanding: u64,
@@ -94,7 +94,7 @@ pub struct LittlesLaw {
 pub use crate::efficiency::Efficiency;
 
 /// One target's result (or the aggregate over all targets).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetResult {
     pub target: String,
     pub engine: String,
@@ -199,7 +199,7 @@ pub const LAG_P99_BOUND_US: f64 = 100.0;
 pub const RATE_SHORTFALL: f64 = 0.02;
 
 /// An open-loop load point.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpenLoop {
     pub asked_iops: f64,
     pub achieved_iops: f64,
@@ -238,7 +238,7 @@ impl OpenLoop {
 }
 
 /// The whole document.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunDoc {
     pub schema: String,
     pub sanbench_version: String,
@@ -292,7 +292,7 @@ pub struct RunDoc {
 
 /// One lab fault fired during a run (`--fault AT:LINK:ACTION`): when it took effect (its
 /// `tc` commands had returned) and what it did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FaultRecord {
     /// UTC, RFC 3339 with milliseconds ([`rfc3339`]).
     pub at: String,
@@ -309,7 +309,7 @@ pub struct FaultRecord {
     pub error: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessCpu {
     pub user_s: f64,
     pub system_s: f64,

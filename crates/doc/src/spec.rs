@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use sanbench_units::{format_size, Bytes, Dur};
 
 /// How I/Os arrive in an open-loop run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Arrival {
     Fixed,
@@ -72,7 +72,7 @@ impl std::fmt::Display for Arrival {
 pub const MAX_BS: u64 = 64 << 20;
 
 /// One weighted access pattern.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Segment {
     pub weight: u32,
     pub read_bs: u64,
@@ -123,7 +123,7 @@ fn fmt_pct(p: f64) -> String {
 }
 
 /// An access specification plus its load and timing.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Workload {
     pub name: Option<String>,
     pub segments: Vec<Segment>,
@@ -131,8 +131,10 @@ pub struct Workload {
     pub qd: u32,
     pub workers: u32,
     #[serde(with = "secs")]
+    #[schemars(with = "f64")]
     pub ramp: Duration,
     #[serde(with = "secs")]
+    #[schemars(with = "f64")]
     pub time: Duration,
     /// Bytes of each target to use, from offset 0; `None` = the whole target.
     pub span: Option<u64>,

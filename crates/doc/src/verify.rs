@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 pub const KEEP_BAD: usize = 20;
 
 /// Why a block did not verify.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
     /// The stamp's CRC fails, or the payload differs from what the stamp says was written.
@@ -48,7 +48,7 @@ impl Class {
 }
 
 /// A stamp as the report shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StampView {
     pub offset: u64,
     /// Hex, as the run's `run_id`.
@@ -61,7 +61,7 @@ pub struct StampView {
 }
 
 /// One block that did not verify.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BadBlock {
     /// Byte offset of the unit on the target.
     pub offset: u64,
@@ -80,7 +80,9 @@ pub struct BadBlock {
 }
 
 /// Counts per class.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(default)]
 pub struct Counts {
     pub wrong_data: u64,
@@ -124,7 +126,7 @@ impl Counts {
 }
 
 /// A target's verification outcome.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct VerifyReport {
     /// Bytes per stamped unit (each carries its own header).

@@ -26,6 +26,7 @@ use crate::error::EngineError;
 
 /// What an I/O does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Op {
     Read,
@@ -74,6 +75,7 @@ pub const PATH_ERROR: i32 = -libc::ENOLINK;
 /// A path's asymmetric access state as the target reports it (NVMe ANA; SCSI ALUA has the
 /// same states), best first. The names are those Linux shows in `ana_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum AccessState {
     Optimized,
@@ -114,6 +116,7 @@ pub struct QueueConfig {
 
 /// Facts about an opened target that the run reports.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TargetInfo {
     /// The URI as the user wrote it.
     pub uri: String,
@@ -133,6 +136,7 @@ pub struct TargetInfo {
 /// What a target reports about which part of a range holds written data (holes read as zeros
 /// without touching the medium, so a read test over them measures nothing real).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Allocation {
     /// How the target was asked: "SEEK_DATA", "st_blocks", "NBD base:allocation",
     /// "GET LBA STATUS".

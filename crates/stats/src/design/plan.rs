@@ -140,6 +140,7 @@ pub fn question_alpha(family_alpha: f64, family: usize, d: &Design) -> f64 {
 /// The design as the comparison document records it (`design` in results.json), and all the
 /// report needs to judge the finished comparison exactly as the plan did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Design {
     /// "williams".
     pub order: String,

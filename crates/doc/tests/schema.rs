@@ -1,0 +1,93 @@
+//! The JSON Schema of both documents, generated from the types (schemars), is what docs/schema
+//! publishes, and every document written by an earlier sanbench (tests/fixtures/v1) validates
+//! against it. `SANBENCH_WRITE_SCHEMA=1 cargo test -p sanbench-doc --test schema` writes the
+//! files again after a change to the types.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sanbench_doc::{Comparison, RunDoc};
+use serde_json::Value;
+
+fn docs_schema(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schema")
+        .join(name)
+}
+
+fn fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/v1")
+        .join(name);
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The schema of `T` as published, checked against (or, asked to, written to) docs/schema.
+fn published<T: schemars::JsonSchema>(file: &str) -> Value {
+    let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+    let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+    let path = docs_schema(file);
+    if std::env::var_os("SANBENCH_WRITE_SCHEMA").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == text,
+        "docs/schema/{file} is not the schema of the types: run \
+         SANBENCH_WRITE_SCHEMA=1 cargo test -p sanbench-doc --test schema"
+    );
+    schema
+}
+
+fn validate(schema: &Value, doc: &Value, name: &str) {
+    let v = jsonschema::validator_for(schema).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .take(5)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:#?}");
+}
+
+#[test]
+fn run_documents_validate_against_the_published_schema() {
+    let schema = published::<RunDoc>("run.schema.json");
+    for name in [
+        "run-verify.json.gz",
+        "run-open.json.gz",
+        "run-multipath.json.gz",
+    ] {
+        validate(&schema, &fixture(name), name);
+    }
+}
+
+#[test]
+fn comparisons_validate_against_the_published_schema() {
+    let schema = published::<Comparison>("compare.schema.json");
+    validate(
+        &schema,
+        &fixture("compare-results.json.gz"),
+        "compare-results.json.gz",
+    );
+}
+
+/// The schema says something: a document missing a required field, or with a field of the
+/// wrong type, does not validate.
+#[test]
+fn the_schema_rejects_what_does_not_load() {
+    let schema = published::<RunDoc>("run.schema.json");
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let mut doc = fixture("run-open.json.gz");
+    assert!(v.is_valid(&doc));
+    doc["results"][0]["iops"] = Value::String("fast".into());
+    assert!(!v.is_valid(&doc));
+    assert!(serde_json::from_value::<RunDoc>(doc.clone()).is_err());
+    let mut doc = fixture("run-open.json.gz");
+    doc.as_object_mut().unwrap().remove("results");
+    assert!(!v.is_valid(&doc));
+    assert!(serde_json::from_value::<RunDoc>(doc).is_err());
+}
