@@ -155,6 +155,7 @@ fn a_stalled_server_shows_in_response_time_not_in_service_time() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn response_time_follows_queueing_theory_on_a_server_of_known_service_time() {
     let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
     sanbench_testkit::require("nbdkit", "nbdkit");
