@@ -114,7 +114,7 @@ fn wattsup_through_a_pty() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match src.read().unwrap() {
-            Reading::Watts(w) if w == 200.0 => break,
+            Reading::Watts(200.0) => break,
             Reading::Watts(w) => assert_eq!(w, 123.4, "only the old or the new load"),
             other => panic!("{other:?}"),
         }
