@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit tests, and interop tests against real peers
+# The whole test suite: formatting, lints, every tier of tests (docs/TESTING.md: plain
+# `cargo test` runs only the fast tier; here the features interop, lab and guest add the rest),
+# and interop tests against real peers
 # (fio, nbdkit, qemu-nbd, libnbd tools, tgtd, libiscsi's iscsi-test-cu, the Linux kernel's
 # NVMe/TCP host and target in a QEMU TCG guest). Interop tests need root for loop devices and
 # network namespaces, as on CI. The workspace is built and tested with the `mpi` feature (its
@@ -32,6 +34,11 @@ devnull "clippy"
 # pre-shared keys, OpenSSL). The default build is linted above; its refusals (under mpirun;
 # of PSK, "build with --features tls-psk") are tested on their own below.
 FEATURES="sanbench/mpi sanbench/tls-psk"
+# Every tier of tests (docs/TESTING.md): the features only choose tests; with them the lint
+# below covers the test binaries the default build leaves out.
+TIERS="sanbench/interop sanbench/lab sanbench/guest sanbench-nbd/interop sanbench-iscsi/interop"
+TIERS="$TIERS sanbench-report/interop"
+FEATURES="$FEATURES $TIERS"
 cargo clippy --workspace --all-targets --features "$FEATURES" -- -D warnings
 devnull "clippy with features"
 # mpirun as root (CI) needs these; shared memory without CMA inside containers.
@@ -40,7 +47,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 cargo test --workspace --features "$FEATURES" --no-fail-fast -- \
   --test-threads="${SANBENCH_TEST_THREADS:-2}"
 devnull "cargo test --workspace"
-cargo test -p sanbench --test run_cli -- mpi
+cargo test -p sanbench --features interop --test run_cli -- mpi
 cargo test -p sanbench-nbd --lib tls::
 devnull "the default-build tests"
 scripts/fuzz.sh "${SANBENCH_FUZZ_SECONDS:-10}"

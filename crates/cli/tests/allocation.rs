@@ -42,6 +42,7 @@ impl Drop for Nbdkit {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_memory_reads_as_holes() {
     sanbench_testkit::require("nbdkit", "nbdkit");
     let port = sanbench_testkit::free_port();

@@ -130,6 +130,7 @@ fn null_at_qd_32_is_limited_by_its_stream_thread() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_with_a_2ms_delay_at_qd_1_is_limited_by_the_round_trip() {
     sanbench_testkit::require("nbdkit", "nbdkit");
     let port = sanbench_testkit::free_port();

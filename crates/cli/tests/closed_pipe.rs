@@ -352,6 +352,7 @@ fn discover_ends_quietly_on_a_closed_pipe() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "lab"), ignore = "lab tier: needs root and ip")]
 fn lab_status_ends_quietly_on_a_closed_pipe() {
     // `lab status` only reads (`ip netns`, `ip link`, the state file): with no lab recorded it
     // prints one line. Like every lab command it needs root (CI runs the tests as root).

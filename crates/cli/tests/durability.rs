@@ -8,6 +8,7 @@ use assert_cmd::Command;
 use serde_json::Value;
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn flushes_and_fua_writes_reach_the_server_as_asked() {
     sanbench_testkit::require("nbdkit", "nbdkit");
     let dir = tempfile::tempdir().unwrap();

@@ -68,6 +68,7 @@ fn write_file(path: &Path, size: &str, extra: &[&str]) -> Value {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs zstd")]
 fn a_gib_of_written_data_is_unique_and_incompressible() {
     let dir = scratch();
     let f = dir.path().join("t.img");
@@ -84,6 +85,7 @@ fn a_gib_of_written_data_is_unique_and_incompressible() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs zstd")]
 fn dedupe_and_compress_give_what_was_asked() {
     let dir = scratch();
     let f = dir.path().join("d.img");
@@ -179,6 +181,7 @@ fn nbdkit_delay(port: u16) -> Nbdkit {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn latency_on_a_known_delay_is_the_delay() {
     let port = sanbench_testkit::free_port();
     let _server = nbdkit_delay(port);

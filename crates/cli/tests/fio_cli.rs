@@ -187,6 +187,7 @@ fn iolog_mix(path: &Path) -> BTreeMap<(String, u64), u64> {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
 fn the_exported_job_does_the_same_io_mix_under_fio() {
     let fio = fio();
     let dir = shm_dir();
@@ -273,6 +274,7 @@ fn the_exported_job_does_the_same_io_mix_under_fio() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
 fn suite_jobs_parse_in_fio_and_run_in_sanbench() {
     let fio = fio();
     let dir = tempfile::tempdir().unwrap();
@@ -366,6 +368,7 @@ fn compared(o: &std::process::Output) -> String {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
 fn crosscheck_on_a_tmpfs_file() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = shm_dir();
@@ -420,6 +423,7 @@ fn crosscheck_on_a_tmpfs_file() {
 /// tolerance no pair of runs can miss (1000 %), an early look decides, before --max-repeat;
 /// --max-repeat 1 leaves no noise estimate and is refused.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
 fn crosscheck_repeats_until_decided() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = shm_dir();
@@ -520,6 +524,7 @@ fn crosscheck_repeats_until_decided() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
 fn crosscheck_through_fios_nbd_engine() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let bin = env!("CARGO_BIN_EXE_sanbench");
@@ -538,6 +543,7 @@ fn crosscheck_through_fios_nbd_engine() {
 /// CPU sanbench may use), fio takes the job, and `run --fio` reads them back into the run's
 /// placement, recorded in the manifest.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
 fn split_placement_goes_out_to_fio_and_comes_back() {
     let dir = shm_dir();
     let img = dir.path().join("t.img");

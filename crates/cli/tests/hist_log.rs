@@ -78,6 +78,10 @@ fn run_args(uri: &str, dir: &std::path::Path, time: &str) -> Command {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs python3 with hdrhistogram"
+)]
 fn the_log_read_by_python_gives_the_run_s_percentiles_and_count() {
     let dir = tempfile::tempdir().unwrap();
     let st = run_args("mem:16m", dir.path(), "1s")
@@ -143,6 +147,10 @@ fn secs_since(t: SystemTime, base: f64) -> f64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs python3 with hdrhistogram"
+)]
 fn a_server_stopped_for_300ms_shows_in_exactly_the_intervals_it_covered() {
     let served = Served::start(bin(), &["nbd", "--size", "16M", "--listen", "127.0.0.1:0"]);
     let dir = tempfile::tempdir().unwrap();
@@ -200,6 +208,10 @@ fn a_server_stopped_for_300ms_shows_in_exactly_the_intervals_it_covered() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs python3 with hdrhistogram"
+)]
 fn compare_logs_every_cell_tagged_with_workload_round_and_target() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("s.toml");
@@ -241,6 +253,10 @@ fn compare_logs_every_cell_tagged_with_workload_round_and_target() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs python3 with hdrhistogram"
+)]
 fn a_multipath_target_s_intervals_add_up_per_path_in_the_result_and_the_log() {
     let served = Served::start(
         bin(),

@@ -60,6 +60,10 @@ fn compare_with_a_missing_or_bad_lab_file_exits_2() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "lab"),
+    ignore = "lab tier: needs root, ip, tc and nbdkit"
+)]
 fn links_cap_reads_and_down_leaves_nothing() {
     require_host();
     let _lab = one_lab();

@@ -13,6 +13,10 @@ use lab_support::*;
 use serde_json::Value;
 
 #[test]
+#[cfg_attr(
+    not(feature = "lab"),
+    ignore = "lab tier: needs root, ip, tc and nbdkit"
+)]
 fn two_paths_survive_a_pulled_cable_and_lose_nothing() {
     require_host();
     let _lab = one_lab();

@@ -368,6 +368,10 @@ fn unix(t: SystemTime) -> f64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs prometheus and python3 with hdrhistogram"
+)]
 fn a_real_prometheus_computes_the_run_s_iops_and_p99() {
     let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
     let port = sanbench_testkit::free_port();

@@ -329,6 +329,7 @@ fn no_path_left_past_no_path_retry_fails_the_io_with_its_offset() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs tgtd")]
 fn tgtd_with_two_portals_is_one_lu_over_two_paths() {
     sanbench_testkit::require("tgtd", "tgt");
     let tgt = sanbench_testkit::Tgtd::start(16 << 20);

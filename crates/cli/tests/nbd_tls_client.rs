@@ -11,6 +11,10 @@ fn s(v: &[&str]) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdkit"
+)]
 fn against_nbdkit_with_certificates() {
     let pki = pki("sanbench-test-ca");
     let dir = pki.path().display().to_string();
@@ -29,6 +33,10 @@ fn against_nbdkit_with_certificates() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdkit"
+)]
 fn nbds_unix_against_nbdkit() {
     let pki = pki("sanbench-test-ca");
     let dir = pki.path().display().to_string();
@@ -48,6 +56,10 @@ fn nbds_unix_against_nbdkit() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and qemu-nbd"
+)]
 fn against_qemu_nbd_with_client_certificates() {
     let pki = pki("sanbench-test-ca");
     let dir = pki.path().display().to_string();
@@ -88,6 +100,7 @@ fn against_qemu_nbd_with_client_certificates() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs openssl")]
 fn against_its_own_server() {
     let pki = pki("sanbench-test-ca");
     let dir = pki.path().display().to_string();
@@ -99,6 +112,10 @@ fn against_its_own_server() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdkit"
+)]
 fn nbds_never_falls_back_to_plaintext() {
     let pki = pki("sanbench-test-ca");
     let dir = pki.path().display().to_string();
@@ -116,6 +133,10 @@ fn nbds_never_falls_back_to_plaintext() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdkit"
+)]
 fn an_untrusted_server_certificate_fails_unless_verification_is_off() {
     let ours = pki("sanbench-test-ca");
     let other = pki("another-ca");

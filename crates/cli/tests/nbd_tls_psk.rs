@@ -19,6 +19,7 @@ const WRONG: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccd
 
 #[cfg(feature = "tls-psk")]
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn against_nbdkit_with_psk() {
     let t = tempfile::tempdir().unwrap();
     let keys = psk_file(t.path(), "keys.psk", "alice", KEY);
@@ -63,6 +64,10 @@ fn against_nbdkit_with_psk() {
 
 #[cfg(feature = "tls-psk")]
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs nbdinfo and nbdcopy"
+)]
 fn nbdinfo_and_nbdcopy_against_a_psk_server() {
     sanbench_testkit::require("nbdcopy", "libnbd-bin");
     let t = tempfile::tempdir().unwrap();
@@ -116,6 +121,10 @@ fn nbdinfo_and_nbdcopy_against_a_psk_server() {
 /// both of sanbench's sides, said with its line and never its key.
 #[cfg(feature = "tls-psk")]
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs nbdinfo and nbdkit"
+)]
 fn psk_files_are_read_as_gnutls_reads_them() {
     let t = tempfile::tempdir().unwrap();
     let plain = psk_file(t.path(), "plain.psk", "alice", KEY);

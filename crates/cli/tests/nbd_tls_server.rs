@@ -16,6 +16,10 @@ fn nbdinfo_json(uri: &str) -> serde_json::Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdinfo"
+)]
 fn nbdinfo_negotiates_tls_with_certificates() {
     require("nbdinfo", "libnbd-bin");
     let pki = pki("sanbench-test-ca");
@@ -36,6 +40,7 @@ fn nbdinfo_negotiates_tls_with_certificates() {
 /// `--delay` over TLS: the connection reads from the TLS session without blocking before it
 /// waits for the next due reply (decrypted requests may wait there, unseen by a poll).
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs openssl")]
 fn delayed_replies_over_tls() {
     let pki = pki("sanbench-test-ca");
     let dir = pki.path().display().to_string();
@@ -58,6 +63,10 @@ fn delayed_replies_over_tls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdcopy"
+)]
 fn nbdcopy_round_trip_over_tls() {
     require("nbdcopy", "libnbd-bin");
     let pki = pki("sanbench-test-ca");
@@ -86,6 +95,10 @@ fn nbdcopy_round_trip_over_tls() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdinfo"
+)]
 fn require_refuses_plaintext_and_on_serves_both() {
     require("nbdinfo", "libnbd-bin");
     let pki = pki("sanbench-test-ca");
@@ -110,6 +123,10 @@ fn require_refuses_plaintext_and_on_serves_both() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs openssl and nbdinfo"
+)]
 fn a_client_that_does_not_trust_the_server_fails() {
     require("nbdinfo", "libnbd-bin");
     let ours = pki("sanbench-test-ca");

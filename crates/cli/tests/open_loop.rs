@@ -155,6 +155,7 @@ fn a_stalled_server_shows_in_response_time_not_in_service_time() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn response_time_follows_queueing_theory_on_a_server_of_known_service_time() {
     let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
     sanbench_testkit::require("nbdkit", "nbdkit");
@@ -356,11 +357,18 @@ fn the_open_loops_pacing_is_reported_and_left_out_of_cpu_per_io() {
     let busy_s = cpu["busy_cpu_s"].as_f64().unwrap();
     let ios = r["ios"].as_f64().unwrap();
     let want = (busy_s - idle_s - pacing_s) * 1e6 / ios;
-    let net = e["cpu_us_per_io"].as_f64().unwrap();
-    assert!(
-        (net - want).abs() <= 1e-9 * want.abs().max(1.0),
-        "{net} against {want}: {r}"
-    );
+    if want > 0.0 {
+        let net = e["cpu_us_per_io"].as_f64();
+        let net = net.unwrap_or_else(|| panic!("no cpu_us_per_io, {want} wanted: {r}"));
+        assert!(
+            (net - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "{net} against {want}: {r}"
+        );
+    } else {
+        // On a loaded host the baseline can catch more of the other processes' CPU than the
+        // window: nothing above idle is left once the pacing is out, and there is no figure.
+        assert!(e["cpu_us_per_io"].is_null(), "{want}: {r}");
+    }
     let gross = e["cpu_us_per_io_gross"].as_f64().unwrap();
     assert!(
         (gross - busy_s * 1e6 / ios).abs() <= 1e-9 * gross.max(1.0),

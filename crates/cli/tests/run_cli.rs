@@ -355,6 +355,7 @@ fn started_as_one_of_several_ranks_without_mpi_is_refused() {
 /// mpi`), so `cargo_bin` is the default build.
 #[cfg(not(feature = "mpi"))]
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs mpirun")]
 fn under_a_real_mpirun_without_mpi_every_rank_refuses() {
     sanbench_testkit::require("mpirun", "openmpi-bin");
     let out = std::process::Command::new("mpirun")

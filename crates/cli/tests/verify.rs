@@ -113,6 +113,7 @@ fn bad_offsets(v: &Value, class: &str) -> Vec<u64> {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn every_injected_fault_is_found_and_named() {
     // A correct export first: nothing found.
     let (code, doc, err) = run_on("none");
@@ -312,6 +313,7 @@ fn a_file_corrupted_between_runs_is_caught() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
 fn data_fio_wrote_is_foreign() {
     sanbench_testkit::require("fio", "fio");
     let dir = tempfile::tempdir_in("/dev/shm").unwrap();
@@ -337,6 +339,7 @@ fn data_fio_wrote_is_foreign() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs tgtd")]
 fn a_tgtd_lun_corrupted_between_runs_is_caught() {
     let tgt = sanbench_testkit::Tgtd::start(8 << 20);
     let uri = tgt.uri();

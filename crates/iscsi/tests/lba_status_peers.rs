@@ -76,6 +76,7 @@ fn our_target_reports_exactly_what_was_never_written() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs tgtd")]
 fn tgtd_without_thin_provisioning_cannot_tell() {
     let t = Tgtd::start(16 << 20);
     let target = open(&t.uri(), &InitiatorOptions::default()).expect("open tgtd");
@@ -85,6 +86,7 @@ fn tgtd_without_thin_provisioning_cannot_tell() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs tgtd")]
 fn tgtd_thin_provisioned_over_a_sparse_file() {
     let size = 32 << 20;
     let t = Tgtd::start(size);

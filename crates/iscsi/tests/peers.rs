@@ -61,6 +61,7 @@ fn output(cmd: &mut Command) -> String {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs libiscsi-bin")]
 fn iscsi_ls_inq_readcapacity() {
     require("iscsi-ls", "libiscsi-bin");
     let t = start(1 << 30);
@@ -81,6 +82,7 @@ fn iscsi_ls_inq_readcapacity() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs libiscsi-bin")]
 fn libiscsi_chap_header_digest_and_two_luns() {
     require("iscsi-inq", "libiscsi-bin");
     let chap = Some(Credentials::new("bench", "secret123456"));
@@ -116,6 +118,7 @@ fn libiscsi_chap_header_digest_and_two_luns() {
 /// Mutual CHAP with libiscsi (`target_user`, `target_password`): libiscsi checks the target's
 /// answer to its challenge, so a target secret it does not expect must fail the login.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs libiscsi-bin")]
 fn libiscsi_mutual_chap() {
     require("iscsi-inq", "libiscsi-bin");
     let t = start_cfg(TargetConfig {
@@ -158,6 +161,7 @@ fn libiscsi_mutual_chap() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs libiscsi-bin")]
 fn sparse_100_gib_lun() {
     require("iscsi-readcapacity16", "libiscsi-bin");
     let t = start(100 << 30);
@@ -198,6 +202,7 @@ fn perf(url: &str) -> f64 {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs libiscsi-bin")]
 fn iscsi_perf_runs() {
     require("iscsi-perf", "libiscsi-bin");
     let t = start(1 << 30);
@@ -290,6 +295,10 @@ fn test_cu(url: &str) -> Compliance {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs iscsi-test-cu and tgtd"
+)]
 fn compliance_against_tgtd() {
     require("iscsi-test-cu", "libiscsi-bin");
     let t = start(1 << 30);

@@ -69,9 +69,11 @@ fn wattsup_through_a_pty() {
             std::thread::sleep(Duration::from_millis(50));
         }
     });
+    // Silent after 1 s: twenty of the meter's records, a margin that holds on a loaded host.
+    let silence = Duration::from_secs(1);
     let mut src = WattsUpSource::open(&path, Duration::from_secs(3))
         .unwrap()
-        .with_silence(Duration::from_millis(400));
+        .with_silence(silence);
     assert_eq!(src.name(), "wattsup");
     assert_eq!(src.read().unwrap(), Reading::Watts(123.4));
 
@@ -106,16 +108,38 @@ fn wattsup_through_a_pty() {
         String::from_utf8_lossy(&seen)
     );
 
-    // The load changes; the newest record wins.
+    // The load changes; the newest record wins. Waited for, not slept on: the meter's thread
+    // may be late on a loaded host, and until its next record the reading is the old load.
     tenths.store(2000, Ordering::Relaxed);
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(src.read().unwrap(), Reading::Watts(200.0));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match src.read().unwrap() {
+            Reading::Watts(200.0) => break,
+            Reading::Watts(w) => assert_eq!(w, 123.4, "only the old or the new load"),
+            other => panic!("{other:?}"),
+        }
+        assert!(Instant::now() < deadline, "the new load never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
-    // The meter goes quiet: an error that says so, not the last number forever.
+    // The meter goes quiet: an error that says so, not the last number forever. A record the
+    // meter wrote before it stopped may still wait unread in the pty (the source stamps a
+    // record when it reads it): until `silence` after the last one read, the last load.
     run.store(false, Ordering::Relaxed);
     meter.join().unwrap();
-    std::thread::sleep(Duration::from_millis(600));
-    let e = src.read().unwrap_err();
+    let stopped = Instant::now();
+    let e = loop {
+        match src.read() {
+            Ok(r) => assert_eq!(r, Reading::Watts(200.0), "the last load until silent"),
+            Err(e) => break e,
+        }
+        assert!(
+            stopped.elapsed() < silence + Duration::from_secs(10),
+            "still a reading {:?} after the meter stopped",
+            stopped.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert!(e.to_string().contains("silent"), "{e}");
 }
 

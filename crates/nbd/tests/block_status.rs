@@ -61,6 +61,10 @@ fn copy_partial(uri: &str) {
 const HOLE: u32 = state::HOLE | state::ZERO;
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs nbdinfo and nbdcopy"
+)]
 fn nbdinfo_map_shows_written_chunks_as_data_and_the_rest_as_holes() {
     require("nbdinfo", "libnbd-bin");
     require("nbdcopy", "libnbd-bin");
@@ -82,6 +86,10 @@ fn nbdinfo_map_shows_written_chunks_as_data_and_the_rest_as_holes() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "interop"),
+    ignore = "interop tier: needs nbdinfo and nbdcopy"
+)]
 fn nbdinfo_map_of_a_file_backed_export_follows_the_file_holes() {
     require("nbdinfo", "libnbd-bin");
     require("nbdcopy", "libnbd-bin");

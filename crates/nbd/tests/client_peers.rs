@@ -160,6 +160,7 @@ fn write_read_verify(target: &dyn Target, opts_label: &str) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_memory_round_trip_both_reply_kinds() {
     let peer = nbdkit_memory("64M");
     for structured in [true, false] {
@@ -177,6 +178,7 @@ fn nbdkit_memory_round_trip_both_reply_kinds() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs qemu-nbd")]
 fn qemu_nbd_round_trip() {
     let (peer, _dir) = qemu_nbd("disk0", 32 << 20);
     let t = open(&peer.uri("disk0"), &ClientOptions::default()).expect("open qemu-nbd");
@@ -242,6 +244,7 @@ fn our_server_round_trip_and_out_of_order() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn out_of_order_completions_at_depth_32() {
     // nbdkit with a delay filter that is longer for low offsets makes replies overtake.
     common::require("nbdkit", "nbdkit");
@@ -417,6 +420,7 @@ fn server_that_stops_answering_times_out_in_reap() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn killed_server_reads_as_disconnected() {
     let mut peer = nbdkit_memory("16M");
     let t = open(&peer.uri(""), &ClientOptions::default()).unwrap();
@@ -459,6 +463,7 @@ fn killed_server_reads_as_disconnected() {
 /// held back to travel in fours (`submit_batch`): every byte reads back, every held request
 /// is sent in the end, and the sends are fewer than the requests.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn held_requests_all_go_out_and_data_verifies() {
     let peer = nbdkit_memory("64M");
     let opts = ClientOptions {

@@ -117,6 +117,7 @@ fn starttls(data: Vec<u8>) -> ClientOption {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs openssl")]
 fn require_answers_tls_reqd_before_starttls() {
     let t = tempfile::tempdir().unwrap();
     certs(t.path());
@@ -171,6 +172,7 @@ fn client_hello() -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs openssl")]
 fn bytes_behind_starttls_are_refused() {
     let t = tempfile::tempdir().unwrap();
     certs(t.path());
@@ -200,6 +202,7 @@ fn bytes_behind_starttls_are_refused() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs openssl")]
 fn off_refuses_starttls_and_on_serves_plaintext() {
     let t = tempfile::tempdir().unwrap();
     certs(t.path());
@@ -232,6 +235,7 @@ fn tls_needs_credentials_and_off_takes_none() {
 /// Client certificates are verified only with TLS and X.509 credentials, against the
 /// directory's ca-cert.pem, which must then be there.
 #[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs openssl")]
 fn verify_peer_needs_tls_certificates_and_a_ca() {
     let t = tempfile::tempdir().unwrap();
     certs(t.path());
