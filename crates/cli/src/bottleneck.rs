@@ -1,10 +1,12 @@
 //! Each result's `bottleneck` from the host monitor's report: which threads were the
 //! initiator's and which the target's, the link toward the target and the device under it.
-//! The judging is `sanbench_engine::bottleneck` (pure); this module only gathers its figures.
+//! The judging is `sanbench_analysis::bottleneck` (pure); this module only gathers its figures.
 
 use std::path::Path;
 
-use sanbench_engine::bottleneck::{attribute, DeviceLoad, Figures, HostLoad, LinkLoad, ThreadLoad};
+use sanbench_analysis::bottleneck::{
+    attribute, DeviceLoad, Figures, HostLoad, LinkLoad, ThreadLoad,
+};
 use sanbench_engine::result::{RunDoc, TargetResult};
 use sanbench_engine::run::{is_stream_thread, STREAM_THREAD_PREFIX};
 use sanbench_engine::sync::SYNC_THREAD_PREFIX;

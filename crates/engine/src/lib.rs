@@ -9,7 +9,6 @@
 /// The I/O core's modules, at the paths they had when they lived here.
 pub use sanbench_io::{arena, engine, error};
 pub mod blkdev;
-pub mod bottleneck;
 pub mod disruption;
 pub mod file;
 pub mod fio;

@@ -124,7 +124,7 @@ fn lab_link_rate(r: &mut sanbench_engine::result::TargetResult, link: Option<&se
         l.get("name").and_then(|n| n.as_str()).unwrap_or("?")
     );
     let open = r.open_loop.as_ref().map(|o| (o.valid, o.asked_iops));
-    r.bottleneck = Some(sanbench_engine::bottleneck::with_link_rate(
+    r.bottleneck = Some(sanbench_analysis::bottleneck::with_link_rate(
         b, rate, &source, open,
     ));
 }

@@ -147,7 +147,7 @@ fn link_candidate(l: &LinkLoad) -> Candidate {
                 format!(
                     "{} of {} ({}; {:.1} MB/s in the busier direction)",
                     pct(u),
-                    crate::units::fmt::bit_rate_rounded(r as f64),
+                    sanbench_units::fmt::bit_rate_rounded(r as f64),
                     l.rate_source,
                     l.bytes_per_s / 1e6
                 ),
