@@ -9,6 +9,7 @@ mod ana_cmd;
 mod args;
 mod bottleneck;
 mod compare;
+mod context;
 mod crosscheck;
 mod curve;
 mod demo;
@@ -91,20 +92,25 @@ fn main() -> ExitCode {
     }
     // Under a launcher: join the job (the universe finalizes MPI when main returns).
     #[cfg(feature = "mpi")]
-    let _universe = match mpi::start(&cli.command) {
-        Ok(u) => u,
+    let (_universe, cx) = match mpi::start(&cli.command) {
+        Ok(Some((u, job))) => (Some(u), context::Context::with_mpi(Some(job))),
+        Ok(None) => (None, context::Context::new()),
         Err(msg) => {
             eprintln!("sanbench: {msg}");
             return ExitCode::from(2);
         }
     };
+    // The one context of this command (placement, watch, metrics, `mem:` targets, the job).
+    #[cfg(not(feature = "mpi"))]
+    let cx = context::Context::new();
+    let cx = &cx;
     let result = match cli.command {
-        Command::Run(a) => run_cmd::run(a),
+        Command::Run(a) => run_cmd::run(cx, a),
         Command::Suite { command } => suite_cmd::run(command),
-        Command::Compare(a) => compare::run(a),
-        Command::Verify(a) => verify_cmd::run(a),
-        Command::Crosscheck(a) => crosscheck::run(a),
-        Command::Demo(a) => demo::run(a),
+        Command::Compare(a) => compare::run(cx, a),
+        Command::Verify(a) => verify_cmd::run(cx, a),
+        Command::Crosscheck(a) => crosscheck::run(cx, a),
+        Command::Demo(a) => demo::run(cx, a),
         Command::Discover(a) => discover_cmd::run(a),
         Command::Ana(a) => ana_cmd::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),
@@ -126,7 +132,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // One rank failed: end the whole job now (no rank waits for it), naming it.
             #[cfg(feature = "mpi")]
-            if let Some(job) = mpi::job() {
+            if let Some(job) = cx.mpi_job() {
                 mpi::abort(job, &e.message());
             }
             eprintln!("sanbench: {}", e.message());

@@ -32,13 +32,14 @@ pub trait Ranked {
 
 /// The job this process is a rank of, when it is one (a build with the mpi feature started by
 /// mpirun or srun).
-pub fn job() -> Option<Box<dyn Ranked>> {
+pub fn job(cx: &crate::context::Context) -> Option<Box<dyn Ranked + '_>> {
     #[cfg(feature = "mpi")]
     {
-        crate::mpi::compare::ranked()
+        crate::mpi::compare::ranked(cx)
     }
     #[cfg(not(feature = "mpi"))]
     {
+        let _ = cx;
         None
     }
 }

@@ -3,7 +3,7 @@
 use sanbench_engine::poison;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context;
+use anyhow::Context as _;
 use sanbench_engine::file::{EngineKind, FileOptions};
 use sanbench_engine::result::{aggregate, rfc3339, target_result, ProcessCpu, RunDoc, SCHEMA};
 use sanbench_engine::spec::{Defaults, SegmentFile, WorkloadFile};
@@ -13,6 +13,7 @@ use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 use sanbench_engine::precondition::Report;
 
 use crate::args::{EngineArgs, RunArgs};
+use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::faults::{FaultRun, Faults};
 use crate::monitoring::MonitorSetup;
@@ -123,6 +124,8 @@ fn fio_workload(a: &RunArgs, mut w: Workload, seg_flags: bool) -> Result<Workloa
 /// draws progress.
 struct RunObserver<'a> {
     progress: &'a ProgressLine,
+    /// `--metrics-listen`: the endpoint's registry, given the monitor's power readings.
+    metrics: Option<&'a sanbench_metrics::registry::Registry>,
     monitor: Option<&'a MonitorHandle>,
     /// `--fault`: the schedule's thread starts and stops with the window.
     faults: Option<&'a FaultRun>,
@@ -169,8 +172,8 @@ impl Observer for RunObserver<'_> {
     fn progress(&self, p: &Progress) {
         self.progress.draw(p);
         // `--metrics-listen`: the monitor's last power reading.
-        if crate::metrics::registry().is_some() {
-            crate::metrics::host_power(self.monitor.and_then(|m| m.last_power()));
+        if let Some(r) = self.metrics {
+            crate::metrics::host_power(r, self.monitor.and_then(|m| m.last_power()));
         }
     }
 }
@@ -238,7 +241,12 @@ pub fn write_json(doc: &RunDoc, path: &std::path::Path) -> Result<(), CliError> 
 }
 
 /// Puts each target's precondition report into its result and into the manifest.
-pub fn attach_precondition(doc: &mut RunDoc, reports: Vec<Report>) {
+/// `placement`: the context's (`Context::placement`), for a document without a manifest.
+pub fn attach_precondition(
+    doc: &mut RunDoc,
+    reports: Vec<Report>,
+    placement: Option<serde_json::Value>,
+) {
     let mut by_target = serde_json::Map::new();
     for (r, rep) in doc.results.iter_mut().zip(reports) {
         by_target.insert(
@@ -254,7 +262,7 @@ pub fn attach_precondition(doc: &mut RunDoc, reports: Vec<Report>) {
         // depend on it.
         let mut m = serde_json::Map::new();
         m.insert("precondition".into(), by_target.into());
-        if let Some(p) = crate::placement::recorded() {
+        if let Some(p) = placement {
             m.insert("placement".into(), p);
         }
         doc.manifest = Some(m.into());
@@ -316,6 +324,7 @@ fn attach_disruption(doc: &mut RunDoc, out: &RunOutput, fired: &[FaultRecord]) {
 /// `--fault` schedule, and builds its document. Returns the idle baseline used, for reuse on
 /// the same target, and the run's output (what an MPI rank sends to rank 0).
 pub fn execute_output(
+    cx: &Context,
     plan: &RunPlan,
     progress: &ProgressLine,
     mon: Option<&MonitorSetup>,
@@ -328,6 +337,7 @@ pub fn execute_output(
     let fault_run = faults.map(FaultRun::new);
     let obs = RunObserver {
         progress,
+        metrics: cx.metrics().map(|r| &**r),
         monitor: running.as_ref().map(|r| &r.handle),
         faults: fault_run.as_ref(),
         at_start: Mutex::new(None),
@@ -353,7 +363,7 @@ pub fn execute_output(
             .finish()
             .map_err(|e| CliError::Failed(anyhow::anyhow!("host monitor: {e}")))?;
         crate::monitoring::fill(&mut doc, &report, r.baseline);
-        crate::monitoring::manifest(&mut doc);
+        crate::monitoring::manifest(&mut doc, cx.placement());
         crate::bottleneck::attach(&mut doc, &report);
     }
     Ok((doc, baseline, out))
@@ -374,7 +384,7 @@ pub struct Measure<'a> {
 }
 
 /// Runs one process's part and returns its document and the run's output (for merging).
-pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliError> {
+pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliError> {
     let w = workload_from_args(a)?;
     let size = a.size.map(|b| b.0);
     let mut data_args = a.data.clone();
@@ -388,12 +398,12 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
     let faults = Faults::prepare(&a.faults, a.lab.as_deref(), &[("the run".into(), w.time)])?;
     // Before any target opens: a log that cannot be created is bad input. (Under MPI the
     // ranks other than 0 spool their lines for rank 0's log.)
-    let watch = crate::watch::Watch::open(&a.watch, m.rank)?;
+    let watch = cx.open_watch(&a.watch, m.rank)?;
     // Nor can a result file that could not be written at the end (the process that reports).
     if let (Some(path), None | Some(0)) = (&a.json, m.rank) {
         crate::outfile::check_writable("--json", path)?;
     }
-    let targets = crate::targets::open_targets(m.targets, &opts)?;
+    let targets = crate::targets::open_targets(cx, m.targets, &opts)?;
     if let Some(wt) = &watch {
         wt.for_run(m.targets);
     }
@@ -453,18 +463,20 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         m.rank,
         plan.workload.workers as usize * a.targets.len(),
     );
-    crate::placement::record_streams(plan.cpu_of_each_stream());
+    cx.record_stream_cpus(plan.cpu_of_each_stream());
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
     let partial = match (&plan.sync, &a.json) {
-        (None, Some(path)) if saves_to(path) => {
-            crate::partial::Partial::start(a.live.save_every.0, &plan, saver(&plan, path, &reports))
-        }
+        (None, Some(path)) if saves_to(path) => crate::partial::Partial::start(
+            a.live.save_every.0,
+            &plan,
+            saver(&plan, path, &reports, cx.placement()),
+        ),
         _ => None,
     };
     plan.intervals = crate::sinks::join(vec![crate::watch::sink(&watch), progress.sink()]);
     plan.saves = partial.as_ref().map(|p| p.saves());
     let mon = crate::monitoring::setup(&a.monitor)?;
-    let done = execute_output(&plan, &progress, mon.as_ref(), None, faults.as_ref());
+    let done = execute_output(cx, &plan, &progress, mon.as_ref(), None, faults.as_ref());
     if let Some(p) = &partial {
         p.finish();
     }
@@ -472,7 +484,7 @@ pub fn measure(a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliEr
         wt.finish()?;
     }
     let (mut doc, _, out) = done?;
-    attach_precondition(&mut doc, reports);
+    attach_precondition(&mut doc, reports, cx.placement());
     Ok((doc, out))
 }
 
@@ -484,13 +496,18 @@ fn saves_to(path: &std::path::Path) -> bool {
 }
 
 /// `--save-every`: the result so far as the run's document, marked `"complete": false`.
-fn saver(plan: &RunPlan, path: &std::path::Path, reports: &[Report]) -> crate::partial::Write {
+fn saver(
+    plan: &RunPlan,
+    path: &std::path::Path,
+    reports: &[Report],
+    placement: Option<serde_json::Value>,
+) -> crate::partial::Write {
     let (w, data) = (plan.workload.clone(), plan.data);
     let (path, reports) = (path.to_path_buf(), reports.to_vec());
     Box::new(move |out: RunOutput| {
         let mut doc = build_doc(&w, &data, &out, None);
         doc.complete = Some(false);
-        attach_precondition(&mut doc, reports.clone());
+        attach_precondition(&mut doc, reports.clone(), placement.clone());
         write_json(&doc, &path)
     })
 }
@@ -513,21 +530,21 @@ pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
     crate::precondition::verdict(doc, a.quiet)
 }
 
-pub fn run(mut a: RunArgs) -> Result<(), CliError> {
+pub fn run(cx: &Context, mut a: RunArgs) -> Result<(), CliError> {
     // A job file may name the CPUs (cpus_allowed): read it before pinning.
     crate::fio_cmd::resolve_run(&mut a)?;
-    crate::placement::apply(a.cpus.as_ref(), a.cpus_policy)?;
+    crate::placement::apply(cx, a.cpus.as_ref(), a.cpus_policy)?;
     if let Some(path) = &a.emit_fio {
         crate::fio_cmd::emit(&a, &workload_from_args(&a)?, path)?;
     }
     #[cfg(feature = "mpi")]
-    if let Some(job) = crate::mpi::job() {
+    if let Some(job) = cx.mpi_job() {
         if !a.faults.is_empty() {
             return Err(usage(
                 "--fault does not run as an MPI job yet: run it without mpirun or srun",
             ));
         }
-        return crate::mpi::run::run(&a, job);
+        return crate::mpi::run::run(cx, &a, job);
     }
     if a.monitor_only_ranks.is_some() {
         return Err(usage(
@@ -536,6 +553,7 @@ pub fn run(mut a: RunArgs) -> Result<(), CliError> {
         ));
     }
     let (doc, _) = measure(
+        cx,
         &a,
         Measure {
             targets: &a.targets,

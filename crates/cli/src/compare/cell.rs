@@ -29,7 +29,7 @@ pub(crate) fn run_cell(
         Some(k) => (0..n)
             .map(|_| crate::targets::open_paths(uri, k))
             .collect::<Result<Vec<_>, _>>()?,
-        None => crate::targets::open_targets(&vec![uri.to_string(); n], &opts)?,
+        None => crate::targets::open_targets(cx.context, &vec![uri.to_string(); n], &opts)?,
     };
     if let Some(wt) = cx.watch {
         wt.for_cell(&w.id, cx.round.get(), name, n);
@@ -68,7 +68,7 @@ pub(crate) fn run_cell(
     ]);
     plan.saves = partial.as_ref().map(|p| p.saves());
     let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
-    let done = execute_output(&plan, progress, mon, *baseline, faults);
+    let done = execute_output(cx.context, &plan, progress, mon, *baseline, faults);
     // The last save is written before the cell is filed (results.json is rewritten then).
     if let Some(p) = &partial {
         p.finish();

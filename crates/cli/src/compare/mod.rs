@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::Context as _;
 use sanbench_engine::result::rfc3339;
 use sanbench_engine::suite::{self, Suite};
 use sanbench_engine::verify::Verifier;
@@ -15,6 +15,7 @@ use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 use sanbench_engine::precondition::Report;
 
 use crate::args::CompareArgs;
+use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
@@ -135,6 +136,8 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
 
 /// What every cell of one comparison shares.
 pub(crate) struct CellCtx<'a> {
+    /// The command's context (placement, watch, metrics, `mem:` targets).
+    pub(crate) context: &'a Context,
     pub(crate) a: &'a CompareArgs,
     pub(crate) data: &'a DataPlan,
     pub(crate) size: Option<u64>,
@@ -170,6 +173,7 @@ fn curve_levels(a: &CompareArgs, s: &Suite) -> Vec<f64> {
 /// Preconditions every target once, before its first cell (or says why not): the report goes
 /// into every cell of the target.
 fn precondition_all(
+    cx: &Context,
     a: &CompareArgs,
     p: &Prepared,
     data: &DataPlan,
@@ -185,7 +189,7 @@ fn precondition_all(
     let mut targets = Vec::with_capacity(p.targets.len());
     let mut spans = Vec::with_capacity(p.targets.len());
     for (_, uri) in &p.targets {
-        let t = crate::targets::open_targets(std::slice::from_ref(uri), &opts)?
+        let t = crate::targets::open_targets(cx, std::slice::from_ref(uri), &opts)?
             .pop()
             .context("no target opened")?;
         let total = t.info().size;
@@ -218,11 +222,11 @@ fn precondition_all(
     Ok((out, vs))
 }
 
-pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
+pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     // A job file may name the CPUs (cpus_allowed): read it before pinning.
     crate::fio_cmd::resolve_compare(&mut a)?;
-    crate::placement::apply(a.cpus.as_ref(), a.cpus_policy)?;
-    let job = crate::ranks::job();
+    crate::placement::apply(context, a.cpus.as_ref(), a.cpus_policy)?;
+    let job = crate::ranks::job(context);
     let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
     if !rank0 {
         // Only rank 0 prints, writes files and touches the store.
@@ -267,7 +271,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         }
     }
     // Rank 0 alone writes files; the other ranks spool their histogram log's lines for it.
-    let watch = crate::watch::Watch::open(&a.watch, job.as_ref().map(|j| j.rank()))?;
+    let watch = context.open_watch(&a.watch, job.as_ref().map(|j| j.rank()))?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite);
@@ -355,7 +359,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
             pre_data.mode = sanbench_engine::precondition::Mode::None;
         }
     }
-    let (preconditions, vs) = precondition_all(&a, &p, &pre_data, size, &progress)?;
+    let (preconditions, vs) = precondition_all(context, &a, &p, &pre_data, size, &progress)?;
     if !a.quiet && rank0 {
         eprintln!("{}", design::line(&plan, &a));
     }
@@ -370,6 +374,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         writes: rank0,
     };
     let cx = CellCtx {
+        context,
         a: &a,
         data: &data,
         size,

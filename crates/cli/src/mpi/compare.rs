@@ -14,16 +14,18 @@ use sanbench_engine::{RunOutput, Workload};
 use super::run::{exchange, merged_doc, RankReport};
 use super::sync::MpiSync;
 use super::Job;
+use crate::context::Context;
 use crate::error::CliError;
 use crate::ranks::Ranked;
 
-struct MpiRanked(&'static Job);
+struct MpiRanked<'a>(&'a Job, &'a Context);
 
-pub fn ranked() -> Option<Box<dyn Ranked>> {
-    super::job().map(|j| Box::new(MpiRanked(j)) as Box<dyn Ranked>)
+pub fn ranked(cx: &Context) -> Option<Box<dyn Ranked + '_>> {
+    cx.mpi_job()
+        .map(|j| Box::new(MpiRanked(j, cx)) as Box<dyn Ranked + '_>)
 }
 
-impl Ranked for MpiRanked {
+impl Ranked for MpiRanked<'_> {
     fn rank(&self) -> u32 {
         self.0.rank
     }
@@ -62,8 +64,8 @@ impl Ranked for MpiRanked {
             output: out,
             doc,
         };
-        match exchange(self.0, mine)? {
-            Some(all) => merged_doc(w, templates, self.0, all).map(Some),
+        match exchange(self.0, mine, self.1.watch().as_deref())? {
+            Some((all, gather_ms)) => merged_doc(w, templates, self.0, all, gather_ms).map(Some),
             None => Ok(None),
         }
     }

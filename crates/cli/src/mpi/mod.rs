@@ -20,8 +20,6 @@ pub mod hist;
 pub mod run;
 pub mod sync;
 
-use std::sync::OnceLock;
-
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -35,17 +33,11 @@ pub struct Job {
     pub launcher: &'static str,
 }
 
-static JOB: OnceLock<Job> = OnceLock::new();
-
-/// The job this process belongs to, when started by an MPI launcher.
-pub fn job() -> Option<&'static Job> {
-    JOB.get()
-}
-
 /// Joins the job when a launcher started this process (its environment says so) and the
-/// command is one that runs under MPI; the returned universe finalizes MPI when dropped.
+/// command is one that runs under MPI: this process's place in it (for the context), and the
+/// universe, which finalizes MPI when dropped.
 /// Other commands under a launcher are refused (one line, exit 2) rather than run N times.
-pub fn start(command: &crate::args::Command) -> Result<Option<Universe>, String> {
+pub fn start(command: &crate::args::Command) -> Result<Option<(Universe, Job)>, String> {
     let Some((_, n, who)) = crate::launcher::launched(&|k| std::env::var(k).ok()) else {
         return Ok(None);
     };
@@ -73,13 +65,13 @@ pub fn start(command: &crate::args::Command) -> Result<Option<Universe>, String>
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "unknown-host".into());
-    let _ = JOB.set(Job {
+    let job = Job {
         rank: world.rank() as u32,
         size: world.size() as u32,
         host,
         launcher: who,
-    });
-    Ok(Some(universe))
+    };
+    Ok(Some((universe, job)))
 }
 
 /// Ends the whole job after this rank failed: one line naming the rank and its host, then

@@ -22,16 +22,15 @@ use serde::{Deserialize, Serialize};
 use super::sync::{MpiSync, TAG_RESULT};
 use super::Job;
 use crate::args::RunArgs;
+use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::run_cmd::{measure, Measure};
+use crate::watch::Watch;
 
 /// Test hook: with this variable set to a directory, every rank keeps its raw latencies and
 /// writes them to DIR/rank-N.txt (one value in ns per line), so a test can check the merged
 /// percentiles against all of them (small runs only).
 pub const RAW_ENV: &str = "SANBENCH_TEST_RAW_LATENCIES";
-
-/// Rank 0's time to receive and decode the last gather (for `mpi.gather_ms`).
-static GATHER_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What one rank sends rank 0.
 #[derive(Serialize, Deserialize)]
@@ -46,7 +45,7 @@ pub struct RankReport {
     pub doc: RunDoc,
 }
 
-pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
+pub fn run(cx: &Context, a: &RunArgs, job: &Job) -> Result<(), CliError> {
     let monitor_only = match &a.monitor_only_ranks {
         Some(list) => crate::ranks::parse_rank_list(list, job.size)
             .map_err(usage)?
@@ -63,6 +62,7 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
     };
     let raw_dir = std::env::var_os(RAW_ENV).map(std::path::PathBuf::from);
     let (doc, mut output) = measure(
+        cx,
         a,
         Measure {
             targets: &targets,
@@ -100,16 +100,25 @@ pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
         output,
         doc,
     };
-    let Some(all) = exchange(job, mine)? else {
+    let Some((all, gather_ms)) = exchange(job, mine, cx.watch().as_deref())? else {
         return Ok(());
     };
     let w = crate::run_cmd::workload_from_args(a)?;
-    let doc = merged_doc(&w, &a.targets, job, all)?;
+    let doc = merged_doc(&w, &a.targets, job, all, gather_ms)?;
     crate::run_cmd::report(a, &doc)
 }
 
-/// Sends this rank's report to rank 0; on rank 0, returns every rank's, in rank order.
-pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, CliError> {
+/// Every rank's reports, in rank order, and rank 0's time to receive and decode them (ms,
+/// for `mpi.gather_ms`).
+pub type Gathered = (Vec<RankReport>, f64);
+
+/// Sends this rank's report to rank 0; on rank 0, returns every rank's. `watch`: the
+/// context's, whose histogram log gathers every rank's lines after the results.
+pub fn exchange(
+    job: &Job,
+    mine: RankReport,
+    watch: Option<&Watch>,
+) -> Result<Option<Gathered>, CliError> {
     let world = SimpleCommunicator::world();
     let window_start = mine.output.clock_started_at + mine.doc.spec.ramp;
     let bytes = serde_json::to_vec(&mine)
@@ -118,7 +127,7 @@ pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, 
         world
             .process_at_rank(0)
             .send_with_tag(&bytes[..], TAG_RESULT);
-        super::hist::exchange(job, window_start)?;
+        super::hist::exchange(job, watch, window_start)?;
         return Ok(None);
     }
     let t0 = std::time::Instant::now();
@@ -137,12 +146,9 @@ pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, 
         rep.bytes = bytes.len() as u64;
         all.push(rep);
     }
-    GATHER_NS.store(
-        t0.elapsed().as_nanos() as u64,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    super::hist::exchange(job, window_start)?;
-    Ok(Some(all))
+    let gather_ms = t0.elapsed().as_nanos() as u64 as f64 / 1e6;
+    super::hist::exchange(job, watch, window_start)?;
+    Ok(Some((all, gather_ms)))
 }
 
 fn unix_ns(t: SystemTime) -> i128 {
@@ -153,12 +159,14 @@ fn unix_ns(t: SystemTime) -> i128 {
 }
 
 /// Rank 0's one document: the totals from the merged outputs, each rank in `hosts[]`.
-/// `templates`: the targets as given (named so in the totals when they differ per rank).
+/// `templates`: the targets as given (named so in the totals when they differ per rank);
+/// `gather_ms`: rank 0's time to gather them.
 pub fn merged_doc(
     w: &sanbench_engine::Workload,
     templates: &[String],
     job: &Job,
     ranks: Vec<RankReport>,
+    gather_ms: f64,
 ) -> Result<RunDoc, CliError> {
     let t0 = std::time::Instant::now();
     let outputs: Vec<RunOutput> = ranks.iter().map(|r| r.output.clone()).collect();
@@ -204,7 +212,7 @@ pub fn merged_doc(
             spread(&windows) * 1e6
         },
         decided_by: 0,
-        gather_ms: GATHER_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6,
+        gather_ms,
         merge_ms,
     };
     if let [only] = &ranks[..] {
