@@ -11,7 +11,8 @@
 //!   host monitor's power readings;
 //! * the `mem:` RAM disks opened so far: every cell of a comparison (and the preconditioning
 //!   before them) drives the same one, as it would a real target;
-//! * under an MPI launcher (feature `mpi`), the job this process is a rank of.
+//! * the [`Job`]: how this process takes part in `run` and `compare`, alone or as a rank of
+//!   an MPI job (chosen once at start-up, job/select.rs).
 //!
 //! What stays process-wide, by nature: the Ctrl-C flag (signals.rs, set by a signal handler,
 //! which has no context to reach) and stdout's state (stdout.rs: the process has one stdout).
@@ -25,10 +26,11 @@ use sanbench_metrics::registry::Registry;
 
 use crate::args::WatchArgs;
 use crate::error::CliError;
+use crate::job::Job;
+use crate::placement::{CpuList, CpusPolicy};
 use crate::watch::Watch;
 
 /// One command's state (see the module's documentation).
-#[derive(Default)]
 pub struct Context {
     /// What was chosen for placement (the first choice holds).
     placement: OnceLock<serde_json::Value>,
@@ -40,36 +42,51 @@ pub struct Context {
     metrics: OnceLock<Arc<Registry>>,
     /// The `mem:` targets opened so far, by URI.
     mem: Mutex<HashMap<String, Arc<dyn Target>>>,
-    /// The MPI job this process is a rank of.
-    #[cfg(feature = "mpi")]
-    mpi: Option<crate::mpi::Job>,
+    /// How this process runs (last: an MPI job is left after everything else is dropped).
+    job: Box<dyn Job>,
 }
 
 impl Context {
-    /// A context for a process that is no rank of an MPI job.
-    pub fn new() -> Context {
-        Context::default()
-    }
-
-    /// A context for one rank of an MPI job (`None`: not started by a launcher).
-    #[cfg(feature = "mpi")]
-    pub fn with_mpi(job: Option<crate::mpi::Job>) -> Context {
+    /// A context for a command that runs as `job` says, with nothing recorded or open yet.
+    pub fn new(job: Box<dyn Job>) -> Context {
         Context {
-            mpi: job,
-            ..Context::default()
+            placement: OnceLock::new(),
+            stream_cpus: Mutex::new(Vec::new()),
+            watch: Mutex::new(None),
+            metrics: OnceLock::new(),
+            mem: Mutex::new(HashMap::new()),
+            job,
         }
     }
 
-    /// The MPI job this process is a rank of, if any.
-    #[cfg(feature = "mpi")]
-    pub fn mpi_job(&self) -> Option<&crate::mpi::Job> {
-        self.mpi.as_ref()
+    /// A context for a process that runs alone.
+    #[cfg(test)]
+    pub fn local() -> Context {
+        Context::new(Box::new(crate::job::Local))
+    }
+
+    /// How this process takes part in `run` and `compare`.
+    pub fn job(&self) -> &dyn Job {
+        &*self.job
     }
 
     /// Remembers what was chosen for placement, for every result's manifest (the first
     /// choice holds).
     pub fn record_placement(&self, v: serde_json::Value) {
         let _ = self.placement.set(v);
+    }
+
+    /// `--cpus LIST --cpus-policy P` of run, compare and crosscheck: pins the process to the
+    /// list ([`crate::placement::apply`]) and records the choice.
+    pub fn apply_placement(
+        &self,
+        cpus: Option<&CpuList>,
+        policy: CpusPolicy,
+    ) -> Result<(), CliError> {
+        if let Some(v) = crate::placement::apply(cpus, policy)? {
+            self.record_placement(v);
+        }
+        Ok(())
     }
 
     /// Remembers, for a run's manifest (`placement.stream_cpus`), the CPU each of its streams
@@ -106,7 +123,6 @@ impl Context {
     }
 
     /// The watch [`Context::open_watch`] opened last.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn watch(&self) -> Option<Arc<Watch>> {
         poison::lock(&self.watch).clone()
     }
@@ -150,7 +166,7 @@ mod tests {
 
     #[test]
     fn contexts_share_no_mem_targets() {
-        let (a, b) = (Context::new(), Context::new());
+        let (a, b) = (Context::local(), Context::local());
         let a1 = open_mem(&a, "mem:1m");
         let a2 = open_mem(&a, "mem:1m");
         let b1 = open_mem(&b, "mem:1m");
@@ -161,7 +177,7 @@ mod tests {
 
     #[test]
     fn contexts_share_no_placement() {
-        let (a, b) = (Context::new(), Context::new());
+        let (a, b) = (Context::local(), Context::local());
         a.record_placement(serde_json::json!({ "cpus": "0", "by": "--cpus" }));
         a.record_stream_cpus(vec![0, 0]);
         assert_eq!(

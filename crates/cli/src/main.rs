@@ -18,8 +18,10 @@ mod disruption_out;
 mod error;
 mod faults;
 mod fio_cmd;
+mod job;
 mod lab_cmd;
 mod launcher;
+mod measure;
 mod metrics;
 mod monitoring;
 mod monitors_cmd;
@@ -85,25 +87,17 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    #[cfg(not(feature = "mpi"))]
-    if let Some(msg) = launcher::refuse_without_mpi() {
-        eprintln!("sanbench: {msg}");
-        return ExitCode::from(2);
-    }
-    // Under a launcher: join the job (the universe finalizes MPI when main returns).
-    #[cfg(feature = "mpi")]
-    let (_universe, cx) = match mpi::start(&cli.command) {
-        Ok(Some((u, job))) => (Some(u), context::Context::with_mpi(Some(job))),
-        Ok(None) => (None, context::Context::new()),
+    // Under a launcher: join the job (left, MPI finalized, when the context is dropped as main
+    // returns); otherwise alone.
+    let job = match job::select::for_command(&cli.command) {
+        Ok(j) => j,
         Err(msg) => {
             eprintln!("sanbench: {msg}");
             return ExitCode::from(2);
         }
     };
     // The one context of this command (placement, watch, metrics, `mem:` targets, the job).
-    #[cfg(not(feature = "mpi"))]
-    let cx = context::Context::new();
-    let cx = &cx;
+    let cx = &context::Context::new(job);
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(cx, a),
         Command::Suite { command } => suite_cmd::run(command),
@@ -131,10 +125,7 @@ fn main() -> ExitCode {
         },
         Err(e) => {
             // One rank failed: end the whole job now (no rank waits for it), naming it.
-            #[cfg(feature = "mpi")]
-            if let Some(job) = cx.mpi_job() {
-                mpi::abort(job, &e.message());
-            }
+            cx.job().abort(&e.message());
             eprintln!("sanbench: {}", e.message());
             ExitCode::from(e.code())
         }

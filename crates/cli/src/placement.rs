@@ -10,7 +10,6 @@ use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet, Pid};
 use std::fmt;
 use std::str::FromStr;
 
-use crate::context::Context;
 use crate::error::{usage, CliError};
 
 /// How the streams use the CPUs of `--cpus` (fio's `cpus_allowed_policy`).
@@ -227,8 +226,12 @@ pub fn plan_streams(
 }
 
 /// `--cpus LIST --cpus-policy P` of run, compare and crosscheck: pins the process to the list and
-/// records both in `cx` (a split policy without a list records every CPU the process may use).
-pub fn apply(cx: &Context, cpus: Option<&CpuList>, policy: CpusPolicy) -> Result<(), CliError> {
+/// returns both, for the manifest (`Context::apply_placement` records them; a split policy
+/// without a list names every CPU the process may use). `None`: nothing was chosen.
+pub fn apply(
+    cpus: Option<&CpuList>,
+    policy: CpusPolicy,
+) -> Result<Option<serde_json::Value>, CliError> {
     if let Some(list) = cpus {
         pin_process(list, "--cpus")?;
     }
@@ -238,12 +241,12 @@ pub fn apply(cx: &Context, cpus: Option<&CpuList>, policy: CpusPolicy) -> Result
         } else {
             "--cpus-policy"
         };
-        cx.record_placement(
+        return Ok(Some(
             serde_json::json!({ "cpus": split_set(cpus).to_string(), "by": by,
             "policy": policy.name() }),
-        );
+        ));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The demo's `--placement auto|off|CLIENT:SERVERS`.

@@ -10,7 +10,8 @@ use sanbench_monitor::sampler::Baseline;
 
 use super::{CellCtx, CellRun};
 use crate::error::CliError;
-use crate::run_cmd::{execute_output, file_options, io_timeout};
+use crate::job::Part;
+use crate::measure::{execute_output, file_options, io_timeout};
 
 /// Runs one cell; `None` on the ranks of an MPI job other than 0 (rank 0 has the result).
 pub(crate) fn run_cell(
@@ -45,7 +46,7 @@ pub(crate) fn run_cell(
         // n copies of one target share its map (they drive one store).
         verify: vec![cx.verify[ti].clone(); n],
         clock: None,
-        sync: cx.job.map(|j| j.sync()),
+        sync: cx.job.sync(),
         raw_latencies: false,
         log_interval: a.watch.log_interval.0,
         intervals: None,
@@ -56,7 +57,7 @@ pub(crate) fn run_cell(
     plan.stream_cpus = crate::placement::plan_streams(
         a.cpus.as_ref(),
         a.cpus_policy,
-        cx.job.map(|j| j.rank()),
+        cx.job.rank(),
         plan.workload.workers as usize * plan.targets.len(),
     );
     let partial = save.and_then(|s| {
@@ -77,9 +78,19 @@ pub(crate) fn run_cell(
     if baseline.is_none() {
         *baseline = used;
     }
-    if let Some(job) = cx.job {
+    if cx.job.in_job() {
         let templates = vec![cx.templates[ti].clone(); n];
-        match job.gather(&w.workload, &templates, doc, out)? {
+        let watch = cx.context.watch();
+        let part = Part {
+            workload: &w.workload,
+            templates: &templates,
+            doc,
+            output: out,
+            monitor_only: false,
+            raw_latencies: false,
+            watch: watch.as_deref(),
+        };
+        match cx.job.gather(part)? {
             Some(merged) => doc = merged,
             None => return Ok(None),
         }

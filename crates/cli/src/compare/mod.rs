@@ -17,10 +17,11 @@ use sanbench_engine::precondition::Report;
 use crate::args::CompareArgs;
 use crate::context::Context;
 use crate::error::{usage, CliError};
+use crate::job::Job;
+use crate::measure::{file_options, io_timeout};
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
-use crate::run_cmd::{file_options, io_timeout};
 
 mod book;
 mod cell;
@@ -146,9 +147,9 @@ pub(crate) struct CellCtx<'a> {
     /// Per target (index as in the comparison): its verifier under `--verify`.
     pub(crate) verify: &'a [Option<Arc<Verifier>>],
     pub(crate) run_id: Option<u64>,
-    /// Under MPI: the job (each cell a synchronized phase, gathered to rank 0) and the
-    /// targets as given (`{rank}`, `{host}` unexpanded), by index.
-    pub(crate) job: Option<&'a dyn crate::ranks::Ranked>,
+    /// How this process runs (under MPI each cell a synchronized phase, gathered to rank 0)
+    /// and the targets as given (`{rank}`, `{host}` unexpanded), by index.
+    pub(crate) job: &'a dyn Job,
     pub(crate) templates: &'a [String],
     /// `--hist-log`: where every cell's intervals go, and the round that runs now (its tag).
     pub(crate) watch: Option<&'a Arc<crate::watch::Watch>>,
@@ -225,9 +226,9 @@ fn precondition_all(
 pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     // A job file may name the CPUs (cpus_allowed): read it before pinning.
     crate::fio_cmd::resolve_compare(&mut a)?;
-    crate::placement::apply(context, a.cpus.as_ref(), a.cpus_policy)?;
-    let job = crate::ranks::job(context);
-    let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
+    context.apply_placement(a.cpus.as_ref(), a.cpus_policy)?;
+    let job = context.job();
+    let rank0 = job.reports();
     if !rank0 {
         // Only rank 0 prints, writes files and touches the store.
         a.quiet = true;
@@ -242,7 +243,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     let mut p = prepare(&a)?;
     // The plan first: a design that cannot run is refused before anything runs.
     let mut plan = design::plan(&a, &p, rank0)?;
-    if job.is_some() && !a.faults.is_empty() {
+    if job.in_job() && !a.faults.is_empty() {
         return Err(usage(
             "--fault does not run as an MPI job yet: compare without mpirun or srun",
         ));
@@ -254,7 +255,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         .map(|w| (w.id.clone(), w.workload.time))
         .collect();
     let faults = crate::faults::Faults::prepare(&a.faults, a.lab.as_deref(), &windows)?;
-    let suite_faults = suite_faults::prepare(&a, &p, job.is_some())?;
+    let suite_faults = suite_faults::prepare(&a, &p, job.in_job())?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mut mon = crate::monitoring::setup(&a.monitor)?;
@@ -271,12 +272,12 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         }
     }
     // Rank 0 alone writes files; the other ranks spool their histogram log's lines for it.
-    let watch = context.open_watch(&a.watch, job.as_ref().map(|j| j.rank()))?;
+    let watch = context.open_watch(&a.watch, job.rank())?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite);
     let curve_stop = a.curve_stop.0;
-    if job.is_some() && !curve.is_empty() {
+    if job.in_job() && !curve.is_empty() {
         return Err(usage(
             "a response-time curve does not run as an MPI job yet: drop --curve (or the \
              suite's curve)",
@@ -351,9 +352,9 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     // are preconditioned by rank 0 alone.
     let templates: Vec<String> = p.targets.iter().map(|(_, u)| u.clone()).collect();
     let mut pre_data = data.clone();
-    if let Some(j) = &job {
+    if job.in_job() {
         for (_, u) in p.targets.iter_mut() {
-            *u = crate::ranks::expand(u, j.rank(), j.host());
+            *u = job.expand(u);
         }
         if !rank0 && !crate::ranks::per_rank(&templates) {
             pre_data.mode = sanbench_engine::precondition::Mode::None;
@@ -382,7 +383,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         mon: mon.as_ref(),
         verify: &vs.per_target,
         run_id: vs.run_id,
-        job: job.as_deref(),
+        job,
         templates: &templates,
         watch: watch.as_ref(),
         round: std::cell::Cell::new(0),
@@ -400,10 +401,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         };
         // Under MPI rank 0 decides for every rank (only it has the figures the plan judges),
         // so all reach the cell's barrier or none; the other ranks' plans run the same order.
-        if !job
-            .as_ref()
-            .map_or(next.is_some(), |j| j.go_on(next.is_some()))
-        {
+        if !job.go_on(next.is_some()) {
             break;
         }
         let Some(s) = next else { break };
@@ -441,7 +439,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         let save = book.cell_save(
             (s.target, &w.id),
             &place,
-            job.is_some(),
+            job.in_job(),
             (a.live.save_every.0, w.workload.time),
         );
         match run_cell(
@@ -472,8 +470,11 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     book.cmp.design = Some(plan.design());
     let complete = plan.stopped().is_some();
     if failure.is_none() && !curve.is_empty() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        // Curves are refused under MPI (checked before the cells): no job here.
-        let cx = CellCtx { job: None, ..cx };
+        // Curves are refused under MPI (checked before the cells): alone here.
+        let cx = CellCtx {
+            job: &crate::job::Local,
+            ..cx
+        };
         let plan = crate::curve::CurvePlan {
             levels: curve.clone(),
             stop_us: curve_stop.as_secs_f64() * 1e6,

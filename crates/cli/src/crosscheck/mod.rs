@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::args::{CrosscheckArgs, RepeatArg};
 use crate::context::Context;
 use crate::error::{usage, CliError};
-use crate::run_cmd::{measure, workload_from_args, Measure};
+use crate::measure::{measure, workload_from_args, Measure};
 use sanbench_engine::result::TargetResult;
 use sanbench_stats::design::plan::Stop;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
@@ -61,7 +61,7 @@ pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
     crate::fio_cmd::resolve_run(&mut a.run)?;
     // Both tools on the same CPUs: sanbench pinned here, fio by the job's cpus_allowed (and
     // cpus_allowed_policy=split with --cpus-policy split).
-    crate::placement::apply(cx, a.run.cpus.as_ref(), a.run.cpus_policy)?;
+    cx.apply_placement(a.run.cpus.as_ref(), a.run.cpus_policy)?;
     if a.run.targets.len() != 1 {
         return Err(usage("crosscheck drives one target"));
     }

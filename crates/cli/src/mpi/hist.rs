@@ -10,7 +10,7 @@
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::Job;
+use super::MpiJob;
 use crate::error::CliError;
 use crate::watch::Watch;
 
@@ -24,7 +24,7 @@ const CHUNK: usize = 1 << 20;
 /// `window_start`: this rank's, the log's base time on rank 0 unless its intervals set it.
 /// `watch`: the context's (`Context::watch`).
 pub fn exchange(
-    job: &Job,
+    job: &MpiJob,
     watch: Option<&Watch>,
     window_start: std::time::SystemTime,
 ) -> Result<(), CliError> {
