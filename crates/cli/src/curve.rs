@@ -8,7 +8,9 @@
 
 use sanbench_engine::result::TargetResult;
 
-use crate::compare::{run_cell, Book, CellCtx, Prepared};
+use crate::compare::book::{Book, Place};
+use crate::compare::cell::{run_cell, CellCtx};
+use crate::compare::prepared::Prepared;
 use crate::error::CliError;
 
 pub struct CurvePlan {
@@ -93,7 +95,7 @@ pub fn run(
                     sw.workload.rate = Some(rate);
                     // Curves never run as an MPI job (compare refuses), so a cell always
                     // has its result here.
-                    let place = crate::compare::Place::curve(rep, pct);
+                    let place = Place::curve(rep, pct);
                     let every = (cx.a.live.save_every.0, sw.workload.time);
                     let save = book.cell_save((ti, &w.id), &place, false, every);
                     let Some(cell) =

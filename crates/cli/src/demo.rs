@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::args::{CompareArgs, DemoArgs, EngineArgs};
+use crate::context::Context;
 use crate::error::CliError;
 use crate::placement::{self, CpuList};
 
@@ -36,7 +37,7 @@ impl Drop for Started {
 
 /// Keeps the client and the servers on different CPUs where the host has them (pinning the
 /// client now, before any server thread exists), says what it chose and records it.
-fn place(a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
+fn place(cx: &Context, a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
     let cpus = placement::allowed();
     let all = CpuList(cpus.clone());
     let split = placement::demo_split(&a.placement, &cpus);
@@ -44,7 +45,7 @@ fn place(a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
         Some((client, servers)) => {
             placement::check(&servers, "--placement")?;
             placement::pin_process(&client, "--placement")?;
-            placement::record(serde_json::json!({
+            cx.record_placement(serde_json::json!({
                 "client": client.to_string(),
                 "servers": servers.to_string(),
                 "by": "demo --placement",
@@ -52,7 +53,7 @@ fn place(a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
             (split_line(&client, &servers, &all), Some(servers))
         }
         None => {
-            placement::record(serde_json::json!({
+            cx.record_placement(serde_json::json!({
                 "client": all.to_string(),
                 "servers": all.to_string(),
                 "by": "demo --placement",
@@ -88,8 +89,8 @@ fn split_line(client: &CpuList, servers: &CpuList, all: &CpuList) -> String {
     )
 }
 
-pub fn run(a: DemoArgs) -> Result<(), CliError> {
-    let server_cpus = place(&a)?;
+pub fn run(cx: &Context, a: DemoArgs) -> Result<(), CliError> {
+    let server_cpus = place(cx, &a)?;
     let mut started = Started::default();
     // RAM and tmpfs are ceilings (references): the findings compare the transports.
     let mut targets = vec![format!("ref:RAM (in-process)=mem:{}", a.size)];
@@ -143,7 +144,7 @@ pub fn run(a: DemoArgs) -> Result<(), CliError> {
         require_headroom: a.require_headroom,
         quiet: a.quiet,
     };
-    let r = crate::compare::run(args);
+    let r = crate::compare::run(cx, args);
     drop(started);
     r
 }

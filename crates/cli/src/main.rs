@@ -9,6 +9,7 @@ mod ana_cmd;
 mod args;
 mod bottleneck;
 mod compare;
+mod context;
 mod crosscheck;
 mod curve;
 mod demo;
@@ -17,8 +18,10 @@ mod disruption_out;
 mod error;
 mod faults;
 mod fio_cmd;
+mod job;
 mod lab_cmd;
 mod launcher;
+mod measure;
 mod metrics;
 mod monitoring;
 mod monitors_cmd;
@@ -84,27 +87,24 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    #[cfg(not(feature = "mpi"))]
-    if let Some(msg) = launcher::refuse_without_mpi() {
-        eprintln!("sanbench: {msg}");
-        return ExitCode::from(2);
-    }
-    // Under a launcher: join the job (the universe finalizes MPI when main returns).
-    #[cfg(feature = "mpi")]
-    let _universe = match mpi::start(&cli.command) {
-        Ok(u) => u,
+    // Under a launcher: join the job (left, MPI finalized, when the context is dropped as main
+    // returns); otherwise alone.
+    let job = match job::select::for_command(&cli.command) {
+        Ok(j) => j,
         Err(msg) => {
             eprintln!("sanbench: {msg}");
             return ExitCode::from(2);
         }
     };
+    // The one context of this command (placement, watch, metrics, `mem:` targets, the job).
+    let cx = &context::Context::new(job);
     let result = match cli.command {
-        Command::Run(a) => run_cmd::run(a),
+        Command::Run(a) => run_cmd::run(cx, a),
         Command::Suite { command } => suite_cmd::run(command),
-        Command::Compare(a) => compare::run(a),
-        Command::Verify(a) => verify_cmd::run(a),
-        Command::Crosscheck(a) => crosscheck::run(a),
-        Command::Demo(a) => demo::run(a),
+        Command::Compare(a) => compare::run(cx, a),
+        Command::Verify(a) => verify_cmd::run(cx, a),
+        Command::Crosscheck(a) => crosscheck::run(cx, a),
+        Command::Demo(a) => demo::run(cx, a),
         Command::Discover(a) => discover_cmd::run(a),
         Command::Ana(a) => ana_cmd::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),
@@ -125,10 +125,7 @@ fn main() -> ExitCode {
         },
         Err(e) => {
             // One rank failed: end the whole job now (no rank waits for it), naming it.
-            #[cfg(feature = "mpi")]
-            if let Some(job) = mpi::job() {
-                mpi::abort(job, &e.message());
-            }
+            cx.job().abort(&e.message());
             eprintln!("sanbench: {}", e.message());
             ExitCode::from(e.code())
         }

@@ -4,7 +4,7 @@
 //! from the host monitor's last reading about once a second (where a source exists).
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use sanbench_engine::run::IntervalRecord;
 use sanbench_metrics::expo::{Exposition, Writer};
@@ -13,14 +13,6 @@ use sanbench_metrics::server::Endpoint;
 use sanbench_monitor::cpu::{usage as cpu_usage, StatReader, StatSnapshot};
 
 use crate::error::{usage, CliError};
-
-/// The registry of this process's endpoint, once one is serving (the run's observer gives
-/// it the monitor's power readings).
-static REGISTRY: OnceLock<Arc<Registry>> = OnceLock::new();
-
-pub fn registry() -> Option<&'static Arc<Registry>> {
-    REGISTRY.get()
-}
 
 /// What a run's endpoint serves: the registry, with the host's CPU read at each scrape.
 struct RunExposition {
@@ -67,7 +59,9 @@ impl Exposition for RunExposition {
     }
 }
 
-/// Binds `addr` and serves `/metrics` for the rest of the process.
+/// Binds `addr` and serves `/metrics` for the rest of the process. The registry returned is
+/// the context's (context.rs keeps it, and the run's observer gives it the monitor's power
+/// readings).
 pub fn start(addr: SocketAddr) -> Result<Arc<Registry>, CliError> {
     let ep = Endpoint::bind(addr).map_err(|e| usage(format!("--metrics-listen {addr}: {e}")))?;
     let registry = Arc::new(Registry::default());
@@ -78,13 +72,12 @@ pub fn start(addr: SocketAddr) -> Result<Arc<Registry>, CliError> {
     });
     ep.serve(source)
         .map_err(|e| CliError::Failed(anyhow::anyhow!("--metrics-listen: {e}")))?;
-    let _ = REGISTRY.set(registry.clone());
     Ok(registry)
 }
 
 /// The host monitor's last power reading (watts, source, modeled), for the endpoint.
-pub fn host_power(reading: Option<(f64, String, bool)>) {
-    if let (Some(r), Some(p)) = (registry(), reading) {
+pub fn host_power(r: &Registry, reading: Option<(f64, String, bool)>) {
+    if let Some(p) = reading {
         r.host(|h| h.power = Some(p));
     }
 }

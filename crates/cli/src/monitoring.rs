@@ -147,15 +147,14 @@ pub fn fill(doc: &mut RunDoc, report: &MonitorReport, baseline: Option<Baseline>
 }
 
 /// The environment manifest: host facts, plus each target's transport (block devices, from
-/// sysfs) or the interface toward it (network targets).
-pub fn manifest(doc: &mut RunDoc) {
+/// sysfs) or the interface toward it (network targets). `placement`: the context's
+/// (`Context::placement`).
+pub fn manifest(doc: &mut RunDoc, placement: Option<serde_json::Value>) {
     let root = Path::new("/");
     let opts = InspectOptions::default();
     let m = manifest::collect(root, env!("CARGO_PKG_VERSION"), None, &opts);
     doc.manifest = serde_json::to_value(m).ok();
-    if let (Some(serde_json::Value::Object(m)), Some(p)) =
-        (doc.manifest.as_mut(), crate::placement::recorded())
-    {
+    if let (Some(serde_json::Value::Object(m)), Some(p)) = (doc.manifest.as_mut(), placement) {
         m.insert("placement".into(), p);
     }
     for r in doc.results.iter_mut() {

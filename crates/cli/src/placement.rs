@@ -6,11 +6,9 @@
 //! later inherit their creator's, so the stream threads, the monitor and the in-process
 //! servers follow. What was chosen goes into every result's manifest (`placement`).
 
+use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet, Pid};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::OnceLock;
-
-use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet, Pid};
 
 use crate::error::{usage, CliError};
 
@@ -207,16 +205,6 @@ pub fn pin_thread(list: &CpuList) -> std::io::Result<()> {
     sched_setaffinity(None, &set_of(list)).map_err(std::io::Error::from)
 }
 
-static PLACEMENT: OnceLock<serde_json::Value> = OnceLock::new();
-
-/// Remembers what was chosen, for every result's manifest (the first choice holds).
-pub fn record(v: serde_json::Value) {
-    let _ = PLACEMENT.set(v);
-}
-
-/// The CPU each stream of the last plan was pinned to, in stream order (empty: unpinned).
-static STREAMS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
-
 /// The CPUs of a plan's streams (`RunPlan::stream_cpus`) under `--cpus`/`--cpus-policy`.
 /// `rank`: this process's rank in an MPI job, whose ranks on one host deal the set out in
 /// turn ([`for_rank`], `per_rank` streams each).
@@ -237,25 +225,13 @@ pub fn plan_streams(
     }
 }
 
-/// Remembers, for a run's manifest (`placement.stream_cpus`), the CPU each of its streams was
-/// pinned to (`RunPlan::cpu_of_each_stream`; empty when unpinned).
-pub fn record_streams(each: Vec<usize>) {
-    *sanbench_engine::poison::lock(&STREAMS) = each;
-}
-
-/// The placement recorded, if any, with `stream_cpus` when the streams were pinned.
-pub fn recorded() -> Option<serde_json::Value> {
-    let mut v = PLACEMENT.get().cloned()?;
-    let s = sanbench_engine::poison::lock(&STREAMS).clone();
-    if let (false, Some(m)) = (s.is_empty(), v.as_object_mut()) {
-        m.insert("stream_cpus".into(), serde_json::json!(s));
-    }
-    Some(v)
-}
-
 /// `--cpus LIST --cpus-policy P` of run, compare and crosscheck: pins the process to the list and
-/// records both (a split policy without a list records every CPU the process may use).
-pub fn apply(cpus: Option<&CpuList>, policy: CpusPolicy) -> Result<(), CliError> {
+/// returns both, for the manifest (`Context::apply_placement` records them; a split policy
+/// without a list names every CPU the process may use). `None`: nothing was chosen.
+pub fn apply(
+    cpus: Option<&CpuList>,
+    policy: CpusPolicy,
+) -> Result<Option<serde_json::Value>, CliError> {
     if let Some(list) = cpus {
         pin_process(list, "--cpus")?;
     }
@@ -265,12 +241,12 @@ pub fn apply(cpus: Option<&CpuList>, policy: CpusPolicy) -> Result<(), CliError>
         } else {
             "--cpus-policy"
         };
-        record(
+        return Ok(Some(
             serde_json::json!({ "cpus": split_set(cpus).to_string(), "by": by,
             "policy": policy.name() }),
-        );
+        ));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The demo's `--placement auto|off|CLIENT:SERVERS`.

@@ -3,45 +3,6 @@
 //! URIs (`{rank}`, `{host}`). Built in every configuration, so it is tested without MPI.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
-
-use sanbench_engine::result::RunDoc;
-use sanbench_engine::run::sync::PhaseSync;
-use sanbench_engine::{RunOutput, Workload};
-
-use crate::error::CliError;
-
-/// What `compare` needs from the MPI job it runs in, so that compare.rs knows no MPI: the
-/// rank, the phase hooks for each cell's plan, rank 0's decision to go on, and the gather of
-/// each cell's outputs into one merged document on rank 0.
-pub trait Ranked {
-    fn rank(&self) -> u32;
-    fn host(&self) -> &str;
-    fn sync(&self) -> Arc<dyn PhaseSync>;
-    /// Rank 0 decides (`mine`: its own view) and every rank gets its decision.
-    fn go_on(&self, mine: bool) -> bool;
-    /// Every rank's output of one cell to rank 0: the merged document there, `None` elsewhere.
-    fn gather(
-        &self,
-        w: &Workload,
-        templates: &[String],
-        doc: RunDoc,
-        out: RunOutput,
-    ) -> Result<Option<RunDoc>, CliError>;
-}
-
-/// The job this process is a rank of, when it is one (a build with the mpi feature started by
-/// mpirun or srun).
-pub fn job() -> Option<Box<dyn Ranked>> {
-    #[cfg(feature = "mpi")]
-    {
-        crate::mpi::compare::ranked()
-    }
-    #[cfg(not(feature = "mpi"))]
-    {
-        None
-    }
-}
 
 /// Parses a rank list: numbers and inclusive ranges, comma-separated ("0", "1,3", "0,4-7").
 /// Every rank must be below `size`.
@@ -78,6 +39,7 @@ pub fn parse_rank_list(text: &str, size: u32) -> Result<BTreeSet<u32>, String> {
 }
 
 /// A target URI for one rank: `{rank}` and `{host}` replaced.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn expand(uri: &str, rank: u32, host: &str) -> String {
     uri.replace("{rank}", &rank.to_string())
         .replace("{host}", host)

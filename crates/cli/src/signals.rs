@@ -8,6 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
+/// Process-wide by nature, unlike the run state in context.rs: a signal reaches the process,
+/// and its handler has no context to find (one flag for every run the process holds).
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// Installs the handlers (once) and returns the flag they set.

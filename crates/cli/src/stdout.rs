@@ -13,6 +13,9 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+// Process-wide by nature, unlike the run state in context.rs: the process has one stdout,
+// whatever runs in it.
+
 /// Set once a write to stdout failed with a broken pipe: nothing more is written.
 static GONE: AtomicBool = AtomicBool::new(false);
 /// The first error other than a broken pipe (a full disk behind a redirection): reported at

@@ -1,7 +1,6 @@
 //! Opens target URIs: local ones through the engine crate, network schemes through their
 //! crates. The one place that knows which transports this binary was built with.
 
-use sanbench_engine::poison;
 use std::sync::Arc;
 
 use sanbench_engine::file::FileOptions;
@@ -9,9 +8,16 @@ use sanbench_engine::multipath;
 use sanbench_engine::uri::{open_local, parse_target, TargetUri};
 use sanbench_engine::Target;
 
+use crate::context::Context;
 use crate::error::{usage, CliError};
 
-pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn Target>>, CliError> {
+/// Opens each of `list`; `mem:` RAM disks are the ones `cx` opened before (a RAM disk lives
+/// as long as its context).
+pub fn open_targets(
+    cx: &Context,
+    list: &[String],
+    opts: &FileOptions,
+) -> Result<Vec<Arc<dyn Target>>, CliError> {
     let mut out = Vec::with_capacity(list.len());
     for s in list {
         let t = parse_target(s).map_err(usage)?;
@@ -19,10 +25,10 @@ pub fn open_targets(list: &[String], opts: &FileOptions) -> Result<Vec<Arc<dyn T
             TargetUri::Network { scheme, uri } if MULTIPATH_SCHEMES.contains(&scheme.as_str()) => {
                 match multipath::uri::parse(uri).map_err(usage)? {
                     Some(m) => open_multipath(uri, m)?,
-                    None => open_one(s, &t, opts)?,
+                    None => open_one(cx, s, &t, opts)?,
                 }
             }
-            _ => open_one(s, &t, opts)?,
+            _ => open_one(cx, s, &t, opts)?,
         };
         // An engine other than the one asked for (io_uring without extended-argument wait):
         // said once here, and kept in the target's params in every result.
@@ -106,7 +112,12 @@ fn path_opener(p: &str) -> Result<multipath::Opener, CliError> {
 }
 
 /// Opens one single-portal (or local) target.
-fn open_one(s: &str, t: &TargetUri, opts: &FileOptions) -> Result<Arc<dyn Target>, CliError> {
+fn open_one(
+    cx: &Context,
+    s: &str,
+    t: &TargetUri,
+    opts: &FileOptions,
+) -> Result<Arc<dyn Target>, CliError> {
     Ok(match t {
         TargetUri::Network { scheme, uri }
             if matches!(scheme.as_str(), "nbd" | "nbd+unix" | "nbds" | "nbds+unix") =>
@@ -126,25 +137,13 @@ fn open_one(s: &str, t: &TargetUri, opts: &FileOptions) -> Result<Arc<dyn Target
                 "{s}: the {scheme} engine is not built into this sanbench yet"
             )))
         }
-        TargetUri::Mem { .. } => shared_mem(s, t, opts)?,
+        // A `mem:` RAM disk lives as long as the context: every cell of a comparison (and
+        // the preconditioning before them) drives the same one, as it would a real target,
+        // instead of a fresh zeroed disk per cell that loses what was written (and
+        // `--verify`'s map with it).
+        TargetUri::Mem { .. } => cx.mem_target(s, || Ok(open_local(s, t, opts)?))?,
         _ => open_local(s, t, opts)?,
     })
-}
-
-/// A `mem:` RAM disk lives as long as the process: every cell of a comparison (and the
-/// preconditioning before them) drives the same one, as it would a real target, instead of a
-/// fresh zeroed disk per cell that loses what was written (and `--verify`'s map with it).
-fn shared_mem(s: &str, t: &TargetUri, opts: &FileOptions) -> Result<Arc<dyn Target>, CliError> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static MEM: OnceLock<Mutex<HashMap<String, Arc<dyn Target>>>> = OnceLock::new();
-    let mut m = poison::lock(MEM.get_or_init(Default::default));
-    if let Some(t) = m.get(s) {
-        return Ok(t.clone());
-    }
-    let target = open_local(s, t, opts)?;
-    m.insert(s.to_string(), target.clone());
-    Ok(target)
 }
 
 /// Takes sanbench's own query keys out of an NBD URI: `submit_batch` (requests held back to

@@ -3,14 +3,15 @@
 
 use std::time::Instant;
 
-use anyhow::Context;
+use anyhow::Context as _;
 use sanbench_engine::verify::{self, pass, Checker, Strict, Verifier, VerifyReport};
 use serde::{Deserialize, Serialize};
 
 use crate::args::VerifyArgs;
+use crate::context::Context;
 use crate::error::{usage, CliError};
+use crate::measure::{file_options, io_timeout};
 use crate::progress::ProgressLine;
-use crate::run_cmd::{file_options, io_timeout};
 
 pub const VERIFY_SCHEMA: &str = "sanbench.verify/1";
 
@@ -40,7 +41,7 @@ fn parse_run_id(s: &str) -> Result<u64, CliError> {
     })
 }
 
-pub fn run(a: VerifyArgs) -> Result<(), CliError> {
+pub fn run(cx: &Context, a: VerifyArgs) -> Result<(), CliError> {
     let run_id = a.run_id.as_deref().map(parse_run_id).transpose()?;
     let span = a.span.map(|b| b.0);
     let bs = a.bs.0;
@@ -52,7 +53,7 @@ pub fn run(a: VerifyArgs) -> Result<(), CliError> {
     if let Some(path) = &a.json {
         crate::outfile::check_writable("--json", path)?;
     }
-    let targets = crate::targets::open_targets(&a.targets, &opts)?;
+    let targets = crate::targets::open_targets(cx, &a.targets, &opts)?;
     let progress = ProgressLine::new(a.quiet);
     let stop = crate::signals::stop_flag();
     let mut doc = VerifyDoc {

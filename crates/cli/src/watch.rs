@@ -77,16 +77,6 @@ fn join(a: Option<&str>, b: Option<&str>) -> Option<String> {
     }
 }
 
-/// The process's watch, for what runs after the plan (mpi/hist.rs).
-#[cfg(feature = "mpi")]
-static CURRENT: Mutex<Option<Arc<Watch>>> = Mutex::new(None);
-
-/// The watch [`Watch::open`] opened last in this process.
-#[cfg(feature = "mpi")]
-pub fn current() -> Option<Arc<Watch>> {
-    poison::lock(&CURRENT).clone()
-}
-
 impl Watch {
     /// Opens what the flags ask for, before any I/O: a log that cannot be created is bad
     /// input (exit 2). `None` when nothing watches. `rank`: this process's rank in an MPI
@@ -129,11 +119,12 @@ impl Watch {
             metrics,
             keys: Mutex::new(Vec::new()),
         });
-        #[cfg(feature = "mpi")]
-        {
-            *poison::lock(&CURRENT) = Some(w.clone());
-        }
         Ok(Some(w))
+    }
+
+    /// The registry the `--metrics-listen` endpoint serves, when this watch started one.
+    pub fn metrics(&self) -> Option<&Arc<Registry>> {
+        self.metrics.as_ref()
     }
 
     /// `run`: one target untagged, several tagged by their number (`t0`, `t1`, ...; the

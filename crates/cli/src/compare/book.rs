@@ -187,7 +187,7 @@ impl CellSave {
         let (w, data) = (plan.workload.clone(), plan.data);
         let name = name.to_string();
         Box::new(move |out| {
-            let doc = crate::run_cmd::build_doc(&w, &data, &out, None);
+            let doc = crate::measure::build_doc(&w, &data, &out, None);
             let mut r = match (n, doc.all) {
                 (1, _) | (_, None) => doc.results.into_iter().next().unwrap_or_default(),
                 (_, Some(all)) => all,

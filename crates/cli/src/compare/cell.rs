@@ -2,15 +2,53 @@
 //! live line's p99 and, under `--save-every`, results.json rewritten with the cell so far as
 //! `in_progress`), its result named and judged against its lab link.
 
-use anyhow::Context;
+use std::sync::Arc;
+
+use anyhow::Context as _;
 
 use sanbench_engine::suite::SuiteWorkload;
+use sanbench_engine::verify::Verifier;
 use sanbench_engine::RunPlan;
 use sanbench_monitor::sampler::Baseline;
 
-use super::{CellCtx, CellRun};
+use super::book::{CellRun, CellSave};
+use super::suite_faults::SuiteFaults;
+use crate::args::CompareArgs;
+use crate::context::Context;
 use crate::error::CliError;
-use crate::run_cmd::{execute_output, file_options, io_timeout};
+use crate::job::{Job, Part};
+use crate::measure::{execute_output, file_options, io_timeout};
+use crate::monitoring::MonitorSetup;
+use crate::precondition::DataPlan;
+use crate::progress::ProgressLine;
+
+/// What every cell of one comparison shares.
+pub(crate) struct CellCtx<'a> {
+    /// The command's context (placement, watch, metrics, `mem:` targets).
+    pub(crate) context: &'a Context,
+    pub(crate) a: &'a CompareArgs,
+    pub(crate) data: &'a DataPlan,
+    pub(crate) size: Option<u64>,
+    pub(crate) progress: &'a Arc<ProgressLine>,
+    pub(crate) mon: Option<&'a MonitorSetup>,
+    /// Per target (index as in the comparison): its verifier under `--verify`.
+    pub(crate) verify: &'a [Option<Arc<Verifier>>],
+    pub(crate) run_id: Option<u64>,
+    /// How this process runs (under MPI each cell a synchronized phase, gathered to rank 0)
+    /// and the targets as given (`{rank}`, `{host}` unexpanded), by index.
+    pub(crate) job: &'a dyn Job,
+    pub(crate) templates: &'a [String],
+    /// `--hist-log`: where every cell's intervals go, and the round that runs now (its tag).
+    pub(crate) watch: Option<&'a Arc<crate::watch::Watch>>,
+    pub(crate) round: std::cell::Cell<u32>,
+    /// `--fault`: fired in every cell's window, recorded in the cell's result.
+    pub(crate) faults: Option<&'a Arc<crate::faults::Faults>>,
+    /// A suite's faults, per (workload, target): fired in those cells instead.
+    pub(crate) suite_faults: &'a SuiteFaults,
+    /// Per target (index as in the comparison): its lab link, whose rate the bottleneck
+    /// judges the link's bytes against.
+    pub(crate) links: &'a [Option<serde_json::Value>],
+}
 
 /// Runs one cell; `None` on the ranks of an MPI job other than 0 (rank 0 has the result).
 pub(crate) fn run_cell(
@@ -20,7 +58,7 @@ pub(crate) fn run_cell(
     uri: &str,
     name: &str,
     baseline: &mut Option<Baseline>,
-    save: Option<super::book::CellSave>,
+    save: Option<CellSave>,
 ) -> Result<Option<CellRun>, CliError> {
     let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
     let n = w.targets_at_once.unwrap_or(1) as usize;
@@ -29,7 +67,7 @@ pub(crate) fn run_cell(
         Some(k) => (0..n)
             .map(|_| crate::targets::open_paths(uri, k))
             .collect::<Result<Vec<_>, _>>()?,
-        None => crate::targets::open_targets(&vec![uri.to_string(); n], &opts)?,
+        None => crate::targets::open_targets(cx.context, &vec![uri.to_string(); n], &opts)?,
     };
     if let Some(wt) = cx.watch {
         wt.for_cell(&w.id, cx.round.get(), name, n);
@@ -45,7 +83,7 @@ pub(crate) fn run_cell(
         // n copies of one target share its map (they drive one store).
         verify: vec![cx.verify[ti].clone(); n],
         clock: None,
-        sync: cx.job.map(|j| j.sync()),
+        sync: cx.job.sync(),
         raw_latencies: false,
         log_interval: a.watch.log_interval.0,
         intervals: None,
@@ -56,7 +94,7 @@ pub(crate) fn run_cell(
     plan.stream_cpus = crate::placement::plan_streams(
         a.cpus.as_ref(),
         a.cpus_policy,
-        cx.job.map(|j| j.rank()),
+        cx.job.rank(),
         plan.workload.workers as usize * plan.targets.len(),
     );
     let partial = save.and_then(|s| {
@@ -68,7 +106,7 @@ pub(crate) fn run_cell(
     ]);
     plan.saves = partial.as_ref().map(|p| p.saves());
     let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
-    let done = execute_output(&plan, progress, mon, *baseline, faults);
+    let done = execute_output(cx.context, &plan, progress, mon, *baseline, faults);
     // The last save is written before the cell is filed (results.json is rewritten then).
     if let Some(p) = &partial {
         p.finish();
@@ -77,9 +115,19 @@ pub(crate) fn run_cell(
     if baseline.is_none() {
         *baseline = used;
     }
-    if let Some(job) = cx.job {
+    if cx.job.in_job() {
         let templates = vec![cx.templates[ti].clone(); n];
-        match job.gather(&w.workload, &templates, doc, out)? {
+        let watch = cx.context.watch();
+        let part = Part {
+            workload: &w.workload,
+            templates: &templates,
+            doc,
+            output: out,
+            monitor_only: false,
+            raw_latencies: false,
+            watch: watch.as_deref(),
+        };
+        match cx.job.gather(part)? {
             Some(merged) => doc = merged,
             None => return Ok(None),
         }

@@ -8,7 +8,7 @@ use sanbench_stats::design::plan::Plan;
 use sanbench_stats::design::williams::Slot;
 use sanbench_store::WorkloadEntry;
 
-use super::Prepared;
+use super::prepared::Prepared;
 use crate::args::{CompareArgs, RepeatArg};
 use crate::error::{usage, CliError};
 

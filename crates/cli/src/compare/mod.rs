@@ -1,163 +1,36 @@
 //! `sanbench compare`: every workload of a suite on every target, round after round in the
 //! order of a Williams design, for as many rounds as the questions need, recorded cell by cell.
 //! The design (order, stopping, verdicts) is `sanbench_stats::design`'s plan: this module only
-//! drives it.
+//! drives it. Below it: the comparison as given ([`prepared`]), one cell run ([`cell`]) and
+//! the cells filed ([`book`]), which the response-time curve (curve.rs) uses too, after the
+//! closed-loop cells.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::Context as _;
 use sanbench_engine::result::rfc3339;
-use sanbench_engine::suite::{self, Suite};
-use sanbench_engine::verify::Verifier;
+use sanbench_engine::suite::Suite;
 use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
 
 use crate::args::CompareArgs;
+use crate::context::Context;
 use crate::error::{usage, CliError};
-use crate::monitoring::MonitorSetup;
+use crate::measure::{file_options, io_timeout};
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
-use crate::run_cmd::{file_options, io_timeout};
 
-mod book;
-mod cell;
+pub(crate) mod book;
+pub(crate) mod cell;
 mod design;
+pub(crate) mod prepared;
 mod suite_faults;
-pub(crate) use book::{Book, CellRun, Place};
-pub(crate) use cell::run_cell;
+use book::{Book, Place};
+use cell::{run_cell, CellCtx};
+use prepared::{prepare, Prepared};
 use sanbench_monitor::sampler::Baseline;
-
-/// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
-/// Without a name the target is named by its URI, secrets masked (`uri::redact`).
-pub fn split_named(s: &str) -> (String, String) {
-    if let Some((name, uri)) = s.split_once('=') {
-        if !name.is_empty() && !name.contains([':', '/']) && !uri.is_empty() {
-            return (name.to_string(), uri.to_string());
-        }
-    }
-    (sanbench_engine::uri::redact(s), s.to_string())
-}
-
-pub struct Prepared {
-    pub suite: Suite,
-    pub targets: Vec<(String, String)>,
-    /// Per target (same order): a reference ceiling, never compared in the findings.
-    pub references: Vec<bool>,
-    /// Per target (same order): the lab link it sits behind, for targets from `--lab`.
-    pub links: Vec<Option<serde_json::Value>>,
-    /// Per target (same order): the lab links of its paths, in path order (a lab target
-    /// behind `--paths`), or its one link; empty for targets not from the lab.
-    pub lab_paths: Vec<Vec<String>>,
-}
-
-pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
-    let mut suite = match &a.fio_suite {
-        Some(s) => s.clone(),
-        None => suite::load(&a.suite).map_err(usage)?,
-    };
-    let time = a.time.map(|d| d.0);
-    let ramp = a.ramp.map(|d| d.0);
-    if time.is_some_and(|t| t.is_zero()) {
-        return Err(usage("--time must be longer than zero"));
-    }
-    suite.scale(time, ramp);
-    for w in suite.workloads.iter_mut() {
-        if w.workload.has_writes() {
-            if let Some(n) = a.data.flush_every {
-                w.workload.flush_every = n;
-            }
-            if let Some(p) = a.data.fua {
-                w.workload.fua_pct = p.0;
-            }
-            w.workload.validate().map_err(usage)?;
-        }
-    }
-    let mut references = Vec::new();
-    let mut targets: Vec<(String, String)> = a
-        .targets
-        .iter()
-        .map(|t| {
-            let (is_ref, t) = match t.strip_prefix("ref:") {
-                Some(rest) => (true, rest),
-                None => (false, t.as_str()),
-            };
-            references.push(is_ref);
-            split_named(t)
-        })
-        .collect();
-    let mut links = vec![None; targets.len()];
-    let mut lab_paths = vec![Vec::new(); targets.len()];
-    if let Some(path) = &a.lab {
-        for t in sanbench_lab::load_lab_targets(path).map_err(|e| usage(e.to_string()))? {
-            lab_paths.push(if t.paths.is_empty() {
-                vec![t.link.name.clone()]
-            } else {
-                t.paths.iter().map(|p| p.link.name.clone()).collect()
-            });
-            targets.push((t.name, t.uri));
-            links.push(serde_json::to_value(&t.link).ok());
-            references.push(false);
-        }
-    }
-    let mut names = std::collections::HashSet::new();
-    for (n, _) in &targets {
-        if !names.insert(n.clone()) {
-            return Err(usage(format!(
-                "two targets are named '{n}'; name them NAME=TARGET"
-            )));
-        }
-    }
-    for name in &a.reference {
-        match targets.iter().position(|(n, _)| n == name) {
-            Some(i) => references[i] = true,
-            None => {
-                return Err(usage(format!(
-                    "--reference {name}: no target is named '{name}' (name targets NAME=TARGET)"
-                )))
-            }
-        }
-    }
-    if !references.is_empty() && references.iter().all(|r| *r) {
-        return Err(usage(
-            "every target is a reference: nothing is left to compare",
-        ));
-    }
-    Ok(Prepared {
-        suite,
-        targets,
-        references,
-        links,
-        lab_paths,
-    })
-}
-
-/// What every cell of one comparison shares.
-pub(crate) struct CellCtx<'a> {
-    pub(crate) a: &'a CompareArgs,
-    pub(crate) data: &'a DataPlan,
-    pub(crate) size: Option<u64>,
-    pub(crate) progress: &'a Arc<ProgressLine>,
-    pub(crate) mon: Option<&'a MonitorSetup>,
-    /// Per target (index as in the comparison): its verifier under `--verify`.
-    pub(crate) verify: &'a [Option<Arc<Verifier>>],
-    pub(crate) run_id: Option<u64>,
-    /// Under MPI: the job (each cell a synchronized phase, gathered to rank 0) and the
-    /// targets as given (`{rank}`, `{host}` unexpanded), by index.
-    pub(crate) job: Option<&'a dyn crate::ranks::Ranked>,
-    pub(crate) templates: &'a [String],
-    /// `--hist-log`: where every cell's intervals go, and the round that runs now (its tag).
-    pub(crate) watch: Option<&'a Arc<crate::watch::Watch>>,
-    pub(crate) round: std::cell::Cell<u32>,
-    /// `--fault`: fired in every cell's window, recorded in the cell's result.
-    pub(crate) faults: Option<&'a Arc<crate::faults::Faults>>,
-    /// A suite's faults, per (workload, target): fired in those cells instead.
-    pub(crate) suite_faults: &'a suite_faults::SuiteFaults,
-    /// Per target (index as in the comparison): its lab link, whose rate the bottleneck
-    /// judges the link's bytes against.
-    pub(crate) links: &'a [Option<serde_json::Value>],
-}
 
 /// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
 /// were read (`LoadLevels`).
@@ -170,6 +43,7 @@ fn curve_levels(a: &CompareArgs, s: &Suite) -> Vec<f64> {
 /// Preconditions every target once, before its first cell (or says why not): the report goes
 /// into every cell of the target.
 fn precondition_all(
+    cx: &Context,
     a: &CompareArgs,
     p: &Prepared,
     data: &DataPlan,
@@ -185,7 +59,7 @@ fn precondition_all(
     let mut targets = Vec::with_capacity(p.targets.len());
     let mut spans = Vec::with_capacity(p.targets.len());
     for (_, uri) in &p.targets {
-        let t = crate::targets::open_targets(std::slice::from_ref(uri), &opts)?
+        let t = crate::targets::open_targets(cx, std::slice::from_ref(uri), &opts)?
             .pop()
             .context("no target opened")?;
         let total = t.info().size;
@@ -218,12 +92,12 @@ fn precondition_all(
     Ok((out, vs))
 }
 
-pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
+pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     // A job file may name the CPUs (cpus_allowed): read it before pinning.
     crate::fio_cmd::resolve_compare(&mut a)?;
-    crate::placement::apply(a.cpus.as_ref(), a.cpus_policy)?;
-    let job = crate::ranks::job();
-    let rank0 = job.as_ref().is_none_or(|j| j.rank() == 0);
+    context.apply_placement(a.cpus.as_ref(), a.cpus_policy)?;
+    let job = context.job();
+    let rank0 = job.reports();
     if !rank0 {
         // Only rank 0 prints, writes files and touches the store.
         a.quiet = true;
@@ -238,7 +112,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     let mut p = prepare(&a)?;
     // The plan first: a design that cannot run is refused before anything runs.
     let mut plan = design::plan(&a, &p, rank0)?;
-    if job.is_some() && !a.faults.is_empty() {
+    if job.in_job() && !a.faults.is_empty() {
         return Err(usage(
             "--fault does not run as an MPI job yet: compare without mpirun or srun",
         ));
@@ -250,7 +124,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         .map(|w| (w.id.clone(), w.workload.time))
         .collect();
     let faults = crate::faults::Faults::prepare(&a.faults, a.lab.as_deref(), &windows)?;
-    let suite_faults = suite_faults::prepare(&a, &p, job.is_some())?;
+    let suite_faults = suite_faults::prepare(&a, &p, job.in_job())?;
     let data = DataPlan::from_args(&a.data)?;
     let size = a.size.map(|b| b.0);
     let mut mon = crate::monitoring::setup(&a.monitor)?;
@@ -267,12 +141,12 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         }
     }
     // Rank 0 alone writes files; the other ranks spool their histogram log's lines for it.
-    let watch = crate::watch::Watch::open(&a.watch, job.as_ref().map(|j| j.rank()))?;
+    let watch = context.open_watch(&a.watch, job.rank())?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
     let curve = curve_levels(&a, &p.suite);
     let curve_stop = a.curve_stop.0;
-    if job.is_some() && !curve.is_empty() {
+    if job.in_job() && !curve.is_empty() {
         return Err(usage(
             "a response-time curve does not run as an MPI job yet: drop --curve (or the \
              suite's curve)",
@@ -347,15 +221,15 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     // are preconditioned by rank 0 alone.
     let templates: Vec<String> = p.targets.iter().map(|(_, u)| u.clone()).collect();
     let mut pre_data = data.clone();
-    if let Some(j) = &job {
+    if job.in_job() {
         for (_, u) in p.targets.iter_mut() {
-            *u = crate::ranks::expand(u, j.rank(), j.host());
+            *u = job.expand(u);
         }
         if !rank0 && !crate::ranks::per_rank(&templates) {
             pre_data.mode = sanbench_engine::precondition::Mode::None;
         }
     }
-    let (preconditions, vs) = precondition_all(&a, &p, &pre_data, size, &progress)?;
+    let (preconditions, vs) = precondition_all(context, &a, &p, &pre_data, size, &progress)?;
     if !a.quiet && rank0 {
         eprintln!("{}", design::line(&plan, &a));
     }
@@ -370,6 +244,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         writes: rank0,
     };
     let cx = CellCtx {
+        context,
         a: &a,
         data: &data,
         size,
@@ -377,7 +252,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         mon: mon.as_ref(),
         verify: &vs.per_target,
         run_id: vs.run_id,
-        job: job.as_deref(),
+        job,
         templates: &templates,
         watch: watch.as_ref(),
         round: std::cell::Cell::new(0),
@@ -395,10 +270,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         };
         // Under MPI rank 0 decides for every rank (only it has the figures the plan judges),
         // so all reach the cell's barrier or none; the other ranks' plans run the same order.
-        if !job
-            .as_ref()
-            .map_or(next.is_some(), |j| j.go_on(next.is_some()))
-        {
+        if !job.go_on(next.is_some()) {
             break;
         }
         let Some(s) = next else { break };
@@ -436,7 +308,7 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         let save = book.cell_save(
             (s.target, &w.id),
             &place,
-            job.is_some(),
+            job.in_job(),
             (a.live.save_every.0, w.workload.time),
         );
         match run_cell(
@@ -467,8 +339,11 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
     book.cmp.design = Some(plan.design());
     let complete = plan.stopped().is_some();
     if failure.is_none() && !curve.is_empty() && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        // Curves are refused under MPI (checked before the cells): no job here.
-        let cx = CellCtx { job: None, ..cx };
+        // Curves are refused under MPI (checked before the cells): alone here.
+        let cx = CellCtx {
+            job: &crate::job::Local,
+            ..cx
+        };
         let plan = crate::curve::CurvePlan {
             levels: curve.clone(),
             stop_us: curve_stop.as_secs_f64() * 1e6,
@@ -534,21 +409,4 @@ pub fn run(mut a: CompareArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names() {
-        assert_eq!(split_named("fast=mem:1G"), ("fast".into(), "mem:1G".into()));
-        assert_eq!(split_named("mem:1G"), ("mem:1G".into(), "mem:1G".into()));
-        let u = "nbd+unix:///x?socket=/tmp/s";
-        assert_eq!(split_named(u), (u.into(), u.into()));
-        assert_eq!(
-            split_named("/dev/sdb"),
-            ("/dev/sdb".into(), "/dev/sdb".into())
-        );
-    }
 }

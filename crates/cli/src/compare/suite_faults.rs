@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use sanbench_engine::suite::{fault_at, SuiteWorkload};
 
-use super::Prepared;
+use super::prepared::Prepared;
 use crate::args::CompareArgs;
 use crate::error::{usage, CliError};
 use crate::faults::Faults;

@@ -27,8 +27,9 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::args::{CrosscheckArgs, RepeatArg};
+use crate::context::Context;
 use crate::error::{usage, CliError};
-use crate::run_cmd::{measure, workload_from_args, Measure};
+use crate::measure::{measure, workload_from_args, Measure};
 use sanbench_engine::result::TargetResult;
 use sanbench_stats::design::plan::Stop;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
@@ -56,11 +57,11 @@ fn fmt_pct(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |d| format!("{:.1} %", d * 100.0))
 }
 
-pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
+pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
     crate::fio_cmd::resolve_run(&mut a.run)?;
     // Both tools on the same CPUs: sanbench pinned here, fio by the job's cpus_allowed (and
     // cpus_allowed_policy=split with --cpus-policy split).
-    crate::placement::apply(a.run.cpus.as_ref(), a.run.cpus_policy)?;
+    cx.apply_placement(a.run.cpus.as_ref(), a.run.cpus_policy)?;
     if a.run.targets.len() != 1 {
         return Err(usage("crosscheck drives one target"));
     }
@@ -103,7 +104,7 @@ pub fn run(mut a: CrosscheckArgs) -> Result<(), CliError> {
     };
     std::fs::write(&job_path, &job)
         .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", job_path.display())))?;
-    let r = check(&a, &w, &job_path);
+    let r = check(cx, &a, &w, &job_path);
     if !keep {
         let _ = std::fs::remove_file(&job_path);
     }
@@ -150,8 +151,13 @@ fn run_fio(
     }
 }
 
-fn run_sanbench(a: &CrosscheckArgs, first: bool) -> Result<(Figures, TargetResult), CliError> {
+fn run_sanbench(
+    cx: &Context,
+    a: &CrosscheckArgs,
+    first: bool,
+) -> Result<(Figures, TargetResult), CliError> {
     let (doc, _) = measure(
+        cx,
         &a.run,
         Measure {
             targets: &a.run.targets,
@@ -227,7 +233,12 @@ fn comparison(
     }
 }
 
-fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Result<(), CliError> {
+fn check(
+    cx: &Context,
+    a: &CrosscheckArgs,
+    w: &sanbench_engine::Workload,
+    job: &Path,
+) -> Result<(), CliError> {
     let tol = a.tolerance / 100.0;
     // With --json -, the document alone goes to stdout and the table to stderr.
     let to_stdout = a.run.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
@@ -300,7 +311,7 @@ fn check(a: &CrosscheckArgs, w: &sanbench_engine::Workload, job: &Path) -> Resul
         for tool in if sb_first { [0, 1] } else { [1, 0] } {
             let cell_start = std::time::SystemTime::now();
             let (f, result) = if tool == 0 {
-                run_sanbench(a, rep == 0)?
+                run_sanbench(cx, a, rep == 0)?
             } else {
                 run_fio(a, job, depth, &engine)?
             };

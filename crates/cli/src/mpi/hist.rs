@@ -10,8 +10,9 @@
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::Job;
+use super::MpiJob;
 use crate::error::CliError;
+use crate::watch::Watch;
 
 /// Tag of a chunk of a rank's spooled log lines (an empty chunk ends a rank's).
 pub const TAG_HLOG: i32 = 0x5b03;
@@ -21,8 +22,13 @@ const CHUNK: usize = 1 << 20;
 /// Sends this rank's spooled lines to rank 0 (ranks other than 0) or appends every other
 /// rank's to the log (rank 0), when `--hist-log` was given (on every rank alike).
 /// `window_start`: this rank's, the log's base time on rank 0 unless its intervals set it.
-pub fn exchange(job: &Job, window_start: std::time::SystemTime) -> Result<(), CliError> {
-    let Some(watch) = crate::watch::current() else {
+/// `watch`: the context's (`Context::watch`).
+pub fn exchange(
+    job: &MpiJob,
+    watch: Option<&Watch>,
+    window_start: std::time::SystemTime,
+) -> Result<(), CliError> {
+    let Some(watch) = watch else {
         return Ok(());
     };
     if !watch.logs() {

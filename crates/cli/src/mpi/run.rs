@@ -1,14 +1,13 @@
-//! One rank's part of `sanbench run` and rank 0's one result.
+//! Rank 0's one result of a run (or of a comparison's cell) from every rank's part.
 //!
 //! Every rank opens its targets (`{rank}` and `{host}` expanded) and runs the plan in step
 //! (`MpiSync`); ranks named by `--monitor-only-ranks` run a plan without targets, so they take
-//! part in the phases and measure their host. Each rank then sends rank 0 one message: its
-//! run output (counters, per-second series, HdrHistograms in V2 serialization) and its own
-//! document (monitors, efficiency). Rank 0 merges the outputs (histograms bucket by bucket:
-//! merged percentiles are exact), builds the totals from the merge, adds `hosts[]` and `mpi`,
-//! and alone prints, writes and reports.
+//! part in the phases and measure their host (run_cmd.rs, through `Job`). Each rank then sends
+//! rank 0 one message: its run output (counters, per-second series, HdrHistograms in V2
+//! serialization) and its own document (monitors, efficiency). Rank 0 merges the outputs
+//! (histograms bucket by bucket: merged percentiles are exact), builds the totals from the
+//! merge, adds `hosts[]` and `mpi`, and alone prints, writes and reports.
 
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mpi::topology::SimpleCommunicator;
@@ -19,19 +18,15 @@ use sanbench_engine::run::wire;
 use sanbench_engine::RunOutput;
 use serde::{Deserialize, Serialize};
 
-use super::sync::{MpiSync, TAG_RESULT};
-use super::Job;
-use crate::args::RunArgs;
-use crate::error::{usage, CliError};
-use crate::run_cmd::{measure, Measure};
+use super::sync::TAG_RESULT;
+use super::MpiJob;
+use crate::error::CliError;
+use crate::watch::Watch;
 
 /// Test hook: with this variable set to a directory, every rank keeps its raw latencies and
 /// writes them to DIR/rank-N.txt (one value in ns per line), so a test can check the merged
 /// percentiles against all of them (small runs only).
 pub const RAW_ENV: &str = "SANBENCH_TEST_RAW_LATENCIES";
-
-/// Rank 0's time to receive and decode the last gather (for `mpi.gather_ms`).
-static GATHER_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What one rank sends rank 0.
 #[derive(Serialize, Deserialize)]
@@ -46,70 +41,38 @@ pub struct RankReport {
     pub doc: RunDoc,
 }
 
-pub fn run(a: &RunArgs, job: &Job) -> Result<(), CliError> {
-    let monitor_only = match &a.monitor_only_ranks {
-        Some(list) => crate::ranks::parse_rank_list(list, job.size)
-            .map_err(usage)?
-            .contains(&job.rank),
-        None => false,
-    };
-    let targets: Vec<String> = if monitor_only {
-        Vec::new()
-    } else {
-        a.targets
-            .iter()
-            .map(|t| crate::ranks::expand(t, job.rank, &job.host))
-            .collect()
-    };
-    let raw_dir = std::env::var_os(RAW_ENV).map(std::path::PathBuf::from);
-    let (doc, mut output) = measure(
-        a,
-        Measure {
-            targets: &targets,
-            quiet: a.quiet || job.rank != 0,
-            sync: Some(Arc::new(MpiSync {
-                rank: job.rank,
-                size: job.size,
-            })),
-            // Targets every rank shares are preconditioned once, by rank 0 (the others wait at
-            // the start barrier meanwhile).
-            precondition: job.rank == 0 || crate::ranks::per_rank(&a.targets),
-            raw_latencies: raw_dir.is_some(),
-            rank: Some(job.rank),
-        },
-    )?;
-    if let Some(dir) = raw_dir {
-        let text: String = output
-            .targets
-            .iter()
-            .flat_map(|t| &t.raw_ns)
-            .map(|v| format!("{v}\n"))
-            .collect();
-        let path = dir.join(format!("rank-{}.txt", job.rank));
-        std::fs::write(&path, text)
-            .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display())))?;
-        for t in &mut output.targets {
-            t.raw_ns = Vec::new();
-        }
-    }
-    let mine = RankReport {
-        bytes: 0,
-        rank: job.rank,
-        host: job.host.clone(),
-        monitor_only,
-        output,
-        doc,
-    };
-    let Some(all) = exchange(job, mine)? else {
+/// The test hook ([`RAW_ENV`]): this rank's raw latencies to DIR/rank-N.txt, then left out
+/// of what is sent.
+pub fn write_raw(job: &MpiJob, output: &mut RunOutput) -> Result<(), CliError> {
+    let Some(dir) = std::env::var_os(RAW_ENV).map(std::path::PathBuf::from) else {
         return Ok(());
     };
-    let w = crate::run_cmd::workload_from_args(a)?;
-    let doc = merged_doc(&w, &a.targets, job, all)?;
-    crate::run_cmd::report(a, &doc)
+    let text: String = output
+        .targets
+        .iter()
+        .flat_map(|t| &t.raw_ns)
+        .map(|v| format!("{v}\n"))
+        .collect();
+    let path = dir.join(format!("rank-{}.txt", job.rank));
+    std::fs::write(&path, text)
+        .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display())))?;
+    for t in &mut output.targets {
+        t.raw_ns = Vec::new();
+    }
+    Ok(())
 }
 
-/// Sends this rank's report to rank 0; on rank 0, returns every rank's, in rank order.
-pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, CliError> {
+/// Every rank's reports, in rank order, and rank 0's time to receive and decode them (ms,
+/// for `mpi.gather_ms`).
+pub type Gathered = (Vec<RankReport>, f64);
+
+/// Sends this rank's report to rank 0; on rank 0, returns every rank's. `watch`: the
+/// context's, whose histogram log gathers every rank's lines after the results.
+pub fn exchange(
+    job: &MpiJob,
+    mine: RankReport,
+    watch: Option<&Watch>,
+) -> Result<Option<Gathered>, CliError> {
     let world = SimpleCommunicator::world();
     let window_start = mine.output.clock_started_at + mine.doc.spec.ramp;
     let bytes = serde_json::to_vec(&mine)
@@ -118,7 +81,7 @@ pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, 
         world
             .process_at_rank(0)
             .send_with_tag(&bytes[..], TAG_RESULT);
-        super::hist::exchange(job, window_start)?;
+        super::hist::exchange(job, watch, window_start)?;
         return Ok(None);
     }
     let t0 = std::time::Instant::now();
@@ -137,12 +100,9 @@ pub fn exchange(job: &Job, mine: RankReport) -> Result<Option<Vec<RankReport>>, 
         rep.bytes = bytes.len() as u64;
         all.push(rep);
     }
-    GATHER_NS.store(
-        t0.elapsed().as_nanos() as u64,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    super::hist::exchange(job, window_start)?;
-    Ok(Some(all))
+    let gather_ms = t0.elapsed().as_nanos() as u64 as f64 / 1e6;
+    super::hist::exchange(job, watch, window_start)?;
+    Ok(Some((all, gather_ms)))
 }
 
 fn unix_ns(t: SystemTime) -> i128 {
@@ -153,12 +113,14 @@ fn unix_ns(t: SystemTime) -> i128 {
 }
 
 /// Rank 0's one document: the totals from the merged outputs, each rank in `hosts[]`.
-/// `templates`: the targets as given (named so in the totals when they differ per rank).
+/// `templates`: the targets as given (named so in the totals when they differ per rank);
+/// `gather_ms`: rank 0's time to gather them.
 pub fn merged_doc(
     w: &sanbench_engine::Workload,
     templates: &[String],
-    job: &Job,
+    job: &MpiJob,
     ranks: Vec<RankReport>,
+    gather_ms: f64,
 ) -> Result<RunDoc, CliError> {
     let t0 = std::time::Instant::now();
     let outputs: Vec<RunOutput> = ranks.iter().map(|r| r.output.clone()).collect();
@@ -204,7 +166,7 @@ pub fn merged_doc(
             spread(&windows) * 1e6
         },
         decided_by: 0,
-        gather_ms: GATHER_NS.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6,
+        gather_ms,
         merge_ms,
     };
     if let [only] = &ranks[..] {
@@ -219,7 +181,7 @@ pub fn merged_doc(
         .find(|r| !r.monitor_only)
         .map(|r| &r.doc)
         .unwrap_or(&ranks[0].doc);
-    let mut doc = crate::run_cmd::build_doc(w, &base.data, &merged, None);
+    let mut doc = crate::measure::build_doc(w, &base.data, &merged, None);
     // Targets that differ per rank are named by their template.
     if templates
         .iter()

@@ -1,0 +1,128 @@
+//! A comparison as given, before anything runs: its suite (scaled by `--time`, `--ramp` and
+//! the data flags) and its targets (named, references marked, the lab's added), checked.
+
+use sanbench_engine::suite::{self, Suite};
+
+use crate::args::CompareArgs;
+use crate::error::{usage, CliError};
+
+/// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
+/// Without a name the target is named by its URI, secrets masked (`uri::redact`).
+pub fn split_named(s: &str) -> (String, String) {
+    if let Some((name, uri)) = s.split_once('=') {
+        if !name.is_empty() && !name.contains([':', '/']) && !uri.is_empty() {
+            return (name.to_string(), uri.to_string());
+        }
+    }
+    (sanbench_engine::uri::redact(s), s.to_string())
+}
+
+pub struct Prepared {
+    pub suite: Suite,
+    pub targets: Vec<(String, String)>,
+    /// Per target (same order): a reference ceiling, never compared in the findings.
+    pub references: Vec<bool>,
+    /// Per target (same order): the lab link it sits behind, for targets from `--lab`.
+    pub links: Vec<Option<serde_json::Value>>,
+    /// Per target (same order): the lab links of its paths, in path order (a lab target
+    /// behind `--paths`), or its one link; empty for targets not from the lab.
+    pub lab_paths: Vec<Vec<String>>,
+}
+
+pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
+    let mut suite = match &a.fio_suite {
+        Some(s) => s.clone(),
+        None => suite::load(&a.suite).map_err(usage)?,
+    };
+    let time = a.time.map(|d| d.0);
+    let ramp = a.ramp.map(|d| d.0);
+    if time.is_some_and(|t| t.is_zero()) {
+        return Err(usage("--time must be longer than zero"));
+    }
+    suite.scale(time, ramp);
+    for w in suite.workloads.iter_mut() {
+        if w.workload.has_writes() {
+            if let Some(n) = a.data.flush_every {
+                w.workload.flush_every = n;
+            }
+            if let Some(p) = a.data.fua {
+                w.workload.fua_pct = p.0;
+            }
+            w.workload.validate().map_err(usage)?;
+        }
+    }
+    let mut references = Vec::new();
+    let mut targets: Vec<(String, String)> = a
+        .targets
+        .iter()
+        .map(|t| {
+            let (is_ref, t) = match t.strip_prefix("ref:") {
+                Some(rest) => (true, rest),
+                None => (false, t.as_str()),
+            };
+            references.push(is_ref);
+            split_named(t)
+        })
+        .collect();
+    let mut links = vec![None; targets.len()];
+    let mut lab_paths = vec![Vec::new(); targets.len()];
+    if let Some(path) = &a.lab {
+        for t in sanbench_lab::load_lab_targets(path).map_err(|e| usage(e.to_string()))? {
+            lab_paths.push(if t.paths.is_empty() {
+                vec![t.link.name.clone()]
+            } else {
+                t.paths.iter().map(|p| p.link.name.clone()).collect()
+            });
+            targets.push((t.name, t.uri));
+            links.push(serde_json::to_value(&t.link).ok());
+            references.push(false);
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    for (n, _) in &targets {
+        if !names.insert(n.clone()) {
+            return Err(usage(format!(
+                "two targets are named '{n}'; name them NAME=TARGET"
+            )));
+        }
+    }
+    for name in &a.reference {
+        match targets.iter().position(|(n, _)| n == name) {
+            Some(i) => references[i] = true,
+            None => {
+                return Err(usage(format!(
+                    "--reference {name}: no target is named '{name}' (name targets NAME=TARGET)"
+                )))
+            }
+        }
+    }
+    if !references.is_empty() && references.iter().all(|r| *r) {
+        return Err(usage(
+            "every target is a reference: nothing is left to compare",
+        ));
+    }
+    Ok(Prepared {
+        suite,
+        targets,
+        references,
+        links,
+        lab_paths,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(split_named("fast=mem:1G"), ("fast".into(), "mem:1G".into()));
+        assert_eq!(split_named("mem:1G"), ("mem:1G".into(), "mem:1G".into()));
+        let u = "nbd+unix:///x?socket=/tmp/s";
+        assert_eq!(split_named(u), (u.into(), u.into()));
+        assert_eq!(
+            split_named("/dev/sdb"),
+            ("/dev/sdb".into(), "/dev/sdb".into())
+        );
+    }
+}
