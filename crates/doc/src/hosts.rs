@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::{Efficiency, LatencyUs, ProcessCpu, RunDoc, TargetResult};
+use crate::efficiency::Efficiency;
+use crate::latency::{LatencyUs, ProcessCpu};
 
 /// One rank's own figures.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -68,45 +69,4 @@ pub struct MpiInfo {
     /// Rank 0's time to receive and decode every rank's report, and to merge them.
     pub gather_ms: f64,
     pub merge_ms: f64,
-}
-
-impl HostResult {
-    /// A rank's entry from its own document (its aggregate, or its one target).
-    pub fn of(doc: &RunDoc, rank: u32, host: &str, monitor_only: bool) -> HostResult {
-        let own: Option<&TargetResult> = doc.all.as_ref().or(doc.results.first());
-        let mut h = HostResult {
-            rank,
-            host: host.into(),
-            monitor_only,
-            targets: doc.results.iter().map(|r| r.target.clone()).collect(),
-            seconds: doc.seconds,
-            process_cpu: doc.process_cpu.clone(),
-            stream_cpus: doc
-                .manifest
-                .as_ref()
-                .and_then(|m| m["placement"]["stream_cpus"].as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|c| c.as_u64())
-                        .map(|c| c as usize)
-                        .collect()
-                })
-                .unwrap_or_default(),
-            ..HostResult::default()
-        };
-        if let Some(t) = own {
-            h.ios = t.ios;
-            h.bytes = t.bytes;
-            h.iops = t.iops;
-            h.mb_per_s = t.mb_per_s;
-            h.latency_us = t.latency_us.clone();
-            h.cpu = t.cpu.clone();
-            h.net = t.net.clone();
-            h.power = t.power.clone();
-            h.efficiency = t.efficiency;
-            h.intervals = t.intervals.clone();
-            h.intervals_step_s = t.intervals_step_s;
-        }
-        h
-    }
 }

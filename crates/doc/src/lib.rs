@@ -26,6 +26,7 @@ mod from_run;
 pub mod host;
 pub mod hosts;
 pub mod interval;
+pub mod latency;
 pub mod multipath;
 pub mod precondition;
 pub mod run;

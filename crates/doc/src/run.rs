@@ -6,43 +6,12 @@
 use serde::{Deserialize, Serialize};
 
 use sanbench_io::TargetInfo;
-use sanbench_stats::LatencyHistogram;
 
+use crate::hosts::HostResult;
+pub use crate::latency::{LatencyUs, ProcessCpu};
 use crate::spec::Workload;
 
 pub const SCHEMA: &str = "sanbench.run/1";
-
-/// Latency figures in microseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LatencyUs {
-    pub mean: f64,
-    pub min: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub p9999: f64,
-    pub max: f64,
-    pub stdev: f64,
-}
-
-impl LatencyUs {
-    pub fn from_hist(h: &LatencyHistogram) -> LatencyUs {
-        let s = h.summary();
-        let us = |ns: u64| ns as f64 / 1000.0;
-        LatencyUs {
-            mean: s.mean / 1000.0,
-            min: us(s.min),
-            p50: us(s.p50),
-            p90: us(s.p90),
-            p99: us(s.p99),
-            p999: us(s.p999),
-            p9999: us(s.p9999),
-            max: us(s.max),
-            stdev: s.stdev / 1000.0,
-        }
-    }
-}
 
 /// One direction (reads or writes) of one result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -309,32 +278,46 @@ pub struct FaultRecord {
     pub error: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ProcessCpu {
-    pub user_s: f64,
-    pub system_s: f64,
-    /// I/Os completed in the window per CPU-second of the sanbench process.
-    pub ios_per_cpu_s: f64,
-    /// CPU-µs of the sanbench process per I/O.
-    pub cpu_us_per_io: f64,
-}
-
-impl ProcessCpu {
-    /// The process's CPU over a window in which `ios` I/Os completed.
-    pub fn new(user_s: f64, system_s: f64, ios: u64) -> ProcessCpu {
-        let cpu_s = user_s + system_s;
-        ProcessCpu {
-            user_s,
-            system_s,
-            ios_per_cpu_s: if cpu_s > 0.0 { ios as f64 / cpu_s } else { 0.0 },
-            cpu_us_per_io: if ios > 0 {
-                cpu_s * 1e6 / ios as f64
-            } else {
-                0.0
-            },
-        }
-    }
-}
-
 /// UTC with milliseconds: `2026-11-22T09:14:23.250Z`.
 pub use sanbench_stats::time::rfc3339_millis as rfc3339;
+
+impl HostResult {
+    /// A rank's entry from its own document (its aggregate, or its one target).
+    pub fn of(doc: &RunDoc, rank: u32, host: &str, monitor_only: bool) -> HostResult {
+        let own: Option<&TargetResult> = doc.all.as_ref().or(doc.results.first());
+        let mut h = HostResult {
+            rank,
+            host: host.into(),
+            monitor_only,
+            targets: doc.results.iter().map(|r| r.target.clone()).collect(),
+            seconds: doc.seconds,
+            process_cpu: doc.process_cpu.clone(),
+            stream_cpus: doc
+                .manifest
+                .as_ref()
+                .and_then(|m| m["placement"]["stream_cpus"].as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|c| c.as_u64())
+                        .map(|c| c as usize)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            ..HostResult::default()
+        };
+        if let Some(t) = own {
+            h.ios = t.ios;
+            h.bytes = t.bytes;
+            h.iops = t.iops;
+            h.mb_per_s = t.mb_per_s;
+            h.latency_us = t.latency_us.clone();
+            h.cpu = t.cpu.clone();
+            h.net = t.net.clone();
+            h.power = t.power.clone();
+            h.efficiency = t.efficiency;
+            h.intervals = t.intervals.clone();
+            h.intervals_step_s = t.intervals_step_s;
+        }
+        h
+    }
+}
