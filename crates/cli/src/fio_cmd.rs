@@ -1,13 +1,13 @@
-//! fio job files at the command line: `run --fio`, `compare --fio` (read through the engine's
-//! sans-I/O `fio` module, with the files and the environment supplied here), `run --emit-fio`
+//! fio job files at the command line: `run --fio`, `compare --fio` (read through sanbench-fio's
+//! sans-I/O parser, with the files and the environment supplied here), `run --emit-fio`
 //! and `suite show --fio` (written by its export). docs/FIO.md.
 
 use std::path::{Path, PathBuf};
 
-use sanbench_engine::fio::{self, FioTarget, Host, ImportOptions, Imported, Setup};
 use sanbench_engine::suite::{Suite, SuiteWorkload};
 use sanbench_engine::units::Bytes;
 use sanbench_engine::Workload;
+use sanbench_fio::{self as fio, FioTarget, Host, ImportOptions, Imported, Setup};
 
 use crate::args::{CompareArgs, DataArgs, EngineArgs, RunArgs};
 use crate::error::{usage, CliError};

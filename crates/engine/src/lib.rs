@@ -12,7 +12,6 @@ pub mod blkdev;
 pub mod bottleneck;
 pub mod disruption;
 pub mod file;
-pub mod fio;
 pub mod gen;
 pub mod holes;
 /// The per-rank rows of an MPI run: `sanbench_doc::hosts`, at its old path.
