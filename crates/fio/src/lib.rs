@@ -6,10 +6,14 @@
 //! that answers for the environment and `include`d files, so the parser is fuzzed
 //! (fuzz/fuzz_targets/fio_job.rs) and tested without files. [`import::import`] then maps one
 //! job section, naming every option it cannot take, one line each.
+//!
+//! [`json`] reads what fio writes back: its JSON output (`json+`: the joint p99 from its
+//! latency histogram) as crosscheck's figures and as a result beside sanbench's own.
 
 pub mod export;
 pub mod import;
 pub mod ini;
+pub mod json;
 pub mod options;
 pub mod sizes;
 pub mod value;
