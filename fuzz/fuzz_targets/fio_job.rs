@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sanbench_engine::fio::{self, FioTarget, Host, ImportOptions, Setup};
+use sanbench_fio::{self as fio, FioTarget, Host, ImportOptions, Setup};
 
 struct Fuzz<'a> {
     include: &'a str,

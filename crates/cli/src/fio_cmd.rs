@@ -1,36 +1,16 @@
-//! fio job files at the command line: `run --fio`, `compare --fio` (read through the engine's
-//! sans-I/O `fio` module, with the files and the environment supplied here), `run --emit-fio`
-//! and `suite show --fio` (written by its export). docs/FIO.md.
+//! fio job files at the command line: `run --fio`, `compare --fio` (read through sanbench-fio's
+//! sans-I/O parser, the files and the environment from its `FsHost`), `run --emit-fio` and
+//! `suite show --fio` (written by its export): the arguments only. docs/FIO.md.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use sanbench_engine::fio::{self, FioTarget, Host, ImportOptions, Imported, Setup};
 use sanbench_engine::suite::{Suite, SuiteWorkload};
 use sanbench_engine::units::Bytes;
 use sanbench_engine::Workload;
+use sanbench_fio::{self as fio, FioTarget, FsHost, ImportOptions, Imported, Setup};
 
 use crate::args::{CompareArgs, DataArgs, EngineArgs, RunArgs};
 use crate::error::{usage, CliError};
-
-/// Files and the environment for the parser: an `include` names a file as written, or, when
-/// that does not exist, beside the file that includes it (as fio does).
-struct Files;
-
-impl Host for Files {
-    fn env(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-    fn include(&mut self, from: &str, name: &str) -> Result<(String, String), String> {
-        let mut p = PathBuf::from(name);
-        if !p.exists() {
-            if let Some(dir) = Path::new(from).parent() {
-                p = dir.join(name);
-            }
-        }
-        let text = std::fs::read_to_string(&p).map_err(|e| e.to_string())?;
-        Ok((p.display().to_string(), text))
-    }
-}
 
 /// Reads and maps every job section (or only the one named; `pick_one`: exactly one, so a
 /// file of several needs a name). Every problem is printed on a line of its own; the error
@@ -44,7 +24,7 @@ pub fn load(
 ) -> Result<Vec<Imported>, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-    let sections = fio::parse(&text, &path.display().to_string(), &mut Files)
+    let sections = fio::parse(&text, &path.display().to_string(), &mut FsHost)
         .map_err(|e| usage(e.to_string()))?;
     if sections.is_empty() {
         return Err(usage(format!("{}: no job section", path.display())));

@@ -11,7 +11,6 @@ pub use sanbench_io::{arena, engine, error};
 pub mod blkdev;
 pub mod disruption;
 pub mod file;
-pub mod fio;
 pub mod gen;
 pub mod holes;
 /// The per-rank rows of an MPI run: `sanbench_doc::hosts`, at its old path.

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use crate::engine::{Completion, Io, Queue, QueueConfig, Target, TargetInfo};
 use crate::error::EngineError;
 
-/// Size a `null:` target reports when none is given: large enough that random offsets spread.
-pub const DEFAULT_NULL_SIZE: u64 = 1 << 40;
+/// Size a `null:` target reports when none is given (`sanbench_units::target`, where target
+/// URIs are parsed).
+pub use sanbench_units::target::DEFAULT_NULL_SIZE;
 
 pub struct NullTarget {
     info: TargetInfo,

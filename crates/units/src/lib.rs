@@ -7,13 +7,14 @@
 //! are decimal MB/s with MiB/s beside them (docs/MEASURE.md).
 //!
 //! [`fmt`] is the other direction for numbers: the one formatter of the terminal, the report
-//! and the charts.
+//! and the charts; [`target`] parses target URIs as the user writes them.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub mod fmt;
+pub mod target;
 
 /// Parses a size in bytes. Bare numbers are bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {

@@ -12,10 +12,10 @@
 //! (fio's total latency, from preparing the I/O: the one its configured depth is in flight
 //! for) and `lat_ns.percentile` (fio runs with `--lat_percentiles=1`: the same span as
 //! sanbench's latency, which starts before the submitting call; fio's `clat` for io_uring
-//! starts after it, `fio_json::table`). fio reports no joint p99 for a mixed job: fio runs
-//! with `--output-format=json+`, whose `bins` are its latency histogram per direction; joined
-//! over directions and jobs they give the joint p99 by fio's own rule (`p99_method`
-//! "histogram"). From an fio without them, the per-direction percentile tables at the points
+//! starts after it, `sanbench_fio::json::table`). fio reports no joint p99 for a mixed job:
+//! fio runs with `--output-format=json+`, whose `bins` are its latency histogram per
+//! direction; joined over directions and jobs they give the joint p99 by fio's own rule
+//! (`p99_method` "histogram"). From an fio without them, the per-direction percentile tables at the points
 //! `percentile_list` asks for, weighted by their I/O counts ("percentile tables": an upper
 //! bound, 10-20 % high on a 70/30 mix).
 //! fio's in-flight mean is its configured depth, iodepth x numjobs: exact for a closed loop,
@@ -35,10 +35,9 @@ use sanbench_stats::design::plan::Stop;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 use sanbench_units::fmt::si_digits;
 
-mod fio_json;
 mod interval;
-pub use fio_json::{fio_figures, fio_result, Figures, PERCENTILES};
 use interval::{all_decided, interval, interval_heading, Interval, Looks, FIGURES};
+pub use sanbench_fio::json::{fio_figures, fio_result, Figures, PERCENTILES};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use sanbench_engine::result::{DirResult, LatencyUs, LittlesLaw, TargetResult};
+use sanbench_doc::run::{DirResult, LatencyUs, LittlesLaw, TargetResult};
 
 /// fio's percentile list for the joint p99 (at most 20 entries in fio).
 pub const PERCENTILES: &str =

@@ -11,8 +11,7 @@ use std::time::Duration;
 use super::ini::{Opt, Section};
 use super::options::{canonical, why, MAPPED, NO_EFFECT};
 use super::{sizes, value, Setup};
-use crate::run::pacer::Arrival;
-use crate::spec::{Segment, Workload};
+use sanbench_doc::spec::{Arrival, Segment, Workload};
 
 /// A mapped job.
 #[derive(Clone, Debug, PartialEq)]
@@ -439,10 +438,10 @@ pub fn import(s: &Section, o: &ImportOptions) -> Result<Imported, Vec<String>> {
     // sanbench's buffers are always page-aligned (each slot a multiple of a page), which
     // satisfies any alignment that divides a page; a coarser one it cannot promise.
     c.parse("iomem_align", |v| match value::size(v, kb)? {
-        a if a == 0 || (crate::arena::ALIGN as u64).is_multiple_of(a) => Ok(()),
+        a if a == 0 || (sanbench_io::arena::ALIGN as u64).is_multiple_of(a) => Ok(()),
         a => Err(format!(
             "sanbench aligns its buffers to {} bytes, not {a}",
-            crate::arena::ALIGN
+            sanbench_io::arena::ALIGN
         )),
     });
     // Placement: the CPU list is checked against the host by the CLI.

@@ -6,9 +6,8 @@
 use std::fmt::Write as _;
 
 use super::{sizes, value, Setup};
-use crate::run::pacer::Arrival;
-use crate::spec::Workload;
-use crate::uri::{parse_target, TargetUri};
+use sanbench_doc::spec::{Arrival, Workload};
+use sanbench_units::target::{parse_target, TargetUri};
 
 /// A target as fio reaches it.
 #[derive(Clone, Debug, PartialEq)]
@@ -149,7 +148,7 @@ pub fn export_section(
         .map(|s| s.weight as f64)
         .sum::<f64>()
         .max(1.0);
-    let avg = |f: &dyn Fn(&crate::spec::Segment) -> f64| {
+    let avg = |f: &dyn Fn(&sanbench_doc::spec::Segment) -> f64| {
         w.segments
             .iter()
             .map(|s| f(s) * s.weight as f64)

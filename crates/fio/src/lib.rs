@@ -5,16 +5,23 @@
 //! Reading is sans-I/O, like the wire codecs: [`ini::parse`] takes the text and a [`Host`]
 //! that answers for the environment and `include`d files, so the parser is fuzzed
 //! (fuzz/fuzz_targets/fio_job.rs) and tested without files. [`import::import`] then maps one
-//! job section, naming every option it cannot take, one line each.
+//! job section, naming every option it cannot take, one line each. [`FsHost`] is the `Host`
+//! of a job file on disk (the filesystem and the process's environment), for the command line.
+//!
+//! [`json`] reads what fio writes back: its JSON output (`json+`: the joint p99 from its
+//! latency histogram) as crosscheck's figures and as a result beside sanbench's own.
 
 pub mod export;
+pub mod host;
 pub mod import;
 pub mod ini;
+pub mod json;
 pub mod options;
 pub mod sizes;
 pub mod value;
 
 pub use export::{export_section, FioTarget};
+pub use host::FsHost;
 pub use import::{import, ImportOptions, Imported};
 pub use ini::{parse, Host, Opt, Section};
 

@@ -8,8 +8,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
-use crate::run::pacer::Arrival;
-use crate::spec::{Segment, Workload};
+use sanbench_doc::spec::{Arrival, Segment, Workload};
 
 struct Env(HashMap<String, String>);
 
