@@ -250,25 +250,25 @@ pub fn attach_precondition(
     reports: Vec<Report>,
     placement: Option<serde_json::Value>,
 ) {
-    let mut by_target = serde_json::Map::new();
+    let mut by_target = std::collections::BTreeMap::new();
     for (r, rep) in doc.results.iter_mut().zip(reports) {
-        by_target.insert(
-            r.target.clone(),
-            serde_json::to_value(&rep).unwrap_or_default(),
-        );
+        by_target.insert(r.target.clone(), rep.clone());
         r.precondition = Some(rep);
     }
-    if let Some(serde_json::Value::Object(m)) = doc.manifest.as_mut() {
-        m.insert("precondition".into(), by_target.into());
-    } else if doc.manifest.is_none() {
-        // No host manifest (--no-monitor): the placement still goes in, as the figures
-        // depend on it.
-        let mut m = serde_json::Map::new();
-        m.insert("precondition".into(), by_target.into());
-        if let Some(p) = placement {
-            m.insert("placement".into(), p);
+    match doc.manifest.as_mut() {
+        Some(m) => m.precondition = by_target,
+        None => {
+            // No host manifest (--no-monitor): the placement still goes in, as the figures
+            // depend on it.
+            let mut m = sanbench_doc::manifest::Manifest {
+                precondition: by_target,
+                ..Default::default()
+            };
+            if let Some(p) = placement {
+                m.extra.insert("placement".into(), p);
+            }
+            doc.manifest = Some(m);
         }
-        doc.manifest = Some(m.into());
     }
 }
 

@@ -152,11 +152,11 @@ pub fn fill(doc: &mut RunDoc, report: &MonitorReport, baseline: Option<Baseline>
 pub fn manifest(doc: &mut RunDoc, placement: Option<serde_json::Value>) {
     let root = Path::new("/");
     let opts = InspectOptions::default();
-    let m = manifest::collect(root, env!("CARGO_PKG_VERSION"), None, &opts);
-    doc.manifest = serde_json::to_value(m).ok();
-    if let (Some(serde_json::Value::Object(m)), Some(p)) = (doc.manifest.as_mut(), placement) {
-        m.insert("placement".into(), p);
+    let mut m = manifest::collect(root, env!("CARGO_PKG_VERSION"), None, &opts);
+    if let Some(p) = placement {
+        m.extra.insert("placement".into(), p);
     }
+    doc.manifest = Some(m);
     for r in doc.results.iter_mut() {
         let Some(info) = r.info.as_mut() else {
             continue;

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use sanbench_doc::compare::LinkInfo;
 use sanbench_engine::result::{RunDoc, TargetResult};
 use sanbench_store::Comparison;
 use sanbench_units::fmt::si;
@@ -377,22 +378,14 @@ pub fn compare_table(c: &Comparison) -> String {
 }
 
 /// A lab link as one phrase: "one: 1 Gbit/s, MTU 1500, offloads on, direct".
-pub fn link_text(l: &serde_json::Value) -> String {
-    let rate = sanbench_units::fmt::bit_rate(l["rate_bits"].as_f64().unwrap_or(0.0));
+pub fn link_text(l: &LinkInfo) -> String {
+    let rate = sanbench_units::fmt::bit_rate(l.rate_bits as f64);
     format!(
         "{}: {rate}, MTU {}, offloads {}, {}",
-        l["name"].as_str().unwrap_or("?"),
-        l["mtu"].as_u64().unwrap_or(0),
-        if l["offload"].as_bool().unwrap_or(true) {
-            "on"
-        } else {
-            "off"
-        },
-        if l["switched"].as_bool().unwrap_or(false) {
-            "switched"
-        } else {
-            "direct"
-        }
+        l.name,
+        l.mtu,
+        if l.offload { "on" } else { "off" },
+        if l.switched { "switched" } else { "direct" }
     )
 }
 
@@ -429,14 +422,19 @@ mod tests {
 
     #[test]
     fn lab_links_in_one_phrase() {
-        let l = serde_json::json!({"name": "one", "rate_bits": 1_000_000_000u64, "mtu": 9000,
-            "offload": false, "switched": true});
+        let link = |name: &str, rate_bits: u64, mtu: u32, offload: bool, switched: bool| LinkInfo {
+            name: name.into(),
+            rate_bits,
+            mtu,
+            offload,
+            switched,
+        };
+        let l = link("one", 1_000_000_000, 9000, false, true);
         assert_eq!(
             link_text(&l),
             "one: 1 Gbit/s, MTU 9000, offloads off, switched"
         );
-        let l = serde_json::json!({"name": "s", "rate_bits": 100_000_000u64, "mtu": 1500,
-            "offload": true, "switched": false});
+        let l = link("s", 100_000_000, 1500, true, false);
         assert_eq!(
             link_text(&l),
             "s: 100 Mbit/s, MTU 1500, offloads on, direct"

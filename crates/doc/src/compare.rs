@@ -18,19 +18,32 @@ pub struct TargetEntry {
     /// Short name used in tables, charts and findings ("iSCSI 10G").
     pub name: String,
     pub uri: String,
-    /// Environment manifest and negotiated parameters (from the first run on this target).
+    /// The target's facts and negotiated parameters (from the first run on this target).
     #[serde(default)]
-    pub manifest: serde_json::Value,
+    pub manifest: Option<sanbench_io::TargetInfo>,
     /// The lab link the target sits behind, when it came from `--lab` (rate, MTU, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link: Option<serde_json::Value>,
+    pub link: Option<LinkInfo>,
     /// Idle host figures measured before this target's runs (CPU busy %, watts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<serde_json::Value>,
+    pub baseline: Option<crate::host::Baseline>,
     /// A reference ceiling (`--reference NAME`, `ref:NAME=TARGET`): shown in tables and charts,
     /// never the subject or object of a finding, not graded on the report card.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reference: bool,
+}
+
+/// The link a target sits behind, as the comparison document records it (`TargetEntry.link`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LinkInfo {
+    pub name: String,
+    /// Shaped line rate, bits per second, both directions.
+    pub rate_bits: u64,
+    pub mtu: u32,
+    /// Segmentation and checksum offloads on (true) or off.
+    pub offload: bool,
+    /// One more forwarding element (a bridge) on the path.
+    pub switched: bool,
 }
 
 /// One workload of the suite.
@@ -100,7 +113,7 @@ pub struct Comparison {
     pub cells: Vec<Cell>,
     /// Host environment manifest (kernel, CPU, memory, ...).
     #[serde(default)]
-    pub manifest: serde_json::Value,
+    pub manifest: Option<crate::manifest::Manifest>,
     /// True when the run stopped before every cell ran.
     #[serde(default)]
     pub incomplete: bool,

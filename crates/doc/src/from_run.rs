@@ -50,11 +50,7 @@ impl Comparison {
             .map(|(r, name)| TargetEntry {
                 name: name.clone(),
                 uri: r.target.clone(),
-                manifest: r
-                    .info
-                    .as_ref()
-                    .and_then(|i| serde_json::to_value(i).ok())
-                    .unwrap_or_default(),
+                manifest: r.info.clone(),
                 ..TargetEntry::default()
             })
             .collect();
@@ -76,7 +72,7 @@ impl Comparison {
                 paths: None,
             }],
             cells,
-            manifest: doc.manifest.clone().unwrap_or_default(),
+            manifest: doc.manifest.clone(),
             incomplete: doc.stopped_early,
             curve: Vec::new(),
             design: None,

@@ -27,6 +27,7 @@ pub mod host;
 pub mod hosts;
 pub mod interval;
 pub mod latency;
+pub mod manifest;
 pub mod multipath;
 pub mod precondition;
 pub mod run;

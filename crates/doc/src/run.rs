@@ -234,11 +234,10 @@ pub struct RunDoc {
     /// CPU time of the sanbench process over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
-    /// The environment manifest (filled by the monitors): host facts, the placement and the
-    /// precondition. Still JSON: its `device` holds a block device's transport tree, typed in
-    /// the monitor crate (`sanbench_monitor::transport`), which this crate does not depend on.
+    /// The environment manifest (filled by the monitors): host facts, the precondition and the
+    /// placement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifest: Option<serde_json::Value>,
+    pub manifest: Option<crate::manifest::Manifest>,
     /// Host monitoring beyond the per-result blocks: idle baseline, per-interval series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::host::HostBlock>,
@@ -295,7 +294,7 @@ impl HostResult {
             stream_cpus: doc
                 .manifest
                 .as_ref()
-                .and_then(|m| m["placement"]["stream_cpus"].as_array())
+                .and_then(|m| m.extra.get("placement")?.get("stream_cpus")?.as_array())
                 .map(|a| {
                     a.iter()
                         .filter_map(|c| c.as_u64())

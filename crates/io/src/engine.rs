@@ -116,6 +116,7 @@ pub struct QueueConfig {
 
 /// Facts about an opened target that the run reports.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TargetInfo {
     /// The URI as the user wrote it.

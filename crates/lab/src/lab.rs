@@ -11,7 +11,7 @@ use crate::plan::{IF_PREFIX, NS_PREFIX};
 use crate::procs;
 use crate::site::{self, Site};
 use crate::spec::{parse_size, LinkSpec, TargetKind};
-use crate::state::{LabPath, LabState, LabTarget, LinkInfo, LinkState, ProcState};
+use crate::state::{LabPath, LabState, LabTarget, LinkState, ProcState};
 
 /// How long a target may take to accept connections.
 const PORT_WAIT: Duration = Duration::from_secs(15);
@@ -97,7 +97,7 @@ fn build(
         for p in &s.links {
             st.host_links.push(p.host_if());
             st.links.push(LinkState {
-                info: LinkInfo::of(&p.spec),
+                info: crate::state::link_info(&p.spec),
                 rate: p.spec.rate(),
                 namespace: p.namespace(),
                 switch_namespace: p.switch_namespace(),
@@ -149,7 +149,7 @@ pub fn lab_targets(s: &Site, kind: TargetKind) -> Vec<LabTarget> {
             .iter()
             .enumerate()
             .map(|(i, l)| LabPath {
-                link: LinkInfo::of(&l.spec),
+                link: crate::state::link_info(&l.spec),
                 uri: s.path_uri(kind, i),
             })
             .collect();

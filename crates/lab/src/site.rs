@@ -280,7 +280,7 @@ impl Site {
     /// switched if any path is.
     pub fn link_info(&self) -> LinkInfo {
         if !self.is_group() {
-            return LinkInfo::of(&self.links[0].spec);
+            return crate::state::link_info(&self.links[0].spec);
         }
         let specs = self.links.iter().map(|l| &l.spec);
         LinkInfo {

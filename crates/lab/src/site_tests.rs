@@ -77,7 +77,7 @@ fn single_link_targets_are_as_before() {
     assert_eq!(lt.len(), 1);
     assert_eq!(lt[0].name, "nbd@ten");
     assert!(lt[0].paths.is_empty());
-    assert_eq!(lt[0].link, LinkInfo::of(&p.spec));
+    assert_eq!(lt[0].link, crate::state::link_info(&p.spec));
 }
 
 #[test]

@@ -16,28 +16,16 @@ use crate::spec::{LinkSpec, TargetKind};
 
 pub const LAB_SCHEMA: &str = "sanbench.lab/1";
 
-/// The link a target sits behind, as the comparison document records it (`TargetEntry.link`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkInfo {
-    pub name: String,
-    /// Shaped line rate, bits per second, both directions.
-    pub rate_bits: u64,
-    pub mtu: u32,
-    /// Segmentation and checksum offloads on (true) or off.
-    pub offload: bool,
-    /// One more forwarding element (a bridge) on the path.
-    pub switched: bool,
-}
+pub use sanbench_doc::compare::LinkInfo;
 
-impl LinkInfo {
-    pub fn of(s: &LinkSpec) -> LinkInfo {
-        LinkInfo {
-            name: s.name.clone(),
-            rate_bits: s.rate_bits,
-            mtu: s.mtu,
-            offload: s.offload,
-            switched: s.switched,
-        }
+/// A link's facts as a comparison records them (`targets[].link`).
+pub fn link_info(s: &LinkSpec) -> LinkInfo {
+    LinkInfo {
+        name: s.name.clone(),
+        rate_bits: s.rate_bits,
+        mtu: s.mtu,
+        offload: s.offload,
+        switched: s.switched,
     }
 }
 

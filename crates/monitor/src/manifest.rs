@@ -6,31 +6,12 @@
 //! `null`, not guesses: a VM without cpufreq has no governor.
 
 use crate::fsutil::{read_attr, under};
-use crate::transport::{inspect_device, DeviceInfo, InspectOptions};
-use serde::{Deserialize, Serialize};
+use crate::transport::{inspect_device, InspectOptions};
 use std::path::Path;
 use std::time::SystemTime;
 
 pub use crate::transport::InspectOptions as ManifestOptions;
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub sanbench_version: String,
-    pub kernel: Option<String>,
-    pub cpu_model: Option<String>,
-    pub cpu_count: usize,
-    /// `scaling_governor` of cpu0; `None` without cpufreq (VMs).
-    pub governor: Option<String>,
-    /// `MemTotal` in bytes.
-    pub mem_total_bytes: Option<u64>,
-    pub hostname: Option<String>,
-    /// RFC 3339, UTC.
-    pub start_time: String,
-    pub device: Option<DeviceInfo>,
-    /// Why a fact is missing.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
+pub use sanbench_doc::manifest::Manifest;
 
 /// Collects the manifest. `device` is the target block device, if the run has one.
 pub fn collect(
@@ -63,6 +44,7 @@ pub fn collect(
         start_time: rfc3339(SystemTime::now()),
         device,
         notes,
+        ..Manifest::default()
     }
 }
 

@@ -209,7 +209,13 @@ fn two_loopback_targets_say_so_unless_a_limit_says_more() {
     // Behind a lab link, the same address is a shaped link: no note.
     let mut lab = c.clone();
     for t in lab.targets.iter_mut().filter(|t| t.name == ISCSI) {
-        t.link = Some(serde_json::json!({ "rate": "1gbit" }));
+        t.link = Some(sanbench_doc::compare::LinkInfo {
+            name: "one".into(),
+            rate_bits: 1_000_000_000,
+            mtu: 1500,
+            offload: true,
+            switched: false,
+        });
     }
     let r = Report::new(&lab, &Options::default());
     assert!(!between(&r, NBD, ISCSI, "bandwidth")

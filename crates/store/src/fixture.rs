@@ -7,12 +7,13 @@
 //! efficiency ratios, and the third target's power is modeled (as on a VM without a meter).
 //! One target's name holds HTML metacharacters on purpose.
 
-use sanbench_doc::host::{CpuBreakdown, CpuReport, PowerReport};
+use sanbench_doc::host::{Baseline, CpuBreakdown, CpuReport, PowerReport};
 use sanbench_doc::interval::IntervalSummary;
+use sanbench_doc::manifest::Manifest;
 use sanbench_doc::run::{Efficiency, LatencyUs, Sample, TargetResult};
 use sanbench_doc::spec::{Segment, Workload};
+use sanbench_io::TargetInfo;
 use sanbench_stats::LatencyHistogram;
-use serde_json::json;
 
 use crate::model::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
@@ -277,9 +278,18 @@ pub fn sample_comparison() -> Comparison {
         .map(|p| TargetEntry {
             name: p.name.into(),
             uri: p.uri.into(),
-            manifest: json!({ "uri": p.uri, "engine": "uring", "block_size": 512 }),
+            manifest: Some(TargetInfo {
+                uri: p.uri.into(),
+                engine: "uring".into(),
+                block_size: 512,
+                ..TargetInfo::default()
+            }),
             link: None,
-            baseline: Some(json!({ "cpu_busy_pct": 1.5, "watts": 211.0 })),
+            baseline: Some(Baseline {
+                seconds: 2.0,
+                busy_pct: 1.5,
+                idle_w: Some(211.0),
+            }),
             reference: false,
         })
         .collect();
@@ -334,12 +344,13 @@ pub fn sample_comparison() -> Comparison {
         targets,
         workloads,
         cells,
-        manifest: json!({
-            "hostname": "lab1",
-            "kernel": "6.1.0-28-amd64",
-            "cpu_model": "Example CPU @ 2.60GHz",
-            "cpus": 2,
-            "governor": "performance",
+        manifest: Some(Manifest {
+            hostname: Some("lab1".into()),
+            kernel: Some("6.1.0-28-amd64".into()),
+            cpu_model: Some("Example CPU @ 2.60GHz".into()),
+            cpu_count: 2,
+            governor: Some("performance".into()),
+            ..Manifest::default()
         }),
         incomplete: false,
         curve: Vec::new(),

@@ -15,7 +15,7 @@ use crate::error::CliError;
 /// One cell's outcome: its result, the host manifest, and under MPI each rank's figures.
 pub(crate) struct CellRun {
     pub(crate) result: TargetResult,
-    pub(crate) manifest: Option<serde_json::Value>,
+    pub(crate) manifest: Option<sanbench_doc::manifest::Manifest>,
     pub(crate) hosts: Vec<sanbench_engine::hosts::HostResult>,
 }
 
@@ -72,17 +72,14 @@ impl Book<'_> {
         } = cell;
         let cmp = &mut self.cmp;
         r.precondition = Some(self.preconditions[ti].clone());
-        if cmp.manifest.is_null() {
-            cmp.manifest = host.unwrap_or_default();
+        if cmp.manifest.is_none() {
+            cmp.manifest = host;
         }
         if cmp.targets[ti].baseline.is_none() {
-            cmp.targets[ti].baseline =
-                self.baselines[ti].and_then(|b| serde_json::to_value(b).ok());
+            cmp.targets[ti].baseline = self.baselines[ti];
         }
-        if cmp.targets[ti].manifest.is_null() {
-            if let Some(info) = &r.info {
-                cmp.targets[ti].manifest = serde_json::to_value(info).unwrap_or_default();
-            }
+        if cmp.targets[ti].manifest.is_none() {
+            cmp.targets[ti].manifest = r.info.clone();
         }
         let iops: Vec<f64> = r.timeseries.iter().map(|s| s.iops).collect();
         if !self.quiet {

@@ -47,7 +47,7 @@ pub(crate) struct CellCtx<'a> {
     pub(crate) suite_faults: &'a SuiteFaults,
     /// Per target (index as in the comparison): its lab link, whose rate the bottleneck
     /// judges the link's bytes against.
-    pub(crate) links: &'a [Option<serde_json::Value>],
+    pub(crate) links: &'a [Option<sanbench_doc::compare::LinkInfo>],
 }
 
 /// Runs one cell; `None` on the ranks of an MPI job other than 0 (rank 0 has the result).
@@ -162,15 +162,15 @@ pub(crate) fn run_cell(
 
 /// A lab target's bottleneck judged again with its link's rate: the shaping (tc) is not
 /// something the interface reports, so the monitor alone cannot know it.
-fn lab_link_rate(r: &mut sanbench_engine::result::TargetResult, link: Option<&serde_json::Value>) {
-    let Some(l) = link else { return };
-    let (Some(rate), Some(b)) = (l.get("rate_bits").and_then(|v| v.as_u64()), &r.bottleneck) else {
+fn lab_link_rate(
+    r: &mut sanbench_engine::result::TargetResult,
+    link: Option<&sanbench_doc::compare::LinkInfo>,
+) {
+    let (Some(l), Some(b)) = (link, &r.bottleneck) else {
         return;
     };
-    let source = format!(
-        "lab link {}",
-        l.get("name").and_then(|n| n.as_str()).unwrap_or("?")
-    );
+    let rate = l.rate_bits;
+    let source = format!("lab link {}", l.name);
     let open = r.open_loop.as_ref().map(|o| (o.valid, o.asked_iops));
     r.bottleneck = Some(sanbench_analysis::bottleneck::with_link_rate(
         b, rate, &source, open,

@@ -197,7 +197,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
             })
             .collect(),
         cells: Vec::new(),
-        manifest: serde_json::Value::Null,
+        manifest: None,
         incomplete: false,
         curve: curve.clone(),
         design: Some(plan.design()),

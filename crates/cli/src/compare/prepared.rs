@@ -1,6 +1,7 @@
 //! A comparison as given, before anything runs: its suite (scaled by `--time`, `--ramp` and
 //! the data flags) and its targets (named, references marked, the lab's added), checked.
 
+use sanbench_doc::compare::LinkInfo;
 use sanbench_engine::suite::{self, Suite};
 
 use crate::args::CompareArgs;
@@ -23,7 +24,7 @@ pub struct Prepared {
     /// Per target (same order): a reference ceiling, never compared in the findings.
     pub references: Vec<bool>,
     /// Per target (same order): the lab link it sits behind, for targets from `--lab`.
-    pub links: Vec<Option<serde_json::Value>>,
+    pub links: Vec<Option<LinkInfo>>,
     /// Per target (same order): the lab links of its paths, in path order (a lab target
     /// behind `--paths`), or its one link; empty for targets not from the lab.
     pub lab_paths: Vec<Vec<String>>,
@@ -74,7 +75,7 @@ pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
                 t.paths.iter().map(|p| p.link.name.clone()).collect()
             });
             targets.push((t.name, t.uri));
-            links.push(serde_json::to_value(&t.link).ok());
+            links.push(Some(t.link));
             references.push(false);
         }
     }

@@ -220,7 +220,7 @@ fn comparison(
             paths: None,
         }],
         cells,
-        manifest: serde_json::Value::Null,
+        manifest: None,
         incomplete: false,
         curve: Vec::new(),
         // The order alternates (sanbench first in even rounds): a Williams design for two,

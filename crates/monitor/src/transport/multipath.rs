@@ -12,39 +12,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use super::dmsetup::{parse_status, parse_table, Status, Table};
-use super::{
-    classify, digits_after, name_of, net_iface, nvme, InspectOptions, NetIface, Transport,
-};
+use super::{classify, digits_after, name_of, net_iface, nvme, InspectOptions, Transport};
 use crate::cmd::run;
 use crate::fsutil::{read_attr, under};
 
-/// One path of a multipath device.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MultipathPath {
-    /// The path's block device: `sdb`, or NVMe's hidden `nvme0c1n1`.
-    pub device: String,
-    /// `MAJ:MIN`, as dm tables name it (NVMe's hidden paths have none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dev: Option<String>,
-    /// [`Transport::label`] of the path.
-    pub label: String,
-    pub transport: Transport,
-    /// dm-multipath's view (`dmsetup status`): `active` or `failed`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
-    /// dm-multipath: how often the kernel failed this path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fail_count: Option<u64>,
-    /// NVMe: the path's ANA state (`optimized`, `non-optimized`, `inaccessible`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ana_state: Option<String>,
-    /// The interface toward the path's target (networked transports).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub net: Option<NetIface>,
-}
+pub use sanbench_doc::manifest::MultipathPath;
 
 /// Deeper than this, a dm device's slaves are not followed (a stack of maps, or a loop in a
 /// fixture tree).

@@ -4,20 +4,10 @@
 use super::InspectOptions;
 use crate::cmd::run;
 use crate::fsutil::{read_attr, under};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Interface carrying a networked transport.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct NetIface {
-    pub name: String,
-    pub mtu: Option<u32>,
-    /// `ethtool -k` features: name → on. Empty when ethtool could not run (see `note`).
-    pub offloads: BTreeMap<String, bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
+pub use sanbench_doc::manifest::NetIface;
 
 /// Parses `ethtool -k IF`: `name: on|off [fixed]` lines, indented children included.
 pub fn parse_ethtool_k(text: &str) -> BTreeMap<String, bool> {

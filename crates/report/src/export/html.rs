@@ -405,7 +405,7 @@ fn steady_text(c: &sanbench_doc::Comparison, workload: &str, target: &str) -> St
     }
 }
 
-fn pretty(v: &serde_json::Value) -> String {
+fn pretty(v: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
@@ -420,10 +420,10 @@ fn environment(r: &Report, s: &mut String) {
     for t in &c.targets {
         let mut v = json!({ "uri": t.uri, "manifest": t.manifest });
         if let Some(l) = &t.link {
-            v["link"] = l.clone();
+            v["link"] = json!(l);
         }
         if let Some(b) = &t.baseline {
-            v["baseline"] = b.clone();
+            v["baseline"] = json!(b);
         }
         let _ = writeln!(
             s,

@@ -391,16 +391,12 @@ pub(crate) fn series_name(t: &sanbench_doc::TargetEntry) -> String {
         return t.name.clone();
     };
     let mut parts = Vec::new();
-    if let Some(bits) = l["rate_bits"].as_u64() {
-        parts.push(sanbench_units::fmt::bit_rate(bits as f64));
-    }
-    if let Some(mtu) = l["mtu"].as_u64() {
-        parts.push(format!("MTU {mtu}"));
-    }
-    if l["offload"].as_bool() == Some(false) {
+    parts.push(sanbench_units::fmt::bit_rate(l.rate_bits as f64));
+    parts.push(format!("MTU {}", l.mtu));
+    if !l.offload {
         parts.push("offloads off".into());
     }
-    if l["switched"].as_bool() == Some(true) {
+    if l.switched {
         parts.push("switched".into());
     }
     if parts.is_empty() {
@@ -422,16 +418,21 @@ mod link_tests {
             ..TargetEntry::default()
         };
         assert_eq!(series_name(&t), "nbd@one");
-        t.link = Some(serde_json::json!({
-            "name": "one", "rate_bits": 1_000_000_000u64, "mtu": 9000,
-            "offload": false, "switched": true
-        }));
+        let link = |rate_bits: u64, mtu: u32, offload: bool, switched: bool| {
+            Some(sanbench_doc::compare::LinkInfo {
+                name: "one".into(),
+                rate_bits,
+                mtu,
+                offload,
+                switched,
+            })
+        };
+        t.link = link(1_000_000_000, 9000, false, true);
         assert_eq!(
             series_name(&t),
             "nbd@one [1 Gbit/s, MTU 9000, offloads off, switched]"
         );
-        t.link =
-            Some(serde_json::json!({ "rate_bits": 100_000_000u64, "mtu": 1500, "offload": true }));
+        t.link = link(100_000_000, 1500, true, false);
         assert_eq!(series_name(&t), "nbd@one [100 Mbit/s, MTU 1500]");
     }
 }
