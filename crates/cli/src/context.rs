@@ -59,8 +59,8 @@ impl Context {
         }
     }
 
-    /// A context for a process that runs alone.
-    #[cfg(test)]
+    /// A context for a process that runs alone (no MPI job): what a library caller or a
+    /// test wants.
     pub fn local() -> Context {
         Context::new(Box::new(crate::job::Local))
     }

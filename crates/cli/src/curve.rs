@@ -33,7 +33,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
-pub fn run(
+pub(crate) fn run(
     cx: &CellCtx<'_>,
     p: &Prepared,
     plan: &CurvePlan,

@@ -1,56 +1,14 @@
-//! `sanbench`: the one binary. Argument parsing, output and exit codes live here; everything
-//! else is in the library crates. Exit codes: 0 ok, 1 the run failed, 2 bad usage or input
+//! `sanbench`: the one binary. It parses the command line, picks the job (alone or a rank of
+//! an MPI job), makes the context and calls the library (lib.rs), then maps the outcome to an
+//! exit code. Exit codes: 0 ok, 1 the run failed, 2 bad usage or input
 //! (always with one clear line on stderr).
 
-#[macro_use]
-mod stdout;
-
-mod ana_cmd;
-mod args;
-mod bottleneck;
-mod compare;
-mod context;
-mod crosscheck;
-mod curve;
-mod demo;
-mod discover_cmd;
-mod disruption_out;
-mod error;
-mod faults;
-mod fio_cmd;
-mod job;
-mod lab_cmd;
-mod launcher;
-mod measure;
-mod metrics;
-mod monitoring;
-mod monitors_cmd;
-#[cfg(feature = "mpi")]
-mod mpi;
-mod outfile;
-mod output;
-mod partial;
-mod placement;
-mod precondition;
-mod progress;
-mod ranks;
-mod run_cmd;
-mod serve_cmd;
-mod serve_metrics;
-mod servers;
-mod signals;
-mod sinks;
-mod store_cmd;
-mod suite_cmd;
-mod targets;
-mod verify_cmd;
-mod watch;
+use sanbench::args::Cli;
+use sanbench::{context, job, stdout};
 
 use std::process::ExitCode;
 
 use clap::Parser;
-
-use crate::args::{Cli, Command};
 
 /// clap's message up to its first blank line or usage block, on one line: the problem and
 /// what it concerns ("the following required arguments were not provided: <TARGET>...").
@@ -98,22 +56,7 @@ fn main() -> ExitCode {
     };
     // The one context of this command (placement, watch, metrics, `mem:` targets, the job).
     let cx = &context::Context::new(job);
-    let result = match cli.command {
-        Command::Run(a) => run_cmd::run(cx, a),
-        Command::Suite { command } => suite_cmd::run(command),
-        Command::Compare(a) => compare::run(cx, a),
-        Command::Verify(a) => verify_cmd::run(cx, a),
-        Command::Crosscheck(a) => crosscheck::run(cx, a),
-        Command::Demo(a) => demo::run(cx, a),
-        Command::Discover(a) => discover_cmd::run(a),
-        Command::Ana(a) => ana_cmd::run(a),
-        Command::Monitors(a) => monitors_cmd::run(a),
-        Command::History(a) => store_cmd::history(a),
-        Command::Report(a) => store_cmd::report(a),
-        Command::Diff(a) => store_cmd::diff(a),
-        Command::Serve { command } => serve_cmd::run(command),
-        Command::Lab { command } => lab_cmd::run(command),
-    };
+    let result = sanbench::dispatch(cx, cli.command);
     let unwritten = stdout::finish();
     match result {
         Ok(()) => match unwritten {

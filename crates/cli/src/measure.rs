@@ -386,6 +386,55 @@ pub struct Measure<'a> {
     pub rank: Option<u32>,
 }
 
+/// The flags `run` and `compare` share that shape a plan.
+pub struct Shared<'a> {
+    pub seed: u64,
+    pub log_interval: std::time::Duration,
+    pub cpus: Option<&'a crate::placement::CpuList>,
+    pub cpus_policy: crate::placement::CpusPolicy,
+}
+
+/// What one run (or one cell of a comparison) measures: its workload, the targets opened for
+/// it and the data they hold.
+pub struct Planned {
+    pub workload: Workload,
+    pub targets: Vec<Arc<dyn sanbench_engine::Target>>,
+    pub io_timeout: std::time::Duration,
+    pub data: sanbench_engine::stamp::DataSpec,
+    pub run_id: Option<u64>,
+    pub verify: Vec<Option<Arc<sanbench_engine::verify::Verifier>>>,
+    pub sync: Option<Arc<dyn sanbench_engine::run::sync::PhaseSync>>,
+    pub raw_latencies: bool,
+    /// This process's rank in an MPI job (the ranks of one host deal its CPUs out in turn).
+    pub rank: Option<u32>,
+}
+
+/// The engine's plan for a run or a cell: the one place it is built, so that `run` and
+/// `compare` measure the same way (stop flag, interval cap, each stream's CPU).
+pub fn plan(p: Planned, f: &Shared<'_>) -> RunPlan {
+    let streams = p.workload.workers as usize * p.targets.len();
+    let mut plan = RunPlan {
+        workload: p.workload,
+        targets: p.targets,
+        io_timeout: p.io_timeout,
+        seed: f.seed,
+        data: p.data,
+        stop: crate::signals::stop_flag(),
+        run_id: p.run_id,
+        verify: p.verify,
+        clock: None,
+        sync: p.sync,
+        raw_latencies: p.raw_latencies,
+        log_interval: f.log_interval,
+        intervals: None,
+        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
+        saves: None,
+        stream_cpus: Vec::new(),
+    };
+    plan.stream_cpus = crate::placement::plan_streams(f.cpus, f.cpus_policy, p.rank, streams);
+    plan
+}
+
 /// Runs one process's part and returns its document and the run's output (for merging).
 pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliError> {
     let w = workload_from_args(a)?;
@@ -442,29 +491,24 @@ pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, Run
         )?;
         reports.push(rep);
     }
-    let mut plan = RunPlan {
-        workload: w.clone(),
-        targets,
-        io_timeout,
-        seed: a.seed,
-        data: data.spec,
-        stop: crate::signals::stop_flag(),
-        run_id,
-        verify,
-        clock: None,
-        sync: m.sync,
-        raw_latencies: m.raw_latencies,
-        log_interval: a.watch.log_interval.0,
-        intervals: None,
-        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
-        saves: None,
-        stream_cpus: Vec::new(),
-    };
-    plan.stream_cpus = crate::placement::plan_streams(
-        a.cpus.as_ref(),
-        a.cpus_policy,
-        m.rank,
-        plan.workload.workers as usize * a.targets.len(),
+    let mut plan = plan(
+        Planned {
+            workload: w.clone(),
+            targets,
+            io_timeout,
+            data: data.spec,
+            run_id,
+            verify,
+            sync: m.sync,
+            raw_latencies: m.raw_latencies,
+            rank: m.rank,
+        },
+        &Shared {
+            seed: a.seed,
+            log_interval: a.watch.log_interval.0,
+            cpus: a.cpus.as_ref(),
+            cpus_policy: a.cpus_policy,
+        },
     );
     cx.record_stream_cpus(plan.cpu_of_each_stream());
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.

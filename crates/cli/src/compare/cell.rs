@@ -8,7 +8,6 @@ use anyhow::Context as _;
 
 use sanbench_engine::suite::SuiteWorkload;
 use sanbench_engine::verify::Verifier;
-use sanbench_engine::RunPlan;
 use sanbench_monitor::sampler::Baseline;
 
 use super::book::{CellRun, CellSave};
@@ -72,30 +71,25 @@ pub(crate) fn run_cell(
     if let Some(wt) = cx.watch {
         wt.for_cell(&w.id, cx.round.get(), name, n);
     }
-    let mut plan = RunPlan {
-        workload: w.workload.clone(),
-        targets,
-        io_timeout: io_timeout(&a.engine)?,
-        seed: a.seed,
-        data: cx.data.spec,
-        stop: crate::signals::stop_flag(),
-        run_id: cx.run_id,
-        // n copies of one target share its map (they drive one store).
-        verify: vec![cx.verify[ti].clone(); n],
-        clock: None,
-        sync: cx.job.sync(),
-        raw_latencies: false,
-        log_interval: a.watch.log_interval.0,
-        intervals: None,
-        max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
-        saves: None,
-        stream_cpus: Vec::new(),
-    };
-    plan.stream_cpus = crate::placement::plan_streams(
-        a.cpus.as_ref(),
-        a.cpus_policy,
-        cx.job.rank(),
-        plan.workload.workers as usize * plan.targets.len(),
+    let mut plan = crate::measure::plan(
+        crate::measure::Planned {
+            workload: w.workload.clone(),
+            targets,
+            io_timeout: io_timeout(&a.engine)?,
+            data: cx.data.spec,
+            run_id: cx.run_id,
+            // n copies of one target share its map (they drive one store).
+            verify: vec![cx.verify[ti].clone(); n],
+            sync: cx.job.sync(),
+            raw_latencies: false,
+            rank: cx.job.rank(),
+        },
+        &crate::measure::Shared {
+            seed: a.seed,
+            log_interval: a.watch.log_interval.0,
+            cpus: a.cpus.as_ref(),
+            cpus_policy: a.cpus_policy,
+        },
     );
     let partial = save.and_then(|s| {
         crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))
