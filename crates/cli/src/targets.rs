@@ -1,5 +1,6 @@
 //! Opens target URIs: local ones through the engine crate, network schemes through their
-//! crates. The one place that knows which transports this binary was built with.
+//! crates. The one place that knows which transports this binary was built with: the table
+//! [`TRANSPORTS`] (scheme, whether it takes several portals, the opener).
 
 use std::sync::Arc;
 
@@ -22,7 +23,7 @@ pub fn open_targets(
     for s in list {
         let t = parse_target(s).map_err(usage)?;
         let target = match &t {
-            TargetUri::Network { scheme, uri } if MULTIPATH_SCHEMES.contains(&scheme.as_str()) => {
+            TargetUri::Network { scheme, uri } if multipath_scheme(scheme) => {
                 match multipath::uri::parse(uri).map_err(usage)? {
                     Some(m) => open_multipath(uri, m)?,
                     None => open_one(cx, s, &t, opts)?,
@@ -53,7 +54,7 @@ pub fn open_targets(
 pub fn takes_paths(uri: &str) -> bool {
     matches!(
         parse_target(uri),
-        Ok(TargetUri::Network { scheme, .. }) if MULTIPATH_SCHEMES.contains(&scheme.as_str())
+        Ok(TargetUri::Network { scheme, .. }) if multipath_scheme(&scheme)
     )
 }
 
@@ -73,8 +74,78 @@ pub fn open_paths(uri: &str, k: u32) -> Result<Arc<dyn Target>, CliError> {
     )?))
 }
 
-/// The schemes whose URIs may name several portals (`H1,H2`) and the multipath keys.
-const MULTIPATH_SCHEMES: &[&str] = &["iscsi", "nvme+tcp", "nbd", "nbds"];
+/// A network transport this binary was built with, by URI scheme: whether its URIs may name
+/// several portals (`H1,H2`, with the multipath keys), and how one portal's URI is opened
+/// (its options parsed here, once, so that opening it again on a reconnection can only fail
+/// as a connection does). The one table of transports: a new one is a row here.
+struct Transport {
+    scheme: &'static str,
+    multipath: bool,
+    opener: fn(&str) -> Result<multipath::Opener, CliError>,
+}
+
+const TRANSPORTS: &[Transport] = &[
+    Transport {
+        scheme: "nbd",
+        multipath: true,
+        opener: nbd_opener,
+    },
+    Transport {
+        scheme: "nbds",
+        multipath: true,
+        opener: nbd_opener,
+    },
+    Transport {
+        scheme: "nbd+unix",
+        multipath: false,
+        opener: nbd_opener,
+    },
+    Transport {
+        scheme: "nbds+unix",
+        multipath: false,
+        opener: nbd_opener,
+    },
+    Transport {
+        scheme: "iscsi",
+        multipath: true,
+        opener: iscsi_opener,
+    },
+    Transport {
+        scheme: "nvme+tcp",
+        multipath: true,
+        opener: nvme_opener,
+    },
+];
+
+fn transport(scheme: &str) -> Option<&'static Transport> {
+    TRANSPORTS.iter().find(|t| t.scheme == scheme)
+}
+
+/// Whether URIs of `scheme` may name several portals.
+fn multipath_scheme(scheme: &str) -> bool {
+    transport(scheme).is_some_and(|t| t.multipath)
+}
+
+fn nbd_opener(uri: &str) -> Result<multipath::Opener, CliError> {
+    let (base, opts) = nbd_options(uri)?;
+    Ok(Arc::new(move || {
+        sanbench_nbd::open(&base, &opts).map(Arc::from)
+    }))
+}
+
+fn iscsi_opener(uri: &str) -> Result<multipath::Opener, CliError> {
+    let (base, opts) = iscsi_options(uri)?;
+    Ok(Arc::new(move || {
+        sanbench_iscsi::initiator::open(&base, &opts).map(Arc::from)
+    }))
+}
+
+fn nvme_opener(uri: &str) -> Result<multipath::Opener, CliError> {
+    let uri = uri.to_string();
+    Ok(Arc::new(move || {
+        sanbench_nvme::initiator::open(&uri).map(Arc::from)
+    }))
+}
 
 /// One target over several paths: each portal opened as its own URI (and again when a
 /// reconnection needs it), then checked to lead to the same logical unit (refused as bad
@@ -90,25 +161,13 @@ fn open_multipath(uri: &str, m: multipath::MultipathUri) -> Result<Arc<dyn Targe
     )?))
 }
 
-/// Opens one path of a multipath target: its options are parsed here, once, so that opening
-/// it again later can only fail as a connection does.
+/// Opens one path of a multipath target.
 fn path_opener(p: &str) -> Result<multipath::Opener, CliError> {
     let scheme = p.split_once("://").map(|(s, _)| s).unwrap_or_default();
-    Ok(match scheme {
-        "nbd" | "nbds" => {
-            let (base, opts) = nbd_options(p)?;
-            Arc::new(move || sanbench_nbd::open(&base, &opts).map(Arc::from))
-        }
-        "iscsi" => {
-            let (base, opts) = iscsi_options(p)?;
-            Arc::new(move || sanbench_iscsi::initiator::open(&base, &opts).map(Arc::from))
-        }
-        "nvme+tcp" => {
-            let uri = p.to_string();
-            Arc::new(move || sanbench_nvme::initiator::open(&uri).map(Arc::from))
-        }
-        _ => return Err(usage(format!("{p}: not a scheme with several paths"))),
-    })
+    match transport(scheme).filter(|t| t.multipath) {
+        Some(t) => (t.opener)(p),
+        None => Err(usage(format!("{p}: not a scheme with several paths"))),
+    }
 }
 
 /// Opens one single-portal (or local) target.
@@ -119,24 +178,14 @@ fn open_one(
     opts: &FileOptions,
 ) -> Result<Arc<dyn Target>, CliError> {
     Ok(match t {
-        TargetUri::Network { scheme, uri }
-            if matches!(scheme.as_str(), "nbd" | "nbd+unix" | "nbds" | "nbds+unix") =>
-        {
-            let (base, opts) = nbd_options(uri)?;
-            sanbench_nbd::open(&base, &opts)?.into()
-        }
-        TargetUri::Network { scheme, uri } if scheme == "iscsi" => {
-            let (base, opts) = iscsi_options(uri)?;
-            sanbench_iscsi::initiator::open(&base, &opts)?.into()
-        }
-        TargetUri::Network { scheme, uri } if scheme == "nvme+tcp" => {
-            sanbench_nvme::initiator::open(uri)?.into()
-        }
-        TargetUri::Network { scheme, .. } => {
-            return Err(usage(format!(
-                "{s}: the {scheme} engine is not built into this sanbench yet"
-            )))
-        }
+        TargetUri::Network { scheme, uri } => match transport(scheme) {
+            Some(tr) => (tr.opener)(uri)?()?,
+            None => {
+                return Err(usage(format!(
+                    "{s}: the {scheme} engine is not built into this sanbench yet"
+                )))
+            }
+        },
         // A `mem:` RAM disk lives as long as the context: every cell of a comparison (and
         // the preconditioning before them) drives the same one, as it would a real target,
         // instead of a fresh zeroed disk per cell that loses what was written (and
