@@ -1,5 +1,5 @@
 //! The bottleneck's types: the verdicts, a candidate and the result's `bottleneck` block, and
-//! the figures the attribution takes (crates/engine/src/bottleneck.rs has the rules).
+//! the figures the attribution takes (crates/analysis/src/bottleneck.rs has the rules).
 
 use std::collections::BTreeMap;
 use std::fmt;

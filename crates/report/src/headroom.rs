@@ -1,4 +1,4 @@
-//! What limited each cell (`result.bottleneck`, crates/engine/src/bottleneck.rs), as the
+//! What limited each cell (`result.bottleneck`, crates/analysis/src/bottleneck.rs), as the
 //! report uses it: the "Limited by" column of the tables, the note on a finding whose cells on
 //! either side were limited by something other than the interconnect or the target under
 //! test, and `compare --require-headroom`'s warning.
