@@ -225,7 +225,7 @@ pub fn build_doc(
 }
 
 pub fn write_json(doc: &RunDoc, path: &std::path::Path) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(doc).context("serializing the result")?;
+    let text = sanbench_doc::json::to_string(doc).context("serializing the result")?;
     if path.as_os_str() == "-" {
         crate::stdout::write_bytes(format!("{text}\n").as_bytes());
     } else if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {

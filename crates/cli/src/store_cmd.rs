@@ -209,20 +209,25 @@ fn load_file(path: &Path) -> Result<Comparison, CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     let v: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    match v.get("schema").and_then(|s| s.as_str()) {
-        Some(sanbench_store::COMPARE_SCHEMA) => {
+    let schema = v.get("schema").and_then(|s| s.as_str());
+    match schema {
+        Some(s) if sanbench_doc::COMPARE_SCHEMAS.contains(&s) => {
             serde_json::from_value(v).map_err(|e| bad(format!("not a sanbench comparison: {e}")))
         }
-        Some(sanbench_engine::result::SCHEMA) => {
+        Some(s) if sanbench_doc::run::SCHEMAS.contains(&s) => {
             let doc: sanbench_engine::result::RunDoc = serde_json::from_value(v)
                 .map_err(|e| bad(format!("not a sanbench run's result: {e}")))?;
             Ok(Comparison::from_run(&doc))
         }
         other => Err(bad(format!(
-            "not a sanbench result (schema {}; expected {} or {})",
+            "not a sanbench result (schema {}; expected one of {})",
             other.map_or("missing".into(), |s| format!("{s:?}")),
-            sanbench_engine::result::SCHEMA,
-            sanbench_store::COMPARE_SCHEMA
+            sanbench_doc::run::SCHEMAS
+                .iter()
+                .chain(&sanbench_doc::COMPARE_SCHEMAS)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }

@@ -137,7 +137,7 @@ pub fn run(cx: &Context, a: VerifyArgs) -> Result<(), CliError> {
         });
     }
     if let Some(path) = &a.json {
-        let text = serde_json::to_string_pretty(&doc).context("serializing the findings")?;
+        let text = sanbench_doc::json::to_string(&doc).context("serializing the findings")?;
         if path.as_os_str() == "-" {
             crate::stdout::write_bytes(format!("{text}\n").as_bytes());
         } else {

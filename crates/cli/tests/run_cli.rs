@@ -20,7 +20,7 @@ fn run_json(args: &[&str]) -> Value {
 #[test]
 fn null_run_writes_the_documented_fields() {
     let doc = run_json(&["null:", "--qd", "32", "--time", "1", "--bs", "4k"]);
-    assert_eq!(doc["schema"], "sanbench.run/1");
+    assert_eq!(doc["schema"], "sanbench.run/2");
     let r = &doc["results"][0];
     assert_eq!(r["target"], "null:");
     for f in ["seconds", "iops", "mb_per_s", "mib_per_s"] {
@@ -582,7 +582,7 @@ fn json_to_a_fifo_or_a_link_writes_through_it() {
     let t = std::fs::symlink_metadata(&fifo).unwrap().file_type();
     assert!(t.is_fifo(), "the FIFO was replaced: {t:?}");
     let doc: Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
-    assert_eq!(doc["schema"], "sanbench.run/1");
+    assert_eq!(doc["schema"], "sanbench.run/2");
 
     let target = dir.path().join("target.json");
     let link = dir.path().join("latest.json");
@@ -594,5 +594,5 @@ fn json_to_a_fifo_or_a_link_writes_through_it() {
         .file_type()
         .is_symlink());
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "sanbench.run/1");
+    assert_eq!(doc["schema"], "sanbench.run/2");
 }

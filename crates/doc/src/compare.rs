@@ -1,4 +1,4 @@
-//! The comparison document, `"schema": "sanbench.compare/1"`: every workload of a suite run on
+//! The comparison document, `"schema": "sanbench.compare/2"`: every workload of a suite run on
 //! every target, possibly repeated. It is what `compare` writes as `results.json`, what the
 //! store keeps, and what the report renders. Field names are public interface: extend, never
 //! rename.
@@ -10,7 +10,11 @@ use crate::spec::Workload;
 use sanbench_stats::design::plan::Design;
 use sanbench_stats::SteadyState;
 
-pub const COMPARE_SCHEMA: &str = "sanbench.compare/1";
+/// The version this crate writes (see the crate's docs for what each version changed).
+pub const COMPARE_SCHEMA: &str = "sanbench.compare/2";
+
+/// Every version this crate reads, oldest first.
+pub const COMPARE_SCHEMAS: [&str; 2] = ["sanbench.compare/1", COMPARE_SCHEMA];
 
 /// One target of a comparison, as the user named it (`NAME=URI`, or the URI itself).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -63,3 +63,57 @@ impl ProcessCpu {
         }
     }
 }
+
+/// A latency histogram in a document (`histogram`, `service_histogram`,
+/// `issue_lag_histogram`): nanoseconds, 1 ns .. 1 h at 3 significant digits, written as
+/// HdrHistogram's V2 compressed encoding in base64, the histogram column of HdrHistogram's
+/// interval logs, which every HdrHistogram library decodes (sanbench_stats' histogram_text
+/// module). Version 1 documents carried the same buckets as `[highest ns, count]` pairs
+/// (`histogram_ns`), ~40x the text.
+#[derive(Clone, Debug, Default)]
+pub struct Histogram(pub LatencyHistogram);
+
+impl Histogram {
+    /// Non-empty buckets as (highest ns of the bucket, count).
+    pub fn buckets(&self) -> Vec<(u64, u64)> {
+        self.0.buckets()
+    }
+}
+
+impl PartialEq for Histogram {
+    /// The same buckets and counts (what the document holds).
+    fn eq(&self, other: &Self) -> bool {
+        self.0.buckets() == other.0.buckets()
+    }
+}
+
+impl Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0.to_hdr_base64())
+    }
+}
+
+impl<'de> Deserialize<'de> for Histogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        LatencyHistogram::from_hdr_base64(&text)
+            .map(Histogram)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Histogram {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Histogram".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "contentEncoding": "base64",
+            "description": "A latency histogram in nanoseconds (1 ns .. 1 h, 3 significant \
+                digits): HdrHistogram's V2 compressed encoding (cookie 0x1c849314, zlib) in \
+                base64, as in HdrHistogram's interval logs."
+        })
+    }
+}

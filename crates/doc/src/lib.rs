@@ -1,11 +1,11 @@
 //! sanbench's result documents as serde types, and nothing else: no I/O, no measurement.
 //!
-//! * [`run`]: `sanbench.run/1`, what `run --json` writes: a [`run::TargetResult`] per target
+//! * [`run`]: `sanbench.run/2`, what `run --json` writes: a [`run::TargetResult`] per target
 //!   with its blocks ([`efficiency`], [`interval`], [`verify`], [`multipath`], [`disruption`],
 //!   [`bottleneck`], [`precondition`]), the aggregate, and the run's facts; [`hosts`] the
 //!   per-rank rows of an MPI run; [`host`] the monitors' blocks (`cpu`, `net`, `power`,
 //!   `host`).
-//! * [`compare`]: `sanbench.compare/1`, what `compare` writes as `results.json` and the store
+//! * [`compare`]: `sanbench.compare/2`, what `compare` writes as `results.json` and the store
 //!   keeps: targets, workloads, cells; [`from_run`] reads a run as a comparison of one cell
 //!   per target.
 //! * [`spec`]: the workload (access specification) both documents record; [`data`] what the
@@ -13,9 +13,18 @@
 //!
 //! The engine, the monitors, the CLI and MPI produce these; the store, the report and `diff`
 //! read them, and depend on this crate, not on the engine. Field names are public interface:
-//! extend, never rename. Both documents are at version 1 of their schema: a document written
-//! by any earlier sanbench of that version loads (tests/fixtures/v1 holds files written by
-//! main at 9a6bb39, before this crate existed).
+//! extend, never rename.
+//!
+//! Versions (the `schema` field; every version loads, [`run::SCHEMAS`],
+//! [`compare::COMPARE_SCHEMAS`]):
+//! * **1**: written by sanbench before this crate existed (tests/fixtures/v1 holds files
+//!   written by main at 9a6bb39) and until histograms were compacted.
+//! * **2**: latency histograms as HdrHistogram's compressed encoding in base64
+//!   ([`latency::Histogram`]: `histogram`, `service_histogram`, `issue_lag_histogram`)
+//!   instead of `[ns, count]` pairs (`histogram_ns`, `service_histogram_ns`,
+//!   `issue_lag_histogram_ns`, which version 1 documents still load with); documents are
+//!   written by [`json`], indented to the blocks and compact below them. Together a demo's
+//!   results.json is ~1/8 of its version 1 size. Everything else is as in version 1.
 
 pub mod bottleneck;
 pub mod compare;
@@ -26,6 +35,7 @@ mod from_run;
 pub mod host;
 pub mod hosts;
 pub mod interval;
+pub mod json;
 pub mod latency;
 pub mod manifest;
 pub mod multipath;
@@ -34,7 +44,9 @@ pub mod run;
 pub mod spec;
 pub mod verify;
 
-pub use compare::{Cell, Comparison, Question, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+pub use compare::{
+    Cell, Comparison, Question, TargetEntry, WorkloadEntry, COMPARE_SCHEMA, COMPARE_SCHEMAS,
+};
 pub use efficiency::Efficiency;
 pub use from_run::RUN_WORKLOAD;
 pub use run::{RunDoc, TargetResult};

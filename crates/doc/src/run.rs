@@ -1,4 +1,4 @@
-//! The JSON document a run produces (`"schema": "sanbench.run/1"`): one [`TargetResult`] per
+//! The JSON document a run produces (`"schema": "sanbench.run/2"`): one [`TargetResult`] per
 //! target, the aggregate, and the run's facts. Field names are public interface: extend, never
 //! rename. The engine builds it from a run's output (`sanbench_engine::result`); the monitors,
 //! the CLI and MPI fill in their blocks.
@@ -8,10 +8,14 @@ use serde::{Deserialize, Serialize};
 use sanbench_io::TargetInfo;
 
 use crate::hosts::HostResult;
-pub use crate::latency::{LatencyUs, ProcessCpu};
+pub use crate::latency::{Histogram, LatencyUs, ProcessCpu};
 use crate::spec::Workload;
 
-pub const SCHEMA: &str = "sanbench.run/1";
+/// The version this crate writes (see the crate's docs for what each version changed).
+pub const SCHEMA: &str = "sanbench.run/2";
+
+/// Every version this crate reads, oldest first.
+pub const SCHEMAS: [&str; 2] = ["sanbench.run/1", SCHEMA];
 
 /// One direction (reads or writes) of one result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -79,8 +83,14 @@ pub struct TargetResult {
     pub latency_us: LatencyUs,
     /// Share of I/Os per 1 ms bucket, 0..24 ms then ">= 24 ms" (the Demartek study's table).
     pub latency_ms_buckets: Vec<f64>,
-    /// Non-empty histogram buckets as [highest ns of bucket, count], reads and writes together,
-    /// so a report can recompute any percentile.
+    /// Reads and writes together, so a report can recompute any percentile (see
+    /// [`Histogram`]; [`TargetResult::latency_histogram`] reads either form). Absent only from
+    /// version 1 documents, which carry `histogram_ns` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<Histogram>,
+    /// Version 1 documents: `histogram`'s buckets as [highest ns of bucket, count]. Not
+    /// written since version 2.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histogram_ns: Vec<(u64, u64)>,
     pub littles_law: LittlesLaw,
     pub timeseries: Vec<Sample>,
@@ -128,8 +138,13 @@ pub struct TargetResult {
     pub service_us: Option<LatencyUs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issue_lag_us: Option<LatencyUs>,
-    /// Open loop: the service-time and issue-lag histograms, as `histogram_ns` (which then
+    /// Open loop: the service-time and issue-lag histograms, as `histogram` (which then
     /// holds response time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_histogram: Option<Histogram>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_lag_histogram: Option<Histogram>,
+    /// Version 1 documents: the open loop's histograms as `histogram_ns`'s pairs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub service_histogram_ns: Vec<(u64, u64)>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -279,6 +294,24 @@ pub struct FaultRecord {
 
 /// UTC with milliseconds: `2026-11-22T09:14:23.250Z`.
 pub use sanbench_stats::time::rfc3339_millis as rfc3339;
+
+impl TargetResult {
+    /// The latency histogram (reads and writes together), from `histogram` or, in a version 1
+    /// document, from `histogram_ns`'s buckets (each count at its bucket's highest value,
+    /// which is what a histogram of the same bounds makes of it).
+    pub fn latency_histogram(&self) -> Option<sanbench_stats::LatencyHistogram> {
+        if let Some(h) = &self.histogram {
+            return Some(h.0.clone());
+        }
+        (!self.histogram_ns.is_empty()).then(|| {
+            let mut h = sanbench_stats::LatencyHistogram::new();
+            for &(ns, n) in &self.histogram_ns {
+                h.record_n(ns, n);
+            }
+            h
+        })
+    }
+}
 
 impl HostResult {
     /// A rank's entry from its own document (its aggregate, or its one target).

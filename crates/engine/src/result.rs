@@ -84,7 +84,8 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         write: dir_result(&t.write, secs, t.open_loop.is_some()),
         latency_us: LatencyUs::from_hist(&both),
         latency_ms_buckets: both.ms_buckets(24),
-        histogram_ns: both.buckets(),
+        histogram: Some(Histogram(both.clone())),
+        histogram_ns: Vec::new(),
         littles_law: LittlesLaw {
             outstanding: t.outstanding,
             mean_outstanding: t.mean_outstanding,
@@ -147,16 +148,10 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         }),
         service_us: t.open_loop.map(|_| LatencyUs::from_hist(&service)),
         issue_lag_us: t.open_loop.map(|_| LatencyUs::from_hist(&lag)),
-        service_histogram_ns: if t.open_loop.is_some() {
-            service.buckets()
-        } else {
-            Vec::new()
-        },
-        issue_lag_histogram_ns: if t.open_loop.is_some() {
-            lag.buckets()
-        } else {
-            Vec::new()
-        },
+        service_histogram: t.open_loop.map(|_| Histogram(service.clone())),
+        issue_lag_histogram: t.open_loop.map(|_| Histogram(lag.clone())),
+        service_histogram_ns: Vec::new(),
+        issue_lag_histogram_ns: Vec::new(),
         flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs, false)),
         fua: (t.fua.ios > 0).then(|| dir_result(&t.fua, secs, false)),
         verify: t.verify.clone(),

@@ -100,7 +100,7 @@ fn csv_matches_snapshot() {
 #[test]
 fn json_is_the_comparison_plus_findings() {
     let v: serde_json::Value = serde_json::from_str(&render("json")).unwrap();
-    assert_eq!(v["schema"], "sanbench.compare/1");
+    assert_eq!(v["schema"], sanbench_doc::COMPARE_SCHEMA);
     let findings = v["findings"].as_array().unwrap();
     assert!(!findings.is_empty());
     assert!(findings.iter().all(|f| {

@@ -179,7 +179,7 @@ fn a_run_reads_as_a_comparison_of_one_cell_per_target() {
     let cmp = sample_comparison();
     let results: Vec<_> = cmp.cells[..2].iter().map(|c| c.result.clone()).collect();
     let mut doc = RunDoc {
-        schema: "sanbench.run/1".into(),
+        schema: sanbench_doc::run::SCHEMA.into(),
         sanbench_version: "0.1.0".into(),
         started_at: cmp.started_at.clone(),
         command: vec!["sanbench".into(), "run".into()],

@@ -52,29 +52,7 @@ impl LatencyHistogram {
         let mut sum = [0u8; 16];
         sum.copy_from_slice(&b[..16]);
         let mut out = LatencyHistogram::new();
-        // The V2 header's bounds and payload length are checked before the deserializer
-        // sizes its counts and its payload buffer by them: taken from the bytes (a highest
-        // trackable value of 2^63, a payload of 4 GB behind a 100-byte message) they would
-        // have it allocate gigabytes (found by the mpi_histogram and mpi_run_output fuzz
-        // targets).
-        let v2 = &b[HEADER..];
-        // A big-endian field of the V2 header.
-        let field = |r: std::ops::Range<usize>| {
-            v2.get(r)
-                .map(|x| x.iter().fold(0u64, |a, &b| a << 8 | b as u64))
-        };
-        let payload = field(4..8);
-        if payload.is_none_or(|p| p > v2.len().saturating_sub(V2_HEADER) as u64) {
-            return Err(HistogramWireError::Decode(
-                "payload length beyond the bytes".into(),
-            ));
-        }
-        if field(12..16) != Some(u64::from(out.h.sigfig()))
-            || field(16..24) != Some(out.h.low())
-            || field(24..32) != Some(out.h.high())
-        {
-            return Err(HistogramWireError::Bounds);
-        }
+        check_v2_header(&b[HEADER..], &out)?;
         // Built by the deserializer with the bounds just checked: sanbench's own.
         let h: hdrhistogram::Histogram<u64> = Deserializer::new()
             .deserialize(&mut &b[HEADER..])
@@ -85,6 +63,32 @@ impl LatencyHistogram {
         out.max_ns = u64_at(24);
         Ok(out)
     }
+}
+
+/// Checks the V2 header at the start of `v2` against the bytes and `h`'s bounds. The V2
+/// header's bounds and payload length are checked before the deserializer sizes its counts
+/// and its payload buffer by them: taken from the bytes (a highest trackable value of 2^63, a
+/// payload of 4 GB behind a 100-byte message) they would have it allocate gigabytes (found by
+/// the mpi_histogram and mpi_run_output fuzz targets).
+pub(crate) fn check_v2_header(v2: &[u8], h: &LatencyHistogram) -> Result<(), HistogramWireError> {
+    // A big-endian field of the V2 header.
+    let field = |r: std::ops::Range<usize>| {
+        v2.get(r)
+            .map(|x| x.iter().fold(0u64, |a, &b| a << 8 | b as u64))
+    };
+    let payload = field(4..8);
+    if payload.is_none_or(|p| p > v2.len().saturating_sub(V2_HEADER) as u64) {
+        return Err(HistogramWireError::Decode(
+            "payload length beyond the bytes".into(),
+        ));
+    }
+    if field(12..16) != Some(u64::from(h.h.sigfig()))
+        || field(16..24) != Some(h.h.low())
+        || field(24..32) != Some(h.h.high())
+    {
+        return Err(HistogramWireError::Bounds);
+    }
+    Ok(())
 }
 
 impl Serialize for LatencyHistogram {

@@ -11,6 +11,7 @@
 pub mod design;
 pub mod hist_log;
 mod histogram;
+mod histogram_text;
 mod histogram_wire;
 pub mod poison;
 mod repeat;

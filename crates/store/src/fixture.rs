@@ -216,7 +216,7 @@ fn result(p: &Profile, w: usize, repeat: u32) -> TargetResult {
         mib_per_s: bytes as f64 / secs / (1u64 << 20) as f64,
         latency_us: lat,
         latency_ms_buckets: hist.ms_buckets(24),
-        histogram_ns: hist.buckets(),
+        histogram: Some(sanbench_doc::run::Histogram(hist.clone())),
         timeseries,
         intervals,
         cpu: Some(CpuReport {

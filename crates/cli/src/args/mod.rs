@@ -299,7 +299,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t, value_name = "POLICY")]
     pub cpus_policy: crate::placement::CpusPolicy,
 
-    /// Write the result document (schema sanbench.run/1) to FILE ("-" for stdout).
+    /// Write the result document (schema sanbench.run/2) to FILE ("-" for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No summary table or progress line.

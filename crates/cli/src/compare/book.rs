@@ -207,7 +207,7 @@ impl CellSave {
 pub(crate) fn write_results(cmp: &Comparison, dir: &Path) -> Result<(), CliError> {
     let path = dir.join("results.json");
     let tmp = dir.join("results.json.tmp");
-    let text = serde_json::to_string_pretty(cmp).context("serializing results")?;
+    let text = sanbench_doc::json::to_string(cmp).context("serializing results")?;
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .with_context(|| format!("writing {}", path.display()))?;

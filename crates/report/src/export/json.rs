@@ -31,7 +31,7 @@ impl Exporter for JsonExporter {
                 serde_json::json!(r.withheld.as_deref()),
             );
         }
-        let mut out = serde_json::to_vec_pretty(&v)?;
+        let mut out = sanbench_doc::json::to_string(&v)?.into_bytes();
         out.push(b'\n');
         Ok(out)
     }
