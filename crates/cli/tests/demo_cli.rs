@@ -42,6 +42,14 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
         );
     }
     let cells = doc["cells"].as_array().unwrap();
+    // Results a tenth of version 1's size (issue 41): the 4-minute demo's ~250 cells within
+    // 3 MB. Version 1 wrote ~80 kB a cell, version 2 ~11 kB.
+    let bytes = std::fs::metadata(out.join("results.json")).unwrap().len();
+    assert!(
+        bytes / cells.len() as u64 <= 12_000,
+        "results.json: {bytes} bytes for {} cells",
+        cells.len()
+    );
     assert_eq!(
         cells.len(),
         5 * 5 * 3,
