@@ -6,8 +6,13 @@
 //!   from the figures the CLI gathers out of the monitor's report. The result carries it as
 //!   `sanbench_doc::bottleneck::Bottleneck`.
 //!
-//! The disruption analysis (a fault's stall, failover and recovery) still lives in the engine
-//! beside the fine timeline it reads (`sanbench_engine::disruption`); the report's headroom
-//! reading is in the report, beside the findings it annotates.
+//! * [`disruption`]: what a fault or a stall did to a target's I/O (stall, detection,
+//!   failover, recovery, the open loop's catch-up), from the window's fine [`timeline`], the
+//!   multipath paths' bins and events, and the faults fired. The engine records the timeline
+//!   and hands a target's run to it (`sanbench_engine::disruption::of_target`).
+//!
+//! The report's headroom reading is in the report, beside the findings it annotates.
 
 pub mod bottleneck;
+pub mod disruption;
+pub mod timeline;

@@ -1,6 +1,7 @@
 //! A stream's fine timeline of the window: completions (and, in an open loop, arrivals) per
 //! 10 ms, and the spans in which it had I/O in flight and saw no completion. It is what the
 //! disruption analysis ([`crate::disruption`]) reads: a stall, a failover, the catch-up burst.
+//! The data and its merging are `sanbench_analysis::timeline`'s; here is the recorder.
 //!
 //! Cost on the stream's path: one compare and one add per reaped batch (and per arrival in an
 //! open loop); memory grows with the window at 4 bytes per 10 ms (400 B/s) up to
@@ -11,42 +12,10 @@
 //! of it completed anything, so the target's gaps are the spans inside a gap of every stream
 //! (and, across the processes of an MPI run, of every process).
 
-use serde::{Deserialize, Serialize};
-
-/// The bins' width.
-pub const BIN_NS: u64 = 10_000_000;
-/// Most bins kept (2.9 h of window).
-pub const MAX_BINS: usize = 1 << 20;
-/// The shortest span without a completion a stream records.
-pub const GAP_NS: u64 = 10_000_000;
-/// Most gaps a stream keeps (the longest kept when there are more).
-pub const MAX_GAPS: usize = 1 << 14;
+pub use sanbench_analysis::timeline::{intersect, Timeline, BIN_NS, GAP_NS, MAX_BINS, MAX_GAPS};
 
 /// `last` while the stream has nothing in flight.
 const IDLE: u64 = u64::MAX;
-
-/// One stream's (or, merged, one target's) timeline of the window. Times are ns since the
-/// window started.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Timeline {
-    /// Completions counted in the window, per [`BIN_NS`].
-    #[serde(default)]
-    pub done: Vec<u32>,
-    /// Open loop: I/Os by their intended issue time, per [`BIN_NS`] (empty in a closed loop).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub arrivals: Vec<u32>,
-    /// Spans (start, end) of at least [`GAP_NS`] with I/O in flight and no completion; merged:
-    /// the spans in which no stream of the target completed anything. Sorted, disjoint.
-    #[serde(default)]
-    pub gaps: Vec<(u64, u64)>,
-    /// The window's start, ns since the Unix epoch (set on the merged timeline: per-path
-    /// timelines of a multipath target are aligned by it).
-    #[serde(default)]
-    pub window_start_unix_ns: u64,
-    /// Bins stopped at [`MAX_BINS`], or gaps past [`MAX_GAPS`] were dropped.
-    #[serde(default)]
-    pub truncated: bool,
-}
 
 /// What a stream keeps besides its timeline: the time of its last completion (or of the
 /// send that ended an idle spell).
@@ -155,53 +124,6 @@ impl Watch {
         }
         gaps.push((start, end));
     }
-}
-
-impl Timeline {
-    /// Adds another stream's (or process's) timeline of the same target: bins add, gaps
-    /// intersect.
-    pub fn merge(&mut self, o: &Timeline) {
-        add_bins(&mut self.done, &o.done);
-        add_bins(&mut self.arrivals, &o.arrivals);
-        self.gaps = intersect(&self.gaps, &o.gaps);
-        self.truncated |= o.truncated;
-        if self.window_start_unix_ns == 0 {
-            self.window_start_unix_ns = o.window_start_unix_ns;
-        }
-    }
-
-    /// Merges the timelines of all the streams of one target (`None`: there were none).
-    pub fn merge_all<'a>(mut all: impl Iterator<Item = &'a Timeline>) -> Option<Timeline> {
-        let mut t = all.next()?.clone();
-        for o in all {
-            t.merge(o);
-        }
-        Some(t)
-    }
-}
-
-pub(crate) use sanbench_doc::multipath::add_bins;
-
-/// The spans inside both sets (each sorted and disjoint, or sortable: sorted here).
-pub fn intersect(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut a = a.to_vec();
-    let mut b = b.to_vec();
-    a.sort_unstable();
-    b.sort_unstable();
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < a.len() && j < b.len() {
-        let s = a[i].0.max(b[j].0);
-        let e = a[i].1.min(b[j].1);
-        if s < e {
-            out.push((s, e));
-        }
-        if a[i].1 < b[j].1 {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::multipath::report::{PathEvent, PathReport};
+use sanbench_doc::multipath::{PathEvent, PathReport};
 
 const MSU: u64 = 1_000_000;
 /// The window's start, ns since the Unix epoch (a whole second, so ms offsets are exact).
