@@ -6,14 +6,7 @@ use sanbench_doc::compare::LinkInfo;
 use sanbench_engine::result::{RunDoc, TargetResult};
 use sanbench_store::Comparison;
 use sanbench_units::fmt::si;
-
-fn lat(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
+use sanbench_units::fmt::us_column as lat;
 
 fn row(out: &mut String, name: &str, r: &TargetResult) {
     let l = &r.latency_us;

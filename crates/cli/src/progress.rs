@@ -20,6 +20,7 @@ use sanbench_engine::Progress;
 use sanbench_stats::LatencyHistogram;
 
 use crate::args::ProgressMode;
+use sanbench_units::fmt::latency_ns as latency;
 
 /// Where the line goes, and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,23 +189,6 @@ pub fn span(d: Duration) -> String {
         format!("{}m{:02}s", s / 60, s % 60)
     } else {
         format!("{s}s")
-    }
-}
-
-/// A latency for the line: "420 ns", "3.4 µs", "850 µs", "1.23 ms", "2.10 s". A RAM disk's
-/// sub-microsecond p99 is never rounded to "0 µs".
-fn latency(ns: u64) -> String {
-    let us = ns as f64 / 1000.0;
-    if us >= 1e6 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.2} ms", us / 1e3)
-    } else if us >= 10.0 {
-        format!("{us:.0} µs")
-    } else if ns >= 1000 {
-        format!("{us:.1} µs")
-    } else {
-        format!("{ns} ns")
     }
 }
 

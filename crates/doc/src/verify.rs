@@ -1,6 +1,7 @@
 //! What a verification found: counts per class and the first bad blocks, as they go into the
 //! result document (`verify` in every target's result) and the report.
 
+use sanbench_units::fmt::bytes_binary as human;
 use serde::{Deserialize, Serialize};
 
 /// Bad blocks kept with their details (the counts cover all of them).
@@ -223,13 +224,5 @@ impl VerifyReport {
             self.bad_total(),
             classes.join(", ")
         )
-    }
-}
-
-fn human(b: u64) -> String {
-    match b {
-        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b => format!("{:.1} KiB", b as f64 / 1024.0),
     }
 }

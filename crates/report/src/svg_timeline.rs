@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use crate::fmt::html as esc;
 use crate::svg::nice_axis;
 use crate::timeline::{Point, Scale, Timeline};
+pub use sanbench_units::fmt::latency_us_tick as us_label;
 use sanbench_units::fmt::{num, short, si_short};
 
 const W: f64 = 360.0;
@@ -27,17 +28,6 @@ const L_BOT: f64 = 206.0;
 const H: f64 = 226.0;
 /// Marks labelled in the chart (the rest by their tooltip only, so labels stay readable).
 const LABELLED: usize = 3;
-
-/// A latency for an axis: "500 µs", "2 ms", "1.5 s".
-pub fn us_label(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{} s", short(us / 1e6))
-    } else if us >= 1e3 {
-        format!("{} ms", short(us / 1e3))
-    } else {
-        format!("{} µs", short(us))
-    }
-}
 
 /// A mark's text in the chart: before any colon, at most 24 characters (the whole label is
 /// its tooltip).

@@ -10,6 +10,10 @@
 //! * [`short`]: [`num`] without trailing zeros (`10`, `12.5`), for percentages and weights.
 //! * [`si_short`]: a chart's tick, [`short`] with a `k` or `M` (`750`, `12k`, `2.5M`).
 //! * [`bit_rate`], [`bit_rate_rounded`]: a link's rate in `Gbit/s` or `Mbit/s`.
+//! * [`latency_ns`]: one latency in a line of text, unit chosen by size (`420 ns`, `3.4 µs`,
+//!   `850 µs`, `1.23 ms`, `2.10 s`); [`latency_us_tick`] a chart's latency tick (`500 µs`,
+//!   `2 ms`, `1.5 s`); [`us_column`] a table column already headed in µs (`850`, `12.3`).
+//! * [`bytes_binary`]: an amount of data in binary units (`12.0 KiB`, `3.5 MiB`, `1.50 GiB`).
 
 /// A rate in a terminal column: whole below 10,000, then `k` with one decimal, `M` and `G`
 /// with two: 8747 → "8747", 12345 → "12.3k", 1234567 → "1.23M". [`si_digits`] with 4.
@@ -114,9 +118,72 @@ pub fn bit_rate_rounded(bits: f64) -> String {
     }
 }
 
+/// A latency in a line of text: "420 ns", "3.4 µs", "850 µs", "1.23 ms", "2.10 s". A RAM
+/// disk's sub-microsecond p99 is never rounded to "0 µs".
+pub fn latency_ns(ns: u64) -> String {
+    let us = ns as f64 / 1000.0;
+    if us >= 1e6 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else if us >= 10.0 {
+        format!("{us:.0} µs")
+    } else if ns >= 1000 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// A latency on a chart's axis, in µs: "500 µs", "2 ms", "1.5 s" ([`short`] figures).
+pub fn latency_us_tick(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{} s", short(us / 1e6))
+    } else if us >= 1e3 {
+        format!("{} ms", short(us / 1e3))
+    } else {
+        format!("{} µs", short(us))
+    }
+}
+
+/// A latency in a table column headed in µs: whole from 100 µs, one decimal below.
+pub fn us_column(us: f64) -> String {
+    if us >= 100.0 {
+        format!("{us:.0}")
+    } else {
+        format!("{us:.1}")
+    }
+}
+
+/// An amount of data in binary units: "12.0 KiB", "3.5 MiB", "1.50 GiB".
+pub fn bytes_binary(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b => format!("{:.1} KiB", b as f64 / 1024.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_and_bytes() {
+        assert_eq!(latency_ns(420), "420 ns");
+        assert_eq!(latency_ns(3_400), "3.4 µs");
+        assert_eq!(latency_ns(850_000), "850 µs");
+        assert_eq!(latency_ns(1_234_000), "1.23 ms");
+        assert_eq!(latency_ns(2_100_000_000), "2.10 s");
+        assert_eq!(latency_us_tick(500.0), "500 µs");
+        assert_eq!(latency_us_tick(2_000.0), "2 ms");
+        assert_eq!(latency_us_tick(1_500_000.0), "1.5 s");
+        assert_eq!(us_column(850.4), "850");
+        assert_eq!(us_column(12.34), "12.3");
+        assert_eq!(bytes_binary(12 * 1024), "12.0 KiB");
+        assert_eq!(bytes_binary(3 << 20 | 1 << 19), "3.5 MiB");
+        assert_eq!(bytes_binary(3 << 29), "1.50 GiB");
+    }
 
     #[test]
     fn si_columns() {
