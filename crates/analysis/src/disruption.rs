@@ -6,12 +6,16 @@
 //! docs/MEASURE.md, "Disruption"):
 //! * **stall**: a span in which no stream of the target completed anything while I/O was in
 //!   flight (the intersection of every stream's spans without a completion; precise to the
-//!   clock, not to the 10 ms bins). A run without faults reports its disruption only when its
-//!   longest stall reaches [`stall_threshold_ns`]: 100 ms, or ten median latencies when
-//!   those are longer.
-//! * **detected** / **failed over**: from the first fault to the first path taken out
-//!   (`failed`), and to the first completion of an I/O sent again from the failed path on
-//!   another one (`failed_over`).
+//!   clock, not to the 10 ms bins). A run without faults or path events reports its
+//!   disruption only when its longest stall reaches [`stall_threshold_ns`]: 100 ms, or ten
+//!   median latencies when those are longer.
+//! * **cause**: `fault` when sanbench fired one (`--fault`, the lab); else `path` when a path
+//!   failed, came back or changed its access state by itself in the window (a cable pulled);
+//!   else `stall` when the longest stall reached the threshold. A path's failure is put where
+//!   the path last completed an I/O before it was declared failed.
+//! * **detected** / **failed over**: from the cause to the first path taken out (`failed`),
+//!   and to the first completion of an I/O sent again from the failed path on another one
+//!   (`failed_over`).
 //! * **recovery**: the pre-fault level is the mean completion rate before the first fault
 //!   (or the longest stall); throughput is back when a window of at least 100 ms (and at
 //!   least 100 I/Os at the pre-fault rate, at most 1 s) has a mean within 10 % of it, the
@@ -67,15 +71,22 @@ pub fn analyse(i: &Input<'_>) -> Option<Disruption> {
     let threshold = stall_threshold_ns(i.median_ns);
     let longest = tl.gaps.iter().copied().max_by_key(|(s, e)| e - s);
     let longest_ns = longest.map_or(0, |(s, e)| e - s);
-    if i.faults.is_empty() && longest_ns < threshold {
-        return None;
-    }
     let mut events = events(i);
     events.sort_by(|a, b| a.offset_ms.total_cmp(&b.offset_ms));
     let first_fault = i.faults.iter().map(|f| f.offset_ms).reduce(f64::min);
-    let reference_ms = first_fault.or(longest.map(|(s, _)| s as f64 / MS));
+    // Without a fault of sanbench's own, a path that failed, came back or changed its access
+    // state by itself (a cable pulled, a relay opened: the way a SAN is tested) is the cause.
+    let path = first_fault
+        .is_none()
+        .then(|| path_cause(i, &events))
+        .flatten();
+    let cause_ms = first_fault.or(path);
+    if cause_ms.is_none() && longest_ns < threshold {
+        return None;
+    }
+    let reference_ms = cause_ms.or(longest.map(|(s, _)| s as f64 / MS));
     let after = |what: &str| {
-        let from = first_fault?;
+        let from = cause_ms?;
         events
             .iter()
             .find(|e| e.event == what && e.offset_ms >= from)
@@ -124,10 +135,12 @@ pub fn analyse(i: &Input<'_>) -> Option<Disruption> {
         _ => None,
     };
     Some(Disruption {
-        cause: if i.faults.is_empty() {
-            "stall"
-        } else {
+        cause: if first_fault.is_some() {
             "fault"
+        } else if path.is_some() {
+            "path"
+        } else {
+            "stall"
         }
         .into(),
         bin_ms: bin_ms as u32,
@@ -157,6 +170,48 @@ pub fn analyse(i: &Input<'_>) -> Option<Disruption> {
         truncated: tl.truncated,
         events,
     })
+}
+
+/// The path events that are a disruption's cause when no fault was fired.
+pub const PATH_CAUSES: [&str; 3] = ["failed", "reinstated", "access_state"];
+
+/// When a path event in the window started a disruption (ms since the window started), or
+/// `None` when there was none. A path taken out ("failed") went before it was declared: its
+/// cause is put where the path last completed an I/O (the end of its last 10 ms bin with a
+/// completion before the event), so that `detected_ms` is how long the failure went unnoticed
+/// (at most the event itself; the event's time when the path never completed anything). A
+/// path brought back or whose access state changed is its own cause.
+fn path_cause(i: &Input<'_>, events: &[Event]) -> Option<f64> {
+    let window_ms = i.window_ns as f64 / MS;
+    let first = events.iter().find(|e| {
+        e.path.is_some()
+            && PATH_CAUSES.contains(&e.event.as_str())
+            && (0.0..=window_ms).contains(&e.offset_ms)
+    })?;
+    if first.event != "failed" {
+        return Some(first.offset_ms);
+    }
+    let silent_from = (|| {
+        let m = i.multipath?;
+        let bins = &m.paths.get(first.path?)?.bins_10ms;
+        let bin_ms = BIN_NS as f64 / MS;
+        // The path's bins count from the multipath target's epoch, before the window.
+        let shift_ms = i
+            .timeline
+            .window_start_unix_ns
+            .saturating_sub(m.epoch_unix_ns) as f64
+            / MS;
+        let event_bin = ((first.offset_ms + shift_ms) / bin_ms).floor().max(0.0) as usize;
+        let last = (0..=event_bin.min(bins.len().checked_sub(1)?))
+            .rev()
+            .find(|&k| bins[k] > 0)?;
+        Some((last + 1) as f64 * bin_ms - shift_ms)
+    })();
+    Some(
+        silent_from
+            .map_or(first.offset_ms, |s| s.min(first.offset_ms))
+            .max(0.0),
+    )
 }
 
 fn events(i: &Input<'_>) -> Vec<Event> {

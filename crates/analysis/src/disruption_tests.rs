@@ -211,3 +211,72 @@ fn threshold_is_100_ms_or_ten_medians() {
     assert_eq!(stall_threshold_ns(MSU), 100 * MSU);
     assert_eq!(stall_threshold_ns(30 * MSU), 300 * MSU);
 }
+
+/// A path that failed by itself (no fault fired, no stall: the other path carried on) is a
+/// disruption of cause "path": its failure is put where the path last completed an I/O, and
+/// detection, failover and recovery count from there.
+#[test]
+fn a_path_that_fails_by_itself_is_the_cause() {
+    let tl = Timeline {
+        done: steady(300, 20),
+        window_start_unix_ns: START,
+        ..Timeline::default()
+    };
+    // Bins from an epoch 250 ms before the window. Path 1 completes until the bin ending at
+    // 1,100 ms into the window, then nothing; it is declared failed at 1,180 ms.
+    let epoch = START - 250 * MSU;
+    let mut p1 = vec![0u32; 325];
+    for b in &mut p1[25..25 + 110] {
+        *b = 10;
+    }
+    let ev = |ms: u64, what: &str| PathEvent {
+        at: String::new(),
+        at_unix_ms: START / MSU + ms,
+        path: 1,
+        worker: 0,
+        event: what.into(),
+        reason: None,
+        access_state: None,
+    };
+    let mut mp = MultipathReport {
+        policy: "round-robin".into(),
+        failback: "immediate".into(),
+        paths: vec![
+            PathReport {
+                bins_10ms: vec![10; 325],
+                ..PathReport::default()
+            },
+            PathReport {
+                bins_10ms: p1,
+                ..PathReport::default()
+            },
+        ],
+        reissued: 3,
+        failed_no_path: 0,
+        events: vec![ev(1_180, "failed"), ev(1_195, "failed_over")],
+        epoch_unix_ns: epoch,
+    };
+    let d = analyse(&input(&tl, &[], Some(&mp))).unwrap();
+    assert_eq!(d.cause, "path");
+    assert_eq!(d.stall_ms, 0.0);
+    assert_eq!(d.detected_ms, Some(80.0));
+    assert_eq!(d.failover_ms, Some(95.0));
+    assert_eq!(d.reissued, 3);
+    assert_eq!(d.pre_fault_iops, Some(2_000.0));
+    assert_eq!(d.recovered_ms.map(|r| r <= 200.0), Some(true), "{d:?}");
+    // A path that never completed anything is put at its event.
+    mp.paths[1].bins_10ms.clear();
+    let d = analyse(&input(&tl, &[], Some(&mp))).unwrap();
+    assert_eq!(d.detected_ms, Some(0.0));
+    // A path brought back, or a new access state, is its own cause.
+    mp.events = vec![ev(2_000, "reinstated")];
+    let d = analyse(&input(&tl, &[], Some(&mp))).unwrap();
+    assert_eq!((d.cause.as_str(), d.detected_ms), ("path", None));
+    // Events outside the window, or of another kind, are not a cause.
+    mp.events = vec![ev(5_000, "failed"), ev(1_000, "reconnect_failed")];
+    assert!(analyse(&input(&tl, &[], Some(&mp))).is_none());
+    // A fault fired is still the cause when there is one.
+    mp.events = vec![ev(1_180, "failed")];
+    let d = analyse(&input(&tl, &[fault(1_150.0, "down")], Some(&mp))).unwrap();
+    assert_eq!((d.cause.as_str(), d.detected_ms), ("fault", Some(30.0)));
+}

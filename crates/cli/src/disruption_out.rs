@@ -68,7 +68,21 @@ fn disruption(out: &mut String, target: &str, d: &Disruption) {
             ms(e.offset_ms)
         ));
     }
-    let mut text = if parts.is_empty() {
+    let cause = (d.cause == "path")
+        .then(|| {
+            d.events.iter().find(|e| {
+                e.path.is_some() && sanbench_engine::disruption::PATH_CAUSES.contains(&&*e.event)
+            })
+        })
+        .flatten();
+    let mut text = if let Some(e) = cause {
+        format!(
+            "no fault fired; path {} {} at {} by itself",
+            e.path.unwrap_or(0),
+            e.event,
+            ms(e.offset_ms)
+        )
+    } else if parts.is_empty() {
         "no fault fired".to_string()
     } else {
         format!("fault {}", parts.join(", "))

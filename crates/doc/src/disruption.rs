@@ -1,5 +1,5 @@
 //! The disruption block of a result (`disruption`): what a fault or a stall did to a target's
-//! I/O. The analysis that fills it is `sanbench_engine::disruption` (definitions there and in
+//! I/O. The analysis that fills it is `sanbench_analysis::disruption` (definitions there and in
 //! docs/MEASURE.md, "Disruption").
 
 use serde::{Deserialize, Serialize};
@@ -48,7 +48,9 @@ pub struct CatchUp {
 /// The result's `disruption` of one target.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Disruption {
-    /// "fault" (faults were fired) or "stall" (none were: a stall was seen).
+    /// "fault" (faults were fired), "path" (none were, and a path failed, came back or
+    /// changed its access state by itself in the window) or "stall" (neither: a stall was
+    /// seen).
     pub cause: String,
     /// The timeline: completions per `bin_ms` from `from_ms` (since the window started), all
     /// paths, then per path (multipath targets), then arrivals (open loop).
