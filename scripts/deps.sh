@@ -57,3 +57,9 @@ if ! python3 -c "import hdrh" >/dev/null 2>&1; then
   echo "installing: hdrhistogram (pip)"
   pip install --quiet hdrhistogram
 fi
+# mdbook builds the user guide (scripts/guide.sh, docs/guide): Debian has no package, so from
+# crates.io, without the watch and serve features (a build that only renders; ~3 min once).
+if ! mdbook --version >/dev/null 2>&1; then
+  echo "installing: mdbook"
+  cargo install --locked mdbook --no-default-features --features search >/dev/null
+fi
