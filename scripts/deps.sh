@@ -12,7 +12,7 @@
 # with pre-shared keys through OpenSSL); openssl: the command-line tool the TLS tests make
 # their certificates with. prometheus: a real server scraping `--metrics-listen`
 # (crates/cli/tests/metrics_endpoint.rs). man-db: `man -l` renders the pages `sanbench man` writes
-# (crates/cli/tests/help_cli.rs). The test suite builds both features. Idempotent: does nothing when
+# (crates/cli/tests/help_cli.rs, interop). The test suite builds both features. Idempotent: does nothing when
 # everything is present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
