@@ -11,14 +11,15 @@
 # libclang) and its tests under mpirun. libssl-dev, pkg-config: the tls-psk feature (NBD TLS
 # with pre-shared keys through OpenSSL); openssl: the command-line tool the TLS tests make
 # their certificates with. prometheus: a real server scraping `--metrics-listen`
-# (crates/cli/tests/metrics_endpoint.rs). The test suite builds both features. Idempotent: does nothing when
+# (crates/cli/tests/metrics_endpoint.rs). man-db: `man -l` renders the pages `sanbench man` writes
+# (crates/cli/tests/help_cli.rs, interop). The test suite builds both features. Idempotent: does nothing when
 # everything is present. Needs root (CI runs as root).
 set -euo pipefail
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
       iperf3 ethtool iproute2 binutils chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
       nbd-client open-iscsi dmsetup openmpi-bin libopenmpi-dev libclang-dev
-      libssl-dev pkg-config openssl prometheus)
+      libssl-dev pkg-config openssl prometheus man-db)
 missing_now() {
   missing=()
   for p in "${pkgs[@]}"; do
@@ -55,4 +56,10 @@ fi
 if ! python3 -c "import hdrh" >/dev/null 2>&1; then
   echo "installing: hdrhistogram (pip)"
   pip install --quiet hdrhistogram
+fi
+# mdbook builds the user guide (scripts/guide.sh, docs/guide): Debian has no package, so from
+# crates.io, without the watch and serve features (a build that only renders; ~3 min once).
+if ! mdbook --version >/dev/null 2>&1; then
+  echo "installing: mdbook"
+  cargo install --locked mdbook --no-default-features --features search >/dev/null
 fi

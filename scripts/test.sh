@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, every tier of tests (docs/TESTING.md: plain
-# `cargo test` runs only the fast tier; here the features interop, lab and guest add the rest),
+# The whole test suite: formatting, the user guide (docs/guide built, its links checked),
+# lints, every tier of tests (docs/TESTING.md: plain `cargo test` runs only the fast tier;
+# here the features interop, lab and guest add the rest),
 # and interop tests against real peers
 # (fio, nbdkit, qemu-nbd, libnbd tools, tgtd, libiscsi's iscsi-test-cu, the Linux kernel's
 # NVMe/TCP host and target in a QEMU TCG guest). Interop tests need root for loop devices and
@@ -28,6 +29,9 @@ if [ -c /dev/null ]; then exec </dev/null; else exec < <(:); fi
 scripts/deps.sh
 devnull "scripts/deps.sh"
 cargo fmt --all -- --check
+# The user guide builds and has no broken link (docs/guide; scripts/guide.sh).
+scripts/guide.sh
+devnull "scripts/guide.sh"
 cargo clippy --workspace --all-targets -- -D warnings
 devnull "clippy"
 # The tests build the optional features: mpi (rsmpi, Open MPI) and tls-psk (NBD TLS with

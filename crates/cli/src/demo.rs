@@ -73,7 +73,7 @@ fn place(cx: &Context, a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
         }
     };
     if !a.quiet {
-        eprintln!("{line}");
+        eprintln!("{}", crate::fit::wrap(&line, crate::fit::width(), "", "  "));
     }
     Ok(servers)
 }

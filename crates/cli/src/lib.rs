@@ -19,8 +19,12 @@ pub mod demo;
 pub mod discover_cmd;
 pub mod disruption_out;
 pub mod error;
+pub mod eta;
 pub mod faults;
+pub mod findings_out;
 pub mod fio_cmd;
+pub mod fit;
+pub mod help_cmd;
 pub mod job;
 pub mod lab_cmd;
 pub mod launcher;
@@ -70,5 +74,8 @@ pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
         Command::Diff(a) => store_cmd::diff(a),
         Command::Serve { command } => serve_cmd::run(command),
         Command::Lab { command } => lab_cmd::run(command),
+        Command::Help(a) => help_cmd::help(a),
+        Command::Completions { shell } => help_cmd::completions(shell),
+        Command::Man(a) => help_cmd::man(a),
     }
 }

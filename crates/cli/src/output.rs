@@ -310,61 +310,104 @@ fn host_lines(doc: &RunDoc) -> String {
     out
 }
 
-/// Workloads down, targets across: mean IOPS, MB/s and mean latency over repetitions.
-pub fn compare_table(c: &Comparison) -> String {
+/// Mean IOPS, MB/s, mean latency and limit of one workload on one target, over its rounds.
+fn cell_figures(c: &Comparison, workload: &str, target: &str) -> Option<[String; 4]> {
+    let cells: Vec<&TargetResult> = c.cells_of(workload, target).map(|x| &x.result).collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let n = cells.len() as f64;
+    let iops = cells.iter().map(|r| r.iops).sum::<f64>() / n;
+    let mbps = cells.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
+    let lat = cells.iter().map(|r| r.latency_us.mean).sum::<f64>() / n;
+    let limit = sanbench_report::headroom::limit_of(cells.iter().copied())
+        .map_or_else(|| "-".to_string(), |l| l.short_text());
+    Some([si(iops), format!("{mbps:.1}"), format!("{lat:.1}"), limit])
+}
+
+/// The comparison's table, fitted to `width` columns: workloads down and targets across
+/// when every target fits side by side; otherwise one row per workload and target (the
+/// table transposed), which fits any number of targets.
+pub fn compare_table(c: &Comparison, width: usize) -> String {
+    const FIG: usize = 36; // IOPS 8, MB/s 8, mean 8, limit 9 and the spaces between
     let mut out = String::new();
-    let _ = writeln!(out, "\n{} — {}", c.suite, c.suite_description);
-    let mut head = format!("{:<30}", "workload");
-    for t in &c.targets {
-        let n: String = t.name.chars().take(36).collect();
-        let _ = write!(head, " | {n:^36}");
-    }
-    let _ = writeln!(out, "{head}");
-    let mut sub = format!("{:<30}", "");
-    for _ in &c.targets {
-        let _ = write!(
-            sub,
-            " | {:>8} {:>8} {:>8} {:<9}",
-            "IOPS", "MB/s", "mean µs", "limit"
-        );
-    }
-    let _ = writeln!(out, "{sub}");
-    for w in &c.workloads {
-        let id: String = w.id.chars().take(30).collect();
-        let mut line = format!("{id:<30}");
+    let title = format!("{} — {}", c.suite, c.suite_description);
+    let _ = writeln!(out, "\n{}", crate::fit::wrap(&title, width, "", "  "));
+    let wl = c
+        .workloads
+        .iter()
+        .map(|w| w.id.chars().count())
+        .max()
+        .unwrap_or(8)
+        .clamp(8, 30);
+    let tn = c
+        .targets
+        .iter()
+        .map(|t| t.name.chars().count())
+        .max()
+        .unwrap_or(6)
+        .clamp(6, 34);
+    let wide = wl + c.targets.len() * (FIG + 3) <= width
+        && c.targets.iter().all(|t| t.name.chars().count() <= FIG);
+    let figs = |f: &[String; 4]| format!("{:>8} {:>8} {:>8} {:<9}", f[0], f[1], f[2], f[3]);
+    let head = format!(
+        "{:>8} {:>8} {:>8} {:<9}",
+        "IOPS", "MB/s", "mean µs", "limit"
+    );
+    if wide {
+        let mut line = format!("{:<wl$}", "workload");
         for t in &c.targets {
-            let cells: Vec<&TargetResult> = c.cells_of(&w.id, &t.name).map(|x| &x.result).collect();
-            if cells.is_empty() {
-                let _ = write!(line, " | {:^36}", "-");
-                continue;
-            }
-            let n = cells.len() as f64;
-            let iops = cells.iter().map(|r| r.iops).sum::<f64>() / n;
-            let mbps = cells.iter().map(|r| r.mb_per_s).sum::<f64>() / n;
-            let lat = cells.iter().map(|r| r.latency_us.mean).sum::<f64>() / n;
-            let limit = sanbench_report::headroom::limit_of(cells.iter().copied())
-                .map_or_else(|| "-".to_string(), |l| l.short_text());
-            let _ = write!(
-                line,
-                " | {:>8} {:>8.1} {:>8.1} {limit:<9}",
-                si(iops),
-                mbps,
-                lat
-            );
+            let _ = write!(line, " | {:^FIG$}", t.name);
         }
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{}", line.trim_end());
+        let mut sub = format!("{:<wl$}", "");
+        for _ in &c.targets {
+            let _ = write!(sub, " | {head}");
+        }
+        let _ = writeln!(out, "{}", sub.trim_end());
+        for w in &c.workloads {
+            let id: String = w.id.chars().take(wl).collect();
+            let mut line = format!("{id:<wl$}");
+            for t in &c.targets {
+                match cell_figures(c, &w.id, &t.name) {
+                    Some(f) => {
+                        let _ = write!(line, " | {}", figs(&f));
+                    }
+                    None => {
+                        let _ = write!(line, " | {:^FIG$}", "-");
+                    }
+                }
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    } else {
+        let _ = writeln!(out, "{:<wl$}  {:<tn$} {head}", "workload", "target");
+        for w in &c.workloads {
+            let id: String = w.id.chars().take(wl).collect();
+            for (i, t) in c.targets.iter().enumerate() {
+                let name: String = t.name.chars().take(tn).collect();
+                let shown = if i == 0 { id.as_str() } else { "" };
+                let f = cell_figures(c, &w.id, &t.name)
+                    .map_or_else(|| format!("{:>8}", "-"), |f| figs(&f));
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    format!("{shown:<wl$}  {name:<tn$} {f}").trim_end()
+                );
+            }
+        }
     }
     if c.cells.iter().any(|x| x.result.bottleneck.is_some()) {
-        let _ = writeln!(
-            out,
-            "limit: what limited the cells (most rounds; * not every round agreed): init-cpu, \
-             host-cpu (the initiator host's CPU) and queue (the generator) are not about the \
-             interconnect; link, tgt-cpu, device, latency (the round trip) are"
-        );
+        let legend = "limit: what limited the cells (most rounds; * not every round agreed): \
+                      init-cpu, host-cpu (the initiator host's CPU) and queue (the generator) \
+                      are not about the interconnect; link, tgt-cpu, device, latency (the round \
+                      trip) are";
+        let _ = writeln!(out, "{}", crate::fit::wrap(legend, width, "", "  "));
     }
     for t in &c.targets {
         if let Some(l) = &t.link {
-            let _ = writeln!(out, "{:<30} behind lab link {}", t.name, link_text(l));
+            let line = format!("{} behind lab link {}", t.name, link_text(l));
+            let _ = writeln!(out, "{}", crate::fit::wrap(&line, width, "", "  "));
         }
     }
     out

@@ -17,7 +17,7 @@ pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
     }
     let to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     if !a.quiet {
-        let s = crate::output::summary(doc);
+        let s = crate::fit::prose(&crate::output::summary(doc), crate::fit::width());
         if to_stdout {
             eprint!("{s}");
         } else {

@@ -283,18 +283,28 @@ pub fn diff(a: DiffArgs) -> Result<(), CliError> {
 /// terminal (the report's first two of each label), every one of them in the report.
 pub fn print_findings(cmp: &Comparison) {
     let report = Report::new(cmp, &Options::default());
+    let width = crate::fit::width();
     for c in &report.caveats {
-        outln!("warning: {c}");
+        outln!(
+            "{}",
+            crate::fit::wrap(&format!("warning: {c}"), width, "", "  ")
+        );
     }
     if report.findings.is_empty() {
-        outln!("Key Findings: {}", report.none_text());
+        let none = format!("Key Findings: {}", report.none_text());
+        outln!("{}", crate::fit::wrap(&none, width, "", "  "));
         return;
     }
     outln!("Key Findings:");
     let head = sanbench_report::findings::headline(&report.findings, 2);
-    for f in &head {
-        outln!("  - {}", f.text);
-    }
+    let shown: Vec<crate::findings_out::Shown> = head
+        .iter()
+        .map(|f| crate::findings_out::Shown {
+            text: f.text.clone(),
+            note: sanbench_report::headroom::finding_note(cmp, f),
+        })
+        .collect();
+    out!("{}", crate::findings_out::render(&shown, width));
     let shown = head.len();
     if shown < report.findings.len() {
         outln!(

@@ -11,8 +11,10 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
     let o = Command::cargo_bin("sanbench")
         .unwrap()
         .args([
-            "demo", "--time", "200ms", "--ramp", "0s", "--size", "64M", "--quiet", "--repeat", "3",
+            "demo", "--time", "200ms", "--ramp", "0s", "--size", "64M", "--repeat", "3",
         ])
+        // Not a terminal: the output fits COLUMNS (issue 41).
+        .env("COLUMNS", "100")
         .arg("--out")
         .arg(&out)
         .arg("--db")
@@ -27,6 +29,38 @@ fn demo_compares_the_built_in_targets_and_cleans_up() {
     );
     assert!(stdout.contains("Key Findings"), "{stdout}");
     assert!(stdout.contains("report.html"), "{stdout}");
+    // Everything it prints fits a 100-column terminal (a word longer than a line, such as a
+    // path, may stand alone on one: 120 leaves room for it).
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let long: Vec<&str> = stdout
+        .lines()
+        .chain(stderr.lines())
+        .filter(|l| l.chars().count() > 120)
+        .collect();
+    assert!(
+        long.is_empty(),
+        "lines over 120 chars:\n{}",
+        long.join("\n")
+    );
+    // It said before the first cell how long it would take.
+    assert!(stderr.contains("time: about"), "{stderr}");
+    // A note the findings share (loopback) is said once, not in each finding.
+    let findings = &stdout[stdout.find("Key Findings").unwrap()..];
+    let findings = &findings[..findings.find("\nwrote ").unwrap_or(findings.len())];
+    let mut notes: Vec<&str> = Vec::new();
+    for l in findings.lines() {
+        let mut rest = l;
+        while let Some(i) = rest.find('(') {
+            let Some(j) = rest[i..].find(')') else { break };
+            let note = &rest[i..i + j + 1];
+            if note.len() > 40 {
+                assert!(!notes.contains(&note), "note repeated: {note}\n{findings}");
+                notes.push(note);
+            }
+            rest = &rest[i + j + 1..];
+        }
+    }
+    assert!(findings.matches("over loopback").count() <= 1, "{findings}");
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
     let names: Vec<&str> = doc["targets"]

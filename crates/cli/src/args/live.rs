@@ -20,6 +20,7 @@ pub enum ProgressMode {
 }
 
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = super::H_WATCH)]
 pub struct LiveArgs {
     /// The live line: each second the interval's IOPS, MB/s and p99, the time left and the
     /// ETA. auto: in place on a terminal, nothing otherwise; lines: one line a second to

@@ -17,6 +17,24 @@ pub use lab::*;
 pub use live::*;
 pub use serve::*;
 
+/// Help headings: `run --help` and `compare --help` group their options under these (issue 41).
+pub const H_WORKLOAD: &str = "Workload";
+pub const H_FIO: &str = "fio job files";
+pub const H_TARGETS: &str = "Targets and engine";
+pub const H_DATA: &str = "Data and verification";
+pub const H_MONITORS: &str = "Monitors";
+pub const H_WATCH: &str = "Watching";
+pub const H_OUTPUT: &str = "Output";
+pub const H_PLACEMENT: &str = "CPU placement";
+pub const H_MPI: &str = "MPI";
+pub const H_FAULTS: &str = "Faults (lab)";
+pub const H_COMPARE: &str = "Comparison";
+pub const H_STORE: &str = "Results store";
+pub const H_CROSSCHECK: &str = "Crosscheck";
+pub const H_SERVER: &str = "Server";
+pub const H_TLS: &str = "TLS";
+pub const H_AUTH: &str = "Authentication";
+
 /// Seed used when none is given: runs with the same seed issue the same I/O sequence.
 pub const DEFAULT_SEED: u64 = 0x5a4b_3c2d;
 
@@ -25,7 +43,9 @@ pub const DEFAULT_SEED: u64 = 0x5a4b_3c2d;
     name = "sanbench",
     version,
     about = "Storage interconnect benchmark: drive I/O, measure the host, compare and report",
-    long_about = None
+    long_about = None,
+    disable_help_subcommand = true,
+    after_help = "More: sanbench help TOPIC (targets, spec, exit-codes); man pages: sanbench man DIR."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -77,10 +97,38 @@ pub enum Command {
         #[command(subcommand)]
         command: LabCommand,
     },
+    /// A help topic (targets, spec, exit-codes) or a command's help (`help serve nbd`).
+    Help(HelpArgs),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell (e.g.
+    /// `sanbench completions bash > /etc/bash_completion.d/sanbench`).
+    Completions {
+        #[arg(value_enum, value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Write a man page per command (sanbench.1, sanbench-run.1, ...) into DIR; read one with
+    /// `man -l DIR/sanbench-run.1`.
+    Man(ManArgs),
+}
+
+/// `sanbench help [TOPIC | COMMAND...]`.
+#[derive(Args, Debug, Clone)]
+pub struct HelpArgs {
+    /// A topic (targets, spec, exit-codes) or a command path (run; serve nbd).
+    #[arg(value_name = "TOPIC|COMMAND")]
+    pub topic: Vec<String>,
+}
+
+/// `sanbench man [DIR]`.
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// Directory to write the pages into (created if missing).
+    #[arg(default_value = "man", value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// How targets are opened and driven; shared by `run` and `compare`.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = H_TARGETS)]
 pub struct EngineArgs {
     /// Engine for files and block devices: auto (io_uring if available), io_uring, sync.
     #[arg(long, default_value = "auto", value_name = "ENGINE")]
@@ -145,6 +193,7 @@ pub struct VerifyArgs {
 
 /// What the targets hold before measuring, and what writes put there.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = H_DATA)]
 pub struct DataArgs {
     /// Before measuring, write each target's span with unique data: auto (only where nothing
     /// is lost: mem:, files sanbench creates, sanbench's own NBD and iSCSI servers; skipped
@@ -201,6 +250,9 @@ impl Default for DataArgs {
   PATH | file:PATH    a file (created at --size if missing) or a block device
   nbd://HOST[:PORT][/EXPORT]
   iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN
+  nvme+tcp://HOST[:PORT]/SUBSYSNQN[/NSID]
+Every URI, multipath and query options: sanbench help targets. Access specifications:
+sanbench help spec.
 
 Sizes: 512, 4k, 4KiB, 1M, 1G (binary). Durations: 500ms, 5s, 2m.
 Exit codes: 0 ok, 1 the run failed, 2 bad usage or input, 3 data did not verify.")]
@@ -211,68 +263,68 @@ pub struct RunArgs {
     pub targets: Vec<String>,
 
     /// Access specification file (TOML; see docs/SPEC.md). Flags below override its values.
-    #[arg(long, value_name = "FILE", conflicts_with = "fio")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "FILE", conflicts_with = "fio")]
     pub spec: Option<PathBuf>,
     /// fio job file: one job section (--section) becomes the workload, its targets, engine and
     /// data flags (docs/FIO.md). Every option sanbench does not map is named, one line each
     /// (exit 2), unless --fio-ignore names it. Flags below override the job's values.
-    #[arg(long, value_name = "JOBFILE")]
+    #[arg(help_heading = H_FIO, long, value_name = "JOBFILE")]
     pub fio: Option<PathBuf>,
     /// The job section of --fio to run (needed when the file has several).
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = H_FIO, long, value_name = "NAME")]
     pub section: Option<String>,
     /// fio options to run without (their names, comma-separated).
-    #[arg(long, value_name = "OPTION,...", value_delimiter = ',')]
+    #[arg(help_heading = H_FIO, long, value_name = "OPTION,...", value_delimiter = ',')]
     pub fio_ignore: Vec<String>,
     /// Also write the fio job that does what this run does (files, block devices, nbd:// through
     /// fio's nbd engine, iscsi:// through libiscsi), with a comment on what fio cannot express.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = H_FIO, long, value_name = "FILE")]
     pub emit_fio: Option<PathBuf>,
     /// The workload of --fio, once read.
     #[arg(skip)]
     pub fio_workload: Option<sanbench_engine::Workload>,
 
     /// Transfer size for reads and writes.
-    #[arg(long, value_name = "SIZE")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "SIZE")]
     pub bs: Option<Bytes>,
     /// Transfer size for reads (with --write-bs: different read and write sizes).
-    #[arg(long, value_name = "SIZE")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "SIZE")]
     pub read_bs: Option<Bytes>,
     /// Transfer size for writes.
-    #[arg(long, value_name = "SIZE")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "SIZE")]
     pub write_bs: Option<Bytes>,
     /// Percent of I/Os that read (0-100).
-    #[arg(long, value_name = "PCT")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "PCT")]
     pub read: Option<Pct>,
     /// Percent of I/Os at random offsets (0-100); the rest are sequential.
-    #[arg(long, value_name = "PCT")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "PCT")]
     pub random: Option<Pct>,
     /// Offset alignment for random I/O (default: the transfer size).
-    #[arg(long, value_name = "SIZE")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "SIZE")]
     pub align: Option<Bytes>,
     /// Outstanding I/Os per target per worker.
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "N")]
     pub qd: Option<u32>,
     /// Worker count; each drives every target.
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "N")]
     pub workers: Option<u32>,
     /// Ramp-up before measuring (not counted).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "DURATION")]
     pub ramp: Option<Dur>,
     /// Measured time.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "DURATION")]
     pub time: Option<Dur>,
     /// Span of each target to use; also the size a missing file is created at.
-    #[arg(long, value_name = "SIZE")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "SIZE")]
     pub size: Option<Bytes>,
     /// Open loop: issue this many I/Os per second per target (split over the workers) at
     /// their intended times, whatever the target does; --qd caps what is outstanding.
     /// Latency is then response time from the intended time (no coordinated omission), with
     /// service time and issue lag beside it.
-    #[arg(long, value_name = "IOPS")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "IOPS")]
     pub rate: Option<f64>,
     /// Open-loop arrivals: fixed (every 1/rate) or poisson (seeded exponential gaps).
-    #[arg(long, value_name = "fixed|poisson", requires = "rate")]
+    #[arg(help_heading = H_WORKLOAD, long, value_name = "fixed|poisson", requires = "rate")]
     pub arrival: Option<Arrival>,
 
     #[command(flatten)]
@@ -286,38 +338,38 @@ pub struct RunArgs {
     #[command(flatten)]
     pub live: LiveArgs,
     /// Seed for offsets and data (runs with the same seed issue the same I/O sequence).
-    #[arg(long, default_value_t = DEFAULT_SEED)]
+    #[arg(help_heading = H_WORKLOAD, long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
 
     /// Pin sanbench's threads to these CPUs (as fio's cpus_allowed: 0, 0,2, 0-3); recorded in
     /// the manifest. Keeps the initiator off the cores a local target or daemon uses.
-    #[arg(long, value_name = "LIST")]
+    #[arg(help_heading = H_PLACEMENT, long, value_name = "LIST")]
     pub cpus: Option<crate::placement::CpuList>,
     /// How the streams share those CPUs (fio's cpus_allowed_policy): shared (the scheduler
     /// places them) or split (each stream on one CPU of its own, in turn; without --cpus,
     /// of every CPU sanbench may use).
-    #[arg(long, value_enum, default_value_t, value_name = "POLICY")]
+    #[arg(help_heading = H_PLACEMENT, long, value_enum, default_value_t, value_name = "POLICY")]
     pub cpus_policy: crate::placement::CpusPolicy,
 
     /// Write the result document (schema sanbench.run/2) to FILE ("-" for stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = H_OUTPUT, long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No summary table or progress line.
-    #[arg(long, short)]
+    #[arg(help_heading = H_OUTPUT, long, short)]
     pub quiet: bool,
     /// Under mpirun or srun (a build with the mpi feature): these ranks run no I/O and only
     /// measure their host (CPU, --watch daemons, power, network), e.g. "0" or "0,4-7".
-    #[arg(long, value_name = "LIST")]
+    #[arg(help_heading = H_MPI, long, value_name = "LIST")]
     pub monitor_only_ranks: Option<String>,
     /// Fire a lab fault during the measured window: AT:LINK:ACTION (AT after the ramp, e.g.
     /// 10s:b:down,20s:b:up; ACTION down, up, loss=PCT, delay=D, clear; see 'sanbench lab
     /// fault --help'). Repeatable and comma-separated; checked against --lab before any I/O.
     /// Each fired fault is recorded in the result's `faults`; a link the schedule leaves
     /// faulted is set back after the run.
-    #[arg(long = "fault", value_name = "AT:LINK:ACTION", value_delimiter = ',')]
+    #[arg(help_heading = H_FAULTS, long = "fault", value_name = "AT:LINK:ACTION", value_delimiter = ',')]
     pub faults: Vec<String>,
     /// The lab whose links --fault names (default /run/sanbench/lab.json, as 'lab up').
-    #[arg(long, value_name = "FILE", requires = "faults")]
+    #[arg(help_heading = H_FAULTS, long, value_name = "FILE", requires = "faults")]
     pub lab: Option<PathBuf>,
 }
 
@@ -337,28 +389,28 @@ pub struct CrosscheckArgs {
     /// Repetitions of each tool, interleaved (the first tool alternates): N runs exactly N;
     /// `auto` looks after every pair and stops once the intervals decide all three ratios
     /// (within or outside the tolerance), or at --max-repeat (docs/MEASURE.md).
-    #[arg(long, default_value = "3", value_name = "auto|N")]
+    #[arg(help_heading = H_CROSSCHECK, long, default_value = "3", value_name = "auto|N")]
     pub repeat: RepeatArg,
     /// The most repetitions `--repeat auto` runs.
-    #[arg(long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
+    #[arg(help_heading = H_CROSSCHECK, long, default_value_t = sanbench_stats::design::DEFAULT_MAX_REPEAT, value_name = "N")]
     pub max_repeat: u32,
     /// Time the crosscheck may take: a pair of repetitions that would not fit (at the pace of
     /// those before) is not started; the first pair always runs.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(help_heading = H_CROSSCHECK, long, value_name = "DURATION")]
     pub budget: Option<Dur>,
     /// Largest relative difference (percent) of the medians, and of IOPS x mean latency from
     /// the mean in flight, that still agrees.
-    #[arg(long, default_value_t = 15.0, value_name = "PCT")]
+    #[arg(help_heading = H_CROSSCHECK, long, default_value_t = 15.0, value_name = "PCT")]
     pub tolerance: f64,
     /// The fio to run.
-    #[arg(long, default_value = "fio", value_name = "PATH")]
+    #[arg(help_heading = H_CROSSCHECK, long, default_value = "fio", value_name = "PATH")]
     pub fio_bin: PathBuf,
     /// Results database (SQLite; default under the user's data directory): the crosscheck is
     /// kept as a comparison of "sanbench" and "fio" ('sanbench report RUN').
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = H_STORE, long, value_name = "FILE")]
     pub db: Option<PathBuf>,
     /// Do not record the crosscheck in the results database.
-    #[arg(long)]
+    #[arg(help_heading = H_STORE, long)]
     pub no_store: bool,
 }
 
@@ -389,6 +441,7 @@ pub struct MonitorsArgs {
 
 /// Host monitoring: CPU, network, power; shared by `run` and `compare`.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = H_MONITORS)]
 pub struct MonitorArgs {
     /// Also account the CPU of these processes (a target daemon such as tgtd or nbdkit), by
     /// name or PID; repeatable.
@@ -438,6 +491,7 @@ impl Default for MonitorArgs {
 
 /// Watching a run as it goes: intervals, the histogram log; shared by `run` and `compare`.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = H_WATCH)]
 pub struct WatchArgs {
     /// Cut the measured window into intervals this long (at least 10ms): per target and
     /// interval, I/Os, bytes and errors per op and p50/p99/max latency go into the result

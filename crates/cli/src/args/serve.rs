@@ -80,7 +80,7 @@ pub struct ServeNvmeArgs {
     /// the scraper asks for it): per connection and per namespace I/Os, bytes and errors per op,
     /// I/Os in flight, connections accepted and open. PORT alone listens on 127.0.0.1; any
     /// other address only when given.
-    #[arg(long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
+    #[arg(help_heading = super::H_WATCH, long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Open a control socket at PATH (mode 0600) through which `sanbench ana --control PATH`
     /// reads and changes the ports' ANA states while the target runs; removed at exit.
@@ -136,23 +136,23 @@ pub struct ServeIscsiArgs {
     pub cpus: Option<crate::placement::CpuList>,
     /// Require CHAP from initiators (visible to every user of the host in `ps`: prefer
     /// --chap-file).
-    #[arg(long, value_name = "USER:SECRET", conflicts_with = "chap_file")]
+    #[arg(help_heading = super::H_AUTH, long, value_name = "USER:SECRET", conflicts_with = "chap_file")]
     pub chap: Option<String>,
     /// Require CHAP from initiators, USER:SECRET read from the first line of FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::H_AUTH, long, value_name = "FILE")]
     pub chap_file: Option<PathBuf>,
     /// The target's own CHAP name and secret, for initiators that ask it to prove itself
     /// (mutual CHAP; needs --chap, and a different secret).
-    #[arg(long, value_name = "NAME:SECRET", conflicts_with = "target_chap_file")]
+    #[arg(help_heading = super::H_AUTH, long, value_name = "NAME:SECRET", conflicts_with = "target_chap_file")]
     pub target_chap: Option<String>,
     /// The target's own NAME:SECRET (mutual CHAP), read from the first line of FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::H_AUTH, long, value_name = "FILE")]
     pub target_chap_file: Option<PathBuf>,
     /// Serve live metrics at http://ADDR:PORT/metrics (Prometheus text, or OpenMetrics when
     /// the scraper asks for it): per connection and per LUN I/Os, bytes and errors per op,
     /// I/Os in flight, connections accepted and open. PORT alone listens on 127.0.0.1; any
     /// other address only when given.
-    #[arg(long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
+    #[arg(help_heading = super::H_WATCH, long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Back LUN 0 with this file instead of RAM.
     #[arg(long, value_name = "PATH")]
@@ -207,22 +207,22 @@ pub struct ServeNbdArgs {
     /// the scraper asks for it): per connection and per export I/Os, bytes and errors per op,
     /// I/Os in flight, connections accepted and open. PORT alone listens on 127.0.0.1; any
     /// other address only when given.
-    #[arg(long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
+    #[arg(help_heading = super::H_WATCH, long, value_name = "[ADDR:]PORT", value_parser = super::metrics_listen)]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// NBD over TLS (NBD_OPT_STARTTLS): off, on (offered) or require (plaintext clients are
     /// refused); require when credentials are given, else off.
-    #[arg(long, value_name = "MODE", value_parser = parse_tls_mode)]
+    #[arg(help_heading = super::H_TLS, long, value_name = "MODE", value_parser = parse_tls_mode)]
     pub tls: Option<sanbench_nbd::server::TlsMode>,
     /// X.509 credentials: a directory with server-cert.pem and server-key.pem (nbdkit's layout).
-    #[arg(long, value_name = "DIR", conflicts_with = "tls_psk")]
+    #[arg(help_heading = super::H_TLS, long, value_name = "DIR", conflicts_with = "tls_psk")]
     pub tls_certificates: Option<PathBuf>,
     /// Pre-shared keys: a psktool file of username:hexkey lines (needs --features tls-psk).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = super::H_TLS, long, value_name = "FILE")]
     pub tls_psk: Option<PathBuf>,
     /// Require a client certificate signed by --tls-certificates DIR/ca-cert.pem and not
     /// revoked by DIR/ca-crl.pem if present (nbdkit's --tls-verify-peer): a client without
     /// one fails its TLS handshake and is logged.
-    #[arg(long)]
+    #[arg(help_heading = super::H_TLS, long)]
     pub tls_verify_peer: bool,
 }
 

@@ -90,33 +90,37 @@ pub(super) fn line(plan: &Plan, a: &CompareArgs) -> String {
     )
 }
 
-fn fmt_dur(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
+use crate::eta::dur as fmt_dur;
 
 /// The progress line of one cell: where it is in its round and, for a fixed number of rounds,
 /// the time the cells still to run will take.
-pub(super) fn cell_line(a: &CompareArgs, p: &Prepared, s: &Slot, per_cell: &[Duration]) -> String {
+pub(super) fn cell_line(
+    a: &CompareArgs,
+    p: &Prepared,
+    s: &Slot,
+    per_cell: &[Duration],
+    elapsed: Duration,
+) -> String {
     let t = p.targets.len();
     let per_round = per_cell.len() * t;
     // Rounds run workload by workload: the cell's place follows from the slot.
     let in_round = s.workload * t + s.slot + 1;
+    let round: Duration = per_cell.iter().sum::<Duration>() * t as u32;
+    let rest_of_this: Duration = per_cell[s.workload] * (t - s.slot - 1) as u32
+        + per_cell[s.workload + 1..].iter().sum::<Duration>() * t as u32;
     let (of, left) = match a.repeat {
         RepeatArg::Fixed(n) => {
-            let round: Duration = per_cell.iter().sum::<Duration>() * t as u32;
-            let rest_of_this: Duration = per_cell[s.workload] * (t - s.slot - 1) as u32
-                + per_cell[s.workload + 1..].iter().sum::<Duration>() * t as u32;
             let left = round * n.saturating_sub(s.round + 1) + rest_of_this;
             (format!("/{n}"), format!(" ({} left)", fmt_dur(left)))
         }
-        RepeatArg::Auto => (format!(" of at most {}", a.max_repeat), String::new()),
+        RepeatArg::Auto => {
+            let nominal = round * a.max_repeat.saturating_sub(s.round + 1) + rest_of_this;
+            let left = crate::eta::left_at_most(nominal, a.budget.map(|b| b.0), elapsed);
+            (
+                format!(" of at most {}", a.max_repeat),
+                format!(" (at most {} left)", fmt_dur(left)),
+            )
+        }
     };
     format!(
         "[round {}{of}, {in_round}/{per_round}] {} on {}{left}",
@@ -124,4 +128,14 @@ pub(super) fn cell_line(a: &CompareArgs, p: &Prepared, s: &Slot, per_cell: &[Dur
         p.suite.workloads[s.workload].id,
         p.targets[s.target].0
     )
+}
+
+/// The longest the comparison may take and how to bound it, said before the first cell.
+pub(super) fn time_line(a: &CompareArgs, per_cell: &[Duration], targets: usize) -> String {
+    let round: Duration = per_cell.iter().sum::<Duration>() * targets as u32;
+    let (rounds, fixed) = match a.repeat {
+        RepeatArg::Fixed(n) => (n, true),
+        RepeatArg::Auto => (a.max_repeat, false),
+    };
+    crate::eta::longest_line("round", round, rounds, fixed, a.budget.map(|b| b.0))
 }

@@ -231,7 +231,13 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     }
     let (preconditions, vs) = precondition_all(context, &a, &p, &pre_data, size, &progress)?;
     if !a.quiet && rank0 {
-        eprintln!("{}", design::line(&plan, &a));
+        let width = crate::fit::width();
+        eprintln!(
+            "{}",
+            crate::fit::wrap(&design::line(&plan, &a), width, "", "  ")
+        );
+        let time = design::time_line(&a, &per_cell, p.targets.len());
+        eprintln!("{}", crate::fit::wrap(&time, width, "", "  "));
     }
     let mut book = Book {
         cmp,
@@ -277,7 +283,10 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         let w = &p.suite.workloads[s.workload];
         let (name, uri) = &p.targets[s.target];
         if !a.quiet {
-            eprintln!("{}", design::cell_line(&a, &p, &s, &per_cell));
+            eprintln!(
+                "{}",
+                design::cell_line(&a, &p, &s, &per_cell, started.elapsed())
+            );
         }
         let place = Place {
             round: s.round,
@@ -382,11 +391,18 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
     )
     .context("writing the report")?;
     if !a.quiet {
-        out!("{}", crate::output::compare_table(&cmp));
+        out!(
+            "{}",
+            crate::output::compare_table(&cmp, crate::fit::width())
+        );
     }
     outln!();
     if let Some(d) = &cmp.design {
-        outln!("{}", sanbench_report::findings::rounds_text(d));
+        let rounds = sanbench_report::findings::rounds_text(d);
+        outln!(
+            "{}",
+            crate::fit::wrap(&rounds, crate::fit::width(), "", "  ")
+        );
     }
     crate::store_cmd::print_findings(&cmp);
     if let Some((id, run)) = &against {

@@ -270,6 +270,13 @@ fn check(
         a.tolerance
     );
     say!("fio: {} {}", a.fio_bin.display(), fio_args(job).join(" "));
+    // A repetition is one run of each tool: twice the workload's ramp and window.
+    let pair = (w.ramp + w.time) * 2;
+    let fixed = matches!(a.repeat, RepeatArg::Fixed(_));
+    say!(
+        "{}",
+        crate::eta::longest_line("repetition", pair, max, fixed, a.budget.map(|b| b.0))
+    );
     say!(
         "{:>4}  {:<9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>8}",
         "rep",
