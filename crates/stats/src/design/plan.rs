@@ -187,6 +187,9 @@ pub struct Plan {
     round_started: Option<Duration>,
     round_times: Vec<Duration>,
     stop: Option<Stop>,
+    /// The primary family's error: [`ALPHA_PRIMARY`], or what a simulation sets to make a rate
+    /// measurable.
+    alpha_primary: f64,
 }
 
 impl Plan {
@@ -215,8 +218,15 @@ impl Plan {
             round_started: None,
             round_times: Vec::new(),
             stop: None,
+            alpha_primary: ALPHA_PRIMARY,
             cfg,
         })
+    }
+
+    /// Sets the primary family's error (simulations measure error rates at a large one, where
+    /// a rate is measurable with a few hundred comparisons). Recorded in the design.
+    pub fn set_alpha_primary(&mut self, alpha: f64) {
+        self.alpha_primary = alpha;
     }
 
     pub fn order(&self) -> &Order {
@@ -305,7 +315,7 @@ impl Plan {
         );
         Margins {
             min_effect: self.cfg.min_effect,
-            alpha: question_alpha(ALPHA_PRIMARY, family, &self.design()),
+            alpha: question_alpha(self.alpha_primary, family, &self.design()),
             project: false,
         }
     }
@@ -328,7 +338,7 @@ impl Plan {
             rounds: self.complete_rounds(),
             stop: self.stop.map_or("interrupted", Stop::key).into(),
             alpha: ALPHA,
-            alpha_primary: ALPHA_PRIMARY,
+            alpha_primary: self.alpha_primary,
         }
     }
 
