@@ -1,17 +1,18 @@
 //! Verdicts on a comparison's questions: for one metric, a table of log figures by workload,
 //! target and round, and for every pair of compared targets on every workload the ratio with a
-//! simultaneous, anytime-valid confidence interval and one of three verdicts.
+//! simultaneous confidence interval (at the plan's looks) and one of three verdicts.
 //!
-//! The model (the standard analysis of a cross-over design, Jones and Kenward ch. 2): per
-//! workload, `ln y[r][t] = μ + ρ_r + τ_t + ε`, with `ρ_r` the round's effect (the machine's
-//! drift: it cancels, since every round runs every target) and `ε ~ N(0, σ²)` common to the
-//! compared targets of the workload. Only complete rounds (every compared target measured)
-//! count. The contrast `τ_a − τ_b` is estimated by the difference of the targets' means over
-//! those rounds (variance `2σ²/n`) and `σ²` by the two-way residuals (`(n−1)(k−1)` degrees of
-//! freedom for `k` compared targets): pooling the workload's targets is what lets three or four
-//! rounds say anything at all. The interval is Student's t at the error the caller gives it: the
-//! question's share of the family's (Bonferroni) and, under `--repeat auto`, that look's share of
-//! the question's (the group-sequential spending of [`super::plan`]).
+//! The model (after the analysis of a cross-over design, Jones and Kenward ch. 2), per workload:
+//! `ln y[r][t] = μ + ρ_r + τ_t + ε_t`, with `ρ_r` the round's effect (the machine's drift) and
+//! noise whose variance may differ per target. Each pair `(a, b)` is judged from its own
+//! differences `d_r = ln y[r][a] − ln y[r][b]` over the rounds in which both were measured: the
+//! round's effect cancels, the contrast `τ_a − τ_b` is their mean and its variance comes from
+//! the pair's own residuals (`n − 1` degrees of freedom). A pooled σ over the workload's
+//! targets was narrower for a noisy pair than its own noise (issue 40). The interval is
+//! Student's t at the error the caller gives it: the question's share of the family's
+//! (Bonferroni) and, under `--repeat auto`, that look's share of the question's (the
+//! group-sequential spending of [`super::plan`]); it holds at the planned looks, not at any
+//! time one might look.
 //!
 //! Verdicts, with `m = ln(1 + min_effect)`: **better** when the whole interval lies beyond `m`
 //! on one side (a minimum-effect test), **equivalent** when it lies inside `(−m, m)` (two
@@ -189,8 +190,9 @@ struct Fit {
     estimate: f64,
     /// Variance factor per round: the estimate's variance is `v1 / n` in units of σ².
     v1: f64,
-    /// Residual degrees of freedom per round beyond the first.
+    /// Residual degrees of freedom: `df_per_round · n − df_lost` after `n` rounds.
     df_per_round: f64,
+    df_lost: f64,
     /// Residual mean square (σ² estimate; 0 when df = 0).
     ms: f64,
     n: usize,
@@ -199,7 +201,7 @@ struct Fit {
 impl Fit {
     /// The t interval's half-width after `n` rounds with residual mean square `ms`.
     fn half_width_at(&self, n: usize, ms: f64, alpha: f64) -> f64 {
-        let df = self.df_per_round * (n as f64 - 1.0);
+        let df = self.df_per_round * n as f64 - self.df_lost;
         if df <= 0.0 || !(alpha > 0.0 && alpha < 1.0) {
             return f64::INFINITY;
         }
@@ -262,78 +264,69 @@ pub struct Answer {
     pub judged: Judged,
 }
 
-/// Every pair (a < b in `compared`' order) on workload `w`: the two-way model over the compared
-/// targets' complete rounds. Nothing when fewer than one complete round exists.
+/// Every pair (a < b in `compared`' order) on workload `w`, each from its own rounds and its
+/// own noise. Nothing for a pair without a common round.
+///
+/// Per pair, the rounds in which both targets have a figure (a missing cell drops only the
+/// pairs it touches), the differences `d_r = ln a − ln b` (the round's effect cancels), and the
+/// pair's own variance of `d` with `n − 1` degrees of freedom: a noisy target's pairs get wide
+/// intervals and a quiet pair is not widened by it (one pooled σ for all of a workload's
+/// targets under-covered the noisy pairs, issue 40).
 ///
 /// A target with no figure at all on this workload (a metric it does not have, such as power
 /// efficiency where its power was modeled) leaves the model; the others are still compared.
 pub fn judge_workload(t: &Table, w: usize, compared: &[usize], mg: Margins) -> Vec<Answer> {
-    let compared: Vec<usize> = compared
-        .iter()
-        .copied()
-        .filter(|&c| (0..t.rounds).any(|r| t.get(w, c, r).is_some()))
-        .collect();
-    let compared = &compared[..];
-    let k = compared.len();
-    if k < 2 {
-        return Vec::new();
-    }
-    let rounds = t.complete_rounds(w, compared);
-    let n = rounds.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let y = |r: usize, ti: usize| t.get(w, compared[ti], rounds[r]).unwrap_or(0.0);
-    let col: Vec<f64> = (0..k)
-        .map(|ti| (0..n).map(|r| y(r, ti)).sum::<f64>() / n as f64)
-        .collect();
-    let row: Vec<f64> = (0..n)
-        .map(|r| (0..k).map(|ti| y(r, ti)).sum::<f64>() / k as f64)
-        .collect();
-    let grand = col.iter().sum::<f64>() / k as f64;
-    let mut ss = 0.0;
-    for (r, rm) in row.iter().enumerate() {
-        for (ti, cm) in col.iter().enumerate() {
-            ss += (y(r, ti) - rm - cm + grand).powi(2);
-        }
-    }
-    let df_per_round = (k - 1) as f64;
-    let df = df_per_round * (n as f64 - 1.0);
-    // The noise estimate never goes below what counting alone leaves (see `set_counted`).
-    let floor = (0..n)
-        .flat_map(|r| (0..k).map(move |ti| (r, ti)))
-        .map(|(r, ti)| t.quantization(w, compared[ti], rounds[r]))
-        .sum::<f64>()
-        / (n * k) as f64;
-    let ms = if df > 0.0 { (ss / df).max(floor) } else { 0.0 };
-    // Every pair shares the quantile and the standard error: one quantile per workload.
-    let hw = Fit {
-        estimate: 0.0,
-        v1: 2.0,
-        df_per_round,
-        ms,
-        n,
-    }
-    .half_width_at(n, ms, mg.alpha);
     let mut out = Vec::new();
-    for i in 0..k {
-        for j in i + 1..k {
-            let fit = Fit {
-                estimate: col[i] - col[j],
-                v1: 2.0,
-                df_per_round,
-                ms,
-                n,
-            };
-            out.push(Answer {
-                workload: w,
-                a: compared[i],
-                b: compared[j],
-                judged: fit.judge(mg, hw),
-            });
+    for (i, &a) in compared.iter().enumerate() {
+        for &b in &compared[i + 1..] {
+            if let Some(judged) = judge_pair(t, w, a, b, mg) {
+                out.push(Answer {
+                    workload: w,
+                    a,
+                    b,
+                    judged,
+                });
+            }
         }
     }
     out
+}
+
+/// One pair's contrast on workload `w` (see [`judge_workload`]).
+fn judge_pair(t: &Table, w: usize, a: usize, b: usize, mg: Margins) -> Option<Judged> {
+    let rounds: Vec<usize> = t.complete_rounds(w, &[a, b]);
+    let n = rounds.len();
+    if n == 0 {
+        return None;
+    }
+    let d: Vec<f64> = rounds
+        .iter()
+        .map(|&r| t.get(w, a, r).unwrap_or(0.0) - t.get(w, b, r).unwrap_or(0.0))
+        .collect();
+    let fit = super::lsq::lsq(&[vec![1.0; n]], &d);
+    let estimate = fit.coef[0].unwrap_or(0.0);
+    let df = n as f64 - fit.rank as f64;
+    // The noise estimate never goes below what counting alone leaves (see `set_counted`).
+    let floor = rounds
+        .iter()
+        .map(|&r| t.quantization(w, a, r) + t.quantization(w, b, r))
+        .sum::<f64>()
+        / n as f64;
+    let ms = if df > 0.0 {
+        (fit.rss / df).max(floor)
+    } else {
+        0.0
+    };
+    let f = Fit {
+        estimate,
+        v1: fit.last_var * n as f64,
+        df_per_round: 1.0,
+        df_lost: fit.rank as f64,
+        ms,
+        n,
+    };
+    let hw = f.half_width_at(n, ms, mg.alpha);
+    Some(f.judge(mg, hw))
 }
 
 /// The geometric mean of a pair's ratio over several workloads (a finding's average), with its
@@ -376,6 +369,7 @@ pub fn judge_summary(
         estimate: mean,
         v1: 1.0,
         df_per_round: 1.0,
+        df_lost: 1.0,
         ms,
         n,
     };

@@ -489,6 +489,26 @@ mod tests {
         assert!((var - 1.0).abs() < 0.15 && kurt > 4.0, "{var} {kurt}");
     }
 
+    /// A scenario of [`Scenario::noisy`] by name.
+    fn noisy(alpha: f64, name: &str) -> Scenario {
+        Scenario::noisy(alpha)
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .expect("scenario")
+            .1
+    }
+
+    #[test]
+    fn a_noisy_pair_keeps_its_coverage_beside_a_quiet_one() {
+        // sd 0.15, 0.15, 0.05; one look at 30 rounds at a family error of 20 %, where each
+        // question's nominal miss rate (0.95 %) is measurable. One pooled sd gave the noisy
+        // pair 2.9x its nominal misses (5.2x at 4 %).
+        let sc = noisy(0.20, "A/A, sd 0.15/0.15/0.05 (3x), 30 fixed rounds");
+        let r = rates(&sc, 400, 40);
+        assert!(r.worst_pair_miss_ratio <= 1.6, "{r:?}");
+        assert!(r.any_miss <= 0.20, "{r:?}");
+    }
+
     #[test]
     fn aa_comparisons_rarely_make_a_finding() {
         let r = rates(&Scenario::demo_aa(), N, 1);
