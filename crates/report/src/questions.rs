@@ -113,6 +113,28 @@ fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
             }
         }
     }
+    // The run order (round, then workload, then slot, as the plan hands cells out): each
+    // cell's slot and the target of the cell before it, the model's period and carry-over
+    // regressors. Documents without slots (before the Williams order) have neither.
+    let mut order: Vec<(usize, usize, usize, usize)> = cmp
+        .cells
+        .iter()
+        .filter(|c| c.load_pct.is_none())
+        .filter_map(|c| {
+            let w = cmp.workloads.iter().position(|w| w.id == c.workload)?;
+            let ti = cmp.targets.iter().position(|t| t.name == c.target)?;
+            let slot = c.slot? as usize;
+            Some((c.round.unwrap_or(c.repeat) as usize, w, slot, ti))
+        })
+        .collect();
+    order.sort_unstable();
+    order.dedup();
+    for (i, &(r, w, slot, ti)) in order.iter().enumerate() {
+        t.set_slot(w, ti, r, slot);
+        if i > 0 {
+            t.set_prev(w, ti, r, order[i - 1].3);
+        }
+    }
     t
 }
 

@@ -12,6 +12,11 @@ pub struct Lsq {
     pub rss: f64,
     pub rank: usize,
     pub last_var: f64,
+    /// Per row: the residual and the leverage (the diagonal of the hat matrix).
+    pub resid: Vec<f64>,
+    pub lev: Vec<f64>,
+    /// The last kept column's coefficient as a weighted sum of `y`: these weights.
+    pub last_weights: Vec<f64>,
 }
 
 /// Fits `y ~ cols` (each column as long as `y`).
@@ -60,6 +65,16 @@ pub fn lsq(cols: &[Vec<f64>], y: &[f64]) -> Lsq {
         }
         c[i] = s / kept[i].2;
     }
+    let mut lev = vec![0.0; y.len()];
+    for qi in &q {
+        for (l, v) in lev.iter_mut().zip(qi) {
+            *l += v * v;
+        }
+    }
+    let last_weights = match (q.last(), kept.last()) {
+        (Some(ql), Some(k)) => ql.iter().map(|v| v / k.2).collect(),
+        _ => vec![0.0; y.len()],
+    };
     let mut coef = vec![None; cols.len()];
     for (i, (k, _, _)) in kept.iter().enumerate() {
         coef[*k] = Some(c[i]);
@@ -69,6 +84,9 @@ pub fn lsq(cols: &[Vec<f64>], y: &[f64]) -> Lsq {
         rss: resid.iter().map(|r| r * r).sum(),
         rank: m,
         last_var: kept.last().map_or(f64::INFINITY, |k| 1.0 / (k.2 * k.2)),
+        resid,
+        lev,
+        last_weights,
     }
 }
 
@@ -90,6 +108,10 @@ mod tests {
         assert!((f.coef[2].unwrap() + 2.0).abs() < 1e-9);
         assert!((f.coef[3].unwrap() - 3.0).abs() < 1e-9);
         assert!(f.rss < 1e-18);
+        // The intercept's weights reproduce its coefficient.
+        let c: f64 = f.last_weights.iter().zip(&y).map(|(w, v)| w * v).sum();
+        assert!((c - 3.0).abs() < 1e-9);
+        assert!((f.lev.iter().sum::<f64>() - 3.0).abs() < 1e-9);
         // The intercept alone: its variance factor is 1/n.
         let g = lsq(&[vec![1.0; 8]], &y);
         assert!((g.last_var - 1.0 / 8.0).abs() < 1e-12);

@@ -187,6 +187,8 @@ pub struct Plan {
     round_started: Option<Duration>,
     round_times: Vec<Duration>,
     stop: Option<Stop>,
+    /// The target of the last cell handed out (the next cell's predecessor).
+    last_target: Option<usize>,
     /// The primary family's error: [`ALPHA_PRIMARY`], or what a simulation sets to make a rate
     /// measurable.
     alpha_primary: f64,
@@ -218,6 +220,7 @@ impl Plan {
             round_started: None,
             round_times: Vec::new(),
             stop: None,
+            last_target: None,
             alpha_primary: ALPHA_PRIMARY,
             cfg,
         })
@@ -257,7 +260,15 @@ impl Plan {
             self.round += 1;
             self.round_started = Some(now);
         }
-        self.pending.pop()
+        let s = self.pending.pop()?;
+        self.table
+            .set_slot(s.workload, s.target, s.round as usize, s.slot);
+        if let Some(p) = self.last_target {
+            self.table
+                .set_prev(s.workload, s.target, s.round as usize, p);
+        }
+        self.last_target = Some(s.target);
+        Some(s)
     }
 
     /// The primary figure of a cell that ran (IOPS or MB/s; `None` when it failed).
