@@ -72,8 +72,49 @@ pub fn design_of(cmp: &Comparison) -> Design {
             stop: "fixed".into(),
             alpha: ALPHA,
             alpha_primary: ALPHA_PRIMARY,
+            carry_over: Vec::new(),
         }
     })
+}
+
+/// Per target, the estimated first-order carry-over on the throughput figures
+/// ([`sanbench_stats::design::analysis::carry_over_by_target`]), and a warning for each one
+/// at least half the margin: the model removes it from the verdicts, but a target that slows
+/// (or speeds) whatever runs after it disturbs the comparison (a shared cache, a flush left
+/// behind, a server still busy) and is worth knowing about.
+pub fn carry_over(cmp: &Comparison) -> (Vec<Option<f64>>, Vec<String>) {
+    let d = design_of(cmp);
+    let rounds = cmp
+        .cells
+        .iter()
+        .map(|c| c.round.unwrap_or(c.repeat) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let metrics: Vec<Option<Metric>> = cmp
+        .workloads
+        .iter()
+        .map(|w| Some(primary_metric(flavour(w))))
+        .collect();
+    let est = sanbench_stats::design::analysis::carry_over_by_target(&table(cmp, &metrics, rounds));
+    let warn = est
+        .iter()
+        .zip(&cmp.targets)
+        .filter_map(|(e, t)| {
+            let e = (*e)?;
+            (e.abs() >= d.min_effect / 2.0).then(|| {
+                format!(
+                    "{}: the cell right after it ran {:.1} % {} than after the average target \
+                     (first-order carry-over, estimated from the run order); the verdicts \
+                     remove it, but the targets disturb each other: a shared cache, writes \
+                     left to flush, or a server still busy.",
+                    t.name,
+                    e.abs() * 100.0,
+                    if e > 0.0 { "faster" } else { "slower" }
+                )
+            })
+        })
+        .collect();
+    (est, warn)
 }
 
 /// The primary figure of a workload: MB/s for bandwidth, IOPS otherwise.

@@ -164,6 +164,14 @@ pub struct Design {
     pub stop: String,
     pub alpha: f64,
     pub alpha_primary: f64,
+    /// Per target (the comparison's order): the estimated first-order carry-over on the
+    /// primary figure, as a fraction: how much higher the cell right after that target ran
+    /// than after the average target (geometric mean over the workloads where it was
+    /// estimable; `None` where it was not). The model removes it from every contrast; a large
+    /// one says the targets disturb each other (the report warns). Empty in documents written
+    /// before issue 40.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub carry_over: Vec<Option<f64>>,
 }
 
 impl Design {
@@ -350,6 +358,7 @@ impl Plan {
             stop: self.stop.map_or("interrupted", Stop::key).into(),
             alpha: ALPHA,
             alpha_primary: self.alpha_primary,
+            carry_over: super::analysis::carry_over_by_target(&self.table),
         }
     }
 

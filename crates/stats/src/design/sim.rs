@@ -253,6 +253,11 @@ impl Noise {
 /// Runs one comparison of the scenario with this seed through the real [`Plan`], and judges
 /// its answers and averages (the same analysis the report prints).
 pub fn run(sc: &Scenario, seed: u64) -> Outcome {
+    judged(sc, &simulate(sc, seed))
+}
+
+/// Runs one comparison of the scenario through the real [`Plan`] and returns the plan.
+pub fn simulate(sc: &Scenario, seed: u64) -> Plan {
     let mut noise = Noise::new(sc, seed);
     let groups: Vec<usize> = (0..sc.workloads).map(|w| usize::from(w >= 2)).collect();
     let cfg = Config {
@@ -272,6 +277,12 @@ pub fn run(sc: &Scenario, seed: u64) -> Outcome {
         let y = noise.cell(sc, &s);
         plan.record(&s, Some(y.exp()));
     }
+    plan
+}
+
+/// What a finished simulated comparison concluded, against the scenario's truth.
+fn judged(sc: &Scenario, plan: &Plan) -> Outcome {
+    let groups: Vec<usize> = (0..sc.workloads).map(|w| usize::from(w >= 2)).collect();
     let m = (1.0 + sc.min_effect).ln();
     let pairs = sc.targets * sc.targets.saturating_sub(1) / 2;
     let family = super::plan::primary_family(sc.workloads, 2, sc.targets);
@@ -526,6 +537,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_design_records_the_carry_over_it_removed() {
+        // 8 % after target 0 only: centred over the three targets, +5.5 % after target 0 and
+        // -2.6 % after each of the others.
+        let mut sc = Scenario::demo_aa();
+        sc.carry = vec![(0, 0.08)];
+        sc.repeat = Repeat::Fixed(30);
+        let c = simulate(&sc, 5).design().carry_over;
+        assert_eq!(c.len(), 3);
+        let c: Vec<f64> = c.into_iter().map(|x| x.expect("estimable")).collect();
+        assert!(c[0] > 0.03 && c[0] < 0.08, "{c:?}");
+        assert!(c[1] < 0.0 && c[2] < 0.0 && c[1] > -0.06, "{c:?}");
+        // Without carry-over, nothing near the warning's half-margin.
+        sc.carry.clear();
+        let c = simulate(&sc, 5).design().carry_over;
+        assert!(
+            c.iter().all(|x| x.expect("estimable").abs() < 0.03),
+            "{c:?}"
+        );
     }
 
     #[test]
