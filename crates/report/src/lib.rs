@@ -114,6 +114,7 @@ impl<'a> Report<'a> {
         caveats.extend(verification::caveats(&verification));
         caveats.extend(analysis::caveats(cmp));
         caveats.extend(questions::carry_over(cmp).1);
+        caveats.extend(questions::autocorrelation(&judgement));
         Report {
             cmp,
             options: options.clone(),

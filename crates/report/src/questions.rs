@@ -77,6 +77,29 @@ pub fn design_of(cmp: &Comparison) -> Design {
     })
 }
 
+/// The lag-1 autocorrelation above which the report says the rounds persisted.
+pub const LAG1_SEEN: f64 = 0.3;
+
+/// A caveat when some questions' rounds were autocorrelated (a target's noise persisting from
+/// round to round): their intervals were widened for it.
+pub fn autocorrelation(j: &Judgement) -> Option<String> {
+    let seen: Vec<f64> = j
+        .questions
+        .iter()
+        .filter_map(|q| q.lag1.filter(|&p| p >= LAG1_SEEN))
+        .collect();
+    let worst = seen.iter().copied().fold(0.0, f64::max);
+    (!seen.is_empty()).then(|| {
+        format!(
+            "{} of {} questions saw their rounds persist (lag-1 autocorrelation up to {worst:.2}): \
+             a target's noise carried from one round to the next, so rounds told less than \
+             independent ones would; their intervals are widened for it (results.json: lag1).",
+            seen.len(),
+            j.questions.len()
+        )
+    })
+}
+
 /// Per target, the estimated first-order carry-over on the throughput figures
 /// ([`sanbench_stats::design::analysis::carry_over_by_target`]), and a warning for each one
 /// at least half the margin: the model removes it from the verdicts, but a target that slows
@@ -411,6 +434,7 @@ fn question(
         rounds: j.rounds as u32,
         more_rounds: j.more_rounds,
         alpha,
+        lag1: (j.lag1 > 0.0).then_some(j.lag1),
     }
 }
 

@@ -199,6 +199,10 @@ pub struct Judged {
     /// Rounds beyond `rounds` that would likely decide an inconclusive question (the same
     /// estimate and noise, a narrower interval); `None` when decided, or not within 1000.
     pub more_rounds: Option<u32>,
+    /// The lag-1 autocorrelation of the contrast's residuals across rounds (bias-corrected,
+    /// 0 when not positive or too few rounds): the interval's variance was multiplied by
+    /// `(1 + φ) / (1 − φ)` for it.
+    pub lag1: f64,
 }
 
 impl Judged {
@@ -281,6 +285,7 @@ impl Fit {
             rounds: self.n,
             verdict: v,
             more_rounds,
+            lag1: 0.0,
         }
     }
 }
@@ -509,6 +514,14 @@ fn judge_pair(
     let s2_pair = (v[ia][ib] / 2.0).max(pair_quant.0 / pair_quant.1.max(1.0));
     var += pair_weight * s2_pair;
     denom += (pair_weight * s2_pair).powi(2) / (n_ab * shrink).max(1e-9);
+    // Rounds are not independent when a target's noise persists (a cache warming over the
+    // run, a neighbour's job): the pair's residual differences in round order.
+    let lag_resid: Vec<f64> = rounds
+        .iter()
+        .filter_map(|&r| Some(resid(r, a)? - resid(r, b)?))
+        .collect();
+    let phi = lag1(&lag_resid);
+    var *= inflation(phi);
     let nu = if denom > 0.0 {
         var * var / denom
     } else {
@@ -524,7 +537,38 @@ fn judge_pair(
         n,
     };
     let hw = f.half_width_at(n, f.ms, mg.alpha);
-    Some(f.judge(mg, hw))
+    Some(Judged {
+        lag1: phi,
+        ..f.judge(mg, hw)
+    })
+}
+
+/// The lag-1 autocorrelation of a series of residuals, corrected for its small-sample bias
+/// (about `−(1 + 3φ)/n`, Marriott and Pope 1954) and floored at 0 (a negative one is not used
+/// to narrow an interval): the AR(1) coefficient the interval is widened for.
+pub fn lag1(e: &[f64]) -> f64 {
+    let n = e.len();
+    if n < 4 {
+        return 0.0;
+    }
+    let ss: f64 = e.iter().map(|x| x * x).sum();
+    if ss <= 0.0 {
+        return 0.0;
+    }
+    let r1 = e.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / ss;
+    let nf = n as f64;
+    // No pretest (widening only when the estimate is "significant"): one was tried and left
+    // AR(1) 0.5 at twice its error for little power back (docs/BENCHMARKS.md).
+    ((nf * r1 + 1.0) / (nf - 3.0)).clamp(0.0, LAG1_MAX)
+}
+
+/// The largest lag-1 autocorrelation the widening believes (beyond it the factor explodes on
+/// an estimate from a few rounds).
+const LAG1_MAX: f64 = 0.8;
+
+/// The variance of a mean of an AR(1) series over that of independent rounds, for large n.
+fn inflation(phi: f64) -> f64 {
+    (1.0 + phi) / (1.0 - phi)
 }
 
 /// The estimated first-order carry-over on workload `w`, per preceding target: how much higher
@@ -598,6 +642,7 @@ fn unbounded(estimate: f64, n: usize) -> Judged {
         rounds: n,
         verdict: Verdict::Inconclusive,
         more_rounds: None,
+        lag1: 0.0,
     }
 }
 
@@ -664,6 +709,7 @@ pub fn judge_summary(
         fit = super::lsq::lsq(&[vec![1.0; n]], &g);
     }
     let estimate = fit.coef.last().copied().flatten()?;
+    let fit_resid = fit.resid.clone();
     let df = n as f64 - fit.rank as f64;
     let floor = quant.iter().sum::<f64>() / n as f64;
     let ms = if df > 0.0 {
@@ -679,8 +725,14 @@ pub fn judge_summary(
         ms,
         n,
     };
+    let phi = lag1(&fit_resid);
+    let ms = ms * inflation(phi);
+    let fit = Fit { ms, ..fit };
     let hw = fit.half_width_at(n, ms, mg.alpha);
-    Some(fit.judge(mg, hw))
+    Some(Judged {
+        lag1: phi,
+        ..fit.judge(mg, hw)
+    })
 }
 
 #[cfg(test)]
