@@ -174,6 +174,12 @@ pub struct Question {
     pub more_rounds: Option<u32>,
     /// The error this question's interval was drawn at.
     pub alpha: f64,
+    /// The lag-1 autocorrelation of the pair's residuals across rounds (bias-corrected) when
+    /// positive: the interval was widened by `(1 + φ) / (1 − φ)` in variance for it (rounds
+    /// that persist carry less information than independent ones). Absent when 0 and in
+    /// documents written before issue 40.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag1: Option<f64>,
 }
 
 impl Comparison {

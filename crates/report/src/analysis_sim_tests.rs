@@ -90,7 +90,7 @@ fn an_average_inside_the_margin_never_leads() {
     let ws = ["w1", "w2", "w3", "w4", "w5"];
     let truth = [1.3, 1.02, 1.02, 1.02, 1.02];
     let trials = 200;
-    let (mut led, mut smaller, mut reaching, mut won) = (0, 0, 0, 0);
+    let (mut led, mut smaller, mut reaching, mut undecided, mut won) = (0, 0, 0, 0, 0);
     for _ in 0..trials {
         let mut values: Vec<(String, String, Vec<f64>)> = Vec::new();
         for (w, r) in ws.iter().zip(truth) {
@@ -113,19 +113,24 @@ fn an_average_inside_the_margin_never_leads() {
         led += usize::from(f.text.starts_with("A shows 1."));
         smaller += usize::from(f.text.ends_with(", greater by less than 10 %"));
         reaching += usize::from(f.text.ends_with(", greater, not shown beyond 10 %"));
+        undecided += usize::from(f.text.ends_with(", inconclusive"));
     }
     // Measured (seed 23): won 200, led 0; "greater by less than 10 %" 136, "greater, not
     // shown beyond 10 %" 64 (the interval reaching 1.1). Under the earlier rule (lead when
-    // the interval lies above 1) the sentence led in all 200.
+    // the interval lies above 1) the sentence led in all 200. Since the carry-over and slot
+    // terms (issue 40) six rounds of two targets leave the average fewer degrees of freedom:
+    // 9 of 200 averages are inconclusive (their interval reaching below 1), and 87 (not 136)
+    // shown smaller than the margin: the price of widening for autocorrelation estimated from
+    // six rounds (and of the carry-over and slot terms' degrees of freedom).
     assert!(won >= 190, "the 1.3x test was won in {won} of {trials}");
     assert!(led <= 4, "the average led in {led} of {won}");
     assert_eq!(
-        smaller + reaching + led,
+        smaller + reaching + undecided + led,
         won,
-        "every sentence says one of the three"
+        "every sentence says one of the four"
     );
     assert!(
-        smaller >= won / 2,
+        smaller >= won / 3,
         "{smaller} of {won} said smaller than the margin"
     );
 }

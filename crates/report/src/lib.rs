@@ -113,6 +113,8 @@ impl<'a> Report<'a> {
         let mut caveats: Vec<String> = headroom::warning(cmp).into_iter().collect();
         caveats.extend(verification::caveats(&verification));
         caveats.extend(analysis::caveats(cmp));
+        caveats.extend(questions::carry_over(cmp).1);
+        caveats.extend(questions::autocorrelation(&judgement));
         Report {
             cmp,
             options: options.clone(),

@@ -72,8 +72,72 @@ pub fn design_of(cmp: &Comparison) -> Design {
             stop: "fixed".into(),
             alpha: ALPHA,
             alpha_primary: ALPHA_PRIMARY,
+            carry_over: Vec::new(),
         }
     })
+}
+
+/// The lag-1 autocorrelation above which the report says the rounds persisted.
+pub const LAG1_SEEN: f64 = 0.3;
+
+/// A caveat when some questions' rounds were autocorrelated (a target's noise persisting from
+/// round to round): their intervals were widened for it.
+pub fn autocorrelation(j: &Judgement) -> Option<String> {
+    let seen: Vec<f64> = j
+        .questions
+        .iter()
+        .filter_map(|q| q.lag1.filter(|&p| p >= LAG1_SEEN))
+        .collect();
+    let worst = seen.iter().copied().fold(0.0, f64::max);
+    (!seen.is_empty()).then(|| {
+        format!(
+            "{} of {} questions saw their rounds persist (lag-1 autocorrelation up to {worst:.2}): \
+             a target's noise carried from one round to the next, so rounds told less than \
+             independent ones would; their intervals are widened for it (results.json: lag1).",
+            seen.len(),
+            j.questions.len()
+        )
+    })
+}
+
+/// Per target, the estimated first-order carry-over on the throughput figures
+/// ([`sanbench_stats::design::analysis::carry_over_by_target`]), and a warning for each one
+/// at least half the margin: the model removes it from the verdicts, but a target that slows
+/// (or speeds) whatever runs after it disturbs the comparison (a shared cache, a flush left
+/// behind, a server still busy) and is worth knowing about.
+pub fn carry_over(cmp: &Comparison) -> (Vec<Option<f64>>, Vec<String>) {
+    let d = design_of(cmp);
+    let rounds = cmp
+        .cells
+        .iter()
+        .map(|c| c.round.unwrap_or(c.repeat) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let metrics: Vec<Option<Metric>> = cmp
+        .workloads
+        .iter()
+        .map(|w| Some(primary_metric(flavour(w))))
+        .collect();
+    let est = sanbench_stats::design::analysis::carry_over_by_target(&table(cmp, &metrics, rounds));
+    let warn = est
+        .iter()
+        .zip(&cmp.targets)
+        .filter_map(|(e, t)| {
+            let e = (*e)?;
+            (e.abs() >= d.min_effect / 2.0).then(|| {
+                format!(
+                    "{}: the cell right after it ran {:.1} % {} than after the average target \
+                     (first-order carry-over, estimated from the run order); the verdicts \
+                     remove it, but the targets disturb each other: a shared cache, writes \
+                     left to flush, or a server still busy.",
+                    t.name,
+                    e.abs() * 100.0,
+                    if e > 0.0 { "faster" } else { "slower" }
+                )
+            })
+        })
+        .collect();
+    (est, warn)
 }
 
 /// The primary figure of a workload: MB/s for bandwidth, IOPS otherwise.
@@ -111,6 +175,28 @@ fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
             } else {
                 t.set(w, ti, r, v);
             }
+        }
+    }
+    // The run order (round, then workload, then slot, as the plan hands cells out): each
+    // cell's slot and the target of the cell before it, the model's period and carry-over
+    // regressors. Documents without slots (before the Williams order) have neither.
+    let mut order: Vec<(usize, usize, usize, usize)> = cmp
+        .cells
+        .iter()
+        .filter(|c| c.load_pct.is_none())
+        .filter_map(|c| {
+            let w = cmp.workloads.iter().position(|w| w.id == c.workload)?;
+            let ti = cmp.targets.iter().position(|t| t.name == c.target)?;
+            let slot = c.slot? as usize;
+            Some((c.round.unwrap_or(c.repeat) as usize, w, slot, ti))
+        })
+        .collect();
+    order.sort_unstable();
+    order.dedup();
+    for (i, &(r, w, slot, ti)) in order.iter().enumerate() {
+        t.set_slot(w, ti, r, slot);
+        if i > 0 {
+            t.set_prev(w, ti, r, order[i - 1].3);
         }
     }
     t
@@ -348,6 +434,7 @@ fn question(
         rounds: j.rounds as u32,
         more_rounds: j.more_rounds,
         alpha,
+        lag1: (j.lag1 > 0.0).then_some(j.lag1),
     }
 }
 

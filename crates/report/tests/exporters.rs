@@ -214,27 +214,31 @@ fn html_forest_plot_has_every_question_on_a_log_axis() {
             });
             assert!(found, "{family}: no row for {q:?}");
         }
-        // A log axis: 1 halfway between 0.5 and 2 (every axis holds them: the margin is
-        // inside), every power of two equally spaced, and every dot where its ratio's log
-        // puts it.
-        let tick = |v: &str| {
-            attr(
-                &svg[svg.find(&format!("data-value=\"{v}\"")).unwrap()..],
-                "x1",
-            )
-        };
-        let (x05, x1, x2) = (tick("0.5"), tick("1"), tick("2"));
-        assert!(x05 < x1 && x1 < x2);
-        assert!((x1 - (x05 + x2) / 2.0).abs() < 0.02, "{x05} {x1} {x2}");
-        let ticks: Vec<f64> = svg
+        // A log axis: every tick where its value's log puts it (1 among them: the margin is
+        // inside every axis), the ticks equally spaced, and every dot where its ratio's log
+        // puts it. Which powers get a tick depends on how wide the intervals are.
+        let ticks: Vec<(f64, f64)> = svg
             .split("class=\"tick-mark\"")
             .skip(1)
-            .map(|t| attr(t, "x1"))
+            .map(|t| (attr(t, "data-value"), attr(t, "x1")))
             .collect();
-        assert!(ticks.len() >= 3);
+        assert!(ticks.len() >= 3, "{ticks:?}");
+        let x1 = ticks.iter().find(|t| t.0 == 1.0).expect("a tick at 1").1;
+        // Labels below 1 are rounded ("0.062"): the scale comes from the ticks at and above 1.
+        let above: Vec<&(f64, f64)> = ticks.iter().filter(|t| t.0 >= 1.0).collect();
+        assert!(above.len() >= 2, "{ticks:?}");
+        let per_ln = (above[1].1 - above[0].1) / (above[1].0 / above[0].0).ln();
+        assert!(per_ln > 0.0);
         for w in ticks.windows(2) {
-            assert!((w[1] - w[0] - (x2 - x1)).abs() < 0.02, "{ticks:?}");
+            assert!(
+                (w[1].1 - w[0].1 - (ticks[1].1 - ticks[0].1)).abs() < 0.02,
+                "{ticks:?}"
+            );
         }
+        for &&(v, x) in &above {
+            assert!((x - x1 - per_ln * v.ln()).abs() < 0.05, "{ticks:?}");
+        }
+        let x2 = x1 + per_ln * 2f64.ln();
         for r in &rows {
             let ratio = attr(r, "data-ratio");
             let dot = &r[r.find("class=\"ratio\"").unwrap()..];

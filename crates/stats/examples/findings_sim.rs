@@ -1,19 +1,25 @@
 //! Prints the design's simulated error rates and power (scripts/bench_findings.py runs it).
-use sanbench_stats::design::plan::Repeat;
+//!
+//! `findings_sim [comparisons] [max-repeat] [noisy-comparisons]`: the demo-shaped figures of
+//! issue 22, then the table of issue 40's noise scenarios at a family error of 20 % (where a
+//! rate is measurable) and 4 % (the primary family's).
+use sanbench_stats::design::plan::{Repeat, ALPHA_PRIMARY};
 use sanbench_stats::design::sim::peeking_finds;
 use sanbench_stats::design::sim::{rates, Scenario};
 
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1000);
-    let max: u32 = std::env::args()
-        .nth(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(sanbench_stats::design::DEFAULT_MAX_REPEAT);
+    let arg = |i: usize| {
+        std::env::args()
+            .nth(i)
+            .and_then(|s| s.parse::<usize>().ok())
+    };
+    let n = arg(1).unwrap_or(1000);
+    let max = arg(2).map_or(sanbench_stats::design::DEFAULT_MAX_REPEAT, |m| m as u32);
+    let noisy_n = arg(3).unwrap_or(n);
     let with = |mut s: Scenario| {
-        s.repeat = Repeat::Auto { max };
+        if matches!(s.repeat, Repeat::Auto { .. }) {
+            s.repeat = Repeat::Auto { max };
+        }
         s
     };
     let aa = rates(&with(Scenario::demo_aa()), n, 1);
@@ -41,7 +47,7 @@ fn main() {
         );
     }
     let mut carry = Scenario::demo_aa();
-    carry.carry = Some((0, 0.08));
+    carry.carry = vec![(0, 0.08)];
     carry.slot_step = 0.05;
     let c = rates(&with(carry), n, 3);
     println!(
@@ -54,5 +60,25 @@ fn main() {
             "{ratio}x: power {:.3}, false {:.3}, rounds {:.1}, decided {:.3}",
             r.power, r.any_false, r.mean_rounds, r.decided
         );
+    }
+    println!(
+        "\nissue 40's noise, {noisy_n} comparisons each (demo shape: 5 workloads, 3 targets):"
+    );
+    println!(
+        "| scenario | family error | any false finding | any interval missing its truth | worst pair's misses / nominal | rounds |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for alpha in [0.20, ALPHA_PRIMARY] {
+        for (name, sc) in Scenario::noisy(alpha) {
+            let r = rates(&with(sc), noisy_n, 40);
+            println!(
+                "| {name} | {:.0} % | {:.3} | {:.3} | {:.2} | {:.1} |",
+                alpha * 100.0,
+                r.any_false,
+                r.any_miss,
+                r.worst_pair_miss_ratio,
+                r.mean_rounds
+            );
+        }
     }
 }

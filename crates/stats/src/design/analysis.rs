@@ -1,17 +1,18 @@
 //! Verdicts on a comparison's questions: for one metric, a table of log figures by workload,
 //! target and round, and for every pair of compared targets on every workload the ratio with a
-//! simultaneous, anytime-valid confidence interval and one of three verdicts.
+//! simultaneous confidence interval (at the plan's looks) and one of three verdicts.
 //!
-//! The model (the standard analysis of a cross-over design, Jones and Kenward ch. 2): per
-//! workload, `ln y[r][t] = μ + ρ_r + τ_t + ε`, with `ρ_r` the round's effect (the machine's
-//! drift: it cancels, since every round runs every target) and `ε ~ N(0, σ²)` common to the
-//! compared targets of the workload. Only complete rounds (every compared target measured)
-//! count. The contrast `τ_a − τ_b` is estimated by the difference of the targets' means over
-//! those rounds (variance `2σ²/n`) and `σ²` by the two-way residuals (`(n−1)(k−1)` degrees of
-//! freedom for `k` compared targets): pooling the workload's targets is what lets three or four
-//! rounds say anything at all. The interval is Student's t at the error the caller gives it: the
-//! question's share of the family's (Bonferroni) and, under `--repeat auto`, that look's share of
-//! the question's (the group-sequential spending of [`super::plan`]).
+//! The model (after the analysis of a cross-over design, Jones and Kenward ch. 2), per workload:
+//! `ln y[r][t] = μ + ρ_r + τ_t + ε_t`, with `ρ_r` the round's effect (the machine's drift) and
+//! noise whose variance may differ per target. Each pair `(a, b)` is judged from its own
+//! differences `d_r = ln y[r][a] − ln y[r][b]` over the rounds in which both were measured: the
+//! round's effect cancels, the contrast `τ_a − τ_b` is their mean and its variance comes from
+//! the pair's own residuals (`n − 1` degrees of freedom). A pooled σ over the workload's
+//! targets was narrower for a noisy pair than its own noise (issue 40). The interval is
+//! Student's t at the error the caller gives it: the question's share of the family's
+//! (Bonferroni) and, under `--repeat auto`, that look's share of the question's (the
+//! group-sequential spending of [`super::plan`]); it holds at the planned looks, not at any
+//! time one might look.
 //!
 //! Verdicts, with `m = ln(1 + min_effect)`: **better** when the whole interval lies beyond `m`
 //! on one side (a minimum-effect test), **equivalent** when it lies inside `(−m, m)` (two
@@ -30,7 +31,15 @@ pub struct Table {
     /// Per cell: the figure's relative resolution (1 / I/Os for a rate counted from I/Os),
     /// 0 when unknown.
     res: Vec<f64>,
+    /// Per cell: the target of the cell that ran right before it (any workload), [`NO_PREV`]
+    /// when unknown or the first: the carry-over term's regressor.
+    prev: Vec<u32>,
+    /// Per cell: its position in its workload's round (the cross-over's period), [`NO_PREV`]
+    /// when unknown.
+    slot: Vec<u32>,
 }
+
+const NO_PREV: u32 = u32::MAX;
 
 impl Table {
     pub fn new(workloads: usize, targets: usize, rounds: usize) -> Table {
@@ -40,6 +49,8 @@ impl Table {
             rounds,
             data: vec![None; workloads * targets * rounds],
             res: vec![0.0; workloads * targets * rounds],
+            prev: vec![NO_PREV; workloads * targets * rounds],
+            slot: vec![NO_PREV; workloads * targets * rounds],
         }
     }
 
@@ -57,26 +68,62 @@ impl Table {
         if w >= self.workloads || t >= self.targets {
             return;
         }
-        if r >= self.rounds {
-            let mut grown = Table::new(self.workloads, self.targets, r + 1);
-            for ww in 0..self.workloads {
-                for tt in 0..self.targets {
-                    for rr in 0..self.rounds {
-                        let (v, q) = (
-                            self.data[self.idx(ww, tt, rr)],
-                            self.res[self.idx(ww, tt, rr)],
-                        );
-                        let i = grown.idx(ww, tt, rr);
-                        grown.data[i] = v;
-                        grown.res[i] = q;
-                    }
-                }
-            }
-            *self = grown;
-        }
+        self.grow(r);
         let i = self.idx(w, t, r);
         self.data[i] = (figure.is_finite() && figure > 0.0).then(|| figure.ln());
         self.res[i] = 0.0;
+    }
+
+    /// Makes room for round `r`.
+    fn grow(&mut self, r: usize) {
+        if r < self.rounds {
+            return;
+        }
+        let mut grown = Table::new(self.workloads, self.targets, r + 1);
+        for ww in 0..self.workloads {
+            for tt in 0..self.targets {
+                for rr in 0..self.rounds {
+                    let (i, j) = (self.idx(ww, tt, rr), grown.idx(ww, tt, rr));
+                    grown.data[j] = self.data[i];
+                    grown.res[j] = self.res[i];
+                    grown.prev[j] = self.prev[i];
+                    grown.slot[j] = self.slot[i];
+                }
+            }
+        }
+        *self = grown;
+    }
+
+    /// Records which target's cell ran right before this one (whatever its workload): the
+    /// carry-over term's regressor. Cells without one are modeled without carry-over.
+    pub fn set_prev(&mut self, w: usize, t: usize, r: usize, prev: usize) {
+        if w >= self.workloads || t >= self.targets || prev >= self.targets {
+            return;
+        }
+        self.grow(r);
+        let i = self.idx(w, t, r);
+        self.prev[i] = prev as u32;
+    }
+
+    /// Records the cell's position in its workload's round: the model gives each position its
+    /// own effect (warm-up: the cross-over's period effect).
+    pub fn set_slot(&mut self, w: usize, t: usize, r: usize, slot: usize) {
+        if w >= self.workloads || t >= self.targets {
+            return;
+        }
+        self.grow(r);
+        let i = self.idx(w, t, r);
+        self.slot[i] = slot as u32;
+    }
+
+    fn slot(&self, w: usize, t: usize, r: usize) -> Option<usize> {
+        let p = self.slot[self.idx(w, t, r)];
+        (p != NO_PREV).then_some(p as usize)
+    }
+
+    fn prev(&self, w: usize, t: usize, r: usize) -> Option<usize> {
+        let p = self.prev[self.idx(w, t, r)];
+        (p != NO_PREV).then_some(p as usize)
     }
 
     /// [`Table::set`] for a figure counted from `ios` I/Os (IOPS, MB/s): its logarithm is known
@@ -152,6 +199,10 @@ pub struct Judged {
     /// Rounds beyond `rounds` that would likely decide an inconclusive question (the same
     /// estimate and noise, a narrower interval); `None` when decided, or not within 1000.
     pub more_rounds: Option<u32>,
+    /// The lag-1 autocorrelation of the contrast's residuals across rounds (bias-corrected,
+    /// 0 when not positive or too few rounds): the interval's variance was multiplied by
+    /// `(1 + φ) / (1 − φ)` for it.
+    pub lag1: f64,
 }
 
 impl Judged {
@@ -189,8 +240,9 @@ struct Fit {
     estimate: f64,
     /// Variance factor per round: the estimate's variance is `v1 / n` in units of σ².
     v1: f64,
-    /// Residual degrees of freedom per round beyond the first.
+    /// Residual degrees of freedom: `df_per_round · n − df_lost` after `n` rounds.
     df_per_round: f64,
+    df_lost: f64,
     /// Residual mean square (σ² estimate; 0 when df = 0).
     ms: f64,
     n: usize,
@@ -199,7 +251,7 @@ struct Fit {
 impl Fit {
     /// The t interval's half-width after `n` rounds with residual mean square `ms`.
     fn half_width_at(&self, n: usize, ms: f64, alpha: f64) -> f64 {
-        let df = self.df_per_round * (n as f64 - 1.0);
+        let df = self.df_per_round * n as f64 - self.df_lost;
         if df <= 0.0 || !(alpha > 0.0 && alpha < 1.0) {
             return f64::INFINITY;
         }
@@ -233,6 +285,7 @@ impl Fit {
             rounds: self.n,
             verdict: v,
             more_rounds,
+            lag1: 0.0,
         }
     }
 }
@@ -262,78 +315,335 @@ pub struct Answer {
     pub judged: Judged,
 }
 
-/// Every pair (a < b in `compared`' order) on workload `w`: the two-way model over the compared
-/// targets' complete rounds. Nothing when fewer than one complete round exists.
+/// Every pair (a < b in `compared`' order) on workload `w`, each from its own rounds and its
+/// own noise. Nothing for a pair without a common round.
+///
+/// Per pair, the rounds in which both targets have a figure (a missing cell drops only the
+/// pairs it touches), the differences `d_r = ln a − ln b` (the round's effect cancels), and the
+/// pair's own variance of `d` with `n − 1` degrees of freedom: a noisy target's pairs get wide
+/// intervals and a quiet pair is not widened by it (one pooled σ for all of a workload's
+/// targets under-covered the noisy pairs, issue 40).
 ///
 /// A target with no figure at all on this workload (a metric it does not have, such as power
 /// efficiency where its power was modeled) leaves the model; the others are still compared.
 pub fn judge_workload(t: &Table, w: usize, compared: &[usize], mg: Margins) -> Vec<Answer> {
-    let compared: Vec<usize> = compared
-        .iter()
-        .copied()
-        .filter(|&c| (0..t.rounds).any(|r| t.get(w, c, r).is_some()))
-        .collect();
-    let compared = &compared[..];
-    let k = compared.len();
-    if k < 2 {
-        return Vec::new();
-    }
-    let rounds = t.complete_rounds(w, compared);
-    let n = rounds.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let y = |r: usize, ti: usize| t.get(w, compared[ti], rounds[r]).unwrap_or(0.0);
-    let col: Vec<f64> = (0..k)
-        .map(|ti| (0..n).map(|r| y(r, ti)).sum::<f64>() / n as f64)
-        .collect();
-    let row: Vec<f64> = (0..n)
-        .map(|r| (0..k).map(|ti| y(r, ti)).sum::<f64>() / k as f64)
-        .collect();
-    let grand = col.iter().sum::<f64>() / k as f64;
-    let mut ss = 0.0;
-    for (r, rm) in row.iter().enumerate() {
-        for (ti, cm) in col.iter().enumerate() {
-            ss += (y(r, ti) - rm - cm + grand).powi(2);
-        }
-    }
-    let df_per_round = (k - 1) as f64;
-    let df = df_per_round * (n as f64 - 1.0);
-    // The noise estimate never goes below what counting alone leaves (see `set_counted`).
-    let floor = (0..n)
-        .flat_map(|r| (0..k).map(move |ti| (r, ti)))
-        .map(|(r, ti)| t.quantization(w, compared[ti], rounds[r]))
-        .sum::<f64>()
-        / (n * k) as f64;
-    let ms = if df > 0.0 { (ss / df).max(floor) } else { 0.0 };
-    // Every pair shares the quantile and the standard error: one quantile per workload.
-    let hw = Fit {
-        estimate: 0.0,
-        v1: 2.0,
-        df_per_round,
-        ms,
-        n,
-    }
-    .half_width_at(n, ms, mg.alpha);
     let mut out = Vec::new();
-    for i in 0..k {
-        for j in i + 1..k {
-            let fit = Fit {
-                estimate: col[i] - col[j],
-                v1: 2.0,
-                df_per_round,
-                ms,
-                n,
-            };
-            out.push(Answer {
-                workload: w,
-                a: compared[i],
-                b: compared[j],
-                judged: fit.judge(mg, hw),
-            });
+    for (i, &a) in compared.iter().enumerate() {
+        for &b in &compared[i + 1..] {
+            if let Some(judged) = judge_pair(t, w, compared, a, b, mg) {
+                out.push(Answer {
+                    workload: w,
+                    a,
+                    b,
+                    judged,
+                });
+            }
         }
     }
     out
+}
+
+/// The cells of a workload's linear model: `(round, target)` of every compared target's
+/// figure in the given rounds.
+fn cells(t: &Table, w: usize, compared: &[usize], rounds: &[usize]) -> Vec<(usize, usize)> {
+    rounds
+        .iter()
+        .flat_map(|&r| compared.iter().map(move |&c| (r, c)))
+        .filter(|&(r, c)| t.get(w, c, r).is_some())
+        .collect()
+}
+
+/// The design matrix of a workload's model over `cells`, the rounds' effects swept out (each
+/// column and `y` centred within its round over the cells present: the projection that
+/// removes one column per round, exactly, also where a round lacks a cell): one column per
+/// target in `targets` (the others are the reference), per preceding target (first-order
+/// carry-over), and `last` at the end (the column whose coefficient is wanted).
+fn columns(
+    t: &Table,
+    w: usize,
+    cells: &[(usize, usize)],
+    targets: &[usize],
+    carry: bool,
+    last: usize,
+) -> Vec<Vec<f64>> {
+    let ind = |f: &dyn Fn(usize, usize) -> bool| -> Vec<f64> {
+        let mut v: Vec<f64> = cells
+            .iter()
+            .map(|&(r, c)| f64::from(u8::from(f(r, c))))
+            .collect();
+        center(cells, &mut v);
+        v
+    };
+    let mut cols: Vec<Vec<f64>> = targets.iter().map(|&tt| ind(&|_, c| c == tt)).collect();
+    // The slots' (periods') effects: position 0 is the reference.
+    cols.extend((1..t.targets).map(|p| ind(&|r, c| t.slot(w, c, r) == Some(p))));
+    if carry {
+        cols.extend((0..t.targets).map(|j| ind(&|r, c| t.prev(w, c, r) == Some(j))));
+    }
+    cols.push(ind(&|_, c| c == last));
+    cols
+}
+
+/// Subtracts from each value its round's mean over `cells` (grouped by round, in order).
+fn center(cells: &[(usize, usize)], v: &mut [f64]) {
+    let mut i = 0;
+    while i < cells.len() {
+        let j = i + cells[i..].iter().take_while(|c| c.0 == cells[i].0).count();
+        let m = v[i..j].iter().sum::<f64>() / (j - i) as f64;
+        v[i..j].iter_mut().for_each(|x| *x -= m);
+        i = j;
+    }
+}
+
+/// One pair's contrast on workload `w` (see [`judge_workload`]): the two-way model with a
+/// first-order carry-over term over every compared target's cells in the rounds where both
+/// were measured, each target with its own noise.
+fn judge_pair(
+    t: &Table,
+    w: usize,
+    compared: &[usize],
+    a: usize,
+    b: usize,
+    mg: Margins,
+) -> Option<Judged> {
+    let rounds: Vec<usize> = t.complete_rounds(w, &[a, b]);
+    let n = rounds.len();
+    if n == 0 {
+        return None;
+    }
+    let cells = cells(t, w, compared, &rounds);
+    let mut y: Vec<f64> = cells
+        .iter()
+        .map(|&(r, c)| t.get(w, c, r).unwrap_or(0.0))
+        .collect();
+    center(&cells, &mut y);
+    // Target effects relative to b; a's column last, so its coefficient is τ_a − τ_b.
+    let mut targets: Vec<usize> = cells.iter().map(|x| x.1).collect();
+    targets.sort_unstable();
+    targets.dedup();
+    let others: Vec<usize> = targets
+        .iter()
+        .copied()
+        .filter(|&c| c != a && c != b)
+        .collect();
+    // First-order carry-over (Jones and Kenward ch. 5): the cell after target j runs λ_j
+    // higher. In a Williams design a target never follows itself within a workload, so λ_a
+    // lands on every target but a and, unmodeled, biases the contrast by about (λ_b − λ_a)/T
+    // (issue 40). The carry columns sum to the round columns where every cell has a
+    // predecessor: only differences of λ are estimable, and lsq leaves the redundant one out.
+    let mut fit = super::lsq::lsq(&columns(t, w, &cells, &others, true, a), &y);
+    if fit.coef.last().copied().flatten().is_none() {
+        // Carry-over confounded with the contrast (the rounds so far put the same predecessors
+        // before a and b throughout, which a Williams order never does over a square but a
+        // table built otherwise may): the model without carry-over, as before issue 40.
+        fit = super::lsq::lsq(&columns(t, w, &cells, &others, false, a), &y);
+    }
+    let estimate = fit.coef.last().copied().flatten()?;
+    let big_n = cells.len() as f64;
+    let resid_df = big_n - n as f64 - fit.rank as f64;
+    if resid_df <= 0.0 {
+        return Some(unbounded(estimate, n));
+    }
+    // Each target's own noise. Within a round the residuals of two targets differ by their
+    // two noises alone (the round's effect and the round's mean cancel), so the mean square
+    // of that difference estimates σ_u² + σ_v², and with three or more targets each σ_t²
+    // follows from those sums (with two, each gets half). Residuals of a heteroscedastic
+    // two-way model taken one target at a time would mix the noisy targets' noise into the
+    // quiet one's.
+    let shrink = resid_df / (big_n - n as f64);
+    let k = targets.len();
+    let resid = |r: usize, c: usize| {
+        cells
+            .iter()
+            .position(|&x| x == (r, c))
+            .map(|i| fit.resid[i])
+    };
+    let mut v = vec![vec![0.0; k]; k];
+    for u in 0..k {
+        for x in u + 1..k {
+            let (mut ss, mut m) = (0.0, 0.0);
+            for &r in &rounds {
+                if let (Some(eu), Some(ex)) = (resid(r, targets[u]), resid(r, targets[x])) {
+                    ss += (eu - ex).powi(2);
+                    m += 1.0;
+                }
+            }
+            let vv = if m > 0.0 { ss / (m * shrink) } else { 0.0 };
+            v[u][x] = vv;
+            v[x][u] = vv;
+        }
+    }
+    // a's and b's cells carry nearly all the estimate's weight, about equally: their part is
+    // the pair's own V_ab (its own noise, with its own degrees of freedom); the other
+    // targets' small part uses their σ_t².
+    let ia = targets.iter().position(|&x| x == a)?;
+    let ib = targets.iter().position(|&x| x == b)?;
+    let (mut var, mut denom) = (0.0, 0.0);
+    let mut pair_weight = 0.0;
+    let mut pair_quant = (0.0, 0.0f64);
+    for (ti, &tt) in targets.iter().enumerate() {
+        let (mut quant, mut weight, mut m) = (0.0, 0.0, 0.0f64);
+        for (i, &(r, c)) in cells.iter().enumerate() {
+            if c == tt {
+                quant += t.quantization(w, c, r);
+                weight += fit.last_weights[i].powi(2);
+                m += 1.0;
+            }
+        }
+        if ti == ia || ti == ib {
+            pair_weight += weight;
+            pair_quant.0 += quant / m.max(1.0);
+            pair_quant.1 += 1.0;
+            continue;
+        }
+        let (mut acc, mut cnt) = (0.0, 0.0);
+        for u in 0..k {
+            for x in u + 1..k {
+                if u != ti && x != ti {
+                    acc += (v[ti][u] + v[ti][x] - v[u][x]) / 2.0;
+                    cnt += 1.0;
+                }
+            }
+        }
+        // Never below what counting leaves (see `set_counted`), nor below zero.
+        let s2 = (acc / cnt).max(quant / m.max(1.0)).max(0.0);
+        var += weight * s2;
+        denom += (weight * s2).powi(2) / (resid_df / k as f64);
+    }
+    let n_ab = rounds.len() as f64;
+    let s2_pair = (v[ia][ib] / 2.0).max(pair_quant.0 / pair_quant.1.max(1.0));
+    var += pair_weight * s2_pair;
+    denom += (pair_weight * s2_pair).powi(2) / (n_ab * shrink).max(1e-9);
+    // Rounds are not independent when a target's noise persists (a cache warming over the
+    // run, a neighbour's job): the pair's residual differences in round order.
+    let lag_resid: Vec<f64> = rounds
+        .iter()
+        .filter_map(|&r| Some(resid(r, a)? - resid(r, b)?))
+        .collect();
+    let phi = lag1(&lag_resid);
+    var *= inflation(phi);
+    let nu = if denom > 0.0 {
+        var * var / denom
+    } else {
+        resid_df
+    };
+    let f = Fit {
+        estimate,
+        v1: 1.0,
+        // Degrees of freedom grow with the rounds in proportion.
+        df_per_round: nu / n as f64,
+        df_lost: 0.0,
+        ms: var * n as f64,
+        n,
+    };
+    let hw = f.half_width_at(n, f.ms, mg.alpha);
+    Some(Judged {
+        lag1: phi,
+        ..f.judge(mg, hw)
+    })
+}
+
+/// The lag-1 autocorrelation of a series of residuals, corrected for its small-sample bias
+/// (about `−(1 + 3φ)/n`, Marriott and Pope 1954) and floored at 0 (a negative one is not used
+/// to narrow an interval): the AR(1) coefficient the interval is widened for.
+pub fn lag1(e: &[f64]) -> f64 {
+    let n = e.len();
+    if n < 4 {
+        return 0.0;
+    }
+    let ss: f64 = e.iter().map(|x| x * x).sum();
+    if ss <= 0.0 {
+        return 0.0;
+    }
+    let r1 = e.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / ss;
+    let nf = n as f64;
+    // No pretest (widening only when the estimate is "significant"): one was tried and left
+    // AR(1) 0.5 at twice its error for little power back (docs/BENCHMARKS.md).
+    ((nf * r1 + 1.0) / (nf - 3.0)).clamp(0.0, LAG1_MAX)
+}
+
+/// The largest lag-1 autocorrelation the widening believes (beyond it the factor explodes on
+/// an estimate from a few rounds).
+const LAG1_MAX: f64 = 0.8;
+
+/// The variance of a mean of an AR(1) series over that of independent rounds, for large n.
+fn inflation(phi: f64) -> f64 {
+    (1.0 + phi) / (1.0 - phi)
+}
+
+/// The estimated first-order carry-over on workload `w`, per preceding target: how much higher
+/// (log scale) the cell right after that target runs than after the average target, from the
+/// two-way model with carry-over over every target's cells. `None` for a target never seen
+/// before another cell, and for all when the rounds so far cannot separate carry-over from
+/// the targets' effects.
+pub fn carry_over(t: &Table, w: usize) -> Vec<Option<f64>> {
+    let all: Vec<usize> = (0..t.targets).collect();
+    let rounds: Vec<usize> = (0..t.rounds)
+        .filter(|&r| all.iter().filter(|&&c| t.get(w, c, r).is_some()).count() >= 2)
+        .collect();
+    let cells = cells(t, w, &all, &rounds);
+    let none = vec![None; t.targets];
+    if cells.is_empty() {
+        return none;
+    }
+    let y: Vec<f64> = cells
+        .iter()
+        .map(|&(r, c)| t.get(w, c, r).unwrap_or(0.0))
+        .collect();
+    let present: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|&c| cells.iter().any(|x| x.1 == c))
+        .collect();
+    let mut y = y;
+    center(&cells, &mut y);
+    let mut cols = columns(t, w, &cells, &present[1..], true, 0);
+    cols.pop(); // the `last` column repeats target 0's indicator: not needed here
+    let base = present.len() - 1 + t.targets.saturating_sub(1);
+    let fit = super::lsq::lsq(&cols, &y);
+    let seen: Vec<usize> = (0..t.targets)
+        .filter(|&j| cols[base + j].iter().any(|&v| v != 0.0))
+        .collect();
+    // One of the seen predecessors is redundant with the rounds (the reference, 0); any
+    // more left out means carry-over is not separable yet.
+    let missing: Vec<usize> = seen
+        .iter()
+        .copied()
+        .filter(|&j| fit.coef[base + j].is_none())
+        .collect();
+    if missing.len() != 1 || seen.len() < 2 {
+        return none;
+    }
+    let lam = |j: usize| fit.coef[base + j].unwrap_or(0.0);
+    let mean = seen.iter().map(|&j| lam(j)).sum::<f64>() / seen.len() as f64;
+    (0..t.targets)
+        .map(|j| seen.contains(&j).then(|| lam(j) - mean))
+        .collect()
+}
+
+/// [`carry_over`] per target over every workload of the table: the geometric mean of the
+/// workloads' estimates where estimable, as a fraction (+0.08: the cell after that target ran
+/// 8 % higher than after the average target).
+pub fn carry_over_by_target(t: &Table) -> Vec<Option<f64>> {
+    let per: Vec<Vec<Option<f64>>> = (0..t.workloads).map(|w| carry_over(t, w)).collect();
+    (0..t.targets)
+        .map(|j| {
+            let v: Vec<f64> = per.iter().filter_map(|p| p[j]).collect();
+            (!v.is_empty()).then(|| (v.iter().sum::<f64>() / v.len() as f64).exp() - 1.0)
+        })
+        .collect()
+}
+
+/// An interval not yet bounded (no residual degrees of freedom).
+fn unbounded(estimate: f64, n: usize) -> Judged {
+    Judged {
+        estimate,
+        half_width: f64::INFINITY,
+        rounds: n,
+        verdict: Verdict::Inconclusive,
+        more_rounds: None,
+        lag1: 0.0,
+    }
 }
 
 /// The geometric mean of a pair's ratio over several workloads (a finding's average), with its
@@ -350,37 +660,79 @@ pub fn judge_summary(
         return None;
     }
     let wn = workloads.len() as f64;
-    let (g, quant): (Vec<f64>, Vec<f64>) = (0..t.rounds())
-        .filter_map(|r| {
-            let (mut s, mut q) = (0.0, 0.0);
-            for &w in workloads {
-                s += t.get(w, a, r)? - t.get(w, b, r)?;
-                q += t.quantization(w, a, r) + t.quantization(w, b, r);
+    // Per round, the mean over the workloads of ln(a/b), and the same means of the carry-over
+    // and slot regressors ([prev(a) = j] − [prev(b) = j], [slot(a) = p] − [slot(b) = p]): the
+    // regression of the round means on them removes the carry-over (and the slots) from the
+    // estimate and takes the uncertainty of doing so into its interval.
+    let k = t.targets;
+    let mut g = Vec::new();
+    let mut quant = Vec::new();
+    let mut xs: Vec<Vec<f64>> = vec![Vec::new(); 2 * k];
+    for r in 0..t.rounds() {
+        let mut row = vec![0.0; 2 * k];
+        let (mut sum, mut q, mut all) = (0.0, 0.0, true);
+        for &w in workloads {
+            match (t.get(w, a, r), t.get(w, b, r)) {
+                (Some(ya), Some(yb)) => sum += ya - yb,
+                _ => {
+                    all = false;
+                    break;
+                }
             }
-            Some((s / wn, q / (wn * wn)))
-        })
-        .unzip();
+            q += t.quantization(w, a, r) + t.quantization(w, b, r);
+            for (x, sign) in [(a, 1.0), (b, -1.0)] {
+                if let Some(p) = t.prev(w, x, r) {
+                    row[p] += sign / wn;
+                }
+                if let Some(sl) = t.slot(w, x, r).filter(|&sl| sl > 0 && sl < k) {
+                    row[k + sl] += sign / wn;
+                }
+            }
+        }
+        if !all {
+            continue;
+        }
+        g.push(sum / wn);
+        quant.push(q / (wn * wn));
+        for (c, v) in xs.iter_mut().zip(row) {
+            c.push(v);
+        }
+    }
     let n = g.len();
     if n == 0 {
         return None;
     }
-    let mean = g.iter().sum::<f64>() / n as f64;
-    let ss: f64 = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+    xs.push(vec![1.0; n]);
+    let mut fit = super::lsq::lsq(&xs, &g);
+    if fit.coef.last().copied().flatten().is_none() {
+        // Confounded (see `judge_pair`): the plain mean.
+        fit = super::lsq::lsq(&[vec![1.0; n]], &g);
+    }
+    let estimate = fit.coef.last().copied().flatten()?;
+    let fit_resid = fit.resid.clone();
+    let df = n as f64 - fit.rank as f64;
     let floor = quant.iter().sum::<f64>() / n as f64;
-    let ms = if n > 1 {
-        (ss / (n - 1) as f64).max(floor)
+    let ms = if df > 0.0 {
+        (fit.rss / df).max(floor)
     } else {
         0.0
     };
     let fit = Fit {
-        estimate: mean,
-        v1: 1.0,
+        estimate,
+        v1: fit.last_var * n as f64,
         df_per_round: 1.0,
+        df_lost: fit.rank as f64,
         ms,
         n,
     };
+    let phi = lag1(&fit_resid);
+    let ms = ms * inflation(phi);
+    let fit = Fit { ms, ..fit };
     let hw = fit.half_width_at(n, ms, mg.alpha);
-    Some(fit.judge(mg, hw))
+    Some(Judged {
+        lag1: phi,
+        ..fit.judge(mg, hw)
+    })
 }
 
 #[cfg(test)]
@@ -494,10 +846,7 @@ mod tests {
             u.set(0, 0, r, 29.0 / 0.3);
             u.set(0, 1, r, 22.0 / 0.3);
         }
-        assert_eq!(
-            judge_workload(&u, 0, &[0, 1], mg())[0].judged.half_width,
-            0.0
-        );
+        assert!(judge_workload(&u, 0, &[0, 1], mg())[0].judged.half_width < 1e-9);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! finished comparison with the same [`analysis`].
 
 pub mod analysis;
+mod lsq;
 pub mod plan;
 mod rng;
 pub mod sim;
@@ -17,6 +18,8 @@ pub const DEFAULT_MAX_REPEAT: u32 = 30;
 
 /// The power for a true 1.3x that the simulation test holds the default design to (the share
 /// of the effect's questions decided in the right direction with the truth inside the
-/// interval, demo-shaped comparisons, noise 0.05-0.15 per cell). The issue's goal is 0.90; see
-/// docs/MEASURE.md for the figure measured.
-pub const POWER_1_3X_FLOOR: f64 = 0.90;
+/// interval, demo-shaped comparisons, noise 0.05-0.15 per cell). Issue 22's goal is 0.90, met
+/// (0.966) by intervals that did not hold under carry-over or correlated rounds; with the
+/// carry-over term and the widening for autocorrelation (issue 40) the figure is 0.856: see
+/// docs/BENCHMARKS.md, and issue 40's point 7 for where that power is to be won back.
+pub const POWER_1_3X_FLOOR: f64 = 0.84;
