@@ -15,7 +15,10 @@ loses, and both show here.
 Cases (loopback only; the servers run natively, only the client is counted):
   null:        4 KiB random read QD 32 (the generator and the run loop alone)
   mem:         4 KiB random read QD 32 on the in-process RAM disk
-  mem-verify:  70 % reads, --verify (stamping and checking every block)
+  mem-verify:  70 % reads, --verify (stamping and checking every block); not in the default
+               set: under valgrind its I/O count per window is erratic (2880 I/Os in 2 s, then
+               1408 in 6 s), valgrind running one thread at a time while a thread of the
+               verified path waits by spinning, so the marginal count is not the I/O's
   nbd, iscsi:  4 KiB random read QD 32 against build B's own server
 
 Usage: scripts/bench_ab_instructions.py A_BINARY B_BINARY [--short 2] [--long 6]
@@ -73,7 +76,7 @@ def main():
     ap.add_argument("b")
     ap.add_argument("--short", type=float, default=2)
     ap.add_argument("--long", type=float, default=6)
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default="null,mem,nbd,iscsi")
     o = ap.parse_args()
     servers, rows = {}, []
     try:
