@@ -4,17 +4,8 @@
 
 use std::time::Duration;
 
-/// "45s", "16m40s", "2h05m".
-pub fn dur(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
+/// "45s", "16m40s", "2h05m" (units::fmt::span).
+pub use sanbench_units::fmt::span as dur;
 
 /// The line printed before the first cell. `round` is one round's measured time (ramps and
 /// windows, no setup), `rounds` the most rounds that can run, `fixed` whether exactly that

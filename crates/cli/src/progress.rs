@@ -180,17 +180,8 @@ impl IntervalSink for ProgressLine {
     }
 }
 
-/// A span for people: "42s", "12m05s", "3h07m".
-pub fn span(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
+/// "45s", "16m40s", "2h05m" (units::fmt::span).
+pub use sanbench_units::fmt::span;
 
 /// Local time of day (the weekday too when it is more than 20 hours away).
 fn clock(at: SystemTime, ahead: Duration) -> String {

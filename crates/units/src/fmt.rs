@@ -14,6 +14,7 @@
 //!   `850 µs`, `1.23 ms`, `2.10 s`); [`latency_us_tick`] a chart's latency tick (`500 µs`,
 //!   `2 ms`, `1.5 s`); [`us_column`] a table column already headed in µs (`850`, `12.3`).
 //! * [`bytes_binary`]: an amount of data in binary units (`12.0 KiB`, `3.5 MiB`, `1.50 GiB`).
+//! * [`span`]: a stretch of wall-clock time for people (`42s`, `12m05s`, `3h07m`).
 
 /// A rate in a terminal column: whole below 10,000, then `k` with one decimal, `M` and `G`
 /// with two: 8747 → "8747", 12345 → "12.3k", 1234567 → "1.23M". [`si_digits`] with 4.
@@ -164,9 +165,29 @@ pub fn bytes_binary(b: u64) -> String {
     }
 }
 
+/// A stretch of time for people, whole seconds: "42s", "12m05s", "3h07m".
+pub fn span(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans() {
+        use std::time::Duration;
+        assert_eq!(span(Duration::from_millis(42_900)), "42s");
+        assert_eq!(span(Duration::from_secs(725)), "12m05s");
+        assert_eq!(span(Duration::from_secs(3 * 3600 + 7 * 60 + 59)), "3h07m");
+    }
 
     #[test]
     fn latencies_and_bytes() {
