@@ -1,4 +1,4 @@
-//! `sanbench help [TOPIC|COMMAND...]`, `sanbench completions SHELL` and `sanbench man [DIR]`:
+//! `sanbench help TOPIC`, `sanbench completions SHELL` and `sanbench man [DIR]`:
 //! everything a user reads about the command line comes from the one clap definition in
 //! args/, so help, man pages and completions cannot drift apart (ripgrep's way). Topics hold
 //! the long texts (target URIs, access specifications, exit codes) that would bury the
@@ -9,7 +9,7 @@ use std::path::Path;
 
 use clap::CommandFactory;
 
-use crate::args::{Cli, HelpArgs, ManArgs};
+use crate::args::{Cli, ManArgs};
 use crate::error::CliError;
 
 /// The topics of `sanbench help TOPIC`: name, one-line summary, text.
@@ -111,44 +111,36 @@ EXIT CODES
   3  data did not verify (--verify, sanbench verify)
 ";
 
-/// `sanbench help`: a topic's text, or a command's long help (`help serve nbd`).
-pub fn help(a: HelpArgs) -> Result<(), CliError> {
-    let mut out = String::new();
-    if let [topic] = a.topic.as_slice() {
-        if let Some((_, _, text)) = TOPICS.iter().find(|(n, _, _)| n == topic) {
-            out.push_str(text);
-            print!("{out}");
-            return Ok(());
-        }
+/// `sanbench help TOPIC`, answered before clap parses the command line: clap's own `help`
+/// subcommand stays (`sanbench help run`, `sanbench serve help nbd`), and a word after `help`
+/// that is a topic prints the topic; one that is neither a topic nor a command is one line
+/// naming both (exit 2). `None`: not a topic; clap goes on.
+pub fn topic(args: &[String]) -> Option<Result<(), CliError>> {
+    let [_, help, word] = args else {
+        return None;
+    };
+    if help != "help" {
+        return None;
     }
-    let mut cmd = Cli::command();
-    cmd.build();
-    let mut at = &cmd;
-    for name in &a.topic {
-        at = at.find_subcommand(name).ok_or_else(|| {
-            let topics: Vec<&str> = TOPICS.iter().map(|t| t.0).collect();
-            crate::error::usage(format!(
-                "no command or help topic '{name}' (topics: {}; commands: sanbench --help)",
-                topics.join(", ")
-            ))
-        })?;
+    if let Some((_, _, text)) = TOPICS.iter().find(|(n, _, _)| n == word) {
+        out!("{text}");
+        return Some(Ok(()));
     }
-    out.push_str(&at.clone().render_long_help().to_string());
-    if a.topic.is_empty() {
-        out.push_str("\nHelp topics (sanbench help TOPIC):\n");
-        for (name, summary, _) in TOPICS {
-            out.push_str(&format!("  {name:<12} {summary}\n"));
-        }
+    if Cli::command().find_subcommand(word).is_some() || word.starts_with('-') {
+        return None;
     }
-    print!("{out}");
-    Ok(())
+    let topics: Vec<&str> = TOPICS.iter().map(|t| t.0).collect();
+    Some(Err(crate::error::usage(format!(
+        "no command or help topic '{word}' (topics: {}; commands: sanbench --help)",
+        topics.join(", ")
+    ))))
 }
 
 /// `sanbench completions SHELL`: the completion script on stdout.
 pub fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "sanbench", &mut buf);
-    print!("{}", String::from_utf8_lossy(&buf));
+    out!("{}", String::from_utf8_lossy(&buf));
     Ok(())
 }
 
@@ -162,7 +154,7 @@ pub fn man(a: ManArgs) -> Result<(), CliError> {
     let mut written = Vec::new();
     write_pages(&cmd, &a.dir, &mut written)?;
     for p in written {
-        println!("{}", p.display());
+        outln!("{}", p.display());
     }
     Ok(())
 }

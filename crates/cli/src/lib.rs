@@ -74,7 +74,6 @@ pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
         Command::Diff(a) => store_cmd::diff(a),
         Command::Serve { command } => serve_cmd::run(command),
         Command::Lab { command } => lab_cmd::run(command),
-        Command::Help(a) => help_cmd::help(a),
         Command::Completions { shell } => help_cmd::completions(shell),
         Command::Man(a) => help_cmd::man(a),
     }

@@ -26,6 +26,24 @@ fn one_line(msg: &str) -> String {
 }
 
 fn main() -> ExitCode {
+    // `sanbench help TOPIC` (targets, spec, exit-codes): the long texts, before clap.
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(r) = sanbench::help_cmd::topic(&args) {
+        let unwritten = stdout::finish();
+        return match (r, unwritten) {
+            (Ok(()), None) => ExitCode::SUCCESS,
+            (Ok(()), Some(e)) => {
+                eprintln!("sanbench: writing to stdout: {e}");
+                ExitCode::from(1)
+            }
+            (Err(e), _) => {
+                eprintln!("sanbench: {}", e.message());
+                ExitCode::from(e.code())
+            }
+        };
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -17,6 +17,9 @@ pub struct CompareArgs {
     /// Targets to compare, each as [ref:][NAME=]TARGET.
     #[arg(required_unless_present_any = ["lab", "fio"], value_name = "[ref:][NAME=]TARGET")]
     pub targets: Vec<String>,
+    /// Suite to run: a built-in name (see 'sanbench suite list') or a TOML file.
+    #[arg(help_heading = H_WORKLOAD, long, default_value = "quick")]
+    pub suite: String,
     /// fio job file instead of a suite: one workload per job section, [global] applied;
     /// targets from the command line, or the filename every section names.
     #[arg(help_heading = H_FIO, long, value_name = "JOBFILE", conflicts_with = "suite")]
@@ -47,9 +50,6 @@ pub struct CompareArgs {
     /// faulted is set back before the next cell.
     #[arg(help_heading = H_FAULTS, long = "fault", value_name = "AT:LINK:ACTION", value_delimiter = ',')]
     pub faults: Vec<String>,
-    /// Suite to run: a built-in name (see 'sanbench suite list') or a TOML file.
-    #[arg(help_heading = H_WORKLOAD, long, default_value = "quick")]
-    pub suite: String,
     /// Rounds of the whole matrix: `auto` runs rounds until every throughput question is
     /// decided (better or equivalent), --max-repeat rounds have run, or --budget is spent; N
     /// runs exactly N.

@@ -44,7 +44,6 @@ pub const DEFAULT_SEED: u64 = 0x5a4b_3c2d;
     version,
     about = "Storage interconnect benchmark: drive I/O, measure the host, compare and report",
     long_about = None,
-    disable_help_subcommand = true,
     after_help = "More: sanbench help TOPIC (targets, spec, exit-codes); man pages: sanbench man DIR."
 )]
 pub struct Cli {
@@ -97,8 +96,6 @@ pub enum Command {
         #[command(subcommand)]
         command: LabCommand,
     },
-    /// A help topic (targets, spec, exit-codes) or a command's help (`help serve nbd`).
-    Help(HelpArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell (e.g.
     /// `sanbench completions bash > /etc/bash_completion.d/sanbench`).
     Completions {
@@ -108,14 +105,6 @@ pub enum Command {
     /// Write a man page per command (sanbench.1, sanbench-run.1, ...) into DIR; read one with
     /// `man -l DIR/sanbench-run.1`.
     Man(ManArgs),
-}
-
-/// `sanbench help [TOPIC | COMMAND...]`.
-#[derive(Args, Debug, Clone)]
-pub struct HelpArgs {
-    /// A topic (targets, spec, exit-codes) or a command path (run; serve nbd).
-    #[arg(value_name = "TOPIC|COMMAND")]
-    pub topic: Vec<String>,
 }
 
 /// `sanbench man [DIR]`.

@@ -131,11 +131,19 @@ pub(super) fn cell_line(
 }
 
 /// The longest the comparison may take and how to bound it, said before the first cell.
-pub(super) fn time_line(a: &CompareArgs, per_cell: &[Duration], targets: usize) -> String {
+/// `elapsed`: the time since the comparison started (preconditioning counts against the
+/// budget).
+pub(super) fn time_line(
+    a: &CompareArgs,
+    per_cell: &[Duration],
+    targets: usize,
+    elapsed: Duration,
+) -> String {
     let round: Duration = per_cell.iter().sum::<Duration>() * targets as u32;
     let (rounds, fixed) = match a.repeat {
         RepeatArg::Fixed(n) => (n, true),
         RepeatArg::Auto => (a.max_repeat, false),
     };
-    crate::eta::longest_line("round", round, rounds, fixed, a.budget.map(|b| b.0))
+    let left = a.budget.map(|b| b.0.saturating_sub(elapsed));
+    crate::eta::longest_line("round", round, rounds, fixed, left)
 }

@@ -236,7 +236,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
             "{}",
             crate::fit::wrap(&design::line(&plan, &a), width, "", "  ")
         );
-        let time = design::time_line(&a, &per_cell, p.targets.len());
+        let time = design::time_line(&a, &per_cell, p.targets.len(), started.elapsed());
         eprintln!("{}", crate::fit::wrap(&time, width, "", "  "));
     }
     let mut book = Book {
