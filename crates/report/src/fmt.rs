@@ -40,15 +40,6 @@ pub fn md_cell(s: &str) -> String {
         .replace('\n', " ")
 }
 
-/// One CSV field (RFC 4180): quoted when it holds a comma, quote or line break.
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// The command as a shell would take it back (POSIX single quotes where needed).
 pub fn shell_command(args: &[String]) -> String {
     args.iter()
@@ -162,7 +153,6 @@ mod tests {
         assert!(!s.contains('<') && !s.contains('&') && !s.contains('\u{2028}'));
         let back: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(back, v);
-        assert_eq!(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
         assert_eq!(md_cell("a|<b>"), "a\\|&lt;b&gt;");
         let cmd: Vec<String> = ["sanbench", "NBD <ram> & co=nbd://x", "it's"]
             .map(String::from)

@@ -47,6 +47,8 @@ pub enum ReportError {
     Json(#[from] serde_json::Error),
     #[error("unknown report format {0:?} (known: html, markdown, json, csv)")]
     UnknownFormat(String),
+    #[error("cannot write the CSV: {0}")]
+    Csv(String),
 }
 
 /// How to judge and render.

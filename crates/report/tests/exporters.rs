@@ -97,6 +97,25 @@ fn csv_matches_snapshot() {
     snapshot("results.csv", &csv);
 }
 
+/// Names with commas, quotes and line breaks are quoted (RFC 4180), and a CSV reader gets
+/// them back whole.
+#[test]
+fn csv_quotes_what_needs_it() {
+    let mut cmp = sample_comparison();
+    let odd = "NBD, \"fast\"\nnode";
+    let first = cmp.cells[0].target.clone();
+    for c in cmp.cells.iter_mut().filter(|c| c.target == first) {
+        c.target = odd.into();
+    }
+    let report = Report::new(&cmp, &Options::default());
+    let csv = exporter("csv").unwrap().render(&report).unwrap();
+    let text = String::from_utf8(csv.clone()).unwrap();
+    assert!(text.contains("\"NBD, \"\"fast\"\"\nnode\""), "{text}");
+    let mut r = csv::Reader::from_reader(&csv[..]);
+    let targets: Vec<String> = r.records().map(|x| x.unwrap()[2].to_string()).collect();
+    assert!(targets.iter().any(|t| t == odd), "{targets:?}");
+}
+
 #[test]
 fn json_is_the_comparison_plus_findings() {
     let v: serde_json::Value = serde_json::from_str(&render("json")).unwrap();

@@ -12,11 +12,8 @@
 //! `host_not_idle` (true when the idle baseline showed a busy host: the CPU and power figures
 //! above idle are not this run's alone).
 
-use std::fmt::Write as _;
-
 use super::Exporter;
 use crate::analysis::power_is_modeled;
-use crate::fmt::csv_field;
 use crate::{Report, ReportError};
 
 pub const CSV_HEADER: &str = "workload,group,target,repeat,seconds,iops,mb_per_s,mib_per_s,\
@@ -40,8 +37,10 @@ impl Exporter for CsvExporter {
     }
 
     fn render(&self, r: &Report) -> Result<Vec<u8>, ReportError> {
-        let mut s = String::from(CSV_HEADER);
-        s.push('\n');
+        // The csv crate quotes a field only where RFC 4180 needs it, ends records with "\n".
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let csv_err = |e: csv::Error| ReportError::Csv(e.to_string());
+        w.write_record(CSV_HEADER.split(',')).map_err(csv_err)?;
         for c in &r.cmp.cells {
             let group = r
                 .cmp
@@ -56,9 +55,9 @@ impl Exporter for CsvExporter {
             let cum = |n: usize| (!b.is_empty()).then(|| b.iter().take(n).sum::<f64>() * 100.0);
             let e = &t.efficiency;
             let cols = [
-                csv_field(&c.workload),
-                csv_field(group),
-                csv_field(&c.target),
+                c.workload.clone(),
+                group.to_string(),
+                c.target.clone(),
                 c.repeat.to_string(),
                 f(Some(t.seconds)),
                 f(Some(t.iops)),
@@ -88,8 +87,8 @@ impl Exporter for CsvExporter {
                 c.steady.map(|s| s.steady.to_string()).unwrap_or_default(),
                 e.host_not_idle.to_string(),
             ];
-            let _ = writeln!(s, "{}", cols.join(","));
+            w.write_record(&cols).map_err(csv_err)?;
         }
-        Ok(s.into_bytes())
+        w.into_inner().map_err(|e| ReportError::Csv(e.to_string()))
     }
 }
