@@ -2,21 +2,24 @@
 //! target and round, and for every pair of compared targets on every workload the ratio with a
 //! simultaneous confidence interval (at the plan's looks) and one of three verdicts.
 //!
-//! The model (after the analysis of a cross-over design, Jones and Kenward ch. 2), per workload:
-//! `ln y[r][t] = μ + ρ_r + τ_t + ε_t`, with `ρ_r` the round's effect (the machine's drift) and
-//! noise whose variance may differ per target. Each pair `(a, b)` is judged from its own
-//! differences `d_r = ln y[r][a] − ln y[r][b]` over the rounds in which both were measured: the
-//! round's effect cancels, the contrast `τ_a − τ_b` is their mean and its variance comes from
-//! the pair's own residuals (`n − 1` degrees of freedom). A pooled σ over the workload's
-//! targets was narrower for a noisy pair than its own noise (issue 40). The interval is
-//! Student's t at the error the caller gives it: the question's share of the family's
-//! (Bonferroni) and, under `--repeat auto`, that look's share of the question's (the
+//! The model (the analysis of a cross-over design, Jones and Kenward ch. 2 and 5), per workload
+//! and pair `(a, b)`: `ln y = ρ_round + π_slot + τ_target + λ_prev + ε_target`, over every
+//! compared target's cells in the rounds where both a and b were measured, with `ρ` the round's
+//! effect (the machine's drift), `π` the slot's (warm-up), `λ_prev` the first-order carry-over
+//! of the cell that ran just before, and noise whose variance differs per target. The contrast
+//! `τ_a − τ_b` is estimated by least squares ([`super::lsq`]) and its variance from the pair's
+//! own noise (Satterthwaite's degrees of freedom), widened for lag-1 autocorrelation across
+//! rounds. One pooled σ per workload, no carry-over term and independent rounds each broke the
+//! stated error under noise storage has (issue 40; docs/MEASURE.md has the figures). The
+//! interval is Student's t at the error the caller gives it: the question's share of the
+//! family's (Bonferroni) and, under `--repeat auto`, that look's share of the question's (the
 //! group-sequential spending of [`super::plan`]); it holds at the planned looks, not at any
 //! time one might look.
 //!
 //! Verdicts, with `m = ln(1 + min_effect)`: **better** when the whole interval lies beyond `m`
 //! on one side (a minimum-effect test), **equivalent** when it lies inside `(−m, m)` (two
-//! one-sided tests, TOST, each at the interval's level), **inconclusive** otherwise, with an
+//! one-sided tests, TOST: the interval at error α makes each one-sided test run at α/2),
+//! **inconclusive** otherwise, with an
 //! estimate of how many more rounds would likely decide it at the same estimate and noise.
 
 use serde::{Deserialize, Serialize};

@@ -11,12 +11,15 @@
 //! Looking repeatedly and stopping on what one sees inflates a fixed-sample test's error
 //! (Armitage, McPherson and Rowe 1969); the plan is a group-sequential design instead: with
 //! at most `K = ⌈max / t⌉` looks, look `k` spends the share `k / (K(K+1)/2)` of each question's
-//! error (an alpha-spending function in the sense of Lan and DeMets, "Discrete sequential
-//! boundaries for clinical trials", Biometrika 70 (1983) 659-663, rising linearly so that
-//! early looks, which can rarely decide anything, cost little), and the union bound over the
+//! error (increments rising linearly, so the cumulative spending by look `k` is
+//! `α·k(k+1)/(K(K+1))` ≈ `α·(k/K)²`: a quadratic spending function in the sense of Lan and
+//! DeMets, "Discrete sequential boundaries for clinical trials", Biometrika 70 (1983) 659-663,
+//! not their linear one; early looks, which can rarely decide anything, cost little), and the
+//! union bound over the
 //! looks keeps each question's error, and with Bonferroni over the questions the family's,
 //! whatever the plan or a budget or Ctrl-C makes of the stopping time. A comparison stopped
-//! between looks is judged as the next look (one more look, never more than `K`).
+//! between looks is judged as the next look (one more look, never more than `K`), its partial
+//! round's cells with it. The intervals hold at the planned looks only (not anytime-valid).
 
 use std::time::Duration;
 
@@ -124,7 +127,8 @@ pub fn look_of(rounds: u32, square_len: u32, looks: u32) -> u32 {
     rounds.div_ceil(square_len.max(1)).clamp(1, looks.max(1))
 }
 
-/// The share of a question's error spent at look `k` of `looks`: linear spending.
+/// The share of a question's error spent at look `k` of `looks`: increments rising linearly
+/// (cumulative spending quadratic in the information fraction).
 pub fn look_share(k: u32, looks: u32) -> f64 {
     let looks = looks.max(1);
     let k = k.clamp(1, looks);
