@@ -7,7 +7,7 @@
 //! compared target's cells in the rounds where both a and b were measured, with `ρ` the round's
 //! effect (the machine's drift), `π` the slot's (warm-up), `λ_prev` the first-order carry-over
 //! of the cell that ran just before, and noise whose variance differs per target. The contrast
-//! `τ_a − τ_b` is estimated by least squares ([`super::lsq`]) and its variance from the pair's
+//! `τ_a − τ_b` is estimated by least squares (`lsq.rs`) and its variance from the pair's
 //! own noise (Satterthwaite's degrees of freedom), widened for lag-1 autocorrelation across
 //! rounds. One pooled σ per workload, no carry-over term and independent rounds each broke the
 //! stated error under noise storage has (issue 40; docs/MEASURE.md has the figures). The
