@@ -5,7 +5,10 @@ whether the demo's findings reproduce.
 1. Simulation: `findings_sim` (crates/stats/examples) runs 1,000 seeded demo-shaped comparisons
    per scenario through the real plan: the A/A false-finding rate (goal <= 5 %), the power for a
    true 1.1x, 1.2x, 1.3x (goal >= 90 % at the default --max-repeat), 1.5x, 1.8x, carry-over
-   alone, and what peeking at a fixed-sample t test does beside the plan's spending.
+   alone, and what peeking at a fixed-sample t test does beside the plan's spending; then the
+   table of issue 40's noise (carry-over with the truth at the margin, 3x unequal sd, AR(1)
+   0.3/0.5, t(3) and log-normal tails) at a family error of 20 % and 4 % (400 comparisons
+   each: --noisy-sims).
 2. Rounds on real targets: `compare --repeat auto` over the quick suite on sanbench's own NBD,
    iSCSI and NVMe/TCP servers (one store each, loopback): rounds run, why it stopped, and per
    primary question its verdict and the rounds it used or still needs.
@@ -13,7 +16,8 @@ whether the demo's findings reproduce.
    ratio, interval and verdict of each run; whether any decided question reversed between runs
    and whether every finding of one run is a finding or inconclusive in the others.
 
-Usage: scripts/bench_findings.py [--sims 1000] [--demos 3] [--skip-real] [--skip-demo]
+Usage: scripts/bench_findings.py [--sims 1000] [--noisy-sims 400] [--demos 3] [--skip-real]
+       [--skip-demo]
 """
 import argparse, json, os, subprocess, sys, tempfile
 
@@ -21,14 +25,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import ROOT, SB, build  # noqa: E402
 
 
-def simulation(n):
+def simulation(n, noisy):
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "sanbench-stats", "--example",
                     "findings_sim"], cwd=ROOT, check=True)
     exe = os.path.join(ROOT, "target", "release", "examples", "findings_sim")
     print(f"## 1. Simulation ({n} comparisons per scenario)\n")
     for maxr in (30, 20):
         print(f"--max-repeat {maxr}:")
-        print(subprocess.run([exe, str(n), str(maxr)], check=True, capture_output=True,
+        print(subprocess.run([exe, str(n), str(maxr), str(noisy)], check=True, capture_output=True,
                              text=True).stdout)
 
 
@@ -101,13 +105,14 @@ def demos(n, budget):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sims", type=int, default=1000)
+    ap.add_argument("--noisy-sims", type=int, default=400)
     ap.add_argument("--demos", type=int, default=3)
     ap.add_argument("--budget", default="4m")
     ap.add_argument("--skip-real", action="store_true")
     ap.add_argument("--skip-demo", action="store_true")
     a = ap.parse_args()
     build()
-    simulation(a.sims)
+    simulation(a.sims, a.noisy_sims)
     if not a.skip_real:
         real_targets(30, "15m")
     if not a.skip_demo:

@@ -482,3 +482,47 @@ mod wording;
 // The caveats: analysis_caveat_tests.rs.
 #[path = "analysis_caveat_tests.rs"]
 mod caveat;
+
+/// Carry-over of 12 % on whatever runs right after A (cells carry their slots, so the report
+/// rebuilds the run order): the report estimates it (+8 % centred over three targets) and
+/// warns for A alone (B and C, -4 % each, are inside half the margin).
+#[test]
+fn a_target_that_speeds_what_follows_it_is_named() {
+    let names = ["A", "B", "C"];
+    let rows = [
+        [0, 1, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [0, 2, 1],
+        [2, 1, 0],
+        [1, 0, 2],
+    ];
+    let mut cmp = doc(&names, &[("w1", "bandwidth"), ("w2", "bandwidth")], &[]);
+    let mut prev: Option<usize> = None;
+    let mut k = 0u32;
+    for round in 0..12u32 {
+        for (w, wid) in ["w1", "w2"].iter().enumerate() {
+            let row = rows[(round as usize + 3 * w) % 6];
+            for (slot, &t) in row.iter().enumerate() {
+                k += 1;
+                let noise = 1.0 + 0.01 * (f64::from(k * 7919 % 13) - 6.0) / 6.0;
+                let carry = if prev == Some(0) { 1.12 } else { 1.0 };
+                let x = 1000.0 * noise * carry;
+                let mut one = doc(&names, &[(wid, "bandwidth")], &[(wid, names[t], &[x])]);
+                let mut cell = one.cells.swap_remove(0);
+                cell.round = Some(round);
+                cell.repeat = round;
+                cell.slot = Some(slot as u32);
+                cmp.cells.push(cell);
+                prev = Some(t);
+            }
+        }
+    }
+    let (est, warn) = crate::questions::carry_over(&cmp);
+    let a = est[0].expect("estimable");
+    assert!((a - 0.08).abs() < 0.03, "{est:?}");
+    assert_eq!(warn.len(), 1, "{warn:?}");
+    assert!(warn[0].starts_with("A: the cell right after it ran") && warn[0].contains("faster"));
+    let report = crate::Report::new(&cmp, &crate::Options::default());
+    assert!(report.caveats.iter().any(|c| c == &warn[0]));
+}

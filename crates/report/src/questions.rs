@@ -204,7 +204,7 @@ fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
 
 /// Judges every question of the comparison.
 pub fn judge(cmp: &Comparison) -> Judgement {
-    let d = design_of(cmp);
+    let mut d = design_of(cmp);
     let compared: Vec<usize> = (0..cmp.targets.len())
         .filter(|&i| !cmp.targets[i].reference)
         .collect();
@@ -214,6 +214,10 @@ pub fn judge(cmp: &Comparison) -> Judgement {
         .map(|c| c.round.unwrap_or(c.repeat) as usize + 1)
         .max()
         .unwrap_or(0);
+    // Cells of a round the comparison did not complete (Ctrl-C, an error) are judged as that
+    // round's look, as the plan does: at the completed rounds' share the look they already
+    // had would spend its error twice (issue 40).
+    d.rounds = d.rounds.max(rounds as u32);
     let flavours: Vec<Flavour> = cmp.workloads.iter().map(flavour).collect();
     let primary = vec![Ask {
         category: Category::Bandwidth,

@@ -9,6 +9,7 @@ mod lsq;
 pub mod plan;
 mod rng;
 pub mod sim;
+mod table;
 pub mod williams;
 
 pub use rng::Rng;

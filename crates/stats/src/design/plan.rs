@@ -11,12 +11,15 @@
 //! Looking repeatedly and stopping on what one sees inflates a fixed-sample test's error
 //! (Armitage, McPherson and Rowe 1969); the plan is a group-sequential design instead: with
 //! at most `K = ⌈max / t⌉` looks, look `k` spends the share `k / (K(K+1)/2)` of each question's
-//! error (an alpha-spending function in the sense of Lan and DeMets, "Discrete sequential
-//! boundaries for clinical trials", Biometrika 70 (1983) 659-663, rising linearly so that
-//! early looks, which can rarely decide anything, cost little), and the union bound over the
+//! error (increments rising linearly, so the cumulative spending by look `k` is
+//! `α·k(k+1)/(K(K+1))` ≈ `α·(k/K)²`: a quadratic spending function in the sense of Lan and
+//! DeMets, "Discrete sequential boundaries for clinical trials", Biometrika 70 (1983) 659-663,
+//! not their linear one; early looks, which can rarely decide anything, cost little), and the
+//! union bound over the
 //! looks keeps each question's error, and with Bonferroni over the questions the family's,
 //! whatever the plan or a budget or Ctrl-C makes of the stopping time. A comparison stopped
-//! between looks is judged as the next look (one more look, never more than `K`).
+//! between looks is judged as the next look (one more look, never more than `K`), its partial
+//! round's cells with it. The intervals hold at the planned looks only (not anytime-valid).
 
 use std::time::Duration;
 
@@ -124,7 +127,8 @@ pub fn look_of(rounds: u32, square_len: u32, looks: u32) -> u32 {
     rounds.div_ceil(square_len.max(1)).clamp(1, looks.max(1))
 }
 
-/// The share of a question's error spent at look `k` of `looks`: linear spending.
+/// The share of a question's error spent at look `k` of `looks`: increments rising linearly
+/// (cumulative spending quadratic in the information fraction).
 pub fn look_share(k: u32, looks: u32) -> f64 {
     let looks = looks.max(1);
     let k = k.clamp(1, looks);
@@ -332,9 +336,14 @@ impl Plan {
             distinct(&self.cfg.groups),
             self.cfg.compared.len(),
         );
+        // Cells of a round not yet complete (an interrupted comparison) are judged as the next
+        // look: with the completed rounds' share the look those rounds already had would spend
+        // its error twice (issue 40).
+        let mut d = self.design();
+        d.rounds = self.round;
         Margins {
             min_effect: self.cfg.min_effect,
-            alpha: question_alpha(self.alpha_primary, family, &self.design()),
+            alpha: question_alpha(self.alpha_primary, family, &d),
             project: false,
         }
     }
@@ -399,10 +408,23 @@ impl Plan {
         out
     }
 
+    /// Every question that can be asked is decided: a pair of which one target has no figure
+    /// at all on a workload (it skips it, or every cell failed) asks nothing there, and must
+    /// not keep the comparison going to the cap (issue 40).
     fn all_decided(&self) -> bool {
         let a = self.answers();
-        let pairs = self.cfg.compared.len() * self.cfg.compared.len().saturating_sub(1) / 2;
-        a.len() == self.cfg.workloads * pairs
+        let c = &self.cfg.compared;
+        let has = |w: usize, t: usize| {
+            (0..self.table.rounds()).any(|r| self.table.get(w, t, r).is_some())
+        };
+        let askable = (0..self.cfg.workloads)
+            .map(|w| {
+                let k = c.iter().filter(|&&t| has(w, t)).count();
+                k * k.saturating_sub(1) / 2
+            })
+            .sum::<usize>();
+        askable > 0
+            && a.len() >= askable
             && a.iter().all(|x| x.judged.verdict != Verdict::Inconclusive)
     }
 }
@@ -489,6 +511,45 @@ mod tests {
         }
         assert_eq!(p.stopped(), Some(Stop::Budget));
         assert_eq!(p.rounds_started(), 2);
+    }
+
+    #[test]
+    fn a_workload_a_target_skips_does_not_keep_the_comparison_going() {
+        // Target 2 has no figure on workload 1 (it does not run it): the pairs it touches
+        // there ask nothing, the others are quickly decided, and the plan stops decided.
+        let mut p = Plan::new(cfg(Repeat::Auto { max: 30 })).unwrap();
+        let mut k = 0u32;
+        while let Some(s) = p.next(Duration::ZERO) {
+            let noise = 1.0 + 0.01 * ((k * 7919 % 13) as f64 - 6.0) / 6.0;
+            let skipped = s.workload == 1 && s.target == 2;
+            p.record(
+                &s,
+                (!skipped).then(|| 100.0 * (1u32 << s.target) as f64 * noise),
+            );
+            k += 1;
+        }
+        assert_eq!(p.stopped(), Some(Stop::Decided));
+        assert!(p.rounds_started() < 30);
+        assert_eq!(p.answers().len(), 3 + 1);
+    }
+
+    #[test]
+    fn an_interrupted_round_is_judged_as_the_next_look() {
+        let mut p = Plan::new(cfg(Repeat::Auto { max: 30 })).unwrap();
+        // Three complete rounds (one square: look 1), then one cell of the fourth.
+        for _ in 0..3 * 6 + 1 {
+            let s = p.next(Duration::ZERO).unwrap();
+            p.record(&s, Some(100.0 + s.round as f64));
+        }
+        assert_eq!(p.design().rounds, 3);
+        let k = looks(Repeat::Auto { max: 30 }, 3);
+        let family = primary_family(2, 1, 3);
+        let want = ALPHA_PRIMARY / family as f64 * look_share(2, k);
+        assert!(
+            (p.margins().alpha - want).abs() < 1e-15,
+            "{}",
+            p.margins().alpha
+        );
     }
 
     #[test]

@@ -1,0 +1,128 @@
+//! Unit tests of [`super`]: verdicts, round effects, missing cells, projection, counting floor, averages.
+use super::*;
+
+fn mg() -> Margins {
+    Margins {
+        min_effect: 0.10,
+        alpha: 0.05,
+        project: true,
+    }
+}
+
+#[test]
+fn t_quantiles_match_tables() {
+    assert!((t_quantile(0.975, 4.0) - 2.776).abs() < 1e-3);
+    assert!((t_quantile(0.975, 30.0) - 2.042).abs() < 1e-3);
+}
+
+#[test]
+fn verdicts_follow_the_interval() {
+    let m = 1.1f64.ln();
+    assert_eq!(verdict(0.5, 0.1, 0.1), Verdict::Higher);
+    assert_eq!(verdict(-0.5, 0.1, 0.1), Verdict::Lower);
+    assert_eq!(verdict(0.0, m * 0.9, 0.1), Verdict::Equivalent);
+    assert_eq!(verdict(0.2, 0.15, 0.1), Verdict::Inconclusive);
+    assert_eq!(verdict(0.0, f64::INFINITY, 0.1), Verdict::Inconclusive);
+}
+
+#[test]
+fn round_effects_cancel_and_the_ratio_is_exact_without_noise() {
+    // Target 1 is 1.8x target 0 in every round; rounds drift by a factor of 3.
+    let mut t = Table::new(1, 3, 4);
+    for r in 0..4 {
+        let drift = 1.0 + r as f64;
+        t.set(0, 0, r, 100.0 * drift);
+        t.set(
+            0,
+            1,
+            r,
+            180.0 * drift * (1.0 + 0.01 * ((r % 2) as f64 - 0.5)),
+        );
+        t.set(
+            0,
+            2,
+            r,
+            100.0 * drift * (1.0 + 0.01 * ((r % 2) as f64 - 0.5)),
+        );
+    }
+    let ans = judge_workload(&t, 0, &[0, 1, 2], mg());
+    assert_eq!(ans.len(), 3);
+    let a01 = ans.iter().find(|a| (a.a, a.b) == (0, 1)).unwrap().judged;
+    assert!((a01.ratio() - 1.0 / 1.8).abs() < 0.01, "{}", a01.ratio());
+    assert_eq!(a01.verdict, Verdict::Lower);
+    assert!(a01.low() < 1.0 / 1.8 && a01.high() > 1.0 / 1.8);
+    let a12 = ans.iter().find(|a| (a.a, a.b) == (1, 2)).unwrap().judged;
+    assert_eq!(a12.verdict, Verdict::Higher);
+    assert_eq!(a12.rounds, 4);
+}
+
+#[test]
+fn incomplete_rounds_are_left_out_and_one_round_decides_nothing() {
+    let mut t = Table::new(1, 2, 3);
+    t.set(0, 0, 0, 10.0);
+    t.set(0, 1, 0, 20.0);
+    t.set(0, 0, 1, 10.0); // round 1 lacks target 1
+    let a = judge_workload(&t, 0, &[0, 1], mg());
+    assert_eq!(a[0].judged.rounds, 1);
+    assert_eq!(a[0].judged.verdict, Verdict::Inconclusive);
+    assert!(a[0].judged.half_width.is_infinite());
+    // Non-positive figures are missing, not logs of nonsense.
+    t.set(0, 1, 1, 0.0);
+    assert_eq!(t.get(0, 1, 1), None);
+}
+
+#[test]
+fn projection_says_how_many_more_rounds() {
+    let mut t = Table::new(1, 2, 3);
+    for (r, (x, y)) in [(100.0, 125.0), (100.0, 140.0), (100.0, 118.0)]
+        .into_iter()
+        .enumerate()
+    {
+        t.set(0, 0, r, x);
+        t.set(0, 1, r, y);
+    }
+    let j = judge_workload(&t, 0, &[0, 1], mg())[0].judged;
+    assert_eq!(j.verdict, Verdict::Inconclusive);
+    let more = j.more_rounds.expect("decidable");
+    assert!((1..100).contains(&more), "{more}");
+}
+
+#[test]
+fn identical_counts_do_not_make_an_interval_of_zero_width() {
+    // 29 and 22 I/Os in every round: no spread at all, but each count is only known to
+    // about one I/O, so the interval keeps that width.
+    let mut t = Table::new(1, 2, 4);
+    for r in 0..4 {
+        t.set_counted(0, 0, r, 29.0 / 0.3, 29);
+        t.set_counted(0, 1, r, 22.0 / 0.3, 22);
+    }
+    let j = judge_workload(&t, 0, &[0, 1], mg())[0].judged;
+    assert!(j.half_width > 0.02, "{j:?}");
+    assert!(
+        j.low() < 29.0 / 22.0 * 0.98 && j.high() > 29.0 / 22.0 * 1.02,
+        "{j:?}"
+    );
+    // Without counts (figures of unknown resolution) nothing changes.
+    let mut u = Table::new(1, 2, 4);
+    for r in 0..4 {
+        u.set(0, 0, r, 29.0 / 0.3);
+        u.set(0, 1, r, 22.0 / 0.3);
+    }
+    assert!(judge_workload(&u, 0, &[0, 1], mg())[0].judged.half_width < 1e-9);
+}
+
+#[test]
+fn summary_is_the_geometric_mean_over_workloads() {
+    let mut t = Table::new(2, 2, 6);
+    for r in 0..6 {
+        let e = 1.0 + 0.02 * (r % 3) as f64;
+        t.set(0, 0, r, 200.0 * e);
+        t.set(0, 1, r, 100.0);
+        t.set(1, 0, r, 800.0 / e);
+        t.set(1, 1, r, 100.0);
+    }
+    let s = judge_summary(&t, &[0, 1], 0, 1, mg()).unwrap();
+    assert!((s.ratio() - 4.0).abs() < 0.01, "{}", s.ratio());
+    assert_eq!(s.rounds, 6);
+    assert_eq!(s.verdict, Verdict::Higher);
+}
