@@ -107,12 +107,7 @@ pub fn autocorrelation(j: &Judgement) -> Option<String> {
 /// behind, a server still busy) and is worth knowing about.
 pub fn carry_over(cmp: &Comparison) -> (Vec<Option<f64>>, Vec<String>) {
     let d = design_of(cmp);
-    let rounds = cmp
-        .cells
-        .iter()
-        .map(|c| c.round.unwrap_or(c.repeat) as usize + 1)
-        .max()
-        .unwrap_or(0);
+    let rounds = rounds_of(cmp);
     let metrics: Vec<Option<Metric>> = cmp
         .workloads
         .iter()
@@ -202,18 +197,22 @@ fn table(cmp: &Comparison, metrics: &[Option<Metric>], rounds: usize) -> Table {
     t
 }
 
+/// Rounds the comparison holds cells of (an old document's repetitions count as rounds).
+fn rounds_of(cmp: &Comparison) -> usize {
+    cmp.cells
+        .iter()
+        .map(|c| c.round.unwrap_or(c.repeat) as usize + 1)
+        .max()
+        .unwrap_or(0)
+}
+
 /// Judges every question of the comparison.
 pub fn judge(cmp: &Comparison) -> Judgement {
     let mut d = design_of(cmp);
     let compared: Vec<usize> = (0..cmp.targets.len())
         .filter(|&i| !cmp.targets[i].reference)
         .collect();
-    let rounds = cmp
-        .cells
-        .iter()
-        .map(|c| c.round.unwrap_or(c.repeat) as usize + 1)
-        .max()
-        .unwrap_or(0);
+    let rounds = rounds_of(cmp);
     // Cells of a round the comparison did not complete (Ctrl-C, an error) are judged as that
     // round's look, as the plan does: at the completed rounds' share the look they already
     // had would spend its error twice (issue 40).
