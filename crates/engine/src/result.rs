@@ -159,6 +159,12 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         },
         flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs, false)),
         fua: (t.fua.ios > 0).then(|| dir_result(&t.fua, secs, false)),
+        trim: (t.trim.ios > 0).then(|| dir_result(&t.trim, secs, t.open_loop.is_some())),
+        write_zeroes: (t.write_zeroes.ios > 0)
+            .then(|| dir_result(&t.write_zeroes, secs, t.open_loop.is_some())),
+        trim_histogram_ns: t.trim.hist.buckets(),
+        write_zeroes_histogram_ns: t.write_zeroes.hist.buckets(),
+        allocation_after: t.allocation_after.clone(),
         verify: t.verify.clone(),
         bottleneck: None,
     }
@@ -176,6 +182,9 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         write: DirStats::default(),
         flush: DirStats::default(),
         fua: DirStats::default(),
+        trim: DirStats::default(),
+        write_zeroes: DirStats::default(),
+        allocation_after: None,
         series: Vec::new(),
         outstanding: 0,
         mean_outstanding: None,
@@ -196,6 +205,8 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         all.write.ios += t.write.ios;
         all.write.bytes += t.write.bytes;
         all.write.hist.merge(&t.write.hist);
+        all.trim.merge(&t.trim);
+        all.write_zeroes.merge(&t.write_zeroes);
         all.outstanding += t.outstanding;
         all.pacing_ns += t.pacing_ns;
         all.mean_outstanding = match (all.mean_outstanding, t.mean_outstanding) {
