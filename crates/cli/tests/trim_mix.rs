@@ -137,6 +137,38 @@ fn nbd_server_mix_counts_each_op_and_frees_chunks() {
 }
 
 #[test]
+fn nbd_server_offers_fast_zero_and_takes_write_zeroes() {
+    let server = Served::start(bin(), &["nbd", "--size", "4M", "--listen", "127.0.0.1:0"]);
+    let uri = format!("nbd://{}", server.addr());
+    let out = Command::new(bin())
+        .args([
+            "run",
+            &uri,
+            "--bs",
+            "64k",
+            "--read",
+            "0",
+            "--write-zeroes",
+            "50",
+        ])
+        .args(["--time", "300ms", "--ramp", "0", "--precondition", "none"])
+        .args(["--no-monitor", "--quiet", "--json", "-"])
+        .output()
+        .unwrap();
+    let doc = ok_json(&out);
+    let r = &doc["results"][0];
+    let flags = r["info"]["params"]["transmission_flags"].to_string();
+    assert!(flags.contains("SEND_FAST_ZERO"), "{flags}");
+    let (z, w) = (
+        r["write_zeroes"]["ios"].as_u64().unwrap(),
+        r["write"]["ios"].as_u64().unwrap(),
+    );
+    assert!(z > 0 && w > 0, "{r}");
+    assert_eq!(r["write_zeroes"]["bytes"].as_u64().unwrap(), z * 65536);
+    server.interrupt();
+}
+
+#[test]
 fn nvme_server_takes_deallocates_and_write_zeroes() {
     let size = 8u64 << 20;
     let server = Served::start(bin(), &["nvme", "--size", "8M", "--listen", "127.0.0.1:0"]);
