@@ -317,3 +317,38 @@ fn fio_runs_the_trim_job_sanbench_writes() {
     let held = allocated(&server.interrupt());
     assert!(held < size, "the store still holds {held} of {size} bytes");
 }
+
+/// A file (on /var/tmp's disk file system, which has both fallocate modes): trims punch holes
+/// that SEEK_DATA sees after the window, and write-zeroes run, over io_uring and the sync
+/// threads alike.
+#[test]
+fn a_file_takes_trims_and_write_zeroes_by_fallocate() {
+    for engine in ["io_uring", "sync"] {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let img = dir.path().join("t.img");
+        let out = Command::new(bin())
+            .args(["run", img.to_str().unwrap(), "--size", "16m", "--bs", "64k"])
+            .args(["--read", "50", "--trim", "25", "--write-zeroes", "25"])
+            .args(["--engine", engine, "--time", "300ms", "--ramp", "0"])
+            .args(["--no-monitor", "--quiet", "--json", "-"])
+            .output()
+            .unwrap();
+        let doc = ok_json(&out);
+        let r = &doc["results"][0];
+        let n = |k: &str| r[k]["ios"].as_u64().unwrap_or(0);
+        assert!(n("trim") > 0 && n("write_zeroes") > 0, "{engine}: {r}");
+        assert_eq!(
+            r["ios"].as_u64().unwrap(),
+            n("read"),
+            "{engine}: no data writes"
+        );
+        let p = r["info"]["params"]["discard"].as_str().unwrap_or("");
+        assert!(p.contains("PUNCH_HOLE"), "{engine}: {p}");
+        let after = &r["allocation_after"];
+        assert_eq!(after["method"], "SEEK_DATA", "{engine}: {after}");
+        assert!(
+            after["unwritten_bytes"].as_u64().unwrap() > 0,
+            "{engine}: {after}"
+        );
+    }
+}
