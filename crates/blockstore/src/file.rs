@@ -93,6 +93,23 @@ impl FileStore {
     }
 
     pub fn zero(&self, off: u64, len: u64, keep_allocated: bool) -> io::Result<()> {
+        if self.zero_fast(off, len, keep_allocated).is_ok() {
+            return Ok(());
+        }
+        self.check(off, len)?;
+        // File systems (and devices) without these modes: write zeros.
+        let zeros = vec![0u8; (len as usize).min(1 << 20)];
+        let mut pos = 0;
+        while pos < len {
+            let n = (len - pos).min(zeros.len() as u64) as usize;
+            self.file.write_all_at(&zeros[..n], off + pos)?;
+            pos += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Zeroes a range by fallocate alone: EOPNOTSUPP where the file system cannot.
+    pub fn zero_fast(&self, off: u64, len: u64, keep_allocated: bool) -> io::Result<()> {
         self.check(off, len)?;
         let mode = if keep_allocated {
             libc::FALLOC_FL_ZERO_RANGE
@@ -111,15 +128,7 @@ impl FileStore {
         if rc == 0 {
             return Ok(());
         }
-        // File systems (and devices) without these modes: write zeros.
-        let zeros = vec![0u8; (len as usize).min(1 << 20)];
-        let mut pos = 0;
-        while pos < len {
-            let n = (len - pos).min(zeros.len() as u64) as usize;
-            self.file.write_all_at(&zeros[..n], off + pos)?;
-            pos += n as u64;
-        }
-        Ok(())
+        Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
     }
 
     /// Bytes the file system allocated to the file (`st_blocks`).

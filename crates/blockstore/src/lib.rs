@@ -213,6 +213,16 @@ impl BlockStore {
         }
     }
 
+    /// As [`zero`](Self::zero), but fails with EOPNOTSUPP where zeroing would mean writing
+    /// the zeros out (a file system without fallocate's modes): NBD's FAST_ZERO, which asks
+    /// the server to refuse rather than be slow.
+    pub fn zero_fast(&self, off: u64, len: u64, keep_allocated: bool) -> io::Result<()> {
+        match self {
+            BlockStore::Ram(r) => r.zero(off, len, keep_allocated),
+            BlockStore::File(f) => f.zero_fast(off, len, keep_allocated),
+        }
+    }
+
     /// TRIM / UNMAP: `zero(off, len, false)`.
     pub fn trim(&self, off: u64, len: u64) -> io::Result<()> {
         self.zero(off, len, false)

@@ -33,6 +33,8 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
         || a.read_bs.is_some()
         || a.write_bs.is_some()
         || a.read.is_some()
+        || a.trim.is_some()
+        || a.write_zeroes.is_some()
         || a.random.is_some()
         || a.align.is_some();
     if let Some(w) = &a.fio_workload {
@@ -42,8 +44,8 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
         Some(path) => {
             if seg_flags {
                 return Err(usage(
-                    "--bs, --read-bs, --write-bs, --read, --random and --align describe one \
-                     segment; put them in the --spec file instead",
+                    "--bs, --read-bs, --write-bs, --read, --trim, --write-zeroes, --random and \
+                     --align describe one segment; put them in the --spec file instead",
                 ));
             }
             let text = std::fs::read_to_string(path)
@@ -56,9 +58,12 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
                 bs: Some(a.bs.unwrap_or(Bytes(4096))),
                 read_bs: a.read_bs,
                 write_bs: a.write_bs,
-                read: Some(a.read.map_or(100.0, |p| p.0)),
+                // Unset: what trims and write-zeroes leave (SegmentFile::into_segment).
+                read: a.read.map(|p| p.0),
                 random: Some(a.random.map_or(100.0, |p| p.0)),
                 align: a.align,
+                trim: a.trim.map(|p| p.0),
+                write_zeroes: a.write_zeroes.map(|p| p.0),
             }],
             ..WorkloadFile::default()
         },
@@ -99,8 +104,8 @@ pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
 fn fio_workload(a: &RunArgs, mut w: Workload, seg_flags: bool) -> Result<Workload, CliError> {
     if seg_flags {
         return Err(usage(
-            "--bs, --read-bs, --write-bs, --read, --random and --align describe one segment; \
-             with --fio the job file gives them",
+            "--bs, --read-bs, --write-bs, --read, --trim, --write-zeroes, --random and --align \
+             describe one segment; with --fio the job file gives them",
         ));
     }
     w.qd = a.qd.unwrap_or(w.qd);
@@ -456,6 +461,10 @@ pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, Run
         crate::outfile::check_writable("--json", path)?;
     }
     let targets = crate::targets::open_targets(cx, m.targets, &opts)?;
+    // Before the precondition writes anything: an op a target lacks is bad input.
+    for t in &targets {
+        sanbench_engine::run::check_ops(&w, &**t)?;
+    }
     if let Some(wt) = &watch {
         wt.for_run(m.targets);
     }

@@ -103,11 +103,17 @@ pub fn summary(doc: &RunDoc) -> String {
         row(&mut out, &name, r);
         let flush = r.flush.clone().unwrap_or_default();
         let fua = r.fua.clone().unwrap_or_default();
+        let trim = r.trim.clone().unwrap_or_default();
+        let zeroes = r.write_zeroes.clone().unwrap_or_default();
+        // Trims' and write-zeroes' MB/s are bytes discarded or zeroed, not moved: apart from
+        // the target's row above, which counts reads and writes only.
         for (dir, d) in [
             ("  read", &r.read),
             ("  write", &r.write),
             ("  write (FUA)", &fua),
             ("  flush", &flush),
+            ("  trim (discarded)", &trim),
+            ("  write-zeroes (zeroed)", &zeroes),
         ] {
             if d.ios > 0 && (d.ios != r.ios || (dir != "  read" && dir != "  write")) {
                 let l = &d.latency_us;
@@ -128,6 +134,15 @@ pub fn summary(doc: &RunDoc) -> String {
     }
     if let Some(all) = &doc.all {
         row(&mut out, "all", all);
+    }
+    for r in &doc.results {
+        if let Some(a) = &r.allocation_after {
+            let _ = writeln!(
+                out,
+                "after the window, {} reports {} of {} bytes unwritten ({})",
+                r.target, a.unwritten_bytes, a.checked_bytes, a.method
+            );
+        }
     }
     hosts(&mut out, doc);
     for r in &doc.results {

@@ -20,7 +20,8 @@
 //! * **1**: written by sanbench before this crate existed (tests/fixtures/v1 holds files
 //!   written by main at 9a6bb39) and until histograms were compacted.
 //! * **2**: latency histograms as HdrHistogram's compressed encoding in base64
-//!   ([`latency::Histogram`]: `histogram`, `service_histogram`, `issue_lag_histogram`)
+//!   ([`latency::Histogram`]: `histogram`, `service_histogram`, `issue_lag_histogram`, and
+//!   `trim_histogram`, `write_zeroes_histogram` which came with version 2)
 //!   instead of `[ns, count]` pairs (`histogram_ns`, `service_histogram_ns`,
 //!   `issue_lag_histogram_ns`, which version 1 documents still load with); documents are
 //!   written by [`json`], indented to the blocks and compact below them. Together a demo's

@@ -155,6 +155,23 @@ pub struct TargetResult {
     /// FUA writes (`--fua`): their count and latency (they are also in `write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fua: Option<DirResult>,
+    /// Trims (`--trim`): count, IOPS, latency, and the bytes discarded as `bytes` and
+    /// `mb_per_s`, counted apart from the bytes reads and writes moved (not in `ios`,
+    /// `bytes`, `iops`, `mb_per_s` or `latency_us` above).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim: Option<DirResult>,
+    /// Write-zeroes (`--write-zeroes`): as `trim`, the bytes zeroed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_zeroes: Option<DirResult>,
+    /// Their service-time histograms, as `histogram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_histogram: Option<Histogram>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_zeroes_histogram: Option<Histogram>,
+    /// A workload with trims or write-zeroes: what the target reported about the span's
+    /// holes after the window (the precondition's `allocation` is the one before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_after: Option<sanbench_io::engine::Allocation>,
     /// What `--verify` found: reads checked, bad blocks per class, the first bad blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyReport>,

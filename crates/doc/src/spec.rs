@@ -19,6 +19,9 @@
 //! bs = "512"
 //! read = 100      # percent of I/Os that read
 //! random = 0      # percent of I/Os at random offsets; the rest continue sequentially
+//! # trim = 1       # percent of I/Os that discard their range (write size)
+//! # write_zeroes = 0  # percent of I/Os that zero their range without data (write size)
+//! #                # writes are the rest: 100 - read - trim - write_zeroes
 //!
 //! [[segment]]
 //! weight = 34
@@ -83,9 +86,28 @@ pub struct Segment {
     pub random_pct: f64,
     /// Offset alignment for random I/O; `None` = the I/O's own size.
     pub align: Option<u64>,
+    /// Percent of I/Os that discard their range (NBD TRIM, SCSI UNMAP, NVMe deallocate,
+    /// punch-hole), of all the segment's I/Os like `read_pct`; writes are what is left
+    /// (`100 - read - trim - write_zeroes`). Trims use the write size.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub trim_pct: f64,
+    /// Percent of I/Os that zero their range without sending data (NBD WRITE_ZEROES, SCSI
+    /// WRITE SAME, NVMe Write Zeroes, zero-range), of all the segment's I/Os; write size.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub write_zeroes_pct: f64,
 }
 
 impl Segment {
+    /// Percent of I/Os that write data: what reads, trims and write-zeroes leave.
+    pub fn write_pct(&self) -> f64 {
+        (100.0 - self.read_pct - self.trim_pct - self.write_zeroes_pct).max(0.0)
+    }
+
+    /// Trims or write-zeroes among the segment's I/Os.
+    pub fn discards(&self) -> bool {
+        self.trim_pct > 0.0 || self.write_zeroes_pct > 0.0
+    }
+
     pub fn max_bs(&self) -> u64 {
         match (self.read_pct > 0.0, self.read_pct < 100.0) {
             (true, true) => self.read_bs.max(self.write_bs),
@@ -106,11 +128,20 @@ impl Segment {
                 format_size(self.write_bs)
             )
         };
-        format!(
-            "{bs} {}% read {}% random",
-            fmt_pct(self.read_pct),
-            fmt_pct(self.random_pct)
-        )
+        let mut d = format!("{bs} {}% read", fmt_pct(self.read_pct));
+        // Only a mix that discards names its writes apart: the read share alone said it before.
+        if self.discards() {
+            d += &format!(" {}% write", fmt_pct(self.write_pct()));
+            for (what, p) in [
+                ("trim", self.trim_pct),
+                ("write-zeroes", self.write_zeroes_pct),
+            ] {
+                if p > 0.0 {
+                    d += &format!(" {}% {what}", fmt_pct(p));
+                }
+            }
+        }
+        format!("{d} {}% random", fmt_pct(self.random_pct))
     }
 }
 
@@ -196,6 +227,16 @@ impl Workload {
         self.segments.iter().any(|s| s.read_pct > 0.0)
     }
 
+    /// Some segment trims.
+    pub fn has_trims(&self) -> bool {
+        self.segments.iter().any(|s| s.trim_pct > 0.0)
+    }
+
+    /// Some segment zeroes ranges without data.
+    pub fn has_write_zeroes(&self) -> bool {
+        self.segments.iter().any(|s| s.write_zeroes_pct > 0.0)
+    }
+
     pub fn describe(&self) -> String {
         let total: u64 = self.segments.iter().map(|s| s.weight as u64).sum();
         let segs: Vec<String> = if self.segments.len() == 1 {
@@ -269,10 +310,27 @@ impl Workload {
         }
         for (i, s) in self.segments.iter().enumerate() {
             let n = i + 1;
-            for (what, p) in [("read", s.read_pct), ("random", s.random_pct)] {
+            for (what, p) in [
+                ("read", s.read_pct),
+                ("random", s.random_pct),
+                ("trim", s.trim_pct),
+                ("write_zeroes", s.write_zeroes_pct),
+            ] {
                 if !(0.0..=100.0).contains(&p) || p.is_nan() {
                     return Err(format!("segment {n}: {what} {p}% is not between 0 and 100"));
                 }
+            }
+            // Shares of one segment's I/Os: writes take what the others leave.
+            let taken = s.read_pct + s.trim_pct + s.write_zeroes_pct;
+            if taken > 100.0 {
+                return Err(format!(
+                    "segment {n}: read {}% + trim {}% + write_zeroes {}% is {}%, more than 100 \
+                     (each is a share of all the segment's I/Os; writes take the rest)",
+                    fmt_pct(s.read_pct),
+                    fmt_pct(s.trim_pct),
+                    fmt_pct(s.write_zeroes_pct),
+                    fmt_pct(taken)
+                ));
             }
             for (what, bs, used) in [
                 ("read size", s.read_bs, s.read_pct > 0.0),
@@ -389,6 +447,10 @@ pub struct SegmentFile {
     pub read: Option<f64>,
     pub random: Option<f64>,
     pub align: Option<Bytes>,
+    /// Percent of the segment's I/Os that trim (write size).
+    pub trim: Option<f64>,
+    /// Percent of the segment's I/Os that write zeroes (write size).
+    pub write_zeroes: Option<f64>,
 }
 
 impl SegmentFile {
@@ -410,9 +472,15 @@ impl SegmentFile {
             weight: self.weight.unwrap_or(1),
             read_bs,
             write_bs,
-            read_pct: self.read.unwrap_or(100.0),
+            // Unset, reads take what trims and write-zeroes leave (100 with neither).
+            read_pct: self.read.unwrap_or_else(|| {
+                (100.0 - self.trim.unwrap_or(0.0) - self.write_zeroes.unwrap_or(0.0))
+                    .clamp(0.0, 100.0)
+            }),
             random_pct: self.random.unwrap_or(0.0),
             align: self.align.map(|b| b.0).or(default_align),
+            trim_pct: self.trim.unwrap_or(0.0),
+            write_zeroes_pct: self.write_zeroes.unwrap_or(0.0),
         })
     }
 }
@@ -514,12 +582,48 @@ read = 100
                 "segment weights sum to 4294967296",
             ),
             ("qd = \"x\"", "line 1"),
+            (
+                "[[segment]]\nbs = \"4k\"\nread = 80\ntrim = 15\nwrite_zeroes = 10",
+                "is 105%, more than 100",
+            ),
+            (
+                "[[segment]]\nbs = \"4k\"\ntrim = -1",
+                "trim -1% is not between",
+            ),
         ];
         for (text, want) in cases {
             let err = Workload::from_toml(text).unwrap_err();
             assert!(err.contains(want), "{text:?}: got {err:?}, want {want:?}");
             assert!(!err.contains('\n'), "one line: {err:?}");
         }
+    }
+
+    #[test]
+    fn trim_and_write_zeroes_are_shares_of_all_ios_and_writes_the_rest() {
+        let w = Workload::from_toml(
+            "[[segment]]\nbs = \"4k\"\nread = 70\ntrim = 10\n\
+             [[segment]]\nbs = \"8k\"\nwrite_zeroes = 25\n\
+             [[segment]]\nbs = \"8k\"\ntrim = 100",
+        )
+        .unwrap();
+        let s = &w.segments;
+        assert_eq!(
+            (s[0].read_pct, s[0].trim_pct, s[0].write_pct()),
+            (70.0, 10.0, 20.0)
+        );
+        // Unset, read takes what the others leave.
+        assert_eq!(
+            (s[1].read_pct, s[1].write_zeroes_pct, s[1].write_pct()),
+            (75.0, 25.0, 0.0)
+        );
+        assert_eq!((s[2].read_pct, s[2].write_pct()), (0.0, 0.0));
+        assert!(w.has_trims() && w.has_write_zeroes() && w.has_writes());
+        assert!(s[0].describe().contains("70% read 20% write 10% trim"));
+        // A document without the new keys loads, and one with none writes none.
+        let j = serde_json::to_value(Workload::from_toml(NWC).unwrap()).unwrap();
+        assert!(j["segments"][0].get("trim_pct").is_none());
+        let back: Workload = serde_json::from_value(j).unwrap();
+        assert_eq!(back.segments[0].trim_pct, 0.0);
     }
 
     #[test]

@@ -265,6 +265,14 @@ impl FileTarget {
         if is_block {
             params.insert("exclusive".into(), exclusive.into());
         }
+        if opts.writes {
+            let how = if is_block {
+                crate::discard::BLOCK_DISCARD
+            } else {
+                crate::discard::FILE_DISCARD
+            };
+            params.insert("discard".into(), how.into());
+        }
         Ok(FileTarget {
             info: TargetInfo {
                 uri: uri.to_string(),
@@ -317,6 +325,12 @@ fn choose_engine(
 impl Target for FileTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    /// Trims and write-zeroes by fallocate (crate::discard); a file system or device that
+    /// lacks a mode fails the first such I/O with EOPNOTSUPP.
+    fn supports(&self, _op: crate::engine::Op) -> bool {
+        true
     }
 
     /// Holes by SEEK_DATA (st_blocks where unsupported); block devices cannot tell.

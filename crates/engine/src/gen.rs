@@ -17,6 +17,10 @@ fn threshold(pct: f64) -> u64 {
 #[derive(Clone, Debug)]
 struct SegState {
     read_thresh: u64,
+    /// Draws in `[read_thresh, trim_end)` trim and in `[trim_end, zero_end)` write zeroes; the
+    /// rest write. Both equal `read_thresh` in a segment without them.
+    trim_end: u64,
+    zero_end: u64,
     random_thresh: u64,
     read_bs: u64,
     write_bs: u64,
@@ -87,6 +91,8 @@ impl Generator {
             .iter()
             .map(|s: &Segment| SegState {
                 read_thresh: threshold(s.read_pct),
+                trim_end: threshold(s.read_pct + s.trim_pct),
+                zero_end: threshold(s.read_pct + s.trim_pct + s.write_zeroes_pct),
                 random_thresh: threshold(s.random_pct),
                 read_bs: s.read_bs,
                 write_bs: s.write_bs,
@@ -133,10 +139,24 @@ impl Generator {
             s.cursor += len;
             o
         };
+        // A non-read is a trim or a write-zeroes only below `zero_end`, which a segment
+        // without them sets to `read_thresh`: one compare more, on the writes only.
+        let op = if is_read {
+            Op::Read
+        } else if dir < s.zero_end {
+            if dir < s.trim_end {
+                Op::Trim
+            } else {
+                Op::WriteZeroes
+            }
+        } else {
+            Op::Write
+        };
         // One more draw only when FUA writes are asked for (the common path stays as it was).
-        let fua = !is_read && self.fua_thresh > 0 && (self.rng.next_u64() >> 32) < self.fua_thresh;
+        let fua =
+            op == Op::Write && self.fua_thresh > 0 && (self.rng.next_u64() >> 32) < self.fua_thresh;
         Planned {
-            op: if is_read { Op::Read } else { Op::Write },
+            op,
             offset,
             len: len as u32,
             fua,
@@ -175,6 +195,32 @@ mod tests {
             read_pct: read,
             random_pct: random,
             align: None,
+            trim_pct: 0.0,
+            write_zeroes_pct: 0.0,
+        }
+    }
+
+    #[test]
+    fn trim_and_write_zeroes_shares_hold() {
+        let mut s = seg(8192, 70.0, 100.0);
+        (s.trim_pct, s.write_zeroes_pct) = (10.0, 5.0);
+        let mut g = Generator::new(&wl(vec![s], 1), 1 << 30, 512, 0, 9);
+        let n = 100_000;
+        let mut c = std::collections::HashMap::new();
+        for _ in 0..n {
+            let p = g.plan();
+            // Trims and write-zeroes take the write size.
+            assert_eq!(p.len, 8192);
+            *c.entry(p.op).or_insert(0u32) += 1;
+        }
+        for (op, want) in [
+            (Op::Read, 70.0),
+            (Op::Write, 15.0),
+            (Op::Trim, 10.0),
+            (Op::WriteZeroes, 5.0),
+        ] {
+            let got = 100.0 * c[&op] as f64 / n as f64;
+            assert!((got - want).abs() < 1.0, "{op:?}: {got} vs {want}");
         }
     }
 

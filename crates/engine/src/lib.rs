@@ -9,6 +9,7 @@
 /// The I/O core's modules, at the paths they had when they lived here.
 pub use sanbench_io::{arena, engine, error};
 pub mod blkdev;
+pub mod discard;
 pub mod disruption;
 pub mod file;
 pub mod gen;

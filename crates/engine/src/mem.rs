@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::arena::Arena;
-use crate::engine::{Completion, DataPath, Io, Op, Queue, QueueConfig, Target, TargetInfo};
+use crate::engine::{
+    Allocation, Completion, DataPath, Io, Op, Queue, QueueConfig, Target, TargetInfo,
+};
 use crate::error::EngineError;
 use crate::stamp::prefetch_lines;
 
@@ -113,6 +115,35 @@ impl Target for MemTarget {
         &self.info
     }
 
+    fn supports(&self, _op: Op) -> bool {
+        true
+    }
+
+    /// The mapping's anonymous memory (`/proc/self/smaps`): pages touched and not trimmed
+    /// since (a trimmed page read back maps the shared zero page, which is not counted).
+    /// Only here, not as `allocation`: a disk populated up front is touched, not written, and
+    /// the precondition must still fill it. Only for the whole disk, which is what the
+    /// mapping's figure covers.
+    fn allocation_after_discards(
+        &self,
+        offset: u64,
+        len: u64,
+    ) -> Result<Option<Allocation>, EngineError> {
+        if offset != 0 || len != self.map.len as u64 {
+            return Ok(None);
+        }
+        let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+            return Ok(None);
+        };
+        Ok(
+            anonymous_bytes(&smaps, self.map.ptr as usize).map(|anon| Allocation {
+                method: "smaps Anonymous".into(),
+                checked_bytes: len,
+                unwritten_bytes: len.saturating_sub(anon),
+            }),
+        )
+    }
+
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         Ok(Box::new(MemQueue {
             map: self.map.clone(),
@@ -120,6 +151,23 @@ impl Target for MemTarget {
             done: Vec::with_capacity(cfg.depth as usize),
         }))
     }
+}
+
+/// The `Anonymous:` figure of the mapping that starts at `start` in smaps' text, in bytes.
+fn anonymous_bytes(smaps: &str, start: usize) -> Option<u64> {
+    let head = format!("{start:x}-");
+    let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+    lines.next()?;
+    lines
+        // The next mapping's header has no colon-terminated first word.
+        .take_while(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.ends_with(':'))
+        })
+        .find_map(|l| l.strip_prefix("Anonymous:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|kib| kib * 1024)
 }
 
 struct MemQueue {
@@ -206,7 +254,8 @@ impl MemQueue {
                                 d.fill(io, std::slice::from_raw_parts_mut(disk, len));
                             }
                             (Op::Flush, _) => {}
-                            (Op::Trim, _) => std::ptr::write_bytes(disk, 0, len),
+                            (Op::Trim, _) => discard(disk, len),
+                            (Op::WriteZeroes, _) => std::ptr::write_bytes(disk, 0, len),
                         }
                     }
                     0
@@ -218,6 +267,43 @@ impl MemQueue {
                 result,
             });
         }
+    }
+}
+
+/// Trims `len` bytes at `disk`: the whole pages inside go back to the kernel (they read as
+/// zeros and count as allocated no more: [`MemTarget::allocation`]), the edges are zeroed.
+///
+/// # Safety
+/// `[disk, disk + len)` lies inside the mapping.
+unsafe fn discard(disk: *mut u8, len: usize) {
+    let page = page_size();
+    let start = (disk as usize).next_multiple_of(page);
+    let end = (disk as usize + len) / page * page;
+    if end > start {
+        // SAFETY: whole pages inside the private anonymous mapping; MADV_DONTNEED swaps them
+        // for zero-fill pages, so racing readers see old bytes or zeros, never invalid memory.
+        let rc =
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        if rc == 0 {
+            // SAFETY: the edges lie inside the range the caller vouched for.
+            unsafe {
+                std::ptr::write_bytes(disk, 0, start - disk as usize);
+                std::ptr::write_bytes(end as *mut u8, 0, disk as usize + len - end);
+            }
+            return;
+        }
+    }
+    // SAFETY: inside the mapping (the caller's promise).
+    unsafe { std::ptr::write_bytes(disk, 0, len) };
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant of the system.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
     }
 }
 

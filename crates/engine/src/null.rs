@@ -35,6 +35,10 @@ impl Target for NullTarget {
         &self.info
     }
 
+    fn supports(&self, _op: crate::engine::Op) -> bool {
+        true
+    }
+
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         Ok(Box::new(NullQueue {
             done: Vec::with_capacity(cfg.depth as usize),

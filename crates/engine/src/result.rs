@@ -154,6 +154,13 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         issue_lag_histogram_ns: Vec::new(),
         flush: (t.flush.ios > 0).then(|| dir_result(&t.flush, secs, false)),
         fua: (t.fua.ios > 0).then(|| dir_result(&t.fua, secs, false)),
+        trim: (t.trim.ios > 0).then(|| dir_result(&t.trim, secs, t.open_loop.is_some())),
+        write_zeroes: (t.write_zeroes.ios > 0)
+            .then(|| dir_result(&t.write_zeroes, secs, t.open_loop.is_some())),
+        trim_histogram: (t.trim.ios > 0).then(|| Histogram(t.trim.hist.clone())),
+        write_zeroes_histogram: (t.write_zeroes.ios > 0)
+            .then(|| Histogram(t.write_zeroes.hist.clone())),
+        allocation_after: t.allocation_after.clone(),
         verify: t.verify.clone(),
         bottleneck: None,
     }
@@ -171,6 +178,9 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         write: DirStats::default(),
         flush: DirStats::default(),
         fua: DirStats::default(),
+        trim: DirStats::default(),
+        write_zeroes: DirStats::default(),
+        allocation_after: None,
         series: Vec::new(),
         outstanding: 0,
         mean_outstanding: None,
@@ -191,6 +201,8 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         all.write.ios += t.write.ios;
         all.write.bytes += t.write.bytes;
         all.write.hist.merge(&t.write.hist);
+        all.trim.merge(&t.trim);
+        all.write_zeroes.merge(&t.write_zeroes);
         all.outstanding += t.outstanding;
         all.pacing_ns += t.pacing_ns;
         all.mean_outstanding = match (all.mean_outstanding, t.mean_outstanding) {

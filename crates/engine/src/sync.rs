@@ -61,7 +61,7 @@ fn do_io(file: &File, arena: &Arena, io: &Io) -> i32 {
             }
         }
         Op::Flush => file.sync_data(),
-        Op::Trim => return -libc::EOPNOTSUPP,
+        Op::Trim | Op::WriteZeroes => return crate::discard::fallocate(file, io),
     };
     match r {
         Ok(()) => 0,

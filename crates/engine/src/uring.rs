@@ -134,9 +134,9 @@ impl UringQueue {
                         .rw_flags(rw_flags)
                         .build(),
                     (Op::Flush, _) => opcode::Fsync::new($fd).build(),
-                    (Op::Trim, _) => opcode::Fallocate::new($fd, len as u64)
+                    (Op::Trim | Op::WriteZeroes, _) => opcode::Fallocate::new($fd, len as u64)
                         .offset(off)
-                        .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                        .mode(crate::discard::fallocate_mode(io.op))
                         .build(),
                 }
             };

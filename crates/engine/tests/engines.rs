@@ -205,6 +205,8 @@ fn workload(read_pct: f64, secs: f64) -> Workload {
             read_pct,
             random_pct: 100.0,
             align: None,
+            trim_pct: 0.0,
+            write_zeroes_pct: 0.0,
         }],
         qd: 4,
         workers: 2,

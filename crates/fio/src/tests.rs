@@ -42,6 +42,8 @@ fn seg(bs: u64, read: f64, random: f64) -> Segment {
         read_pct: read,
         random_pct: random,
         align: None,
+        trim_pct: 0.0,
+        write_zeroes_pct: 0.0,
     }
 }
 
@@ -402,6 +404,8 @@ fn arb_workload() -> impl Strategy<Value = (Workload, Vec<FioTarget>, Setup)> {
                             read_pct,
                             random_pct: 100.0,
                             align: Some(min),
+                            trim_pct: 0.0,
+                            write_zeroes_pct: 0.0,
                         })
                         .collect()
                 } else {
@@ -412,6 +416,8 @@ fn arb_workload() -> impl Strategy<Value = (Workload, Vec<FioTarget>, Setup)> {
                         read_pct,
                         random_pct: random as f64,
                         align: None,
+                        trim_pct: 0.0,
+                        write_zeroes_pct: 0.0,
                     }]
                 };
                 let sync = sync && n == 1;
@@ -492,4 +498,33 @@ fn what_fio_cannot_express_is_said() {
         FioTarget::of("nbd://127.0.0.1:1/x").unwrap(),
         FioTarget::Nbd("nbd://127.0.0.1:1/x".into())
     );
+}
+
+/// fio's trim-only jobs come in as trim-only segments and go back out as the same rw; a mix
+/// of trims with reads and writes, and write-zeroes, have no fio job and say why.
+#[test]
+fn trims_round_trip_where_fio_can_express_them() {
+    let job = "[t]\nfilename=/dev/shm/t.img\nrw=randtrim\nbs=64k\niodepth=8\ntime_based\n\
+               runtime=10\n";
+    let w = one(job, &[]).unwrap().workload;
+    let s = &w.segments[0];
+    assert_eq!((s.read_pct, s.trim_pct, s.write_pct()), (0.0, 100.0, 0.0));
+    assert_eq!((s.write_bs, s.random_pct), (65536, 100.0));
+    let t = [FioTarget::Path("/dev/shm/t.img".into())];
+    let text = export_section("t", &w, &t, &Setup::default()).unwrap();
+    assert!(text.contains("\nrw=randtrim\n"), "{text}");
+    assert_eq!(one(&text, &[]).unwrap().workload.segments, w.segments);
+    let seq = one(&job.replace("randtrim", "trim"), &[]).unwrap().workload;
+    assert_eq!(seq.segments[0].random_pct, 0.0);
+    let text = export_section("t", &seq, &t, &Setup::default()).unwrap();
+    assert!(text.contains("\nrw=trim\n"), "{text}");
+
+    let e = one(&job.replace("randtrim", "trimwrite"), &[]).unwrap_err();
+    assert!(e[0].contains("right after trimming"), "{e:?}");
+    let mix = Workload::from_toml("[[segment]]\nbs = \"4k\"\nread = 75\ntrim = 1\n").unwrap();
+    let e = export_section("m", &mix, &t, &Setup::default()).unwrap_err();
+    assert!(e.contains("#534"), "{e}");
+    let z = Workload::from_toml("[[segment]]\nbs = \"4k\"\nwrite_zeroes = 5\n").unwrap();
+    let e = export_section("z", &z, &t, &Setup::default()).unwrap_err();
+    assert!(e.contains("no write-zeroes"), "{e}");
 }

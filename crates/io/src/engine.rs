@@ -35,6 +35,30 @@ pub enum Op {
     Flush,
     /// Discard a range (NBD TRIM, SCSI UNMAP). Engines without it report `Unsupported`.
     Trim,
+    /// Zero a range without sending data (NBD WRITE_ZEROES, SCSI WRITE SAME, NVMe Write
+    /// Zeroes, fallocate ZERO_RANGE); it reads back as zeros. Engines without it report
+    /// `Unsupported`.
+    #[serde(rename = "write_zeroes")]
+    WriteZeroes,
+}
+
+impl Op {
+    /// A read or a write: the ops whose bytes cross the wire and count in IOPS and MB/s.
+    #[inline(always)]
+    pub fn moves_data(self) -> bool {
+        matches!(self, Op::Read | Op::Write)
+    }
+
+    /// The op's name in results and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "flush",
+            Op::Trim => "trim",
+            Op::WriteZeroes => "write_zeroes",
+        }
+    }
 }
 
 /// One I/O request.
@@ -159,12 +183,31 @@ pub trait Target: Send + Sync {
         Ok(None)
     }
 
+    /// After a window with trims or write-zeroes: what the target holds of the range (space
+    /// given back shows as unwritten). By default what [`allocation`](Self::allocation)
+    /// says; a target whose `allocation` cannot tell written data from touched memory (the
+    /// `mem:` RAM disk, populated up front) answers here alone. Outside any window.
+    fn allocation_after_discards(
+        &self,
+        offset: u64,
+        len: u64,
+    ) -> Result<Option<Allocation>, EngineError> {
+        self.allocation(offset, len)
+    }
+
     /// Called by the scheduler before every run's queues open (so before each measured cell of a
     /// comparison): targets read through a cache they control drop the span from it (files:
     /// fdatasync + posix_fadvise DONTNEED over the span, as fio's invalidate=1) unless the user
     /// asked to keep it. Returns what was done, for the result's parameters (`None`: nothing).
     fn invalidate_cache(&self, _span: u64) -> Result<Option<String>, EngineError> {
         Ok(None)
+    }
+
+    /// Whether the target carries `op` out (a trim, a write-zeroes: the engine has it and the
+    /// target offered it). The run refuses a workload with an op its target lacks before any
+    /// I/O. Reads, writes and flushes every engine has.
+    fn supports(&self, op: Op) -> bool {
+        op.moves_data() || op == Op::Flush
     }
 
     /// Opens one queue (connection, ring, session). Called once per worker before the run starts;

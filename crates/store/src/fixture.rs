@@ -129,6 +129,8 @@ fn spec(bs: u64, read: f64, random: f64, qd: u32) -> Workload {
             read_pct: read,
             random_pct: random,
             align: None,
+            trim_pct: 0.0,
+            write_zeroes_pct: 0.0,
         }],
         qd,
         workers: 1,

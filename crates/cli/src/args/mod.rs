@@ -282,9 +282,16 @@ pub struct RunArgs {
     /// Transfer size for writes.
     #[arg(help_heading = H_WORKLOAD, long, value_name = "SIZE")]
     pub write_bs: Option<Bytes>,
-    /// Percent of I/Os that read (0-100).
+    /// Percent of I/Os that read (0-100; default: what --trim and --write-zeroes leave).
     #[arg(help_heading = H_WORKLOAD, long, value_name = "PCT")]
     pub read: Option<Pct>,
+    /// Percent of all I/Os that trim (discard) their range, write size; writes are the rest
+    /// (100 - read - trim - write-zeroes).
+    #[arg(long, value_name = "PCT")]
+    pub trim: Option<Pct>,
+    /// Percent of all I/Os that zero their range without sending data, write size.
+    #[arg(long, value_name = "PCT")]
+    pub write_zeroes: Option<Pct>,
     /// Percent of I/Os at random offsets (0-100); the rest are sequential.
     #[arg(help_heading = H_WORKLOAD, long, value_name = "PCT")]
     pub random: Option<Pct>,

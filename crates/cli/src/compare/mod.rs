@@ -62,6 +62,10 @@ fn precondition_all(
         let t = crate::targets::open_targets(cx, std::slice::from_ref(uri), &opts)?
             .pop()
             .context("no target opened")?;
+        // Before the precondition writes anything: an op a target lacks is bad input.
+        for w in ws {
+            sanbench_engine::run::check_ops(&w.workload, &*t)?;
+        }
         let total = t.info().size;
         spans.push(
             ws.iter()

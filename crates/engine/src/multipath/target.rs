@@ -128,6 +128,11 @@ impl Target for MultipathTarget {
         last
     }
 
+    /// Every path must carry the op out: any may take the I/O.
+    fn supports(&self, op: crate::engine::Op) -> bool {
+        self.shared.paths.iter().all(|p| lock(p).supports(op))
+    }
+
     fn invalidate_cache(&self, span: u64) -> Result<Option<String>, EngineError> {
         let first = lock(&self.shared.paths[0]).clone();
         first.invalidate_cache(span)

@@ -1,8 +1,31 @@
 //! Checks a plan against each target's geometry before anything is opened for I/O.
 
 use super::{RunError, RunPlan};
+use crate::engine::{Op, Target};
 use crate::error::EngineError;
+use crate::spec::Workload;
 use crate::units::format_size;
+
+/// Refuses a workload that trims or writes zeroes on a target without that op (the engine
+/// lacks it, or the target did not offer it): callers check it before anything is written,
+/// the precondition's fill included.
+pub fn check_ops(w: &Workload, t: &dyn Target) -> Result<(), EngineError> {
+    let info = t.info();
+    for (op, asked) in [
+        (Op::Trim, w.has_trims()),
+        (Op::WriteZeroes, w.has_write_zeroes()),
+    ] {
+        if asked && !t.supports(op) {
+            return Err(EngineError::Invalid(format!(
+                "{}: the {} engine or this target does not offer {} (the workload asks for it)",
+                info.uri,
+                info.engine,
+                op.name()
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// Checks the workload against each target's geometry and returns the span to use per target.
 pub fn check_plan(plan: &RunPlan) -> Result<Vec<u64>, RunError> {
@@ -38,6 +61,11 @@ pub fn check_plan(plan: &RunPlan) -> Result<Vec<u64>, RunError> {
         if info.read_only && plan.workload.has_writes() {
             return Err(bad("the target is read-only but the workload writes".into()));
         }
+        check_ops(&plan.workload, &**t).map_err(|e| RunError {
+            target: info.uri.clone(),
+            worker: 0,
+            error: e,
+        })?;
         let block = info.block_size.max(1) as u64;
         for s in &plan.workload.segments {
             for (what, v, used) in [

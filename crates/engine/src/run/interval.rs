@@ -25,10 +25,28 @@ pub struct Interval {
     pub write: DirStats,
     pub flush: DirStats,
     pub fua: DirStats,
+    /// Trims and write-zeroes, in a workload that has them (`None` otherwise, so that a run
+    /// without them makes and walks no more histograms than before).
+    pub discards: Option<Box<Discards>>,
     /// A multipath target: per path (by index), the reads and writes it completed. Empty for
     /// a single path; otherwise a slot for every path of the target from the first interval
     /// (made before the clock starts), zeros for a path that completed nothing.
     pub paths: Vec<PathStats>,
+}
+
+/// The ops that change a range without moving its data: counted apart from reads and
+/// writes (their bytes are discarded or zeroed, not transferred).
+#[derive(Clone, Debug, Default)]
+pub struct Discards {
+    pub trim: DirStats,
+    pub write_zeroes: DirStats,
+}
+
+impl Discards {
+    fn merge(&mut self, o: &Discards) {
+        self.trim.merge(&o.trim);
+        self.write_zeroes.merge(&o.write_zeroes);
+    }
 }
 
 /// One path's reads and writes of one interval.
@@ -94,6 +112,9 @@ impl Interval {
         self.write.merge(&o.write);
         self.flush.merge(&o.flush);
         self.fua.merge(&o.fua);
+        if let Some(d) = &o.discards {
+            self.discards.get_or_insert_with(Default::default).merge(d);
+        }
         if self.paths.len() < o.paths.len() {
             self.paths.resize_with(o.paths.len(), PathStats::default);
         }
@@ -110,17 +131,33 @@ impl Interval {
             read_bytes: self.read.bytes,
             write_bytes: self.write.bytes,
             flush_ios: self.flush.ios,
-            errors: self.read.errors + self.write.errors + self.flush.errors,
+            errors: self.read.errors
+                + self.write.errors
+                + self.flush.errors
+                + self
+                    .discards
+                    .as_ref()
+                    .map_or(0, |d| d.trim.errors + d.write_zeroes.errors),
         }
     }
 
     fn reset(&mut self) {
+        let d = self.discards.as_deref_mut();
+        let (trim, zero) = match d {
+            Some(d) => (Some(&mut d.trim), Some(&mut d.write_zeroes)),
+            None => (None, None),
+        };
         for d in [
-            &mut self.read,
-            &mut self.write,
-            &mut self.flush,
-            &mut self.fua,
-        ] {
+            Some(&mut self.read),
+            Some(&mut self.write),
+            Some(&mut self.flush),
+            Some(&mut self.fua),
+            trim,
+            zero,
+        ]
+        .into_iter()
+        .flatten()
+        {
             d.ios = 0;
             d.bytes = 0;
             d.errors = 0;
@@ -215,6 +252,8 @@ pub(super) struct Msg {
 /// then, late by it: seen as a 1-3 ms stall in the second interval of every run).
 pub(super) struct Pool {
     shelves: Vec<Shelf>,
+    /// The workload trims or writes zeroes: every interval has room for them.
+    discards: bool,
 }
 
 struct Shelf {
@@ -236,10 +275,13 @@ pub(super) fn path_count(info: &crate::engine::TargetInfo) -> usize {
         .map_or(0, |a| a.len())
 }
 
-/// An empty interval with a slot for each of `paths` paths.
-fn empty(paths: usize) -> Interval {
+/// An empty interval with a slot for each of `paths` paths (and the discards' statistics).
+fn empty(paths: usize, discards: bool) -> Interval {
     let mut iv = Interval::default();
     iv.paths.resize_with(paths, PathStats::default);
+    if discards {
+        iv.discards = Some(Box::default());
+    }
     iv
 }
 
@@ -249,18 +291,32 @@ impl Pool {
         let shelves = targets
             .iter()
             .map(|&(streams, paths)| Shelf {
-                spare: Mutex::new((0..streams).map(|_| empty(paths)).collect()),
+                spare: Mutex::new((0..streams).map(|_| empty(paths, false)).collect()),
                 cap: 4 * streams,
                 paths,
             })
             .collect();
-        Pool { shelves }
+        Pool {
+            shelves,
+            discards: false,
+        }
+    }
+
+    /// Every interval, the spares made now included, with room for trims and write-zeroes.
+    pub(super) fn with_discards(mut self) -> Pool {
+        self.discards = true;
+        for sh in &mut self.shelves {
+            for iv in crate::poison::lock(&sh.spare).iter_mut() {
+                iv.discards = Some(Box::default());
+            }
+        }
+        self
     }
 
     pub(super) fn take(&self, target: usize) -> Interval {
         let shelf = &self.shelves[target];
         let spare = crate::poison::lock(&shelf.spare).pop();
-        spare.unwrap_or_else(|| empty(shelf.paths))
+        spare.unwrap_or_else(|| empty(shelf.paths, self.discards))
     }
 
     pub(super) fn give(&self, target: usize, mut iv: Interval) {

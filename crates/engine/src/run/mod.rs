@@ -53,7 +53,7 @@ use crate::error::EngineError;
 use crate::spec::Workload;
 use crate::stamp::DataSpec;
 
-pub use check::check_plan;
+pub use check::{check_ops, check_plan};
 use coordinator::coordinate;
 pub use interval::{Interval, IntervalRecord, IntervalSink, IntervalSummary, PathStats};
 pub(crate) use layout::{stamp_slot, Layout};
@@ -270,6 +270,11 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         .map(|t| (w.workers as usize, interval::path_count(t.info())))
         .collect();
     let pool = interval::Pool::new(&shelves);
+    let pool = if w.has_trims() || w.has_write_zeroes() {
+        pool.with_discards()
+    } else {
+        pool
+    };
     let infos = plan
         .targets
         .iter()
@@ -419,6 +424,15 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                 .sum::<Option<f64>>()
         });
         t.verify = verifier(ti).map(|v| v.report());
+        // After trims, what the target says it holds (space returned is what they are for);
+        // outside the window, and an answer it cannot give is no error of the run.
+        if w.has_trims() || w.has_write_zeroes() {
+            let span = spans.get(ti).copied().unwrap_or(t.info.size);
+            t.allocation_after = plan.targets[ti]
+                .allocation_after_discards(0, span)
+                .ok()
+                .flatten();
+        }
     }
     let targets = &mut out.targets;
     let window_start_unix_ns = (clock_started_at + w.ramp)

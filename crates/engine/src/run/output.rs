@@ -28,6 +28,11 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// Nothing completed or failed.
+    pub fn is_empty(&self) -> bool {
+        self.ios == 0 && self.errors == 0
+    }
+
     pub(crate) fn merge(&mut self, o: &DirStats) {
         self.ios += o.ios;
         self.bytes += o.bytes;
@@ -68,6 +73,16 @@ pub struct TargetRun {
     pub flush: DirStats,
     /// FUA writes (`fua_pct`), also counted in `write`.
     pub fua: DirStats,
+    /// Trims and write-zeroes: counted apart, not in the reads' and writes' IOPS or MB/s.
+    /// Left out of the MPI wire when none ran (the message of a run without them unchanged).
+    #[serde(default, skip_serializing_if = "DirStats::is_empty")]
+    pub trim: DirStats,
+    #[serde(default, skip_serializing_if = "DirStats::is_empty")]
+    pub write_zeroes: DirStats,
+    /// A workload with trims or write-zeroes: what the target reported about the span's
+    /// holes after the window, where it can tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_after: Option<crate::engine::Allocation>,
     pub series: Vec<Second>,
     /// I/Os kept in flight on this target (workers × qd).
     pub outstanding: u64,

@@ -56,6 +56,14 @@ impl Base {
             write: totals.write,
             flush: totals.flush,
             fua: totals.fua,
+            trim: totals
+                .discards
+                .as_ref()
+                .map_or_else(Default::default, |d| d.trim.clone()),
+            write_zeroes: totals
+                .discards
+                .map_or_else(Default::default, |d| d.write_zeroes),
+            allocation_after: None,
             series,
             outstanding: self.outstanding,
             mean_outstanding: None,

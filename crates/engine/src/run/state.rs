@@ -71,6 +71,11 @@ pub(super) struct StreamState {
     /// FUA writes (also counted as writes), and which tags carry one.
     pub(super) fua_stats: DirStats,
     pub(super) fua: Vec<bool>,
+    /// Trims and write-zeroes, when the workload has them.
+    pub(super) discards: Option<Box<super::interval::Discards>>,
+    /// Ops counted apart from reads and writes (flushes, trims, write-zeroes) may be in
+    /// flight: `flushing` counts them.
+    pub(super) apart: bool,
     /// A flush after every this many writes (0: none), and the writes since the last.
     pub(super) flush_every: u32,
     pub(super) writes_since_flush: u32,
@@ -129,6 +134,8 @@ impl StreamState {
             flush: DirStats::default(),
             fua_stats: DirStats::default(),
             fua: vec![false; d],
+            discards: None,
+            apart: false,
             flush_every: 0,
             writes_since_flush: 0,
             series: if own_series {
@@ -258,12 +265,7 @@ impl StreamState {
     pub(super) fn io_error(&self, c: Completion) -> EngineError {
         let t = c.tag as usize;
         EngineError::Io {
-            op: match self.op[t] {
-                Op::Read => "read",
-                Op::Write => "write",
-                Op::Flush => "flush",
-                Op::Trim => "trim",
-            },
+            op: self.op[t].name(),
             offset: self.offset[t],
             source: std::io::Error::from_raw_os_error(-c.result),
         }
@@ -406,10 +408,11 @@ impl StreamState {
         }
         self.watch.sent(submitted);
         self.inflight += self.batch.len();
-        if self.flush_every > 0 {
-            self.flushing += self.batch.iter().filter(|io| io.op == Op::Flush).count();
+        if self.apart {
+            self.flushing += self.batch.iter().filter(|io| !io.op.moves_data()).count();
         }
-        // Little's law is about reads and writes: flushes are counted apart.
+        // Little's law is about reads and writes: flushes, trims and write-zeroes are counted
+        // apart.
         ctx.live
             .inflight
             .store((self.inflight - self.flushing) as u64, Ordering::Relaxed);

@@ -95,6 +95,10 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     let mut s = StreamState::new(depth, w.time, !super::snapshot::Seconds::fit(ctx.iv_ns));
     s.iv_next = ctx.ramp_ns.saturating_add(ctx.iv_ns);
     s.flush_every = w.flush_every;
+    if w.has_trims() || w.has_write_zeroes() {
+        s.discards = Some(Box::default());
+    }
+    s.apart = w.flush_every > 0 || s.discards.is_some();
     s.presize_paths(super::interval::path_count(info));
     if ctx.raw_latencies {
         s.raw = Some(Vec::new());

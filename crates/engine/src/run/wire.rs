@@ -30,6 +30,8 @@ pub fn merge_target(into: &mut TargetRun, o: &TargetRun) {
     into.write.merge(&o.write);
     into.flush.merge(&o.flush);
     into.fua.merge(&o.fua);
+    into.trim.merge(&o.trim);
+    into.write_zeroes.merge(&o.write_zeroes);
     if into.series.len() < o.series.len() {
         into.series.resize(o.series.len(), Second::default());
     }

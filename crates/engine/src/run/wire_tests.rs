@@ -23,6 +23,9 @@ fn target(lats: &[u64]) -> TargetRun {
         write: DirStats::default(),
         flush: DirStats::default(),
         fua: DirStats::default(),
+        trim: DirStats::default(),
+        write_zeroes: DirStats::default(),
+        allocation_after: None,
         series: vec![Second {
             read_ios: lats.len() as u64,
             ..Second::default()

@@ -18,6 +18,8 @@ pub fn plan(targets: Vec<Arc<dyn Target>>, ramp_ms: u64, time_ms: u64, iv: Durat
             read_pct: 70.0,
             random_pct: 100.0,
             align: None,
+            trim_pct: 0.0,
+            write_zeroes_pct: 0.0,
         }],
         qd: 4,
         workers: 2,

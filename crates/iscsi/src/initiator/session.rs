@@ -260,7 +260,7 @@ impl Session {
                 cdb[0] = op::SYNCHRONIZE_CACHE10;
                 Dir::None
             }
-            Op::Trim => return Err(-libc::EOPNOTSUPP),
+            Op::Trim | Op::WriteZeroes => return Err(-libc::EOPNOTSUPP),
         };
         Ok(Cmd {
             tag: io.tag,

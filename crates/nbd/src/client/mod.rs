@@ -203,6 +203,7 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
         .insert("tls".into(), tls_desc.map_or(json!(false), |d| json!(d)));
     Ok(Box::new(NbdTarget {
         info,
+        flags: neg.flags,
         addr,
         export,
         opts: opts.clone(),
@@ -315,6 +316,8 @@ fn target_info(uri: &str, addr: &Addr, export: &str, n: &Negotiated) -> TargetIn
 
 struct NbdTarget {
     info: TargetInfo,
+    /// The export's transmission flags (what it offers).
+    flags: u16,
     addr: Addr,
     export: String,
     opts: ClientOptions,
@@ -329,6 +332,15 @@ impl Target for NbdTarget {
 
     fn allocation(&self, offset: u64, len: u64) -> Result<Option<Allocation>, EngineError> {
         block_status::allocation(self, offset, len)
+    }
+
+    /// TRIM and WRITE_ZEROES where the export offers them (SEND_TRIM, SEND_WRITE_ZEROES).
+    fn supports(&self, op: sanbench_io::Op) -> bool {
+        match op {
+            sanbench_io::Op::Trim => self.flags & tflags::SEND_TRIM != 0,
+            sanbench_io::Op::WriteZeroes => self.flags & tflags::SEND_WRITE_ZEROES != 0,
+            _ => true,
+        }
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {

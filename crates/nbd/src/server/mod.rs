@@ -17,7 +17,8 @@
 //!
 //! Advertised: fixed newstyle, `NO_ZEROES`, `NBD_OPT_INFO`/`GO` (export, name, description and
 //! block size info), `NBD_OPT_LIST`, structured replies, and the transmission flags
-//! `SEND_FLUSH`, `SEND_FUA`, `SEND_TRIM`, `SEND_WRITE_ZEROES`, `CAN_MULTI_CONN` (all
+//! `SEND_FLUSH`, `SEND_FUA`, `SEND_TRIM`, `SEND_WRITE_ZEROES`, `SEND_FAST_ZERO` (a file store
+//! without fallocate's modes refuses a FAST_ZERO with ENOTSUP), `CAN_MULTI_CONN` (all
 //! connections share one store with no cache), `SEND_DF` with structured replies (a READ is
 //! always answered in one chunk), and the `base:allocation` metadata context
 //! (`NBD_OPT_LIST/SET_META_CONTEXT`, `NBD_CMD_BLOCK_STATUS`: written chunks are data, the rest

@@ -181,6 +181,8 @@ struct NvmeTarget {
     uri: NvmeUri,
     opts: HostOptions,
     info: TargetInfo,
+    /// Identify Controller's optional NVM commands (ONCS).
+    oncs: u16,
     admin: Arc<Mutex<AdminSession>>,
     qids: Arc<Mutex<Qids>>,
     /// The namespace's ANA state through this controller, when it reports one.
@@ -275,6 +277,7 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
         params,
     };
     let qids = Qids::new(a.queues);
+    let oncs = a.id.oncs;
     let admin = Arc::new(Mutex::new(a));
     let stop = Arc::new(AtomicBool::new(false));
     let keeper = admin::spawn(admin.clone(), stop.clone(), u.kato_ms, ana.clone());
@@ -283,6 +286,7 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
         uri: u,
         opts,
         info,
+        oncs,
         admin,
         qids,
         ana,
@@ -332,6 +336,16 @@ fn resolve(u: &NvmeUri) -> Result<(SocketAddr, HostOptions), EngineError> {
 impl Target for NvmeTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    /// What Identify Controller's ONCS offers: Dataset Management (bit 2) for trims, Write
+    /// Zeroes (bit 3).
+    fn supports(&self, op: sanbench_io::Op) -> bool {
+        match op {
+            sanbench_io::Op::Trim => self.oncs & (1 << 2) != 0,
+            sanbench_io::Op::WriteZeroes => self.oncs & (1 << 3) != 0,
+            _ => true,
+        }
     }
 
     /// From Identify Namespace: on a thin-provisioned namespace (NSFEAT bit 0) NUSE counts

@@ -251,6 +251,10 @@ impl Queue for NvmeQueue {
                     let r = DsmRange::new(rw.slba, rw.nlb);
                     self.conn.send_cmd(s, r.as_bytes());
                 }
+                Op::WriteZeroes => {
+                    let s = rw_sqe(io::WRITE_ZEROES, cid, rw, DataPtr::Transport { len: 0 });
+                    self.conn.send_cmd(s, &[]);
+                }
             }
         }
         self.conn.flush().map_err(|e| self.err(e))

@@ -1,5 +1,6 @@
 //! Counting a reaped batch into the window's statistics: the common case inline (over several
-//! paths, with the path's figures), flushes, FUA writes and open-loop times out of line, the
+//! paths, with the path's figures), flushes, trims, write-zeroes, FUA writes and open-loop
+//! times out of line, the
 //! per-second series when the stream keeps it, and the hand-over of each finished interval to
 //! the coordinator.
 
@@ -16,9 +17,11 @@ impl StreamState {
     #[cold]
     #[inline(never)]
     fn count_error(&mut self, t: usize) {
-        match self.op[t] {
-            Op::Flush => self.flush.errors += 1,
-            Op::Write => self.write.errors += 1,
+        match (self.op[t], self.discards.as_deref_mut()) {
+            (Op::Flush, _) => self.flush.errors += 1,
+            (Op::Write, _) => self.write.errors += 1,
+            (Op::Trim, Some(d)) => d.trim.errors += 1,
+            (Op::WriteZeroes, Some(d)) => d.write_zeroes.errors += 1,
             _ => self.read.errors += 1,
         }
     }
@@ -77,16 +80,30 @@ impl StreamState {
         d
     }
 
-    /// Counts a completion inside the window that is a flush, a FUA write, or part of an open
-    /// loop (response time and issue lag beside the service time).
+    /// Counts a completion inside the window that is a flush, a trim, a write-zeroes, a FUA
+    /// write, or part of an open loop (response time and issue lag beside the service time).
+    /// Returns the bytes it did not move (a trim's or a write-zeroes' range).
     #[cold]
     #[inline(never)]
-    fn count_extra(&mut self, i: usize, now: u64, service: u64, sec: usize, len: u64) {
+    fn count_extra(&mut self, i: usize, now: u64, service: u64, sec: usize, len: u64) -> u64 {
         let t = self.done[i].tag as usize;
-        if self.op[t] == Op::Flush {
-            self.flush.ios += 1;
-            self.flush.hist.record(service);
-            return;
+        let op = self.op[t];
+        if !op.moves_data() {
+            let d = match (op, self.discards.as_deref_mut()) {
+                (Op::Trim, Some(d)) => &mut d.trim,
+                (Op::WriteZeroes, Some(d)) => &mut d.write_zeroes,
+                _ => &mut self.flush,
+            };
+            d.ios += 1;
+            d.bytes += len;
+            d.hist.record(service);
+            // A flush is no arrival of the open loop's schedule: it has no intended time.
+            if op != Op::Flush && !self.intended.is_empty() {
+                let it = self.intended[t];
+                d.response.record(now.saturating_sub(it));
+                d.lag.record(self.submit_ns[t].saturating_sub(it));
+            }
+            return len;
         }
         let open = !self.intended.is_empty();
         let (response, lag) = if open {
@@ -112,6 +129,7 @@ impl StreamState {
             let p = self.count_on_path(i, self.op[t] == Op::Write, len);
             self.paths[p].latency.record(response);
         }
+        0
     }
 
     /// Counts a closed loop's plain read or write over several paths: as [`tally`](Self::tally)
@@ -186,6 +204,11 @@ impl StreamState {
         std::mem::swap(&mut self.write, &mut fresh.write);
         std::mem::swap(&mut self.flush, &mut fresh.flush);
         std::mem::swap(&mut self.fua_stats, &mut fresh.fua);
+        if self.discards.is_some() {
+            std::mem::swap(&mut self.discards, &mut fresh.discards);
+            // The pool makes intervals with room for them in such a run.
+            self.discards.get_or_insert_with(Default::default);
+        }
         std::mem::swap(&mut self.paths, &mut fresh.paths);
         // The coordinator outlives every stream (it joins them), so the send cannot fail.
         let _ = ctx.iv_tx.send(crate::run::interval::Msg {
@@ -213,7 +236,7 @@ impl StreamState {
             self.flushing -= self
                 .done
                 .iter()
-                .filter(|c| op[c.tag as usize] == Op::Flush)
+                .filter(|c| !op[c.tag as usize].moves_data())
                 .count();
         }
         ctx.live
@@ -275,10 +298,10 @@ impl StreamState {
                 // to be inlined whole; flushes, FUA writes and open-loop times go through
                 // `count_extra`, kept out of line; over several paths, `tally_path`.
                 let op = self.op[t];
-                let odd = op == Op::Flush || self.fua[t];
+                let odd = !op.moves_data() || self.fua[t];
                 if odd || special {
                     if odd || extra {
-                        self.count_extra(i, now, service, sec, len);
+                        bytes -= self.count_extra(i, now, service, sec, len);
                     } else {
                         self.tally_path(i, op == Op::Write, len, service, sec);
                     }

@@ -215,6 +215,18 @@ impl NbdQueue {
                 ))
             }
             Op::Trim => (cmd::TRIM, 0),
+            Op::WriteZeroes if self.flags & tflags::SEND_WRITE_ZEROES == 0 => {
+                return Err(EngineError::Unsupported(
+                    "WRITE_ZEROES on an NBD export without SEND_WRITE_ZEROES",
+                ))
+            }
+            // FAST_ZERO where offered: the server fails it (ENOTSUP) rather than write the
+            // zeros out, so what is measured is zeroing, never a disguised write. No NO_HOLE:
+            // the server may give the space back, as a thin target does.
+            Op::WriteZeroes if self.flags & tflags::SEND_FAST_ZERO != 0 => {
+                (cmd::WRITE_ZEROES, cmd_flags::FAST_ZERO)
+            }
+            Op::WriteZeroes => (cmd::WRITE_ZEROES, 0),
         };
         let data = matches!(io.op, Op::Read | Op::Write);
         if data

@@ -88,6 +88,7 @@ impl Conn<'_> {
             | tflags::SEND_FUA
             | tflags::SEND_TRIM
             | tflags::SEND_WRITE_ZEROES
+            | tflags::SEND_FAST_ZERO
             | tflags::CAN_MULTI_CONN;
         if self.sh.cfg.read_only {
             f |= tflags::READ_ONLY;

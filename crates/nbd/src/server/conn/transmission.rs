@@ -113,7 +113,7 @@ impl Conn<'_> {
         let mut allowed = cmd_flags::FUA;
         match r.cmd {
             cmd::READ if self.structured => allowed |= cmd_flags::DF,
-            cmd::WRITE_ZEROES => allowed |= cmd_flags::NO_HOLE,
+            cmd::WRITE_ZEROES => allowed |= cmd_flags::NO_HOLE | cmd_flags::FAST_ZERO,
             // Only with `base:allocation` selected (proto.md: NBD_EINVAL otherwise).
             cmd::BLOCK_STATUS if self.meta && r.len > 0 => allowed |= cmd_flags::REQ_ONE,
             cmd::READ | cmd::WRITE | cmd::TRIM | cmd::FLUSH => {}
@@ -196,13 +196,13 @@ impl Conn<'_> {
             cmd::TRIM => store.zero(r.offset, r.len.into(), false),
             cmd::WRITE_ZEROES => {
                 let keep = r.flags & cmd_flags::NO_HOLE != 0;
-                store.zero(r.offset, r.len.into(), keep).and_then(|()| {
-                    if fua {
-                        store.flush()
-                    } else {
-                        Ok(())
-                    }
-                })
+                // FAST_ZERO: refused (ENOTSUP) where the zeros would have to be written.
+                let zeroed = if r.flags & cmd_flags::FAST_ZERO != 0 {
+                    store.zero_fast(r.offset, r.len.into(), keep)
+                } else {
+                    store.zero(r.offset, r.len.into(), keep)
+                };
+                zeroed.and_then(|()| if fua { store.flush() } else { Ok(()) })
             }
             _ => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         };
