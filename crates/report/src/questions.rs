@@ -373,7 +373,8 @@ fn judge_family(
         let m = asks[ai].metrics[ws[0]].expect("asked");
         for i in 0..compared.len() {
             for j in i + 1..compared.len() {
-                if let Some(judged) = judge_summary(&tables[ai], &ws, compared[i], compared[j], mg)
+                if let Some(judged) =
+                    judge_summary(&tables[ai], &ws, compared, compared[i], compared[j], mg)
                 {
                     out.averages.push(Average {
                         category: if family == "primary" {

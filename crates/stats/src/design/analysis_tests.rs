@@ -121,7 +121,7 @@ fn summary_is_the_geometric_mean_over_workloads() {
         t.set(1, 0, r, 800.0 / e);
         t.set(1, 1, r, 100.0);
     }
-    let s = judge_summary(&t, &[0, 1], 0, 1, mg()).unwrap();
+    let s = judge_summary(&t, &[0, 1], &[0, 1], 0, 1, mg()).unwrap();
     assert!((s.ratio() - 4.0).abs() < 0.01, "{}", s.ratio());
     assert_eq!(s.rounds, 6);
     assert_eq!(s.verdict, Verdict::Higher);

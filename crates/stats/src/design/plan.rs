@@ -399,7 +399,7 @@ impl Plan {
                 .collect();
             for i in 0..c.len() {
                 for j in i + 1..c.len() {
-                    if let Some(s) = judge_summary(&self.table, &ws, c[i], c[j], mg) {
+                    if let Some(s) = judge_summary(&self.table, &ws, c, c[i], c[j], mg) {
                         out.push((g, c[i], c[j], s));
                     }
                 }
