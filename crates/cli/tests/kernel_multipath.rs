@@ -412,7 +412,7 @@ fn check(k: &Kind, console: &str) {
         assert_ne!(pc["transport"]["state"], "live", "{t}");
         assert_ne!(pl["device"], pc["device"], "{t}");
     }
-    disruption(k.label, r, k.stall_ms);
+    disruption(k.label, r, k.stall_ms, "stall");
 }
 
 /// sanbench's own initiator over the same two portals, the same cut.
@@ -448,15 +448,24 @@ fn check_own(kind: &str, console: &str) {
     } else {
         "sanbench multipath (NVMe/TCP)"
     };
-    disruption(label, r, (pt * 0.5, pt * 3.0 + 1000.0));
+    let bounds = (pt * 0.5, pt * 3.0 + 1000.0);
+    disruption(label, r, bounds, "path");
+    // The path failed by itself (no fault of sanbench's): its failure is put where it last
+    // completed an I/O, so detection took about its path timeout.
+    let detected = d["detected_ms"].as_f64().unwrap();
+    assert!(
+        detected >= bounds.0 && detected <= bounds.1,
+        "{label}: detected after {detected} ms, outside {bounds:?}: {d}"
+    );
 }
 
-/// The result's disruption: no fault of sanbench's, so a stall, as long as the initiator's
-/// timers make it (`bounds`, ms), after the cut (1.5 s past the window's first I/Os), with
-/// I/O flowing again after it; printed for the docs.
-fn disruption(label: &str, r: &Value, bounds: (f64, f64)) {
+/// The result's disruption: no fault of sanbench's, so a stall (a kernel device: sanbench
+/// sees no paths) or the failed path (sanbench's own multipath) as `cause`, as long as the
+/// initiator's timers make it (`bounds`, ms), after the cut (1.5 s past the window's first
+/// I/Os), with I/O flowing again after it; printed for the docs.
+fn disruption(label: &str, r: &Value, bounds: (f64, f64), cause: &str) {
     let d = &r["disruption"];
-    assert_eq!(d["cause"], "stall", "{label}: {r}");
+    assert_eq!(d["cause"], cause, "{label}: {r}");
     assert_eq!(d["bad_blocks"], 0, "{label}: {d}");
     let stall = d["stall_ms"].as_f64().unwrap();
     let start = d["stall_start_ms"].as_f64().unwrap();

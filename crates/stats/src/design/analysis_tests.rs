@@ -126,3 +126,39 @@ fn summary_is_the_geometric_mean_over_workloads() {
     assert_eq!(s.rounds, 6);
     assert_eq!(s.verdict, Verdict::Higher);
 }
+
+/// Six compared targets of which four skip the workloads (the lab's failover suite: the
+/// single-link targets have no second path), two rounds, the two that ran in slots 3 and 4,
+/// then 1 and 2: every slot holds one round of one target, so the slot terms absorb the
+/// contrast, with or without carry-over. The pair is still asked, by the two-way model (it
+/// had no answer at all, and the suite no questions; lab_paths.rs).
+#[test]
+fn a_pair_whose_slots_confound_it_is_still_answered() {
+    let mut t = Table::new(2, 6, 2);
+    // (round, workload, slot, target) in run order.
+    let order = [
+        (0, 0, 3, 3),
+        (0, 0, 4, 0),
+        (0, 1, 3, 0),
+        (0, 1, 5, 3),
+        (1, 0, 1, 0),
+        (1, 0, 2, 3),
+        (1, 1, 1, 0),
+        (1, 1, 3, 3),
+    ];
+    for (i, &(r, w, slot, tg)) in order.iter().enumerate() {
+        let base = if w == 0 { 50_000.0 } else { 170.0 };
+        let noise = 1.0 + 0.01 * (i % 3) as f64;
+        t.set(w, tg, r, base * noise * if tg == 0 { 1.05 } else { 1.0 });
+        t.set_slot(w, tg, r, slot);
+        if i > 0 {
+            t.set_prev(w, tg, r, order[i - 1].3);
+        }
+    }
+    for w in 0..2 {
+        let a = judge_workload(&t, w, &[0, 1, 2, 3, 4, 5], mg());
+        assert_eq!(a.len(), 1, "workload {w}");
+        assert_eq!((a[0].a, a[0].b), (0, 3));
+        assert!(a[0].judged.ratio() > 1.0, "{:?}", a[0].judged);
+    }
+}
