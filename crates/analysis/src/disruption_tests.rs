@@ -23,6 +23,19 @@ fn steady(n: usize, per: u32) -> Vec<u32> {
     vec![per; n]
 }
 
+/// Path 1's `what`, `ms` into the window.
+fn path1_event(ms: u64, what: &str) -> PathEvent {
+    PathEvent {
+        at: String::new(),
+        at_unix_ms: START / MSU + ms,
+        path: 1,
+        worker: 0,
+        event: what.into(),
+        reason: None,
+        access_state: None,
+    }
+}
+
 fn fault(offset_ms: f64, action: &str) -> Fault {
     Fault {
         offset_ms,
@@ -122,15 +135,6 @@ fn multipath_events_time_detection_and_failover_and_bins_align_by_epoch() {
     let epoch = START - 250 * MSU;
     let mut a = vec![0u32; 325];
     a[25 + 7] = 9;
-    let ev = |ms: u64, what: &str| PathEvent {
-        at: String::new(),
-        at_unix_ms: START / MSU + ms,
-        path: 1,
-        worker: 0,
-        event: what.into(),
-        reason: None,
-        access_state: None,
-    };
     let mp = MultipathReport {
         policy: "round-robin".into(),
         failback: "immediate".into(),
@@ -144,9 +148,9 @@ fn multipath_events_time_detection_and_failover_and_bins_align_by_epoch() {
         reissued: 8,
         failed_no_path: 0,
         events: vec![
-            ev(1_200, "failed"),
-            ev(1_230, "failed_over"),
-            ev(2_600, "reinstated"),
+            path1_event(1_200, "failed"),
+            path1_event(1_230, "failed_over"),
+            path1_event(2_600, "reinstated"),
         ],
         epoch_unix_ns: epoch,
     };
@@ -229,15 +233,6 @@ fn a_path_that_fails_by_itself_is_the_cause() {
     for b in &mut p1[25..25 + 110] {
         *b = 10;
     }
-    let ev = |ms: u64, what: &str| PathEvent {
-        at: String::new(),
-        at_unix_ms: START / MSU + ms,
-        path: 1,
-        worker: 0,
-        event: what.into(),
-        reason: None,
-        access_state: None,
-    };
     let mut mp = MultipathReport {
         policy: "round-robin".into(),
         failback: "immediate".into(),
@@ -253,7 +248,10 @@ fn a_path_that_fails_by_itself_is_the_cause() {
         ],
         reissued: 3,
         failed_no_path: 0,
-        events: vec![ev(1_180, "failed"), ev(1_195, "failed_over")],
+        events: vec![
+            path1_event(1_180, "failed"),
+            path1_event(1_195, "failed_over"),
+        ],
         epoch_unix_ns: epoch,
     };
     let d = analyse(&input(&tl, &[], Some(&mp))).unwrap();
@@ -269,14 +267,17 @@ fn a_path_that_fails_by_itself_is_the_cause() {
     let d = analyse(&input(&tl, &[], Some(&mp))).unwrap();
     assert_eq!(d.detected_ms, Some(0.0));
     // A path brought back, or a new access state, is its own cause.
-    mp.events = vec![ev(2_000, "reinstated")];
+    mp.events = vec![path1_event(2_000, "reinstated")];
     let d = analyse(&input(&tl, &[], Some(&mp))).unwrap();
     assert_eq!((d.cause.as_str(), d.detected_ms), ("path", None));
     // Events outside the window, or of another kind, are not a cause.
-    mp.events = vec![ev(5_000, "failed"), ev(1_000, "reconnect_failed")];
+    mp.events = vec![
+        path1_event(5_000, "failed"),
+        path1_event(1_000, "reconnect_failed"),
+    ];
     assert!(analyse(&input(&tl, &[], Some(&mp))).is_none());
     // A fault fired is still the cause when there is one.
-    mp.events = vec![ev(1_180, "failed")];
+    mp.events = vec![path1_event(1_180, "failed")];
     let d = analyse(&input(&tl, &[fault(1_150.0, "down")], Some(&mp))).unwrap();
     assert_eq!((d.cause.as_str(), d.detected_ms), ("fault", Some(30.0)));
 }
