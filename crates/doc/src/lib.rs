@@ -8,7 +8,8 @@
 //! * [`compare`]: `sanbench.compare/2`, what `compare` writes as `results.json` and the store
 //!   keeps: targets, workloads, cells; [`from_run`] reads a run as a comparison of one cell
 //!   per target.
-//! * [`spec`]: the workload (access specification) both documents record; [`data`] what the
+//! * [`spec`]: the workload (access specification) both documents record ([`spec_toml`] its
+//!   TOML form); [`data`] what the
 //!   written data looks like.
 //!
 //! The engine, the monitors, the CLI and MPI produce these; the store, the report and `diff`
@@ -43,6 +44,7 @@ pub mod multipath;
 pub mod precondition;
 pub mod run;
 pub mod spec;
+pub mod spec_toml;
 pub mod verify;
 
 pub use compare::{

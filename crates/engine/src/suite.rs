@@ -32,8 +32,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{Defaults, SegmentFile, Workload, WorkloadFile};
+use crate::spec::Workload;
 use crate::units::{Bytes, Dur, LoadLevels};
+use sanbench_doc::spec_toml::{Defaults, SegmentFile, WorkloadFile};
 
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../suites/quick.toml")),
@@ -263,7 +264,8 @@ impl Base<'_> {
 
 /// Parses and expands a suite.
 pub fn parse(text: &str) -> Result<Suite, String> {
-    let f: SuiteFile = toml::from_str(text).map_err(|e| crate::spec::toml_error(text, &e))?;
+    let f: SuiteFile =
+        toml::from_str(text).map_err(|e| sanbench_doc::spec_toml::toml_error(text, &e))?;
     let base = Base { f: &f };
     let mut workloads = Vec::new();
     for d in &f.workload {
