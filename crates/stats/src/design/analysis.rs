@@ -22,156 +22,9 @@
 //! **inconclusive** otherwise, with an
 //! estimate of how many more rounds would likely decide it at the same estimate and noise.
 
-use serde::{Deserialize, Serialize};
-
+use super::interval::{inflation, unbounded, Fit};
+pub use super::interval::{lag1, t_quantile, verdict, Judged, Margins, Verdict};
 pub use super::table::Table;
-
-/// The three verdicts, for the ordered pair (a, b) of a question.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// a's figure is higher than b's by more than the margin, over the whole interval.
-    Higher,
-    /// a's figure is lower than b's by more than the margin, over the whole interval.
-    Lower,
-    /// Within ± the margin over the whole interval.
-    Equivalent,
-    /// Neither: more rounds needed.
-    Inconclusive,
-}
-
-/// What the verdicts are judged against.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Margins {
-    /// The smallest relative difference worth a finding (0.10: 10 %), also the equivalence
-    /// margin.
-    pub min_effect: f64,
-    /// The error this one question may spend (its share of the family's).
-    pub alpha: f64,
-    /// Estimate how many more rounds would decide an inconclusive question (the report wants
-    /// it; the plan's stopping rule does not, and it costs a few quantiles per question).
-    pub project: bool,
-}
-
-/// One interval on the log scale with its verdict.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Judged {
-    /// ln(a / b): the log of the geometric-mean ratio.
-    pub estimate: f64,
-    /// Half-width of the interval on the log scale (infinite while unbounded).
-    pub half_width: f64,
-    /// Complete rounds the estimate used.
-    pub rounds: usize,
-    pub verdict: Verdict,
-    /// Rounds beyond `rounds` that would likely decide an inconclusive question (the same
-    /// estimate and noise, a narrower interval); `None` when decided, or not within 1000.
-    pub more_rounds: Option<u32>,
-    /// The lag-1 autocorrelation of the contrast's residuals across rounds (bias-corrected,
-    /// 0 when not positive or too few rounds): the interval's variance was multiplied by
-    /// `(1 + φ) / (1 − φ)` for it.
-    pub lag1: f64,
-}
-
-impl Judged {
-    pub fn ratio(&self) -> f64 {
-        self.estimate.exp()
-    }
-    pub fn low(&self) -> f64 {
-        (self.estimate - self.half_width).exp()
-    }
-    pub fn high(&self) -> f64 {
-        (self.estimate + self.half_width).exp()
-    }
-}
-
-/// The verdict on an interval `estimate ± half_width` (log scale).
-pub fn verdict(estimate: f64, half_width: f64, min_effect: f64) -> Verdict {
-    let m = (1.0 + min_effect).ln();
-    let (lo, hi) = (estimate - half_width, estimate + half_width);
-    if !half_width.is_finite() {
-        Verdict::Inconclusive
-    } else if lo > m {
-        Verdict::Higher
-    } else if hi < -m {
-        Verdict::Lower
-    } else if lo > -m && hi < m {
-        Verdict::Equivalent
-    } else {
-        Verdict::Inconclusive
-    }
-}
-
-/// The data a contrast's interval needs, and how it grows with rounds (for the projection).
-#[derive(Clone, Copy, Debug)]
-struct Fit {
-    estimate: f64,
-    /// Variance factor per round: the estimate's variance is `v1 / n` in units of σ².
-    v1: f64,
-    /// Residual degrees of freedom: `df_per_round · n − df_lost` after `n` rounds.
-    df_per_round: f64,
-    df_lost: f64,
-    /// Residual mean square (σ² estimate; 0 when df = 0).
-    ms: f64,
-    n: usize,
-}
-
-impl Fit {
-    /// The t interval's half-width after `n` rounds with residual mean square `ms`.
-    fn half_width_at(&self, n: usize, ms: f64, alpha: f64) -> f64 {
-        let df = self.df_per_round * n as f64 - self.df_lost;
-        if df <= 0.0 || !(alpha > 0.0 && alpha < 1.0) {
-            return f64::INFINITY;
-        }
-        t_quantile(1.0 - alpha / 2.0, df) * (ms * self.v1 / n as f64).sqrt()
-    }
-
-    fn judge(&self, mg: Margins, hw: f64) -> Judged {
-        let v = verdict(self.estimate, hw, mg.min_effect);
-        // The interval narrows with n, so the first deciding n is found by bisection.
-        let decides = |n: usize| {
-            let hw = self.half_width_at(n, self.ms, mg.alpha);
-            verdict(self.estimate, hw, mg.min_effect) != Verdict::Inconclusive
-        };
-        let more_rounds =
-            (mg.project && v == Verdict::Inconclusive && self.ms > 0.0 && decides(self.n + 1000))
-                .then(|| {
-                    let (mut lo, mut hi) = (self.n, self.n + 1000);
-                    while hi - lo > 1 {
-                        let mid = (lo + hi) / 2;
-                        if decides(mid) {
-                            hi = mid;
-                        } else {
-                            lo = mid;
-                        }
-                    }
-                    (hi - self.n) as u32
-                });
-        Judged {
-            estimate: self.estimate,
-            half_width: hw,
-            rounds: self.n,
-            verdict: v,
-            more_rounds,
-            lag1: 0.0,
-        }
-    }
-}
-
-/// Student's t quantile `q` (> 0.5) for `df` degrees of freedom, by bisection on the
-/// distribution function.
-pub fn t_quantile(q: f64, df: f64) -> f64 {
-    let two_sided = 2.0 * (1.0 - q);
-    let (mut lo, mut hi) = (0.0f64, 1e7f64);
-    for _ in 0..64 {
-        let mid = 0.5 * (lo + hi);
-        if crate::student_t_two_sided_p(mid, df) > two_sided {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    0.5 * (lo + hi)
-}
 
 /// One question's answer: workload `workload`, targets `a` and `b` (indices into the table).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -430,34 +283,6 @@ fn judge_pair(
     })
 }
 
-/// The lag-1 autocorrelation of a series of residuals, corrected for its small-sample bias
-/// (about `−(1 + 3φ)/n`, Marriott and Pope 1954) and floored at 0 (a negative one is not used
-/// to narrow an interval): the AR(1) coefficient the interval is widened for.
-pub fn lag1(e: &[f64]) -> f64 {
-    let n = e.len();
-    if n < 4 {
-        return 0.0;
-    }
-    let ss: f64 = e.iter().map(|x| x * x).sum();
-    if ss <= 0.0 {
-        return 0.0;
-    }
-    let r1 = e.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / ss;
-    let nf = n as f64;
-    // No pretest (widening only when the estimate is "significant"): one was tried and left
-    // AR(1) 0.5 at twice its error for little power back (docs/BENCHMARKS.md).
-    ((nf * r1 + 1.0) / (nf - 3.0)).clamp(0.0, LAG1_MAX)
-}
-
-/// The largest lag-1 autocorrelation the widening believes (beyond it the factor explodes on
-/// an estimate from a few rounds).
-const LAG1_MAX: f64 = 0.8;
-
-/// The variance of a mean of an AR(1) series over that of independent rounds, for large n.
-fn inflation(phi: f64) -> f64 {
-    (1.0 + phi) / (1.0 - phi)
-}
-
 /// The estimated first-order carry-over on workload `w`, per preceding target: how much higher
 /// (log scale) the cell right after that target runs than after the average target, from the
 /// two-way model with carry-over over every target's cells. `None` for a target never seen
@@ -519,18 +344,6 @@ pub fn carry_over_by_target(t: &Table) -> Vec<Option<f64>> {
             (!v.is_empty()).then(|| (v.iter().sum::<f64>() / v.len() as f64).exp() - 1.0)
         })
         .collect()
-}
-
-/// An interval not yet bounded (no residual degrees of freedom).
-fn unbounded(estimate: f64, n: usize) -> Judged {
-    Judged {
-        estimate,
-        half_width: f64::INFINITY,
-        rounds: n,
-        verdict: Verdict::Inconclusive,
-        more_rounds: None,
-        lag1: 0.0,
-    }
 }
 
 /// The geometric mean of a pair's ratio over several workloads (a finding's average), with its

@@ -5,6 +5,7 @@
 //! finished comparison with the same [`analysis`].
 
 pub mod analysis;
+mod interval;
 mod lsq;
 pub mod plan;
 mod rng;
