@@ -9,6 +9,7 @@ mod interval;
 mod lsq;
 pub mod plan;
 mod rng;
+mod scenario;
 pub mod sim;
 mod table;
 pub mod williams;
