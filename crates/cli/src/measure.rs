@@ -7,9 +7,9 @@ use sanbench_engine::poison;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
+use sanbench_doc::spec_toml::{Defaults, SegmentFile, WorkloadFile};
 use sanbench_engine::file::{EngineKind, FileOptions};
 use sanbench_engine::result::{aggregate, rfc3339, target_result, ProcessCpu, RunDoc, SCHEMA};
-use sanbench_engine::spec::{Defaults, SegmentFile, WorkloadFile};
 use sanbench_engine::units::Bytes;
 use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 
