@@ -75,10 +75,22 @@ fn the_asked_rate_is_the_achieved_rate() {
             let o = &r["open_loop"];
             let asked = o["asked_iops"].as_f64().unwrap();
             let achieved = r["iops"].as_f64().unwrap();
+            // Never more than asked (the schedule is fixed; edge effects are a few I/Os).
             assert!(
-                (achieved - asked).abs() / asked < 0.01,
+                achieved <= asked * 1.01,
                 "{target} at {rate}: achieved {achieved}"
             );
+            // 1k and 10k per second leave a loaded 2-core debug build ample room; 100k may not,
+            // and then the point must say it is invalid and why, never pass as met.
+            if rate == "100000" && achieved < asked * 0.98 {
+                assert_eq!(o["valid"], false, "{target} at {rate}: {r}");
+                assert!(o["invalid"].to_string().contains("below the asked"), "{o}");
+            } else {
+                assert!(
+                    achieved >= asked * 0.98,
+                    "{target} at {rate}: achieved {achieved}"
+                );
+            }
             assert!(
                 r["service_us"].is_object() && r["issue_lag_us"].is_object(),
                 "{r}"
