@@ -134,14 +134,15 @@ fn apply_placement(
     Ok(())
 }
 
-/// `run --fio`: the chosen section becomes the run's workload, its targets (unless the command
-/// line names them) and engine and data flags.
-pub fn resolve_run(a: &mut RunArgs) -> Result<(), CliError> {
+/// `run --fio`: the chosen section gives the run's targets (unless the command line names
+/// them), engine and data flags, CPUs and size; its workload is returned for the run's
+/// configuration (crate::run_config) to put the load and timing flags over.
+pub fn resolve_run(a: &mut RunArgs) -> Result<Option<Workload>, CliError> {
     let Some(path) = a.fio.clone() else {
         if a.section.is_some() || !a.fio_ignore.is_empty() {
             return Err(usage("--section and --fio-ignore go with --fio JOBFILE"));
         }
-        return Ok(());
+        return Ok(None);
     };
     let cli = (!a.targets.is_empty()).then_some(a.targets.len());
     let jobs = load(&path, &a.fio_ignore, cli, a.section.as_deref(), true)?;
@@ -156,8 +157,7 @@ pub fn resolve_run(a: &mut RunArgs) -> Result<(), CliError> {
     if a.size.is_none() {
         a.size = job.workload.span.map(Bytes);
     }
-    a.fio_workload = Some(job.workload.clone());
-    Ok(())
+    Ok(Some(job.workload.clone()))
 }
 
 /// `compare --fio`: one suite workload per job section; targets from the command line, or
@@ -267,7 +267,8 @@ pub fn setup_of(e: &EngineArgs, d: &DataArgs, targets: &[String]) -> Setup {
     }
 }
 
-fn header(what: &str) -> String {
+/// The comment that opens a job file sanbench writes.
+pub fn header(what: &str) -> String {
     format!(
         "# fio job written by sanbench {}: {what}\n# Lines starting with '# ' say what fio \
          cannot express as sanbench does.\n",
@@ -275,32 +276,6 @@ fn header(what: &str) -> String {
     )
 }
 
-/// The fio job doing what this run does.
-pub fn job_text(a: &RunArgs, w: &Workload) -> Result<String, CliError> {
-    let targets = a
-        .targets
-        .iter()
-        .map(|t| FioTarget::of(t))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(usage)?;
-    let name = w.name.clone().unwrap_or_else(|| "sanbench".into());
-    let mut setup = setup_of(&a.engine, &a.data, &a.targets);
-    setup.cpus_split = a.cpus_policy == crate::placement::CpusPolicy::Split;
-    setup.cpus = (a.cpus.is_some() || setup.cpus_split)
-        .then(|| crate::placement::split_set(a.cpus.as_ref()).to_string());
-    let section = fio::export_section(&name, w, &targets, &setup).map_err(usage)?;
-    Ok(format!("{}{section}", header(&w.describe())))
-}
-
-/// `run --emit-fio FILE`.
-pub fn emit(a: &RunArgs, w: &Workload, path: &Path) -> Result<(), CliError> {
-    let text = job_text(a, w)?;
-    std::fs::write(path, text)
-        .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display())))
-}
-
-/// `suite show NAME --fio`: one job section per workload, run one after another (stonewall),
-/// on the file or device in `$TARGET`.
 pub fn suite_text(s: &Suite) -> Result<String, CliError> {
     let mut out = header(&format!("suite {} ({})", s.name, s.description));
     out.push_str("# Run: TARGET=/path/to/file-or-device fio THIS_FILE\n");

@@ -42,6 +42,7 @@ pub mod precondition;
 pub mod progress;
 pub mod ranks;
 pub mod run_cmd;
+pub mod run_config;
 pub mod serve_cmd;
 pub mod serve_metrics;
 pub mod servers;

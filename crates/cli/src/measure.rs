@@ -1,5 +1,5 @@
-//! One process's measurement, what `run`, `compare` and `crosscheck` share: the workload from
-//! flags or a spec file, the targets opened (engine flags to file options) and preconditioned,
+//! One process's measurement, what `run`, `compare` and `crosscheck` share: from a run's
+//! configuration (run_config.rs), the targets opened and preconditioned,
 //! the plan run with the progress line, the host monitor and the `--fault` schedule, and the
 //! run's document (built here too for a merged MPI result, from the merged output).
 
@@ -7,126 +7,21 @@ use sanbench_engine::poison;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
-use sanbench_doc::spec_toml::{Defaults, SegmentFile, WorkloadFile};
-use sanbench_engine::file::{EngineKind, FileOptions};
 use sanbench_engine::result::{aggregate, rfc3339, target_result, ProcessCpu, RunDoc, SCHEMA};
-use sanbench_engine::units::Bytes;
 use sanbench_engine::{Observer, Progress, RunOutput, RunPlan, Workload};
 
 use sanbench_engine::precondition::Report;
 
-use crate::args::{EngineArgs, RunArgs};
 use crate::context::Context;
-use crate::error::{usage, CliError};
+use crate::error::CliError;
 use crate::faults::{FaultRun, Faults};
 use crate::monitoring::MonitorSetup;
-use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
+use crate::run_config::RunConfig;
 use sanbench_engine::disruption::Fault;
 use sanbench_engine::result::FaultRecord;
 use sanbench_monitor::sampler::Baseline;
 use sanbench_monitor::MonitorHandle;
-
-/// Builds the workload: a spec file, or one segment from flags; load and timing flags override.
-pub fn workload_from_args(a: &RunArgs) -> Result<Workload, CliError> {
-    let seg_flags = a.bs.is_some()
-        || a.read_bs.is_some()
-        || a.write_bs.is_some()
-        || a.read.is_some()
-        || a.trim.is_some()
-        || a.write_zeroes.is_some()
-        || a.random.is_some()
-        || a.align.is_some();
-    if let Some(w) = &a.fio_workload {
-        return fio_workload(a, w.clone(), seg_flags);
-    }
-    let mut file = match &a.spec {
-        Some(path) => {
-            if seg_flags {
-                return Err(usage(
-                    "--bs, --read-bs, --write-bs, --read, --trim, --write-zeroes, --random and \
-                     --align describe one segment; put them in the --spec file instead",
-                ));
-            }
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
-            WorkloadFile::parse(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?
-        }
-        None => WorkloadFile {
-            segments: vec![SegmentFile {
-                weight: Some(1),
-                bs: Some(a.bs.unwrap_or(Bytes(4096))),
-                read_bs: a.read_bs,
-                write_bs: a.write_bs,
-                // Unset: what trims and write-zeroes leave (SegmentFile::into_segment).
-                read: a.read.map(|p| p.0),
-                random: Some(a.random.map_or(100.0, |p| p.0)),
-                align: a.align,
-                trim: a.trim.map(|p| p.0),
-                write_zeroes: a.write_zeroes.map(|p| p.0),
-            }],
-            ..WorkloadFile::default()
-        },
-    };
-    if a.qd.is_some() {
-        file.qd = a.qd;
-    }
-    if a.workers.is_some() {
-        file.workers = a.workers;
-    }
-    if a.ramp.is_some() {
-        file.ramp = a.ramp;
-    }
-    if a.time.is_some() {
-        file.time = a.time;
-    }
-    if a.size.is_some() {
-        file.size = a.size;
-    }
-    if a.data.flush_every.is_some() {
-        file.flush_every = a.data.flush_every;
-    }
-    if a.data.fua.is_some() {
-        file.fua = a.data.fua.map(|p| p.0);
-    }
-    if a.rate.is_some() {
-        file.rate = a.rate;
-    }
-    if a.arrival.is_some() {
-        file.arrival = a.arrival;
-    }
-    let w = file.into_workload(&Defaults::default()).map_err(usage)?;
-    w.validate().map_err(usage)?;
-    Ok(w)
-}
-
-/// The workload of a fio job with the load and timing flags over it.
-fn fio_workload(a: &RunArgs, mut w: Workload, seg_flags: bool) -> Result<Workload, CliError> {
-    if seg_flags {
-        return Err(usage(
-            "--bs, --read-bs, --write-bs, --read, --trim, --write-zeroes, --random and --align \
-             describe one segment; with --fio the job file gives them",
-        ));
-    }
-    w.qd = a.qd.unwrap_or(w.qd);
-    w.workers = a.workers.unwrap_or(w.workers);
-    w.ramp = a.ramp.map_or(w.ramp, |d| d.0);
-    w.time = a.time.map_or(w.time, |d| d.0);
-    w.span = a.size.map(|b| b.0).or(w.span);
-    w.flush_every = a.data.flush_every.unwrap_or(w.flush_every);
-    w.fua_pct = a.data.fua.map_or(w.fua_pct, |p| p.0);
-    w.rate = a.rate.or(w.rate);
-    w.arrival = a.arrival.unwrap_or(w.arrival);
-    if w.time.is_zero() {
-        return Err(usage(format!(
-            "fio job [{}] gives no runtime (fio would run one pass over size; sanbench runs for \
-             a time): set runtime= and time_based=1, or give --time",
-            w.name.as_deref().unwrap_or("?")
-        )));
-    }
-    w.validate().map_err(usage)?;
-    Ok(w)
-}
 
 /// Records the process's own CPU time at the window's edges, marks the monitor's window, and
 /// draws progress.
@@ -277,33 +172,6 @@ pub fn attach_precondition(
     }
 }
 
-/// File-target options from the engine flags.
-pub fn file_options(
-    e: &EngineArgs,
-    size: Option<u64>,
-    writes: bool,
-) -> Result<FileOptions, CliError> {
-    let engine: EngineKind = e.engine.parse().map_err(usage)?;
-    Ok(FileOptions {
-        size,
-        engine,
-        direct: if e.direct {
-            Some(true)
-        } else if e.buffered {
-            Some(false)
-        } else {
-            None
-        },
-        force: e.force,
-        writes,
-        keep_cache: e.no_invalidate,
-    })
-}
-
-pub fn io_timeout(e: &EngineArgs) -> Result<std::time::Duration, CliError> {
-    Ok(e.io_timeout.0)
-}
-
 /// Judges each target's disruption again with the faults that fired (a run without faults
 /// keeps the stall-only judgement `target_result` made). A fault's time is taken from its
 /// wall clock against the window's, as the path events' are.
@@ -441,38 +309,38 @@ pub fn plan(p: Planned, f: &Shared<'_>) -> RunPlan {
 }
 
 /// Runs one process's part and returns its document and the run's output (for merging).
-pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, RunOutput), CliError> {
-    let w = workload_from_args(a)?;
-    let size = a.size.map(|b| b.0);
-    let mut data_args = a.data.clone();
+pub fn measure(
+    cx: &Context,
+    c: &RunConfig,
+    m: Measure<'_>,
+) -> Result<(RunDoc, RunOutput), CliError> {
+    let w = &c.workload;
+    // A rank that does not precondition opens its targets as its workload alone needs.
+    let mut data = c.data.clone();
+    let mut opts = c.files.clone();
     if !m.precondition {
-        data_args.precondition = "none".into();
+        data.mode = sanbench_engine::precondition::Mode::None;
+        opts.writes = w.has_writes() || data.writes();
     }
-    let data = DataPlan::from_args(&data_args)?;
-    let opts = file_options(&a.engine, size, w.has_writes() || data.writes())?;
-    let io_timeout = io_timeout(&a.engine)?;
-    // Before any target opens: a schedule that cannot run is bad input.
-    let faults = Faults::prepare(&a.faults, a.lab.as_deref(), &[("the run".into(), w.time)])?;
     // Before any target opens: a log that cannot be created is bad input. (Under MPI the
     // ranks other than 0 spool their lines for rank 0's log.)
-    let watch = cx.open_watch(&a.watch, m.rank)?;
+    let watch = cx.open_watch(&c.watch, m.rank)?;
     // Nor can a result file that could not be written at the end (the process that reports).
-    if let (Some(path), None | Some(0)) = (&a.json, m.rank) {
+    if let (Some(path), None | Some(0)) = (&c.json, m.rank) {
         crate::outfile::check_writable("--json", path)?;
     }
     let targets = crate::targets::open_targets(cx, m.targets, &opts)?;
     // Before the precondition writes anything: an op a target lacks is bad input.
     for t in &targets {
-        sanbench_engine::run::check_ops(&w, &**t)?;
+        sanbench_engine::run::check_ops(w, &**t)?;
     }
     if let Some(wt) = &watch {
         wt.for_run(m.targets);
     }
-    let json_to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let progress = Arc::new(ProgressLine::with_mode(
         m.quiet,
-        a.live.progress,
-        json_to_stdout,
+        c.live.progress,
+        c.json_to_stdout(),
     ));
     let mut reports = Vec::with_capacity(targets.len());
     let spans: Vec<u64> = targets
@@ -482,7 +350,7 @@ pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, Run
     let crate::precondition::Verifiers {
         run_id,
         per_target: verify,
-    } = crate::precondition::verifiers(&data, &targets, &spans, std::iter::once(&w))?;
+    } = crate::precondition::verifiers(&data, &targets, &spans, std::iter::once(w))?;
     for (ti, t) in targets.iter().enumerate() {
         let info = t.info();
         let span = spans[ti];
@@ -493,7 +361,7 @@ pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, Run
             &data,
             crate::precondition::fill_plan(data.mode, "fill"),
             w.has_reads(),
-            io_timeout,
+            c.io_timeout,
             &progress,
             m.quiet,
             verify[ti].as_deref(),
@@ -504,7 +372,7 @@ pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, Run
         Planned {
             workload: w.clone(),
             targets,
-            io_timeout,
+            io_timeout: c.io_timeout,
             data: data.spec,
             run_id,
             verify,
@@ -513,17 +381,17 @@ pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, Run
             rank: m.rank,
         },
         &Shared {
-            seed: a.seed,
-            log_interval: a.watch.log_interval.0,
-            cpus: a.cpus.as_ref(),
-            cpus_policy: a.cpus_policy,
+            seed: c.seed,
+            log_interval: c.watch.log_interval.0,
+            cpus: c.cpus.as_ref(),
+            cpus_policy: c.cpus_policy,
         },
     );
     cx.record_stream_cpus(plan.cpu_of_each_stream());
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
-    let partial = match (&plan.sync, &a.json) {
+    let partial = match (&plan.sync, &c.json) {
         (None, Some(path)) if saves_to(path) => crate::partial::Partial::start(
-            a.live.save_every.0,
+            c.live.save_every.0,
             &plan,
             saver(&plan, path, &reports, cx.placement()),
         ),
@@ -531,8 +399,14 @@ pub fn measure(cx: &Context, a: &RunArgs, m: Measure<'_>) -> Result<(RunDoc, Run
     };
     plan.intervals = crate::sinks::join(vec![crate::watch::sink(&watch), progress.sink()]);
     plan.saves = partial.as_ref().map(|p| p.saves());
-    let mon = crate::monitoring::setup(&a.monitor)?;
-    let done = execute_output(cx, &plan, &progress, mon.as_ref(), None, faults.as_ref());
+    let done = execute_output(
+        cx,
+        &plan,
+        &progress,
+        c.monitor.as_ref(),
+        None,
+        c.faults.as_ref(),
+    );
     if let Some(p) = &partial {
         p.finish();
     }

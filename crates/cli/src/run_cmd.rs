@@ -1,5 +1,7 @@
-//! `sanbench run`: this process's measurement (measure.rs), alone or as one rank of an MPI
-//! job (job/: rank 0 gets the merged result), reported.
+//! `sanbench run`: the configuration built once from the arguments (run_config.rs), this
+//! process's measurement (measure.rs), alone or as one rank of an MPI job (job/: rank 0 gets
+//! the merged result), reported. [`execute`] is the library's run: typed configuration in,
+//! typed document out, nothing printed but the progress line (off when `quiet`).
 
 use sanbench_engine::result::RunDoc;
 
@@ -7,16 +9,17 @@ use crate::args::RunArgs;
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::job::Part;
-use crate::measure::{measure, workload_from_args, write_json, Measure};
+use crate::measure::{measure, write_json, Measure};
+use crate::run_config::RunConfig;
 
 /// Prints and writes a finished run's document (the process that reports: the only one, or
 /// rank 0), and its exit code for data that did not verify.
-pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
-    if let Some(path) = &a.json {
+pub fn report(c: &RunConfig, doc: &RunDoc) -> Result<(), CliError> {
+    if let Some(path) = &c.json {
         write_json(doc, path)?;
     }
-    let to_stdout = a.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    if !a.quiet {
+    let to_stdout = c.json_to_stdout();
+    if !c.quiet {
         let s = crate::fit::prose(&crate::output::summary(doc), crate::fit::width());
         if to_stdout {
             eprint!("{s}");
@@ -24,18 +27,28 @@ pub fn report(a: &RunArgs, doc: &RunDoc) -> Result<(), CliError> {
             out!("{s}");
         }
     }
-    crate::precondition::verdict(doc, a.quiet)
+    crate::precondition::verdict(doc, c.quiet)
 }
 
-pub fn run(cx: &Context, mut a: RunArgs) -> Result<(), CliError> {
-    // A job file may name the CPUs (cpus_allowed): read it before pinning.
-    crate::fio_cmd::resolve_run(&mut a)?;
-    cx.apply_placement(a.cpus.as_ref(), a.cpus_policy)?;
-    if let Some(path) = &a.emit_fio {
-        crate::fio_cmd::emit(&a, &workload_from_args(&a)?, path)?;
+/// `sanbench run ARGS`.
+pub fn run(cx: &Context, a: RunArgs) -> Result<(), CliError> {
+    let c = RunConfig::from_args(a)?;
+    match execute(cx, &c)? {
+        Some(doc) => report(&c, &doc),
+        None => Ok(()),
+    }
+}
+
+/// Runs `c` in `cx`: the document on the process that reports (alone, or rank 0 of an MPI
+/// job, with every rank's figures), `None` on the other ranks. Pins the process to `c.cpus`
+/// and writes `--emit-fio` first.
+pub fn execute(cx: &Context, c: &RunConfig) -> Result<Option<RunDoc>, CliError> {
+    cx.apply_placement(c.cpus.as_ref(), c.cpus_policy)?;
+    if let Some(path) = &c.emit_fio {
+        c.write_fio_job(path)?;
     }
     let job = cx.job();
-    if job.in_job() && !a.faults.is_empty() {
+    if job.in_job() && c.faults.is_some() {
         return Err(usage(
             "--fault does not run as an MPI job yet: run it without mpirun or srun",
         ));
@@ -43,23 +56,23 @@ pub fn run(cx: &Context, mut a: RunArgs) -> Result<(), CliError> {
     // Under MPI: ranks named by `--monitor-only-ranks` run a plan without targets, so they
     // take part in the phases and measure their host; the others open their targets
     // (`{rank}` and `{host}` expanded).
-    let monitor_only = job.monitor_only(a.monitor_only_ranks.as_deref())?;
+    let monitor_only = job.monitor_only(c.monitor_only_ranks.as_deref())?;
     let targets: Vec<String> = if monitor_only {
         Vec::new()
     } else {
-        a.targets.iter().map(|t| job.expand(t)).collect()
+        c.targets.iter().map(|t| job.expand(t)).collect()
     };
     let raw_latencies = job.raw_latencies();
     let (doc, output) = measure(
         cx,
-        &a,
+        c,
         Measure {
             targets: &targets,
-            quiet: a.quiet || !job.reports(),
+            quiet: c.quiet || !job.reports(),
             sync: job.sync(),
             // Targets every rank shares are preconditioned once, by rank 0 (the others wait
             // at the start barrier meanwhile).
-            precondition: job.reports() || crate::ranks::per_rank(&a.targets),
+            precondition: job.reports() || crate::ranks::per_rank(&c.targets),
             raw_latencies,
             rank: job.rank(),
         },
@@ -69,7 +82,7 @@ pub fn run(cx: &Context, mut a: RunArgs) -> Result<(), CliError> {
     let watch = cx.watch();
     let part = Part {
         workload: &w,
-        templates: &a.targets,
+        templates: &c.targets,
         doc,
         output,
         monitor_only,
@@ -77,8 +90,5 @@ pub fn run(cx: &Context, mut a: RunArgs) -> Result<(), CliError> {
         watch: watch.as_deref(),
     };
     // Rank 0 (or the process alone) has the one result.
-    let Some(doc) = job.gather(part)? else {
-        return Ok(());
-    };
-    report(&a, &doc)
+    job.gather(part)
 }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::args::VerifyArgs;
 use crate::context::Context;
 use crate::error::{usage, CliError};
-use crate::measure::{file_options, io_timeout};
 use crate::progress::ProgressLine;
+use crate::run_config::{file_options, io_timeout};
 
 pub const VERIFY_SCHEMA: &str = "sanbench.verify/1";
 

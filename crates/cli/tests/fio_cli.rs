@@ -420,7 +420,7 @@ fn crosscheck_on_a_tmpfs_file() {
 }
 
 /// `--repeat auto`: repetitions in pairs until the intervals decide all three ratios. With a
-/// tolerance no pair of runs can miss (1000 %), an early look decides, before --max-repeat;
+/// tolerance no pair of runs can miss (5000 %: a p99 on a loaded 2-core host once spread over [0.08-12.4] after 12 repetitions), an early look decides, before --max-repeat;
 /// --max-repeat 1 leaves no noise estimate and is refused.
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
@@ -442,7 +442,7 @@ fn crosscheck_repeats_until_decided() {
             .unwrap()
     };
     let run = |extra: &[&str]| run_with(fio(), extra);
-    let o = run(&["--max-repeat", "12", "--tolerance", "1000"]);
+    let o = run(&["--max-repeat", "12", "--tolerance", "5000"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         o.status.code(),

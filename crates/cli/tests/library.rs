@@ -58,6 +58,52 @@ fn run_through_the_library() {
     assert!(m.precondition.contains_key("mem:64M"));
 }
 
+/// A program without a command line: the workload built in code, the configuration from
+/// `RunConfig::new`, the document returned typed (nothing written, nothing printed).
+#[test]
+fn run_from_a_typed_configuration() {
+    use sanbench_doc::spec::{Arrival, Segment, Workload};
+    let w = Workload {
+        name: None,
+        segments: vec![Segment {
+            weight: 1,
+            read_bs: 4096,
+            write_bs: 4096,
+            read_pct: 100.0,
+            random_pct: 100.0,
+            align: None,
+            trim_pct: 0.0,
+            write_zeroes_pct: 0.0,
+        }],
+        qd: 2,
+        workers: 1,
+        ramp: std::time::Duration::ZERO,
+        time: std::time::Duration::from_millis(300),
+        span: None,
+        flush_every: 0,
+        fua_pct: 0.0,
+        rate: None,
+        arrival: Arrival::Fixed,
+    };
+    let cx = Context::local();
+    let c = sanbench::run_config::RunConfig::new(vec!["mem:16M".into()], w);
+    let doc = sanbench::run_cmd::execute(&cx, &c)
+        .unwrap_or_else(|e| panic!("{}", e.message()))
+        .expect("alone, the process reports");
+    let r = &doc.results[0];
+    assert_eq!(r.target, "mem:16M");
+    assert_eq!(doc.spec.qd, 2);
+    assert!(r.read.ios > 0 && r.write.ios == 0, "{r:?}");
+    // No monitor by default: no host figures.
+    assert!(r.cpu.is_none(), "{:?}", r.cpu);
+    // A bad target is a usage error, before any I/O.
+    let bad = sanbench::run_config::RunConfig::new(vec!["nosuch:x".into()], c.workload.clone());
+    let Err(e) = sanbench::run_cmd::execute(&cx, &bad) else {
+        panic!("a target of no known scheme ran");
+    };
+    assert_eq!(e.code(), 2, "{}", e.message());
+}
+
 #[test]
 fn two_contexts_in_one_process_keep_their_targets_apart() {
     let tmp = tempfile::tempdir().unwrap();

@@ -269,9 +269,6 @@ pub struct RunArgs {
     /// fio's nbd engine, iscsi:// through libiscsi), with a comment on what fio cannot express.
     #[arg(help_heading = H_FIO, long, value_name = "FILE")]
     pub emit_fio: Option<PathBuf>,
-    /// The workload of --fio, once read.
-    #[arg(skip)]
-    pub fio_workload: Option<sanbench_engine::Workload>,
 
     /// Transfer size for reads and writes.
     #[arg(help_heading = H_WORKLOAD, long, value_name = "SIZE")]

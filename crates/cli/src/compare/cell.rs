@@ -16,10 +16,11 @@ use crate::args::CompareArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::job::{Job, Part};
-use crate::measure::{execute_output, file_options, io_timeout};
+use crate::measure::execute_output;
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
+use crate::run_config::{file_options, io_timeout};
 
 /// What every cell of one comparison shares.
 pub(crate) struct CellCtx<'a> {

@@ -18,9 +18,9 @@ use sanbench_engine::precondition::Report;
 use crate::args::CompareArgs;
 use crate::context::Context;
 use crate::error::{usage, CliError};
-use crate::measure::{file_options, io_timeout};
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
+use crate::run_config::{file_options, io_timeout};
 
 pub(crate) mod book;
 pub(crate) mod cell;

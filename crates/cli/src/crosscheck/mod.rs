@@ -29,7 +29,8 @@ use serde_json::Value;
 use crate::args::{CrosscheckArgs, RepeatArg};
 use crate::context::Context;
 use crate::error::{usage, CliError};
-use crate::measure::{measure, workload_from_args, Measure};
+use crate::measure::{measure, Measure};
+use crate::run_config::RunConfig;
 use sanbench_engine::result::TargetResult;
 use sanbench_stats::design::plan::Stop;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
@@ -57,11 +58,19 @@ fn fmt_pct(v: Option<f64>) -> String {
 }
 
 pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
-    crate::fio_cmd::resolve_run(&mut a.run)?;
+    // I/O figures only: no idle baseline before every run.
+    a.run.monitor.no_monitor = true;
+    if !a.run.faults.is_empty() {
+        // fio would run without them: the two tools would not measure the same thing.
+        return Err(usage(
+            "crosscheck takes no --fault (fio's runs could not have them)",
+        ));
+    }
+    let c = RunConfig::from_args(a.run.clone())?;
     // Both tools on the same CPUs: sanbench pinned here, fio by the job's cpus_allowed (and
     // cpus_allowed_policy=split with --cpus-policy split).
-    cx.apply_placement(a.run.cpus.as_ref(), a.run.cpus_policy)?;
-    if a.run.targets.len() != 1 {
+    cx.apply_placement(c.cpus.as_ref(), c.cpus_policy)?;
+    if c.targets.len() != 1 {
         return Err(usage("crosscheck drives one target"));
     }
     if matches!(a.repeat, RepeatArg::Auto) && a.max_repeat < 2 {
@@ -69,21 +78,13 @@ pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
             "--max-repeat must be at least 2 (one repetition has no noise estimate)",
         ));
     }
-    if !a.run.faults.is_empty() {
-        // fio would run without them: the two tools would not measure the same thing.
-        return Err(usage(
-            "crosscheck takes no --fault (fio's runs could not have them)",
-        ));
-    }
     if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
         return Err(usage("--tolerance is a percentage of at least 0"));
     }
-    if let Some(path) = &a.run.json {
+    if let Some(path) = &c.json {
         crate::outfile::check_writable("--json", path)?;
     }
-    // I/O figures only: no idle baseline before every run.
-    a.run.monitor.no_monitor = true;
-    let w = workload_from_args(&a.run)?;
+    let w = &c.workload;
     if let Some(b) = a.budget {
         let pair = 2 * (w.ramp + w.time);
         if b.0 < pair {
@@ -93,8 +94,8 @@ pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
             )));
         }
     }
-    let job = crate::fio_cmd::job_text(&a.run, &w)?;
-    let (job_path, keep) = match &a.run.emit_fio {
+    let job = c.fio_job()?;
+    let (job_path, keep) = match &c.emit_fio {
         Some(p) => (p.clone(), true),
         None => (
             std::env::temp_dir().join(format!("sanbench-crosscheck-{}.fio", std::process::id())),
@@ -103,7 +104,7 @@ pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
     };
     std::fs::write(&job_path, &job)
         .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", job_path.display())))?;
-    let r = check(cx, &a, &w, &job_path);
+    let r = check(cx, &a, &c, &job_path);
     if !keep {
         let _ = std::fs::remove_file(&job_path);
     }
@@ -152,14 +153,14 @@ fn run_fio(
 
 fn run_sanbench(
     cx: &Context,
-    a: &CrosscheckArgs,
+    c: &RunConfig,
     first: bool,
 ) -> Result<(Figures, TargetResult), CliError> {
     let (doc, _) = measure(
         cx,
-        &a.run,
+        c,
         Measure {
-            targets: &a.run.targets,
+            targets: &c.targets,
             quiet: true,
             sync: None,
             precondition: first,
@@ -232,15 +233,11 @@ fn comparison(
     }
 }
 
-fn check(
-    cx: &Context,
-    a: &CrosscheckArgs,
-    w: &sanbench_engine::Workload,
-    job: &Path,
-) -> Result<(), CliError> {
+fn check(cx: &Context, a: &CrosscheckArgs, c: &RunConfig, job: &Path) -> Result<(), CliError> {
     let tol = a.tolerance / 100.0;
+    let w = &c.workload;
     // With --json -, the document alone goes to stdout and the table to stderr.
-    let to_stdout = a.run.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let to_stdout = c.json_to_stdout();
     macro_rules! say {
         ($($t:tt)*) => {
             if to_stdout {
@@ -252,7 +249,7 @@ fn check(
     }
     // fio's in-flight mean: its configured depth in a closed loop (a sync engine keeps one).
     let depth = w.rate.is_none().then_some(w.qd as f64 * w.workers as f64);
-    let target = sanbench_engine::uri::redact(&a.run.targets[0]);
+    let target = sanbench_engine::uri::redact(&c.targets[0]);
     let (max, reps_text) = match a.repeat {
         RepeatArg::Fixed(n) => (n, format!("{n} repetitions")),
         RepeatArg::Auto => (
@@ -317,7 +314,7 @@ fn check(
         for tool in if sb_first { [0, 1] } else { [1, 0] } {
             let cell_start = std::time::SystemTime::now();
             let (f, result) = if tool == 0 {
-                run_sanbench(cx, a, rep == 0)?
+                run_sanbench(cx, c, rep == 0)?
             } else {
                 run_fio(a, job, depth, &engine)?
             };
@@ -442,7 +439,7 @@ fn check(
             }
         );
     }
-    if let Some(path) = &a.run.json {
+    if let Some(path) = &c.json {
         let reps = |v: &[Figures]| -> Vec<Value> {
             v.iter()
                 .map(|f| {

@@ -1,0 +1,317 @@
+//! `sanbench run`'s configuration, built once from the command line (as ripgrep builds its
+//! config): a `--fio` job read and mapped, the workload built from flags or a spec file, every
+//! value parsed and checked. The library's [`crate::run_cmd::execute`] and crosscheck take it;
+//! nothing downstream reads the parsed arguments or changes them. A program without a command
+//! line starts from [`RunConfig::new`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sanbench_doc::spec_toml::{Defaults, SegmentFile, WorkloadFile};
+use sanbench_engine::file::{EngineKind, FileOptions};
+use sanbench_engine::units::Bytes;
+use sanbench_engine::Workload;
+use sanbench_fio::FioTarget;
+
+use crate::args::{EngineArgs, LiveArgs, RunArgs, WatchArgs};
+use crate::error::{usage, CliError};
+use crate::faults::Faults;
+use crate::monitoring::MonitorSetup;
+use crate::placement::{CpuList, CpusPolicy};
+use crate::precondition::DataPlan;
+
+/// Everything one `run` needs, typed.
+pub struct RunConfig {
+    /// The targets as given (`{rank}` and `{host}` unexpanded; a `--fio` job's when the
+    /// command line names none).
+    pub targets: Vec<String>,
+    /// The workload as it runs: flags, a spec file or a fio job, with the load and timing
+    /// flags over it.
+    pub workload: Workload,
+    /// How targets open (engine, O_DIRECT, the write-safety check, the size of a new file).
+    pub files: FileOptions,
+    /// `--io-timeout`.
+    pub io_timeout: Duration,
+    /// Preconditioning, the data written and verification.
+    pub data: DataPlan,
+    /// `--fault`: the schedule, checked against the lab (`None`: no faults).
+    pub faults: Option<Arc<Faults>>,
+    /// `--log-interval`, `--hist-log`, `--metrics-listen`.
+    pub watch: WatchArgs,
+    /// `--progress`, `--save-every`.
+    pub live: LiveArgs,
+    /// The host monitor (`None`: `--no-monitor`).
+    pub monitor: Option<MonitorSetup>,
+    pub seed: u64,
+    /// `--cpus` and `--cpus-policy` (or the fio job's `cpus_allowed`).
+    pub cpus: Option<CpuList>,
+    pub cpus_policy: CpusPolicy,
+    /// `--json FILE` (`-`: stdout).
+    pub json: Option<PathBuf>,
+    pub quiet: bool,
+    /// `--monitor-only-ranks LIST` (an MPI job's ranks that only measure their host).
+    pub monitor_only_ranks: Option<String>,
+    /// `--emit-fio FILE`: where to write the fio job that does what this run does.
+    pub emit_fio: Option<PathBuf>,
+    /// What the fio job of this run says about engine, O_DIRECT and data (`--emit-fio`,
+    /// crosscheck).
+    pub fio_setup: sanbench_fio::Setup,
+}
+
+impl RunConfig {
+    /// A run of `workload` on `targets` with the command line's defaults: the auto engine,
+    /// the 30 s I/O timeout, preconditioning `auto`, no verification, no monitor, no faults,
+    /// no watch, quiet.
+    pub fn new(targets: Vec<String>, workload: Workload) -> RunConfig {
+        let data = DataPlan {
+            mode: Default::default(),
+            spec: Default::default(),
+            verify: false,
+            state: None,
+        };
+        let writes = workload.has_writes() || data.writes();
+        let fio_setup = sanbench_fio::Setup {
+            engine: Some("io_uring".into()),
+            direct: None,
+            keep_cache: false,
+            verify: false,
+            compress: 0.0,
+            dedupe: 0.0,
+            cpus: None,
+            cpus_split: false,
+        };
+        RunConfig {
+            files: FileOptions {
+                size: workload.span,
+                engine: EngineKind::Auto,
+                direct: None,
+                force: false,
+                writes,
+                keep_cache: false,
+            },
+            targets,
+            workload,
+            io_timeout: Duration::from_secs(30),
+            data,
+            faults: None,
+            watch: WatchArgs {
+                log_interval: sanbench_engine::units::Dur(Duration::from_secs(1)),
+                hist_log: None,
+                metrics_listen: None,
+            },
+            live: LiveArgs::default(),
+            monitor: None,
+            seed: crate::args::DEFAULT_SEED,
+            cpus: None,
+            cpus_policy: CpusPolicy::default(),
+            json: None,
+            quiet: true,
+            monitor_only_ranks: None,
+            emit_fio: None,
+            fio_setup,
+        }
+    }
+
+    /// The configuration of `sanbench run ARGS`: a `--fio` job resolved (its targets unless
+    /// the command line names them, its engine, data and CPU settings, its size), the
+    /// workload built once, every value checked before any target opens.
+    pub fn from_args(mut a: RunArgs) -> Result<RunConfig, CliError> {
+        let fio_workload = crate::fio_cmd::resolve_run(&mut a)?;
+        let workload = workload_of(&a, fio_workload)?;
+        let data = DataPlan::from_args(&a.data)?;
+        let size = a.size.map(|b| b.0);
+        let files = file_options(&a.engine, size, workload.has_writes() || data.writes())?;
+        // Before any target opens: a schedule that cannot run is bad input.
+        let faults = Faults::prepare(
+            &a.faults,
+            a.lab.as_deref(),
+            &[("the run".into(), workload.time)],
+        )?;
+        let monitor = crate::monitoring::setup(&a.monitor)?;
+        let mut fio_setup = crate::fio_cmd::setup_of(&a.engine, &a.data, &a.targets);
+        fio_setup.cpus_split = a.cpus_policy == CpusPolicy::Split;
+        fio_setup.cpus = (a.cpus.is_some() || fio_setup.cpus_split)
+            .then(|| crate::placement::split_set(a.cpus.as_ref()).to_string());
+        Ok(RunConfig {
+            targets: a.targets,
+            workload,
+            files,
+            io_timeout: io_timeout(&a.engine)?,
+            data,
+            faults,
+            watch: a.watch,
+            live: a.live,
+            monitor,
+            seed: a.seed,
+            cpus: a.cpus,
+            cpus_policy: a.cpus_policy,
+            json: a.json,
+            quiet: a.quiet,
+            monitor_only_ranks: a.monitor_only_ranks,
+            emit_fio: a.emit_fio,
+            fio_setup,
+        })
+    }
+
+    /// The fio job doing what this run does (`--emit-fio`, crosscheck).
+    pub fn fio_job(&self) -> Result<String, CliError> {
+        let targets = self
+            .targets
+            .iter()
+            .map(|t| FioTarget::of(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(usage)?;
+        let w = &self.workload;
+        let name = w.name.clone().unwrap_or_else(|| "sanbench".into());
+        let section =
+            sanbench_fio::export_section(&name, w, &targets, &self.fio_setup).map_err(usage)?;
+        Ok(format!(
+            "{}{section}",
+            crate::fio_cmd::header(&w.describe())
+        ))
+    }
+
+    /// Writes [`RunConfig::fio_job`] to `path`.
+    pub fn write_fio_job(&self, path: &std::path::Path) -> Result<(), CliError> {
+        let text = self.fio_job()?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", path.display())))
+    }
+
+    /// Whether the result document goes to stdout (`--json -`): the summary then goes to
+    /// stderr and the progress line stays off stdout.
+    pub fn json_to_stdout(&self) -> bool {
+        self.json.as_deref().is_some_and(|p| p.as_os_str() == "-")
+    }
+}
+
+/// How targets open, from the engine flags: `writes` when the workload or the precondition
+/// writes (write-safety check, opened read-write).
+pub fn file_options(
+    e: &EngineArgs,
+    size: Option<u64>,
+    writes: bool,
+) -> Result<FileOptions, CliError> {
+    let engine: EngineKind = e.engine.parse().map_err(usage)?;
+    Ok(FileOptions {
+        size,
+        engine,
+        direct: if e.direct {
+            Some(true)
+        } else if e.buffered {
+            Some(false)
+        } else {
+            None
+        },
+        force: e.force,
+        writes,
+        keep_cache: e.no_invalidate,
+    })
+}
+
+pub fn io_timeout(e: &EngineArgs) -> Result<Duration, CliError> {
+    Ok(e.io_timeout.0)
+}
+
+/// Builds the workload: a fio job's, a spec file, or one segment from flags; load and timing
+/// flags override.
+fn workload_of(a: &RunArgs, fio: Option<Workload>) -> Result<Workload, CliError> {
+    let seg_flags = a.bs.is_some()
+        || a.read_bs.is_some()
+        || a.write_bs.is_some()
+        || a.read.is_some()
+        || a.trim.is_some()
+        || a.write_zeroes.is_some()
+        || a.random.is_some()
+        || a.align.is_some();
+    if let Some(w) = fio {
+        return fio_workload(a, w, seg_flags);
+    }
+    let mut file = match &a.spec {
+        Some(path) => {
+            if seg_flags {
+                return Err(usage(
+                    "--bs, --read-bs, --write-bs, --read, --trim, --write-zeroes, --random and \
+                     --align describe one segment; put them in the --spec file instead",
+                ));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage(format!("cannot read {}: {e}", path.display())))?;
+            WorkloadFile::parse(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?
+        }
+        None => WorkloadFile {
+            segments: vec![SegmentFile {
+                weight: Some(1),
+                bs: Some(a.bs.unwrap_or(Bytes(4096))),
+                read_bs: a.read_bs,
+                write_bs: a.write_bs,
+                // Unset: what trims and write-zeroes leave (SegmentFile::into_segment).
+                read: a.read.map(|p| p.0),
+                random: Some(a.random.map_or(100.0, |p| p.0)),
+                align: a.align,
+                trim: a.trim.map(|p| p.0),
+                write_zeroes: a.write_zeroes.map(|p| p.0),
+            }],
+            ..WorkloadFile::default()
+        },
+    };
+    if a.qd.is_some() {
+        file.qd = a.qd;
+    }
+    if a.workers.is_some() {
+        file.workers = a.workers;
+    }
+    if a.ramp.is_some() {
+        file.ramp = a.ramp;
+    }
+    if a.time.is_some() {
+        file.time = a.time;
+    }
+    if a.size.is_some() {
+        file.size = a.size;
+    }
+    if a.data.flush_every.is_some() {
+        file.flush_every = a.data.flush_every;
+    }
+    if a.data.fua.is_some() {
+        file.fua = a.data.fua.map(|p| p.0);
+    }
+    if a.rate.is_some() {
+        file.rate = a.rate;
+    }
+    if a.arrival.is_some() {
+        file.arrival = a.arrival;
+    }
+    let w = file.into_workload(&Defaults::default()).map_err(usage)?;
+    w.validate().map_err(usage)?;
+    Ok(w)
+}
+
+/// The workload of a fio job with the load and timing flags over it.
+fn fio_workload(a: &RunArgs, mut w: Workload, seg_flags: bool) -> Result<Workload, CliError> {
+    if seg_flags {
+        return Err(usage(
+            "--bs, --read-bs, --write-bs, --read, --trim, --write-zeroes, --random and --align \
+             describe one segment; with --fio the job file gives them",
+        ));
+    }
+    w.qd = a.qd.unwrap_or(w.qd);
+    w.workers = a.workers.unwrap_or(w.workers);
+    w.ramp = a.ramp.map_or(w.ramp, |d| d.0);
+    w.time = a.time.map_or(w.time, |d| d.0);
+    w.span = a.size.map(|b| b.0).or(w.span);
+    w.flush_every = a.data.flush_every.unwrap_or(w.flush_every);
+    w.fua_pct = a.data.fua.map_or(w.fua_pct, |p| p.0);
+    w.rate = a.rate.or(w.rate);
+    w.arrival = a.arrival.unwrap_or(w.arrival);
+    if w.time.is_zero() {
+        return Err(usage(format!(
+            "fio job [{}] gives no runtime (fio would run one pass over size; sanbench runs for \
+             a time): set runtime= and time_based=1, or give --time",
+            w.name.as_deref().unwrap_or("?")
+        )));
+    }
+    w.validate().map_err(usage)?;
+    Ok(w)
+}
