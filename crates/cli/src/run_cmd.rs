@@ -20,7 +20,8 @@ pub fn report(c: &RunConfig, doc: &RunDoc) -> Result<(), CliError> {
     }
     let to_stdout = c.json_to_stdout();
     if !c.quiet {
-        let s = crate::fit::prose(&crate::output::summary(doc), crate::fit::width());
+        let width = crate::fit::width();
+        let s = crate::fit::prose(&crate::output::summary(doc, width), width);
         if to_stdout {
             eprint!("{s}");
         } else {
