@@ -604,7 +604,7 @@ mod tests {
         let rows = vec![row("mem:64M", "-"), row(long, "latency")];
         let wide = super::table(&rows, 200);
         assert!(wide.contains("MiB/s") && wide.contains(long), "{wide}");
-        for width in [100, 80, 66] {
+        for width in [100, 80, 70] {
             let t = super::table(&rows, width);
             for l in t.lines() {
                 assert!(l.chars().count() <= width, "{width}: {l:?}\n{t}");
