@@ -243,6 +243,9 @@ pub fn caveats(cmp: &Comparison) -> Vec<String> {
             cmp.cells.len()
         ));
     }
+    // One sentence for every target whose host was busy before its runs (a loaded host
+    // busies them all: the same sentence five times was noise).
+    let mut busy = Vec::new();
     for t in &cmp.targets {
         let busiest = cmp
             .cells
@@ -251,14 +254,18 @@ pub fn caveats(cmp: &Comparison) -> Vec<String> {
             .filter_map(|c| c.result.cpu.as_ref()?.baseline_busy_pct)
             .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.max(b))));
         if let Some(b) = busiest {
-            out.push(format!(
-                "{}: the host was not idle before its runs (idle baseline {b:.1} % busy), so \
-                 its CPU and power figures above idle cannot be told apart from the other load; \
-                 its CPU and power efficiency are left out of the findings, the report card \
-                 and the charts. Re-run it on a quiet host.",
-                t.name
-            ));
+            busy.push(format!("{} ({b:.1} % busy)", t.name));
         }
+    }
+    if !busy.is_empty() {
+        let its = if busy.len() == 1 { "its" } else { "their" };
+        out.push(format!(
+            "{}: the host was not idle before {its} runs (busiest idle baseline), so {its} \
+             CPU and power figures above idle cannot be told apart from the other load; {its} \
+             CPU and power efficiency are left out of the findings, the report card and the \
+             charts. Re-run on a quiet host.",
+            busy.join(", ")
+        ));
     }
     if let Some(text) = others_caveat(cmp) {
         out.push(text);

@@ -238,14 +238,17 @@ fn check(cx: &Context, a: &CrosscheckArgs, c: &RunConfig, job: &Path) -> Result<
     let w = &c.workload;
     // With --json -, the document alone goes to stdout and the table to stderr.
     let to_stdout = c.json_to_stdout();
+    // Sentences wrap to the terminal; the table's rows stay whole (fit::prose).
+    let width = crate::fit::width();
     macro_rules! say {
-        ($($t:tt)*) => {
+        ($($t:tt)*) => {{
+            let line = crate::fit::prose(&format!($($t)*), width);
             if to_stdout {
-                eprintln!($($t)*)
+                eprintln!("{line}")
             } else {
-                outln!($($t)*)
+                outln!("{line}")
             }
-        };
+        }};
     }
     // fio's in-flight mean: its configured depth in a closed loop (a sync engine keeps one).
     let depth = w.rate.is_none().then_some(w.qd as f64 * w.workers as f64);
