@@ -122,7 +122,7 @@ pub(crate) fn run(
 
 /// Repetitions of each curve point: `--repeat N`, or under auto the three a curve finding
 /// needs (the curve's points are not part of the adaptive design).
-fn curve_repeats(a: &crate::args::CompareArgs) -> u32 {
+fn curve_repeats(a: &crate::compare::config::CompareConfig) -> u32 {
     match a.repeat {
         crate::args::RepeatArg::Fixed(n) => n,
         crate::args::RepeatArg::Auto => sanbench_report::curve::MIN_REPEATS as u32,

@@ -112,7 +112,6 @@ pub fn run(cx: &Context, a: DemoArgs) -> Result<(), CliError> {
         suite: a.suite.clone(),
         fio: None,
         fio_ignore: Vec::new(),
-        fio_suite: None,
         repeat: a.repeat,
         max_repeat: a.max_repeat,
         budget: Some(a.budget),

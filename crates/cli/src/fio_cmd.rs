@@ -160,11 +160,11 @@ pub fn resolve_run(a: &mut RunArgs) -> Result<Option<Workload>, CliError> {
     Ok(Some(job.workload.clone()))
 }
 
-/// `compare --fio`: one suite workload per job section; targets from the command line, or
-/// the ones every section names.
-pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
+/// `compare --fio`: one suite workload per job section (returned, for the comparison's
+/// configuration); targets from the command line, or the ones every section names.
+pub fn resolve_compare(a: &mut CompareArgs) -> Result<Option<Suite>, CliError> {
     let Some(path) = a.fio.clone() else {
-        return Ok(());
+        return Ok(None);
     };
     let cli = (!a.targets.is_empty() || a.lab.is_some()).then_some(a.targets.len().max(1));
     let jobs = load(&path, &a.fio_ignore, cli, None, false)?;
@@ -210,7 +210,7 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
     let stem = path
         .file_stem()
         .map_or("fio".into(), |s| s.to_string_lossy().to_string());
-    a.fio_suite = Some(Suite {
+    Ok(Some(Suite {
         name: stem,
         description: format!("fio job file {}", path.display()),
         source: Some(path.display().to_string()),
@@ -228,8 +228,7 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<(), CliError> {
                 faults: Vec::new(),
             })
             .collect(),
-    });
-    Ok(())
+    }))
 }
 
 /// The fio job's opening and data for a run's flags (the inverse of [`apply_setup`]). Without

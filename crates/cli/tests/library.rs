@@ -168,3 +168,32 @@ fn compare_through_the_library() {
     assert!(cmp.cells.iter().all(|c| c.result.ios > 0));
     assert!(cmp.design.is_some());
 }
+
+/// A comparison configured in code (a suite loaded and scaled, two named targets), run by
+/// `compare::execute`, the finished comparison returned typed and the same one on disk.
+#[test]
+fn compare_from_a_typed_configuration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut suite = sanbench_engine::suite::load("quick").unwrap();
+    suite.scale(
+        Some(std::time::Duration::from_millis(200)),
+        Some(std::time::Duration::ZERO),
+    );
+    let mut c = sanbench::compare::CompareConfig::new(
+        suite,
+        vec![("a".into(), "mem:16M".into()), ("b".into(), "null:".into())],
+        out.clone(),
+    );
+    c.repeat = sanbench::args::RepeatArg::Fixed(2);
+    let cx = Context::local();
+    let cmp = sanbench::compare::execute(&cx, &c)
+        .unwrap_or_else(|e| panic!("{}", e.message()))
+        .expect("alone, the process reports");
+    assert_eq!(cmp.cells.len(), cmp.workloads.len() * 2 * 2);
+    assert!(cmp.cells.iter().all(|c| c.result.ios > 0));
+    let written: Comparison =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(written.cells.len(), cmp.cells.len());
+    assert_eq!(written.design, cmp.design);
+}

@@ -32,9 +32,6 @@ pub struct CompareArgs {
         requires = "fio"
     )]
     pub fio_ignore: Vec<String>,
-    /// The suite --fio makes, once read.
-    #[arg(skip)]
-    pub fio_suite: Option<sanbench_engine::suite::Suite>,
     /// Mark the target named NAME as a reference (repeatable), like ref:NAME=TARGET.
     #[arg(help_heading = H_COMPARE, long, value_name = "NAME")]
     pub reference: Vec<String>,

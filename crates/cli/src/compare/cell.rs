@@ -11,8 +11,8 @@ use sanbench_engine::verify::Verifier;
 use sanbench_monitor::sampler::Baseline;
 
 use super::book::{CellRun, CellSave};
+use super::config::CompareConfig;
 use super::suite_faults::SuiteFaults;
-use crate::args::CompareArgs;
 use crate::context::Context;
 use crate::error::CliError;
 use crate::job::{Job, Part};
@@ -20,15 +20,13 @@ use crate::measure::execute_output;
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
-use crate::run_config::{file_options, io_timeout};
 
 /// What every cell of one comparison shares.
 pub(crate) struct CellCtx<'a> {
     /// The command's context (placement, watch, metrics, `mem:` targets).
     pub(crate) context: &'a Context,
-    pub(crate) a: &'a CompareArgs,
+    pub(crate) a: &'a CompareConfig,
     pub(crate) data: &'a DataPlan,
-    pub(crate) size: Option<u64>,
     pub(crate) progress: &'a Arc<ProgressLine>,
     pub(crate) mon: Option<&'a MonitorSetup>,
     /// Per target (index as in the comparison): its verifier under `--verify`.
@@ -60,9 +58,9 @@ pub(crate) fn run_cell(
     baseline: &mut Option<Baseline>,
     save: Option<CellSave>,
 ) -> Result<Option<CellRun>, CliError> {
-    let (a, size, progress, mon) = (cx.a, cx.size, cx.progress, cx.mon);
+    let (a, progress, mon) = (cx.a, cx.progress, cx.mon);
     let n = w.targets_at_once.unwrap_or(1) as usize;
-    let opts = file_options(&a.engine, size, w.workload.has_writes() || cx.data.writes())?;
+    let opts = a.files(w.workload.has_writes() || cx.data.writes());
     let targets = match w.paths {
         Some(k) => (0..n)
             .map(|_| crate::targets::open_paths(uri, k))
@@ -76,7 +74,7 @@ pub(crate) fn run_cell(
         crate::measure::Planned {
             workload: w.workload.clone(),
             targets,
-            io_timeout: io_timeout(&a.engine)?,
+            io_timeout: a.io_timeout,
             data: cx.data.spec,
             run_id: cx.run_id,
             // n copies of one target share its map (they drive one store).

@@ -8,14 +8,15 @@ use sanbench_stats::design::plan::Plan;
 use sanbench_stats::design::williams::Slot;
 use sanbench_store::WorkloadEntry;
 
+use super::config::CompareConfig;
 use super::prepared::Prepared;
-use crate::args::{CompareArgs, RepeatArg};
+use crate::args::RepeatArg;
 use crate::error::{usage, CliError};
 
 /// The plan of a comparison. Rank 0 of an MPI job (and every non-MPI run) judges as it goes;
 /// the other ranks run the same order for as many rounds as rank 0 may ask for and follow its
 /// decisions.
-pub(super) fn plan(a: &CompareArgs, p: &Prepared, rank0: bool) -> Result<Plan, CliError> {
+pub(super) fn plan(a: &CompareConfig, p: &Prepared, rank0: bool) -> Result<Plan, CliError> {
     use sanbench_stats::design::plan::{Config, Repeat};
     let flavours: Vec<sanbench_report::analysis::Flavour> = p
         .suite
@@ -66,7 +67,7 @@ pub(super) fn plan(a: &CompareArgs, p: &Prepared, rank0: bool) -> Result<Plan, C
 }
 
 /// What the comparison will do, before it starts.
-pub(super) fn line(plan: &Plan, a: &CompareArgs) -> String {
+pub(super) fn line(plan: &Plan, a: &CompareConfig) -> String {
     let d = plan.design();
     format!(
         "design: Williams order (seed {}; every target in every slot each {} rounds{}); {}",
@@ -95,7 +96,7 @@ use crate::eta::dur as fmt_dur;
 /// The progress line of one cell: where it is in its round and, for a fixed number of rounds,
 /// the time the cells still to run will take.
 pub(super) fn cell_line(
-    a: &CompareArgs,
+    a: &CompareConfig,
     p: &Prepared,
     s: &Slot,
     per_cell: &[Duration],
@@ -134,7 +135,7 @@ pub(super) fn cell_line(
 /// `elapsed`: the time since the comparison started (preconditioning counts against the
 /// budget).
 pub(super) fn time_line(
-    a: &CompareArgs,
+    a: &CompareConfig,
     per_cell: &[Duration],
     targets: usize,
     elapsed: Duration,

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use sanbench_engine::result::rfc3339;
-use sanbench_engine::suite::Suite;
 use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
@@ -20,41 +19,33 @@ use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::precondition::DataPlan;
 use crate::progress::ProgressLine;
-use crate::run_config::{file_options, io_timeout};
+pub use config::CompareConfig;
 
 pub(crate) mod book;
 pub(crate) mod cell;
+pub mod config;
 mod design;
 pub(crate) mod prepared;
 mod suite_faults;
 use book::{Book, Place};
 use cell::{run_cell, CellCtx};
-use prepared::{prepare, Prepared};
+use prepared::Prepared;
 use sanbench_monitor::sampler::Baseline;
-
-/// The curve levels: `--curve` or the suite's `curve`, both checked and ordered where they
-/// were read (`LoadLevels`).
-fn curve_levels(a: &CompareArgs, s: &Suite) -> Vec<f64> {
-    a.curve
-        .as_ref()
-        .map_or_else(|| s.curve.clone(), |l| l.0.clone())
-}
 
 /// Preconditions every target once, before its first cell (or says why not): the report goes
 /// into every cell of the target.
 fn precondition_all(
     cx: &Context,
-    a: &CompareArgs,
+    a: &CompareConfig,
     p: &Prepared,
     data: &DataPlan,
-    size: Option<u64>,
     progress: &ProgressLine,
 ) -> Result<(Vec<Report>, crate::precondition::Verifiers), CliError> {
     let ws = &p.suite.workloads;
     let writes = ws.iter().any(|w| w.workload.has_writes());
     let reads = ws.iter().any(|w| w.workload.has_reads());
-    let opts = file_options(&a.engine, size, writes || data.writes())?;
-    let timeout = io_timeout(&a.engine)?;
+    let opts = a.files(writes || data.writes());
+    let timeout = a.io_timeout;
     let plan = crate::precondition::fill_plan(data.mode, &p.suite.precondition);
     let mut targets = Vec::with_capacity(p.targets.len());
     let mut spans = Vec::with_capacity(p.targets.len());
@@ -96,12 +87,20 @@ fn precondition_all(
     Ok((out, vs))
 }
 
-pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
-    // A job file may name the CPUs (cpus_allowed): read it before pinning.
-    crate::fio_cmd::resolve_compare(&mut a)?;
-    context.apply_placement(a.cpus.as_ref(), a.cpus_policy)?;
+/// `sanbench compare ARGS`.
+pub fn run(context: &Context, a: CompareArgs) -> Result<(), CliError> {
+    execute(context, &CompareConfig::from_args(a)?).map(|_| ())
+}
+
+/// Runs the comparison `config` in `context`: its cells, the report and results files in its
+/// `out` directory, the store, and (unless quiet, on the process that reports) the table and
+/// the findings. Returns the finished comparison on the process that reports (alone, or rank 0
+/// of an MPI job), `None` on the other ranks.
+pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Comparison>, CliError> {
+    context.apply_placement(config.cpus.as_ref(), config.cpus_policy)?;
     let job = context.job();
     let rank0 = job.reports();
+    let mut a = config.clone();
     if !rank0 {
         // Only rank 0 prints, writes files and touches the store.
         a.quiet = true;
@@ -113,7 +112,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         Some(id) => Some((id, crate::store_cmd::load(a.db.as_deref(), id)?)),
         None => None,
     };
-    let mut p = prepare(&a)?;
+    let mut p = a.prepared.clone();
     // The plan first: a design that cannot run is refused before anything runs.
     let mut plan = design::plan(&a, &p, rank0)?;
     if job.in_job() && !a.faults.is_empty() {
@@ -129,27 +128,14 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         .collect();
     let faults = crate::faults::Faults::prepare(&a.faults, a.lab.as_deref(), &windows)?;
     let suite_faults = suite_faults::prepare(&a, &p, job.in_job())?;
-    let data = DataPlan::from_args(&a.data)?;
-    let size = a.size.map(|b| b.0);
-    let mut mon = crate::monitoring::setup(&a.monitor)?;
-    // The lab's servers run on this host: watched (by pid), their CPU is the targets' (the
-    // bottleneck's target side), not load beside the comparison (`cpu.others`).
-    if let (Some(m), Some(path)) = (mon.as_mut(), &a.lab) {
-        if let Ok(Some(state)) = sanbench_lab::state::LabState::load(path) {
-            for p in &state.processes {
-                let spec = p.pid.to_string();
-                if !m.cfg.watch.contains(&spec) {
-                    m.cfg.watch.push(spec);
-                }
-            }
-        }
-    }
+    let data = a.data.clone();
+    let mon = a.monitor.clone();
     // Rank 0 alone writes files; the other ranks spool their histogram log's lines for it.
     let watch = context.open_watch(&a.watch, job.rank())?;
     // One idle baseline per target, measured before its first workload and reused after.
     let baselines: Vec<Option<Baseline>> = vec![None; p.targets.len()];
-    let curve = curve_levels(&a, &p.suite);
-    let curve_stop = a.curve_stop.0;
+    let curve = a.curve.clone();
+    let curve_stop = a.curve_stop;
     if job.in_job() && !curve.is_empty() {
         return Err(usage(
             "a response-time curve does not run as an MPI job yet: drop --curve (or the \
@@ -233,7 +219,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
             pre_data.mode = sanbench_engine::precondition::Mode::None;
         }
     }
-    let (preconditions, vs) = precondition_all(context, &a, &p, &pre_data, size, &progress)?;
+    let (preconditions, vs) = precondition_all(context, &a, &p, &pre_data, &progress)?;
     if !a.quiet && rank0 {
         let width = crate::fit::width();
         eprintln!(
@@ -257,7 +243,6 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         context,
         a: &a,
         data: &data,
-        size,
         progress: &progress,
         mon: mon.as_ref(),
         verify: &vs.per_target,
@@ -375,7 +360,7 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
         ..
     } = book;
     if !rank0 {
-        return failure.map_or(Ok(()), Err);
+        return failure.map_or(Ok(None), Err);
     }
     cmp.incomplete = !complete || failure.is_some();
     // The finished document: no longer one written part-way.
@@ -428,5 +413,5 @@ pub fn run(context: &Context, mut a: CompareArgs) -> Result<(), CliError> {
             "data did not verify: {bad_blocks} bad blocks (see each cell's verify block in results.json)"
         )));
     }
-    Ok(())
+    Ok(Some(cmp))
 }

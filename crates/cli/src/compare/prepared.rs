@@ -18,6 +18,7 @@ pub fn split_named(s: &str) -> (String, String) {
     (sanbench_engine::uri::redact(s), s.to_string())
 }
 
+#[derive(Clone)]
 pub struct Prepared {
     pub suite: Suite,
     pub targets: Vec<(String, String)>,
@@ -30,9 +31,10 @@ pub struct Prepared {
     pub lab_paths: Vec<Vec<String>>,
 }
 
-pub fn prepare(a: &CompareArgs) -> Result<Prepared, CliError> {
-    let mut suite = match &a.fio_suite {
-        Some(s) => s.clone(),
+/// The comparison as given: `fio_suite` (a `--fio` job's workloads) or `--suite`.
+pub fn prepare(a: &CompareArgs, fio_suite: Option<Suite>) -> Result<Prepared, CliError> {
+    let mut suite = match fio_suite {
+        Some(s) => s,
         None => suite::load(&a.suite).map_err(usage)?,
     };
     let time = a.time.map(|d| d.0);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use sanbench_engine::suite::{fault_at, SuiteWorkload};
 
+use super::config::CompareConfig;
 use super::prepared::Prepared;
-use crate::args::CompareArgs;
 use crate::error::{usage, CliError};
 use crate::faults::Faults;
 
@@ -65,7 +65,7 @@ pub fn resolve(w: &SuiteWorkload, paths: &[String], target: &str) -> Result<Vec<
 }
 
 /// Every workload's faults for every target, checked against the lab (before any I/O).
-pub fn prepare(a: &CompareArgs, p: &Prepared, mpi: bool) -> Result<SuiteFaults, CliError> {
+pub fn prepare(a: &CompareConfig, p: &Prepared, mpi: bool) -> Result<SuiteFaults, CliError> {
     let mut out = SuiteFaults::default();
     let with: Vec<&SuiteWorkload> = p
         .suite

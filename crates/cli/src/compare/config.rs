@@ -1,0 +1,173 @@
+//! `sanbench compare`'s configuration, built once from the command line: a `--fio` job read
+//! into a suite, the suite scaled and its targets named ([`Prepared`]), the data plan, how
+//! targets open, the host monitor (the lab's servers watched), the curve's levels. What runs
+//! the comparison (mod.rs, cell.rs, design.rs, curve.rs) reads this, never the arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sanbench_engine::file::FileOptions;
+use sanbench_engine::units::{Dur, Pct};
+
+use super::prepared::{prepare, Prepared};
+use crate::args::{CompareArgs, LiveArgs, RepeatArg, WatchArgs};
+use crate::error::CliError;
+use crate::monitoring::MonitorSetup;
+use crate::placement::{CpuList, CpusPolicy};
+use crate::precondition::DataPlan;
+use crate::run_config::{file_options, io_timeout};
+
+/// Everything one comparison needs, typed.
+#[derive(Clone)]
+pub struct CompareConfig {
+    /// The suite (scaled by `--time`, `--ramp` and the data flags) and the named targets.
+    pub prepared: Prepared,
+    /// `--against ID`: the stored run this one replicates.
+    pub against: Option<String>,
+    pub repeat: RepeatArg,
+    pub max_repeat: u32,
+    pub budget: Option<Dur>,
+    pub min_effect: Pct,
+    /// The response-time curve's load levels (`--curve` or the suite's; empty: none).
+    pub curve: Vec<f64>,
+    pub curve_stop: Duration,
+    pub out: PathBuf,
+    pub db: Option<PathBuf>,
+    pub no_store: bool,
+    /// How targets open; `writes` is set per use (a cell's workload, the precondition).
+    pub files: FileOptions,
+    pub io_timeout: Duration,
+    pub data: DataPlan,
+    /// The host monitor (`None`: `--no-monitor`), the lab's servers among the watched.
+    pub monitor: Option<MonitorSetup>,
+    /// `--fault` (prepared against each workload's window when the comparison starts).
+    pub faults: Vec<String>,
+    pub lab: Option<PathBuf>,
+    pub watch: WatchArgs,
+    pub live: LiveArgs,
+    pub seed: u64,
+    pub cpus: Option<CpuList>,
+    pub cpus_policy: CpusPolicy,
+    pub require_headroom: bool,
+    pub quiet: bool,
+}
+
+impl CompareConfig {
+    /// The configuration of `sanbench compare ARGS`.
+    pub fn from_args(mut a: CompareArgs) -> Result<CompareConfig, CliError> {
+        let fio_suite = crate::fio_cmd::resolve_compare(&mut a)?;
+        let prepared = prepare(&a, fio_suite)?;
+        let data = DataPlan::from_args(&a.data)?;
+        let size = a.size.map(|b| b.0);
+        let mut monitor = crate::monitoring::setup(&a.monitor)?;
+        // The lab's servers run on this host: watched (by pid), their CPU is the targets'
+        // (the bottleneck's target side), not load beside the comparison (`cpu.others`).
+        if let (Some(m), Some(path)) = (monitor.as_mut(), &a.lab) {
+            if let Ok(Some(state)) = sanbench_lab::state::LabState::load(path) {
+                for p in &state.processes {
+                    let spec = p.pid.to_string();
+                    if !m.cfg.watch.contains(&spec) {
+                        m.cfg.watch.push(spec);
+                    }
+                }
+            }
+        }
+        // The curve levels: `--curve` or the suite's `curve`, both checked and ordered where
+        // they were read (`LoadLevels`).
+        let curve = a
+            .curve
+            .as_ref()
+            .map_or_else(|| prepared.suite.curve.clone(), |l| l.0.clone());
+        Ok(CompareConfig {
+            prepared,
+            against: a.against,
+            repeat: a.repeat,
+            max_repeat: a.max_repeat,
+            budget: a.budget,
+            min_effect: a.min_effect,
+            curve,
+            curve_stop: a.curve_stop.0,
+            out: a.out,
+            db: a.db,
+            no_store: a.no_store,
+            files: file_options(&a.engine, size, false)?,
+            io_timeout: io_timeout(&a.engine)?,
+            data,
+            monitor,
+            faults: a.faults,
+            lab: a.lab,
+            watch: a.watch,
+            live: a.live,
+            seed: a.seed,
+            cpus: a.cpus,
+            cpus_policy: a.cpus_policy,
+            require_headroom: a.require_headroom,
+            quiet: a.quiet,
+        })
+    }
+
+    /// A comparison of `targets` (name, URI) on `suite`'s workloads, with the command line's
+    /// defaults (rounds until decided up to the default cap, a 10 % margin, the auto engine,
+    /// preconditioning as the suite says, no monitor, no faults, no watch), quiet, not
+    /// stored; the report and results files go to `out`. The suite is taken as it is (no
+    /// `--time` scaling); every target is compared (none a reference).
+    pub fn new(
+        suite: sanbench_engine::suite::Suite,
+        targets: Vec<(String, String)>,
+        out: PathBuf,
+    ) -> CompareConfig {
+        let n = targets.len();
+        CompareConfig {
+            curve: suite.curve.clone(),
+            prepared: Prepared {
+                suite,
+                targets,
+                references: vec![false; n],
+                links: vec![None; n],
+                lab_paths: vec![Vec::new(); n],
+            },
+            against: None,
+            repeat: RepeatArg::Auto,
+            max_repeat: sanbench_stats::design::DEFAULT_MAX_REPEAT,
+            budget: None,
+            min_effect: Pct(10.0),
+            curve_stop: Duration::from_millis(100),
+            out,
+            db: None,
+            no_store: true,
+            files: FileOptions {
+                size: None,
+                engine: Default::default(),
+                direct: None,
+                force: false,
+                writes: false,
+                keep_cache: false,
+            },
+            io_timeout: Duration::from_secs(30),
+            data: DataPlan {
+                mode: Default::default(),
+                spec: Default::default(),
+                verify: false,
+                state: None,
+            },
+            monitor: None,
+            faults: Vec::new(),
+            lab: None,
+            watch: WatchArgs::default(),
+            live: LiveArgs::default(),
+            seed: crate::args::DEFAULT_SEED,
+            cpus: None,
+            cpus_policy: CpusPolicy::default(),
+            require_headroom: false,
+            quiet: true,
+        }
+    }
+
+    /// How a target opens for a use that writes (`writes`) or only reads.
+    pub fn files(&self, writes: bool) -> FileOptions {
+        FileOptions {
+            writes,
+            ..self.files.clone()
+        }
+    }
+}
