@@ -38,10 +38,14 @@ fn null_run_writes_the_documented_fields() {
     assert!(doc["process_cpu"]["cpu_us_per_io"].as_f64().unwrap() > 0.0);
     let mbps = r["mb_per_s"].as_f64().unwrap();
     let iops = r["iops"].as_f64().unwrap();
+    // Both written to seven significant digits (doc::json::SIGNIFICANT): equal within that.
     assert!(
-        (mbps - iops * 4096.0 / 1e6).abs() / mbps < 1e-9,
+        (mbps - iops * 4096.0 / 1e6).abs() / mbps < 2e-6,
         "MB/s is decimal"
     );
+    // MiB/s is binary: 1.048576 apart, which decimal MB/s mislabelled would not be.
+    let mibps = r["mib_per_s"].as_f64().unwrap();
+    assert!((mbps / mibps - 1.048576).abs() < 1e-5, "{mbps} {mibps}");
 }
 
 #[test]
