@@ -24,9 +24,10 @@ fn a_cpu_burning_run_is_attributed_to_sanbench_threads() {
         .find(|g| g["name"] == "self")
         .expect("self group");
     let cpu_s = me["cpu_s"].as_f64().unwrap();
-    // Up to one core for 2 s; at least some of it even on a loaded machine.
+    // Up to one core for 2 s; at least some of it even on a loaded machine (0.33 CPU-s was
+    // seen at a load average of 11 on 2 cores).
     assert!(
-        cpu_s > 0.6 && cpu_s < 2.6,
+        cpu_s > 0.15 && cpu_s < 2.6,
         "self used {cpu_s} CPU-s in a 2 s window"
     );
     let threads = me["top_threads"].as_array().unwrap();
