@@ -21,12 +21,12 @@ const HEADERS: [&str; 9] = [
 /// The column dropped first when the table is wider than the terminal.
 const MIB_COLUMN: usize = 2;
 
-fn figs(d: &sanbench_engine::result::DirResult) -> Vec<String> {
-    let l = &d.latency_us;
+/// A row's figures: rate, bandwidth in both units, the latency columns.
+fn figs(iops: f64, mb: f64, mib: f64, l: &sanbench_engine::result::LatencyUs) -> Vec<String> {
     vec![
-        si(d.iops),
-        format!("{:.1}", d.mb_per_s),
-        format!("{:.1}", d.mib_per_s),
+        si(iops),
+        format!("{mb:.1}"),
+        format!("{mib:.1}"),
         lat(l.mean),
         lat(l.p50),
         lat(l.p99),
@@ -36,17 +36,7 @@ fn figs(d: &sanbench_engine::result::DirResult) -> Vec<String> {
 }
 
 fn target_row(name: &str, r: &TargetResult) -> Row {
-    let l = &r.latency_us;
-    let mut f = vec![
-        si(r.iops),
-        format!("{:.1}", r.mb_per_s),
-        format!("{:.1}", r.mib_per_s),
-        lat(l.mean),
-        lat(l.p50),
-        lat(l.p99),
-        lat(l.p999),
-        lat(l.max),
-    ];
+    let mut f = figs(r.iops, r.mb_per_s, r.mib_per_s, &r.latency_us);
     f.push(
         r.littles_law
             .deviation
@@ -214,7 +204,7 @@ pub fn summary(doc: &RunDoc, width: usize) -> String {
             if d.ios > 0 && (d.ios != r.ios || (dir != "  read" && dir != "  write")) {
                 rows.push(Row {
                     name: dir.into(),
-                    figs: figs(d),
+                    figs: figs(d.iops, d.mb_per_s, d.mib_per_s, &d.latency_us),
                     limit: String::new(),
                 });
             }

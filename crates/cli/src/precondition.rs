@@ -13,7 +13,7 @@ use crate::error::{usage, CliError};
 use crate::progress::ProgressLine;
 
 /// The data flags, parsed once.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct DataPlan {
     pub mode: Mode,
     pub spec: DataSpec,

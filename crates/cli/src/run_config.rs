@@ -64,12 +64,7 @@ impl RunConfig {
     /// the 30 s I/O timeout, preconditioning `auto`, no verification, no monitor, no faults,
     /// no watch, quiet.
     pub fn new(targets: Vec<String>, workload: Workload) -> RunConfig {
-        let data = DataPlan {
-            mode: Default::default(),
-            spec: Default::default(),
-            verify: false,
-            state: None,
-        };
+        let data = DataPlan::default();
         let writes = workload.has_writes() || data.writes();
         let fio_setup = sanbench_fio::Setup {
             engine: Some("io_uring".into()),
@@ -84,11 +79,8 @@ impl RunConfig {
         RunConfig {
             files: FileOptions {
                 size: workload.span,
-                engine: EngineKind::Auto,
-                direct: None,
-                force: false,
                 writes,
-                keep_cache: false,
+                ..FileOptions::default()
             },
             targets,
             workload,
