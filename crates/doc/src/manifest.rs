@@ -262,7 +262,9 @@ pub struct FcHost {
 pub struct NetIface {
     pub name: String,
     pub mtu: Option<u32>,
-    /// `ethtool -k` features: name → on. Empty when ethtool could not run (see `note`).
+    /// `ethtool -k` features a TCP storage stream passes through (checksums, segmentation,
+    /// receive coalescing, scatter-gather, ...): name → on. Empty when ethtool could not run
+    /// (see `note`). Documents before 2026-11-29 hold every feature ethtool listed.
     pub offloads: BTreeMap<String, bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

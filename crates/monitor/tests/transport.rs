@@ -52,6 +52,11 @@ fn iscsi_with_portal_interface_mtu_and_offloads() {
     assert_eq!(net.mtu, Some(9000));
     assert_eq!(net.offloads.get("tcp-segmentation-offload"), Some(&true));
     assert_eq!(net.offloads.get("large-receive-offload"), Some(&false));
+    assert_eq!(net.offloads.get("tx-tcp-segmentation"), Some(&true));
+    // What a storage stream does not pass through is not recorded.
+    assert!(!net.offloads.contains_key("rx-vlan-offload"), "{net:?}");
+    assert!(!net.offloads.contains_key("hsr-tag-ins-offload"), "{net:?}");
+    assert!(!net.offloads.contains_key("tx-checksum-ipv4"), "{net:?}");
     assert!(net.note.is_none());
 }
 
