@@ -211,32 +211,47 @@ impl NbdQueue {
     /// Submits what is queued, waits up to `wait` for a reply (zero: only looks), and handles
     /// what completed. Returns whether a receive completed.
     pub(super) fn ring_wait(&mut self, wait: Duration) -> Result<bool, EngineError> {
+        if wait.is_zero() {
+            return self.ring_look();
+        }
         let deadline = Instant::now() + wait;
         if self.inflight > 0 {
             self.ring_post_recv()?;
         }
         loop {
             let r = self.ring();
-            let want = if wait.is_zero() {
-                0
-            } else {
-                1 + u32::from(std::mem::take(&mut r.send_inline))
-            };
+            let want = 1 + u32::from(std::mem::take(&mut r.send_inline));
             let left = deadline.saturating_duration_since(Instant::now());
-            let ok = r
-                .ring
+            r.ring
                 .enter(want, Some(left))
                 .map_err(|e| self.io_error(e))?;
             if self.ring_take()? {
                 return Ok(true);
             }
-            if wait.is_zero() || !ok && Instant::now() >= deadline {
-                return Ok(false);
-            }
             if Instant::now() >= deadline {
                 return Ok(false);
             }
         }
+    }
+
+    /// A look without waiting (`reap(0)`, multipath's pass over the ready paths): what has
+    /// completed is taken first, then the next receive is posted and submitted with any
+    /// queued send in one enter, so the ring is left with a receive in the kernel and the
+    /// caller's next poll of the ring fd covers this path (no second pass to post it).
+    fn ring_look(&mut self) -> Result<bool, EngineError> {
+        let mut got = self.ring_take()?;
+        if self.inflight > 0 {
+            self.ring_post_recv()?;
+        }
+        let r = self.ring();
+        if r.ring.has_queued() {
+            r.send_inline = false;
+            r.ring
+                .enter(0, Some(Duration::ZERO))
+                .map_err(|e| self.io_error(e))?;
+            got |= self.ring_take()?;
+        }
+        Ok(got)
     }
 
     /// Handles the completions in the ring; true if a receive brought bytes.
