@@ -207,17 +207,7 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     disconnect(&mut sock);
     let mut info = target_info(uri, &addr, &export, &neg);
     // Chosen once, here, and named in the engine info: the layer every queue uses.
-    let (socket, fallback) = match opts.socket {
-        SocketLayer::Poll => (SocketLayer::Poll, None),
-        SocketLayer::Uring if tls.is_some() => (
-            SocketLayer::Poll,
-            Some("TLS records are made in user space".to_string()),
-        ),
-        SocketLayer::Uring => match SockRing::probe() {
-            Ok(()) => (SocketLayer::Uring, None),
-            Err(e) => (SocketLayer::Poll, Some(e)),
-        },
-    };
+    let (socket, fallback) = choose_socket(opts.socket, tls.is_some(), SockRing::probe);
     info.params.insert("socket".into(), json!(socket.name()));
     if let Some(f) = fallback {
         info.params
@@ -234,6 +224,27 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
         tls,
         socket,
     }))
+}
+
+/// The socket layer a target's queues use: io_uring only when asked, over plaintext, and
+/// where `probe` finds what it needs; else the poll loop and, when io_uring was asked for, why
+/// not.
+fn choose_socket(
+    asked: SocketLayer,
+    tls: bool,
+    probe: impl FnOnce() -> Result<(), String>,
+) -> (SocketLayer, Option<String>) {
+    match asked {
+        SocketLayer::Poll => (SocketLayer::Poll, None),
+        SocketLayer::Uring if tls => (
+            SocketLayer::Poll,
+            Some("TLS records are made in user space".to_string()),
+        ),
+        SocketLayer::Uring => match probe() {
+            Ok(()) => (SocketLayer::Uring, None),
+            Err(e) => (SocketLayer::Poll, Some(e)),
+        },
+    }
 }
 
 /// Sends NBD_CMD_DISC (best effort: the connection is dropped next anyway), and TLS's
@@ -397,5 +408,32 @@ impl Target for NbdTarget {
             self.socket,
         )?;
         Ok(Box::new(q))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_uring_is_used_only_when_asked_plaintext_and_supported() {
+        let ok = || Ok(());
+        let old = || Err("no IORING_OP_RECV".to_string());
+        assert_eq!(
+            choose_socket(SocketLayer::Uring, false, ok),
+            (SocketLayer::Uring, None)
+        );
+        assert_eq!(
+            choose_socket(SocketLayer::Poll, false, ok),
+            (SocketLayer::Poll, None)
+        );
+        let (l, why) = choose_socket(SocketLayer::Uring, false, old);
+        assert_eq!(
+            (l, why.as_deref()),
+            (SocketLayer::Poll, Some("no IORING_OP_RECV"))
+        );
+        let (l, why) = choose_socket(SocketLayer::Uring, true, ok);
+        assert_eq!(l, SocketLayer::Poll);
+        assert!(why.unwrap().contains("TLS"));
     }
 }
