@@ -196,7 +196,7 @@ fn open_one(
 }
 
 /// Takes sanbench's own query keys out of an NBD URI: `submit_batch` (requests held back to
-/// send together). The rest (`socket=` of `nbd+unix`, libnbd's `tls-*` keys of `nbds`) stays
+/// send together), `sockio` (`uring` or `poll`: the socket layer). The rest (`socket=` of `nbd+unix`, libnbd's `tls-*` keys of `nbds`) stays
 /// for the NBD crate.
 fn nbd_options(uri: &str) -> Result<(String, sanbench_nbd::ClientOptions), CliError> {
     let mut o = sanbench_nbd::ClientOptions::default();
@@ -207,11 +207,15 @@ fn nbd_options(uri: &str) -> Result<(String, sanbench_nbd::ClientOptions), CliEr
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         match kv.split_once('=').unwrap_or((kv, "")) {
             ("submit_batch", v) => o.submit_batch = submit_batch(uri, v)?,
+            ("sockio", v) => {
+                o.socket = sanbench_nbd::SocketLayer::parse(v)
+                    .ok_or_else(|| usage(format!("{uri}: sockio must be uring or poll")))?
+            }
             ("socket", _) => keep.push(kv),
             (k, _) if k.starts_with("tls-") => keep.push(kv),
             (k, _) => {
                 return Err(usage(format!(
-                    "{uri}: unknown option '{k}' (submit_batch; socket for nbd+unix; \
+                    "{uri}: unknown option '{k}' (submit_batch, sockio; socket for nbd+unix; \
                      tls-certificates, tls-psk-file, tls-verify-peer, tls-hostname for nbds)"
                 )))
             }

@@ -9,6 +9,8 @@
 //! * [`rng`]: the seeded generator of the I/O path.
 //! * [`params`]: the engine-specific facts' map and the keys other crates read.
 //! * [`redact`]: secrets out of URIs before they are recorded or printed.
+//! * [`sockring`]: the initiators' sockets on io_uring (one `io_uring_enter` per round trip),
+//!   and [`SocketLayer`], the choice between it and the poll loop.
 //! * [`poison`]: the one lock-poison helper (from `sanbench-stats`).
 
 pub mod arena;
@@ -17,6 +19,7 @@ pub mod error;
 pub mod params;
 pub mod redact;
 pub mod rng;
+pub mod sockring;
 
 pub use sanbench_stats::poison;
 
@@ -27,3 +30,4 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use rng::Rng;
+pub use sockring::{SockRing, SocketLayer};

@@ -14,4 +14,5 @@ pub mod wire;
 
 pub use client::{open, ClientOptions};
 pub use error::NbdError;
+pub use sanbench_io::SocketLayer;
 pub use server::{serve, Server, ServerConfig, CONNECTION_THREAD_PREFIX};

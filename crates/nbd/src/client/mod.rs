@@ -24,7 +24,9 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sanbench_io::{Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_io::{
+    Allocation, EngineError, Queue, QueueConfig, SockRing, SocketLayer, Target, TargetInfo,
+};
 use serde_json::json;
 
 use crate::tls::{Connector, Tls, Wait};
@@ -52,6 +54,10 @@ pub struct ClientOptions {
     /// the default of 2 keeps that to one request (against nbdkit at QD 32 it halves the
     /// client's send calls and cuts its CPU per I/O by about a fifth).
     pub submit_batch: u32,
+    /// The socket layer asked for: the poll loop, or io_uring where this kernel has what it
+    /// needs (checked at open; plaintext only, TLS stays on the poll loop). The default is
+    /// `SANBENCH_SOCKET` from the environment, else poll.
+    pub socket: SocketLayer,
 }
 
 impl Default for ClientOptions {
@@ -62,6 +68,7 @@ impl Default for ClientOptions {
             fua: false,
             recv_buffer: 256 * 1024,
             submit_batch: 2,
+            socket: SocketLayer::from_env(),
         }
     }
 }
@@ -199,6 +206,13 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     // Leave politely: this connection only served to learn the export's parameters.
     disconnect(&mut sock);
     let mut info = target_info(uri, &addr, &export, &neg);
+    // Chosen once, here, and named in the engine info: the layer every queue uses.
+    let (socket, fallback) = choose_socket(opts.socket, tls.is_some(), SockRing::probe);
+    info.params.insert("socket".into(), json!(socket.name()));
+    if let Some(f) = fallback {
+        info.params
+            .insert("socket_fallback".into(), json!(format!("uring asked: {f}")));
+    }
     info.params
         .insert("tls".into(), tls_desc.map_or(json!(false), |d| json!(d)));
     Ok(Box::new(NbdTarget {
@@ -208,7 +222,29 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
         export,
         opts: opts.clone(),
         tls,
+        socket,
     }))
+}
+
+/// The socket layer a target's queues use: io_uring only when asked, over plaintext, and
+/// where `probe` finds what it needs; else the poll loop and, when io_uring was asked for, why
+/// not.
+fn choose_socket(
+    asked: SocketLayer,
+    tls: bool,
+    probe: impl FnOnce() -> Result<(), String>,
+) -> (SocketLayer, Option<String>) {
+    match asked {
+        SocketLayer::Poll => (SocketLayer::Poll, None),
+        SocketLayer::Uring if tls => (
+            SocketLayer::Poll,
+            Some("TLS records are made in user space".to_string()),
+        ),
+        SocketLayer::Uring => match probe() {
+            Ok(()) => (SocketLayer::Uring, None),
+            Err(e) => (SocketLayer::Poll, Some(e)),
+        },
+    }
 }
 
 /// Sends NBD_CMD_DISC (best effort: the connection is dropped next anyway), and TLS's
@@ -323,6 +359,8 @@ struct NbdTarget {
     opts: ClientOptions,
     /// The TLS credentials of an `nbds` URI, loaded once for every connection.
     tls: Option<Connector>,
+    /// The socket layer chosen at open.
+    socket: SocketLayer,
 }
 
 impl Target for NbdTarget {
@@ -360,7 +398,42 @@ impl Target for NbdTarget {
                 ),
             });
         }
-        let q = queue::NbdQueue::new(sock, self.addr.to_string(), &neg, &rest, cfg, &self.opts)?;
+        let q = queue::NbdQueue::new(
+            sock,
+            self.addr.to_string(),
+            &neg,
+            &rest,
+            cfg,
+            &self.opts,
+            self.socket,
+        )?;
         Ok(Box::new(q))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_uring_is_used_only_when_asked_plaintext_and_supported() {
+        let ok = || Ok(());
+        let old = || Err("no IORING_OP_RECV".to_string());
+        assert_eq!(
+            choose_socket(SocketLayer::Uring, false, ok),
+            (SocketLayer::Uring, None)
+        );
+        assert_eq!(
+            choose_socket(SocketLayer::Poll, false, ok),
+            (SocketLayer::Poll, None)
+        );
+        let (l, why) = choose_socket(SocketLayer::Uring, false, old);
+        assert_eq!(
+            (l, why.as_deref()),
+            (SocketLayer::Poll, Some("no IORING_OP_RECV"))
+        );
+        let (l, why) = choose_socket(SocketLayer::Uring, true, ok);
+        assert_eq!(l, SocketLayer::Poll);
+        assert!(why.unwrap().contains("TLS"));
     }
 }

@@ -13,13 +13,16 @@
 //! * The socket stays blocking with `SO_RCVTIMEO` = the I/O timeout: a wait for replies is one
 //!   `recv`, and a silent server turns into [`EngineError::Timeout`] after exactly that long.
 //!   Sends that must not block use `MSG_DONTWAIT`.
+//! * Over io_uring (`SocketLayer::Uring`, [`ring`]) the same buffers are handed to a ring
+//!   instead: the batch's SENDMSG and the next RECV go in with the `io_uring_enter` that waits
+//!   for the reply, one system call per round trip.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_io::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig};
+use sanbench_io::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, SocketLayer};
 use serde_json::json;
 
 use super::handshake::Negotiated;
@@ -37,6 +40,7 @@ const DIRECT_MIN: usize = 16 * 1024;
 const HOLD_MAX: Duration = Duration::from_micros(50);
 
 mod replies;
+mod ring;
 mod sock;
 mod wait;
 
@@ -91,6 +95,12 @@ pub(crate) struct NbdQueue {
     sends: u64,
     recvs: u64,
     direct_bytes: u64,
+    /// The socket on io_uring, or `None` for the poll loop.
+    ring: Option<Box<ring::RingSide>>,
+    /// Why io_uring was asked for and not used.
+    fallback: Option<String>,
+    /// `close` ran: the connection ends in an orderly way.
+    closed: bool,
 }
 
 impl NbdQueue {
@@ -101,6 +111,7 @@ impl NbdQueue {
         rest: &[u8],
         cfg: &QueueConfig,
         opts: &ClientOptions,
+        layer: SocketLayer,
     ) -> Result<NbdQueue, EngineError> {
         let timeout = cfg.io_timeout.max(Duration::from_millis(1));
         sock.sock
@@ -123,6 +134,13 @@ impl NbdQueue {
             buf: 0,
             error: 0,
         };
+        let (ring, fallback) = match layer {
+            SocketLayer::Poll => (None, None),
+            SocketLayer::Uring => match ring::RingSide::open(sock.fd()) {
+                Ok(r) => (Some(Box::new(r)), None),
+                Err(e) => (None, Some(e)),
+            },
+        };
         Ok(NbdQueue {
             sock,
             peer,
@@ -144,6 +162,9 @@ impl NbdQueue {
             sends: 0,
             recvs: 0,
             direct_bytes: 0,
+            ring,
+            fallback,
+            closed: false,
         })
     }
 
@@ -297,6 +318,10 @@ impl NbdQueue {
 
 impl Queue for NbdQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        if self.ring.is_some() {
+            // The header buffer is about to grow: no send may be reading it.
+            self.ring_finish_send()?;
+        }
         for io in ios {
             self.queue_request(io)?;
         }
@@ -310,6 +335,17 @@ impl Queue for NbdQueue {
         self.flush_due()?;
         if want == 0 && self.inflight > 0 {
             self.recv_some(false)?;
+        }
+        while self.ready.len() < want && self.ring.is_some() {
+            // On the ring a wait for a reply is also the wait a held request makes for company.
+            let hold = self.unsent > 0;
+            let got = self.ring_wait(if hold { HOLD_MAX } else { self.timeout })?;
+            if !got && hold {
+                self.send_all()?;
+            } else if !got {
+                return Err(self.timed_out());
+            }
+            self.flush_due()?;
         }
         while self.ready.len() < want {
             // Held requests wait for company only as long as a reply is about to arrive: on a
@@ -334,6 +370,17 @@ impl Queue for NbdQueue {
 
     fn readiness(&self) -> Option<sanbench_io::Readiness<'_>> {
         use std::os::fd::AsFd;
+        if let Some(r) = &self.ring {
+            return Some(sanbench_io::Readiness {
+                fd: r.fd(),
+                write: false,
+                // Entries not yet in the kernel (a deferred send, no receive posted) make no
+                // completion: reap(0) has to enter first.
+                held: !self.ready.is_empty()
+                    || r.needs_enter()
+                    || (self.inflight > 0 && !r.recv_posted()),
+            });
+        }
         Some(sanbench_io::Readiness {
             fd: self.sock.as_fd(),
             write: false,
@@ -349,10 +396,24 @@ impl Queue for NbdQueue {
         m.insert("nbd_recv_calls".into(), json!(self.recvs));
         m.insert("nbd_direct_recv_bytes".into(), json!(self.direct_bytes));
         m.insert("nbd_submit_batch".into(), json!(self.submit_batch));
+        let layer = if self.ring.is_some() {
+            SocketLayer::Uring
+        } else {
+            SocketLayer::Poll
+        };
+        m.insert("nbd_socket".into(), json!(layer.name()));
+        if let Some(r) = &self.ring {
+            m.insert("nbd_ring_enters".into(), json!(r.enters()));
+            m.insert("nbd_ring_setup".into(), json!(r.mode()));
+        }
+        if let Some(f) = &self.fallback {
+            m.insert("nbd_socket_fallback".into(), json!(f));
+        }
         m
     }
 
     fn close(&mut self) -> Result<(), EngineError> {
+        self.closed = true;
         let mut h = [0u8; REQUEST_LEN];
         Request {
             flags: 0,
@@ -362,6 +423,9 @@ impl Queue for NbdQueue {
             len: 0,
         }
         .encode_to(&mut h);
+        if self.ring.is_some() {
+            self.ring_finish_send()?;
+        }
         let fd = self.sock.fd();
         if let Some(t) = &mut self.sock.tls {
             let r = t.send_all(fd, &h);
@@ -371,6 +435,24 @@ impl Queue for NbdQueue {
         match rustix::net::send(&self.sock, &h, Wait::Block.send_flags()) {
             Ok(_) => Ok(()),
             Err(e) => Err(self.io_error(e.into())),
+        }
+    }
+}
+
+impl Drop for NbdQueue {
+    /// The ring may still hold a receive into the receive buffer or the arena (a queue
+    /// dropped after an error): it is cancelled and waited out before they go. A ring queue
+    /// dropped without `close` is a failed path being abandoned (multipath): its socket is
+    /// reset (SO_LINGER 0), as multipath does through `readiness` for a poll-loop queue
+    /// (whose readiness fd is the socket; a ring queue's is the ring), so that nothing the
+    /// socket still holds reaches the server after the I/Os are reissued elsewhere.
+    fn drop(&mut self) {
+        if let Some(r) = &mut self.ring {
+            r.drain();
+            if !self.closed {
+                let _ =
+                    rustix::net::sockopt::set_socket_linger(&self.sock.sock, Some(Duration::ZERO));
+            }
         }
     }
 }

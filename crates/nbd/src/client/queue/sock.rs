@@ -2,6 +2,7 @@
 //! the TLS session) and receiving replies (large `recv`s, READ data straight into the arena).
 
 use std::io::{self, IoSlice};
+use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::net::SendAncillaryBuffer;
@@ -15,6 +16,9 @@ use super::{NbdQueue, Recv, Seg, DIRECT_MIN, IOV_BATCH};
 impl NbdQueue {
     /// Sends every queued segment, draining replies whenever the socket is full.
     pub(super) fn send_all(&mut self) -> Result<(), EngineError> {
+        if self.ring.is_some() {
+            return self.ring_send_all();
+        }
         if self.sock.tls.is_some() {
             return self.send_all_tls();
         }
@@ -73,6 +77,13 @@ impl NbdQueue {
 
     /// One `recv` (blocking up to the I/O timeout unless `block` is false), then parses.
     pub(super) fn recv_some(&mut self, block: bool) -> Result<(), EngineError> {
+        if self.ring.is_some() {
+            let wait = if block { self.timeout } else { Duration::ZERO };
+            if !self.ring_wait(wait)? && block {
+                return Err(self.timed_out());
+            }
+            return Ok(());
+        }
         let wait = if block { Wait::Block } else { Wait::Never };
         if let Recv::Data {
             tag,

@@ -38,6 +38,10 @@ impl NbdQueue {
 
     /// Whether a reply arrives within `d` (poll for POLLIN).
     pub(super) fn readable_within(&mut self, d: Duration) -> Result<bool, EngineError> {
+        // On the ring, the wait takes the reply in too.
+        if self.ring.is_some() {
+            return self.ring_wait(d);
+        }
         // Decrypted replies already inside the TLS session: a poll would not see them.
         if self.sock.tls.as_ref().is_some_and(|t| t.has_buffered()) {
             return Ok(true);

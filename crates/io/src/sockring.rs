@@ -1,0 +1,398 @@
+//! Sockets on io_uring: the initiators' sends and receives submitted and reaped together.
+//!
+//! A protocol queue over the poll loop pays a `sendmsg` and a blocking `recv` (and, when it
+//! waits on several things, a `poll`) per round trip. Over a [`SockRing`] it only fills
+//! submission entries (a SENDMSG of the batch, a RECV into its receive buffer) and makes one
+//! `io_uring_enter` that submits them and sleeps until the reply is in: one system call per
+//! round trip. The ring fd is pollable, so a caller that waits on several queues (multipath)
+//! can still wait on it as on a socket.
+//!
+//! The layer knows nothing of any protocol: the wire modules stay sans-I/O, and the queue
+//! that owns a ring decides what to send and where a receive lands. The ring only
+//! guarantees the bookkeeping every user needs: which operations are in the kernel, a wait
+//! bounded by a timeout (IORING_FEAT_EXT_ARG), and [`SockRing::drain`], which cancels what is
+//! still in flight and waits it out, so no buffer is written after its owner is gone.
+//!
+//! [`SockRing::probe`] says at open whether this kernel has what is used (the ring, the
+//! extended-argument wait, SENDMSG, RECV, ASYNC_CANCEL); a queue falls back to its poll loop
+//! when it does not, and says so in its engine info.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, types, IoUring, Probe};
+
+/// Which socket layer a network initiator uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SocketLayer {
+    /// Blocking `recv` with `SO_RCVTIMEO`, `sendmsg`, `poll` to wait on several things.
+    #[default]
+    Poll,
+    /// A [`SockRing`] per queue: one `io_uring_enter` per round trip.
+    Uring,
+}
+
+/// The environment variable that sets the default socket layer (`uring` or `poll`), so that
+/// whole test suites can be run over either layer without changing a URI.
+pub const SOCKET_ENV: &str = "SANBENCH_SOCKET";
+
+impl SocketLayer {
+    /// `poll` or `uring` (the names in URIs, the environment and the result).
+    pub fn parse(s: &str) -> Option<SocketLayer> {
+        match s {
+            "poll" => Some(SocketLayer::Poll),
+            "uring" | "io_uring" => Some(SocketLayer::Uring),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SocketLayer::Poll => "poll",
+            SocketLayer::Uring => "uring",
+        }
+    }
+
+    /// The default: [`SOCKET_ENV`] when set to a known name, else poll.
+    pub fn from_env() -> SocketLayer {
+        std::env::var(SOCKET_ENV)
+            .ok()
+            .and_then(|v| SocketLayer::parse(v.trim()))
+            .unwrap_or_default()
+    }
+}
+
+/// One completion: the `user_data` the operation was pushed with and its result (bytes, or a
+/// negative errno).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cqe {
+    pub user_data: u64,
+    pub result: i32,
+}
+
+/// A ring over a few registered sockets.
+pub struct SockRing {
+    ring: IoUring,
+    /// Operations pushed and not yet completed (in the submission queue or in the kernel).
+    in_flight: u32,
+    /// Entries pushed since the last `io_uring_enter`.
+    queued: u32,
+    mode: &'static str,
+    enters: u64,
+}
+
+impl SockRing {
+    /// Why this kernel cannot run the layer, or `Ok` when it can.
+    pub fn probe() -> Result<(), String> {
+        let ring = IoUring::new(2).map_err(|e| format!("io_uring_setup: {e}"))?;
+        check(&ring)
+    }
+
+    /// A ring with `fds` registered as fixed files 0, 1, ... (the queue keeps them open for
+    /// the ring's life).
+    pub fn open(fds: &[RawFd], entries: u32) -> Result<SockRing, String> {
+        // COOP_TASKRUN: a receive's completion work runs when this thread next enters the
+        // kernel instead of interrupting it; older kernels refuse the flag.
+        let (ring, mode) = match IoUring::builder().setup_coop_taskrun().build(entries) {
+            Ok(r) => (r, "coop_taskrun"),
+            Err(_) => (
+                IoUring::new(entries).map_err(|e| format!("io_uring_setup: {e}"))?,
+                "plain",
+            ),
+        };
+        check(&ring)?;
+        ring.submitter()
+            .register_files(fds)
+            .map_err(|e| format!("io_uring register_files: {e}"))?;
+        Ok(SockRing {
+            ring,
+            in_flight: 0,
+            queued: 0,
+            mode,
+            enters: 0,
+        })
+    }
+
+    /// How the ring was set up (`coop_taskrun` or `plain`).
+    pub fn mode(&self) -> &'static str {
+        self.mode
+    }
+
+    /// The ring's fd: readable when completions wait to be taken.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the fd belongs to `self.ring` and stays open as long as the borrow of self.
+        unsafe { BorrowedFd::borrow_raw(self.ring.as_raw_fd()) }
+    }
+
+    /// Operations pushed and not completed.
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// Whether entries wait for the next `enter` to reach the kernel.
+    pub fn has_queued(&self) -> bool {
+        self.queued > 0
+    }
+
+    /// `io_uring_enter` calls made.
+    pub fn enters(&self) -> u64 {
+        self.enters
+    }
+
+    /// Pushes a SENDMSG on fixed file `file`.
+    ///
+    /// # Safety
+    /// `msg`, its iovec array and every buffer it names must stay valid and unmodified until
+    /// the completion carrying `user_data` has been taken (or [`drain`](Self::drain) returned).
+    pub unsafe fn send_msg(
+        &mut self,
+        file: u32,
+        msg: *const libc::msghdr,
+        flags: i32,
+        user_data: u64,
+    ) -> io::Result<()> {
+        let e = opcode::SendMsg::new(types::Fixed(file), msg)
+            .flags(flags as u32)
+            .build()
+            .user_data(user_data);
+        // SAFETY: the caller keeps `msg` and its buffers alive and untouched until completion.
+        unsafe { self.push(&e) }
+    }
+
+    /// Pushes a RECV of up to `len` bytes into `buf` on fixed file `file`.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay valid, and neither read nor written by anyone else, until the
+    /// completion carrying `user_data` has been taken (or [`drain`](Self::drain) returned).
+    pub unsafe fn recv(
+        &mut self,
+        file: u32,
+        buf: *mut u8,
+        len: u32,
+        user_data: u64,
+    ) -> io::Result<()> {
+        let e = opcode::Recv::new(types::Fixed(file), buf, len)
+            .build()
+            .user_data(user_data);
+        // SAFETY: the caller owns the region exclusively until completion.
+        unsafe { self.push(&e) }
+    }
+
+    /// # Safety
+    /// Whatever `e` points at lives until its completion is taken.
+    unsafe fn push(&mut self, e: &io_uring::squeue::Entry) -> io::Result<()> {
+        if self.ring.submission().is_full() {
+            self.enter(0, None)?;
+        }
+        // SAFETY: forwarded from the callers; the queue has room (made just above).
+        unsafe { self.ring.submission().push(e) }
+            .map_err(|_| io::Error::other("io_uring submission queue full"))?;
+        self.in_flight += 1;
+        self.queued += 1;
+        Ok(())
+    }
+
+    /// Submits what is queued and waits until at least `want` completions are in the
+    /// completion queue, or `timeout` passes (`None`: as long as it takes; zero: no wait).
+    /// Without anything queued and `want` 0 it makes no system call. Returns whether `want`
+    /// completions are there (false: the timeout passed, or a signal came first).
+    pub fn enter(&mut self, want: u32, timeout: Option<Duration>) -> io::Result<bool> {
+        if want == 0 && self.queued == 0 {
+            return Ok(true);
+        }
+        let want = want.min(self.in_flight) as usize;
+        self.enters += 1;
+        let r = match timeout {
+            Some(t) if want > 0 => {
+                let ts = types::Timespec::new()
+                    .sec(t.as_secs())
+                    .nsec(t.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(want, &args)
+            }
+            _ => self.ring.submitter().submit_and_wait(want),
+        };
+        match r {
+            Ok(n) => self.queued = self.queued.saturating_sub(n as u32),
+            Err(e) => match e.raw_os_error() {
+                // The entries went in; the wait ended at the deadline.
+                Some(libc::ETIME) => self.queued = 0,
+                // A signal, or a full completion queue (taking completions makes room).
+                Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => {}
+                _ => return Err(e),
+            },
+        }
+        // A wait that submitted entries returns their count even when it timed out, so the
+        // completion queue is what tells.
+        Ok(self.ring.completion().len() >= want)
+    }
+
+    /// Moves every completion waiting in the ring into `out`.
+    pub fn take(&mut self, out: &mut Vec<Cqe>) {
+        for c in self.ring.completion() {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            out.push(Cqe {
+                user_data: c.user_data(),
+                result: c.result(),
+            });
+        }
+    }
+
+    /// Cancels every operation still in flight and waits (up to `limit`) until the kernel has
+    /// completed them all, discarding their results: after it returns the ring no longer
+    /// touches any buffer. Call it before the buffers or the registered sockets go away.
+    pub fn drain(&mut self, user_datas: &[u64], limit: Duration) {
+        let end = Instant::now() + limit;
+        let mut sink = Vec::new();
+        self.take(&mut sink);
+        if self.in_flight == 0 {
+            return;
+        }
+        for &u in user_datas {
+            let e = opcode::AsyncCancel::new(u).build().user_data(u64::MAX);
+            // SAFETY: a cancel names no buffer.
+            if unsafe { self.push(&e) }.is_err() {
+                break;
+            }
+        }
+        while self.in_flight > 0 {
+            let now = Instant::now();
+            if now >= end || self.enter(1, Some(end - now)).is_err() {
+                break;
+            }
+            self.take(&mut sink);
+        }
+    }
+}
+
+/// What the layer needs of the kernel.
+fn check(ring: &IoUring) -> Result<(), String> {
+    if !ring.params().is_feature_ext_arg() {
+        return Err("no IORING_FEAT_EXT_ARG (Linux 5.11+) for a bounded wait".into());
+    }
+    let mut probe = Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(|e| format!("io_uring probe: {e}"))?;
+    for (code, name) in [
+        (opcode::SendMsg::CODE, "SENDMSG"),
+        (opcode::Recv::CODE, "RECV"),
+        (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+    ] {
+        if !probe.is_supported(code) {
+            return Err(format!("no IORING_OP_{name}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    fn pair() -> (UnixStream, UnixStream) {
+        UnixStream::pair().unwrap()
+    }
+
+    #[test]
+    fn layer_names_parse_back() {
+        for l in [SocketLayer::Poll, SocketLayer::Uring] {
+            assert_eq!(SocketLayer::parse(l.name()), Some(l));
+        }
+        assert_eq!(SocketLayer::parse("epoll"), None);
+    }
+
+    #[test]
+    fn send_and_receive_in_one_enter() {
+        if SockRing::probe().is_err() {
+            eprintln!("skipped: no io_uring here");
+            return;
+        }
+        let (a, b) = pair();
+        let mut r = SockRing::open(&[a.as_raw_fd()], 8).unwrap();
+        // The peer answers whatever arrives with the same bytes.
+        let echo = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let mut b = b;
+            let mut buf = [0u8; 5];
+            b.read_exact(&mut buf).unwrap();
+            b.write_all(&buf).unwrap();
+        });
+        let data = *b"hello";
+        let mut iov = libc::iovec {
+            iov_base: data.as_ptr() as *mut _,
+            iov_len: data.len(),
+        };
+        // SAFETY: zeroed msghdr is valid; filled with the one iovec above.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        let mut rbuf = [0u8; 16];
+        // SAFETY: msg, iov, data and rbuf outlive the waits below, which take both
+        // completions.
+        unsafe {
+            r.send_msg(0, &msg, 0, 1).unwrap();
+            r.recv(0, rbuf.as_mut_ptr(), rbuf.len() as u32, 2).unwrap();
+        }
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            assert!(r.enter(1, Some(Duration::from_secs(5))).unwrap());
+            r.take(&mut got);
+        }
+        got.sort_by_key(|c| c.user_data);
+        assert_eq!(
+            got[0],
+            Cqe {
+                user_data: 1,
+                result: 5
+            }
+        );
+        assert_eq!(got[1].user_data, 2);
+        assert_eq!(&rbuf[..got[1].result as usize], b"hello");
+        assert_eq!(r.in_flight(), 0);
+        echo.join().unwrap();
+    }
+
+    #[test]
+    fn a_silent_peer_times_out_and_drain_cancels() {
+        if SockRing::probe().is_err() {
+            return;
+        }
+        let (a, _b) = pair();
+        let mut r = SockRing::open(&[a.as_raw_fd()], 8).unwrap();
+        let mut rbuf = [0u8; 16];
+        // SAFETY: drain below completes the receive before rbuf goes away.
+        unsafe { r.recv(0, rbuf.as_mut_ptr(), 16, 7).unwrap() };
+        let t = Instant::now();
+        assert!(!r.enter(1, Some(Duration::from_millis(50))).unwrap());
+        assert!(t.elapsed() >= Duration::from_millis(40));
+        assert_eq!(r.in_flight(), 1);
+        r.drain(&[7], Duration::from_secs(5));
+        assert_eq!(r.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_closed_peer_completes_the_receive_with_zero() {
+        if SockRing::probe().is_err() {
+            return;
+        }
+        let (a, b) = pair();
+        let mut r = SockRing::open(&[a.as_raw_fd()], 8).unwrap();
+        let mut rbuf = [0u8; 16];
+        // SAFETY: the wait below takes the receive's completion before rbuf goes away.
+        unsafe { r.recv(0, rbuf.as_mut_ptr(), 16, 3).unwrap() };
+        drop(b);
+        let mut got = Vec::new();
+        assert!(r.enter(1, Some(Duration::from_secs(5))).unwrap());
+        r.take(&mut got);
+        assert_eq!(
+            got,
+            vec![Cqe {
+                user_data: 3,
+                result: 0
+            }]
+        );
+    }
+}

@@ -1,0 +1,355 @@
+//! The queue's socket on io_uring ([`SockRing`]): the batch's SENDMSG and the next RECV are
+//! queued and go to the kernel in the `io_uring_enter` that also waits for the reply, so a
+//! round trip costs one system call instead of a `sendmsg` and a `recv`.
+//!
+//! What the kernel may touch, and when: a SENDMSG reads `hdrs`, the arena regions of the
+//! batch's WRITEs and the `iov`/`msg` kept here, so none of them changes until its completion
+//! (`submit` first waits the send out, which on loopback has always completed during the
+//! enter that submitted it); a RECV writes either the free tail of the receive buffer or the
+//! rest of one in-flight READ's arena region, and nothing is parsed or moved in the receive
+//! buffer until it completes. Dropping the queue cancels both and waits them out.
+
+use std::time::{Duration, Instant};
+
+use sanbench_io::sockring::Cqe;
+use sanbench_io::{EngineError, SockRing};
+
+use super::{NbdQueue, Recv, Seg, DIRECT_MIN};
+
+const SEND: u64 = 1;
+const RECV: u64 = 2;
+/// Most iovecs per SENDMSG (the kernel's UIO_MAXIOV).
+const IOV_MAX: usize = 1024;
+/// A send this small has always completed while the enter submitting it ran (a loopback or
+/// LAN socket's buffer takes it): the enter waits for its completion and the reply's
+/// together. A larger one may wait for the peer to read, so the enter waits for the first.
+const INLINE_SEND: usize = 64 * 1024;
+
+/// Where the posted receive writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RecvTo {
+    /// The receive buffer's free tail.
+    Buf,
+    /// The rest of the READ being received (`Recv::Data`), straight into the arena.
+    Direct,
+}
+
+pub(crate) struct RingSide {
+    ring: SockRing,
+    iov: Vec<libc::iovec>,
+    msg: Box<libc::msghdr>,
+    /// The send in the kernel: the segment and the offset in it where it started, and its
+    /// length.
+    send: Option<(usize, usize, usize)>,
+    /// A send pushed since the last enter, small enough to complete inside it.
+    send_inline: bool,
+    recv: Option<RecvTo>,
+    cqes: Vec<Cqe>,
+}
+
+// SAFETY: the raw pointers in `iov` and `msg` point into buffers the queue owns (its header
+// buffer, its arena, `iov` itself); the queue moves between threads only as a whole, with
+// them.
+unsafe impl Send for RingSide {}
+
+impl RingSide {
+    pub(crate) fn open(fd: std::os::fd::RawFd) -> Result<RingSide, String> {
+        Ok(RingSide {
+            ring: SockRing::open(&[fd], 8)?,
+            iov: Vec::with_capacity(IOV_MAX),
+            // SAFETY: an all-zero msghdr is a valid empty one.
+            msg: Box::new(unsafe { std::mem::zeroed() }),
+            send: None,
+            send_inline: false,
+            recv: None,
+            cqes: Vec::with_capacity(4),
+        })
+    }
+
+    pub(crate) fn mode(&self) -> &'static str {
+        self.ring.mode()
+    }
+
+    pub(crate) fn enters(&self) -> u64 {
+        self.ring.enters()
+    }
+
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.ring.fd()
+    }
+
+    /// Whether a caller polling the ring fd would miss work: entries not yet submitted.
+    pub(crate) fn needs_enter(&self) -> bool {
+        self.ring.has_queued()
+    }
+
+    pub(crate) fn recv_posted(&self) -> bool {
+        self.recv.is_some()
+    }
+
+    /// Cancels what is in flight and waits for it (the buffers go next).
+    pub(crate) fn drain(&mut self) {
+        self.ring.drain(&[SEND, RECV], Duration::from_secs(5));
+        self.send = None;
+        self.recv = None;
+    }
+}
+
+impl NbdQueue {
+    fn ring(&mut self) -> &mut RingSide {
+        self.ring.as_mut().expect("ring mode")
+    }
+
+    /// `send_all` on the ring: the queued segments become one SENDMSG, submitted by the next
+    /// enter.
+    pub(super) fn ring_send_all(&mut self) -> Result<(), EngineError> {
+        self.ring_finish_send()?;
+        if self.segs.is_empty() {
+            return Ok(());
+        }
+        self.ring_push_send(0, 0)?;
+        self.unsent = 0;
+        Ok(())
+    }
+
+    /// Pushes a SENDMSG of the segments from `seg` (skipping `skip` bytes of it).
+    fn ring_push_send(&mut self, seg: usize, skip: usize) -> Result<(), EngineError> {
+        let mut iov = std::mem::take(&mut self.ring().iov);
+        iov.clear();
+        let mut total = 0;
+        for (i, s) in self.segs[seg..].iter().take(IOV_MAX).enumerate() {
+            let (ptr, len) = match *s {
+                Seg::Hdr { start, len } => (self.hdrs[start..start + len].as_ptr(), len),
+                // SAFETY: bounds were checked against the arena in `queue_request`; the
+                // scheduler does not modify a WRITE's source region while it is in flight, and
+                // the kernel only reads it.
+                Seg::Data { buf, len } => (unsafe { self.arena.slice(buf, len) }.as_ptr(), len),
+            };
+            let off = if i == 0 { skip } else { 0 };
+            iov.push(libc::iovec {
+                iov_base: ptr.wrapping_add(off) as *mut libc::c_void,
+                iov_len: len - off,
+            });
+            total += len - off;
+        }
+        let r = self.ring();
+        r.iov = iov;
+        r.msg.msg_iov = r.iov.as_mut_ptr();
+        r.msg.msg_iovlen = r.iov.len() as _;
+        r.send = Some((seg, skip, total));
+        r.send_inline = total <= INLINE_SEND;
+        // SAFETY: `msg` and `iov` live in the boxed ring side, `hdrs` and the arena regions
+        // stay untouched while `send` is Some (every change to them waits in
+        // `ring_finish_send` first), and drop drains the ring before any of them goes.
+        let pushed = unsafe { r.ring.send_msg(0, &*r.msg, libc::MSG_WAITALL, SEND) };
+        pushed.map_err(|e| self.io_error(e))
+    }
+
+    /// Waits until no send is in the kernel, so that the header buffer and the segments may
+    /// change. On loopback the completion is already there and no system call is made.
+    pub(super) fn ring_finish_send(&mut self) -> Result<(), EngineError> {
+        let deadline = Instant::now() + self.timeout;
+        while self.ring.as_ref().is_some_and(|r| r.send.is_some()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.timed_out());
+            }
+            let r = self.ring();
+            let n = if r.ring.has_queued() { 0 } else { 1 };
+            r.ring.enter(n, Some(left)).map_err(|e| self.io_error(e))?;
+            self.ring_take()?;
+        }
+        if self.segs.is_empty() {
+            return Ok(());
+        }
+        if self.unsent == 0 {
+            self.segs.clear();
+            self.hdrs.clear();
+        }
+        Ok(())
+    }
+
+    /// Posts the next receive unless one is in the kernel: into the rest of a large READ
+    /// when nothing is buffered, else into the receive buffer's free tail (moving what is
+    /// buffered to the front when the tail is short).
+    fn ring_post_recv(&mut self) -> Result<(), EngineError> {
+        if self.ring.as_ref().is_some_and(|r| r.recv.is_some()) {
+            return Ok(());
+        }
+        if let Recv::Data { at, remaining, .. } = self.state {
+            if self.rpos == self.rlen && remaining >= DIRECT_MIN {
+                // SAFETY: the region belongs to the in-flight READ being received (checked
+                // against the I/O's range when its header was parsed); the scheduler does not
+                // touch it until the completion is reaped, and drop drains the ring first.
+                let dst = unsafe { self.arena.slice_mut(at, remaining) }.as_mut_ptr();
+                let len = remaining.min(u32::MAX as usize) as u32;
+                let r = self.ring();
+                // SAFETY: as above: the READ's own region, exclusively ours until completion.
+                let pushed = unsafe { r.ring.recv(0, dst, len, RECV) };
+                r.recv = Some(RecvTo::Direct);
+                return pushed.map_err(|e| self.io_error(e));
+            }
+        }
+        if self.rpos == self.rlen {
+            self.rpos = 0;
+            self.rlen = 0;
+        } else if self.rpos > 0 && self.rbuf.len() - self.rlen < 4096 {
+            self.rbuf.copy_within(self.rpos..self.rlen, 0);
+            self.rlen -= self.rpos;
+            self.rpos = 0;
+        }
+        let room = (self.rbuf.len() - self.rlen).min(u32::MAX as usize) as u32;
+        let ptr = self.rbuf[self.rlen..].as_mut_ptr();
+        let r = self.ring();
+        // SAFETY: the free tail of the receive buffer, which nothing reads or moves until this
+        // receive completes (parsing runs on completions only); drop drains the ring first.
+        let pushed = unsafe { r.ring.recv(0, ptr, room, RECV) };
+        r.recv = Some(RecvTo::Buf);
+        pushed.map_err(|e| self.io_error(e))
+    }
+
+    /// Submits what is queued, waits up to `wait` for a reply (zero: only looks), and handles
+    /// what completed. Returns whether a receive completed.
+    pub(super) fn ring_wait(&mut self, wait: Duration) -> Result<bool, EngineError> {
+        if wait.is_zero() {
+            return self.ring_look();
+        }
+        let deadline = Instant::now() + wait;
+        if self.inflight > 0 {
+            self.ring_post_recv()?;
+        }
+        loop {
+            let r = self.ring();
+            let want = 1 + u32::from(std::mem::take(&mut r.send_inline));
+            let left = deadline.saturating_duration_since(Instant::now());
+            r.ring
+                .enter(want, Some(left))
+                .map_err(|e| self.io_error(e))?;
+            if self.ring_take()? {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// A look without waiting (`reap(0)`, multipath's pass over the ready paths): what has
+    /// completed is taken first, then the next receive is posted and submitted with any
+    /// queued send in one enter, so the ring is left with a receive in the kernel and the
+    /// caller's next poll of the ring fd covers this path (no second pass to post it).
+    fn ring_look(&mut self) -> Result<bool, EngineError> {
+        let mut got = self.ring_take()?;
+        if self.inflight > 0 {
+            self.ring_post_recv()?;
+        }
+        let r = self.ring();
+        if r.ring.has_queued() {
+            r.send_inline = false;
+            r.ring
+                .enter(0, Some(Duration::ZERO))
+                .map_err(|e| self.io_error(e))?;
+            got |= self.ring_take()?;
+        }
+        Ok(got)
+    }
+
+    /// Handles the completions in the ring; true if a receive brought bytes.
+    fn ring_take(&mut self) -> Result<bool, EngineError> {
+        let mut cqes = std::mem::take(&mut self.ring().cqes);
+        self.ring().ring.take(&mut cqes);
+        let mut got = false;
+        let mut r = Ok(());
+        for c in cqes.drain(..) {
+            if r.is_err() {
+                continue;
+            }
+            r = match c.user_data {
+                SEND => self.ring_sent(c.result),
+                RECV => self.ring_received(c.result).map(|()| got = true),
+                _ => Ok(()),
+            };
+        }
+        self.ring().cqes = cqes;
+        r.map(|()| got)
+    }
+
+    fn ring_sent(&mut self, res: i32) -> Result<(), EngineError> {
+        self.sends += 1;
+        let Some((mut seg, mut skip, total)) = self.ring().send.take() else {
+            return Ok(());
+        };
+        if res < 0 {
+            return Err(self.errno(-res));
+        }
+        let mut sent = res as usize;
+        if sent >= total && seg + self.ring().iov.len() >= self.segs.len() {
+            return Ok(());
+        }
+        // A short send (a signal, or more segments than one SENDMSG takes): the rest again.
+        while sent > 0 && seg < self.segs.len() {
+            let len = match self.segs[seg] {
+                Seg::Hdr { len, .. } | Seg::Data { len, .. } => len,
+            };
+            if sent >= len - skip {
+                sent -= len - skip;
+                seg += 1;
+                skip = 0;
+            } else {
+                skip += sent;
+                sent = 0;
+            }
+        }
+        self.ring_push_send(seg, skip)
+    }
+
+    fn ring_received(&mut self, res: i32) -> Result<(), EngineError> {
+        self.recvs += 1;
+        let Some(to) = self.ring().recv.take() else {
+            return Ok(());
+        };
+        let n = match res {
+            0 => return Err(self.disconnected("server closed the connection")),
+            r if r == -libc::EINTR || r == -libc::EAGAIN => return Ok(()),
+            r if r < 0 => return Err(self.errno(-r)),
+            r => r as usize,
+        };
+        match (to, &self.state) {
+            (
+                RecvTo::Direct,
+                &Recv::Data {
+                    tag,
+                    at,
+                    remaining,
+                    done,
+                },
+            ) => {
+                let n = n.min(remaining);
+                self.direct_bytes += n as u64;
+                self.state = Recv::Data {
+                    tag,
+                    at: at + n,
+                    remaining: remaining - n,
+                    done,
+                };
+                if n == remaining {
+                    self.state = Recv::Header;
+                    if done {
+                        let e = self.slots[tag as usize].error;
+                        self.complete(tag, e);
+                    }
+                }
+                Ok(())
+            }
+            (RecvTo::Direct, Recv::Header) => Err(self.protocol("receive state lost")),
+            (RecvTo::Buf, _) => {
+                self.rlen = (self.rlen + n).min(self.rbuf.len());
+                self.process()
+            }
+        }
+    }
+
+    fn errno(&self, e: i32) -> EngineError {
+        self.io_error(std::io::Error::from_raw_os_error(e))
+    }
+}
