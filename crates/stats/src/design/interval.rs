@@ -93,16 +93,23 @@ pub(super) struct Fit {
     /// Residual mean square (σ² estimate; 0 when df = 0).
     pub(super) ms: f64,
     pub(super) n: usize,
+    /// The largest bias the estimate may carry whatever the rounds (counting's, see
+    /// `Table::count_bias`): added to the half-width, never shrinking with `n`.
+    pub(super) bias: f64,
 }
 
 impl Fit {
-    /// The t interval's half-width after `n` rounds with residual mean square `ms`.
+    /// The t interval's half-width after `n` rounds with residual mean square `ms`, widened by
+    /// the bias bound: the estimate's error is a noise the t quantile bounds at the level plus
+    /// a bias at most `bias`, so the sum bounds it at the level (the conservative, "simple"
+    /// form of a bias-aware interval: Armstrong and Kolesár, "Simple and honest confidence
+    /// intervals in nonparametric regression", Quantitative Economics 11 (2020) 1-39).
     pub(super) fn half_width_at(&self, n: usize, ms: f64, alpha: f64) -> f64 {
         let df = self.df_per_round * n as f64 - self.df_lost;
         if df <= 0.0 || !(alpha > 0.0 && alpha < 1.0) {
             return f64::INFINITY;
         }
-        t_quantile(1.0 - alpha / 2.0, df) * (ms * self.v1 / n as f64).sqrt()
+        t_quantile(1.0 - alpha / 2.0, df) * (ms * self.v1 / n as f64).sqrt() + self.bias
     }
 
     pub(super) fn judge(&self, mg: Margins, hw: f64) -> Judged {
