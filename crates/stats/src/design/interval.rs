@@ -164,19 +164,36 @@ pub fn t_quantile(q: f64, df: f64) -> f64 {
 /// (about `−(1 + 3φ)/n`, Marriott and Pope 1954) and floored at 0 (a negative one is not used
 /// to narrow an interval): the AR(1) coefficient the interval is widened for.
 pub fn lag1(e: &[f64]) -> f64 {
+    lag1_pooled(&[e])
+}
+
+/// [`lag1`] from several series of the same process: the mean of their bias-corrected
+/// estimates, then floored and capped (flooring each first would bias the mean upwards: at six
+/// rounds a series without autocorrelation gives 0 or more, never less).
+pub(super) fn lag1_pooled(series: &[&[f64]]) -> f64 {
+    let est: Vec<f64> = series.iter().filter_map(|e| lag1_corrected(e)).collect();
+    if est.is_empty() {
+        return 0.0;
+    }
+    (est.iter().sum::<f64>() / est.len() as f64).clamp(0.0, LAG1_MAX)
+}
+
+/// The bias-corrected lag-1 autocorrelation, unclamped; `None` below 4 values or without
+/// spread.
+fn lag1_corrected(e: &[f64]) -> Option<f64> {
     let n = e.len();
     if n < 4 {
-        return 0.0;
+        return None;
     }
     let ss: f64 = e.iter().map(|x| x * x).sum();
     if ss <= 0.0 {
-        return 0.0;
+        return None;
     }
     let r1 = e.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / ss;
     let nf = n as f64;
     // No pretest (widening only when the estimate is "significant"): one was tried and left
     // AR(1) 0.5 at twice its error for little power back (docs/BENCHMARKS.md).
-    ((nf * r1 + 1.0) / (nf - 3.0)).clamp(0.0, LAG1_MAX)
+    Some((nf * r1 + 1.0) / (nf - 3.0))
 }
 
 /// The largest lag-1 autocorrelation the widening believes (beyond it the factor explodes on

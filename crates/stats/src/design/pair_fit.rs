@@ -169,3 +169,22 @@ pub(super) fn fit_pair(
         bias,
     })
 }
+
+impl PairFit {
+    /// The residual of target `c`'s cell in round `r`, if it has one.
+    pub(super) fn resid(&self, r: usize, c: usize) -> Option<f64> {
+        self.cells
+            .iter()
+            .position(|&x| x == (r, c))
+            .map(|i| self.fit.resid[i])
+    }
+
+    /// The pair's residual differences `e_a − e_b` in round order: where persistence across
+    /// rounds shows (the lag-1 widening's series).
+    pub(super) fn pair_differences(&self, a: usize, b: usize) -> Vec<f64> {
+        self.rounds
+            .iter()
+            .filter_map(|&r| Some(self.resid(r, a)? - self.resid(r, b)?))
+            .collect()
+    }
+}
