@@ -7,8 +7,10 @@ whether the demo's findings reproduce.
    true 1.1x, 1.2x, 1.3x (goal >= 90 % at the default --max-repeat), 1.5x, 1.8x, carry-over
    alone, and what peeking at a fixed-sample t test does beside the plan's spending; then the
    table of issue 40's noise (carry-over with the truth at the margin, 3x unequal sd, AR(1)
-   0.3/0.5, t(3) and log-normal tails) at a family error of 20 % and 4 % (400 comparisons
-   each: --noisy-sims).
+   0.3/0.5, t(3) and log-normal tails, 22-29 I/Os a cell counted alike every round) at a
+   family error of 20 % and 4 %, and the shapes a budget stops (T = 4, 5, 7 mid-square; the
+   demo's T = 5 with two references at 10 rounds): A/A at 20 % and 5 %, a true 1.3x's power
+   for the questions and for the findings' averages (400 comparisons each: --noisy-sims).
 2. Rounds on real targets: `compare --repeat auto` over the quick suite on sanbench's own NBD,
    iSCSI and NVMe/TCP servers (one store each, loopback): rounds run, why it stopped, and per
    primary question its verdict and the rounds it used or still needs.

@@ -73,6 +73,7 @@ pub fn design_of(cmp: &Comparison) -> Design {
             alpha: ALPHA,
             alpha_primary: ALPHA_PRIMARY,
             carry_over: Vec::new(),
+            looks: None,
         }
     })
 }

@@ -93,16 +93,23 @@ pub(super) struct Fit {
     /// Residual mean square (σ² estimate; 0 when df = 0).
     pub(super) ms: f64,
     pub(super) n: usize,
+    /// The largest bias the estimate may carry whatever the rounds (counting's, see
+    /// `Table::count_bias`): added to the half-width, never shrinking with `n`.
+    pub(super) bias: f64,
 }
 
 impl Fit {
-    /// The t interval's half-width after `n` rounds with residual mean square `ms`.
+    /// The t interval's half-width after `n` rounds with residual mean square `ms`, widened by
+    /// the bias bound: the estimate's error is a noise the t quantile bounds at the level plus
+    /// a bias at most `bias`, so the sum bounds it at the level (the conservative, "simple"
+    /// form of a bias-aware interval: Armstrong and Kolesár, "Simple and honest confidence
+    /// intervals in nonparametric regression", Quantitative Economics 11 (2020) 1-39).
     pub(super) fn half_width_at(&self, n: usize, ms: f64, alpha: f64) -> f64 {
         let df = self.df_per_round * n as f64 - self.df_lost;
         if df <= 0.0 || !(alpha > 0.0 && alpha < 1.0) {
             return f64::INFINITY;
         }
-        t_quantile(1.0 - alpha / 2.0, df) * (ms * self.v1 / n as f64).sqrt()
+        t_quantile(1.0 - alpha / 2.0, df) * (ms * self.v1 / n as f64).sqrt() + self.bias
     }
 
     pub(super) fn judge(&self, mg: Margins, hw: f64) -> Judged {
@@ -157,19 +164,36 @@ pub fn t_quantile(q: f64, df: f64) -> f64 {
 /// (about `−(1 + 3φ)/n`, Marriott and Pope 1954) and floored at 0 (a negative one is not used
 /// to narrow an interval): the AR(1) coefficient the interval is widened for.
 pub fn lag1(e: &[f64]) -> f64 {
+    lag1_pooled(&[e])
+}
+
+/// [`lag1`] from several series of the same process: the mean of their bias-corrected
+/// estimates, then floored and capped (flooring each first would bias the mean upwards: at six
+/// rounds a series without autocorrelation gives 0 or more, never less).
+pub(super) fn lag1_pooled(series: &[&[f64]]) -> f64 {
+    let est: Vec<f64> = series.iter().filter_map(|e| lag1_corrected(e)).collect();
+    if est.is_empty() {
+        return 0.0;
+    }
+    (est.iter().sum::<f64>() / est.len() as f64).clamp(0.0, LAG1_MAX)
+}
+
+/// The bias-corrected lag-1 autocorrelation, unclamped; `None` below 4 values or without
+/// spread.
+fn lag1_corrected(e: &[f64]) -> Option<f64> {
     let n = e.len();
     if n < 4 {
-        return 0.0;
+        return None;
     }
     let ss: f64 = e.iter().map(|x| x * x).sum();
     if ss <= 0.0 {
-        return 0.0;
+        return None;
     }
     let r1 = e.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / ss;
     let nf = n as f64;
     // No pretest (widening only when the estimate is "significant"): one was tried and left
     // AR(1) 0.5 at twice its error for little power back (docs/BENCHMARKS.md).
-    ((nf * r1 + 1.0) / (nf - 3.0)).clamp(0.0, LAG1_MAX)
+    Some((nf * r1 + 1.0) / (nf - 3.0))
 }
 
 /// The largest lag-1 autocorrelation the widening believes (beyond it the factor explodes on

@@ -7,6 +7,7 @@
 pub mod analysis;
 mod interval;
 mod lsq;
+mod pair_fit;
 pub mod plan;
 mod rng;
 mod scenario;

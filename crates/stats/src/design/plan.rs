@@ -135,10 +135,43 @@ pub fn look_share(k: u32, looks: u32) -> f64 {
     2.0 * f64::from(k) / (f64::from(looks) * f64::from(looks + 1))
 }
 
-/// The error one question of a family may spend at the analysis after `rounds` rounds.
+/// The share of a question's error left at look `k` of `looks` when the earlier looks spent
+/// theirs: what a look may spend when the comparison stops there whatever its figures say.
+pub fn rest_share(k: u32, looks: u32) -> f64 {
+    let looks = looks.max(1);
+    let k = k.clamp(1, looks);
+    (1.0 - (1..k).map(|i| look_share(i, looks)).sum::<f64>()).max(0.0)
+}
+
+/// The error one question of a family may spend at the analysis after `d.rounds` rounds.
+///
+/// A comparison the budget stopped (`d.stop == "budget"`, recorded with `looks`, issue 40
+/// point 7) spends at that look all its error the earlier looks left: the budget stops it
+/// there whatever the figures, so the later looks can never be reached, and the union bound
+/// over the looks still holds with the last one's share raised to the rest (Bonferroni over
+/// the looks that can happen). This needs the stop not to depend on the figures: cells run for
+/// a set time, so when the budget runs out depends on the clock, not on what the cells
+/// measured. A Ctrl-C is not treated so: whoever presses it has seen the progress lines.
 pub fn question_alpha(family_alpha: f64, family: usize, d: &Design) -> f64 {
-    let looks = looks(d.repeat(), d.square_len);
-    family_alpha / family.max(1) as f64 * look_share(look_of(d.rounds, d.square_len, looks), looks)
+    let looks = d.planned_looks();
+    let k = look_of(d.rounds, d.square_len, looks);
+    let share = if d.looks.is_some() && d.stop == Stop::Budget.key() {
+        rest_share(k, looks)
+    } else {
+        look_share(k, looks)
+    };
+    family_alpha / family.max(1) as f64 * share
+}
+
+/// The round cap a budget sets: the rounds of `nominal_round` that fit it (never fewer than
+/// one), or `None` without a budget or a nominal round.
+pub fn budget_rounds(budget: Option<Duration>, nominal_round: Duration) -> Option<u32> {
+    let b = budget?;
+    if nominal_round.is_zero() {
+        return None;
+    }
+    let n = (b.as_secs_f64() / nominal_round.as_secs_f64()).floor();
+    Some(n.clamp(1.0, f64::from(u32::MAX)) as u32)
 }
 
 /// The design as the comparison document records it (`design` in results.json), and all the
@@ -176,6 +209,14 @@ pub struct Design {
     /// before issue 40.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub carry_over: Vec<Option<f64>>,
+    /// Under auto: the looks each question's error is spread over, `⌈cap / square_len⌉` with
+    /// the cap the smaller of `--max-repeat` and the rounds the budget fits at the nominal
+    /// round's length (issue 40, point 7: a budget that fits 12 rounds of the demo's 5-round
+    /// squares gives 3 looks, not `--max-repeat 30`'s 6). Its presence also says a budget
+    /// stop spent the rest of the error at its look ([`question_alpha`]). Absent in documents
+    /// written before, whose looks came from `--max-repeat` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looks: Option<u32>,
 }
 
 impl Design {
@@ -185,6 +226,15 @@ impl Design {
             None => Repeat::Auto {
                 max: self.max_repeat.unwrap_or(super::DEFAULT_MAX_REPEAT),
             },
+        }
+    }
+
+    /// The looks each question's error is spread over (recorded, or from `--max-repeat`).
+    pub fn planned_looks(&self) -> u32 {
+        match (self.fixed, self.looks) {
+            (Some(_), _) => 1,
+            (None, Some(k)) => k.max(1),
+            (None, None) => looks(self.repeat(), self.square_len),
         }
     }
 }
@@ -314,6 +364,11 @@ impl Plan {
                 if done >= max {
                     return Some(Stop::MaxRounds);
                 }
+                // The looks were counted for the rounds the budget fits at the nominal round
+                // (`Design::looks`): never more, even if rounds run faster than that.
+                if self.budget_cap().is_some_and(|cap| done >= cap) {
+                    return Some(Stop::Budget);
+                }
             }
         }
         if let Some(b) = self.cfg.budget {
@@ -348,6 +403,14 @@ impl Plan {
         }
     }
 
+    /// The round cap the budget sets under auto (see [`budget_rounds`]).
+    fn budget_cap(&self) -> Option<u32> {
+        match self.cfg.repeat {
+            Repeat::Auto { .. } => budget_rounds(self.cfg.budget, self.cfg.nominal_round),
+            Repeat::Fixed(_) => None,
+        }
+    }
+
     /// The design so far, as recorded.
     pub fn design(&self) -> Design {
         let (fixed, max_repeat) = match self.cfg.repeat {
@@ -368,6 +431,13 @@ impl Plan {
             alpha: ALPHA,
             alpha_primary: self.alpha_primary,
             carry_over: super::analysis::carry_over_by_target(&self.table),
+            looks: match self.cfg.repeat {
+                Repeat::Auto { max } => {
+                    let cap = self.budget_cap().map_or(max, |c| c.min(max));
+                    Some(looks(Repeat::Auto { max: cap }, self.order.square_len()))
+                }
+                Repeat::Fixed(_) => None,
+            },
         }
     }
 
@@ -437,162 +507,5 @@ fn distinct(v: &[usize]) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(repeat: Repeat) -> Config {
-        Config {
-            workloads: 2,
-            targets: 3,
-            compared: vec![0, 1, 2],
-            groups: vec![0, 0],
-            seed: 9,
-            repeat,
-            budget: None,
-            nominal_round: Duration::from_secs(6),
-            min_effect: 0.10,
-        }
-    }
-
-    #[test]
-    fn fixed_runs_every_cell_of_every_round_once() {
-        let mut p = Plan::new(cfg(Repeat::Fixed(4))).unwrap();
-        let mut n = 0;
-        while let Some(s) = p.next(Duration::ZERO) {
-            assert_eq!(s.round, n / 6);
-            p.record(&s, Some(100.0));
-            n += 1;
-        }
-        assert_eq!(n, 24);
-        assert_eq!(p.stopped(), Some(Stop::Fixed));
-    }
-
-    #[test]
-    fn auto_stops_when_decided_at_a_square_boundary() {
-        let mut p = Plan::new(cfg(Repeat::Auto { max: 30 })).unwrap();
-        let mut k = 0u32;
-        while let Some(s) = p.next(Duration::ZERO) {
-            // Target t is 2^t times target 0, with a little noise: quickly decided.
-            let noise = 1.0 + 0.01 * ((k * 7919 % 13) as f64 - 6.0) / 6.0;
-            p.record(&s, Some(100.0 * (1u32 << s.target) as f64 * noise));
-            k += 1;
-        }
-        assert_eq!(p.stopped(), Some(Stop::Decided));
-        assert_eq!(p.rounds_started() % 3, 0);
-        assert!(p.rounds_started() < 30);
-        assert!(p
-            .answers()
-            .iter()
-            .all(|a| a.judged.verdict == Verdict::Lower));
-    }
-
-    #[test]
-    fn auto_stops_at_the_cap_and_at_the_budget() {
-        let mut p = Plan::new(cfg(Repeat::Auto { max: 5 })).unwrap();
-        let mut k = 0u32;
-        while let Some(s) = p.next(Duration::ZERO) {
-            // Identical targets with noise far above the margin: never decided in 5 rounds.
-            k = k.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            p.record(&s, Some(100.0 * (1.0 + (k >> 16) as f64 / 65536.0)));
-        }
-        assert_eq!(p.stopped(), Some(Stop::MaxRounds));
-        assert_eq!(p.rounds_started(), 5);
-
-        let mut c = cfg(Repeat::Auto { max: 50 });
-        c.budget = Some(Duration::from_secs(30));
-        let mut p = Plan::new(c).unwrap();
-        let mut t = Duration::ZERO;
-        while let Some(s) = p.next(t) {
-            t += Duration::from_secs(2); // 12 s a round: rounds 1 and 2 fit, a third would not
-            p.record(
-                &s,
-                Some(100.0 + (s.round * 7 + s.target as u32 * 3) as f64 % 11.0),
-            );
-        }
-        assert_eq!(p.stopped(), Some(Stop::Budget));
-        assert_eq!(p.rounds_started(), 2);
-    }
-
-    #[test]
-    fn a_workload_a_target_skips_does_not_keep_the_comparison_going() {
-        // Target 2 has no figure on workload 1 (it does not run it): the pairs it touches
-        // there ask nothing, the others are quickly decided, and the plan stops decided.
-        let mut p = Plan::new(cfg(Repeat::Auto { max: 30 })).unwrap();
-        let mut k = 0u32;
-        while let Some(s) = p.next(Duration::ZERO) {
-            let noise = 1.0 + 0.01 * ((k * 7919 % 13) as f64 - 6.0) / 6.0;
-            let skipped = s.workload == 1 && s.target == 2;
-            p.record(
-                &s,
-                (!skipped).then(|| 100.0 * (1u32 << s.target) as f64 * noise),
-            );
-            k += 1;
-        }
-        assert_eq!(p.stopped(), Some(Stop::Decided));
-        assert!(p.rounds_started() < 30);
-        assert_eq!(p.answers().len(), 3 + 1);
-    }
-
-    #[test]
-    fn an_interrupted_round_is_judged_as_the_next_look() {
-        let mut p = Plan::new(cfg(Repeat::Auto { max: 30 })).unwrap();
-        // Three complete rounds (one square: look 1), then one cell of the fourth.
-        for _ in 0..3 * 6 + 1 {
-            let s = p.next(Duration::ZERO).unwrap();
-            p.record(&s, Some(100.0 + s.round as f64));
-        }
-        assert_eq!(p.design().rounds, 3);
-        let k = looks(Repeat::Auto { max: 30 }, 3);
-        let family = primary_family(2, 1, 3);
-        let want = ALPHA_PRIMARY / family as f64 * look_share(2, k);
-        assert!(
-            (p.margins().alpha - want).abs() < 1e-15,
-            "{}",
-            p.margins().alpha
-        );
-    }
-
-    #[test]
-    fn bad_configurations_are_refused() {
-        assert_eq!(
-            Plan::new(cfg(Repeat::Fixed(0))).err(),
-            Some(PlanError::NoRounds)
-        );
-        assert_eq!(
-            Plan::new(cfg(Repeat::Auto { max: 1 })).err(),
-            Some(PlanError::MaxTooSmall)
-        );
-        let mut c = cfg(Repeat::Fixed(3));
-        c.min_effect = 1.5;
-        assert_eq!(Plan::new(c).err(), Some(PlanError::MinEffect));
-        let mut c = cfg(Repeat::Fixed(3));
-        c.budget = Some(Duration::from_secs(1));
-        assert!(matches!(
-            Plan::new(c).err(),
-            Some(PlanError::BudgetTooShort { .. })
-        ));
-    }
-
-    #[test]
-    fn spending_over_looks_adds_up_to_the_question_error() {
-        for (max, t) in [(20, 3), (20, 5), (7, 2), (30, 4)] {
-            let k = looks(Repeat::Auto { max }, t);
-            let total: f64 = (1..=k).map(|i| look_share(i, k)).sum();
-            assert!((total - 1.0).abs() < 1e-12, "{max} {t}");
-            assert_eq!(look_of(max, t, k), k);
-            assert_eq!(look_of(t, t, k), 1);
-            // Between looks: judged as the next one.
-            assert_eq!(look_of(t + 1, t, k), 2.min(k));
-        }
-        assert_eq!(looks(Repeat::Fixed(3), 5), 1);
-        assert_eq!(look_share(1, 1), 1.0);
-    }
-
-    #[test]
-    fn family_counts_questions_and_averages() {
-        // The demo: five workloads in two groups, three compared targets (three pairs).
-        assert_eq!(primary_family(5, 2, 3), 21);
-        assert!((primary_alpha(5, 2, 3) - 0.04 / 21.0).abs() < 1e-15);
-        assert_eq!(primary_family(5, 2, 1), 0);
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;

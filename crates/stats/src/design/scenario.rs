@@ -40,6 +40,9 @@ impl Tails {
 pub struct Scenario {
     pub workloads: usize,
     pub targets: usize,
+    /// The first `references` targets are references: run in the order like the others, never
+    /// compared (the demo's RAM and tmpfs).
+    pub references: usize,
     /// Log of each target's true figure relative to target 0, per workload (`[w][t]`).
     pub truth: Vec<Vec<f64>>,
     /// Per-target noise sd range (log scale): each target draws its own from it.
@@ -54,7 +57,16 @@ pub struct Scenario {
     /// AR(1) coefficient of each target's noise from one round to the next (per workload).
     pub phi: f64,
     pub tails: Tails,
+    /// Figures counted from I/Os: a cell of true figure `y` (log, 5 for target 0) counts
+    /// `⌊ios · e^(y − 5) + φ⌋` I/Os in its window, `φ` a phase uniform in [0, 1) fixed per
+    /// target and workload for the comparison (a steady target's window cuts its I/Os alike
+    /// every round), and its figure is that count. 0: figures are not counted.
+    pub ios: f64,
     pub repeat: Repeat,
+    /// A time budget, in nominal rounds (every cell its nominal second), and how much longer a
+    /// cell really takes than its nominal time (ramp-up, connecting: the demo's 5 x 5 cells of
+    /// 0.75 s nominal fit 12.8 rounds in its 4 minutes and really run about 10).
+    pub budget: Option<(f64, f64)>,
     pub min_effect: f64,
     /// The primary family's error the plan spends.
     pub alpha: f64,
@@ -66,6 +78,7 @@ impl Scenario {
         Scenario {
             workloads: 5,
             targets: 3,
+            references: 0,
             truth: vec![vec![0.0; 3]; 5],
             sigma: (0.05, 0.15),
             sigmas: Vec::new(),
@@ -74,9 +87,11 @@ impl Scenario {
             carry: Vec::new(),
             phi: 0.0,
             tails: Tails::Normal,
+            ios: 0.0,
             repeat: Repeat::Auto {
                 max: super::DEFAULT_MAX_REPEAT,
             },
+            budget: None,
             min_effect: 0.10,
             alpha: ALPHA_PRIMARY,
         }
@@ -142,7 +157,80 @@ impl Scenario {
         let mut ln = base();
         ln.tails = Tails::LogNormal;
         out.push(("A/A, log-normal tails", ln));
+        out.push((
+            "counted, 22-29 I/Os a cell, steady, 30 rounds",
+            Scenario::counted(alpha),
+        ));
         out
+    }
+
+    /// The shapes a budget stops (issue 40's missing simulations), A/A at family error
+    /// `alpha`: partial squares (4, 5 and 7 targets, budgets that stop mid-square) and the
+    /// demo's own shape (5 targets of which 2 references, 5 workloads, 4 minutes that fit 12.8
+    /// nominal rounds and really run 10). [`Scenario::with_effect`] puts a true ratio on one
+    /// compared target.
+    pub fn shapes(alpha: f64) -> Vec<(&'static str, Scenario)> {
+        let shape = |targets: usize, references: usize, budget: (f64, f64)| {
+            let mut s = Scenario::demo_aa();
+            s.alpha = alpha;
+            s.targets = targets;
+            s.references = references;
+            // References are ceilings (RAM, tmpfs): well above the compared targets.
+            s.truth = vec![
+                (0..targets)
+                    .map(|t| if t < references { 3f64.ln() } else { 0.0 })
+                    .collect();
+                s.workloads
+            ];
+            s.budget = Some(budget);
+            s
+        };
+        vec![
+            (
+                "T = 4, budget of 11 rounds (stops mid-square)",
+                shape(4, 0, (11.0, 1.0)),
+            ),
+            (
+                "T = 5, budget of 12 rounds (stops mid-square)",
+                shape(5, 0, (12.0, 1.0)),
+            ),
+            (
+                "T = 7, budget of 10 rounds, runs 9 (mid-square)",
+                shape(7, 0, (10.0, 1.1)),
+            ),
+            (
+                "demo: T = 5 with 2 references, 4 min (10 rounds)",
+                shape(5, 2, (12.8, 1.28)),
+            ),
+        ]
+    }
+
+    /// The scenario with its first compared target after the references `ratio` times the
+    /// others on every workload.
+    pub fn with_effect(mut self, ratio: f64) -> Scenario {
+        let t = self.references + usize::from(self.targets > self.references + 2);
+        for w in self.truth.iter_mut() {
+            w[t] = ratio.ln();
+        }
+        self
+    }
+
+    /// Figures counted from few I/Os by steady targets (issue 40, point 4): 29.3, 22.4 and
+    /// 25.6 I/Os a cell on average, no round or slot effect and 0.2 % noise, so most rounds
+    /// count the same and the window's cut is a bias fixed for the comparison; 30 fixed rounds.
+    pub fn counted(alpha: f64) -> Scenario {
+        let mut s = Scenario::demo_aa();
+        s.alpha = alpha;
+        s.ios = 29.3;
+        for w in s.truth.iter_mut() {
+            w[1] = (22.4f64 / 29.3).ln();
+            w[2] = (25.6f64 / 29.3).ln();
+        }
+        s.round_sd = 0.0;
+        s.slot_step = 0.0;
+        s.sigma = (0.002, 0.002);
+        s.repeat = Repeat::Fixed(30);
+        s
     }
 }
 
@@ -155,6 +243,8 @@ pub(super) struct Noise {
     pub(super) round_effect: f64,
     pub(super) last_round: u32,
     pub(super) prev: Option<usize>,
+    /// Per (workload, target): the window's phase against the I/Os (counted scenarios).
+    pub(super) phase: Vec<f64>,
 }
 
 impl Noise {
@@ -170,7 +260,16 @@ impl Noise {
         let state = (0..sc.workloads * sc.targets)
             .map(|_| sc.tails.draw(&mut rng))
             .collect();
+        // Drawn after the rest, so that scenarios without counts keep their streams.
+        let phase = if sc.ios > 0.0 {
+            (0..sc.workloads * sc.targets)
+                .map(|_| rng.uniform())
+                .collect()
+        } else {
+            Vec::new()
+        };
         Noise {
+            phase,
             rng,
             sig,
             state,
@@ -178,6 +277,21 @@ impl Noise {
             last_round: u32::MAX,
             prev: None,
         }
+    }
+
+    /// One cell's figure and, for a counted scenario, its I/Os.
+    pub(super) fn figure(
+        &mut self,
+        sc: &Scenario,
+        s: &super::williams::Slot,
+    ) -> (f64, Option<u64>) {
+        let y = self.cell(sc, s);
+        if sc.ios <= 0.0 {
+            return (y.exp(), None);
+        }
+        let phase = self.phase[s.workload * sc.targets + s.target];
+        let ios = (sc.ios * (y - 5.0).exp() + phase).floor().max(0.0);
+        (ios, Some(ios as u64))
     }
 
     /// The log figure of one cell.

@@ -108,9 +108,9 @@ impl Table {
     }
 
     /// [`Table::set`] for a figure counted from `ios` I/Os (IOPS, MB/s): its logarithm is known
-    /// only to about ±1/ios, which bounds how small the noise estimate may be (a few rounds of
-    /// identical counts would otherwise give an interval of zero width around a quantized
-    /// figure).
+    /// only to about ±1/ios, a bias every interval on it is widened by ([`Table::count_bias`];
+    /// a few rounds of identical counts would otherwise give an interval of zero width around a
+    /// quantized figure).
     pub fn set_counted(&mut self, w: usize, t: usize, r: usize, figure: f64, ios: u64) {
         self.set(w, t, r, figure);
         if w < self.workloads && t < self.targets && ios > 0 {
@@ -119,11 +119,21 @@ impl Table {
         }
     }
 
-    /// The variance of a cell's log figure from counting alone: the window's two edges each
-    /// cut an I/O, an error uniform within one count either way, `res² / 3` on the log scale.
-    pub(super) fn quantization(&self, w: usize, t: usize, r: usize) -> f64 {
+    /// The largest error counting alone can leave in a cell's log figure: a window holds
+    /// `N = ios` completions of a rate whose true count lies within one I/O of it (the window's
+    /// two edges each cut an I/O), so `|ln N − ln(λT)| ≤ −ln(1 − 1/N)` (about `1/N`). When
+    /// every round counts the same (a steady target, a server with a fixed delay) that error
+    /// is the same in every round: a bias, not noise, and no number of rounds shrinks it
+    /// (issue 40, point 4: the variance floor `1/(3N²)` it replaces shrank like `1/√n`, and
+    /// intervals of 22- and 29-I/O cells covered far below their level). 0 when the figure was
+    /// not counted; infinite for a single I/O.
+    pub(super) fn count_bias(&self, w: usize, t: usize, r: usize) -> f64 {
         let q = self.res[self.idx(w, t, r)];
-        q * q / 3.0
+        if q >= 1.0 {
+            f64::INFINITY
+        } else {
+            -(-q).ln_1p()
+        }
     }
 
     pub fn get(&self, w: usize, t: usize, r: usize) -> Option<f64> {
