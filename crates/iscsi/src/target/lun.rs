@@ -274,6 +274,12 @@ impl Lun {
                 // LBPRZ: unmapped blocks read as zeros, so UNMAP wins over the pattern.
                 if unmap {
                     self.store.trim(lba * BLOCK, blocks * BLOCK).map_err(io)?;
+                } else if pattern.iter().all(|&b| b == 0) {
+                    // Zeros without UNMAP (an initiator's write-zeroes): the blocks stay
+                    // mapped, as SBC-4 asks, without writing a block at a time.
+                    self.store
+                        .zero(lba * BLOCK, blocks * BLOCK, true)
+                        .map_err(io)?;
                 } else {
                     let per = (CHUNK as u64 / BLOCK).min(blocks) as usize;
                     let buf: Vec<u8> = pattern
