@@ -2,7 +2,8 @@
 //! read/write/trim mix against the `mem:` RAM disk and against the built-in NBD server counts
 //! each op apart (trims in neither IOPS nor MB/s of the reads and writes) and gives space
 //! back (the target reports more of its span unwritten after the window, and the server's
-//! store holds less); a target without the op is refused before any I/O.
+//! store holds less). A target without the op is refused before any I/O: tests/iscsi_trim.rs
+//! (tgtd without thin provisioning).
 
 use std::process::Command;
 
@@ -187,15 +188,48 @@ fn nvme_server_takes_deallocates_and_write_zeroes() {
 }
 
 #[test]
-fn a_target_without_the_op_is_refused_before_any_io() {
-    let server = Served::start(bin(), &["iscsi", "--size", "4M", "--listen", "127.0.0.1:0"]);
-    let out = mix(&server.uri, &[]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("does not offer trim"), "{err}");
-    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    // Nothing was written.
-    assert_eq!(allocated(&server.interrupt()), 0);
+fn nvme_trims_of_one_batch_share_a_dataset_management_command() {
+    let server = Served::start(bin(), &["nvme", "--size", "8M", "--listen", "127.0.0.1:0"]);
+    let out = Command::new(bin())
+        .args([
+            "run",
+            &server.uri,
+            "--bs",
+            "4k",
+            "--read",
+            "0",
+            "--trim",
+            "100",
+        ])
+        .args(["--qd", "32", "--time", "400ms", "--ramp", "0"])
+        .args([
+            "--precondition",
+            "none",
+            "--no-monitor",
+            "--quiet",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let doc = ok_json(&out);
+    let r = &doc["results"][0];
+    let trims = r["trim"]["ios"].as_u64().unwrap_or(0);
+    assert!(trims > 100, "{r}");
+    let dsms: u64 = r["queues"]
+        .as_array()
+        .expect("per-queue facts")
+        .iter()
+        .map(|q| q["dsm_commands"].as_u64().expect("dsm_commands"))
+        .sum();
+    assert!(
+        dsms < trims,
+        "{dsms} DSM commands for {trims} trims: none carried more than one range"
+    );
+    let p = &r["info"]["params"];
+    assert_eq!(p["trim_reads_zeros"], true, "{p}");
+    assert_eq!(p["write_zeroes_deac"], true, "{p}");
+    server.interrupt();
 }
 
 #[test]

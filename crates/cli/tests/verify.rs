@@ -1,7 +1,9 @@
 //! Data integrity verification against real peers: every fault an nbdkit plugin injects is
 //! found within the run that meets it, named, at the right offset, with exit code 3; a clean
 //! target gives no bad block; a file and a tgtd LUN corrupted between runs are caught by
-//! `sanbench verify`; data fio wrote is foreign, not a crash.
+//! `sanbench verify`; data fio wrote is foreign, not a crash. With trims and write-zeroes in
+//! the mix, a trimmed block reads zeros or its old data (zeros where the target promises
+//! them) on every built-in server, and a target that returns junk after a trim is caught.
 
 use std::path::Path;
 use std::process::{Child, Command as Proc, Stdio};
@@ -587,4 +589,83 @@ fn a_verified_comparison_checks_every_cell_and_reports_it() {
     assert!(reads > 1000, "{reads}");
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("## Data verification"), "{md}");
+}
+
+/// A verified 4 KiB random mix with trims and write-zeroes on `uri`.
+fn discard_mix(uri: &str, time: &str) -> (i32, Value, String) {
+    json_of(&[
+        "run",
+        uri,
+        "--verify",
+        "--precondition",
+        "fill",
+        "--read",
+        "50",
+        "--trim",
+        "20",
+        "--write-zeroes",
+        "5",
+        "--random",
+        "100",
+        "--bs",
+        "4k",
+        "--qd",
+        "8",
+        "--time",
+        time,
+        "--ramp",
+        "0s",
+        "--quiet",
+    ])
+}
+
+#[test]
+fn trims_and_write_zeroes_verify_on_every_built_in_server() {
+    for (kind, promised) in [("nbd", false), ("iscsi", true), ("nvme", true)] {
+        let server = Served::start(
+            assert_cmd::cargo::cargo_bin("sanbench"),
+            &[kind, "--size", "4M", "--listen", "127.0.0.1:0"],
+        );
+        let uri = if kind == "nbd" {
+            format!("nbd://{}", server.addr())
+        } else {
+            server.uri.clone()
+        };
+        let (code, doc, err) = discard_mix(&uri, "700ms");
+        assert_eq!(code, 0, "{kind}: {err}");
+        let r = &doc["results"][0];
+        let v = verify_of(&doc);
+        assert_eq!(v["bad_blocks"].as_array().unwrap().len(), 0, "{kind}: {v}");
+        assert!(v["reads"].as_u64().unwrap() > 100, "{kind}: {v}");
+        assert!(r["trim"]["ios"].as_u64().unwrap() > 20, "{kind}: {r}");
+        let p = &r["info"]["params"];
+        assert_eq!(
+            p["trim_reads_zeros"].as_bool().unwrap_or(false),
+            promised,
+            "{kind}: {p}"
+        );
+        server.interrupt();
+    }
+    let (code, doc, err) = discard_mix("mem:8M", "500ms");
+    assert_eq!(code, 0, "mem: {err}");
+    assert_eq!(verify_of(&doc)["bad_blocks"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
+fn junk_after_a_trim_is_caught() {
+    let (_clean, uri) = faulty("none");
+    let (code, doc, err) = discard_mix(&uri, "2s");
+    assert_eq!(code, 0, "a correct trimming export: {err}");
+    assert!(doc["results"][0]["trim"]["ios"].as_u64().unwrap() > 50);
+    let (_junk, uri) = faulty("trimjunk");
+    let (code, doc, err) = discard_mix(&uri, "2s");
+    assert_eq!(code, 3, "exit code; {err}");
+    let v = verify_of(&doc);
+    let offs = bad_offsets(v, "foreign");
+    assert!(!offs.is_empty(), "no foreign block in {v}");
+    assert!(
+        offs.iter().all(|o| (AT..AT + 4096).contains(o)),
+        "foreign at {offs:?}, expected within the trimmed block at {AT}"
+    );
 }

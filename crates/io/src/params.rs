@@ -12,6 +12,9 @@ pub type Params = BTreeMap<String, serde_json::Value>;
 /// (iSCSI: the VPD 0x83 designator; NVMe: NSID and namespace identifiers; NBD: export name
 /// and size). Paths are one target only when it is equal.
 pub const LU_ID: &str = "lu_id";
+/// `true` when a block the target trimmed reads back zeros (iSCSI LBPRZ over whole unmap
+/// granules, NVMe DLFEAT): what `--verify` expects after a trim.
+pub const TRIM_READS_ZEROS: &str = "trim_reads_zeros";
 
 /// The `TargetInfo::params` key an engine sets to `false` when the target does not allow
 /// I/O over several connections at once (NBD without CAN_MULTI_CONN).

@@ -261,8 +261,13 @@ fn skipped_tests_are_counted_once_each() {
 
 /// Runs the compliance suite against `url`.
 fn test_cu(url: &str) -> Compliance {
+    test_cu_suite(url, "ALL")
+}
+
+/// Runs the tests of `suite` (`-t`, e.g. `SCSI.Unmap`) against `url`.
+fn test_cu_suite(url: &str, suite: &str) -> Compliance {
     let o = Command::new("iscsi-test-cu")
-        .args(["--dataloss", "-i", I1, "-I", I2, "-t", "ALL", url])
+        .args(["--dataloss", "-i", I1, "-I", I2, "-t", suite, url])
         .stdin(Stdio::null())
         .output()
         .expect("run iscsi-test-cu");
@@ -332,4 +337,21 @@ fn compliance_against_tgtd() {
         ours.passed_run(),
         ours.skipped
     );
+}
+
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs iscsi-test-cu")]
+fn unmap_and_write_same_suites_pass_against_sanbench_target() {
+    require("iscsi-test-cu", "libiscsi-bin");
+    let t = start(64 << 20);
+    let url = format!("iscsi://127.0.0.1:{}/{IQN}/0", t.port);
+    // UNMAP (Simple, VPD, ZeroBlocks) and WRITE SAME(16) with and without UNMAP: what the
+    // trims and write-zeroes of a run send. Tests that need more than one logical block per
+    // physical block (LBPPB) skip, as they do against tgtd.
+    for (suite, at_least) in [("SCSI.Unmap", 2), ("SCSI.WriteSame16", 7)] {
+        let c = test_cu_suite(&url, suite);
+        eprintln!("{suite}: {c:?}");
+        assert_eq!((c.total, c.failed), (c.ran, 0), "{suite}: {c:?}");
+        assert!(c.passed_run() >= at_least, "{suite}: {c:?}");
+    }
 }

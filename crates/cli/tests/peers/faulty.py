@@ -10,6 +10,9 @@
 #   misdirect  later writes of the block land at `dest` instead
 #   tear       later writes of the block land only in its first half
 #   stale      reads of the block return what its first write put there (a stale cache)
+#   trimjunk   a trim over the block fills it with 0xee bytes (anything else a trim zeroes)
+#
+# Trims and write-zeroes zero their range (a trim that keeps the data would be as correct).
 import nbdkit
 
 API_VERSION = 2
@@ -62,6 +65,24 @@ def can_flush(h):
 
 def flush(h, flags):
     pass
+
+
+def can_trim(h):
+    return True
+
+
+def can_zero(h):
+    return True
+
+
+def trim(h, count, offset, flags):
+    disk[offset:offset + count] = bytes(count)
+    if fault == "trimjunk" and offset <= at and at + BLOCK <= offset + count:
+        disk[at:at + BLOCK] = b"\xee" * BLOCK
+
+
+def zero(h, count, offset, flags):
+    disk[offset:offset + count] = bytes(count)
 
 
 def pwrite(h, buf, offset, flags):

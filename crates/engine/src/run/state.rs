@@ -17,7 +17,7 @@ use crate::error::EngineError;
 use crate::gen::Generator;
 use crate::spec::Workload;
 use crate::stamp::{DataSpec, Stamper};
-use crate::verify::map::next_gen;
+use crate::verify::map::{next_gen, TRIM_MAYBE, TRIM_ZEROS};
 use crate::verify::Verifier;
 use sanbench_stats::LatencyHistogram;
 
@@ -234,9 +234,20 @@ impl StreamState {
                 // SAFETY: this tag's read has completed; its slot is not reused before the tag
                 // goes back on the free list.
                 let buf = unsafe { arena.slice(t * lay.slot, len as usize) };
-                sv.checker.check(buf, off, &sv.cells[t], &mut sv.rep);
+                if sv.v.map.any_trimmed(off, len) {
+                    let map = &sv.v.map;
+                    sv.checker
+                        .check_discarded(buf, off, &sv.cells[t], map, &mut sv.rep);
+                } else {
+                    sv.checker.check(buf, off, &sv.cells[t], &mut sv.rep);
+                }
                 sv.v.map.unlock(off, len);
             }
+            // Zeros where the target promises them (write-zeroes always; a trim where it says
+            // so), else zeros or the data before.
+            Op::WriteZeroes if c.result >= 0 => sv.v.map.discard(off, len, TRIM_ZEROS),
+            Op::Trim if c.result >= 0 && sv.trim_zeros => sv.v.map.discard(off, len, TRIM_ZEROS),
+            Op::Trim | Op::WriteZeroes => sv.v.map.discard(off, len, TRIM_MAYBE),
             _ => sv.v.map.unlock(off, len),
         }
     }
@@ -257,6 +268,7 @@ impl StreamState {
                     sv.v.map.commit_either(off, len, &sv.cells[t]);
                 }
                 Op::Flush => {}
+                Op::Trim | Op::WriteZeroes => sv.v.map.discard(off, len, TRIM_MAYBE),
                 _ => sv.v.map.unlock(off, len),
             }
         }

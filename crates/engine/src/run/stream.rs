@@ -23,6 +23,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use sanbench_io::params::TRIM_READS_ZEROS;
+
 use super::clock::Clock;
 use super::layout::Layout;
 use super::shared::OutliveWindow;
@@ -105,7 +107,9 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     }
     if let Some(v) = &ctx.verify {
         stamper = stamper.with_unit(v.unit as usize);
-        s.verify = Some(StreamVerify::new(v, depth, w.flush_every));
+        let mut sv = StreamVerify::new(v, depth, w.flush_every);
+        sv.trim_zeros = info.params.get(TRIM_READS_ZEROS) == Some(&serde_json::Value::Bool(true));
+        s.verify = Some(sv);
     }
     ctx.barrier.wait();
     ctx.barrier.wait();
@@ -124,7 +128,9 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         stamper: &mut stamper,
         lay: &lay,
         arena: &arena,
-        fused: queue.fuses_data(),
+        // A fused engine checks reads in its copy, which knows no discard states.
+        fused: queue.fuses_data()
+            && !(ctx.verify.is_some() && (w.has_trims() || w.has_write_zeroes())),
     };
     let driven = match w.rate {
         None => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),

@@ -21,6 +21,9 @@ pub(in crate::run) struct StreamVerify {
     pub(in crate::run) covers: Vec<(Vec<Written>, Vec<u8>)>,
     /// Tags whose read the engine's fused copy already checked (settled without a check).
     pub(in crate::run) checked: Vec<bool>,
+    /// The target promises zeros where it trimmed (its `trim_reads_zeros` parameter: iSCSI
+    /// LBPRZ with whole granules, NVMe DLFEAT).
+    pub(in crate::run) trim_zeros: bool,
 }
 
 /// A completed write awaiting a flush: offset, length, and where its generations start.
@@ -64,6 +67,7 @@ impl StreamVerify {
             pending_gens: Vec::new(),
             covers: vec![(Vec::new(), Vec::new()); depth as usize],
             checked: vec![false; depth as usize],
+            trim_zeros: false,
         }
     }
 }

@@ -274,7 +274,7 @@ impl Checker {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn bad(
+    pub(super) fn bad(
         &self,
         class: Class,
         off: u64,

@@ -8,6 +8,12 @@
 //! generation is stored. So while an I/O is in flight, its granules' expected content cannot
 //! change under it, and what a read must find is always known.
 //!
+//! Trims and write-zeroes keep a second byte per granule, made on the first one (a workload
+//! without them pays nothing): [`TRIM_ZEROS`] when the granule must read zeros (write-zeroes,
+//! or a trim on a target that promises zeros after it: iSCSI LBPRZ, NVMe DLFEAT),
+//! [`TRIM_MAYBE`] when it may read zeros or what its cell says (a trim elsewhere, or a
+//! discard whose outcome is unknown). A write's commit clears it.
+//!
 //! Cost: one byte per granule, 2^40 / granule bytes per TiB (256 MiB at 4 KiB, 2 GiB at 512 B);
 //! the CLI picks the largest granule every I/O of the workload is aligned to.
 
@@ -18,6 +24,10 @@ use super::state::{Cells, Mapping};
 pub const BUSY: u8 = 0x80;
 pub const EITHER: u8 = 0x40;
 pub const GEN: u8 = 0x3f;
+
+/// A granule's discard state: reads zeros, or zeros or what its cell says.
+pub const TRIM_ZEROS: u8 = 2;
+pub const TRIM_MAYBE: u8 = 1;
 
 /// The generation after `g` (1..=63, wrapping to 1; 0 is "unknown").
 #[inline]
@@ -43,6 +53,8 @@ pub struct GenMap {
     cells: Cells,
     /// Per granule, the generation known durable (`--verify-state` only).
     durable: Option<Cells>,
+    /// Per granule, its discard state (made by the first trim or write-zeroes).
+    trimmed: std::sync::OnceLock<Cells>,
     _mapping: Option<Mapping>,
 }
 
@@ -55,6 +67,7 @@ impl GenMap {
             shift,
             cells: Cells::heap(n),
             durable: None,
+            trimmed: std::sync::OnceLock::new(),
             _mapping: None,
         }
     }
@@ -66,6 +79,7 @@ impl GenMap {
             shift: granule.max(1).trailing_zeros(),
             cells: cur,
             durable: Some(dur),
+            trimmed: std::sync::OnceLock::new(),
             _mapping: Some(mapping),
         };
         for c in m.cells.as_slice() {
@@ -172,21 +186,68 @@ impl GenMap {
 
     /// Ends a write's lock by storing its generations (one per granule, no flag bits).
     pub fn commit(&self, offset: u64, len: u64, gens: &[u8]) {
+        if let Some(t) = self.trimmed.get() {
+            for i in self.range(offset, len) {
+                t.as_slice()[i].store(0, Ordering::Relaxed);
+            }
+        }
         for (i, g) in self.range(offset, len).zip(gens) {
             self.cells.as_slice()[i].store(g & GEN, Ordering::Release);
         }
     }
 
     /// Ends a write's lock when its outcome is unknown (failed, timed out, cut off): the
-    /// block holds either the new generation or the one before.
+    /// block holds either the new generation or the one before (or zeros, after a discard).
     pub fn commit_either(&self, offset: u64, len: u64, gens: &[u8]) {
+        if let Some(t) = self.trimmed.get() {
+            for i in self.range(offset, len) {
+                let c = &t.as_slice()[i];
+                if c.load(Ordering::Relaxed) != 0 {
+                    c.store(TRIM_MAYBE, Ordering::Relaxed);
+                }
+            }
+        }
         for (i, g) in self.range(offset, len).zip(gens) {
             self.cells.as_slice()[i].store((g & GEN) | EITHER, Ordering::Release);
         }
     }
 
+    /// Ends a trim's or write-zeroes' lock: the range now reads zeros (`TRIM_ZEROS`) or
+    /// zeros or what it held (`TRIM_MAYBE`). The cells keep the generation held before.
+    pub fn discard(&self, offset: u64, len: u64, state: u8) {
+        let t = self.trimmed.get_or_init(|| Cells::heap(self.len()));
+        for i in self.range(offset, len) {
+            t.as_slice()[i].store(state, Ordering::Relaxed);
+        }
+        self.unlock(offset, len);
+    }
+
+    /// The discard state of the granule holding `offset` (0: none).
+    #[inline]
+    pub fn trimmed_at(&self, offset: u64) -> u8 {
+        self.trimmed.get().map_or(0, |t| {
+            t.as_slice()
+                .get(self.index(offset))
+                .map_or(0, |c| c.load(Ordering::Relaxed))
+        })
+    }
+
+    /// Whether any granule of the range has a discard state.
+    #[inline]
+    pub fn any_trimmed(&self, offset: u64, len: u64) -> bool {
+        self.trimmed.get().is_some_and(|t| {
+            self.range(offset, len)
+                .any(|i| t.as_slice()[i].load(Ordering::Relaxed) != 0)
+        })
+    }
+
     /// Sets every cell to `gen` (after the span was written in one pass).
     pub fn set_all(&self, gen: u8) {
+        if let Some(t) = self.trimmed.get() {
+            for c in t.as_slice() {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
         for c in self.cells.as_slice() {
             c.store(gen & GEN, Ordering::Release);
         }
@@ -221,6 +282,33 @@ mod tests {
         m.commit_either(8192, 4096, &[1]);
         assert_eq!(m.get(8192), 1 | EITHER);
         assert_eq!(m.range(4095, 2), 0..2);
+    }
+
+    #[test]
+    fn discards_are_kept_apart_until_a_write() {
+        let m = GenMap::new(1 << 20, 4096);
+        let mut v = Vec::new();
+        assert!(!m.any_trimmed(0, 1 << 20));
+        m.commit(0, 8192, &[3, 3]);
+        assert!(m.try_lock(0, 8192, &mut v));
+        m.discard(0, 8192, TRIM_MAYBE);
+        assert_eq!((m.get(0), m.trimmed_at(4096)), (3, TRIM_MAYBE));
+        // Unlocked by the discard.
+        assert!(m.try_lock(4096, 4096, &mut v));
+        m.discard(4096, 4096, TRIM_ZEROS);
+        assert_eq!(
+            (m.trimmed_at(0), m.trimmed_at(4096)),
+            (TRIM_MAYBE, TRIM_ZEROS)
+        );
+        assert!(m.any_trimmed(4096, 1) && !m.any_trimmed(8192, 4096));
+        // A write clears it; a write of unknown outcome leaves zeros possible.
+        assert!(m.try_lock(0, 4096, &mut v));
+        m.commit(0, 4096, &[4]);
+        assert!(m.try_lock(4096, 4096, &mut v));
+        m.commit_either(4096, 4096, &[4]);
+        assert_eq!((m.trimmed_at(0), m.trimmed_at(4096)), (0, TRIM_MAYBE));
+        m.set_all(1);
+        assert!(!m.any_trimmed(0, 1 << 20));
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!   same check while a fused engine copies the read (the common case in one pass, anything
 //!   else handed to the full check);
 //! * [`report`]: counts per class and the first bad blocks, as the result carries them;
-//! * [`pass`]: reading a whole span back (`sanbench verify`).
+//! * [`pass`]: reading a whole span back (`sanbench verify`);
+//! * `trimmed.rs`: a read over trimmed or zeroed granules (zeros, or zeros or the old data,
+//!   as the map's discard state says).
 //!
 //! The data format is the one every write uses ([`crate::stamp`]): a verified run stamps units
 //! of [`Verifier::unit`] bytes (512 B or the target's logical block) instead of 4 KiB, with the
@@ -19,6 +21,7 @@ pub mod map;
 pub mod pass;
 pub mod report;
 pub mod state;
+mod trimmed;
 
 pub use check::{Checker, Strict};
 pub use map::GenMap;
@@ -157,12 +160,6 @@ pub fn unverifiable(w: &Workload, unit: u32, dedupe_pct: f64) -> Option<String> 
     if dedupe_pct > 0.0 {
         return Some(
             "--verify cannot check --dedupe data (duplicate units carry no stamp); drop one".into(),
-        );
-    }
-    // What a trimmed or zeroed block may read back is not in the generation map yet.
-    if w.has_trims() || w.has_write_zeroes() {
-        return Some(
-            "--verify does not check workloads with trim or write_zeroes yet; drop one".into(),
         );
     }
     for s in &w.segments {

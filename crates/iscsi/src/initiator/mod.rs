@@ -12,11 +12,13 @@
 //! * `pump`: the send/receive loop with the I/O timeout.
 //! * `queue`: the `Queue` impl, NOP-Out ping, Logout, `stats()`.
 //! * `probe`: the SCSI questions asked at open time.
+//! * `discard`: which commands carry trims and write-zeroes, within the LUN's limits.
 //! * `provisioning`: GET LBA STATUS for [`Target::allocation`], on a session of its own.
 //!
 //! Only loopback or lab addresses are expected; nothing here retries or recovers a connection
 //! (ErrorRecoveryLevel 0): any protocol violation ends the run with an error naming the peer.
 
+mod discard;
 mod link;
 mod probe;
 mod provisioning;
@@ -210,16 +212,17 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
     };
     let arena = Arc::new(Arena::new(probe::ARENA));
     let mut s = connect(&spec, arena, 1, 1, opts.login_timeout)?;
-    let mut info = probe::probe(&mut s, &spec.uri)?;
+    let (mut info, disc) = probe::probe(&mut s, &spec.uri)?;
     info.uri = sanbench_io::redact::redact(uri);
     probe::session_params(&s, &spec, &mut info);
     s.logout()?;
-    Ok(Box::new(IscsiTarget { spec, info }))
+    Ok(Box::new(IscsiTarget { spec, info, disc }))
 }
 
 struct IscsiTarget {
     spec: Spec,
     info: TargetInfo,
+    disc: discard::Discard,
 }
 
 impl Target for IscsiTarget {
@@ -231,14 +234,21 @@ impl Target for IscsiTarget {
         provisioning::allocation(&self.spec, &self.info, offset, len)
     }
 
+    /// UNMAP or WRITE SAME with UNMAP for trims, WRITE SAME(16) for write-zeroes, as the
+    /// LUN's provisioning and Block Limits pages offer them (`discard`).
+    fn supports(&self, op: sanbench_io::Op) -> bool {
+        self.disc.supports(op)
+    }
+
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-        let s = connect(
+        let mut s = connect(
             &self.spec,
             cfg.arena.clone(),
             cfg.depth,
             self.info.block_size,
             cfg.io_timeout,
         )?;
+        s.set_discard(self.disc);
         Ok(Box::new(s))
     }
 }

@@ -5,10 +5,12 @@
 use sanbench_io::{EngineError, TargetInfo};
 use serde_json::Value;
 
+use super::discard::Discard;
 use super::session::{Cmd, Dir, Session};
 use super::uri::IscsiUri;
 use super::Spec;
 use crate::scsi::cdb::Cdb;
+use crate::scsi::vpd::{BlockLimits, Provisioning};
 
 /// Arena bytes for the probe's replies.
 pub(super) const ARENA: usize = 4096;
@@ -31,6 +33,7 @@ pub(super) fn ask(s: &mut Session, cdb: Cdb, len: u32) -> Result<(i32, Vec<u8>),
         dir: if len == 0 { Dir::None } else { Dir::In },
         buf: 0,
         len,
+        src: super::session::Src::Arena,
         allow_short: true,
         retries: 0,
     };
@@ -56,7 +59,7 @@ pub(super) fn failed(s: &Session, what: &str) -> EngineError {
     s.link.proto(format!("{what} failed{sense}"))
 }
 
-pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, EngineError> {
+pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<(TargetInfo, Discard), EngineError> {
     // A fresh nexus may report a unit attention (power on, reset) once per condition.
     for _ in 0..4 {
         if ask(s, Cdb::TestUnitReady, 0)?.0 == 0 {
@@ -109,6 +112,7 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
     let mut params = serde_json::Map::new();
     let mut max_transfer = None;
     let (r, b0) = ask(s, inquiry(true, 0xb0, 64), 64)?;
+    let limits = (r == 0).then(|| BlockLimits::decode(&b0)).flatten();
     if r == 0 && b0.len() >= 16 && b0[1] == 0xb0 {
         let max = be32(&b0, 8) as u64 * block_size as u64;
         let opt = be32(&b0, 12) as u64 * block_size as u64;
@@ -118,6 +122,14 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
         params.insert("block_limits.max_transfer_bytes".into(), max.into());
         params.insert("block_limits.optimal_transfer_bytes".into(), opt.into());
     }
+    // Logical Block Provisioning: asked only of a thin LUN (others cannot unmap).
+    let prov = if lbpme == Some(true) {
+        let (r, b2) = ask(s, inquiry(true, 0xb2, 8), 8)?;
+        (r == 0).then(|| Provisioning::decode(&b2)).flatten()
+    } else {
+        None
+    };
+    let disc = Discard::new(lbpme == Some(true), limits, prov);
     // The LU's name (VPD 0x83), which a multipath target compares across its paths.
     let (r, d83) = ask(s, inquiry(true, 0x83, 252), 252)?;
     if r == 0 && d83.len() >= 4 && d83[1] == 0x83 {
@@ -140,7 +152,7 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
     params.insert("lbpme".into(), lbpme.unwrap_or(false).into());
     params.insert("product".into(), ascii(&inq[16..32]).into());
     params.insert("revision".into(), ascii(&inq[32..36]).into());
-    Ok(TargetInfo {
+    let mut info = TargetInfo {
         uri: String::new(),
         engine: "iscsi".into(),
         size: blocks * block_size as u64,
@@ -148,7 +160,9 @@ pub(super) fn probe(s: &mut Session, uri: &IscsiUri) -> Result<TargetInfo, Engin
         max_transfer,
         read_only,
         params: params.into_iter().collect(),
-    })
+    };
+    disc.record(&mut info);
+    Ok((info, disc))
 }
 
 /// The logical unit's best designator from a Device Identification page (SPC-5 §7.7.6), named

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use sanbench_io::{Completion, EngineError, Io, Queue};
+use sanbench_io::{Completion, EngineError, Io, Op, Queue};
+
+use super::discard::TrimBy;
 
 use super::session::{Session, LOGOUT_ITT, NO_TAG, PING_ITT};
 use crate::wire::bhs::Bhs;
@@ -78,6 +80,13 @@ impl Session {
 
 impl Queue for Session {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        let unmap = self.disc.trim == Some(TrimBy::Unmap);
+        if unmap && ios.iter().any(|io| io.op == Op::Trim) {
+            // One UNMAP for the batch's trims, the rest as they come.
+            let (trims, rest): (Vec<Io>, Vec<Io>) = ios.iter().partition(|io| io.op == Op::Trim);
+            self.submit_trims(&trims)?;
+            return self.submit(&rest);
+        }
         for io in ios {
             match self.build(io) {
                 Ok(cmd) => self.enqueue(cmd)?,

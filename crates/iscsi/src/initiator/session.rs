@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use sanbench_io::{Arena, Completion, EngineError, Io, Op};
 
+use super::discard::Discard;
 use super::link::{Link, LoggedIn, RecvBuf};
 use crate::scsi::cdb::op;
 use crate::scsi::sense::{key, status, Sense};
@@ -25,7 +26,10 @@ use crate::wire::framer::{encode_pdu_with, FrameConfig};
 use crate::wire::keys::SessionParams;
 use crate::wire::pdu::{DataOut, ScsiCommand};
 
+mod discard;
 mod receive;
+
+pub(crate) use discard::Chain;
 
 /// Reserved ITT (§11.2.1).
 pub(crate) const NO_TAG: u32 = 0xffff_ffff;
@@ -42,6 +46,16 @@ fn sn_le(a: u32, b: u32) -> bool {
     a == b || sn_lt(a, b)
 }
 
+/// Where a command's Data-Out comes from: the I/O's arena region, the task's own UNMAP
+/// parameter list, or zeros (WRITE SAME's one block).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Src {
+    #[default]
+    Arena,
+    Param,
+    Zero,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Dir {
     In,
@@ -55,8 +69,10 @@ pub(crate) struct Cmd {
     pub tag: u32,
     pub cdb: [u8; 16],
     pub dir: Dir,
+    /// Offset of the Data-Out in `src`.
     pub buf: usize,
     pub len: u32,
+    pub src: Src,
     /// Accept fewer Data-In bytes than `len` (INQUIRY and friends); reads must be whole.
     pub allow_short: bool,
     /// Times this command was re-issued after a UNIT ATTENTION.
@@ -69,6 +85,7 @@ struct Task {
     dir: Option<Dir>,
     buf: usize,
     len: u32,
+    src: Src,
     got: u32,
     next_data_sn: u32,
     next_r2t_sn: u32,
@@ -130,6 +147,32 @@ pub struct Session {
     pub(crate) ping_outstanding: bool,
     pub(crate) logged_out: bool,
     pub(crate) counters: Counters,
+    /// What the LUN offers for trims and write-zeroes (`set_discard`).
+    pub(crate) disc: Discard,
+    /// Each task's UNMAP parameter list, `slot` bytes apart; empty without trims.
+    plist: Vec<u8>,
+    slot: usize,
+    /// Per tag: the task whose UNMAP also carries this I/O's descriptor, or NO_TAG.
+    follow: Vec<u32>,
+    /// I/Os that complete with another task's UNMAP.
+    followers: usize,
+    /// Per tag: what is left of a trim or zeroing after the command in flight.
+    chain: Vec<Chain>,
+}
+
+/// The bytes of `len` at `off` of a command's Data-Out source; zeros where the source is
+/// shorter (cannot happen: `build` sizes every command from its source).
+fn fill(dst: &mut [u8], arena: &Arena, plist: &[u8], src: Src, off: usize) {
+    match src {
+        // SAFETY: a write's source region: only read, and inside the arena (checked in
+        // `build`); the scheduler keeps it unchanged until the I/O completes.
+        Src::Arena => dst.copy_from_slice(unsafe { arena.slice(off, dst.len()) }),
+        Src::Param => match plist.get(off..off + dst.len()) {
+            Some(b) => dst.copy_from_slice(b),
+            None => dst.fill(0),
+        },
+        Src::Zero => dst.fill(0),
+    }
 }
 
 impl Session {
@@ -186,6 +229,12 @@ impl Session {
             ping_outstanding: false,
             logged_out: false,
             counters: Counters::default(),
+            disc: Discard::default(),
+            plist: Vec::new(),
+            slot: 0,
+            follow: Vec::new(),
+            followers: 0,
+            chain: Vec::new(),
             params: p,
             link: li.link,
             rx: li.rx,
@@ -211,11 +260,11 @@ impl Session {
 
     /// In flight plus waiting for the window.
     pub(crate) fn outstanding(&self) -> usize {
-        self.inflight + self.pending.len()
+        self.inflight + self.pending.len() + self.followers
     }
 
     /// Builds the command for one engine I/O, or the errno to complete it with at once.
-    pub(crate) fn build(&self, io: &Io) -> Result<Cmd, i32> {
+    pub(crate) fn build(&mut self, io: &Io) -> Result<Cmd, i32> {
         let bs = self.block_size as u64;
         let rw = matches!(io.op, Op::Read | Op::Write);
         if rw
@@ -260,7 +309,7 @@ impl Session {
                 cdb[0] = op::SYNCHRONIZE_CACHE10;
                 Dir::None
             }
-            Op::Trim | Op::WriteZeroes => return Err(-libc::EOPNOTSUPP),
+            Op::Trim | Op::WriteZeroes => return self.discard_cmd(io),
         };
         Ok(Cmd {
             tag: io.tag,
@@ -268,6 +317,7 @@ impl Session {
             dir,
             buf: io.buf,
             len: if dir == Dir::None { 0 } else { io.len },
+            src: Src::Arena,
             allow_short: false,
             retries: 0,
         })
@@ -279,7 +329,13 @@ impl Session {
             .tasks
             .get(cmd.tag as usize)
             .ok_or_else(|| EngineError::Invalid(format!("tag {} above queue depth", cmd.tag)))?;
-        if t.active || self.pending.iter().any(|p| p.tag == cmd.tag) {
+        if t.active
+            || self.pending.iter().any(|p| p.tag == cmd.tag)
+            || self
+                .follow
+                .get(cmd.tag as usize)
+                .is_some_and(|&l| l != NO_TAG)
+        {
             return Err(EngineError::Invalid(format!(
                 "tag {} already in flight",
                 cmd.tag
@@ -337,6 +393,7 @@ impl Session {
             dir: Some(c.dir),
             buf: c.buf,
             len: c.len,
+            src: c.src,
             got: 0,
             next_data_sn: 0,
             next_r2t_sn: 0,
@@ -348,11 +405,9 @@ impl Session {
         self.unsent_cmds += 1;
         self.counters.commands += 1;
         let h = cmd.to_bytes();
-        let arena = &self.arena;
+        let (arena, plist) = (&self.arena, &self.plist);
         encode_pdu_with(&mut self.out, &h, &[], imm as usize, &self.tx_cfg, |dst| {
-            // SAFETY: a write's source region: only read, and inside the arena (checked in
-            // `build`); the scheduler keeps it unchanged until the I/O completes.
-            dst.copy_from_slice(unsafe { arena.slice(c.buf, dst.len()) })
+            fill(dst, arena, plist, c.src, c.buf)
         });
         if unsol > imm {
             self.data_out(c.tag, NO_TAG, imm, unsol);
@@ -361,7 +416,7 @@ impl Session {
 
     /// Appends the Data-Out PDUs for bytes `from..to` of task `tag`'s buffer.
     fn data_out(&mut self, tag: u32, ttt: u32, from: u32, to: u32) {
-        let buf = self.tasks[tag as usize].buf;
+        let (buf, src) = (self.tasks[tag as usize].buf, self.tasks[tag as usize].src);
         let max = self.tx_cfg.max_recv_data_segment_length;
         let mut off = from;
         let mut data_sn = 0;
@@ -377,11 +432,10 @@ impl Session {
                 buffer_offset: off,
             };
             let h = d.to_bytes();
-            let arena = &self.arena;
+            let (arena, plist) = (&self.arena, &self.plist);
+            // Bounds: checked against the task length in `on_r2t` and the source in `build`.
             encode_pdu_with(&mut self.out, &h, &[], n as usize, &self.tx_cfg, |dst| {
-                // SAFETY: as in `issue`: a write's source region, read only, bounds checked
-                // against the task length in `on_r2t` and against the arena in `build`.
-                dst.copy_from_slice(unsafe { arena.slice(buf + off as usize, dst.len()) })
+                fill(dst, arena, plist, src, buf + off as usize)
             });
             off += n;
             data_sn += 1;
@@ -437,14 +491,11 @@ impl Session {
                 dir: t.dir.unwrap_or(Dir::None),
                 buf: t.buf,
                 len: t.len,
+                src: t.src,
                 allow_short: t.allow_short,
                 retries: t.retries + 1,
             };
-            if self.pending.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
-                self.issue(cmd);
-            } else {
-                self.pending.push_back(cmd);
-            }
+            self.requeue(cmd);
             return;
         }
         use crate::wire::codes::scsi_response::COMMAND_COMPLETED as DONE;
@@ -466,6 +517,15 @@ impl Session {
             }
         }
         self.inflight -= 1;
-        self.done.push(Completion { tag, result });
+        self.finish(tag, result);
+    }
+
+    /// Issues a command now when the window allows, else after those waiting.
+    fn requeue(&mut self, cmd: Cmd) {
+        if self.pending.is_empty() && sn_le(self.cmd_sn, self.max_cmd_sn) {
+            self.issue(cmd);
+        } else {
+            self.pending.push_back(cmd);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! INQUIRY (standard data and VPD pages 00, 80, 83, B0, B1, B2; SPC-5 §6.7, §7.7, SBC-4 §6.6)
 //! and MODE SENSE(6/10) with the caching, control and informational exceptions pages.
 
-use super::outcome::{Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_XFER_BLOCKS};
+use super::outcome::{Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_UNMAP_DESCRIPTORS, MAX_XFER_BLOCKS};
 use crate::scsi::cdb::Cdb;
 use crate::scsi::sense::Sense;
 use sanbench_blockstore::CHUNK;
@@ -62,7 +62,7 @@ pub fn inquiry(target: u32, id: u16, serial: &str, evpd: bool, page: u8) -> Resu
             b[4..8].copy_from_slice(&MAX_XFER_BLOCKS.to_be_bytes());
             b[8..12].copy_from_slice(&(CHUNK as u32 / BLOCK as u32).to_be_bytes());
             b[16..20].copy_from_slice(&MAX_UNMAP_BLOCKS.to_be_bytes()); // MAX UNMAP LBA COUNT
-            b[20..24].copy_from_slice(&256u32.to_be_bytes()); // MAX UNMAP DESCRIPTORS
+            b[20..24].copy_from_slice(&(MAX_UNMAP_DESCRIPTORS as u32).to_be_bytes());
             b[24..28].copy_from_slice(&1u32.to_be_bytes()); // UNMAP GRANULARITY
             b[32..40].copy_from_slice(&(1u64 << 22).to_be_bytes()); // MAX WRITE SAME LENGTH
             vpd(0xb0, b)

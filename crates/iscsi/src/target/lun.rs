@@ -6,10 +6,11 @@ use sanbench_io::poison;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use super::outcome::{Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_XFER_BLOCKS};
+use super::outcome::{Outcome, BLOCK, MAX_UNMAP_BLOCKS, MAX_UNMAP_DESCRIPTORS, MAX_XFER_BLOCKS};
 use super::pr::{Access, PrError, PrState};
 use crate::scsi::cdb::{Cdb, CdbLen};
 use crate::scsi::sense::Sense;
+use crate::scsi::unmap::{self, UnmapError};
 use sanbench_blockstore::{BlockStore, CHUNK};
 
 const MAX_WS_BLOCKS: u64 = 1 << 22;
@@ -273,6 +274,12 @@ impl Lun {
                 // LBPRZ: unmapped blocks read as zeros, so UNMAP wins over the pattern.
                 if unmap {
                     self.store.trim(lba * BLOCK, blocks * BLOCK).map_err(io)?;
+                } else if pattern.iter().all(|&b| b == 0) {
+                    // Zeros without UNMAP (an initiator's write-zeroes): the blocks stay
+                    // mapped, as SBC-4 asks, without writing a block at a time.
+                    self.store
+                        .zero(lba * BLOCK, blocks * BLOCK, true)
+                        .map_err(io)?;
                 } else {
                     let per = (CHUNK as u64 / BLOCK).min(blocks) as usize;
                     let buf: Vec<u8> = pattern
@@ -296,25 +303,21 @@ impl Lun {
                 if anchor {
                     return Err(field(1));
                 }
-                if data.is_empty() {
-                    return Ok(Outcome::Good);
-                }
-                if data.len() < 8 {
-                    return Err(Sense::PARAM_LIST_LENGTH_ERROR);
-                }
-                let dlen = u16::from_be_bytes([data[2], data[3]]) as usize;
-                let descs = &data[8..(8 + dlen).min(data.len())];
-                let mut ranges = Vec::new();
-                for d in descs.chunks_exact(16) {
-                    let lba = u64::from_be_bytes(d[0..8].try_into().unwrap_or([0; 8]));
-                    let n = u32::from_be_bytes(d[8..12].try_into().unwrap_or([0; 4]));
-                    if n > MAX_UNMAP_BLOCKS {
+                let ranges = unmap::decode(data, MAX_UNMAP_DESCRIPTORS).map_err(|e| match e {
+                    UnmapError::Length => Sense::PARAM_LIST_LENGTH_ERROR,
+                    UnmapError::TooManyDescriptors => Sense::INVALID_FIELD_IN_PARAM,
+                })?;
+                // MAXIMUM UNMAP LBA COUNT bounds the whole command (SBC-4 §5.30.1).
+                let mut total = 0u64;
+                for &(lba, n) in &ranges {
+                    total += u64::from(n);
+                    if total > u64::from(MAX_UNMAP_BLOCKS) {
                         return Err(Sense::INVALID_FIELD_IN_PARAM);
                     }
-                    self.range(lba, n as u64)?;
-                    ranges.push((lba, n as u64));
+                    self.range(lba, u64::from(n))?;
                 }
                 for (lba, n) in ranges {
+                    let n = u64::from(n);
                     self.store.trim(lba * BLOCK, n * BLOCK).map_err(io)?;
                 }
                 Outcome::Good
@@ -394,4 +397,60 @@ impl Lun {
 /// REPORT LUNS is answered by the session (it knows all LUNs), never by a LUN.
 fn unreachable_report_luns() -> Outcome {
     Outcome::Check(Sense::INVALID_OPCODE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scsi::unmap::encode;
+
+    fn lun() -> Lun {
+        Lun::new(0, BlockStore::ram(8 << 20, false).unwrap(), 8 << 20, 1)
+    }
+
+    fn unmap(l: &Lun, ranges: &[(u64, u64)]) -> Outcome {
+        let mut p = vec![0u8; 8 + 16 * ranges.len()];
+        let n = encode(ranges, &mut p);
+        let cdb = Cdb::Unmap {
+            anchor: false,
+            param_len: n as u16,
+        };
+        l.execute(&cdb, &p[..n], "i")
+    }
+
+    fn check(o: Outcome) -> Option<Sense> {
+        match o {
+            Outcome::Check(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn unmap_frees_each_descriptor_within_the_block_limits() {
+        let l = lun();
+        l.store.write(0, &vec![7u8; 8 << 20], false).unwrap();
+        let full = l.store.allocated_bytes();
+        // Two descriptors of whole chunks: both freed.
+        let c = CHUNK as u64 / BLOCK;
+        assert!(check(unmap(&l, &[(0, c), (4 * c, c)])).is_none());
+        assert_eq!(l.store.allocated_bytes(), full - 2 * CHUNK as u64);
+        // More descriptors than the Block Limits page allows, or more blocks in all.
+        let many: Vec<(u64, u64)> = (0..MAX_UNMAP_DESCRIPTORS as u64 + 1)
+            .map(|i| (i, 1))
+            .collect();
+        assert_eq!(check(unmap(&l, &many)), Some(Sense::INVALID_FIELD_IN_PARAM));
+        let half = u64::from(MAX_UNMAP_BLOCKS) / 2 + 1;
+        let big = Lun::new(0, BlockStore::ram(1 << 30, false).unwrap(), 1 << 30, 1);
+        assert_eq!(
+            check(unmap(&big, &[(0, half), (half, half)])),
+            Some(Sense::INVALID_FIELD_IN_PARAM)
+        );
+        // Past the end: nothing unmapped.
+        let before = l.store.allocated_bytes();
+        assert_eq!(
+            check(unmap(&l, &[(8 * c, c), (l.blocks, 1)])),
+            Some(Sense::LBA_OUT_OF_RANGE)
+        );
+        assert_eq!(l.store.allocated_bytes(), before);
+    }
 }

@@ -8,6 +8,8 @@ pub const BLOCK: u64 = 512;
 /// Largest transfer we accept in one command (VPD B0 MAXIMUM TRANSFER LENGTH, in blocks).
 pub const MAX_XFER_BLOCKS: u32 = 128 * 1024;
 pub const MAX_UNMAP_BLOCKS: u32 = 1 << 20;
+/// MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT (Block Limits VPD page).
+pub const MAX_UNMAP_DESCRIPTORS: usize = 256;
 
 /// What a command produced.
 pub enum Outcome {

@@ -183,6 +183,8 @@ struct NvmeTarget {
     info: TargetInfo,
     /// Identify Controller's optional NVM commands (ONCS).
     oncs: u16,
+    /// Write Zeroes sets DEAC (DLFEAT: supported, and deallocated blocks read zeros).
+    deac: bool,
     admin: Arc<Mutex<AdminSession>>,
     qids: Arc<Mutex<Qids>>,
     /// The namespace's ANA state through this controller, when it reports one.
@@ -239,6 +241,15 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     );
     params.insert("maxcmd".into(), json!(a.id.maxcmd));
     params.insert("kato_ms".into(), json!(u.kato_ms));
+    // DLFEAT (Identify Namespace byte 33): bits 2:0 = 1, a deallocated block reads zeros;
+    // bit 3, Write Zeroes takes DEAC (deallocate the zeroed blocks).
+    params.insert("dlfeat".into(), json!(ns.dlfeat));
+    params.insert(
+        sanbench_io::params::TRIM_READS_ZEROS.into(),
+        json!(ns.dlfeat & 7 == 1),
+    );
+    let deac = ns.dlfeat & 0x08 != 0 && ns.dlfeat & 7 == 1;
+    params.insert("write_zeroes_deac".into(), json!(deac));
     if let Some(st) = ana.as_ref().and_then(|x| x.get()) {
         params.insert("ana_state".into(), json!(st.name()));
         params.insert("ana_group".into(), json!(ns.anagrpid));
@@ -287,6 +298,7 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
         opts,
         info,
         oncs,
+        deac,
         admin,
         qids,
         ana,
@@ -400,6 +412,7 @@ impl Target for NvmeTarget {
                 peer: self.addr.to_string(),
                 ana: self.ana.clone(),
                 qid,
+                deac: self.deac,
             },
         )))
     }

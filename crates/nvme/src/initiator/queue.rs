@@ -1,9 +1,12 @@
 //! One worker's I/O queue: its own connection, commands pipelined up to the queue depth with
 //! the scheduler's tag as the command id. Writes up to the controller's in-capsule size (IOCCSZ)
 //! travel in the capsule; larger ones wait for R2Ts and go out as H2CData straight from the
-//! arena; reads land from C2HData straight into the arena. Trim is Dataset Management
-//! (deallocate) with its range in the capsule. A path-related status completes the I/O with
-//! [`PATH_ERROR`] and asks the admin thread to read the ANA state again.
+//! arena; reads land from C2HData straight into the arena. Trims are Dataset Management
+//! (deallocate) with their ranges in the capsule: the trims of one submit share a command, up
+//! to 256 ranges (NVM Command Set §3.2.3) or what the in-capsule size holds; the first trim's
+//! command id carries it and the others complete with it. Write Zeroes sets DEAC when the
+//! namespace's DLFEAT says deallocated blocks read zeros. A path-related status completes the
+//! I/O with [`PATH_ERROR`] and asks the admin thread to read the ANA state again.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +17,7 @@ use sanbench_io::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, PA
 use super::admin::{Ana, Qid};
 use super::engine_err;
 use crate::host::conn::{Connection, Event};
-use crate::wire::cmd::{io, rw_sqe, Command, DataPtr, DsmRange, Rw};
+use crate::wire::cmd::{io, rw_sqe, Command, DataPtr, DsmRange, Rw, DSM_RANGE_LEN};
 use crate::wire::status::Status;
 use zerocopy::IntoBytes;
 
@@ -28,7 +31,16 @@ pub(crate) struct Path {
     pub peer: String,
     pub ana: Option<Arc<Ana>>,
     pub qid: Qid,
+    pub deac: bool,
 }
+
+/// Ranges one Dataset Management command may carry (NR is 8 bits, 0's based).
+const MAX_DSM_RANGES: usize = 256;
+/// Blocks one Write Zeroes may cover (NLB is 16 bits, 0's based).
+const MAX_WRITE_ZEROES_BLOCKS: u32 = 1 << 16;
+/// Write Zeroes' Deallocate bit (CDW12 bit 25).
+const DEAC: u32 = 1 << 25;
+const NO_LEAD: u16 = u16::MAX;
 
 pub(crate) struct NvmeQueue {
     conn: Connection,
@@ -48,6 +60,13 @@ pub(crate) struct NvmeQueue {
     in_capsule_writes: u64,
     r2t_writes: u64,
     failed_status: Option<Status>,
+    deac: bool,
+    /// Ranges per Dataset Management command.
+    dsm_ranges: usize,
+    /// Per command id: the trim whose DSM command also carries this one's range, or NO_LEAD.
+    follow: Vec<u16>,
+    followers: usize,
+    dsm_commands: u64,
 }
 
 impl NvmeQueue {
@@ -58,7 +77,13 @@ impl NvmeQueue {
             peer,
             ana,
             qid,
+            deac,
         } = path;
+        let depth = cfg.depth.max(1) as usize;
+        let dsm_ranges = MAX_DSM_RANGES
+            .min(conn.in_capsule / DSM_RANGE_LEN)
+            .min(depth)
+            .max(1);
         NvmeQueue {
             conn,
             ana,
@@ -74,6 +99,11 @@ impl NvmeQueue {
             in_capsule_writes: 0,
             r2t_writes: 0,
             failed_status: None,
+            deac,
+            dsm_ranges,
+            follow: vec![NO_LEAD; depth],
+            followers: 0,
+            dsm_commands: 0,
         }
     }
 
@@ -105,6 +135,45 @@ impl NvmeQueue {
                 tag: io.tag,
                 result,
             });
+        }
+        if self.followers > 0 {
+            for i in 0..self.follow.len() {
+                if self.follow[i] == cid {
+                    self.follow[i] = NO_LEAD;
+                    self.followers -= 1;
+                    if let Some(io) = self.slots[i].take() {
+                        self.inflight -= 1;
+                        out.push(Completion {
+                            tag: io.tag,
+                            result,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// One Dataset Management (deallocate) command for `group`'s ranges, on the first's
+    /// command id.
+    fn send_dsm(&mut self, group: &[(u16, DsmRange)]) {
+        let Some(&(lead, _)) = group.first() else {
+            return;
+        };
+        let s = Command::Dsm {
+            nsid: self.nsid,
+            nr: group.len() as u32,
+            deallocate: true,
+        }
+        .to_sqe(lead, DataPtr::Transport { len: 0 });
+        let mut data = Vec::with_capacity(group.len() * DSM_RANGE_LEN);
+        for (_, r) in group {
+            data.extend_from_slice(r.as_bytes());
+        }
+        self.conn.send_cmd(s, &data);
+        self.dsm_commands += 1;
+        for &(cid, _) in &group[1..] {
+            self.follow[cid as usize] = lead;
+            self.followers += 1;
         }
     }
 
@@ -189,6 +258,8 @@ impl NvmeQueue {
 
 impl Queue for NvmeQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
+        // Allocates only when the batch has trims.
+        let mut trims: Vec<(u16, DsmRange)> = Vec::new();
         for io in ios {
             let cid = io.tag as u16;
             let Some(slot) = self.slots.get_mut(io.tag as usize) else {
@@ -217,6 +288,12 @@ impl Queue for NvmeQueue {
                 // `--fua`: the write is durable when the controller completes it.
                 fua: io.op == Op::Write && io.fua,
             };
+            if io.op == Op::WriteZeroes && rw.nlb > MAX_WRITE_ZEROES_BLOCKS {
+                return Err(EngineError::Invalid(format!(
+                    "a write-zeroes of {} bytes: NVMe Write Zeroes covers at most {} blocks",
+                    io.len, MAX_WRITE_ZEROES_BLOCKS
+                )));
+            }
             *slot = Some(*io);
             self.inflight += 1;
             match io.op {
@@ -242,21 +319,22 @@ impl Queue for NvmeQueue {
                     self.conn.send_cmd(s, &[]);
                 }
                 Op::Trim => {
-                    let s = Command::Dsm {
-                        nsid: self.nsid,
-                        nr: 1,
-                        deallocate: true,
+                    trims.push((cid, DsmRange::new(rw.slba, rw.nlb)));
+                    if trims.len() == self.dsm_ranges {
+                        self.send_dsm(&trims);
+                        trims.clear();
                     }
-                    .to_sqe(cid, DataPtr::Transport { len: 0 });
-                    let r = DsmRange::new(rw.slba, rw.nlb);
-                    self.conn.send_cmd(s, r.as_bytes());
                 }
                 Op::WriteZeroes => {
-                    let s = rw_sqe(io::WRITE_ZEROES, cid, rw, DataPtr::Transport { len: 0 });
+                    let mut s = rw_sqe(io::WRITE_ZEROES, cid, rw, DataPtr::Transport { len: 0 });
+                    if self.deac {
+                        s.cdw12.set(s.cdw12.get() | DEAC);
+                    }
                     self.conn.send_cmd(s, &[]);
                 }
             }
         }
+        self.send_dsm(&trims);
         self.conn.flush().map_err(|e| self.err(e))
     }
 
@@ -301,6 +379,7 @@ impl Queue for NvmeQueue {
         let mut m = BTreeMap::new();
         m.insert("in_capsule_writes".into(), self.in_capsule_writes.into());
         m.insert("r2t_writes".into(), self.r2t_writes.into());
+        m.insert("dsm_commands".into(), self.dsm_commands.into());
         if let Some(st) = self.failed_status {
             m.insert("last_error_status".into(), st.to_string().into());
         }

@@ -180,7 +180,9 @@ pub(super) fn handle(c: &mut Conn, cid: u16, cmd: Command, dp: DataPtr) -> Resul
                     nuse: c.sh.ns_used_blocks(nsid),
                     nsfeat: 1,
                     lbads: BLOCK.trailing_zeros() as u8,
-                    dlfeat: 1,
+                    // Deallocated blocks read zeros; Write Zeroes takes DEAC (the store frees
+                    // whole chunks it zeroes either way).
+                    dlfeat: 0x09,
                     // Shared by every controller of every port: one namespace head on a
                     // multipath host.
                     nmic: NMIC_SHARED,
