@@ -129,8 +129,11 @@ fn version_2_holds_the_same_in_a_fifth_of_the_text() {
         v2.len(),
         text.len()
     );
+    // Figures are written to seven significant digits (doc::json::SIGNIFICANT): reading the
+    // text back and writing it again gives the same text.
     let back: Comparison = serde_json::from_str(&v2).unwrap();
-    assert_eq!(back, cmp);
+    assert_eq!(sanbench_doc::json::to_string(&back).unwrap(), v2);
+    assert_eq!(back.cells.len(), cmp.cells.len());
     for (c, v1) in back.cells.iter().zip(&v1_buckets) {
         assert_eq!(&c.result.latency_histogram().unwrap().buckets(), v1);
         assert!(c.result.histogram_ns.is_empty());
