@@ -198,6 +198,26 @@ impl NbdQueue {
         }
     }
 
+    /// `n` of the `remaining` bytes of READ `tag`'s chunk landed at arena offset `at` (read
+    /// straight into the arena, by recv or by the ring): the receive state moves on, and the
+    /// I/O completes when the chunk that ends it is whole.
+    fn landed(&mut self, tag: u32, at: usize, remaining: usize, done: bool, n: usize) {
+        self.direct_bytes += n as u64;
+        self.state = Recv::Data {
+            tag,
+            at: at + n,
+            remaining: remaining - n,
+            done,
+        };
+        if n == remaining {
+            self.state = Recv::Header;
+            if done {
+                let e = self.slots[tag as usize].error;
+                self.complete(tag, e);
+            }
+        }
+    }
+
     fn complete(&mut self, tag: u32, result: i32) {
         self.slots[tag as usize].active = false;
         self.inflight -= 1;

@@ -325,20 +325,7 @@ impl NbdQueue {
                 },
             ) => {
                 let n = n.min(remaining);
-                self.direct_bytes += n as u64;
-                self.state = Recv::Data {
-                    tag,
-                    at: at + n,
-                    remaining: remaining - n,
-                    done,
-                };
-                if n == remaining {
-                    self.state = Recv::Header;
-                    if done {
-                        let e = self.slots[tag as usize].error;
-                        self.complete(tag, e);
-                    }
-                }
+                self.landed(tag, at, remaining, done, n);
                 Ok(())
             }
             (RecvTo::Direct, Recv::Header) => Err(self.protocol("receive state lost")),

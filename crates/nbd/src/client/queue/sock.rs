@@ -98,20 +98,7 @@ impl NbdQueue {
                 // until the completion is reaped.
                 let dst = unsafe { self.arena.slice_mut(at, remaining) };
                 let n = self.recv_into(dst.as_mut_ptr(), remaining, wait)?;
-                self.direct_bytes += n as u64;
-                self.state = Recv::Data {
-                    tag,
-                    at: at + n,
-                    remaining: remaining - n,
-                    done,
-                };
-                if n == remaining {
-                    self.state = Recv::Header;
-                    if done {
-                        let e = self.slots[tag as usize].error;
-                        self.complete(tag, e);
-                    }
-                }
+                self.landed(tag, at, remaining, done, n);
                 return Ok(());
             }
         }
