@@ -43,6 +43,7 @@ pub mod progress;
 pub mod ranks;
 pub mod run_cmd;
 pub mod run_config;
+pub mod run_table;
 pub mod serve_cmd;
 pub mod serve_metrics;
 pub mod servers;
