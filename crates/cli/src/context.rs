@@ -24,7 +24,6 @@ use sanbench_engine::poison;
 use sanbench_engine::Target;
 use sanbench_metrics::registry::Registry;
 
-use crate::args::WatchArgs;
 use crate::error::CliError;
 use crate::job::Job;
 use crate::placement::{CpuList, CpusPolicy};
@@ -109,7 +108,7 @@ impl Context {
     /// current watch, its endpoint's registry as the context's.
     pub fn open_watch(
         &self,
-        a: &WatchArgs,
+        a: &crate::watch::WatchOptions,
         rank: Option<u32>,
     ) -> Result<Option<Arc<Watch>>, CliError> {
         let w = Watch::open(a, rank)?;

@@ -96,7 +96,7 @@ pub(crate) fn run(
                     // Curves never run as an MPI job (compare refuses), so a cell always
                     // has its result here.
                     let place = Place::curve(rep, pct);
-                    let every = (cx.a.live.save_every.0, sw.workload.time);
+                    let every = (cx.a.live.save_every, sw.workload.time);
                     let save = book.cell_save((ti, &w.id), &place, false, every);
                     let Some(cell) =
                         run_cell(cx, &sw, ti, uri, name, &mut book.baselines[ti], save)?
@@ -124,7 +124,7 @@ pub(crate) fn run(
 /// needs (the curve's points are not part of the adaptive design).
 fn curve_repeats(a: &crate::compare::config::CompareConfig) -> u32 {
     match a.repeat {
-        crate::args::RepeatArg::Fixed(n) => n,
-        crate::args::RepeatArg::Auto => sanbench_report::curve::MIN_REPEATS as u32,
+        crate::compare::design::RepeatArg::Fixed(n) => n,
+        crate::compare::design::RepeatArg::Auto => sanbench_report::curve::MIN_REPEATS as u32,
     }
 }

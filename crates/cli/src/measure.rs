@@ -382,7 +382,7 @@ pub fn measure(
         },
         &Shared {
             seed: c.seed,
-            log_interval: c.watch.log_interval.0,
+            log_interval: c.watch.log_interval,
             cpus: c.cpus.as_ref(),
             cpus_policy: c.cpus_policy,
         },
@@ -391,7 +391,7 @@ pub fn measure(
     // Under MPI only rank 0 has every rank's figures, and only at the end: no partial saves.
     let partial = match (&plan.sync, &c.json) {
         (None, Some(path)) if saves_to(path) => crate::partial::Partial::start(
-            c.live.save_every.0,
+            c.live.save_every,
             &plan,
             saver(&plan, path, &reports, cx.placement()),
         ),

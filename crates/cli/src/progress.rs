@@ -14,12 +14,42 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+/// Where the progress line goes (`--progress`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// Rewritten in place once a second on a terminal (stderr, or stdout when only it is
+    /// one); nothing otherwise.
+    #[default]
+    Auto,
+    /// One line a second appended to stderr, terminal or not (for logs of long runs).
+    Lines,
+    /// None.
+    Never,
+}
+
+/// The live line and the incremental result (`--progress`, `--save-every`), typed.
+#[derive(Clone, Copy, Debug)]
+pub struct LiveOptions {
+    pub progress: ProgressMode,
+    /// While the window runs, the result is rewritten this often.
+    pub save_every: Duration,
+}
+
+impl Default for LiveOptions {
+    /// The line on a terminal, the result rewritten every minute.
+    fn default() -> LiveOptions {
+        LiveOptions {
+            progress: ProgressMode::Auto,
+            save_every: Duration::from_secs(60),
+        }
+    }
+}
+
 use sanbench_engine::poison;
 use sanbench_engine::run::{IntervalRecord, IntervalSink};
 use sanbench_engine::Progress;
 use sanbench_stats::LatencyHistogram;
 
-use crate::args::ProgressMode;
 use sanbench_units::fmt::latency_ns as latency;
 
 /// Where the line goes, and how.

@@ -14,12 +14,14 @@ use sanbench_engine::units::Bytes;
 use sanbench_engine::Workload;
 use sanbench_fio::FioTarget;
 
-use crate::args::{EngineArgs, LiveArgs, RunArgs, WatchArgs};
+use crate::args::{EngineArgs, RunArgs};
 use crate::error::{usage, CliError};
 use crate::faults::Faults;
 use crate::monitoring::MonitorSetup;
 use crate::placement::{CpuList, CpusPolicy};
 use crate::precondition::DataPlan;
+use crate::progress::LiveOptions;
+use crate::watch::WatchOptions;
 
 /// Everything one `run` needs, typed.
 pub struct RunConfig {
@@ -38,9 +40,9 @@ pub struct RunConfig {
     /// `--fault`: the schedule, checked against the lab (`None`: no faults).
     pub faults: Option<Arc<Faults>>,
     /// `--log-interval`, `--hist-log`, `--metrics-listen`.
-    pub watch: WatchArgs,
+    pub watch: WatchOptions,
     /// `--progress`, `--save-every`.
-    pub live: LiveArgs,
+    pub live: LiveOptions,
     /// The host monitor (`None`: `--no-monitor`).
     pub monitor: Option<MonitorSetup>,
     pub seed: u64,
@@ -87,12 +89,8 @@ impl RunConfig {
             io_timeout: Duration::from_secs(30),
             data,
             faults: None,
-            watch: WatchArgs {
-                log_interval: sanbench_engine::units::Dur(Duration::from_secs(1)),
-                hist_log: None,
-                metrics_listen: None,
-            },
-            live: LiveArgs::default(),
+            watch: WatchOptions::default(),
+            live: LiveOptions::default(),
             monitor: None,
             seed: crate::args::DEFAULT_SEED,
             cpus: None,
@@ -132,8 +130,8 @@ impl RunConfig {
             io_timeout: io_timeout(&a.engine)?,
             data,
             faults,
-            watch: a.watch,
-            live: a.live,
+            watch: (&a.watch).into(),
+            live: (&a.live).into(),
             monitor,
             seed: a.seed,
             cpus: a.cpus,

@@ -27,8 +27,29 @@ use sanbench_stats::hist_log;
 
 use sanbench_metrics::registry::{Key, Registry};
 
-use crate::args::WatchArgs;
 use crate::error::{usage, CliError};
+
+/// What to watch a run with (`--log-interval`, `--hist-log`, `--metrics-listen`), typed.
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    /// The length of an interval of the result's `intervals` (at least 10 ms).
+    pub log_interval: std::time::Duration,
+    /// Where the interval histograms go (HdrHistogram's log format).
+    pub hist_log: Option<PathBuf>,
+    /// Where the Prometheus endpoint listens.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+impl Default for WatchOptions {
+    /// One-second intervals, no log, no endpoint.
+    fn default() -> WatchOptions {
+        WatchOptions {
+            log_interval: std::time::Duration::from_secs(1),
+            hist_log: None,
+            metrics_listen: None,
+        }
+    }
+}
 
 /// The histogram log of one command (or, on an MPI rank other than 0, its spool).
 struct HistLog {
@@ -82,7 +103,7 @@ impl Watch {
     /// input (exit 2). `None` when nothing watches. `rank`: this process's rank in an MPI
     /// job; the ranks other than 0 spool their log lines (rank 0 appends them) and serve no
     /// endpoint.
-    pub fn open(a: &WatchArgs, rank: Option<u32>) -> Result<Option<Arc<Watch>>, CliError> {
+    pub fn open(a: &WatchOptions, rank: Option<u32>) -> Result<Option<Arc<Watch>>, CliError> {
         let spool = rank.is_some_and(|r| r > 0);
         let metrics_addr = a.metrics_listen.filter(|_| !spool);
         if a.hist_log.is_none() && metrics_addr.is_none() {

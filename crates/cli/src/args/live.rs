@@ -35,6 +35,25 @@ pub struct LiveArgs {
     pub save_every: Dur,
 }
 
+impl From<ProgressMode> for crate::progress::ProgressMode {
+    fn from(m: ProgressMode) -> Self {
+        match m {
+            ProgressMode::Auto => Self::Auto,
+            ProgressMode::Lines => Self::Lines,
+            ProgressMode::Never => Self::Never,
+        }
+    }
+}
+
+impl From<&LiveArgs> for crate::progress::LiveOptions {
+    fn from(a: &LiveArgs) -> Self {
+        crate::progress::LiveOptions {
+            progress: a.progress.into(),
+            save_every: a.save_every.0,
+        }
+    }
+}
+
 impl Default for LiveArgs {
     fn default() -> LiveArgs {
         LiveArgs {

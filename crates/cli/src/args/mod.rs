@@ -506,6 +506,16 @@ pub struct WatchArgs {
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
+impl From<&WatchArgs> for crate::watch::WatchOptions {
+    fn from(a: &WatchArgs) -> Self {
+        crate::watch::WatchOptions {
+            log_interval: a.log_interval.0,
+            hist_log: a.hist_log.clone(),
+            metrics_listen: a.metrics_listen,
+        }
+    }
+}
+
 impl Default for WatchArgs {
     fn default() -> WatchArgs {
         WatchArgs {

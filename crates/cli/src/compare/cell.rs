@@ -85,13 +85,13 @@ pub(crate) fn run_cell(
         },
         &crate::measure::Shared {
             seed: a.seed,
-            log_interval: a.watch.log_interval.0,
+            log_interval: a.watch.log_interval,
             cpus: a.cpus.as_ref(),
             cpus_policy: a.cpus_policy,
         },
     );
     let partial = save.and_then(|s| {
-        crate::partial::Partial::start(a.live.save_every.0, &plan, s.writer(&plan, name, n))
+        crate::partial::Partial::start(a.live.save_every, &plan, s.writer(&plan, name, n))
     });
     plan.intervals = crate::sinks::join(vec![
         crate::watch::sink(&cx.watch.cloned()),

@@ -9,13 +9,16 @@ use std::time::Duration;
 use sanbench_engine::file::FileOptions;
 use sanbench_engine::units::{Dur, Pct};
 
+use super::design::RepeatArg;
 use super::prepared::{prepare, Prepared};
-use crate::args::{CompareArgs, LiveArgs, RepeatArg, WatchArgs};
+use crate::args::CompareArgs;
 use crate::error::CliError;
 use crate::monitoring::MonitorSetup;
 use crate::placement::{CpuList, CpusPolicy};
 use crate::precondition::DataPlan;
+use crate::progress::LiveOptions;
 use crate::run_config::{file_options, io_timeout};
+use crate::watch::WatchOptions;
 
 /// Everything one comparison needs, typed.
 #[derive(Clone)]
@@ -43,8 +46,8 @@ pub struct CompareConfig {
     /// `--fault` (prepared against each workload's window when the comparison starts).
     pub faults: Vec<String>,
     pub lab: Option<PathBuf>,
-    pub watch: WatchArgs,
-    pub live: LiveArgs,
+    pub watch: WatchOptions,
+    pub live: LiveOptions,
     pub seed: u64,
     pub cpus: Option<CpuList>,
     pub cpus_policy: CpusPolicy,
@@ -96,8 +99,8 @@ impl CompareConfig {
             monitor,
             faults: a.faults,
             lab: a.lab,
-            watch: a.watch,
-            live: a.live,
+            watch: (&a.watch).into(),
+            live: (&a.live).into(),
             seed: a.seed,
             cpus: a.cpus,
             cpus_policy: a.cpus_policy,
@@ -141,8 +144,8 @@ impl CompareConfig {
             monitor: None,
             faults: Vec::new(),
             lab: None,
-            watch: WatchArgs::default(),
-            live: LiveArgs::default(),
+            watch: WatchOptions::default(),
+            live: LiveOptions::default(),
             seed: crate::args::DEFAULT_SEED,
             cpus: None,
             cpus_policy: CpusPolicy::default(),

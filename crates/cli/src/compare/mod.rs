@@ -24,7 +24,7 @@ pub use config::CompareConfig;
 pub(crate) mod book;
 pub(crate) mod cell;
 pub mod config;
-mod design;
+pub mod design;
 pub(crate) mod prepared;
 mod suite_faults;
 use book::{Book, Place};
@@ -157,8 +157,8 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
         suite: p.suite.name.clone(),
         suite_description: p.suite.description.clone(),
         repeat: match a.repeat {
-            crate::args::RepeatArg::Fixed(n) => n,
-            crate::args::RepeatArg::Auto => 0,
+            crate::compare::design::RepeatArg::Fixed(n) => n,
+            crate::compare::design::RepeatArg::Auto => 0,
         },
         targets: p
             .targets
@@ -307,7 +307,7 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
             (s.target, &w.id),
             &place,
             job.in_job(),
-            (a.live.save_every.0, w.workload.time),
+            (a.live.save_every, w.workload.time),
         );
         match run_cell(
             &cx,

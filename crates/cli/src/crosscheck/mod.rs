@@ -26,7 +26,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::args::{CrosscheckArgs, RepeatArg};
+use crate::args::CrosscheckArgs;
+use crate::compare::design::RepeatArg;
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::measure::{measure, Measure};
