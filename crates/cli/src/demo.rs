@@ -4,16 +4,20 @@
 
 use std::time::Duration;
 
-use sanbench_engine::units::Dur;
+use sanbench_engine::units::{Dur, Pct};
+use sanbench_store::Comparison;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::args::{CompareArgs, DemoArgs, EngineArgs};
+use crate::compare::config::CompareConfig;
+use crate::compare::design::RepeatArg;
+use crate::compare::prepared;
 use crate::context::Context;
-use crate::error::CliError;
-use crate::placement::{self, CpuList};
+use crate::error::{usage, CliError};
+use crate::monitoring::MonitorSetup;
+use crate::placement::{self, CpuList, Placement};
 
 /// What the demo started; dropping it stops and removes everything.
 #[derive(Default)]
@@ -37,7 +41,7 @@ impl Drop for Started {
 
 /// Keeps the client and the servers on different CPUs where the host has them (pinning the
 /// client now, before any server thread exists), says what it chose and records it.
-fn place(cx: &Context, a: &DemoArgs) -> Result<Option<CpuList>, CliError> {
+fn place(cx: &Context, a: &DemoConfig) -> Result<Option<CpuList>, CliError> {
     let cpus = placement::allowed();
     let all = CpuList(cpus.clone());
     let split = placement::demo_split(&a.placement, &cpus);
@@ -89,61 +93,69 @@ fn split_line(client: &CpuList, servers: &CpuList, all: &CpuList) -> String {
     )
 }
 
-pub fn run(cx: &Context, a: DemoArgs) -> Result<(), CliError> {
-    let server_cpus = place(cx, &a)?;
+/// Everything the demo needs, typed.
+pub struct DemoConfig {
+    /// Where the report and results go.
+    pub out: PathBuf,
+    /// The suite, by name or file.
+    pub suite: String,
+    /// Each target's size in bytes.
+    pub size: u64,
+    /// The servers' stores allocated before the clock starts.
+    pub prealloc: bool,
+    pub repeat: RepeatArg,
+    pub max_repeat: u32,
+    /// The comparison's time budget.
+    pub budget: Duration,
+    pub min_effect: Pct,
+    /// Each workload's measured window and ramp.
+    pub time: Duration,
+    pub ramp: Duration,
+    pub db: Option<PathBuf>,
+    pub no_store: bool,
+    /// Where the client and the servers run.
+    pub placement: Placement,
+    pub require_headroom: bool,
+    pub quiet: bool,
+}
+
+/// Starts the built-in targets, compares them on the suite, stops them: the comparison as
+/// [`crate::compare::execute`] returns it.
+pub fn execute(cx: &Context, a: &DemoConfig) -> Result<Option<Comparison>, CliError> {
+    let server_cpus = place(cx, a)?;
     let mut started = Started::default();
     // RAM and tmpfs are ceilings (references): the findings compare the transports.
-    let mut targets = vec![format!("ref:RAM (in-process)=mem:{}", a.size)];
+    let mut targets = vec![format!(
+        "ref:RAM (in-process)=mem:{}",
+        sanbench_engine::units::Bytes(a.size)
+    )];
     let shm = PathBuf::from(format!("/dev/shm/sanbench-demo-{}.img", std::process::id()));
     started.files.push(shm.clone());
     targets.push(format!("ref:tmpfs file (io_uring)={}", shm.display()));
     crate::servers::start_demo_servers(
-        &a,
+        a.size,
+        a.prealloc,
         &mut targets,
         &started.shutdown,
         &mut started.threads,
         server_cpus.as_ref(),
     )?;
-    let args = CompareArgs {
-        targets,
-        reference: Vec::new(),
-        lab: None,
-        faults: Vec::new(),
-        suite: a.suite.clone(),
-        fio: None,
-        fio_ignore: Vec::new(),
-        repeat: a.repeat,
-        max_repeat: a.max_repeat,
-        budget: Some(a.budget),
-        min_effect: a.min_effect,
-        curve: None,
-        curve_stop: Dur(Duration::from_millis(100)),
-        out: a.out.clone(),
-        db: a.db.clone(),
-        no_store: a.no_store,
-        against: None,
-        time: Some(a.time),
-        ramp: Some(a.ramp),
-        size: Some(a.size),
-        engine: EngineArgs {
-            engine: "auto".into(),
-            buffered: false,
-            direct: false,
-            force: false,
-            no_invalidate: false,
-            io_timeout: Dur(Duration::from_secs(30)),
-        },
-        data: crate::args::DataArgs::default(),
-        monitor: crate::args::MonitorArgs::default(),
-        watch: crate::args::WatchArgs::default(),
-        live: crate::args::LiveArgs::default(),
-        seed: crate::args::DEFAULT_SEED,
-        cpus: None,
-        cpus_policy: Default::default(),
-        require_headroom: a.require_headroom,
-        quiet: a.quiet,
-    };
-    let r = crate::compare::run(cx, args);
+    let mut suite = sanbench_engine::suite::load(&a.suite).map_err(usage)?;
+    prepared::scale(&mut suite, Some(a.time), Some(a.ramp), None, None)?;
+    let p = prepared::prepare(suite, &targets, &[], None)?;
+    let mut c = CompareConfig::new(p.suite.clone(), p.targets.clone(), a.out.clone());
+    c.prepared = p;
+    c.repeat = a.repeat;
+    c.max_repeat = a.max_repeat;
+    c.budget = Some(Dur(a.budget));
+    c.min_effect = a.min_effect;
+    c.db = a.db.clone();
+    c.no_store = a.no_store;
+    c.files.size = Some(a.size);
+    c.monitor = Some(MonitorSetup::auto(Duration::from_secs(1)));
+    c.require_headroom = a.require_headroom;
+    c.quiet = a.quiet;
+    let r = crate::compare::execute(cx, &c);
     drop(started);
     r
 }

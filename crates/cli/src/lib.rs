@@ -24,6 +24,7 @@ pub mod faults;
 pub mod findings_out;
 pub mod fio_cmd;
 pub mod fit;
+pub mod from_args;
 pub mod help_cmd;
 pub mod job;
 pub mod lab_cmd;
@@ -65,9 +66,9 @@ pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
         Command::Run(a) => run_cmd::run(cx, a),
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => compare::run(cx, a),
-        Command::Verify(a) => verify_cmd::run(cx, a),
-        Command::Crosscheck(a) => crosscheck::run(cx, a),
-        Command::Demo(a) => demo::run(cx, a),
+        Command::Verify(a) => verify_cmd::execute(cx, &from_args::verify::verify(a)?)?.outcome(),
+        Command::Crosscheck(a) => crosscheck::execute(cx, &from_args::crosscheck::crosscheck(a)?),
+        Command::Demo(a) => demo::execute(cx, &from_args::demo::demo(a)).map(|_| ()),
         Command::Discover(a) => discover_cmd::run(a),
         Command::Ana(a) => ana_cmd::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),

@@ -3,19 +3,15 @@
 //! `efficiency` blocks and the environment manifest in the result document.
 
 use std::path::Path;
-use std::time::Duration;
 
 use sanbench_doc::host::HostBlock;
 use sanbench_engine::result::{Efficiency, RunDoc, TargetResult};
-use sanbench_monitor::power::ModelParams;
 use sanbench_monitor::sampler::Baseline;
 use sanbench_monitor::transport::InspectOptions;
 use sanbench_monitor::{
-    efficiency, manifest, Monitor, MonitorConfig, MonitorHandle, MonitorReport, PowerChoice,
-    PowerOptions,
+    efficiency, manifest, Monitor, MonitorConfig, MonitorHandle, MonitorReport,
 };
 
-use crate::args::MonitorArgs;
 use crate::error::{usage, CliError};
 
 /// A validated monitor configuration.
@@ -24,64 +20,20 @@ pub struct MonitorSetup {
     pub cfg: MonitorConfig,
 }
 
-pub fn setup(a: &MonitorArgs) -> Result<Option<MonitorSetup>, CliError> {
-    if a.no_monitor {
-        return Ok(None);
-    }
-    let root = Path::new("/");
-    let mut opts = PowerOptions::for_host(root);
-    opts.power_cmd = a.power_cmd.clone();
-    opts.wattsup_device = a.wattsup.clone();
-    if a.idle_watts.is_some() || a.max_watts.is_some() {
-        let d = opts.model;
-        opts.model = ModelParams {
-            idle_w: a.idle_watts.unwrap_or(d.idle_w),
-            max_w: a.max_watts.unwrap_or(d.max_w),
-        };
-        if opts.model.max_w < opts.model.idle_w {
-            return Err(usage("--max-watts must be at least --idle-watts"));
+impl MonitorSetup {
+    /// The monitor as the command line's defaults set it up, with a `baseline`-long idle
+    /// baseline: power from the best source this host has, samples each second.
+    pub fn auto(baseline: std::time::Duration) -> MonitorSetup {
+        MonitorSetup {
+            cfg: MonitorConfig {
+                power: sanbench_monitor::PowerChoice::Auto,
+                power_options: Some(sanbench_monitor::PowerOptions::for_host(Path::new("/"))),
+                baseline,
+                interval: std::time::Duration::from_secs(1),
+                ..MonitorConfig::default()
+            },
         }
     }
-    let power = match a.power.as_str() {
-        "auto" => match (&a.wattsup, &a.power_cmd) {
-            (Some(dev), _) => PowerChoice::WattsUp(dev.clone()),
-            (None, Some(cmd)) => PowerChoice::Command(cmd.clone()),
-            _ => PowerChoice::Auto,
-        },
-        "off" => PowerChoice::Off,
-        "rapl" => PowerChoice::Rapl,
-        "ipmi" => PowerChoice::Ipmi,
-        "model" => PowerChoice::Model(opts.model),
-        "wattsup" => PowerChoice::WattsUp(
-            a.wattsup
-                .clone()
-                .ok_or_else(|| usage("--power wattsup needs --wattsup DEVICE"))?,
-        ),
-        "cmd" => PowerChoice::Command(
-            a.power_cmd
-                .clone()
-                .ok_or_else(|| usage("--power cmd needs --power-cmd COMMAND"))?,
-        ),
-        other => {
-            return Err(usage(format!(
-                "unknown power source '{other}' (use auto, off, rapl, ipmi, wattsup, cmd, model)"
-            )))
-        }
-    };
-    let (baseline, interval) = (a.baseline.0, a.monitor_interval.0);
-    if interval < Duration::from_millis(10) {
-        return Err(usage("--monitor-interval must be at least 10ms"));
-    }
-    Ok(Some(MonitorSetup {
-        cfg: MonitorConfig {
-            watch: a.watch.clone(),
-            power,
-            power_options: Some(opts),
-            baseline,
-            interval,
-            ..MonitorConfig::default()
-        },
-    }))
 }
 
 /// A monitor started for one run.

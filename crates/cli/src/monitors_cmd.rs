@@ -11,7 +11,7 @@ use crate::error::CliError;
 pub fn run(args: MonitorsArgs) -> Result<(), CliError> {
     let a = args.monitor;
     let root = Path::new("/");
-    let setup = crate::monitoring::setup(&a)?;
+    let setup = crate::from_args::data::monitor(&a)?;
     let opts = setup
         .as_ref()
         .and_then(|s| s.cfg.power_options.clone())

@@ -8,7 +8,6 @@ use sanbench_engine::stamp::DataSpec;
 use sanbench_engine::verify::{self, Verifier};
 use sanbench_engine::Target;
 
-use crate::args::DataArgs;
 use crate::error::{usage, CliError};
 use crate::progress::ProgressLine;
 
@@ -24,29 +23,6 @@ pub struct DataPlan {
 }
 
 impl DataPlan {
-    pub fn from_args(a: &DataArgs) -> Result<DataPlan, CliError> {
-        let mode: Mode = a
-            .precondition
-            .parse()
-            .map_err(|e| usage(format!("--precondition: {e}")))?;
-        let spec = DataSpec {
-            dedupe_pct: a.dedupe.0,
-            compress_pct: a.compress.0,
-        };
-        spec.validate().map_err(usage)?;
-        if a.verify && a.dedupe.0 > 0.0 {
-            return Err(usage(
-                "--verify cannot check --dedupe data (duplicate units carry no stamp); drop one",
-            ));
-        }
-        Ok(DataPlan {
-            mode,
-            spec,
-            verify: a.verify || a.verify_state.is_some(),
-            state: a.verify_state.clone(),
-        })
-    }
-
     /// Whether targets must be opened for writing (and through the write-safety check) even
     /// when the workload only reads.
     pub fn writes(&self) -> bool {

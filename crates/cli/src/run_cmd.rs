@@ -33,7 +33,7 @@ pub fn report(c: &RunConfig, doc: &RunDoc) -> Result<(), CliError> {
 
 /// `sanbench run ARGS`.
 pub fn run(cx: &Context, a: RunArgs) -> Result<(), CliError> {
-    let c = RunConfig::from_args(a)?;
+    let c = crate::from_args::run::run(a)?;
     match execute(cx, &c)? {
         Some(doc) => report(&c, &doc),
         None => Ok(()),

@@ -5,7 +5,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::args::DemoArgs;
 use crate::error::CliError;
 use crate::placement::CpuList;
 use anyhow::Context;
@@ -13,7 +12,8 @@ use anyhow::Context;
 /// Starts the built-in network targets (NBD, iSCSI, NVMe/TCP) on loopback ports chosen by the
 /// kernel and adds their URIs (named) to `targets`.
 pub fn start_demo_servers(
-    a: &DemoArgs,
+    size: u64,
+    prealloc: bool,
     targets: &mut Vec<String>,
     shutdown: &Arc<AtomicBool>,
     threads: &mut Vec<JoinHandle<()>>,
@@ -27,12 +27,11 @@ pub fn start_demo_servers(
             }
         }
     };
-    let size = a.size.0;
     let loopback: SocketAddr = "127.0.0.1:0".parse().expect("loopback address");
     // All three keep their bytes in the same kind of store (sanbench-blockstore): they differ
     // by transport.
     let mut cfg = sanbench_nbd::ServerConfig::ram(loopback, size);
-    cfg.prealloc = a.prealloc;
+    cfg.prealloc = prealloc;
     let nbd = sanbench_nbd::Server::bind(cfg).context("starting the NBD server")?;
     targets.push(format!("NBD (loopback)=nbd://{}", nbd.local_addr()));
     let (stop, on) = (shutdown.clone(), cpus.cloned());
@@ -50,7 +49,7 @@ pub fn start_demo_servers(
     let iscsi = sanbench_iscsi::target::Target::bind(sanbench_iscsi::target::TargetConfig {
         listen: loopback,
         lun_size: size,
-        prealloc: a.prealloc,
+        prealloc: prealloc,
         ..Default::default()
     })
     .context("starting the iSCSI target")?;
@@ -74,7 +73,7 @@ pub fn start_demo_servers(
     let nvme = sanbench_nvme::target::Target::bind(sanbench_nvme::target::TargetConfig {
         listen: loopback,
         size,
-        prealloc: a.prealloc,
+        prealloc: prealloc,
         ..Default::default()
     })
     .context("starting the NVMe/TCP target")?;

@@ -7,11 +7,9 @@ use anyhow::Context as _;
 use sanbench_engine::verify::{self, pass, Checker, Strict, Verifier, VerifyReport};
 use serde::{Deserialize, Serialize};
 
-use crate::args::VerifyArgs;
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::progress::ProgressLine;
-use crate::run_config::{file_options, io_timeout};
 
 pub const VERIFY_SCHEMA: &str = "sanbench.verify/1";
 
@@ -41,19 +39,64 @@ fn parse_run_id(s: &str) -> Result<u64, CliError> {
     })
 }
 
-pub fn run(cx: &Context, a: VerifyArgs) -> Result<(), CliError> {
-    let run_id = a.run_id.as_deref().map(parse_run_id).transpose()?;
-    let span = a.span.map(|b| b.0);
-    let bs = a.bs.0;
+/// Everything one `verify` needs, typed.
+pub struct VerifyConfig {
+    pub targets: Vec<String>,
+    /// The run whose data is expected (`--run-id`).
+    pub run_id: Option<u64>,
+    /// How much of each target to read (`None`: all of it).
+    pub span: Option<u64>,
+    /// The size of each read, above 0.
+    pub bs: u64,
+    /// Reads in flight, above 0.
+    pub qd: u32,
+    pub files: sanbench_engine::file::FileOptions,
+    pub io_timeout: std::time::Duration,
+    /// `--verify-state FILE`: the map a verified run left.
+    pub verify_state: Option<std::path::PathBuf>,
+    /// `--json FILE` (`-`: stdout).
+    pub json: Option<std::path::PathBuf>,
+    pub quiet: bool,
+}
+
+impl VerifyConfig {
+    /// `--run-id HEX` as the configuration holds it.
+    pub fn parse_run_id(s: &str) -> Result<u64, CliError> {
+        parse_run_id(s)
+    }
+}
+
+impl VerifyDoc {
+    /// `Ok` when every target verified; the error (exit 3) names the targets that did not.
+    pub fn outcome(&self) -> Result<(), CliError> {
+        let bad: Vec<String> = self
+            .targets
+            .iter()
+            .filter(|t| t.verify.bad_total() > 0)
+            .map(|t| format!("{}: {} bad blocks", t.target, t.verify.bad_total()))
+            .collect();
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(CliError::Unverified(format!(
+                "data did not verify: {}",
+                bad.join("; ")
+            )))
+        }
+    }
+}
+
+/// Reads back every target `a` names and checks each unit; the document says what was found
+/// (it is written to `--json` too). Bad data is not an error here: [`VerifyDoc::outcome`].
+pub fn execute(cx: &Context, a: &VerifyConfig) -> Result<VerifyDoc, CliError> {
+    let (run_id, span, bs, opts, timeout) = (a.run_id, a.span, a.bs, &a.files, a.io_timeout);
     if bs == 0 || a.qd == 0 {
         return Err(usage("--bs and --qd must be above 0"));
     }
-    let opts = file_options(&a.engine, None, false)?;
-    let timeout = io_timeout(&a.engine)?;
     if let Some(path) = &a.json {
         crate::outfile::check_writable("--json", path)?;
     }
-    let targets = crate::targets::open_targets(cx, &a.targets, &opts)?;
+    let targets = crate::targets::open_targets(cx, &a.targets, opts)?;
     let progress = ProgressLine::new(a.quiet);
     let stop = crate::signals::stop_flag();
     let mut doc = VerifyDoc {
@@ -144,18 +187,5 @@ pub fn run(cx: &Context, a: VerifyArgs) -> Result<(), CliError> {
             std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
         }
     }
-    let bad: Vec<String> = doc
-        .targets
-        .iter()
-        .filter(|t| t.verify.bad_total() > 0)
-        .map(|t| format!("{}: {} bad blocks", t.target, t.verify.bad_total()))
-        .collect();
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Unverified(format!(
-            "data did not verify: {}",
-            bad.join("; ")
-        )))
-    }
+    Ok(doc)
 }

@@ -36,7 +36,7 @@ pub const H_TLS: &str = "TLS";
 pub const H_AUTH: &str = "Authentication";
 
 /// Seed used when none is given: runs with the same seed issue the same I/O sequence.
-pub const DEFAULT_SEED: u64 = 0x5a4b_3c2d;
+pub use crate::run_config::DEFAULT_SEED;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -10,14 +10,11 @@ use sanbench_engine::file::FileOptions;
 use sanbench_engine::units::{Dur, Pct};
 
 use super::design::RepeatArg;
-use super::prepared::{prepare, Prepared};
-use crate::args::CompareArgs;
-use crate::error::CliError;
+use super::prepared::Prepared;
 use crate::monitoring::MonitorSetup;
 use crate::placement::{CpuList, CpusPolicy};
 use crate::precondition::DataPlan;
 use crate::progress::LiveOptions;
-use crate::run_config::{file_options, io_timeout};
 use crate::watch::WatchOptions;
 
 /// Everything one comparison needs, typed.
@@ -56,59 +53,6 @@ pub struct CompareConfig {
 }
 
 impl CompareConfig {
-    /// The configuration of `sanbench compare ARGS`.
-    pub fn from_args(mut a: CompareArgs) -> Result<CompareConfig, CliError> {
-        let fio_suite = crate::fio_cmd::resolve_compare(&mut a)?;
-        let prepared = prepare(&a, fio_suite)?;
-        let data = DataPlan::from_args(&a.data)?;
-        let size = a.size.map(|b| b.0);
-        let mut monitor = crate::monitoring::setup(&a.monitor)?;
-        // The lab's servers run on this host: watched (by pid), their CPU is the targets'
-        // (the bottleneck's target side), not load beside the comparison (`cpu.others`).
-        if let (Some(m), Some(path)) = (monitor.as_mut(), &a.lab) {
-            if let Ok(Some(state)) = sanbench_lab::state::LabState::load(path) {
-                for p in &state.processes {
-                    let spec = p.pid.to_string();
-                    if !m.cfg.watch.contains(&spec) {
-                        m.cfg.watch.push(spec);
-                    }
-                }
-            }
-        }
-        // The curve levels: `--curve` or the suite's `curve`, both checked and ordered where
-        // they were read (`LoadLevels`).
-        let curve = a
-            .curve
-            .as_ref()
-            .map_or_else(|| prepared.suite.curve.clone(), |l| l.0.clone());
-        Ok(CompareConfig {
-            prepared,
-            against: a.against,
-            repeat: a.repeat,
-            max_repeat: a.max_repeat,
-            budget: a.budget,
-            min_effect: a.min_effect,
-            curve,
-            curve_stop: a.curve_stop.0,
-            out: a.out,
-            db: a.db,
-            no_store: a.no_store,
-            files: file_options(&a.engine, size, false)?,
-            io_timeout: io_timeout(&a.engine)?,
-            data,
-            monitor,
-            faults: a.faults,
-            lab: a.lab,
-            watch: (&a.watch).into(),
-            live: (&a.live).into(),
-            seed: a.seed,
-            cpus: a.cpus,
-            cpus_policy: a.cpus_policy,
-            require_headroom: a.require_headroom,
-            quiet: a.quiet,
-        })
-    }
-
     /// A comparison of `targets` (name, URI) on `suite`'s workloads, with the command line's
     /// defaults (rounds until decided up to the default cap, a 10 % margin, the auto engine,
     /// preconditioning as the suite says, no monitor, no faults, no watch), quiet, not
@@ -146,7 +90,7 @@ impl CompareConfig {
             lab: None,
             watch: WatchOptions::default(),
             live: LiveOptions::default(),
-            seed: crate::args::DEFAULT_SEED,
+            seed: crate::run_config::DEFAULT_SEED,
             cpus: None,
             cpus_policy: CpusPolicy::default(),
             require_headroom: false,

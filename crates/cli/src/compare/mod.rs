@@ -89,7 +89,7 @@ fn precondition_all(
 
 /// `sanbench compare ARGS`.
 pub fn run(context: &Context, a: CompareArgs) -> Result<(), CliError> {
-    execute(context, &CompareConfig::from_args(a)?).map(|_| ())
+    execute(context, &crate::from_args::compare::compare(a)?).map(|_| ())
 }
 
 /// Runs the comparison `config` in `context`: its cells, the report and results files in its

@@ -2,9 +2,11 @@
 //! the data flags) and its targets (named, references marked, the lab's added), checked.
 
 use sanbench_doc::compare::LinkInfo;
-use sanbench_engine::suite::{self, Suite};
+use std::path::Path;
+use std::time::Duration;
 
-use crate::args::CompareArgs;
+use sanbench_engine::suite::Suite;
+
 use crate::error::{usage, CliError};
 
 /// Splits `NAME=TARGET`. The name may not contain ':' or '/', so URIs holding '=' stay whole.
@@ -31,32 +33,44 @@ pub struct Prepared {
     pub lab_paths: Vec<Vec<String>>,
 }
 
-/// The comparison as given: `fio_suite` (a `--fio` job's workloads) or `--suite`.
-pub fn prepare(a: &CompareArgs, fio_suite: Option<Suite>) -> Result<Prepared, CliError> {
-    let mut suite = match fio_suite {
-        Some(s) => s,
-        None => suite::load(&a.suite).map_err(usage)?,
-    };
-    let time = a.time.map(|d| d.0);
-    let ramp = a.ramp.map(|d| d.0);
+/// Scales `suite` as `--time`, `--ramp`, `--flush-every` and `--fua` ask (each `None`: as the
+/// suite says).
+pub fn scale(
+    suite: &mut Suite,
+    time: Option<Duration>,
+    ramp: Option<Duration>,
+    flush_every: Option<u32>,
+    fua_pct: Option<f64>,
+) -> Result<(), CliError> {
     if time.is_some_and(|t| t.is_zero()) {
         return Err(usage("--time must be longer than zero"));
     }
     suite.scale(time, ramp);
     for w in suite.workloads.iter_mut() {
         if w.workload.has_writes() {
-            if let Some(n) = a.data.flush_every {
+            if let Some(n) = flush_every {
                 w.workload.flush_every = n;
             }
-            if let Some(p) = a.data.fua {
-                w.workload.fua_pct = p.0;
+            if let Some(p) = fua_pct {
+                w.workload.fua_pct = p;
             }
             w.workload.validate().map_err(usage)?;
         }
     }
+    Ok(())
+}
+
+/// The comparison of `suite` on `targets` as given (`[ref:][NAME=]TARGET`), the targets of
+/// the lab at `lab` added, those `reference` names marked as references; checked: names
+/// unique, something left to compare.
+pub fn prepare(
+    suite: Suite,
+    targets: &[String],
+    reference: &[String],
+    lab: Option<&Path>,
+) -> Result<Prepared, CliError> {
     let mut references = Vec::new();
-    let mut targets: Vec<(String, String)> = a
-        .targets
+    let mut targets: Vec<(String, String)> = targets
         .iter()
         .map(|t| {
             let (is_ref, t) = match t.strip_prefix("ref:") {
@@ -69,7 +83,7 @@ pub fn prepare(a: &CompareArgs, fio_suite: Option<Suite>) -> Result<Prepared, Cl
         .collect();
     let mut links = vec![None; targets.len()];
     let mut lab_paths = vec![Vec::new(); targets.len()];
-    if let Some(path) = &a.lab {
+    if let Some(path) = lab {
         for t in sanbench_lab::load_lab_targets(path).map_err(|e| usage(e.to_string()))? {
             lab_paths.push(if t.paths.is_empty() {
                 vec![t.link.name.clone()]
@@ -89,7 +103,7 @@ pub fn prepare(a: &CompareArgs, fio_suite: Option<Suite>) -> Result<Prepared, Cl
             )));
         }
     }
-    for name in &a.reference {
+    for name in reference {
         match targets.iter().position(|(n, _)| n == name) {
             Some(i) => references[i] = true,
             None => {

@@ -26,7 +26,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::args::CrosscheckArgs;
 use crate::compare::design::RepeatArg;
 use crate::context::Context;
 use crate::error::{usage, CliError};
@@ -58,43 +57,67 @@ fn fmt_pct(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |d| format!("{:.1} %", d * 100.0))
 }
 
-pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
-    // I/O figures only: no idle baseline before every run.
-    a.run.monitor.no_monitor = true;
-    if !a.run.faults.is_empty() {
-        // fio would run without them: the two tools would not measure the same thing.
-        return Err(usage(
-            "crosscheck takes no --fault (fio's runs could not have them)",
-        ));
+/// Everything one crosscheck needs, typed and checked before anything runs.
+pub struct CrosscheckConfig {
+    /// The run both tools do (one target, no faults, no monitor).
+    pub run: RunConfig,
+    pub repeat: RepeatArg,
+    /// `--max-repeat` (at least 2 with `--repeat auto`).
+    pub max_repeat: u32,
+    /// `--budget`: at least one pair of repetitions.
+    pub budget: Option<std::time::Duration>,
+    /// `--tolerance`, a percentage.
+    pub tolerance: f64,
+    /// The fio to run.
+    pub fio_bin: std::path::PathBuf,
+    pub db: Option<std::path::PathBuf>,
+    pub no_store: bool,
+}
+
+impl CrosscheckConfig {
+    /// Checks what [`execute`] needs of a configuration: bad values are bad input.
+    pub fn check(&self) -> Result<(), CliError> {
+        let c = &self.run;
+        if c.faults.is_some() {
+            // fio would run without them: the two tools would not measure the same thing.
+            return Err(usage(
+                "crosscheck takes no --fault (fio's runs could not have them)",
+            ));
+        }
+        if c.targets.len() != 1 {
+            return Err(usage("crosscheck drives one target"));
+        }
+        if matches!(self.repeat, RepeatArg::Auto) && self.max_repeat < 2 {
+            return Err(usage(
+                "--max-repeat must be at least 2 (one repetition has no noise estimate)",
+            ));
+        }
+        if !(self.tolerance >= 0.0 && self.tolerance.is_finite()) {
+            return Err(usage("--tolerance is a percentage of at least 0"));
+        }
+        if let Some(path) = &c.json {
+            crate::outfile::check_writable("--json", path)?;
+        }
+        let w = &c.workload;
+        if let Some(b) = self.budget {
+            let pair = 2 * (w.ramp + w.time);
+            if b < pair {
+                return Err(usage(format!(
+                    "--budget {b:?} is shorter than one pair of repetitions (2 x (ramp + time) = {pair:?})"
+                )));
+            }
+        }
+        Ok(())
     }
-    let c = RunConfig::from_args(a.run.clone())?;
+}
+
+/// Runs the crosscheck `a` describes: `Ok` when the tools agree within the tolerance.
+pub fn execute(cx: &Context, a: &CrosscheckConfig) -> Result<(), CliError> {
+    a.check()?;
+    let c = &a.run;
     // Both tools on the same CPUs: sanbench pinned here, fio by the job's cpus_allowed (and
     // cpus_allowed_policy=split with --cpus-policy split).
     cx.apply_placement(c.cpus.as_ref(), c.cpus_policy)?;
-    if c.targets.len() != 1 {
-        return Err(usage("crosscheck drives one target"));
-    }
-    if matches!(a.repeat, RepeatArg::Auto) && a.max_repeat < 2 {
-        return Err(usage(
-            "--max-repeat must be at least 2 (one repetition has no noise estimate)",
-        ));
-    }
-    if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
-        return Err(usage("--tolerance is a percentage of at least 0"));
-    }
-    if let Some(path) = &c.json {
-        crate::outfile::check_writable("--json", path)?;
-    }
-    let w = &c.workload;
-    if let Some(b) = a.budget {
-        let pair = 2 * (w.ramp + w.time);
-        if b.0 < pair {
-            return Err(usage(format!(
-                "--budget {:?} is shorter than one pair of repetitions (2 x (ramp + time) = {pair:?})",
-                b.0
-            )));
-        }
-    }
     let job = c.fio_job()?;
     let (job_path, keep) = match &c.emit_fio {
         Some(p) => (p.clone(), true),
@@ -105,7 +128,7 @@ pub fn run(cx: &Context, mut a: CrosscheckArgs) -> Result<(), CliError> {
     };
     std::fs::write(&job_path, &job)
         .map_err(|e| CliError::Failed(anyhow::anyhow!("writing {}: {e}", job_path.display())))?;
-    let r = check(cx, &a, &c, &job_path);
+    let r = check(cx, a, c, &job_path);
     if !keep {
         let _ = std::fs::remove_file(&job_path);
     }
@@ -123,7 +146,7 @@ fn fio_args(job: &Path) -> Vec<String> {
 }
 
 fn run_fio(
-    a: &CrosscheckArgs,
+    a: &CrosscheckConfig,
     job: &Path,
     depth: Option<f64>,
     engine: &str,
@@ -234,7 +257,7 @@ fn comparison(
     }
 }
 
-fn check(cx: &Context, a: &CrosscheckArgs, c: &RunConfig, job: &Path) -> Result<(), CliError> {
+fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Result<(), CliError> {
     let tol = a.tolerance / 100.0;
     let w = &c.workload;
     // With --json -, the document alone goes to stdout and the table to stderr.
@@ -276,7 +299,7 @@ fn check(cx: &Context, a: &CrosscheckArgs, c: &RunConfig, job: &Path) -> Result<
     let fixed = matches!(a.repeat, RepeatArg::Fixed(_));
     say!(
         "{}",
-        crate::eta::longest_line("repetition", pair, max, fixed, a.budget.map(|b| b.0))
+        crate::eta::longest_line("repetition", pair, max, fixed, a.budget)
     );
     say!(
         "{:>4}  {:<9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>8}",
@@ -310,7 +333,7 @@ fn check(cx: &Context, a: &CrosscheckArgs, c: &RunConfig, job: &Path) -> Result<
         // Before a new pair: would it fit the budget, at the pace of the pairs so far?
         if let Some(b) = a.budget.filter(|_| rep >= 2 && sb_first) {
             let spent = clock.elapsed();
-            if spent + spent / (rep / 2) > b.0 {
+            if spent + spent / (rep / 2) > b {
                 stop = Stop::Budget;
                 break;
             }
