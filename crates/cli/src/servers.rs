@@ -49,7 +49,7 @@ pub fn start_demo_servers(
     let iscsi = sanbench_iscsi::target::Target::bind(sanbench_iscsi::target::TargetConfig {
         listen: loopback,
         lun_size: size,
-        prealloc: prealloc,
+        prealloc,
         ..Default::default()
     })
     .context("starting the iSCSI target")?;
@@ -73,7 +73,7 @@ pub fn start_demo_servers(
     let nvme = sanbench_nvme::target::Target::bind(sanbench_nvme::target::TargetConfig {
         listen: loopback,
         size,
-        prealloc: prealloc,
+        prealloc,
         ..Default::default()
     })
     .context("starting the NVMe/TCP target")?;
