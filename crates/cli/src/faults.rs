@@ -23,7 +23,7 @@ use sanbench_lab::fault::{self, Scheduled};
 use sanbench_lab::{Impairment, LabState};
 
 use crate::error::{usage, CliError};
-use crate::lab_cmd::lab_err;
+use sanbench_lab::LabError;
 
 /// A checked schedule and the lab it acts on, shared by every run of one command.
 pub struct Faults {
@@ -224,5 +224,14 @@ fn record(s: &Scheduled, t0: Instant, error: Option<String>) -> FaultRecord {
         link: s.link.clone(),
         action: s.action.to_string(),
         error,
+    }
+}
+
+/// A lab error as the CLI's: bad input (exit 2) or a failure.
+pub fn lab_err(e: LabError) -> CliError {
+    if e.is_usage() {
+        usage(e.to_string())
+    } else {
+        CliError::Failed(anyhow::Error::new(e))
     }
 }

@@ -266,17 +266,8 @@ pub fn setup_of(e: &EngineArgs, d: &DataArgs, targets: &[String]) -> Setup {
     }
 }
 
-/// The comment that opens a job file sanbench writes.
-pub fn header(what: &str) -> String {
-    format!(
-        "# fio job written by sanbench {}: {what}\n# Lines starting with '# ' say what fio \
-         cannot express as sanbench does.\n",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
 pub fn suite_text(s: &Suite) -> Result<String, CliError> {
-    let mut out = header(&format!("suite {} ({})", s.name, s.description));
+    let mut out = crate::run_config::fio_header(&format!("suite {} ({})", s.name, s.description));
     out.push_str("# Run: TARGET=/path/to/file-or-device fio THIS_FILE\n");
     let t = [FioTarget::Env("TARGET".into())];
     for w in &s.workloads {

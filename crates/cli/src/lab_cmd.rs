@@ -3,10 +3,11 @@
 
 use anyhow::Context;
 use sanbench_lab::cmd::{preflight, System};
-use sanbench_lab::{LabConfig, LabError};
+use sanbench_lab::LabConfig;
 
 use crate::args::{LabCommand, LabFaultArgs, LabStateArgs, LabUpArgs};
-use crate::error::{usage, CliError};
+use crate::error::CliError;
+use crate::faults::lab_err;
 
 pub fn run(cmd: LabCommand) -> Result<(), CliError> {
     match cmd {
@@ -14,14 +15,6 @@ pub fn run(cmd: LabCommand) -> Result<(), CliError> {
         LabCommand::Down(a) => down(a),
         LabCommand::Status(a) => status(a),
         LabCommand::Fault(a) => fault(a),
-    }
-}
-
-pub(crate) fn lab_err(e: LabError) -> CliError {
-    if e.is_usage() {
-        usage(e.to_string())
-    } else {
-        CliError::Failed(anyhow::Error::new(e))
     }
 }
 

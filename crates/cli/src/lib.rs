@@ -51,6 +51,7 @@ pub mod servers;
 pub mod signals;
 pub mod sinks;
 pub mod store_cmd;
+pub mod store_io;
 pub mod suite_cmd;
 pub mod targets;
 pub mod verify_cmd;
@@ -60,12 +61,29 @@ use crate::args::Command;
 use crate::context::Context;
 use crate::error::CliError;
 
+/// What `command` is to the choice of job ([`job::select::for_command`]).
+pub fn job_kind(command: &Command) -> job::select::JobKind {
+    use job::select::JobKind;
+    match command {
+        Command::Run(_) => JobKind::Run,
+        Command::Compare(c) if c.curve.is_none() => JobKind::Compare,
+        Command::Compare(_) => JobKind::CompareCurve,
+        _ => JobKind::Other,
+    }
+}
+
 /// Runs one command in `cx`.
 pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
     match command {
-        Command::Run(a) => run_cmd::run(cx, a),
+        Command::Run(a) => {
+            let c = from_args::run::run(a)?;
+            match run_cmd::execute(cx, &c)? {
+                Some(doc) => run_cmd::report(&c, &doc),
+                None => Ok(()),
+            }
+        }
         Command::Suite { command } => suite_cmd::run(command),
-        Command::Compare(a) => compare::run(cx, a),
+        Command::Compare(a) => compare::execute(cx, &from_args::compare::compare(a)?).map(|_| ()),
         Command::Verify(a) => verify_cmd::execute(cx, &from_args::verify::verify(a)?)?.outcome(),
         Command::Crosscheck(a) => crosscheck::execute(cx, &from_args::crosscheck::crosscheck(a)?),
         Command::Demo(a) => demo::execute(cx, &from_args::demo::demo(a)).map(|_| ()),

@@ -65,7 +65,7 @@ fn main() -> ExitCode {
     };
     // Under a launcher: join the job (left, MPI finalized, when the context is dropped as main
     // returns); otherwise alone.
-    let job = match job::select::for_command(&cli.command) {
+    let job = match job::select::for_command(sanbench::job_kind(&cli.command)) {
         Ok(j) => j,
         Err(msg) => {
             eprintln!("sanbench: {msg}");

@@ -5,7 +5,6 @@
 
 use sanbench_engine::result::RunDoc;
 
-use crate::args::RunArgs;
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::job::Part;
@@ -29,15 +28,6 @@ pub fn report(c: &RunConfig, doc: &RunDoc) -> Result<(), CliError> {
         }
     }
     crate::precondition::verdict(doc, c.quiet)
-}
-
-/// `sanbench run ARGS`.
-pub fn run(cx: &Context, a: RunArgs) -> Result<(), CliError> {
-    let c = crate::from_args::run::run(a)?;
-    match execute(cx, &c)? {
-        Some(doc) => report(&c, &doc),
-        None => Ok(()),
-    }
 }
 
 /// Runs `c` in `cx`: the document on the process that reports (alone, or rank 0 of an MPI

@@ -115,10 +115,7 @@ impl RunConfig {
         let name = w.name.clone().unwrap_or_else(|| "sanbench".into());
         let section =
             sanbench_fio::export_section(&name, w, &targets, &self.fio_setup).map_err(usage)?;
-        Ok(format!(
-            "{}{section}",
-            crate::fio_cmd::header(&w.describe())
-        ))
+        Ok(format!("{}{section}", fio_header(&w.describe())))
     }
 
     /// Writes [`RunConfig::fio_job`] to `path`.
@@ -133,4 +130,13 @@ impl RunConfig {
     pub fn json_to_stdout(&self) -> bool {
         self.json.as_deref().is_some_and(|p| p.as_os_str() == "-")
     }
+}
+
+/// The comment that opens a job file sanbench writes.
+pub fn fio_header(what: &str) -> String {
+    format!(
+        "# fio job written by sanbench {}: {what}\n# Lines starting with '# ' say what fio \
+         cannot express as sanbench does.\n",
+        env!("CARGO_PKG_VERSION")
+    )
 }

@@ -45,7 +45,7 @@ impl Place {
 /// What a comparison keeps as cells complete: the document, the store, per-target state.
 pub(crate) struct Book<'a> {
     pub(crate) cmp: Comparison,
-    pub(crate) recorder: Option<crate::store_cmd::Recorder>,
+    pub(crate) recorder: Option<crate::store_io::Recorder>,
     pub(crate) out: &'a Path,
     pub(crate) quiet: bool,
     pub(crate) preconditions: Vec<Report>,

@@ -14,7 +14,6 @@ use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
 
-use crate::args::CompareArgs;
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::precondition::DataPlan;
@@ -87,11 +86,6 @@ fn precondition_all(
     Ok((out, vs))
 }
 
-/// `sanbench compare ARGS`.
-pub fn run(context: &Context, a: CompareArgs) -> Result<(), CliError> {
-    execute(context, &crate::from_args::compare::compare(a)?).map(|_| ())
-}
-
 /// Runs the comparison `config` in `context`: its cells, the report and results files in its
 /// `out` directory, the store, and (unless quiet, on the process that reports) the table and
 /// the findings. Returns the finished comparison on the process that reports (alone, or rank 0
@@ -109,7 +103,7 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
     let started = std::time::Instant::now();
     // The run to replicate, read before anything runs: an unknown id is refused at once.
     let against = match a.against.as_deref().filter(|_| rank0) {
-        Some(id) => Some((id, crate::store_cmd::load(a.db.as_deref(), id)?)),
+        Some(id) => Some((id, crate::store_io::load(a.db.as_deref(), id)?)),
         None => None,
     };
     let mut p = a.prepared.clone();
@@ -198,7 +192,7 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
     let recorder = if a.no_store {
         None
     } else {
-        Some(crate::store_cmd::Recorder::begin(a.db.as_deref(), &cmp)?)
+        Some(crate::store_io::Recorder::begin(a.db.as_deref(), &cmp)?)
     };
     let per_cell: Vec<Duration> = p
         .suite
@@ -393,10 +387,10 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
             crate::fit::wrap(&rounds, crate::fit::width(), "", "  ")
         );
     }
-    crate::store_cmd::print_findings(&cmp);
+    crate::store_io::print_findings(&cmp);
     if let Some((id, run)) = &against {
         outln!();
-        crate::store_cmd::print_replication(run, &format!("run {id}"), &cmp, "this run");
+        crate::store_io::print_replication(run, &format!("run {id}"), &cmp, "this run");
     }
     outln!();
     for f in &files {

@@ -507,7 +507,7 @@ fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Resul
     }
     if !a.no_store {
         let cmp = comparison(w, &target, started, cells, n as u32);
-        let (mut store, path) = crate::store_cmd::open(a.db.as_deref())?;
+        let (mut store, path) = crate::store_io::open(a.db.as_deref())?;
         let run = store
             .save(&cmp)
             .map_err(|e| CliError::Failed(anyhow::anyhow!("recording the crosscheck: {e}")))?;

@@ -2,19 +2,32 @@
 //! MPI job a launcher started (feature `mpi`), or alone.
 
 use super::{Job, Local};
-use crate::args::Command;
 
-/// How this process runs `command`: as one rank when a launcher started it (joining the job:
-/// MPI is finalized when the job is dropped) or alone. Refused (one line, exit 2) for a
-/// command that does not run under MPI, or under a launcher without the `mpi` feature.
-pub fn for_command(command: &Command) -> Result<Box<dyn Job>, String> {
+/// What the command about to run is, as far as the choice of job goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    /// `run`: runs as an MPI job.
+    Run,
+    /// `compare` without `--curve`: runs as an MPI job.
+    Compare,
+    /// `compare --curve`: not as an MPI job yet.
+    CompareCurve,
+    /// Every other command: runs once, never as a rank.
+    Other,
+}
+
+/// How this process runs a command of `kind`: as one rank when a launcher started it
+/// (joining the job: MPI is finalized when the job is dropped) or alone. Refused (one line,
+/// exit 2) for a command that does not run under MPI, or under a launcher without the `mpi`
+/// feature.
+pub fn for_command(kind: JobKind) -> Result<Box<dyn Job>, String> {
     #[cfg(feature = "mpi")]
-    if let Some(job) = crate::mpi::start(command)? {
+    if let Some(job) = crate::mpi::start(kind)? {
         return Ok(Box::new(job));
     }
     #[cfg(not(feature = "mpi"))]
     {
-        let _ = command;
+        let _ = kind;
         if let Some(msg) = crate::launcher::refuse_without_mpi() {
             return Err(msg);
         }

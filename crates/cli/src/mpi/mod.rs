@@ -46,20 +46,20 @@ pub struct MpiJob {
 /// Joins the job when a launcher started this process (its environment says so) and the
 /// command is one that runs under MPI. Other commands under a launcher are refused (one line,
 /// exit 2) rather than run N times.
-pub fn start(command: &crate::args::Command) -> Result<Option<MpiJob>, String> {
+pub fn start(command: crate::job::select::JobKind) -> Result<Option<MpiJob>, String> {
     let Some((_, n, who)) = crate::launcher::launched(&|k| std::env::var(k).ok()) else {
         return Ok(None);
     };
+    use crate::job::select::JobKind;
     match command {
-        crate::args::Command::Run(_) => {}
-        crate::args::Command::Compare(c) if c.curve.is_none() => {}
-        crate::args::Command::Compare(_) => {
+        JobKind::Run | JobKind::Compare => {}
+        JobKind::CompareCurve => {
             return Err(format!(
                 "started by {who} as one of {n} ranks: compare --curve does not run as an MPI \
                  job yet (each rank's load levels would need the merged maxima); drop --curve"
             ))
         }
-        _ => {
+        JobKind::Other => {
             return Err(format!(
                 "started by {who} as one of {n} ranks: only `sanbench run` and `compare` run \
                  as an MPI job (serve and the others run once, without the launcher)"
