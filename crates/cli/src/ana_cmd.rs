@@ -10,8 +10,8 @@
 use serde_json::json;
 
 use crate::args::AnaArgs;
-use crate::error::{usage, CliError};
 use sanbench_nvme::target::control::{request, ControlError};
+use sanbench_session::error::{usage, CliError};
 
 pub fn run(a: AnaArgs) -> Result<(), CliError> {
     let mut line = String::from("ana");

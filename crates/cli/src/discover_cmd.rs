@@ -5,8 +5,8 @@
 use serde_json::json;
 
 use crate::args::DiscoverArgs;
-use crate::error::CliError;
 use sanbench_nvme::wire::discovery::{Record, TRTYPE_TCP};
+use sanbench_session::error::CliError;
 
 /// The `nvme+tcp://` URI of a TCP record (IPv6 addresses in brackets); none for others.
 fn uri_of(r: &Record) -> Option<String> {

@@ -10,7 +10,7 @@ use sanbench_engine::Workload;
 use sanbench_fio::{self as fio, FioTarget, FsHost, ImportOptions, Imported, Setup};
 
 use crate::args::{CompareArgs, DataArgs, EngineArgs, RunArgs};
-use crate::error::{usage, CliError};
+use sanbench_session::error::{usage, CliError};
 
 /// Reads and maps every job section (or only the one named; `pick_one`: exactly one, so a
 /// file of several needs a name). Every problem is printed on a line of its own; the error
@@ -117,8 +117,8 @@ fn apply_setup(s: &Setup, e: &mut EngineArgs, d: &mut DataArgs) {
 fn apply_placement(
     s: &Setup,
     path: &Path,
-    cpus: &mut Option<crate::placement::CpuList>,
-    policy: &mut crate::placement::CpusPolicy,
+    cpus: &mut Option<sanbench_session::placement::CpuList>,
+    policy: &mut sanbench_session::placement::CpusPolicy,
 ) -> Result<(), CliError> {
     if cpus.is_none() {
         if let Some(list) = &s.cpus {
@@ -129,14 +129,14 @@ fn apply_placement(
         }
     }
     if s.cpus_split {
-        *policy = crate::placement::CpusPolicy::Split;
+        *policy = sanbench_session::placement::CpusPolicy::Split;
     }
     Ok(())
 }
 
 /// `run --fio`: the chosen section gives the run's targets (unless the command line names
 /// them), engine and data flags, CPUs and size; its workload is returned for the run's
-/// configuration (crate::run_config) to put the load and timing flags over.
+/// configuration (sanbench_session::run_config) to put the load and timing flags over.
 pub fn resolve_run(a: &mut RunArgs) -> Result<Option<Workload>, CliError> {
     let Some(path) = a.fio.clone() else {
         if a.section.is_some() || !a.fio_ignore.is_empty() {
@@ -267,7 +267,8 @@ pub fn setup_of(e: &EngineArgs, d: &DataArgs, targets: &[String]) -> Setup {
 }
 
 pub fn suite_text(s: &Suite) -> Result<String, CliError> {
-    let mut out = crate::run_config::fio_header(&format!("suite {} ({})", s.name, s.description));
+    let mut out =
+        sanbench_session::run_config::fio_header(&format!("suite {} ({})", s.name, s.description));
     out.push_str("# Run: TARGET=/path/to/file-or-device fio THIS_FILE\n");
     let t = [FioTarget::Env("TARGET".into())];
     for w in &s.workloads {

@@ -10,7 +10,7 @@ use std::path::Path;
 use clap::CommandFactory;
 
 use crate::args::{Cli, ManArgs};
-use crate::error::CliError;
+use sanbench_session::error::CliError;
 
 /// The topics of `sanbench help TOPIC`: name, one-line summary, text.
 pub const TOPICS: &[(&str, &str, &str)] = &[
@@ -132,7 +132,7 @@ pub fn topic(args: &[String]) -> Option<Result<(), CliError>> {
         return None;
     }
     let topics: Vec<&str> = TOPICS.iter().map(|t| t.0).collect();
-    Some(Err(crate::error::usage(format!(
+    Some(Err(sanbench_session::error::usage(format!(
         "no command or help topic '{word}' (topics: {}; commands: sanbench --help)",
         topics.join(", ")
     ))))
@@ -150,7 +150,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<(), CliError> {
 /// sanbench-serve-nbd.1, ...), named as the commands' display names; prints each path.
 pub fn man(a: ManArgs) -> Result<(), CliError> {
     std::fs::create_dir_all(&a.dir)
-        .map_err(|e| crate::error::usage(format!("{}: {e}", a.dir.display())))?;
+        .map_err(|e| sanbench_session::error::usage(format!("{}: {e}", a.dir.display())))?;
     let mut cmd = Cli::command();
     cmd.build();
     let mut written = Vec::new();

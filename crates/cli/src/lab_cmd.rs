@@ -6,8 +6,8 @@ use sanbench_lab::cmd::{preflight, System};
 use sanbench_lab::LabConfig;
 
 use crate::args::{LabCommand, LabFaultArgs, LabStateArgs, LabUpArgs};
-use crate::error::CliError;
-use crate::faults::lab_err;
+use sanbench_session::error::CliError;
+use sanbench_session::faults::lab_err;
 
 pub fn run(cmd: LabCommand) -> Result<(), CliError> {
     match cmd {
@@ -27,7 +27,7 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
     let links = sanbench_lab::parse_links(&a.links).map_err(lab_err)?;
     let targets = sanbench_lab::parse_targets(&a.targets).map_err(lab_err)?;
     if let Some(c) = &a.target_cpus {
-        crate::placement::check(c, "--target-cpus")?;
+        sanbench_session::placement::check(c, "--target-cpus")?;
     }
     let groups = sanbench_lab::parse_paths(&a.paths, &links).map_err(lab_err)?;
     preflight(links.iter().any(|l| !l.offload)).map_err(lab_err)?;
@@ -74,7 +74,7 @@ fn up(a: LabUpArgs) -> Result<(), CliError> {
     if let Some(c) = &a.target_cpus {
         // Every thread each target has now; threads they make later inherit it.
         for p in &lab.state.processes {
-            if let Err(e) = crate::placement::pin_pid(p.pid, c) {
+            if let Err(e) = sanbench_session::placement::pin_pid(p.pid, c) {
                 eprintln!("sanbench lab: cannot pin {} to {}: {e}", p.name, c.phrase());
             }
         }

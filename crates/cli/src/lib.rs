@@ -6,64 +6,28 @@
 //! failed, 2 bad usage or input (always with one clear line on stderr).
 
 #[macro_use]
-pub mod stdout;
+extern crate sanbench_session;
 
 pub mod ana_cmd;
 pub mod args;
-pub mod bottleneck;
-pub mod compare;
-pub mod context;
-pub mod crosscheck;
-pub mod curve;
-pub mod demo;
 pub mod discover_cmd;
-pub mod disruption_out;
-pub mod error;
-pub mod eta;
-pub mod faults;
-pub mod findings_out;
 pub mod fio_cmd;
-pub mod fit;
 pub mod from_args;
 pub mod help_cmd;
-pub mod job;
 pub mod lab_cmd;
-pub mod launcher;
-pub mod measure;
-pub mod metrics;
-pub mod monitoring;
 pub mod monitors_cmd;
-#[cfg(feature = "mpi")]
-pub mod mpi;
-pub mod outfile;
-pub mod output;
-pub mod partial;
-pub mod placement;
-pub mod precondition;
-pub mod progress;
-pub mod ranks;
-pub mod run_cmd;
-pub mod run_config;
-pub mod run_table;
 pub mod serve_cmd;
-pub mod serve_metrics;
-pub mod servers;
-pub mod signals;
-pub mod sinks;
 pub mod store_cmd;
-pub mod store_io;
 pub mod suite_cmd;
-pub mod targets;
-pub mod verify_cmd;
-pub mod watch;
 
 use crate::args::Command;
-use crate::context::Context;
-use crate::error::CliError;
+use sanbench_session::context::Context;
+use sanbench_session::error::CliError;
+use sanbench_session::{compare, crosscheck, demo, job, run_cmd, verify_cmd};
 
 /// What `command` is to the choice of job ([`job::select::for_command`]).
-pub fn job_kind(command: &Command) -> job::select::JobKind {
-    use job::select::JobKind;
+pub fn job_kind(command: &Command) -> job::JobKind {
+    use job::JobKind;
     match command {
         Command::Run(_) => JobKind::Run,
         Command::Compare(c) if c.curve.is_none() => JobKind::Compare,

@@ -4,7 +4,7 @@
 //! (always with one clear line on stderr).
 
 use sanbench::args::Cli;
-use sanbench::{context, job, stdout};
+use sanbench_session::{context, job, stdout};
 
 use std::process::ExitCode;
 

@@ -6,7 +6,7 @@ use sanbench_monitor::transport::{self, InspectOptions};
 use sanbench_monitor::{detect, manifest, PowerOptions};
 
 use crate::args::MonitorsArgs;
-use crate::error::CliError;
+use sanbench_session::error::CliError;
 
 pub fn run(args: MonitorsArgs) -> Result<(), CliError> {
     let a = args.monitor;

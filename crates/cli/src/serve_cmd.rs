@@ -14,7 +14,7 @@ use sanbench_engine::units::format_size;
 use sanbench_iscsi::wire::chap::Credentials;
 
 use crate::args::{ReplyDelay, ServeCommand, ServeIscsiArgs, ServeNbdArgs, ServeNvmeArgs};
-use crate::error::{usage, CliError};
+use sanbench_session::error::{usage, CliError};
 
 pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
     // Before any server thread exists: they all inherit the affinity.
@@ -24,7 +24,7 @@ pub fn run(cmd: ServeCommand) -> Result<(), CliError> {
         ServeCommand::Nvme(a) => a.cpus.as_ref(),
     };
     if let Some(list) = cpus {
-        crate::placement::pin_process(list, "--cpus")?;
+        sanbench_session::placement::pin_process(list, "--cpus")?;
     }
     match cmd {
         ServeCommand::Nbd(a) => nbd(a),
@@ -62,7 +62,7 @@ fn portals(addrs: &[SocketAddr]) -> String {
 }
 
 /// The ready line's note of `--delay` and `--cpus`, empty without them.
-fn extras(d: ReplyDelay, cpus: Option<&crate::placement::CpuList>) -> String {
+fn extras(d: ReplyDelay, cpus: Option<&sanbench_session::placement::CpuList>) -> String {
     let mut s =
         d.0.map_or(String::new(), |d| format!(", replies delayed {d}"));
     if let Some(c) = cpus {
@@ -121,7 +121,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
     let tls = cfg.tls;
     let metrics = a
         .metrics_listen
-        .map(crate::serve_metrics::bind)
+        .map(sanbench_session::serve_metrics::bind)
         .transpose()?;
     let server = sanbench_nbd::Server::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let metrics_note = match metrics {
@@ -140,7 +140,7 @@ fn nbd(a: ServeNbdArgs) -> Result<(), CliError> {
         (None, true) => "RAM, preallocated".into(),
     };
     // Before the ready line: whoever reads it may send SIGINT at once.
-    let stop = crate::signals::stop_flag();
+    let stop = sanbench_session::signals::stop_flag();
     outln!(
         "sanbench nbd server: {}://{addr}/{} ({}, {}{}{}{}{}{metrics_note}); Ctrl-C to stop",
         if tls == TlsMode::Require {
@@ -249,7 +249,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
     };
     let metrics = a
         .metrics_listen
-        .map(crate::serve_metrics::bind)
+        .map(sanbench_session::serve_metrics::bind)
         .transpose()?;
     let t = sanbench_iscsi::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let metrics_note = match metrics {
@@ -263,7 +263,7 @@ fn iscsi(a: ServeIscsiArgs) -> Result<(), CliError> {
     };
     let addr = portals(&t.local_addrs());
     // Before the ready line: whoever reads it may send SIGINT at once.
-    let stop = crate::signals::stop_flag();
+    let stop = sanbench_session::signals::stop_flag();
     outln!(
         "sanbench iscsi target: iscsi://{addr}/{}/0 ({} LUN{} of {}, {}{}{}{metrics_note}); Ctrl-C \
          to stop",
@@ -317,7 +317,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     };
     let metrics = a
         .metrics_listen
-        .map(crate::serve_metrics::bind)
+        .map(sanbench_session::serve_metrics::bind)
         .transpose()?;
     let t = sanbench_nvme::target::Target::bind(cfg).map_err(|e| usage(e.to_string()))?;
     let metrics_note = match metrics {
@@ -357,7 +357,7 @@ fn nvme(a: ServeNvmeArgs) -> Result<(), CliError> {
     // Discovery answers on every port; the first is the one to name.
     let first = t.local_addr();
     // Before the ready line: whoever reads it may send SIGINT at once.
-    let stop = crate::signals::stop_flag();
+    let stop = sanbench_session::signals::stop_flag();
     outln!(
         "sanbench nvme target: nvme+tcp://{addr}/{}/1 ({}, {}{}{}{metrics_note}); discovery at \
          nvme+tcp://{first}; Ctrl-C to stop",

@@ -4,7 +4,7 @@ use sanbench_engine::suite;
 use sanbench_engine::units::format_size;
 
 use crate::args::SuiteCommand;
-use crate::error::{usage, CliError};
+use sanbench_session::error::{usage, CliError};
 
 pub fn run(cmd: SuiteCommand) -> Result<(), CliError> {
     match cmd {

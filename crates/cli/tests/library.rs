@@ -5,8 +5,8 @@
 
 use clap::Parser;
 use sanbench::args::{Cli, Command};
-use sanbench::context::Context;
 use sanbench_doc::{Comparison, RunDoc};
+use sanbench_session::context::Context;
 
 fn command(args: &[&str]) -> Command {
     Cli::try_parse_from(std::iter::once("sanbench").chain(args.iter().copied()))
@@ -86,8 +86,8 @@ fn run_from_a_typed_configuration() {
         arrival: Arrival::Fixed,
     };
     let cx = Context::local();
-    let c = sanbench::run_config::RunConfig::new(vec!["mem:16M".into()], w);
-    let doc = sanbench::run_cmd::execute(&cx, &c)
+    let c = sanbench_session::run_config::RunConfig::new(vec!["mem:16M".into()], w);
+    let doc = sanbench_session::run_cmd::execute(&cx, &c)
         .unwrap_or_else(|e| panic!("{}", e.message()))
         .expect("alone, the process reports");
     let r = &doc.results[0];
@@ -97,8 +97,9 @@ fn run_from_a_typed_configuration() {
     // No monitor by default: no host figures.
     assert!(r.cpu.is_none(), "{:?}", r.cpu);
     // A bad target is a usage error, before any I/O.
-    let bad = sanbench::run_config::RunConfig::new(vec!["nosuch:x".into()], c.workload.clone());
-    let Err(e) = sanbench::run_cmd::execute(&cx, &bad) else {
+    let bad =
+        sanbench_session::run_config::RunConfig::new(vec!["nosuch:x".into()], c.workload.clone());
+    let Err(e) = sanbench_session::run_cmd::execute(&cx, &bad) else {
         panic!("a target of no known scheme ran");
     };
     assert_eq!(e.code(), 2, "{}", e.message());
@@ -119,8 +120,10 @@ fn two_contexts_in_one_process_keep_their_targets_apart() {
     // Each context kept the RAM disk its run drove: asked again, it hands that one back
     // without opening another; a third context has none.
     let kept = |cx: &Context| {
-        cx.mem_target("mem:32M", || Err(sanbench::error::usage("opened again")))
-            .map(|t| t.info().size)
+        cx.mem_target("mem:32M", || {
+            Err(sanbench_session::error::usage("opened again"))
+        })
+        .map(|t| t.info().size)
     };
     assert_eq!(kept(&a).unwrap(), 32 << 20);
     assert_eq!(kept(&b).unwrap(), 32 << 20);
@@ -180,14 +183,14 @@ fn compare_from_a_typed_configuration() {
         Some(std::time::Duration::from_millis(200)),
         Some(std::time::Duration::ZERO),
     );
-    let mut c = sanbench::compare::CompareConfig::new(
+    let mut c = sanbench_session::compare::CompareConfig::new(
         suite,
         vec![("a".into(), "mem:16M".into()), ("b".into(), "null:".into())],
         out.clone(),
     );
     c.repeat = sanbench::args::RepeatArg::Fixed(2);
     let cx = Context::local();
-    let cmp = sanbench::compare::execute(&cx, &c)
+    let cmp = sanbench_session::compare::execute(&cx, &c)
         .unwrap_or_else(|e| panic!("{}", e.message()))
         .expect("alone, the process reports");
     assert_eq!(cmp.cells.len(), cmp.workloads.len() * 2 * 2);

@@ -106,11 +106,12 @@ pub struct CompareArgs {
     pub seed: u64,
     /// Pin sanbench's threads to these CPUs (0, 0,2, 0-3); recorded in the manifest.
     #[arg(help_heading = H_PLACEMENT, long, value_name = "LIST")]
-    pub cpus: Option<crate::placement::CpuList>,
+    pub cpus: Option<sanbench_session::placement::CpuList>,
     /// How the streams share those CPUs (fio's cpus_allowed_policy): shared or split (each
     /// stream on one CPU of its own, in turn; without --cpus, of every CPU sanbench may use).
-    #[arg(help_heading = H_PLACEMENT, long, value_enum, default_value_t, value_name = "POLICY")]
-    pub cpus_policy: crate::placement::CpusPolicy,
+    #[arg(help_heading = H_PLACEMENT, long, default_value = "shared", value_name = "POLICY",
+        value_parser = cpus_policy())]
+    pub cpus_policy: sanbench_session::placement::CpusPolicy,
     /// Warn at the top of the report (and on the terminal) about every cell limited by
     /// something other than the interconnect or the target under test (the initiator's CPU,
     /// the host's, the generator's queue).
@@ -166,7 +167,7 @@ pub struct DemoArgs {
     /// them on different CPUs where the host has two or more (the client the first half),
     /// off lets them share every CPU, CLIENT:SERVERS names both lists (e.g. 0:1).
     #[arg(help_heading = H_PLACEMENT, long, default_value = "auto", value_name = "auto|off|CLIENT:SERVERS")]
-    pub placement: crate::placement::Placement,
+    pub placement: sanbench_session::placement::Placement,
     /// Warn at the top of the report about every cell limited by something other than the
     /// interconnect or the target (compare's --require-headroom).
     #[arg(help_heading = H_OUTPUT, long)]
@@ -175,4 +176,4 @@ pub struct DemoArgs {
     pub quiet: bool,
 }
 
-pub use crate::compare::design::RepeatArg;
+pub use sanbench_session::compare::config::RepeatArg;

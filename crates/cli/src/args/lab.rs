@@ -81,7 +81,7 @@ pub struct LabUpArgs {
     /// Pin every target the lab starts (its processes and their threads) to these CPUs
     /// (0, 0,2, 0-3), e.g. away from the CPUs compare --cpus gives the initiator.
     #[arg(long, value_name = "LIST")]
-    pub target_cpus: Option<crate::placement::CpuList>,
+    pub target_cpus: Option<sanbench_session::placement::CpuList>,
     #[command(flatten)]
     pub state: LabStateArgs,
 }

@@ -35,7 +35,7 @@ pub struct LiveArgs {
     pub save_every: Dur,
 }
 
-impl From<ProgressMode> for crate::progress::ProgressMode {
+impl From<ProgressMode> for sanbench_session::progress::ProgressMode {
     fn from(m: ProgressMode) -> Self {
         match m {
             ProgressMode::Auto => Self::Auto,
@@ -45,9 +45,9 @@ impl From<ProgressMode> for crate::progress::ProgressMode {
     }
 }
 
-impl From<&LiveArgs> for crate::progress::LiveOptions {
+impl From<&LiveArgs> for sanbench_session::progress::LiveOptions {
     fn from(a: &LiveArgs) -> Self {
-        crate::progress::LiveOptions {
+        sanbench_session::progress::LiveOptions {
             progress: a.progress.into(),
             save_every: a.save_every.0,
         }

@@ -36,7 +36,15 @@ pub const H_TLS: &str = "TLS";
 pub const H_AUTH: &str = "Authentication";
 
 /// Seed used when none is given: runs with the same seed issue the same I/O sequence.
-pub use crate::run_config::DEFAULT_SEED;
+pub use sanbench_session::run_config::DEFAULT_SEED;
+
+/// `--cpus-policy`: one of [`sanbench_session::placement::CpusPolicy::NAMES`] (listed in the help).
+pub fn cpus_policy(
+) -> impl clap::builder::TypedValueParser<Value = sanbench_session::placement::CpusPolicy> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(sanbench_session::placement::CpusPolicy::NAMES)
+        .map(|s| s.parse().expect("a listed policy"))
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -337,12 +345,13 @@ pub struct RunArgs {
     /// Pin sanbench's threads to these CPUs (as fio's cpus_allowed: 0, 0,2, 0-3); recorded in
     /// the manifest. Keeps the initiator off the cores a local target or daemon uses.
     #[arg(help_heading = H_PLACEMENT, long, value_name = "LIST")]
-    pub cpus: Option<crate::placement::CpuList>,
+    pub cpus: Option<sanbench_session::placement::CpuList>,
     /// How the streams share those CPUs (fio's cpus_allowed_policy): shared (the scheduler
     /// places them) or split (each stream on one CPU of its own, in turn; without --cpus,
     /// of every CPU sanbench may use).
-    #[arg(help_heading = H_PLACEMENT, long, value_enum, default_value_t, value_name = "POLICY")]
-    pub cpus_policy: crate::placement::CpusPolicy,
+    #[arg(help_heading = H_PLACEMENT, long, default_value = "shared", value_name = "POLICY",
+        value_parser = cpus_policy())]
+    pub cpus_policy: sanbench_session::placement::CpusPolicy,
 
     /// Write the result document (schema sanbench.run/2) to FILE ("-" for stdout).
     #[arg(help_heading = H_OUTPUT, long, value_name = "FILE")]
@@ -506,9 +515,9 @@ pub struct WatchArgs {
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
-impl From<&WatchArgs> for crate::watch::WatchOptions {
+impl From<&WatchArgs> for sanbench_session::watch::WatchOptions {
     fn from(a: &WatchArgs) -> Self {
-        crate::watch::WatchOptions {
+        sanbench_session::watch::WatchOptions {
             log_interval: a.log_interval.0,
             hist_log: a.hist_log.clone(),
             metrics_listen: a.metrics_listen,

@@ -62,7 +62,7 @@ pub struct ServeNvmeArgs {
     pub delay: ReplyDelay,
     /// Pin the server's threads to these CPUs (0, 0,2, 0-3), e.g. away from the client's.
     #[arg(long, value_name = "LIST")]
-    pub cpus: Option<crate::placement::CpuList>,
+    pub cpus: Option<sanbench_session::placement::CpuList>,
     /// Back the namespace with this file instead of RAM (created or extended to --size).
     #[arg(long, value_name = "PATH")]
     pub file: Option<PathBuf>,
@@ -133,7 +133,7 @@ pub struct ServeIscsiArgs {
     pub delay: ReplyDelay,
     /// Pin the server's threads to these CPUs (0, 0,2, 0-3), e.g. away from the client's.
     #[arg(long, value_name = "LIST")]
-    pub cpus: Option<crate::placement::CpuList>,
+    pub cpus: Option<sanbench_session::placement::CpuList>,
     /// Require CHAP from initiators (visible to every user of the host in `ps`: prefer
     /// --chap-file).
     #[arg(help_heading = super::H_AUTH, long, value_name = "USER:SECRET", conflicts_with = "chap_file")]
@@ -188,7 +188,7 @@ pub struct ServeNbdArgs {
     pub delay: ReplyDelay,
     /// Pin the server's threads to these CPUs (0, 0,2, 0-3), e.g. away from the client's.
     #[arg(long, value_name = "LIST")]
-    pub cpus: Option<crate::placement::CpuList>,
+    pub cpus: Option<sanbench_session::placement::CpuList>,
     #[arg(long)]
     pub read_only: bool,
     /// Serve this file instead of RAM (created or extended to --size).

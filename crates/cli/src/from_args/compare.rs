@@ -1,9 +1,9 @@
 //! `sanbench compare ARGS` as a [`CompareConfig`].
 
 use crate::args::CompareArgs;
-use crate::compare::config::CompareConfig;
-use crate::compare::prepared::{prepare, scale};
-use crate::error::{usage, CliError};
+use sanbench_session::compare::config::CompareConfig;
+use sanbench_session::compare::prepared::{prepare, scale};
+use sanbench_session::error::{usage, CliError};
 
 use super::run::{file_options, io_timeout};
 

@@ -1,8 +1,8 @@
 //! `sanbench crosscheck ARGS` as a [`CrosscheckConfig`].
 
 use crate::args::CrosscheckArgs;
-use crate::crosscheck::CrosscheckConfig;
-use crate::error::{usage, CliError};
+use sanbench_session::crosscheck::CrosscheckConfig;
+use sanbench_session::error::{usage, CliError};
 
 /// The configuration of `sanbench crosscheck ARGS`: the run as `sanbench run` would build it,
 /// without the host monitor (I/O figures only: no idle baseline before every run).

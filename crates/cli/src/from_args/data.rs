@@ -9,9 +9,9 @@ use sanbench_monitor::power::ModelParams;
 use sanbench_monitor::{MonitorConfig, PowerChoice, PowerOptions};
 
 use crate::args::{DataArgs, MonitorArgs};
-use crate::error::{usage, CliError};
-use crate::monitoring::MonitorSetup;
-use crate::precondition::DataPlan;
+use sanbench_session::error::{usage, CliError};
+use sanbench_session::monitoring::MonitorSetup;
+use sanbench_session::precondition::DataPlan;
 
 /// The data flags, parsed once.
 pub fn data_plan(a: &DataArgs) -> Result<DataPlan, CliError> {

@@ -1,7 +1,7 @@
 //! `sanbench demo ARGS` as a [`DemoConfig`].
 
 use crate::args::DemoArgs;
-use crate::demo::DemoConfig;
+use sanbench_session::demo::DemoConfig;
 
 /// The configuration of `sanbench demo ARGS`.
 pub fn demo(a: DemoArgs) -> DemoConfig {

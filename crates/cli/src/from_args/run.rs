@@ -8,10 +8,10 @@ use sanbench_engine::units::Bytes;
 use sanbench_engine::Workload;
 
 use crate::args::{EngineArgs, RunArgs};
-use crate::error::{usage, CliError};
-use crate::faults::Faults;
-use crate::placement::CpusPolicy;
-use crate::run_config::RunConfig;
+use sanbench_session::error::{usage, CliError};
+use sanbench_session::faults::Faults;
+use sanbench_session::placement::CpusPolicy;
+use sanbench_session::run_config::RunConfig;
 
 /// The configuration of `sanbench run ARGS`: a `--fio` job resolved (its targets unless
 /// the command line names them, its engine, data and CPU settings, its size), the
@@ -32,7 +32,7 @@ pub fn run(mut a: RunArgs) -> Result<RunConfig, CliError> {
     let mut fio_setup = crate::fio_cmd::setup_of(&a.engine, &a.data, &a.targets);
     fio_setup.cpus_split = a.cpus_policy == CpusPolicy::Split;
     fio_setup.cpus = (a.cpus.is_some() || fio_setup.cpus_split)
-        .then(|| crate::placement::split_set(a.cpus.as_ref()).to_string());
+        .then(|| sanbench_session::placement::split_set(a.cpus.as_ref()).to_string());
     Ok(RunConfig {
         targets: a.targets,
         workload,

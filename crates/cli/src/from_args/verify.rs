@@ -2,8 +2,8 @@
 
 use super::run::{file_options, io_timeout};
 use crate::args::VerifyArgs;
-use crate::error::CliError;
-use crate::verify_cmd::VerifyConfig;
+use sanbench_session::error::CliError;
+use sanbench_session::verify_cmd::VerifyConfig;
 
 /// The configuration of `sanbench verify ARGS`: targets opened read-only.
 pub fn verify(a: VerifyArgs) -> Result<VerifyConfig, CliError> {

@@ -9,7 +9,6 @@ use std::time::Duration;
 use sanbench_engine::file::FileOptions;
 use sanbench_engine::units::{Dur, Pct};
 
-use super::design::RepeatArg;
 use super::prepared::Prepared;
 use crate::monitoring::MonitorSetup;
 use crate::placement::{CpuList, CpusPolicy};
@@ -103,6 +102,37 @@ impl CompareConfig {
         FileOptions {
             writes,
             ..self.files.clone()
+        }
+    }
+}
+
+/// `--repeat auto|N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepeatArg {
+    Auto,
+    Fixed(u32),
+}
+
+impl std::str::FromStr for RepeatArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RepeatArg, String> {
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(RepeatArg::Auto);
+        }
+        match s.parse::<u32>() {
+            Ok(0) => Err("--repeat must be at least 1 (or auto)".into()),
+            Ok(n) => Ok(RepeatArg::Fixed(n)),
+            Err(_) => Err(format!("'{s}' is neither auto nor a number of rounds")),
+        }
+    }
+}
+
+impl RepeatArg {
+    /// The plan's form, with `--max-repeat` for auto.
+    pub fn plan(self, max: u32) -> sanbench_stats::design::plan::Repeat {
+        match self {
+            RepeatArg::Auto => sanbench_stats::design::plan::Repeat::Auto { max },
+            RepeatArg::Fixed(n) => sanbench_stats::design::plan::Repeat::Fixed(n),
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::compare::config::CompareConfig;
-use crate::compare::design::RepeatArg;
+use crate::compare::config::RepeatArg;
 use crate::compare::prepared;
 use crate::context::Context;
 use crate::error::{usage, CliError};

@@ -1,20 +1,7 @@
 //! The one choice of how this process runs ([`super::Job`]), made at start-up: a rank of the
 //! MPI job a launcher started (feature `mpi`), or alone.
 
-use super::{Job, Local};
-
-/// What the command about to run is, as far as the choice of job goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JobKind {
-    /// `run`: runs as an MPI job.
-    Run,
-    /// `compare` without `--curve`: runs as an MPI job.
-    Compare,
-    /// `compare --curve`: not as an MPI job yet.
-    CompareCurve,
-    /// Every other command: runs once, never as a rank.
-    Other,
-}
+use super::{Job, JobKind, Local};
 
 /// How this process runs a command of `kind`: as one rank when a launcher started it
 /// (joining the job: MPI is finalized when the job is dropped) or alone. Refused (one line,

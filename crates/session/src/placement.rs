@@ -13,7 +13,7 @@ use std::str::FromStr;
 use crate::error::{usage, CliError};
 
 /// How the streams use the CPUs of `--cpus` (fio's `cpus_allowed_policy`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CpusPolicy {
     /// Every thread may run on any of them (the scheduler places the streams).
     #[default]
@@ -24,7 +24,21 @@ pub enum CpusPolicy {
     Split,
 }
 
+impl FromStr for CpusPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CpusPolicy, String> {
+        match s {
+            "shared" => Ok(CpusPolicy::Shared),
+            "split" => Ok(CpusPolicy::Split),
+            _ => Err(format!("'{s}' is not a CPU policy (shared or split)")),
+        }
+    }
+}
+
 impl CpusPolicy {
+    /// Every policy's name, as `--cpus-policy` takes it.
+    pub const NAMES: [&'static str; 2] = ["shared", "split"];
+
     pub fn name(self) -> &'static str {
         match self {
             CpusPolicy::Shared => "shared",

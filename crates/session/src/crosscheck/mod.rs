@@ -26,7 +26,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::compare::design::RepeatArg;
+use crate::compare::config::RepeatArg;
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::measure::{measure, Measure};

@@ -24,7 +24,7 @@ pub(crate) mod book;
 pub(crate) mod cell;
 pub mod config;
 pub mod design;
-pub(crate) mod prepared;
+pub mod prepared;
 mod suite_faults;
 use book::{Book, Place};
 use cell::{run_cell, CellCtx};
@@ -151,8 +151,8 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
         suite: p.suite.name.clone(),
         suite_description: p.suite.description.clone(),
         repeat: match a.repeat {
-            crate::compare::design::RepeatArg::Fixed(n) => n,
-            crate::compare::design::RepeatArg::Auto => 0,
+            crate::compare::config::RepeatArg::Fixed(n) => n,
+            crate::compare::config::RepeatArg::Auto => 0,
         },
         targets: p
             .targets

@@ -115,3 +115,16 @@ impl Job for Local {
 
     fn abort(&self, _message: &str) {}
 }
+
+/// What the command about to run is, as far as the choice of job goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    /// `run`: runs as an MPI job.
+    Run,
+    /// `compare` without `--curve`: runs as an MPI job.
+    Compare,
+    /// `compare --curve`: not as an MPI job yet.
+    CompareCurve,
+    /// Every other command: runs once, never as a rank.
+    Other,
+}

@@ -8,40 +8,10 @@ use sanbench_stats::design::plan::Plan;
 use sanbench_stats::design::williams::Slot;
 use sanbench_store::WorkloadEntry;
 
-use super::config::CompareConfig;
+use super::config::{CompareConfig, RepeatArg};
 use super::prepared::Prepared;
 use crate::error::{usage, CliError};
 
-/// `--repeat auto|N`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RepeatArg {
-    Auto,
-    Fixed(u32),
-}
-
-impl std::str::FromStr for RepeatArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RepeatArg, String> {
-        if s.eq_ignore_ascii_case("auto") {
-            return Ok(RepeatArg::Auto);
-        }
-        match s.parse::<u32>() {
-            Ok(0) => Err("--repeat must be at least 1 (or auto)".into()),
-            Ok(n) => Ok(RepeatArg::Fixed(n)),
-            Err(_) => Err(format!("'{s}' is neither auto nor a number of rounds")),
-        }
-    }
-}
-
-impl RepeatArg {
-    /// The plan's form, with `--max-repeat` for auto.
-    pub fn plan(self, max: u32) -> sanbench_stats::design::plan::Repeat {
-        match self {
-            RepeatArg::Auto => sanbench_stats::design::plan::Repeat::Auto { max },
-            RepeatArg::Fixed(n) => sanbench_stats::design::plan::Repeat::Fixed(n),
-        }
-    }
-}
 
 /// The plan of a comparison. Rank 0 of an MPI job (and every non-MPI run) judges as it goes;
 /// the other ranks run the same order for as many rounds as rank 0 may ask for and follow its

@@ -63,18 +63,20 @@ pub fn finish() -> Option<String> {
 }
 
 /// `println!` to stdout without a panic when the reader has gone away.
+#[macro_export]
 macro_rules! outln {
     () => {
-        crate::stdout::write_fmt(format_args!("\n"))
+        $crate::stdout::write_fmt(format_args!("\n"))
     };
     ($($arg:tt)*) => {
-        crate::stdout::write_fmt(format_args!("{}\n", format_args!($($arg)*)))
+        $crate::stdout::write_fmt(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 
 /// `print!` to stdout without a panic when the reader has gone away.
+#[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {
-        crate::stdout::write_fmt(format_args!($($arg)*))
+        $crate::stdout::write_fmt(format_args!($($arg)*))
     };
 }

@@ -124,7 +124,7 @@ pub(crate) fn run(
 /// needs (the curve's points are not part of the adaptive design).
 fn curve_repeats(a: &crate::compare::config::CompareConfig) -> u32 {
     match a.repeat {
-        crate::compare::design::RepeatArg::Fixed(n) => n,
-        crate::compare::design::RepeatArg::Auto => sanbench_report::curve::MIN_REPEATS as u32,
+        crate::compare::config::RepeatArg::Fixed(n) => n,
+        crate::compare::config::RepeatArg::Auto => sanbench_report::curve::MIN_REPEATS as u32,
     }
 }

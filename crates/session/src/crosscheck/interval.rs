@@ -23,7 +23,7 @@ pub(super) struct Looks {
 }
 
 impl Looks {
-    pub(super) fn new(repeat: crate::compare::design::RepeatArg, max: u32) -> Looks {
+    pub(super) fn new(repeat: crate::compare::config::RepeatArg, max: u32) -> Looks {
         Looks {
             looks: looks(repeat.plan(max), 2),
         }
@@ -273,7 +273,7 @@ mod tests {
     fn simulated_error_rates_when_stopping_on_what_is_seen() {
         let mut rng = sanbench_stats::design::Rng::new(0x5eed_c0de_2611_2700);
         let trials = 2000;
-        let looks = Looks::new(crate::compare::design::RepeatArg::Auto, 30);
+        let looks = Looks::new(crate::compare::config::RepeatArg::Auto, 30);
         let mut rate = |r: f64, spend: bool| {
             simulate(&mut rng, trials, r, 30, |n| {
                 looks

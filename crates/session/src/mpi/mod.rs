@@ -46,11 +46,11 @@ pub struct MpiJob {
 /// Joins the job when a launcher started this process (its environment says so) and the
 /// command is one that runs under MPI. Other commands under a launcher are refused (one line,
 /// exit 2) rather than run N times.
-pub fn start(command: crate::job::select::JobKind) -> Result<Option<MpiJob>, String> {
+pub fn start(command: crate::job::JobKind) -> Result<Option<MpiJob>, String> {
     let Some((_, n, who)) = crate::launcher::launched(&|k| std::env::var(k).ok()) else {
         return Ok(None);
     };
-    use crate::job::select::JobKind;
+    use crate::job::JobKind;
     match command {
         JobKind::Run | JobKind::Compare => {}
         JobKind::CompareCurve => {
