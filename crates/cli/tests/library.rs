@@ -200,3 +200,70 @@ fn compare_from_a_typed_configuration() {
     assert_eq!(written.cells.len(), cmp.cells.len());
     assert_eq!(written.design, cmp.design);
 }
+
+/// A program that installs its own observer gets the run's events typed (the window's
+/// progress each second, its intervals, the precondition's fill, the end) and nothing is
+/// drawn for it.
+#[test]
+fn events_go_to_the_observer_a_program_installs() {
+    use sanbench_session::events::{Event, Events};
+    use std::sync::{Arc, Mutex};
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+    impl Events for Seen {
+        fn event(&self, e: &Event<'_>) {
+            let s = match e {
+                Event::Progress(p) => format!("progress {}", p.ramping),
+                Event::Interval(r) => format!("interval {} {}", r.target, r.latency.count()),
+                Event::Fill { done, total, .. } => format!("fill {done}/{total}"),
+                Event::Ended => "ended".into(),
+            };
+            self.0.lock().unwrap().push(s);
+        }
+    }
+    let seen = Arc::new(Seen::default());
+    let cx = Context::local();
+    cx.set_events(seen.clone());
+    let cmd = command(&[
+        "run",
+        "mem:16M",
+        "--bs",
+        "4k",
+        "--qd",
+        "2",
+        "--read",
+        "50",
+        "--time",
+        "1500ms",
+        "--ramp",
+        "0",
+        "--no-monitor",
+        "--quiet",
+    ]);
+    let c = sanbench::from_args::run::run(match cmd {
+        Command::Run(a) => a,
+        _ => unreachable!(),
+    })
+    .unwrap_or_else(|e| panic!("{}", e.message()));
+    sanbench_session::run_cmd::execute(&cx, &c)
+        .unwrap_or_else(|e| panic!("{}", e.message()))
+        .expect("alone, the process reports");
+    let seen = seen.0.lock().unwrap();
+    let count = |p: &str| seen.iter().filter(|s| s.starts_with(p)).count();
+    // The precondition filled the 16 MiB span first and said so up to the end.
+    assert!(count("fill ") >= 1, "{seen:?}");
+    assert!(
+        seen.contains(&format!("fill {0}/{0}", 16u64 << 20)),
+        "{seen:?}"
+    );
+    // A 1.5 s window: at least one second's progress, at least one finished 1 s interval
+    // with I/Os in it, then the end (the fill's and the run's).
+    assert!(count("progress ") >= 1, "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|s| s.starts_with("interval 0 ") && !s.ends_with(" 0")),
+        "{seen:?}"
+    );
+    assert!(count("ended") >= 2, "{seen:?}");
+    assert_eq!(seen.last().map(String::as_str), Some("ended"), "{seen:?}");
+}

@@ -25,8 +25,10 @@ use sanbench_engine::Target;
 use sanbench_metrics::registry::Registry;
 
 use crate::error::CliError;
+use crate::events::Events;
 use crate::job::Job;
 use crate::placement::{CpuList, CpusPolicy};
+use crate::progress::{ProgressLine, ProgressMode};
 use crate::watch::Watch;
 
 /// One command's state (see the module's documentation).
@@ -41,6 +43,8 @@ pub struct Context {
     metrics: OnceLock<Arc<Registry>>,
     /// The `mem:` targets opened so far, by URI.
     mem: Mutex<HashMap<String, Arc<dyn Target>>>,
+    /// Where events go when a program installed an observer ([`Context::set_events`]).
+    events: OnceLock<Arc<dyn Events>>,
     /// How this process runs (last: an MPI job is left after everything else is dropped).
     job: Box<dyn Job>,
 }
@@ -54,6 +58,7 @@ impl Context {
             watch: Mutex::new(None),
             metrics: OnceLock::new(),
             mem: Mutex::new(HashMap::new()),
+            events: OnceLock::new(),
             job,
         }
     }
@@ -62,6 +67,21 @@ impl Context {
     /// test wants.
     pub fn local() -> Context {
         Context::new(Box::new(crate::job::Local))
+    }
+
+    /// Sends this context's events ([`crate::events`]: progress, intervals, fills) to
+    /// `events` instead of the terminal's live line. The first observer installed holds.
+    pub fn set_events(&self, events: Arc<dyn Events>) {
+        let _ = self.events.set(events);
+    }
+
+    /// Where a command's events go: the observer installed, else the terminal's live line
+    /// as `quiet`, `mode` and `stdout_taken` (stdout carries a document) allow.
+    pub fn events(&self, quiet: bool, mode: ProgressMode, stdout_taken: bool) -> Arc<dyn Events> {
+        match self.events.get() {
+            Some(e) => e.clone(),
+            None => Arc::new(ProgressLine::with_mode(quiet, mode, stdout_taken)),
+        }
     }
 
     /// How this process takes part in `run` and `compare`.

@@ -20,6 +20,7 @@ pub mod demo;
 pub mod disruption_out;
 pub mod error;
 pub mod eta;
+pub mod events;
 pub mod faults;
 pub mod findings_out;
 pub mod fit;

@@ -14,9 +14,9 @@ use sanbench_engine::precondition::Report;
 
 use crate::context::Context;
 use crate::error::CliError;
+use crate::events::{Event, Events};
 use crate::faults::{FaultRun, Faults};
 use crate::monitoring::MonitorSetup;
-use crate::progress::ProgressLine;
 use crate::run_config::RunConfig;
 use sanbench_engine::disruption::Fault;
 use sanbench_engine::result::FaultRecord;
@@ -26,7 +26,7 @@ use sanbench_monitor::MonitorHandle;
 /// Records the process's own CPU time at the window's edges, marks the monitor's window, and
 /// draws progress.
 struct RunObserver<'a> {
-    progress: &'a ProgressLine,
+    progress: &'a dyn Events,
     /// `--metrics-listen`: the endpoint's registry, given the monitor's power readings.
     metrics: Option<&'a sanbench_metrics::registry::Registry>,
     monitor: Option<&'a MonitorHandle>,
@@ -73,7 +73,7 @@ impl Observer for RunObserver<'_> {
         }
     }
     fn progress(&self, p: &Progress) {
-        self.progress.draw(p);
+        self.progress.event(&Event::Progress(p));
         // `--metrics-listen`: the monitor's last power reading.
         if let Some(r) = self.metrics {
             crate::metrics::host_power(r, self.monitor.and_then(|m| m.last_power()));
@@ -202,7 +202,7 @@ fn attach_disruption(doc: &mut RunDoc, out: &RunOutput, fired: &[FaultRecord]) {
 pub fn execute_output(
     cx: &Context,
     plan: &RunPlan,
-    progress: &ProgressLine,
+    progress: &dyn Events,
     mon: Option<&MonitorSetup>,
     reuse_baseline: Option<Baseline>,
     faults: Option<&Arc<Faults>>,
@@ -220,7 +220,7 @@ pub fn execute_output(
         at_end: Mutex::new(None),
     };
     let out = sanbench_engine::run(plan, &obs);
-    progress.clear();
+    progress.event(&Event::Ended);
     let cpu = match (*poison::lock(&obs.at_start), *poison::lock(&obs.at_end)) {
         (Some(s), Some(e)) => Some((s, e)),
         _ => None,
@@ -337,11 +337,7 @@ pub fn measure(
     if let Some(wt) = &watch {
         wt.for_run(m.targets);
     }
-    let progress = Arc::new(ProgressLine::with_mode(
-        m.quiet,
-        c.live.progress,
-        c.json_to_stdout(),
-    ));
+    let progress = cx.events(m.quiet, c.live.progress, c.json_to_stdout());
     let mut reports = Vec::with_capacity(targets.len());
     let spans: Vec<u64> = targets
         .iter()
@@ -362,7 +358,7 @@ pub fn measure(
             crate::precondition::fill_plan(data.mode, "fill"),
             w.has_reads(),
             c.io_timeout,
-            &progress,
+            &*progress,
             m.quiet,
             verify[ti].as_deref(),
         )?;
@@ -397,12 +393,15 @@ pub fn measure(
         ),
         _ => None,
     };
-    plan.intervals = crate::sinks::join(vec![crate::watch::sink(&watch), progress.sink()]);
+    plan.intervals = crate::sinks::join(vec![
+        crate::watch::sink(&watch),
+        crate::events::interval_sink(&progress),
+    ]);
     plan.saves = partial.as_ref().map(|p| p.saves());
     let done = execute_output(
         cx,
         &plan,
-        &progress,
+        &*progress,
         c.monitor.as_ref(),
         None,
         c.faults.as_ref(),

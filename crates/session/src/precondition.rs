@@ -9,7 +9,7 @@ use sanbench_engine::verify::{self, Verifier};
 use sanbench_engine::Target;
 
 use crate::error::{usage, CliError};
-use crate::progress::ProgressLine;
+use crate::events::{Event, Events};
 
 /// The data flags, parsed once.
 #[derive(Clone, Debug, Default)]
@@ -50,7 +50,7 @@ pub fn run(
     fill_plan: FillPlan,
     reads: bool,
     io_timeout: Duration,
-    progress: &ProgressLine,
+    progress: &dyn Events,
     quiet: bool,
     verify: Option<&sanbench_engine::verify::Verifier>,
 ) -> Result<(Report, Option<Filled>), CliError> {
@@ -64,9 +64,15 @@ pub fn run(
         io_timeout,
         &stop,
         verify,
-        &mut |done, total| progress.draw_fill(name, done, total),
+        &mut |done, total| {
+            progress.event(&Event::Fill {
+                target: name,
+                done,
+                total,
+            })
+        },
     );
-    progress.clear();
+    progress.event(&Event::Ended);
     let (rep, filled) =
         r.map_err(|e| CliError::Failed(anyhow::anyhow!("{name}: preconditioning failed: {e}")))?;
     if !quiet {

@@ -9,6 +9,7 @@
 //! line merges each finished interval's histogram on the run's coordinating thread (nothing on
 //! a stream's path), and only when it draws.
 
+use crate::events::{Event, Events};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -207,6 +208,26 @@ impl ProgressLine {
 impl IntervalSink for ProgressLine {
     fn interval(&self, r: &IntervalRecord<'_>) {
         poison::lock(&self.lat).since.merge(r.latency);
+    }
+}
+
+/// The terminal's rendering of a command's events.
+impl Events for ProgressLine {
+    fn event(&self, e: &Event<'_>) {
+        match e {
+            Event::Progress(p) => self.draw(p),
+            Event::Interval(r) => self.interval(r),
+            Event::Fill {
+                target,
+                done,
+                total,
+            } => self.draw_fill(target, *done, *total),
+            Event::Ended => self.clear(),
+        }
+    }
+
+    fn wants_intervals(&self) -> bool {
+        self.out != Out::None
     }
 }
 

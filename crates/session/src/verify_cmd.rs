@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
 use crate::error::{usage, CliError};
-use crate::progress::ProgressLine;
+use crate::events::Event;
+use crate::progress::ProgressMode;
 
 pub const VERIFY_SCHEMA: &str = "sanbench.verify/1";
 
@@ -97,7 +98,7 @@ pub fn execute(cx: &Context, a: &VerifyConfig) -> Result<VerifyDoc, CliError> {
         crate::outfile::check_writable("--json", path)?;
     }
     let targets = crate::targets::open_targets(cx, &a.targets, opts)?;
-    let progress = ProgressLine::new(a.quiet);
+    let progress = cx.events(a.quiet, ProgressMode::Auto, true);
     let stop = crate::signals::stop_flag();
     let mut doc = VerifyDoc {
         schema: VERIFY_SCHEMA.into(),
@@ -162,9 +163,15 @@ pub fn execute(cx: &Context, a: &VerifyConfig) -> Result<VerifyDoc, CliError> {
             &mut rep,
             timeout,
             &stop,
-            &mut |done, total| progress.draw_fill(&info.uri, done, total),
+            &mut |done, total| {
+                progress.event(&Event::Fill {
+                    target: &info.uri,
+                    done,
+                    total,
+                })
+            },
         );
-        progress.clear();
+        progress.event(&Event::Ended);
         r.map_err(|e| CliError::Failed(anyhow::anyhow!("{}: {e}", info.uri)))?;
         if !a.quiet || rep.bad_total() > 0 {
             eprintln!("{}: {}", info.uri, rep.summary());

@@ -15,11 +15,11 @@ use super::config::CompareConfig;
 use super::suite_faults::SuiteFaults;
 use crate::context::Context;
 use crate::error::CliError;
+use crate::events::Events;
 use crate::job::{Job, Part};
 use crate::measure::execute_output;
 use crate::monitoring::MonitorSetup;
 use crate::precondition::DataPlan;
-use crate::progress::ProgressLine;
 
 /// What every cell of one comparison shares.
 pub(crate) struct CellCtx<'a> {
@@ -27,7 +27,7 @@ pub(crate) struct CellCtx<'a> {
     pub(crate) context: &'a Context,
     pub(crate) a: &'a CompareConfig,
     pub(crate) data: &'a DataPlan,
-    pub(crate) progress: &'a Arc<ProgressLine>,
+    pub(crate) progress: &'a Arc<dyn Events>,
     pub(crate) mon: Option<&'a MonitorSetup>,
     /// Per target (index as in the comparison): its verifier under `--verify`.
     pub(crate) verify: &'a [Option<Arc<Verifier>>],
@@ -95,11 +95,11 @@ pub(crate) fn run_cell(
     });
     plan.intervals = crate::sinks::join(vec![
         crate::watch::sink(&cx.watch.cloned()),
-        progress.sink(),
+        crate::events::interval_sink(progress),
     ]);
     plan.saves = partial.as_ref().map(|p| p.saves());
     let faults = cx.suite_faults.fire.get(&(w.id.clone(), ti)).or(cx.faults);
-    let done = execute_output(cx.context, &plan, progress, mon, *baseline, faults);
+    let done = execute_output(cx.context, &plan, &**progress, mon, *baseline, faults);
     // The last save is written before the cell is filed (results.json is rewritten then).
     if let Some(p) = &partial {
         p.finish();

@@ -12,7 +12,6 @@ use super::config::{CompareConfig, RepeatArg};
 use super::prepared::Prepared;
 use crate::error::{usage, CliError};
 
-
 /// The plan of a comparison. Rank 0 of an MPI job (and every non-MPI run) judges as it goes;
 /// the other ranks run the same order for as many rounds as rank 0 may ask for and follow its
 /// decisions.

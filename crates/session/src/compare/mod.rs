@@ -5,7 +5,6 @@
 //! the cells filed ([`book`]), which the response-time curve (curve.rs) uses too, after the
 //! closed-loop cells.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -16,8 +15,8 @@ use sanbench_engine::precondition::Report;
 
 use crate::context::Context;
 use crate::error::{usage, CliError};
+use crate::events::Events;
 use crate::precondition::DataPlan;
-use crate::progress::ProgressLine;
 pub use config::CompareConfig;
 
 pub(crate) mod book;
@@ -38,7 +37,7 @@ fn precondition_all(
     a: &CompareConfig,
     p: &Prepared,
     data: &DataPlan,
-    progress: &ProgressLine,
+    progress: &dyn Events,
 ) -> Result<(Vec<Report>, crate::precondition::Verifiers), CliError> {
     let ws = &p.suite.workloads;
     let writes = ws.iter().any(|w| w.workload.has_writes());
@@ -200,7 +199,7 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
         .iter()
         .map(|w| w.workload.ramp + w.workload.time)
         .collect();
-    let progress = Arc::new(ProgressLine::with_mode(a.quiet, a.live.progress, false));
+    let progress = context.events(a.quiet, a.live.progress, false);
     // Under MPI: each rank's targets (`{rank}`, `{host}` expanded); targets all ranks share
     // are preconditioned by rank 0 alone.
     let templates: Vec<String> = p.targets.iter().map(|(_, u)| u.clone()).collect();
@@ -213,7 +212,7 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
             pre_data.mode = sanbench_engine::precondition::Mode::None;
         }
     }
-    let (preconditions, vs) = precondition_all(context, &a, &p, &pre_data, &progress)?;
+    let (preconditions, vs) = precondition_all(context, &a, &p, &pre_data, &*progress)?;
     if !a.quiet && rank0 {
         let width = crate::fit::width();
         eprintln!(
