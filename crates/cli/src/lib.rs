@@ -11,11 +11,16 @@ extern crate sanbench_session;
 pub mod ana_cmd;
 pub mod args;
 pub mod discover_cmd;
+pub mod disruption_out;
+pub mod findings_out;
 pub mod fio_cmd;
 pub mod from_args;
 pub mod help_cmd;
 pub mod lab_cmd;
 pub mod monitors_cmd;
+pub mod output;
+pub mod render;
+pub mod run_table;
 pub mod serve_cmd;
 pub mod store_cmd;
 pub mod suite_cmd;
@@ -42,15 +47,21 @@ pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
         Command::Run(a) => {
             let c = from_args::run::run(a)?;
             match run_cmd::execute(cx, &c)? {
-                Some(doc) => run_cmd::report(&c, &doc),
+                Some(doc) => render::run(&c, &doc),
                 None => Ok(()),
             }
         }
         Command::Suite { command } => suite_cmd::run(command),
-        Command::Compare(a) => compare::execute(cx, &from_args::compare::compare(a)?).map(|_| ()),
+        Command::Compare(a) => {
+            let c = from_args::compare::compare(a)?;
+            render::compared(compare::execute(cx, &c)?, c.quiet)
+        }
         Command::Verify(a) => verify_cmd::execute(cx, &from_args::verify::verify(a)?)?.outcome(),
         Command::Crosscheck(a) => crosscheck::execute(cx, &from_args::crosscheck::crosscheck(a)?),
-        Command::Demo(a) => demo::execute(cx, &from_args::demo::demo(a)).map(|_| ()),
+        Command::Demo(a) => {
+            let c = from_args::demo::demo(a);
+            render::compared(demo::execute(cx, &c)?, c.quiet)
+        }
         Command::Discover(a) => discover_cmd::run(a),
         Command::Ana(a) => ana_cmd::run(a),
         Command::Monitors(a) => monitors_cmd::run(a),

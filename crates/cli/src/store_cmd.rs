@@ -9,10 +9,9 @@ use sanbench_report::{render_dir, Options};
 use sanbench_store::Comparison;
 
 use crate::args::{DiffArgs, HistoryArgs, ReportArgs};
+use crate::render::{print_findings, print_replication};
 use sanbench_session::error::{usage, CliError};
-use sanbench_session::store_io::{
-    open, open_existing, path_of, print_findings, print_replication, run_id,
-};
+use sanbench_session::store_io::{open, open_existing, path_of, run_id};
 
 pub fn history(a: HistoryArgs) -> Result<(), CliError> {
     let path = path_of(a.db.as_deref())?;

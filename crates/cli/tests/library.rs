@@ -190,9 +190,16 @@ fn compare_from_a_typed_configuration() {
     );
     c.repeat = sanbench::args::RepeatArg::Fixed(2);
     let cx = Context::local();
-    let cmp = sanbench_session::compare::execute(&cx, &c)
+    let done = sanbench_session::compare::execute(&cx, &c)
         .unwrap_or_else(|e| panic!("{}", e.message()))
         .expect("alone, the process reports");
+    assert!(done.failure.is_none() && done.recorded.is_none());
+    assert!(
+        done.files.iter().any(|f| f.ends_with("results.json")),
+        "{:?}",
+        done.files
+    );
+    let cmp = done.cmp;
     assert_eq!(cmp.cells.len(), cmp.workloads.len() * 2 * 2);
     assert!(cmp.cells.iter().all(|c| c.result.ios > 0));
     let written: Comparison =

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use crate::compare::Compared;
 use sanbench_engine::units::{Dur, Pct};
-use sanbench_store::Comparison;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -121,7 +121,7 @@ pub struct DemoConfig {
 
 /// Starts the built-in targets, compares them on the suite, stops them: the comparison as
 /// [`crate::compare::execute`] returns it.
-pub fn execute(cx: &Context, a: &DemoConfig) -> Result<Option<Comparison>, CliError> {
+pub fn execute(cx: &Context, a: &DemoConfig) -> Result<Option<Compared>, CliError> {
     let server_cpus = place(cx, a)?;
     let mut started = Started::default();
     // RAM and tmpfs are ceilings (references): the findings compare the transports.

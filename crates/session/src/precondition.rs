@@ -145,29 +145,3 @@ pub struct Verifiers {
     pub run_id: Option<u64>,
     pub per_target: Vec<Option<std::sync::Arc<Verifier>>>,
 }
-
-/// Prints each verified target's summary and its first bad blocks; the error (exit code 3)
-/// when any block did not verify.
-pub fn verdict(doc: &sanbench_engine::result::RunDoc, quiet: bool) -> Result<(), CliError> {
-    let mut bad = Vec::new();
-    for r in &doc.results {
-        let Some(v) = &r.verify else { continue };
-        if !quiet || v.bad_total() > 0 {
-            eprintln!("{}: {}", r.target, v.summary());
-        }
-        for b in v.bad_blocks.iter().take(if quiet { 0 } else { 5 }) {
-            eprintln!("  {}", crate::output::bad_block_line(b));
-        }
-        if v.bad_total() > 0 {
-            bad.push(format!("{}: {} bad blocks", r.target, v.bad_total()));
-        }
-    }
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Unverified(format!(
-            "data did not verify: {}",
-            bad.join("; ")
-        )))
-    }
-}

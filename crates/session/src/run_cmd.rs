@@ -8,27 +8,8 @@ use sanbench_engine::result::RunDoc;
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::job::Part;
-use crate::measure::{measure, write_json, Measure};
+use crate::measure::{measure, Measure};
 use crate::run_config::RunConfig;
-
-/// Prints and writes a finished run's document (the process that reports: the only one, or
-/// rank 0), and its exit code for data that did not verify.
-pub fn report(c: &RunConfig, doc: &RunDoc) -> Result<(), CliError> {
-    if let Some(path) = &c.json {
-        write_json(doc, path)?;
-    }
-    let to_stdout = c.json_to_stdout();
-    if !c.quiet {
-        let width = crate::fit::width();
-        let s = crate::fit::prose(&crate::output::summary(doc, width), width);
-        if to_stdout {
-            eprint!("{s}");
-        } else {
-            out!("{s}");
-        }
-    }
-    crate::precondition::verdict(doc, c.quiet)
-}
 
 /// Runs `c` in `cx`: the document on the process that reports (alone, or rank 0 of an MPI
 /// job, with every rank's figures), `None` on the other ranks. Pins the process to `c.cpus`

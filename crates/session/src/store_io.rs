@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use sanbench_report::{EarlierRun, Options, Report};
+use sanbench_report::EarlierRun;
 use sanbench_store::{Cell, Comparison, RunId, Store};
 
 use crate::error::{usage, CliError};
@@ -105,56 +105,8 @@ pub fn load(db: Option<&Path>, run: &str) -> Result<Comparison, CliError> {
     store.load(run_id(run)?).map_err(|e| usage(e.to_string()))
 }
 
-/// The replication table: each finding (and decided throughput question) of `a`, and what `b`
-/// says about it.
-pub fn print_replication(a: &Comparison, a_name: &str, b: &Comparison, b_name: &str) {
-    let options = Options::default();
-    let (ra, rb) = (Report::new(a, &options), Report::new(b, &options));
-    let r = sanbench_report::replication::replicate(&ra, &rb);
-    outln!("Findings of {a_name} in {b_name}:");
-    out!(
-        "{}",
-        sanbench_report::replication::render_text(&r, a_name, b_name)
-    );
-}
-
 /// A run id as the user typed it; one that is not is bad input.
 pub fn run_id(s: &str) -> Result<RunId, CliError> {
     s.parse()
         .map_err(|_| usage(format!("'{s}' is not a run id (see 'sanbench history')")))
-}
-
-/// The Key Findings, as the studies printed them: the strongest two of each kind on the
-/// terminal (the report's first two of each label), every one of them in the report.
-pub fn print_findings(cmp: &Comparison) {
-    let report = Report::new(cmp, &Options::default());
-    let width = crate::fit::width();
-    for c in &report.caveats {
-        outln!(
-            "{}",
-            crate::fit::wrap(&format!("warning: {c}"), width, "", "  ")
-        );
-    }
-    if report.findings.is_empty() {
-        let none = format!("Key Findings: {}", report.none_text());
-        outln!("{}", crate::fit::wrap(&none, width, "", "  "));
-        return;
-    }
-    outln!("Key Findings:");
-    let head = sanbench_report::findings::headline(&report.findings, 2);
-    let shown: Vec<crate::findings_out::Shown> = head
-        .iter()
-        .map(|f| crate::findings_out::Shown {
-            text: f.text.clone(),
-            note: sanbench_report::headroom::finding_note(cmp, f),
-        })
-        .collect();
-    out!("{}", crate::findings_out::render(&shown, width));
-    let shown = head.len();
-    if shown < report.findings.len() {
-        outln!(
-            "  ({} more in report.html and report.md)",
-            report.findings.len() - shown
-        );
-    }
 }

@@ -177,7 +177,7 @@ pub fn execute(cx: &Context, a: &VerifyConfig) -> Result<VerifyDoc, CliError> {
             eprintln!("{}: {}", info.uri, rep.summary());
         }
         for b in rep.bad_blocks.iter().take(if a.quiet { 0 } else { 20 }) {
-            eprintln!("  {}", crate::output::bad_block_line(b));
+            eprintln!("  {}", bad_block_line(b));
         }
         doc.targets.push(TargetVerify {
             target: sanbench_engine::uri::redact(&info.uri),
@@ -195,4 +195,31 @@ pub fn execute(cx: &Context, a: &VerifyConfig) -> Result<VerifyDoc, CliError> {
         }
     }
     Ok(doc)
+}
+
+/// One bad block in a line: "0x1000 stale or lost write: expected gen 3 of run …, found gen 2
+/// (worker 0, seq 17) [a1b2…]".
+pub fn bad_block_line(b: &sanbench_engine::verify::BadBlock) -> String {
+    let exp = b
+        .expected
+        .as_ref()
+        .map_or("unknown content".to_string(), |e| {
+            format!("expected gen {} of run {}", e.generation, e.run_id)
+        });
+    let found = match &b.found {
+        Some(f) if f.offset != b.offset => format!(
+            "found the stamp of offset {:#x} (gen {}, run {})",
+            f.offset, f.generation, f.run_id
+        ),
+        Some(f) => format!("found gen {} of run {}", f.generation, f.run_id),
+        None => "no valid stamp".to_string(),
+    };
+    format!(
+        "{:#x} {}: {exp}, {found} [{}] (read {:#x}+{})",
+        b.offset,
+        b.class.label(),
+        &b.excerpt[..b.excerpt.len().min(32)],
+        b.io_offset,
+        b.io_len
+    )
 }

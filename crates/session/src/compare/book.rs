@@ -100,7 +100,7 @@ impl Book<'_> {
                 eprintln!("    {}", v.summary());
             }
             for b in v.bad_blocks.iter().take(3) {
-                eprintln!("      {}", crate::output::bad_block_line(b));
+                eprintln!("      {}", crate::verify_cmd::bad_block_line(b));
             }
             self.bad_blocks += v.bad_total();
         }

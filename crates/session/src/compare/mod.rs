@@ -85,11 +85,32 @@ fn precondition_all(
     Ok((out, vs))
 }
 
+/// A finished comparison, on the process that reports.
+pub struct Compared {
+    pub cmp: Comparison,
+    /// The report's files, written to the configuration's `out`.
+    pub files: Vec<std::path::PathBuf>,
+    /// The run it was recorded as, and the store's path (`None`: not stored).
+    pub recorded: Option<(sanbench_store::RunId, std::path::PathBuf)>,
+    /// `--against ID`: that stored run, to show which of its findings this one reproduced.
+    pub against: Option<(String, Comparison)>,
+    /// What failed after cells had results (a cell, the watch, data that did not verify):
+    /// the comparison and its files stand, the command fails ([`Compared::outcome`]).
+    pub failure: Option<CliError>,
+}
+
+impl Compared {
+    /// `Ok` when nothing failed, else the failure (its exit code).
+    pub fn outcome(self) -> Result<(), CliError> {
+        self.failure.map_or(Ok(()), Err)
+    }
+}
+
 /// Runs the comparison `config` in `context`: its cells, the report and results files in its
-/// `out` directory, the store, and (unless quiet, on the process that reports) the table and
-/// the findings. Returns the finished comparison on the process that reports (alone, or rank 0
-/// of an MPI job), `None` on the other ranks.
-pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Comparison>, CliError> {
+/// `out` directory, the store. Prints nothing but its plan and notes (the binary renders the
+/// table and the findings of what it returns). Returns the finished comparison on the process
+/// that reports (alone, or rank 0 of an MPI job), `None` on the other ranks.
+pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compared>, CliError> {
     context.apply_placement(config.cpus.as_ref(), config.cpus_policy)?;
     let job = context.job();
     let rank0 = job.reports();
@@ -372,39 +393,16 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
         &earlier,
     )
     .context("writing the report")?;
-    if !a.quiet {
-        out!(
-            "{}",
-            crate::output::compare_table(&cmp, crate::fit::width())
-        );
-    }
-    outln!();
-    if let Some(d) = &cmp.design {
-        let rounds = sanbench_report::findings::rounds_text(d);
-        outln!(
-            "{}",
-            crate::fit::wrap(&rounds, crate::fit::width(), "", "  ")
-        );
-    }
-    crate::store_io::print_findings(&cmp);
-    if let Some((id, run)) = &against {
-        outln!();
-        crate::store_io::print_replication(run, &format!("run {id}"), &cmp, "this run");
-    }
-    outln!();
-    for f in &files {
-        outln!("wrote {}", f.display());
-    }
-    if let Some(rec) = &recorder {
-        outln!("recorded as run {} in {}", rec.run, rec.path.display());
-    }
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    if bad_blocks > 0 {
-        return Err(CliError::Unverified(format!(
+    if failure.is_none() && bad_blocks > 0 {
+        failure = Some(CliError::Unverified(format!(
             "data did not verify: {bad_blocks} bad blocks (see each cell's verify block in results.json)"
         )));
     }
-    Ok(Some(cmp))
+    Ok(Some(Compared {
+        cmp,
+        files,
+        recorded: recorder.map(|rec| (rec.run, rec.path)),
+        against: against.map(|(id, run)| (id.to_string(), run)),
+        failure,
+    }))
 }

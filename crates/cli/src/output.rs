@@ -311,7 +311,11 @@ pub fn compare_table(c: &Comparison, width: usize) -> String {
     const FIG: usize = 36; // IOPS 8, MB/s 8, mean 8, limit 9 and the spaces between
     let mut out = String::new();
     let title = format!("{} — {}", c.suite, c.suite_description);
-    let _ = writeln!(out, "\n{}", crate::fit::wrap(&title, width, "", "  "));
+    let _ = writeln!(
+        out,
+        "\n{}",
+        sanbench_session::fit::wrap(&title, width, "", "  ")
+    );
     let wl = c
         .workloads
         .iter()
@@ -381,12 +385,20 @@ pub fn compare_table(c: &Comparison, width: usize) -> String {
                       init-cpu, host-cpu (the initiator host's CPU) and queue (the generator) \
                       are not about the interconnect; link, tgt-cpu, device, latency (the round \
                       trip) are";
-        let _ = writeln!(out, "{}", crate::fit::wrap(legend, width, "", "  "));
+        let _ = writeln!(
+            out,
+            "{}",
+            sanbench_session::fit::wrap(legend, width, "", "  ")
+        );
     }
     for t in &c.targets {
         if let Some(l) = &t.link {
             let line = format!("{} behind lab link {}", t.name, link_text(l));
-            let _ = writeln!(out, "{}", crate::fit::wrap(&line, width, "", "  "));
+            let _ = writeln!(
+                out,
+                "{}",
+                sanbench_session::fit::wrap(&line, width, "", "  ")
+            );
         }
     }
     out
@@ -401,33 +413,6 @@ pub fn link_text(l: &LinkInfo) -> String {
         l.mtu,
         if l.offload { "on" } else { "off" },
         if l.switched { "switched" } else { "direct" }
-    )
-}
-
-/// One bad block in a line: "0x1000 stale or lost write: expected gen 3 of run …, found gen 2
-/// (worker 0, seq 17) [a1b2…]".
-pub fn bad_block_line(b: &sanbench_engine::verify::BadBlock) -> String {
-    let exp = b
-        .expected
-        .as_ref()
-        .map_or("unknown content".to_string(), |e| {
-            format!("expected gen {} of run {}", e.generation, e.run_id)
-        });
-    let found = match &b.found {
-        Some(f) if f.offset != b.offset => format!(
-            "found the stamp of offset {:#x} (gen {}, run {})",
-            f.offset, f.generation, f.run_id
-        ),
-        Some(f) => format!("found gen {} of run {}", f.generation, f.run_id),
-        None => "no valid stamp".to_string(),
-    };
-    format!(
-        "{:#x} {}: {exp}, {found} [{}] (read {:#x}+{})",
-        b.offset,
-        b.class.label(),
-        &b.excerpt[..b.excerpt.len().min(32)],
-        b.io_offset,
-        b.io_len
     )
 }
 

@@ -43,11 +43,16 @@ pub fn render(findings: &[Shown], width: usize) -> String {
     let mut numbered: Vec<&str> = Vec::new();
     for n in &shared {
         if all(n) {
-            out.push_str(&crate::fit::wrap(&format!("Note: {n}."), width, "  ", "  "));
+            out.push_str(&sanbench_session::fit::wrap(
+                &format!("Note: {n}."),
+                width,
+                "  ",
+                "  ",
+            ));
         } else {
             numbered.push(n);
             let line = format!("[{}] {n}.", numbered.len());
-            out.push_str(&crate::fit::wrap(&line, width, "  ", "      "));
+            out.push_str(&sanbench_session::fit::wrap(&line, width, "  ", "      "));
         }
         out.push('\n');
     }
@@ -60,7 +65,7 @@ pub fn render(findings: &[Shown], width: usize) -> String {
             },
             None => s.text.clone(),
         };
-        out.push_str(&crate::fit::wrap(&shown, width, "  - ", "    "));
+        out.push_str(&sanbench_session::fit::wrap(&shown, width, "  - ", "    "));
         out.push('\n');
     }
     out
