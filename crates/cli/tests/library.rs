@@ -274,3 +274,54 @@ fn events_go_to_the_observer_a_program_installs() {
     assert!(count("ended") >= 2, "{seen:?}");
     assert_eq!(seen.last().map(String::as_str), Some("ended"), "{seen:?}");
 }
+
+/// `serve` through the library: an NBD server on a port the kernel picks, its ready line
+/// handed over, a run against it from the same process, then stopped by the flag the
+/// program holds (not the process's Ctrl-C flag): its summary counts what was written.
+#[test]
+fn serve_through_the_library() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    let cfg = sanbench_nbd::ServerConfig::ram("127.0.0.1:0".parse().unwrap(), 16 << 20);
+    let c = sanbench_session::serve::ServeConfig {
+        server: sanbench_session::serve::Server::Nbd(cfg),
+        metrics_listen: None,
+        cpus: None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let server = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            sanbench_session::serve::execute(c, stop, &mut |line| {
+                tx.send(line.to_string()).unwrap()
+            })
+        })
+    };
+    let ready = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a ready line");
+    let uri = ready
+        .split_whitespace()
+        .find(|w| w.starts_with("nbd://"))
+        .unwrap_or_else(|| panic!("no URI in {ready:?}"))
+        .to_string();
+    let cx = Context::local();
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = run_doc(&cx, &uri, &tmp.path().join("nbd.json"));
+    assert!(doc.results[0].write.ios > 0, "{:?}", doc.results[0]);
+    stop.store(true, Ordering::SeqCst);
+    let stopped = server
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{}", e.message()));
+    assert!(
+        stopped.starts_with("sanbench nbd server: stopped"),
+        "{stopped}"
+    );
+    // The precondition wrote the whole 16 MiB export.
+    assert!(
+        stopped.ends_with(&format!("allocated {} bytes)", 16u64 << 20)),
+        "{stopped}"
+    );
+}

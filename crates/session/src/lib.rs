@@ -37,6 +37,7 @@ pub mod progress;
 pub mod ranks;
 pub mod run_cmd;
 pub mod run_config;
+pub mod serve;
 pub mod serve_metrics;
 pub mod servers;
 pub mod signals;

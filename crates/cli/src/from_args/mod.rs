@@ -7,4 +7,5 @@ pub mod crosscheck;
 pub mod data;
 pub mod demo;
 pub mod run;
+pub mod serve;
 pub mod verify;
