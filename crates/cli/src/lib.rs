@@ -57,7 +57,9 @@ pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
             render::compared(compare::execute(cx, &c)?, c.quiet)
         }
         Command::Verify(a) => verify_cmd::execute(cx, &from_args::verify::verify(a)?)?.outcome(),
-        Command::Crosscheck(a) => crosscheck::execute(cx, &from_args::crosscheck::crosscheck(a)?),
+        Command::Crosscheck(a) => {
+            crosscheck::execute(cx, &from_args::crosscheck::crosscheck(a)?)?.outcome()
+        }
         Command::Demo(a) => {
             let c = from_args::demo::demo(a);
             render::compared(demo::execute(cx, &c)?, c.quiet)

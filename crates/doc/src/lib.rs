@@ -30,6 +30,7 @@
 
 pub mod bottleneck;
 pub mod compare;
+pub mod crosscheck;
 pub mod data;
 pub mod disruption;
 pub mod efficiency;

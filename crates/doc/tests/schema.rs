@@ -83,6 +83,21 @@ fn version_2_run_documents_validate() {
     }
 }
 
+/// The crosscheck document (`sanbench.crosscheck/1`) written before it had types loads into
+/// them, validates against its published schema, and writes back the same JSON.
+#[test]
+fn crosscheck_documents_load_validate_and_write_back() {
+    use sanbench_doc::crosscheck::CrosscheckDoc;
+    let schema = published::<CrosscheckDoc>("crosscheck.schema.json");
+    let old = fixture("crosscheck.json.gz");
+    validate(&schema, &old, "crosscheck.json.gz");
+    let doc: CrosscheckDoc = serde_json::from_value(old.clone()).unwrap();
+    assert_eq!(doc.schema, sanbench_doc::crosscheck::CROSSCHECK_SCHEMA);
+    assert_eq!((doc.sanbench.len(), doc.fio.len()), (2, 2));
+    assert!(doc.medians.iops.interval.is_some());
+    assert_eq!(serde_json::to_value(&doc).unwrap(), old);
+}
+
 #[test]
 fn comparisons_validate_against_the_published_schema() {
     let schema = published::<Comparison>("compare.schema.json");

@@ -2,8 +2,8 @@
 //! the three figures at a third of the family's error, and what it shows against the
 //! tolerance (docs/FIO.md, docs/MEASURE.md "Crosscheck intervals").
 
+use sanbench_doc::crosscheck::RatioInterval;
 use sanbench_stats::design::plan::{look_of, look_share, looks};
-use serde_json::Value;
 
 use super::Figures;
 
@@ -63,10 +63,15 @@ impl Interval {
         format!("[{:.2}-{:.2}] {}{more}", self.low, self.high, self.verdict)
     }
 
-    pub(super) fn to_json(&self) -> Value {
-        serde_json::json!({"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high,
-            "verdict": self.verdict, "more_repetitions": self.more,
-            "alpha": self.alpha})
+    pub(super) fn typed(&self) -> RatioInterval {
+        RatioInterval {
+            ratio: self.ratio,
+            ci_low: self.low,
+            ci_high: self.high,
+            verdict: self.verdict.into(),
+            more_repetitions: self.more,
+            alpha: self.alpha,
+        }
     }
 }
 
@@ -190,9 +195,11 @@ mod tests {
         let n = interval(&noisy, &fio, iops, 0.15, ALPHA_EACH).unwrap();
         assert_eq!(n.verdict, "inconclusive", "{}", n.text());
         assert!(n.text().contains("more repetitions"), "{}", n.text());
-        let j = n.to_json();
+        // As the document has it: the same interval, field for field.
+        let j = serde_json::to_value(n.typed()).unwrap();
         assert_eq!(j["verdict"], "inconclusive");
         assert!(j["ci_low"].as_f64().unwrap() < 1.0 && j["ci_high"].as_f64().unwrap() > 1.0);
+        assert_eq!(j["more_repetitions"].as_u64(), n.more.map(u64::from));
     }
 
     /// Seeded simulation of `trials` crosschecks of at most `max` repetitions with a true

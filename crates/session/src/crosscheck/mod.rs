@@ -31,6 +31,10 @@ use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::measure::{measure, Measure};
 use crate::run_config::RunConfig;
+use anyhow::Context as _;
+use sanbench_doc::crosscheck::{
+    CrosscheckDoc, Little, Medians, Ratio, Repetition, CROSSCHECK_SCHEMA,
+};
 use sanbench_engine::result::TargetResult;
 use sanbench_stats::design::plan::Stop;
 use sanbench_store::{Cell, Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
@@ -111,8 +115,30 @@ impl CrosscheckConfig {
     }
 }
 
-/// Runs the crosscheck `a` describes: `Ok` when the tools agree within the tolerance.
-pub fn execute(cx: &Context, a: &CrosscheckConfig) -> Result<(), CliError> {
+/// A finished crosscheck: its document (what `--json` writes) and what fell outside the
+/// tolerance (empty when the tools agree).
+pub struct Crosschecked {
+    pub doc: CrosscheckDoc,
+    pub misses: Vec<String>,
+}
+
+impl Crosschecked {
+    /// `Ok` when the tools agree within the tolerance; otherwise the failure (exit 1) that
+    /// names what did not.
+    pub fn outcome(&self) -> Result<(), CliError> {
+        if self.misses.is_empty() {
+            return Ok(());
+        }
+        Err(CliError::Failed(anyhow::anyhow!(
+            "crosscheck: outside the {} % tolerance: {}",
+            self.doc.tolerance_pct,
+            self.misses.join(", ")
+        )))
+    }
+}
+
+/// Runs the crosscheck `a` describes, saying each repetition and the verdict as it goes.
+pub fn execute(cx: &Context, a: &CrosscheckConfig) -> Result<Crosschecked, CliError> {
     a.check()?;
     let c = &a.run;
     // Both tools on the same CPUs: sanbench pinned here, fio by the job's cpus_allowed (and
@@ -257,7 +283,12 @@ fn comparison(
     }
 }
 
-fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Result<(), CliError> {
+fn check(
+    cx: &Context,
+    a: &CrosscheckConfig,
+    c: &RunConfig,
+    job: &Path,
+) -> Result<Crosschecked, CliError> {
     let tol = a.tolerance / 100.0;
     let w = &c.workload;
     // With --json -, the document alone goes to stdout and the table to stderr.
@@ -400,7 +431,8 @@ fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Resul
     let m = |v: &[Figures], g: fn(&Figures) -> f64| median(v.iter().map(g).collect());
     let mut misses = Vec::new();
     let mut unshown = Vec::new();
-    let mut medians = serde_json::Map::new();
+    let mut ratios = Vec::new();
+    let mut littles = Vec::new();
     say!(
         "median   {:>12} {:>12} {:>8}      {}",
         "sanbench",
@@ -413,14 +445,16 @@ fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Resul
         let ratio = s / f;
         let ok = (ratio - 1.0).abs() <= tol;
         let iv = interval(&sb, &fio, g, tol, alpha);
-        let mut entry = serde_json::json!({"sanbench": s, "fio": f, "ratio": ratio, "ok": ok});
-        if let Some(j) = &iv {
-            entry["interval"] = j.to_json();
-            if j.verdict != "within" {
-                unshown.push(format!("{what} {}", j.text()));
-            }
+        if let Some(j) = iv.as_ref().filter(|j| j.verdict != "within") {
+            unshown.push(format!("{what} {}", j.text()));
         }
-        medians.insert(what.replace(" µs", "_us").replace("IOPS", "iops"), entry);
+        ratios.push(Ratio {
+            sanbench: s,
+            fio: f,
+            ratio,
+            ok,
+            interval: iv.as_ref().map(Interval::typed),
+        });
         if !ok {
             misses.push(format!("{what} {ratio:.2}x"));
         }
@@ -444,10 +478,7 @@ fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Resul
         let devs: Vec<f64> = v.iter().filter_map(Figures::little).collect();
         let d = (!devs.is_empty()).then(|| median(devs));
         let ok = d.is_none_or(|d| d <= tol);
-        medians.insert(
-            format!("littles_law_{who}"),
-            serde_json::json!({"deviation": d, "ok": ok}),
-        );
+        littles.push(Little { deviation: d, ok });
         if !ok {
             misses.push(format!("Little's law for {who} {}", fmt_pct(d)));
         }
@@ -466,37 +497,44 @@ fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Resul
             }
         );
     }
+    let reps = |v: &[Figures]| -> Vec<Repetition> {
+        v.iter()
+            .map(|f| Repetition {
+                iops: f.iops,
+                mean_us: f.mean_us,
+                p99_us: f.p99_us,
+                in_flight: f.in_flight,
+                littles_law: f.little(),
+                p99_from: f.p99_from.map(str::to_string),
+                p99_method: f.p99_method.map(str::to_string),
+            })
+            .collect()
+    };
+    let [iops, mean_us, p99_us]: [Ratio; 3] = ratios.try_into().expect("three figures");
+    let [littles_law_sanbench, littles_law_fio]: [Little; 2] =
+        littles.try_into().expect("two tools");
+    let doc = CrosscheckDoc {
+        schema: CROSSCHECK_SCHEMA.into(),
+        target: target.clone(),
+        spec: w.clone(),
+        spec_description: w.describe(),
+        fio_job: std::fs::read_to_string(job).unwrap_or_default(),
+        tolerance_pct: a.tolerance,
+        repetitions: n,
+        stop: stop.key().into(),
+        sanbench: reps(&sb),
+        fio: reps(&fio),
+        medians: Medians {
+            iops,
+            mean_us,
+            p99_us,
+            littles_law_sanbench,
+            littles_law_fio,
+        },
+        agree: misses.is_empty(),
+    };
     if let Some(path) = &c.json {
-        let reps = |v: &[Figures]| -> Vec<Value> {
-            v.iter()
-                .map(|f| {
-                    let mut r = serde_json::json!({"iops": f.iops, "mean_us": f.mean_us,
-                        "p99_us": f.p99_us, "in_flight": f.in_flight, "littles_law": f.little()});
-                    if let Some(from) = f.p99_from {
-                        r["p99_from"] = from.into();
-                    }
-                    if let Some(m) = f.p99_method {
-                        r["p99_method"] = m.into();
-                    }
-                    r
-                })
-                .collect()
-        };
-        let doc = serde_json::json!({
-            "schema": "sanbench.crosscheck/1",
-            "target": target,
-            "spec": w,
-            "spec_description": w.describe(),
-            "fio_job": std::fs::read_to_string(job).unwrap_or_default(),
-            "tolerance_pct": a.tolerance,
-            "repetitions": n,
-            "stop": stop.key(),
-            "sanbench": reps(&sb),
-            "fio": reps(&fio),
-            "medians": medians,
-            "agree": misses.is_empty(),
-        });
-        let text = format!("{doc:#}\n");
+        let text = serde_json::to_string_pretty(&doc).context("serializing the crosscheck")? + "\n";
         if path.as_os_str() == "-" {
             crate::stdout::write_bytes(text.as_bytes());
         } else {
@@ -521,14 +559,8 @@ fn check(cx: &Context, a: &CrosscheckConfig, c: &RunConfig, job: &Path) -> Resul
                 unshown.join("; ")
             );
         }
-        Ok(())
-    } else {
-        Err(CliError::Failed(anyhow::anyhow!(
-            "crosscheck: outside the {} % tolerance: {}",
-            a.tolerance,
-            misses.join(", ")
-        )))
     }
+    Ok(Crosschecked { doc, misses })
 }
 
 #[cfg(test)]
