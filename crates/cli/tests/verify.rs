@@ -36,46 +36,23 @@ fn verify_of(doc: &Value) -> &Value {
     v
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 const AT: u64 = 64 << 10;
 const DEST: u64 = 128 << 10;
 
 /// nbdkit serving 1 MiB through the fault plugin, the fault at block `AT`.
-fn faulty(fault: &str) -> (Server, String) {
-    sanbench_testkit::require("nbdkit", "nbdkit");
+fn faulty(fault: &str) -> (sanbench_testkit::NbdkitPython, String) {
     let plugin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/faulty.py");
-    let port = sanbench_testkit::free_port();
-    let child = Proc::new("nbdkit")
-        .args(["-f", "-p", &port.to_string(), "-i", "127.0.0.1", "python"])
-        .arg(&plugin)
-        .args([
-            "size=1M",
-            &format!("fault={fault}"),
-            &format!("at={AT}"),
-            &format!("dest={DEST}"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nbdkit (package nbdkit-plugin-python)");
-    wait_port(port, "nbdkit python");
-    (Server(child), format!("nbd://127.0.0.1:{port}"))
+    let n = sanbench_testkit::NbdkitPython::start(
+        &plugin,
+        &[
+            "size=1M".into(),
+            format!("fault={fault}"),
+            format!("at={AT}"),
+            format!("dest={DEST}"),
+        ],
+    );
+    let uri = n.uri.clone();
+    (n, uri)
 }
 
 /// A verified 4 KiB random 50/50 run on a faulty export; the first write of every block is

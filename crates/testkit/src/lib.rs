@@ -2,8 +2,10 @@
 //! sanbench's own servers.
 
 mod forward;
+mod nbdkit;
 mod serve;
 pub use forward::Forwarder;
+pub use nbdkit::NbdkitPython;
 pub use serve::Served;
 
 use std::net::{TcpListener, TcpStream};

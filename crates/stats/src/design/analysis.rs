@@ -215,14 +215,17 @@ pub fn carry_over(t: &Table, w: usize) -> Vec<Option<f64>> {
     let seen: Vec<usize> = (0..t.targets)
         .filter(|&j| cols[base + j].iter().any(|&v| v != 0.0))
         .collect();
-    // One of the seen predecessors is redundant with the rounds (the reference, 0); any
-    // more left out means carry-over is not separable yet.
+    // Where every cell has a predecessor one of the seen predecessors is redundant with the
+    // rounds (the reference, 0). Where one cell has none (the run's first, on a comparison of
+    // one workload: the run order is per workload) none is, and "after nothing" is the
+    // reference; either way only the differences are reported. Any more left out means
+    // carry-over is not separable yet.
     let missing: Vec<usize> = seen
         .iter()
         .copied()
         .filter(|&j| fit.coef[base + j].is_none())
         .collect();
-    if missing.len() != 1 || seen.len() < 2 {
+    if missing.len() > 1 || seen.len() < 2 {
         return none;
     }
     let lam = |j: usize| fit.coef[base + j].unwrap_or(0.0);

@@ -172,3 +172,43 @@ fn a_pair_whose_slots_confound_it_is_still_answered() {
         assert!(a[0].judged.ratio() > 1.0, "{:?}", a[0].judged);
     }
 }
+
+/// One workload, so the run's first cell has no predecessor and no carry-over column is
+/// redundant: the carry-over of a target that halves the cell after it is still estimated
+/// (it was not before: every single-workload comparison reported none).
+#[test]
+fn carry_over_on_one_workload_is_estimated() {
+    let rows = [
+        [0, 1, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [0, 2, 1],
+        [2, 1, 0],
+        [1, 0, 2],
+    ];
+    let mut t = Table::new(1, 3, 6);
+    let mut prev: Option<usize> = None;
+    let mut k = 0u32;
+    for (r, row) in rows.iter().enumerate() {
+        for (slot, &c) in row.iter().enumerate() {
+            k += 1;
+            let noise = 1.0 + 0.01 * (f64::from(k * 7919 % 13) - 6.0) / 6.0;
+            let carry = if prev == Some(2) { 0.5 } else { 1.0 };
+            t.set(0, c, r, 100.0 * noise * carry);
+            t.set_slot(0, c, r, slot);
+            if let Some(p) = prev {
+                t.set_prev(0, c, r, p);
+            }
+            prev = Some(c);
+        }
+    }
+    let est = carry_over_by_target(&t);
+    let c = est[2].expect("estimable");
+    // ln 0.5 centred over three targets: 2/3 of it, a cell after target 2 about 37 % lower
+    // than after the average target.
+    assert!(
+        (c - ((2.0 / 3.0) * 0.5f64.ln()).exp_m1()).abs() < 0.05,
+        "{est:?}"
+    );
+    assert!(est[0].unwrap() > 0.0 && est[1].unwrap() > 0.0, "{est:?}");
+}
