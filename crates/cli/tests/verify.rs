@@ -6,8 +6,8 @@
 //! them) on every built-in server, and a target that returns junk after a trim is caught.
 
 use std::path::Path;
-use std::process::{Child, Command as Proc, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command as Proc, Stdio};
+use std::time::Duration;
 
 use assert_cmd::Command;
 use sanbench_testkit::Served;
