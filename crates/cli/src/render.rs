@@ -31,7 +31,6 @@ pub fn run(c: &RunConfig, doc: &RunDoc) -> Result<(), CliError> {
 /// Prints each verified target's summary and its first bad blocks; the error (exit code 3)
 /// when any block did not verify.
 pub fn verdict(doc: &sanbench_engine::result::RunDoc, quiet: bool) -> Result<(), CliError> {
-    let mut bad = Vec::new();
     for r in &doc.results {
         let Some(v) = &r.verify else { continue };
         if !quiet || v.bad_total() > 0 {
@@ -40,18 +39,12 @@ pub fn verdict(doc: &sanbench_engine::result::RunDoc, quiet: bool) -> Result<(),
         for b in v.bad_blocks.iter().take(if quiet { 0 } else { 5 }) {
             eprintln!("  {}", sanbench_session::verify_cmd::bad_block_line(b));
         }
-        if v.bad_total() > 0 {
-            bad.push(format!("{}: {} bad blocks", r.target, v.bad_total()));
-        }
     }
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Unverified(format!(
-            "data did not verify: {}",
-            bad.join("; ")
-        )))
-    }
+    sanbench_session::verify_cmd::unverified(
+        doc.results
+            .iter()
+            .filter_map(|r| Some((r.target.as_str(), r.verify.as_ref()?))),
+    )
 }
 
 /// A finished comparison (on the process that reports; `None` elsewhere prints nothing): the

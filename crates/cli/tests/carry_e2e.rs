@@ -46,22 +46,7 @@ fn carry_over_is_removed_and_named_not_found_as_a_difference() {
         )
     };
     let (a, b, c) = (server("a"), server("b"), server("c"));
-    let suite = tmp.path().join("qd1.toml");
-    std::fs::write(
-        &suite,
-        r#"
-name = "qd1"
-description = "QD 1 random read"
-time = "1s"
-ramp = "50ms"
-[[workload]]
-id = "rr-qd1"
-group = "iops"
-qd = 1
-segment = [{ bs = "4k", read = 100, random = 100 }]
-"#,
-    )
-    .unwrap();
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/qd1.toml");
     let out = tmp.path().join("out");
     let o = Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
         .args(["compare", "--suite"])

@@ -36,25 +36,9 @@ fn serve(delay: &str) -> Served {
     )
 }
 
-/// One QD 1 random-read workload, 300 ms a cell.
-fn suite(dir: &std::path::Path) -> std::path::PathBuf {
-    let p = dir.join("qd1.toml");
-    std::fs::write(
-        &p,
-        r#"
-name = "qd1"
-description = "QD 1 random read"
-time = "1s"
-ramp = "50ms"
-[[workload]]
-id = "rr-qd1"
-group = "iops"
-qd = 1
-segment = [{ bs = "4k", read = 100, random = 100 }]
-"#,
-    )
-    .unwrap();
-    p
+/// One QD 1 random-read workload, 1 s a cell (tests/peers/qd1.toml).
+fn suite(_dir: &std::path::Path) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/qd1.toml")
 }
 
 fn compare(dir: &std::path::Path, targets: &[String], extra: &[&str]) -> (Value, String) {

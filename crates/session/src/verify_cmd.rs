@@ -70,21 +70,27 @@ impl VerifyConfig {
 impl VerifyDoc {
     /// `Ok` when every target verified; the error (exit 3) names the targets that did not.
     pub fn outcome(&self) -> Result<(), CliError> {
-        let bad: Vec<String> = self
-            .targets
-            .iter()
-            .filter(|t| t.verify.bad_total() > 0)
-            .map(|t| format!("{}: {} bad blocks", t.target, t.verify.bad_total()))
-            .collect();
-        if bad.is_empty() {
-            Ok(())
-        } else {
-            Err(CliError::Unverified(format!(
-                "data did not verify: {}",
-                bad.join("; ")
-            )))
-        }
+        unverified(self.targets.iter().map(|t| (t.target.as_str(), &t.verify)))
     }
+}
+
+/// `Ok` when every target's report is clean; the error (exit 3) names each target with bad
+/// blocks and how many.
+pub fn unverified<'a>(
+    reports: impl IntoIterator<Item = (&'a str, &'a VerifyReport)>,
+) -> Result<(), CliError> {
+    let bad: Vec<String> = reports
+        .into_iter()
+        .filter(|(_, v)| v.bad_total() > 0)
+        .map(|(t, v)| format!("{t}: {} bad blocks", v.bad_total()))
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Unverified(format!(
+        "data did not verify: {}",
+        bad.join("; ")
+    )))
 }
 
 /// Reads back every target `a` names and checks each unit; the document says what was found

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use sanbench_stats::design::plan::Plan;
 use sanbench_stats::design::williams::Slot;
-use sanbench_store::WorkloadEntry;
 
 use super::config::{CompareConfig, RepeatArg};
 use super::prepared::Prepared;
@@ -21,16 +20,7 @@ pub(super) fn plan(a: &CompareConfig, p: &Prepared, rank0: bool) -> Result<Plan,
         .suite
         .workloads
         .iter()
-        .map(|w| {
-            sanbench_report::analysis::flavour(&WorkloadEntry {
-                id: w.id.clone(),
-                title: w.title.clone(),
-                group: w.group.clone(),
-                spec: w.workload.clone(),
-                targets_at_once: w.targets_at_once,
-                paths: w.paths,
-            })
-        })
+        .map(|w| sanbench_report::analysis::flavour(&super::prepared::workload_entry(w)))
         .collect();
     let groups = flavours
         .iter()

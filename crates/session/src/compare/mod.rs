@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use sanbench_engine::result::rfc3339;
-use sanbench_store::{Comparison, TargetEntry, WorkloadEntry, COMPARE_SCHEMA};
+use sanbench_store::{Comparison, TargetEntry, COMPARE_SCHEMA};
 
 use sanbench_engine::precondition::Report;
 
@@ -191,14 +191,7 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
             .suite
             .workloads
             .iter()
-            .map(|w| WorkloadEntry {
-                id: w.id.clone(),
-                title: w.title.clone(),
-                group: w.group.clone(),
-                spec: w.workload.clone(),
-                targets_at_once: w.targets_at_once,
-                paths: w.paths,
-            })
+            .map(prepared::workload_entry)
             .collect(),
         cells: Vec::new(),
         manifest: None,

@@ -20,6 +20,18 @@ pub fn split_named(s: &str) -> (String, String) {
     (sanbench_engine::uri::redact(s), s.to_string())
 }
 
+/// A suite workload as the comparison document lists it.
+pub fn workload_entry(w: &sanbench_engine::suite::SuiteWorkload) -> sanbench_store::WorkloadEntry {
+    sanbench_store::WorkloadEntry {
+        id: w.id.clone(),
+        title: w.title.clone(),
+        group: w.group.clone(),
+        spec: w.workload.clone(),
+        targets_at_once: w.targets_at_once,
+        paths: w.paths,
+    }
+}
+
 #[derive(Clone)]
 pub struct Prepared {
     pub suite: Suite,
