@@ -24,6 +24,7 @@
 
 use super::interval::{bartlett, inflation, lag1_pooled, unbounded, Fit};
 pub use super::interval::{lag1, t_quantile, verdict, Judged, Margins, Verdict};
+use super::moderate::squeeze;
 use super::pair_fit::{cells, center, columns, fit_pair, PairFit, Terms};
 use super::pair_noise::{pair_noise, PairNoise};
 pub use super::table::Table;
@@ -79,10 +80,12 @@ pub fn judge_workloads(
     let noise: Vec<Vec<Option<PairNoise>>> = pairs
         .iter()
         .map(|&(a, b)| {
-            workloads
+            let mut per: Vec<Option<PairNoise>> = workloads
                 .iter()
                 .map(|&w| pair_noise(t, w, compared, a, b))
-                .collect()
+                .collect();
+            moderate(&mut per);
+            per
         })
         .collect();
     let pooled: Vec<f64> = noise
@@ -107,6 +110,18 @@ pub fn judge_workloads(
         }
     }
     out
+}
+
+/// A pair's variances on its workloads squeezed towards their common prior (Smyth 2004,
+/// `moderate.rs`): each bounded interval's variance per round (`var · n`, the pair's noise
+/// times the design's factor, about the same on every workload) and its degrees of freedom.
+fn moderate(per: &mut [Option<PairNoise>]) {
+    let bounded: Vec<&mut PairNoise> = per.iter_mut().flatten().filter(|p| p.df > 0.0).collect();
+    let v: Vec<(f64, f64)> = bounded.iter().map(|p| (p.var * p.n as f64, p.df)).collect();
+    for (p, (s2, df)) in bounded.into_iter().zip(squeeze(&v)) {
+        p.var = s2 / p.n as f64;
+        p.df = df;
+    }
 }
 
 /// One pair's contrast on workload `w` alone (see [`judge_workloads`]): its own lag-1

@@ -287,10 +287,12 @@ mod tests {
     fn a_noisy_pair_keeps_its_coverage_beside_a_quiet_one() {
         // sd 0.15, 0.15, 0.05; one look at 30 rounds at a family error of 20 %, where each
         // question's nominal miss rate (0.95 %) is measurable. One pooled sd gave the noisy
-        // pair 2.9x its nominal misses (5.2x at 4 %).
+        // pair 2.9x its nominal misses (5.2x at 4 %). Variances moderated across every pair
+        // and workload at once (Smyth's prior over all fifteen, the pairs' unequal noise
+        // taken for sampling spread) 1.58x; moderated per pair across its workloads, 0.89x.
         let sc = noisy(0.20, "A/A, sd 0.15/0.15/0.05 (3x), 30 fixed rounds");
         let r = rates(&sc, 400, 40);
-        assert!(r.worst_pair_miss_ratio <= 1.6, "{r:?}");
+        assert!(r.worst_pair_miss_ratio <= 1.3, "{r:?}");
         assert!(r.any_miss <= 0.20, "{r:?}");
     }
 
@@ -417,11 +419,13 @@ mod tests {
         // or undecided nearly always: 4 of 600 averages decided); the workloads' own
         // contrasts with the rounds as clusters find 0.507 of the effect's (findings_sim, 400).
         // Honest degrees of freedom under the widening for persistence (issue 40, AR(1) 0.5)
-        // cost some of it: 0.090 of the questions and 0.498 of the averages (findings_sim, 400).
+        // cost some of it: 0.090 of the questions and 0.498 of the averages (findings_sim,
+        // 400). Each pair's variances moderated across its workloads (Smyth 2004) lend each
+        // question the others' degrees of freedom: 0.289 of the questions.
         let (_, demo) = Scenario::shapes(ALPHA_PRIMARY).pop().expect("demo");
         let r = rates(&demo.with_effect(1.3), 150, 51);
         assert!(r.any_false <= 0.05, "{r:?}");
-        assert!(r.power >= 0.05, "{r:?}");
+        assert!(r.power >= 0.18, "{r:?}");
         assert!(r.avg_power >= 0.30, "{r:?}");
     }
 
