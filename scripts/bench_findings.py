@@ -11,6 +11,9 @@ whether the demo's findings reproduce.
    family error of 20 % and 4 %, and the shapes a budget stops (T = 4, 5, 7 mid-square; the
    demo's T = 5 with two references at 10 rounds): A/A at 20 % and 5 %, a true 1.3x's power
    for the questions and for the findings' averages (400 comparisons each: --noisy-sims).
+   Issue 40's third pass (a pair's lag-1 estimate pooled over its workloads with honest degrees
+   of freedom; each pair's variances moderated across its workloads, Smyth 2004): the figures
+   before and after, per scenario, are in docs/BENCHMARKS.md ("Issue 40, third pass").
 2. Rounds on real targets: `compare --repeat auto` over the quick suite on sanbench's own NBD,
    iSCSI and NVMe/TCP servers (one store each, loopback): rounds run, why it stopped, and per
    primary question its verdict and the rounds it used or still needs.

@@ -175,9 +175,10 @@ pub struct Question {
     /// The error this question's interval was drawn at.
     pub alpha: f64,
     /// The lag-1 autocorrelation of the pair's residuals across rounds (bias-corrected) when
-    /// positive: the interval was widened by `(1 + φ) / (1 − φ)` in variance for it (rounds
-    /// that persist carry less information than independent ones). Absent when 0 and in
-    /// documents written before issue 40.
+    /// positive: the larger of this question's own and the pair's pooled over its workloads
+    /// (since issue 40's third pass); the interval was widened by `(1 + φ) / (1 − φ)` in
+    /// variance for it (rounds that persist carry less information than independent ones).
+    /// Absent when 0 and in documents written before issue 40.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lag1: Option<f64>,
 }

@@ -121,8 +121,10 @@ fn an_average_inside_the_margin_never_leads() {
     // terms (issue 40) six rounds of two targets leave the average fewer degrees of freedom:
     // 9 of 200 averages are inconclusive (their interval reaching below 1), and 87 (not 136)
     // shown smaller than the margin: the price of widening for autocorrelation estimated from
-    // six rounds (and of the carry-over and slot terms' degrees of freedom).
-    assert!(won >= 190, "the 1.3x test was won in {won} of {trials}");
+    // six rounds (and of the carry-over and slot terms' degrees of freedom). The widening's
+    // honest degrees of freedom (Satterthwaite's before it, Bartlett's cut for persistence;
+    // issue 40, AR(1) 0.5) win the 1.3x test in 181 of 200 (all 200 before).
+    assert!(won >= 170, "the 1.3x test was won in {won} of {trials}");
     assert!(led <= 4, "the average led in {led} of {won}");
     assert_eq!(
         smaller + reaching + undecided + led,

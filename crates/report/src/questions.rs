@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 
 use sanbench_doc::{Comparison, Question};
 use sanbench_stats::design::analysis::{
-    judge_summary, judge_workload, Judged, Margins, Table, Verdict,
+    judge_summary, judge_workloads, Judged, Margins, Table, Verdict,
 };
 use sanbench_stats::design::plan::{question_alpha, Design, ALPHA, ALPHA_PRIMARY, ALPHA_SECONDARY};
 
@@ -350,9 +350,19 @@ fn judge_family(
         alpha: question_alpha(family_alpha, size, d),
         project: true,
     };
-    for &(ai, w) in &asked {
-        let m = asks[ai].metrics[w].expect("asked");
-        for ans in judge_workload(&tables[ai], w, compared, mg) {
+    // Each metric's workloads judged together, as the plan judges them: a pair's persistence
+    // across rounds is estimated from all its workloads.
+    let mut metrics: Vec<usize> = asked.iter().map(|&(ai, _)| ai).collect();
+    metrics.dedup();
+    for ai in metrics {
+        let ws: Vec<usize> = asked
+            .iter()
+            .filter(|&&(a, _)| a == ai)
+            .map(|&(_, w)| w)
+            .collect();
+        for ans in judge_workloads(&tables[ai], &ws, compared, mg) {
+            let w = ans.workload;
+            let m = asks[ai].metrics[w].expect("asked");
             out.questions.push(question(
                 cmp,
                 family,

@@ -34,7 +34,12 @@ fn a_run_reproduces_itself() {
     );
     let r = replicate(&ra, &rb);
     assert!(!r.rows.is_empty());
-    assert_eq!(r.count(Outcome::Reproduced), r.rows.len());
+    let bad: Vec<_> = r
+        .rows
+        .iter()
+        .filter(|x| x.outcome != Outcome::Reproduced)
+        .collect();
+    assert_eq!(r.count(Outcome::Reproduced), r.rows.len(), "{bad:#?}");
     assert!(r.only_in_b.is_empty());
     // Every finding, then every decided throughput question.
     assert_eq!(

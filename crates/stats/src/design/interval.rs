@@ -46,9 +46,10 @@ pub struct Judged {
     /// Rounds beyond `rounds` that would likely decide an inconclusive question (the same
     /// estimate and noise, a narrower interval); `None` when decided, or not within 1000.
     pub more_rounds: Option<u32>,
-    /// The lag-1 autocorrelation of the contrast's residuals across rounds (bias-corrected,
-    /// 0 when not positive or too few rounds): the interval's variance was multiplied by
-    /// `(1 + φ) / (1 − φ)` for it.
+    /// The lag-1 autocorrelation the interval was widened for (bias-corrected, 0 when not
+    /// positive or too few rounds): the larger of the contrast's own residuals' across rounds
+    /// and the pair's pooled over the workloads judged together; the interval's variance was
+    /// multiplied by `(1 + φ) / (1 − φ)` and its degrees of freedom by `(1 − φ²)/(1 + φ²)`.
     pub lag1: f64,
 }
 
@@ -203,6 +204,12 @@ const LAG1_MAX: f64 = 0.8;
 /// The variance of a mean of an AR(1) series over that of independent rounds, for large n.
 pub(super) fn inflation(phi: f64) -> f64 {
     (1.0 + phi) / (1.0 - phi)
+}
+
+/// The degrees of freedom of a variance estimated from an AR(1) series over those of as many
+/// independent values, for large n (Bartlett 1946): `(1 − φ²)/(1 + φ²)`.
+pub(super) fn bartlett(phi: f64) -> f64 {
+    (1.0 - phi * phi) / (1.0 + phi * phi)
 }
 
 /// An interval not yet bounded (no residual degrees of freedom).

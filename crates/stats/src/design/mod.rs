@@ -7,7 +7,9 @@
 pub mod analysis;
 mod interval;
 mod lsq;
+mod moderate;
 mod pair_fit;
+mod pair_noise;
 pub mod plan;
 mod rng;
 mod scenario;
@@ -24,6 +26,9 @@ pub const DEFAULT_MAX_REPEAT: u32 = 30;
 /// of the effect's questions decided in the right direction with the truth inside the
 /// interval, demo-shaped comparisons, noise 0.05-0.15 per cell). Issue 22's goal is 0.90, met
 /// (0.966) by intervals that did not hold under carry-over or correlated rounds; with the
-/// carry-over term and the widening for autocorrelation (issue 40) the figure is 0.856: see
-/// docs/BENCHMARKS.md, and issue 40's point 7 for where that power is to be won back.
+/// carry-over term and the widening for autocorrelation (issue 40) the figure was 0.856, and
+/// 0.821 once the widening's degrees of freedom were made honest (they had been multiplied by
+/// the widening's factor squared) and its lag-1 estimate pooled over the pair's workloads, and
+/// 0.883 with each pair's variances moderated across its workloads (Smyth 2004): see
+/// docs/BENCHMARKS.md.
 pub const POWER_1_3X_FLOOR: f64 = 0.84;

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::analysis::{judge_summary, judge_workload, Answer, Judged, Margins, Table, Verdict};
+use super::analysis::{judge_summary, judge_workloads, Answer, Judged, Margins, Table, Verdict};
 use super::williams::{Order, Slot};
 
 /// Family-wise error of everything a comparison prints.
@@ -453,9 +453,8 @@ impl Plan {
     /// The primary questions' answers so far.
     pub fn answers(&self) -> Vec<Answer> {
         let mg = self.margins();
-        (0..self.cfg.workloads)
-            .flat_map(|w| judge_workload(&self.table, w, &self.cfg.compared, mg))
-            .collect()
+        let ws: Vec<usize> = (0..self.cfg.workloads).collect();
+        judge_workloads(&self.table, &ws, &self.cfg.compared, mg)
     }
 
     /// The averages per group and pair so far.

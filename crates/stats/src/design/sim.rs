@@ -287,10 +287,12 @@ mod tests {
     fn a_noisy_pair_keeps_its_coverage_beside_a_quiet_one() {
         // sd 0.15, 0.15, 0.05; one look at 30 rounds at a family error of 20 %, where each
         // question's nominal miss rate (0.95 %) is measurable. One pooled sd gave the noisy
-        // pair 2.9x its nominal misses (5.2x at 4 %).
+        // pair 2.9x its nominal misses (5.2x at 4 %). Variances moderated across every pair
+        // and workload at once (Smyth's prior over all fifteen, the pairs' unequal noise
+        // taken for sampling spread) 1.58x; moderated per pair across its workloads, 0.89x.
         let sc = noisy(0.20, "A/A, sd 0.15/0.15/0.05 (3x), 30 fixed rounds");
         let r = rates(&sc, 400, 40);
-        assert!(r.worst_pair_miss_ratio <= 1.6, "{r:?}");
+        assert!(r.worst_pair_miss_ratio <= 1.3, "{r:?}");
         assert!(r.any_miss <= 0.20, "{r:?}");
     }
 
@@ -338,17 +340,25 @@ mod tests {
     fn rounds_that_persist_widen_the_intervals() {
         // AR(1) 0.3 across rounds, per target and workload: treating rounds as independent
         // missed in 16-25 % of comparisons at 20 % and 10-11 % at 4 %; AR(1) 0.5 in 45-59 %
-        // at 20 %.
+        // at 20 %. Widening by each question's own lag-1 estimate (with Satterthwaite's
+        // degrees of freedom taken after the widening) still missed at AR(1) 0.5 in 0.072 at
+        // 4 %, and each question 6.9x its nominal rate at 20 % (these 400 seeds); the pair's
+        // estimate pooled over its workloads and Bartlett's degrees of freedom: 0.010, 1.7x;
+        // with the moderated variances as well, 0.018, 2.0x.
         for (name, alpha) in [
             ("A/A, AR(1) 0.3", 0.20),
             ("A/A, AR(1) 0.3", 0.04),
             ("A/A, AR(1) 0.5", 0.20),
+            ("A/A, AR(1) 0.5", 0.04),
         ] {
-            let r = rates(&noisy(alpha, name), 300, 40);
+            let r = rates(&noisy(alpha, name), 400, 40);
             assert!(
                 r.any_false <= alpha && r.any_miss <= alpha,
                 "{name} {alpha}: {r:?}"
             );
+            if alpha > 0.1 {
+                assert!(r.worst_pair_miss_ratio <= 3.0, "{name} {alpha}: {r:?}");
+            }
         }
         // And the autocorrelation is seen, not only paid for.
         let mut sc = noisy(0.20, "A/A, AR(1) 0.5");
@@ -409,10 +419,14 @@ mod tests {
         // and slot columns had no degrees of freedom left at 10 rounds of 5 targets (unbounded
         // or undecided nearly always: 4 of 600 averages decided); the workloads' own
         // contrasts with the rounds as clusters find 0.507 of the effect's (findings_sim, 400).
+        // Honest degrees of freedom under the widening for persistence (issue 40, AR(1) 0.5)
+        // cost some of it: 0.090 of the questions and 0.498 of the averages (findings_sim,
+        // 400). Each pair's variances moderated across its workloads (Smyth 2004) lend each
+        // question the others' degrees of freedom: 0.289 of the questions.
         let (_, demo) = Scenario::shapes(ALPHA_PRIMARY).pop().expect("demo");
         let r = rates(&demo.with_effect(1.3), 150, 51);
         assert!(r.any_false <= 0.05, "{r:?}");
-        assert!(r.power >= 0.09, "{r:?}");
+        assert!(r.power >= 0.18, "{r:?}");
         assert!(r.avg_power >= 0.30, "{r:?}");
     }
 
