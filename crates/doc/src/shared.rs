@@ -19,8 +19,9 @@
 //!
 //! Also written by version 3 only, without loss: the per-core and all-core CPU shares
 //! (`cpu.per_core[]`, `cpu.breakdown`) leave out the shares that are 0 (they load as 0), and
-//! keep the digits down to a tenth of one clock tick of the cell's window ([`tick_decimals`]):
-//! they are counts of ticks, and the digits below one are noise of the division.
+//! keep the digits down to a tenth of one clock tick of the cell's window ([`tick_decimals`];
+//! for all cores together, of one tick of all of them): they are counts of ticks, and the
+//! digits below one are noise of the division.
 
 use serde_json::{Map, Value};
 
@@ -56,7 +57,7 @@ fn common(a: &Value, b: &Value) -> Option<Value> {
                 .collect();
             (!m.is_empty()).then_some(Value::Object(m))
         }
-        _ => (a == b).then(|| a.clone()),
+        _ => None,
     }
 }
 
@@ -187,13 +188,18 @@ fn cpu_shares(result: &mut Value) {
         return;
     };
     let clk = cpu.get("clk_tck").and_then(Value::as_f64).unwrap_or(0.0);
-    let d = tick_decimals(clk, seconds);
+    // All cores together count a tick of each: their shares resolve `cores` times finer.
+    let cores = cpu
+        .get("cores")
+        .and_then(Value::as_f64)
+        .unwrap_or(1.0)
+        .max(1.0);
     if let Some(Value::Object(b)) = cpu.get_mut("breakdown") {
-        shares(b, d);
+        shares(b, tick_decimals(clk * cores, seconds));
     }
     if let Some(Value::Array(rows)) = cpu.get_mut("per_core") {
         for row in rows.iter_mut().filter_map(Value::as_object_mut) {
-            shares(row, d);
+            shares(row, tick_decimals(clk, seconds));
         }
     }
 }
@@ -412,13 +418,14 @@ mod tests {
         assert_eq!(tick_decimals(100.0, 2.0), 2);
         assert_eq!(tick_decimals(100.0, 60.0), 3);
         assert_eq!(tick_decimals(100.0, 0.0), 7);
-        let mut r = json!({"seconds": 2.0, "cpu": {"clk_tck": 100, "breakdown":
-            {"busy_pct": 97.98990707, "idle_pct": 0.0, "tick_busy_pct": 0.0},
+        let mut r = json!({"seconds": 2.0, "cpu": {"clk_tck": 100, "cores": 16, "breakdown":
+            {"busy_pct": 97.98790707, "idle_pct": 0.0, "tick_busy_pct": 0.0},
             "per_core": [{"cpu": 0, "user_pct": 75.98401952, "nice_pct": 0.0}]}});
         cpu_shares(&mut r);
+        // A tick of 16 cores over 2 s is 0.03125 % of all of them: three decimals.
         assert_eq!(
             r["cpu"],
-            json!({"clk_tck": 100, "breakdown": {"busy_pct": 97.99, "tick_busy_pct": 0.0},
+            json!({"clk_tck": 100, "cores": 16, "breakdown": {"busy_pct": 97.988, "tick_busy_pct": 0.0},
                    "per_core": [{"cpu": 0, "user_pct": 75.98}]})
         );
     }

@@ -201,3 +201,39 @@ fn the_cell_in_progress_loads_whole() {
     assert!(b.result.precondition.is_none());
     assert_eq!(a.result.power, b.result.power);
 }
+
+/// A version 2 document written by main before version 3 (tests/fixtures/v2) loads and writes
+/// back as it was (less the report's derived fields), and as version 3 loads back to the same
+/// target info in every cell.
+#[test]
+fn a_version_2_demo_loads_and_writes_back_unchanged() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2/compare-demo.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut raw: Value = serde_json::from_str(&text).unwrap();
+    for k in [
+        "findings",
+        "findings_withheld",
+        "min_rel",
+        "questions",
+        "design_assumed",
+    ] {
+        raw.as_object_mut().unwrap().remove(k);
+    }
+    let v2: Comparison = serde_json::from_str(&text).unwrap();
+    assert_eq!(v2.schema, "sanbench.compare/2");
+    assert_eq!(serde_json::to_value(&v2).unwrap(), raw);
+    let mut v3 = v2.clone();
+    v3.schema = COMPARE_SCHEMA.into();
+    let back: Comparison = serde_json::from_str(&write(&v3)).unwrap();
+    assert!(v2.cells.len() > 5);
+    for (a, b) in v2.cells.iter().zip(&back.cells) {
+        assert!(a.result.info.is_some());
+        assert_eq!(a.result.info, b.result.info, "{}", a.target);
+        assert_eq!(a.result.precondition, b.result.precondition);
+        assert_eq!(a.result.power, b.result.power);
+        assert_eq!(a.result.bottleneck, b.result.bottleneck);
+    }
+}
