@@ -61,7 +61,7 @@ segment = [{ bs = "64k", read = 100, random = 0 }]
         assert!(out.join(f).exists(), "{f}");
     }
     let doc = results(&out);
-    assert_eq!(doc["schema"], "sanbench.compare/2");
+    assert_eq!(doc["schema"], "sanbench.compare/3");
     // 3 workloads (one plus a two-point QD sweep) x 2 targets x 2 repetitions.
     assert_eq!(doc["cells"].as_array().unwrap().len(), 12);
     assert_eq!(doc["workloads"].as_array().unwrap().len(), 3);

@@ -120,8 +120,10 @@ fn compare_drops_the_cache_before_every_cell_unless_kept() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let doc: Value =
+        let mut doc: Value =
             serde_json::from_slice(&std::fs::read(out_dir.join("results.json")).unwrap()).unwrap();
+        // Each cell whole, as readers load it (version 3: `targets[].shared`).
+        sanbench_doc::shared::expand(&mut doc);
         let cells = doc["cells"].as_array().unwrap();
         assert!(cells.len() > 1);
         for cell in cells {

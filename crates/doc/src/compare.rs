@@ -1,7 +1,11 @@
-//! The comparison document, `"schema": "sanbench.compare/2"`: every workload of a suite run on
+//! The comparison document, `"schema": "sanbench.compare/3"`: every workload of a suite run on
 //! every target, possibly repeated. It is what `compare` writes as `results.json`, what the
 //! store keeps, and what the report renders. Field names are public interface: extend, never
 //! rename.
+//!
+//! A version 3 document is written with what every cell of a target repeats once, in the
+//! target's `shared`, and loads with it put back into every cell ([`crate::shared`]): the
+//! typed [`Comparison`] is the same for every version, and no reader sees `shared`.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,10 +15,16 @@ use sanbench_stats::design::plan::Design;
 use sanbench_stats::SteadyState;
 
 /// The version this crate writes (see the crate's docs for what each version changed).
-pub const COMPARE_SCHEMA: &str = "sanbench.compare/2";
+pub const COMPARE_SCHEMA: &str = "sanbench.compare/3";
 
 /// Every version this crate reads, oldest first.
-pub const COMPARE_SCHEMAS: [&str; 2] = ["sanbench.compare/1", COMPARE_SCHEMA];
+pub const COMPARE_SCHEMAS: [&str; 3] = ["sanbench.compare/1", "sanbench.compare/2", COMPARE_SCHEMA];
+
+/// Whether a document of this `schema` is written with its targets' `shared` blocks (version
+/// 3 on; an unknown version is refused by the readers that check, and read as written here).
+fn shares(schema: &str) -> bool {
+    !matches!(schema, "sanbench.compare/1" | "sanbench.compare/2")
+}
 
 /// One target of a comparison, as the user named it (`NAME=URI`, or the URI itself).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -35,6 +45,12 @@ pub struct TargetEntry {
     /// never the subject or object of a finding, not graded on the report card.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reference: bool,
+    /// Version 3 documents: the result blocks (`info`, `precondition`, `cpu`, `power`, `net`,
+    /// `efficiency`, or the part of them) that every cell of this target holds, written once
+    /// here; each of its cells' `result` is a JSON merge patch (RFC 7386) over them. sanbench
+    /// puts them back into every cell when it loads the document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The link a target sits behind, as the comparison document records it (`TargetEntry.link`).
@@ -100,7 +116,11 @@ pub struct Cell {
 }
 
 /// The whole comparison.
+// Serialized through crate::shared (the impls below): a version 3 document is written with
+// its targets' shared blocks and loads with them put back into its cells.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(remote = "Self")]
+#[schemars(rename = "Comparison")]
 pub struct Comparison {
     pub schema: String,
     pub sanbench_version: String,
@@ -181,6 +201,28 @@ pub struct Question {
     /// Absent when 0 and in documents written before issue 40.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lag1: Option<f64>,
+}
+
+impl Serialize for Comparison {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !shares(&self.schema) {
+            return Comparison::serialize(self, s);
+        }
+        let mut v = Comparison::serialize(self, serde_json::value::Serializer)
+            .map_err(serde::ser::Error::custom)?;
+        crate::shared::compact(&mut v);
+        v.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Comparison {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut v = serde_json::Value::deserialize(d)?;
+        if shares(v.get("schema").and_then(|s| s.as_str()).unwrap_or_default()) {
+            crate::shared::expand(&mut v);
+        }
+        Comparison::deserialize(v).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Comparison {

@@ -5,7 +5,7 @@
 //!   [`bottleneck`], [`precondition`]), the aggregate, and the run's facts; [`hosts`] the
 //!   per-rank rows of an MPI run; [`host`] the monitors' blocks (`cpu`, `net`, `power`,
 //!   `host`).
-//! * [`compare`]: `sanbench.compare/2`, what `compare` writes as `results.json` and the store
+//! * [`compare`]: `sanbench.compare/3`, what `compare` writes as `results.json` and the store
 //!   keeps: targets, workloads, cells; [`from_run`] reads a run as a comparison of one cell
 //!   per target.
 //! * [`spec`]: the workload (access specification) both documents record ([`spec_toml`] its
@@ -27,6 +27,15 @@
 //!   `issue_lag_histogram_ns`, which version 1 documents still load with); documents are
 //!   written by [`json`], indented to the blocks and compact below them. Together a demo's
 //!   results.json is ~1/8 of its version 1 size. Everything else is as in version 1.
+//! * **3** (the comparison only; runs stay at 2): what every cell of a target repeats is
+//!   written once, in the target's `shared` (`targets[].shared`: the target info, the
+//!   precondition, and the parts of `cpu`, `power`, `net` and `efficiency` all its cells hold),
+//!   and each cell's `result` as a JSON merge patch (RFC 7386) over it; the per-core and
+//!   all-core CPU shares leave out zeros and keep a tenth of a clock tick's digits
+//!   ([`shared`]). Loading expands a version 3 document into the same typed [`Comparison`] as
+//!   a version 2 one (`Deserialize` for [`Comparison`] applies the patches and drops `shared`),
+//!   so no reader sees where a field was written; `Serialize` writes the compact form for a
+//!   version 3 document only, so an older document writes back as it was.
 
 pub mod bottleneck;
 pub mod compare;
@@ -44,6 +53,7 @@ pub mod manifest;
 pub mod multipath;
 pub mod precondition;
 pub mod run;
+pub mod shared;
 pub mod spec;
 pub mod spec_toml;
 pub mod verify;

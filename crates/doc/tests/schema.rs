@@ -108,6 +108,26 @@ fn comparisons_validate_against_the_published_schema() {
     );
 }
 
+/// A version 3 comparison as written (its cells' results patches over their targets'
+/// `shared` blocks) validates too: a patch leaves out only what loads as its default.
+#[test]
+fn version_3_comparisons_validate() {
+    let schema = published::<Comparison>("compare.schema.json");
+    let mut cmp: Comparison = serde_json::from_value(fixture("compare-results.json.gz")).unwrap();
+    cmp.schema = sanbench_doc::COMPARE_SCHEMA.into();
+    for c in &mut cmp.cells {
+        c.result.histogram = c
+            .result
+            .latency_histogram()
+            .map(sanbench_doc::run::Histogram);
+        c.result.histogram_ns.clear();
+    }
+    let v3: Value = serde_json::from_str(&sanbench_doc::json::to_string(&cmp).unwrap()).unwrap();
+    assert!(v3["targets"][0]["shared"]["info"].is_object());
+    assert!(v3["cells"][0]["result"].get("info").is_none());
+    validate(&schema, &v3, "compare-results.json.gz as version 3");
+}
+
 /// The schema says something: a document missing a required field, or with a field of the
 /// wrong type, does not validate.
 #[test]

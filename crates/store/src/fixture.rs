@@ -293,6 +293,7 @@ pub fn sample_comparison() -> Comparison {
                 idle_w: Some(211.0),
             }),
             reference: false,
+            shared: None,
         })
         .collect();
     let workloads = WORKLOADS

@@ -1,4 +1,4 @@
-//! The SQLite results store of comparison documents (`sanbench.compare/2`, earlier versions load; typed in
+//! The SQLite results store of comparison documents (`sanbench.compare/3`, earlier versions load; typed in
 //! `sanbench_doc::compare` and re-exported here as [`model`]). [`Store`] keeps every run in one SQLite file,
 //! cell by cell as they finish, so an interrupted run keeps what it measured and any run can be
 //! rendered again later with identical figures.
