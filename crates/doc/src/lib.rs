@@ -42,6 +42,7 @@ pub mod latency;
 pub mod manifest;
 pub mod multipath;
 pub mod precondition;
+pub mod replay;
 pub mod run;
 pub mod spec;
 pub mod spec_toml;
