@@ -41,6 +41,7 @@ pub mod placement;
 pub mod precondition;
 pub mod progress;
 pub mod ranks;
+pub mod replay_cmd;
 pub mod run_cmd;
 pub mod run_config;
 pub mod run_table;
@@ -63,6 +64,7 @@ use crate::error::CliError;
 pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
     match command {
         Command::Run(a) => run_cmd::run(cx, a),
+        Command::Replay(a) => replay_cmd::run(cx, a),
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => compare::run(cx, a),
         Command::Verify(a) => verify_cmd::run(cx, a),

@@ -254,9 +254,17 @@ pub(super) fn timed(
         let now = t0.elapsed().as_nanos() as u64;
         let wake_ns = next.saturating_sub(spin.window_ns());
         let waits = wake_ns > now;
+        // A record is due and every slot is busy: nothing to do until a completion, so wait
+        // for one. (A wait until a deadline already past would not even enter the kernel:
+        // an io_uring ring with DEFER_TASKRUN posts completions only when it is entered.)
+        let slot_wanted = s.free.is_empty() && upcoming.is_some_and(|at| at <= now);
         if s.inflight > 0 {
             s.done.clear();
-            q.reap_until(t0 + Duration::from_nanos(wake_ns.max(now)), &mut s.done)?;
+            if slot_wanted {
+                q.reap(1, &mut s.done)?;
+            } else {
+                q.reap_until(t0 + Duration::from_nanos(wake_ns.max(now)), &mut s.done)?;
+            }
             let after = t0.elapsed().as_nanos() as u64;
             if !s.done.is_empty() {
                 s.reaped(ctx, &*q);
