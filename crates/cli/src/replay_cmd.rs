@@ -152,7 +152,7 @@ pub fn fidelity(doc: &RunDoc) -> String {
         let Some(p) = &r.replay else { continue };
         let n = sanbench_engine::units::fmt::num;
         s += &format!(
-            "replay of {} ({}, {}{}, offset map {}) on {}:\n",
+            "replay of {} ({}, {}{}, offset map {}) on {}\n",
             p.trace,
             p.format,
             p.mode,
@@ -202,7 +202,10 @@ pub fn run(cx: &Context, a: ReplayArgs) -> Result<(), CliError> {
     }
     if !a.quiet {
         let width = crate::fit::width();
-        let text = crate::fit::prose(&crate::output::summary(&doc, width), width) + &fidelity(&doc);
+        let text = crate::fit::prose(
+            &(crate::output::summary(&doc, width) + &fidelity(&doc)),
+            width,
+        );
         if a.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
             eprint!("{text}");
         } else {
