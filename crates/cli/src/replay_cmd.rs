@@ -1,5 +1,5 @@
-//! `sanbench replay TRACE TARGET...`: a block trace (fio iolog, blkparse text, MSR Cambridge
-//! CSV: crates/trace) replayed on each target, timed (each I/O at its trace time over
+//! `sanbench replay TRACE TARGET...`: a block trace (fio iolog, blkparse text, blktrace
+//! binary, MSR Cambridge CSV: crates/trace) replayed on each target, timed (each I/O at its trace time over
 //! `--speed`, open loop) or as fast as possible (`--afap`, `--qd` in flight), into a run
 //! document like `run`'s whose targets carry a `replay` block: what was replayed and how
 //! faithfully (crates/doc replay.rs).
@@ -64,7 +64,7 @@ fn format_of(a: &ReplayArgs, shown: &str) -> Result<Format, CliError> {
         .map_err(|e| usage(format!("cannot read the trace {shown}: {e}")))?;
     Format::detect(head).ok_or_else(|| {
         usage(format!(
-            "cannot tell the format of {shown} from its first lines: give --format fio, blkparse or msr"
+            "cannot tell the format of {shown} from its first lines: give --format fio, blkparse, blktrace or msr"
         ))
     })
 }

@@ -1,6 +1,7 @@
 //! `sanbench replay` from the outside: a trace replayed on `null:` and `mem:` reproduces its
 //! ops, bytes and order (the document's digest against one computed here from the trace);
-//! a bad trace is one line naming its line and exit 2; blkparse and MSR traces replay.
+//! a bad trace is one line naming its line and exit 2; blkparse, blktrace and MSR traces
+//! replay.
 //! A timed replay on `serve nbd --delay` reports what the delay makes true. Interop: fio
 //! writes an iolog (`write_iolog`) and sanbench's replay of it issues what fio's own
 //! `read_iolog` replay issues.
@@ -169,7 +170,7 @@ fn a_bad_trace_is_one_line_naming_its_line_and_exit_2() {
 }
 
 #[test]
-fn blkparse_and_msr_traces_replay() {
+fn blkparse_blktrace_and_msr_traces_replay() {
     let dir = tempfile::tempdir().unwrap();
     let blk = dir.path().join("t.blkparse");
     std::fs::write(
@@ -192,6 +193,27 @@ fn blkparse_and_msr_traces_replay() {
     )
     .unwrap();
     let doc = replay_json(&[msr.to_str().unwrap(), "null:"]);
+    // blktrace's binary records: a queued 8 KiB write, its completion (skipped).
+    let bin = dir.path().join("t.blktrace");
+    let record = |time: u64, action: u32| {
+        let mut v = Vec::new();
+        v.extend(0x6561_7407u32.to_le_bytes());
+        v.extend(1u32.to_le_bytes());
+        v.extend(time.to_le_bytes());
+        v.extend(64u64.to_le_bytes());
+        v.extend(8192u32.to_le_bytes());
+        v.extend(action.to_le_bytes());
+        v.extend([0u8; 16]);
+        v
+    };
+    let mut b = record(10, 1 | (0x12 << 16));
+    b.extend(record(20, 8 | (0x82 << 16)));
+    std::fs::write(&bin, b).unwrap();
+    let d = replay_json(&[bin.to_str().unwrap(), "null:"]);
+    let p = &d["results"][0]["replay"];
+    assert_eq!(p["format"].as_str(), Some("blktrace"));
+    assert_eq!(p["replayed_bytes"]["write"].as_u64(), Some(8192));
+    assert_eq!(p["replayed_ops"]["read"].as_u64(), Some(0));
     let p = &doc["results"][0]["replay"];
     assert_eq!(p["format"].as_str(), Some("msr"));
     // Two I/Os 1 ms apart.

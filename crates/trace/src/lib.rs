@@ -12,6 +12,8 @@
 //!   application asked for them, before the original host's scheduler merged or split them
 //!   (dispatch, `D`, is that host's device-side view, which a replay on another host should
 //!   not inherit).
+//! * [`blktrace`]: blktrace's binary records (one file: per CPU, or blkparse's `-d` dump),
+//!   the same queue events.
 //! * [`msr`]: the SNIA IOTTA block CSV layout of the MSR Cambridge traces: `Timestamp` (Windows
 //!   FILETIME, 100 ns ticks), `Hostname`, `DiskNumber`, `Type` (`Read`/`Write`), `Offset` and
 //!   `Size` (bytes), `ResponseTime`.
@@ -26,6 +28,7 @@
 use std::io::BufRead;
 
 pub mod blkparse;
+pub mod blktrace;
 pub mod fio;
 pub mod lines;
 pub mod map;
@@ -74,12 +77,14 @@ pub struct TraceRecord {
     pub len: u32,
 }
 
-/// Bad input, at a line of the trace.
+/// Bad input, at a line (or, in a binary trace, a record) of the trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceError {
-    /// 1-based line number (0: before any line).
+    /// 1-based line number (0: before any line); a binary trace's record number.
     pub line: u64,
     pub what: String,
+    /// `line` counts binary records, not lines.
+    pub record: bool,
 }
 
 impl TraceError {
@@ -87,13 +92,23 @@ impl TraceError {
         TraceError {
             line,
             what: what.into(),
+            record: false,
+        }
+    }
+
+    /// An error at record `n` of a binary trace.
+    pub fn record(n: u64, what: impl Into<String>) -> TraceError {
+        TraceError {
+            record: true,
+            ..TraceError::new(n, what)
         }
     }
 }
 
 impl std::fmt::Display for TraceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}: {}", self.line, self.what)
+        let unit = if self.record { "record" } else { "line" };
+        write!(f, "{unit} {}: {}", self.line, self.what)
     }
 }
 
@@ -105,6 +120,8 @@ pub enum Format {
     /// fio iolog, version 2 or 3 (told by its first line).
     Fio,
     Blkparse,
+    /// blktrace's binary records.
+    Blktrace,
     Msr,
 }
 
@@ -113,12 +130,16 @@ impl Format {
         match self {
             Format::Fio => "fio",
             Format::Blkparse => "blkparse",
+            Format::Blktrace => "blktrace",
             Format::Msr => "msr",
         }
     }
 
     /// The format of a trace from its first bytes (a line or more), `None` when none fits.
     pub fn detect(head: &[u8]) -> Option<Format> {
+        if blktrace::looks_like(head) {
+            return Some(Format::Blktrace);
+        }
         let text = String::from_utf8_lossy(&head[..head.len().min(lines::MAX_LINE)]);
         let mut it = text.lines().map(str::trim).filter(|l| !l.is_empty());
         let first = it.next()?;
@@ -147,9 +168,10 @@ impl std::str::FromStr for Format {
         match s {
             "fio" | "iolog" => Ok(Format::Fio),
             "blkparse" => Ok(Format::Blkparse),
+            "blktrace" => Ok(Format::Blktrace),
             "msr" | "snia" => Ok(Format::Msr),
             _ => Err(format!(
-                "unknown trace format {s:?} (auto, fio, blkparse or msr)"
+                "unknown trace format {s:?} (auto, fio, blkparse, blktrace or msr)"
             )),
         }
     }
@@ -159,6 +181,7 @@ impl std::str::FromStr for Format {
 pub enum Records<R> {
     Fio(fio::Iolog<R>),
     Blkparse(blkparse::Blkparse<R>),
+    Blktrace(blktrace::Blktrace<R>),
     Msr(msr::Msr<R>),
 }
 
@@ -167,6 +190,7 @@ pub fn records<R: BufRead>(format: Format, r: R) -> Records<R> {
     match format {
         Format::Fio => Records::Fio(fio::Iolog::new(r)),
         Format::Blkparse => Records::Blkparse(blkparse::Blkparse::new(r)),
+        Format::Blktrace => Records::Blktrace(blktrace::Blktrace::new(r)),
         Format::Msr => Records::Msr(msr::Msr::new(r)),
     }
 }
@@ -177,6 +201,7 @@ impl<R: BufRead> Iterator for Records<R> {
         match self {
             Records::Fio(p) => p.next(),
             Records::Blkparse(p) => p.next(),
+            Records::Blktrace(p) => p.next(),
             Records::Msr(p) => p.next(),
         }
     }
@@ -227,6 +252,10 @@ mod tests {
                 b"  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]\n"
             ),
             Some(Format::Blkparse)
+        );
+        assert_eq!(
+            Format::detect(&[0x07, 0x74, 0x61, 0x65, 0, 0, 0, 1]),
+            Some(Format::Blktrace)
         );
         assert_eq!(Format::detect(b"hello\n"), None);
         assert_eq!(Format::detect(b""), None);

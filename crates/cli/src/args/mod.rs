@@ -57,7 +57,7 @@ pub struct Cli {
 pub enum Command {
     /// Drive I/O to one or more targets with an Iometer-style access specification.
     Run(RunArgs),
-    /// Replay a block trace (fio iolog, blkparse text, MSR Cambridge CSV) on targets, timed
+    /// Replay a block trace (fio iolog, blkparse, blktrace, MSR Cambridge CSV) on targets, timed
     /// or as fast as possible, with the replay's fidelity measured.
     Replay(ReplayArgs),
     /// List or show the built-in suites (workload matrices of the studies).

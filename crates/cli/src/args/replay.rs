@@ -23,7 +23,7 @@ pub struct ReplayArgs {
     /// Targets (any URI `run` takes); each replays the whole trace.
     #[arg(required = true, value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// The trace's format: auto (from its first lines), fio, blkparse or msr.
+    /// The trace's format: auto (from its first bytes), fio, blkparse, blktrace or msr.
     #[arg(long, default_value = "auto", value_name = "FORMAT")]
     pub format: String,
     /// Time scaling: 2 replays twice as fast as recorded, 0.5 at half speed.
