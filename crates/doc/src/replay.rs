@@ -85,10 +85,15 @@ pub struct Replay {
     pub issue_lag_us: Option<LatencyUs>,
     /// The lag's p99 aimed at ([`LAG_P99_GOAL_US`]).
     pub issue_lag_goal_us: f64,
-    /// Timed: I/Os that were due while every slot of `qd` was busy (their lag is the
-    /// target's, or the depth's, not the host's).
+    /// Timed: I/Os that were due while every slot of `qd` was busy.
     #[serde(default)]
     pub held_by_qd: u64,
+    /// Timed: the slots the trace's rate needs at this target's mean service time
+    /// (Little's law: `target_iops` × mean service time). A replay that falls behind is
+    /// `qd_limited` only when this reaches half of `qd`: otherwise its I/Os waited for
+    /// slots only while this host caught up on a backlog of its own making.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed_slots: Option<f64>,
     /// The replay fell behind the trace's times because of this host.
     pub host_limited: bool,
     /// The replay fell behind because I/Os waited for a free slot of `qd`.
@@ -128,8 +133,10 @@ impl Replay {
             ),
             _ => format!("{:.1} % of the trace's rate", ratio * 100.0),
         };
-        // More than 1 % of the I/Os waiting for a slot explains a p99.
-        if self.held_by_qd * 100 > issued {
+        // More than 1 % of the I/Os waiting for a slot explains a p99, when the target's
+        // service time makes the trace need that many slots.
+        let needs_slots = self.needed_slots.is_some_and(|n| n >= self.qd as f64 / 2.0);
+        if self.held_by_qd * 100 > issued && needs_slots {
             self.qd_limited = true;
             self.note = Some(format!(
                 "the replay could not keep up ({what}): {} of {} I/Os were due while all {} slots were busy; \
@@ -150,7 +157,7 @@ impl Replay {
 mod tests {
     use super::*;
 
-    fn timed(p99: f64, ratio: f64, held: u64) -> Replay {
+    fn timed(p99: f64, ratio: f64, held: u64, needed: f64) -> Replay {
         Replay {
             replayed_ops: OpCounts {
                 read: 1000,
@@ -164,29 +171,35 @@ mod tests {
             }),
             rate_ratio: Some(ratio),
             held_by_qd: held,
+            needed_slots: Some(needed),
             ..Default::default()
         }
     }
 
     #[test]
     fn a_replay_on_time_is_not_marked() {
-        let mut r = timed(10.0, 0.999, 0);
+        let mut r = timed(10.0, 0.999, 0, 0.1);
         r.judge();
         assert!(!r.host_limited && !r.qd_limited && r.note.is_none());
     }
 
     #[test]
     fn lag_with_free_slots_is_the_hosts_and_with_full_slots_the_depths() {
-        let mut r = timed(400.0, 0.999, 2);
+        let mut r = timed(400.0, 0.999, 2, 0.1);
         r.judge();
         assert!(r.host_limited && !r.qd_limited);
         assert!(r.note.unwrap().contains("this host's limit"));
-        let mut r = timed(400.0, 0.8, 300);
+        let mut r = timed(400.0, 0.8, 300, 8.0);
         r.judge();
         assert!(r.qd_limited && !r.host_limited);
         assert!(r.note.unwrap().contains("300 of 1000"));
+        // Slots were wanted, but a fast target needs few: the host fell behind and its
+        // catching up filled them.
+        let mut r = timed(400.0, 0.8, 300, 0.2);
+        r.judge();
+        assert!(r.host_limited && !r.qd_limited);
         // A slow rate alone marks it too.
-        let mut r = timed(5.0, 0.5, 0);
+        let mut r = timed(5.0, 0.5, 0, 0.1);
         r.judge();
         assert!(r.host_limited);
     }

@@ -166,8 +166,9 @@ impl ReplayRun {
         }
     }
 
-    /// The result's block, with the issue lag of every op (timed).
-    pub fn doc(&self, lag: Option<&LatencyHistogram>) -> ReplayDoc {
+    /// The result's block, with the issue lag of every op (timed) and the mean service time
+    /// (ns) of every op.
+    pub fn doc(&self, lag: Option<&LatencyHistogram>, service_mean_ns: f64) -> ReplayDoc {
         let issued: u64 = self.ops.iter().sum();
         let first = self.first_submit_ns.unwrap_or(self.last_submit_ns);
         let secs = self.last_submit_ns.saturating_sub(first) as f64 / 1e9;
@@ -201,6 +202,7 @@ impl ReplayRun {
                 .map(sanbench_doc::latency::LatencyUs::from_hist),
             issue_lag_goal_us: LAG_P99_GOAL_US,
             held_by_qd: self.held_by_qd,
+            needed_slots: target.map(|t| t * service_mean_ns / 1e9),
             host_limited: false,
             qd_limited: false,
             note: None,

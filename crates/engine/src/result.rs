@@ -167,7 +167,9 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             // Every op's lag: trims are arrivals of the trace too.
             let mut all = lag.clone();
             all.merge(&t.trim.lag);
-            r.doc(Some(&all))
+            let mut serv = service.clone();
+            serv.merge(&t.trim.hist);
+            r.doc(Some(&all), serv.mean_ns())
         }),
     }
 }
