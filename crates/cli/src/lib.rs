@@ -20,6 +20,7 @@ pub mod lab_cmd;
 pub mod monitors_cmd;
 pub mod output;
 pub mod render;
+pub mod replay_cmd;
 pub mod run_table;
 pub mod serve_cmd;
 pub mod store_cmd;
@@ -51,6 +52,7 @@ pub fn dispatch(cx: &Context, command: Command) -> Result<(), CliError> {
                 None => Ok(()),
             }
         }
+        Command::Replay(a) => replay_cmd::run(cx, a),
         Command::Suite { command } => suite_cmd::run(command),
         Command::Compare(a) => {
             let c = from_args::compare::compare(a)?;

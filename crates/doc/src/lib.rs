@@ -52,6 +52,7 @@ pub mod latency;
 pub mod manifest;
 pub mod multipath;
 pub mod precondition;
+pub mod replay;
 pub mod run;
 pub mod shared;
 pub mod spec;

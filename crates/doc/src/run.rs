@@ -191,6 +191,9 @@ pub struct TargetResult {
     /// monitors: crate::bottleneck).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bottleneck: Option<crate::bottleneck::Bottleneck>,
+    /// `sanbench replay`: the trace, what was replayed and its fidelity (crate::replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::Replay>,
 }
 
 /// Most the issue lag's p99 may be for an open-loop point to be valid: beyond it, the

@@ -24,6 +24,7 @@ pub mod page_cache;
 /// and the monitor, and is re-exported here for the crates above the engine.
 pub use sanbench_stats::poison;
 pub mod precondition;
+pub mod replay;
 /// The workload model: `sanbench_doc::spec`, at its old path.
 pub use sanbench_doc::spec;
 pub mod stamp;

@@ -163,6 +163,14 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
         allocation_after: t.allocation_after.clone(),
         verify: t.verify.clone(),
         bottleneck: None,
+        replay: t.replay.as_ref().map(|r| {
+            // Every op's lag: trims are arrivals of the trace too.
+            let mut all = lag.clone();
+            all.merge(&t.trim.lag);
+            let mut serv = service.clone();
+            serv.merge(&t.trim.hist);
+            r.doc(Some(&all), serv.mean_ns())
+        }),
     }
 }
 
@@ -193,6 +201,7 @@ pub fn aggregate(out: &RunOutput) -> TargetRun {
         raw_ns: Vec::new(),
         timeline: Default::default(),
         pacing_ns: 0,
+        replay: None,
     };
     for t in &out.targets {
         all.read.ios += t.read.ios;

@@ -305,6 +305,7 @@ fn plan(targets: Vec<Arc<dyn Target>>, secs: f64, timeout: Duration) -> RunPlan 
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
         stream_cpus: Vec::new(),
+        replay: None,
     }
 }
 

@@ -35,6 +35,7 @@ pub mod placement;
 pub mod precondition;
 pub mod progress;
 pub mod ranks;
+pub mod replay;
 pub mod run_cmd;
 pub mod run_config;
 pub mod serve;

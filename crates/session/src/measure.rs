@@ -303,6 +303,7 @@ pub fn plan(p: Planned, f: &Shared<'_>) -> RunPlan {
         max_intervals: sanbench_engine::run::summaries::MAX_SUMMARIES,
         saves: None,
         stream_cpus: Vec::new(),
+        replay: None,
     };
     plan.stream_cpus = crate::placement::plan_streams(f.cpus, f.cpus_policy, p.rank, streams);
     plan

@@ -11,10 +11,12 @@ use sanbench_engine::units::{Bytes, Dur, Pct};
 mod compare;
 mod lab;
 mod live;
+mod replay;
 mod serve;
 pub use compare::*;
 pub use lab::*;
 pub use live::*;
+pub use replay::*;
 pub use serve::*;
 
 /// Help headings: `run --help` and `compare --help` group their options under these (issue 41).
@@ -63,6 +65,9 @@ pub struct Cli {
 pub enum Command {
     /// Drive I/O to one or more targets with an Iometer-style access specification.
     Run(RunArgs),
+    /// Replay a block trace (fio iolog, blkparse, blktrace, MSR Cambridge CSV) on targets, timed
+    /// or as fast as possible, with the replay's fidelity measured.
+    Replay(ReplayArgs),
     /// List or show the built-in suites (workload matrices of the studies).
     Suite {
         #[command(subcommand)]

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod crosscheck;
 pub mod data;
 pub mod demo;
+pub mod replay;
 pub mod run;
 pub mod serve;
 pub mod verify;

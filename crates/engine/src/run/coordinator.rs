@@ -57,7 +57,8 @@ pub(super) fn coordinate(
             observer.window_started();
         }
         match sync {
-            None if stopped || now >= end_ns => break,
+            // A replay's last stream moves the end up when its trace is done.
+            None if stopped || now >= end_ns.min(shared.end_at.load(Ordering::Relaxed)) => break,
             None => {}
             Some(s) => match s.end_now(stopped || now >= end_ns) {
                 Ok(true) => {

@@ -29,6 +29,7 @@ pub mod interval;
 mod layout;
 mod open;
 pub mod pacer;
+mod replay;
 mod shared;
 mod snapshot;
 mod spin;
@@ -113,6 +114,9 @@ pub struct RunPlan {
     /// scheduler's choice; with two streams on two CPUs it sometimes keeps both on one for a
     /// whole run: docs/BENCHMARKS.md, issue 26).
     pub stream_cpus: Vec<usize>,
+    /// Replay a trace instead of drawing I/Os from the workload (crate::replay; the workload
+    /// is then `Replay::workload`'s: one worker).
+    pub replay: Option<crate::replay::Replay>,
 }
 
 impl RunPlan {
@@ -138,6 +142,7 @@ impl RunPlan {
             max_intervals: summaries::MAX_SUMMARIES,
             saves: None,
             stream_cpus: Vec::new(),
+            replay: None,
         }
     }
 
@@ -188,6 +193,7 @@ struct StreamOut {
     verify: Option<crate::verify::VerifyReport>,
     raw: Option<Vec<u64>>,
     pacing_ns: u64,
+    replay: Option<crate::replay::ReplayRun>,
 }
 
 /// Runs the plan to completion.
@@ -221,6 +227,9 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         ));
     }
     let verifier = |ti: usize| plan.verify.get(ti).cloned().flatten();
+    if let Some(why) = replay_refuses(plan) {
+        return Err(bad("replay", EngineError::Invalid(why.into())));
+    }
     if plan.clock.is_some() && w.rate.is_some() {
         return Err(bad(
             "clock",
@@ -260,6 +269,9 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
             end_ns
         },
     );
+    if plan.replay.is_some() {
+        shared.replaying.store(n_streams, Ordering::Relaxed);
+    }
     let lives: Vec<Arc<Live>> = (0..n_streams).map(|_| Live::new()).collect();
     let started_at = SystemTime::now();
     let iv_ns = plan.log_interval.as_nanos().min(u64::MAX as u128) as u64;
@@ -338,6 +350,7 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
                     iv_ns,
                     iv_tx: iv_tx.clone(),
                     pool: &pool,
+                    replay: plan.replay.as_ref(),
                 };
                 let h = thread::Builder::new()
                     .name(stream_thread_name(worker, ti))
@@ -462,6 +475,9 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         }
         t.raw_ns.extend(o.raw.unwrap_or_default());
         t.pacing_ns += o.pacing_ns;
+        if o.replay.is_some() {
+            t.replay = o.replay;
+        }
     }
     let whole_secs = (window.as_nanos() / 1_000_000_000) as usize;
     for t in targets.iter_mut() {
@@ -469,4 +485,22 @@ pub fn run(plan: &RunPlan, observer: &dyn Observer) -> Result<RunOutput, RunErro
         t.series.truncate(whole_secs.max(1));
     }
     Ok(out)
+}
+
+/// Why a plan cannot replay its trace (`None`: it can, or it replays none).
+fn replay_refuses(plan: &RunPlan) -> Option<&'static str> {
+    plan.replay.as_ref()?;
+    if plan.workload.workers != 1 {
+        Some("a replay runs one stream per target (workers 1)")
+    } else if plan.verify.iter().any(Option::is_some) {
+        Some("a replay cannot be verified (its writes overlap as the trace's do)")
+    } else if plan.sync.is_some() {
+        Some("a replay does not run in step with other processes (MPI) yet")
+    } else if plan.clock.is_some() && !plan.replay.as_ref()?.afap {
+        Some("a timed replay needs the real clock")
+    } else if plan.workload.ramp > Duration::ZERO || plan.workload.flush_every > 0 {
+        Some("a replay has no ramp and no flushes of its own")
+    } else {
+        None
+    }
 }

@@ -115,6 +115,9 @@ pub struct TargetRun {
     /// window, summed (run/open.rs): the generator's pacing, which CPU efficiency leaves out.
     #[serde(default)]
     pub pacing_ns: u64,
+    /// A replay: what this target's stream issued (crate::replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayRun>,
 }
 
 /// The outcome of a run.

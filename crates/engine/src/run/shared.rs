@@ -4,7 +4,7 @@
 //! run/coordinator.rs.
 
 use crate::poison;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,8 @@ pub(super) struct Shared {
     /// Set once the coordinator has closed the window (the observer took its end readings).
     pub(super) window_closed: Mutex<bool>,
     pub(super) window_closed_cv: Condvar,
+    /// A replay: the streams still replaying; the last to finish its trace ends the window.
+    pub(super) replaying: AtomicUsize,
 }
 
 impl Shared {
@@ -65,6 +67,7 @@ impl Shared {
             first_error: Mutex::new(None),
             window_closed: Mutex::new(false),
             window_closed_cv: Condvar::new(),
+            replaying: AtomicUsize::new(0),
         })
     }
 }
@@ -98,6 +101,14 @@ impl Shared {
     pub(super) fn close_window(&self) {
         *lock(&self.window_closed) = true;
         self.window_closed_cv.notify_all();
+    }
+
+    /// A replaying stream has issued its whole trace and seen every completion at `now_ns`:
+    /// the last one ends the window just after (every completion counted lies before it).
+    pub(super) fn replay_done(&self, now_ns: u64) {
+        if self.replaying.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.end_at.fetch_min(now_ns + 1, Ordering::Relaxed);
+        }
     }
 
     pub(super) fn fail(&self, e: RunError) {

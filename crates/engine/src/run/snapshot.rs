@@ -76,6 +76,7 @@ impl Base {
             raw_ns: Vec::new(),
             timeline: Default::default(),
             pacing_ns: 0,
+            replay: None,
         }
     }
 

@@ -50,6 +50,8 @@ pub(super) struct StreamCtx<'a> {
     pub(super) iv_ns: u64,
     pub(super) iv_tx: std::sync::mpsc::Sender<super::interval::Msg>,
     pub(super) pool: &'a super::interval::Pool,
+    /// The trace this stream replays instead of drawing I/Os (crate::replay).
+    pub(super) replay: Option<&'a crate::replay::Replay>,
 }
 
 pub(super) struct StreamState {
@@ -371,6 +373,15 @@ impl StreamState {
                 return Err(e);
             }
         };
+        self.place(tag, p, f);
+        Ok(true)
+    }
+
+    /// Puts the planned I/O `p` on the free `tag` (its write data stamped) and adds it to the
+    /// batch: the drawn I/O of [`prepare`](Self::prepare), or a replayed trace's record.
+    #[inline(always)]
+    pub(super) fn place(&mut self, tag: u32, p: crate::gen::Planned, f: &mut Fill<'_>) {
+        let t = tag as usize;
         let (lay, arena) = (f.lay, f.arena);
         let buf = match (p.op, &self.verify) {
             (Op::Write, _) if f.fused => t * lay.slot,
@@ -397,7 +408,6 @@ impl StreamState {
             len: p.len,
             buf,
         });
-        Ok(true)
     }
 
     /// Hands the batch to the queue; `submitted`, its submission time, is read by the caller

@@ -111,11 +111,22 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         sv.trim_zeros = info.params.get(TRIM_READS_ZEROS) == Some(&serde_json::Value::Bool(true));
         s.verify = Some(sv);
     }
+    // A replay's trace opens before the clock starts too, and an error in it fails the run
+    // as a queue that does not open does.
+    let mut feed = match (ctx.replay, &queue) {
+        (Some(r), Ok(_)) => super::replay::Feed::open(r, ctx.span, info.block_size as u64, depth)
+            .map(Some)
+            .map_err(&fail),
+        _ => Ok(None),
+    };
     ctx.barrier.wait();
     ctx.barrier.wait();
     let Ok(mut queue) = queue else {
         return None;
     };
+    if feed.is_err() {
+        return None;
+    }
     if ctx.shared.abort.load(Ordering::Relaxed) {
         return None;
     }
@@ -132,9 +143,17 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         fused: queue.fuses_data()
             && !(ctx.verify.is_some() && (w.has_trims() || w.has_write_zeroes())),
     };
-    let driven = match w.rate {
-        None => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),
-        Some(rate) => super::open::drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0, rate),
+    let driven = match (feed.as_mut().ok().and_then(Option::as_mut), w.rate) {
+        (Some(feed), None) => {
+            super::replay::afap(&mut s, &mut *queue, feed, &mut fill, &ctx, &*clock)
+        }
+        (Some(feed), Some(_)) => {
+            super::replay::timed(&mut s, &mut *queue, feed, &mut fill, &ctx, t0)
+        }
+        (None, None) => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),
+        (None, Some(rate)) => {
+            super::open::drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0, rate)
+        }
     };
     if let Ok(below) = driven {
         ctx.shared.counted_below.fetch_max(below, Ordering::Relaxed);
@@ -163,6 +182,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         verify: s.verify.map(|v| v.rep),
         raw: s.raw,
         pacing_ns: s.pacing.ns,
+        replay: feed.ok().flatten().map(|f| f.run),
     })
 }
 

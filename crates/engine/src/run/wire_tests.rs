@@ -41,6 +41,7 @@ fn target(lats: &[u64]) -> TargetRun {
         raw_ns: Vec::new(),
         timeline: Default::default(),
         pacing_ns: 1_500,
+        replay: None,
     }
 }
 

@@ -1,0 +1,296 @@
+//! A replaying stream's two loops (crate::replay): timed, each record issued at its trace
+//! time over `speed` with the open loop's accounting (run/open.rs: the intended time kept
+//! when the I/O is late or held by the depth, response time and issue lag measured from
+//! it), and as fast as possible, `qd` in flight as the closed loop keeps them. Both end when
+//! the trace is done and its last I/O has completed; the last stream to end ends the window
+//! there (`Shared::replay_done`), so a replay's window is the replay, not the time limit.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use sanbench_trace::map::Mapping;
+
+use super::clock::Clock;
+use super::spin::{Pass, Spin};
+use super::state::{Fill, StreamCtx, StreamState};
+use crate::engine::{Op, Queue};
+use crate::error::EngineError;
+use crate::gen::Planned;
+use crate::replay::{digest_add, Records, Replay, ReplayRun, TraceOp, TraceRecord};
+
+/// One stream's reader of the trace: its records one at a time, placed and timed.
+pub(super) struct Feed {
+    recs: Records,
+    map: Mapping,
+    speed: f64,
+    /// The first record's trace time (the replay's origin).
+    origin: Option<u64>,
+    next: Option<(TraceRecord, u64)>,
+    /// The last intended time handed out: a record timed before its predecessor goes at
+    /// the predecessor's time (the schedule never runs backwards).
+    last_at: u64,
+    /// The next record was already counted as held by the depth.
+    held: bool,
+    done: bool,
+    max_len: u32,
+    pub(super) run: ReplayRun,
+}
+
+impl Feed {
+    pub(super) fn open(r: &Replay, span: u64, block: u64, qd: u32) -> Result<Feed, EngineError> {
+        let map = Mapping::new(r.map, &r.summary, span, block).map_err(EngineError::Invalid)?;
+        Ok(Feed {
+            recs: r.source.open()?,
+            map,
+            speed: r.speed,
+            origin: None,
+            next: None,
+            last_at: 0,
+            held: false,
+            done: false,
+            max_len: r.summary.max_len,
+            run: ReplayRun::new(r, qd),
+        })
+    }
+
+    /// The intended time (ns on the run's clock) of the next record; `None` once the trace
+    /// is done.
+    #[inline]
+    pub(super) fn peek(&mut self) -> Result<Option<u64>, EngineError> {
+        if let Some((_, at)) = self.next {
+            return Ok(Some(at));
+        }
+        if self.done {
+            return Ok(None);
+        }
+        let Some(rec) = self.recs.next() else {
+            self.done = true;
+            return Ok(None);
+        };
+        let rec =
+            rec.map_err(|e| EngineError::Invalid(format!("trace {}: {e}", self.run.trace)))?;
+        // The file changed since it was scanned: its slots were sized for the scan's largest.
+        if rec.len > self.max_len {
+            return Err(EngineError::Invalid(format!(
+                "trace {}: an I/O of {} bytes, larger than the largest the scan before the replay found ({}): did the file change?",
+                self.run.trace, rec.len, self.max_len
+            )));
+        }
+        let origin = *self.origin.get_or_insert(rec.time_ns);
+        let at = (rec.time_ns.saturating_sub(origin) as f64 / self.speed) as u64;
+        let at = at.max(self.last_at);
+        self.last_at = at;
+        self.next = Some((rec, at));
+        Ok(Some(at))
+    }
+
+    /// Takes the record [`peek`](Self::peek) saw, placed on the target, and its intended time.
+    #[inline]
+    pub(super) fn take(&mut self) -> (Planned, u64) {
+        let (rec, at) = self
+            .next
+            .take()
+            .expect("take after a peek that found a record");
+        self.held = false;
+        let i = rec.op.index();
+        self.run.ops[i] += 1;
+        self.run.bytes[i] += rec.len as u64;
+        let offset = self.map.apply(rec.offset, rec.len);
+        self.run.digest = digest_add(self.run.digest, rec.op, offset, rec.len);
+        let op = match rec.op {
+            TraceOp::Read => Op::Read,
+            TraceOp::Write => Op::Write,
+            TraceOp::Trim => Op::Trim,
+        };
+        let p = Planned {
+            op,
+            offset,
+            len: rec.len,
+            fua: false,
+        };
+        (p, at)
+    }
+
+    /// A batch went to the queue at `at`.
+    #[inline]
+    fn sent(&mut self, at: u64) {
+        self.run.first_submit_ns.get_or_insert(at);
+        self.run.last_submit_ns = at;
+    }
+
+    /// The next record is due and every slot is busy.
+    #[inline]
+    fn hold(&mut self) {
+        if !self.held {
+            self.held = true;
+            self.run.held_by_qd += 1;
+        }
+    }
+}
+
+/// Whether the stream must stop now (the window's end, a failure elsewhere, a stop), noting
+/// a stop's instant as the other loops do.
+fn ends(ctx: &StreamCtx<'_>, now: u64) -> bool {
+    let end_at = ctx.shared.end_at.load(Ordering::Relaxed);
+    if now >= end_at
+        || ctx.shared.abort.load(Ordering::Relaxed)
+        || ctx.shared.stop.load(Ordering::Relaxed)
+    {
+        if now < end_at && ctx.shared.stop.load(Ordering::Relaxed) {
+            ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
+        }
+        return true;
+    }
+    false
+}
+
+/// The trace is done and nothing is in flight: this stream's replay is over at `now`.
+fn finish(s: &mut StreamState, feed: &mut Feed, ctx: &StreamCtx<'_>, now: u64) {
+    feed.run.complete = true;
+    s.watch.close(
+        ctx.ramp_ns,
+        now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
+    );
+    ctx.shared.replay_done(now);
+}
+
+/// As fast as possible: every free slot gets the next record, then one reap waits for a
+/// completion. Returns an instant just after the last batch counted (0: none).
+pub(super) fn afap(
+    s: &mut StreamState,
+    q: &mut dyn Queue,
+    feed: &mut Feed,
+    f: &mut Fill<'_>,
+    ctx: &StreamCtx<'_>,
+    clock: &dyn Clock,
+) -> Result<u64, EngineError> {
+    let mut counted_below = 0;
+    loop {
+        s.batch.clear();
+        while feed.peek()?.is_some() {
+            let Some(tag) = s.free.pop() else { break };
+            let (p, _) = feed.take();
+            s.place(tag, p, f);
+        }
+        let now = clock.now_ns();
+        if !s.batch.is_empty() {
+            s.send(q, ctx, f, now)?;
+            feed.sent(now);
+        } else if s.inflight == 0 {
+            finish(s, feed, ctx, now);
+            return Ok(counted_below);
+        }
+        s.done.clear();
+        q.reap(1, &mut s.done)?;
+        let now = clock.now_ns();
+        s.reaped(ctx, q);
+        if ends(ctx, now) {
+            s.watch.close(
+                ctx.ramp_ns,
+                now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
+            );
+            s.retire_uncounted(f.lay, f.arena)?;
+            return Ok(counted_below);
+        }
+        s.count(now, ctx, f.lay, f.arena)?;
+        counted_below = now + 1;
+    }
+}
+
+/// Timed: each record at its intended time, late ones at once, the depth only capping what
+/// is in flight. Waits as the open loop does (run/open.rs): in the engine's own wait while
+/// I/O is in flight, spinning the last stretch before an arrival.
+pub(super) fn timed(
+    s: &mut StreamState,
+    q: &mut dyn Queue,
+    feed: &mut Feed,
+    f: &mut Fill<'_>,
+    ctx: &StreamCtx<'_>,
+    t0: Instant,
+) -> Result<u64, EngineError> {
+    s.intended = vec![0; s.op.len()];
+    let mut spin = Spin::default();
+    // As the open loop: the kernel's 50 µs default timer slack would delay every wake-up.
+    // SAFETY: prctl with an integer argument changes only this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let mut counted_below = 0;
+    loop {
+        let now = t0.elapsed().as_nanos() as u64;
+        s.pacing.start(now);
+        let top = now;
+        if ends(ctx, now) {
+            s.watch.close(
+                ctx.ramp_ns,
+                now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
+            );
+            return Ok(counted_below);
+        }
+        s.batch.clear();
+        while let Some(at) = feed.peek()? {
+            if at > now {
+                break;
+            }
+            let Some(tag) = s.free.pop() else {
+                feed.hold();
+                break;
+            };
+            let (p, at) = feed.take();
+            s.place(tag, p, f);
+            s.intended[tag as usize] = at;
+            s.watch.arrival(at, ctx.ramp_ns);
+        }
+        let issued = !s.batch.is_empty();
+        if issued {
+            let at = t0.elapsed().as_nanos() as u64;
+            s.send(q, ctx, f, at)?;
+            feed.sent(at);
+        }
+        let upcoming = feed.peek()?;
+        if upcoming.is_none() && s.inflight == 0 {
+            finish(s, feed, ctx, t0.elapsed().as_nanos() as u64);
+            return Ok(counted_below);
+        }
+        let next = upcoming.unwrap_or(u64::MAX).min(ctx.end_ns);
+        let now = t0.elapsed().as_nanos() as u64;
+        let wake_ns = next.saturating_sub(spin.window_ns());
+        let waits = wake_ns > now;
+        // A record is due and every slot is busy: nothing to do until a completion, so wait
+        // for one. (A wait until a deadline already past would not even enter the kernel:
+        // an io_uring ring with DEFER_TASKRUN posts completions only when it is entered.)
+        let slot_wanted = s.free.is_empty() && upcoming.is_some_and(|at| at <= now);
+        if s.inflight > 0 {
+            s.done.clear();
+            if slot_wanted {
+                q.reap(1, &mut s.done)?;
+            } else {
+                q.reap_until(t0 + Duration::from_nanos(wake_ns.max(now)), &mut s.done)?;
+            }
+            let after = t0.elapsed().as_nanos() as u64;
+            if !s.done.is_empty() {
+                s.reaped(ctx, &*q);
+                if after >= ctx.shared.end_at.load(Ordering::Relaxed) {
+                    s.retire_uncounted(f.lay, f.arena)?;
+                    continue;
+                }
+                s.count(after, ctx, f.lay, f.arena)?;
+                counted_below = after + 1;
+                continue;
+            }
+            if waits {
+                spin.observe(wake_ns, after);
+            }
+        } else if waits {
+            std::thread::sleep(Duration::from_nanos(wake_ns - now));
+            spin.observe(wake_ns, t0.elapsed().as_nanos() as u64);
+        }
+        let pass = Pass {
+            top,
+            now,
+            next,
+            waits,
+            issued,
+        };
+        s.pacing.end(pass, ctx.ramp_ns);
+        std::hint::spin_loop();
+    }
+}
