@@ -103,6 +103,39 @@ fn the_asked_rate_is_the_achieved_rate() {
     }
 }
 
+/// A rate beyond what one slot on an io_uring file can do: every slot is busy and the next
+/// arrival is already due. The stream must wait for a completion, not spin on a deadline
+/// that has passed (with DEFER_TASKRUN a ring posts no completion without entering the
+/// kernel: it ran at 0 IOPS), and the point says it fell short.
+#[test]
+fn an_overdue_rate_with_every_slot_busy_still_completes() {
+    let _shared = ALONE.read().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.img");
+    let doc = run_json(&[
+        file.to_str().unwrap(),
+        "--size",
+        "8M",
+        "--rate",
+        "200000",
+        "--qd",
+        "1",
+        "--time",
+        "1s",
+        "--ramp",
+        "0",
+        "--read",
+        "100",
+        "--bs",
+        "4k",
+        "--engine",
+        "io_uring",
+    ]);
+    let r = &doc["results"][0];
+    assert!(r["ios"].as_u64().unwrap() > 100, "{r}");
+    assert_eq!(r["open_loop"]["valid"], false, "{r}");
+}
+
 #[test]
 fn a_stalled_server_shows_in_response_time_not_in_service_time() {
     let _shared = ALONE.read().unwrap_or_else(|e| e.into_inner());
