@@ -83,15 +83,16 @@ pub(super) fn drive(
         let waits = wake_ns > now;
         if s.inflight > 0 {
             s.done.clear();
-            if s.free.is_empty() && !waits {
-                // Every slot busy and the next arrival already due: nothing to do until one
-                // completes. A wait whose deadline has passed would not enter the kernel, and
-                // a ring that defers its completions' work (DEFER_TASKRUN) posts none
-                // without it: the stream would spin at 0 IOPS.
-                q.reap(1, &mut s.done)?;
+            // Every slot busy and the next arrival already due: wait a little past now, not
+            // on a deadline that has passed. Such a wait never enters the kernel, and a ring
+            // that defers its completions' work (DEFER_TASKRUN) posts none without that: the
+            // stream spun at 0 IOPS. A socket's wait spins through the 50 µs as before.
+            let until = if s.free.is_empty() && !waits {
+                now + 50_000
             } else {
-                q.reap_until(t0 + Duration::from_nanos(wake_ns.max(now)), &mut s.done)?;
-            }
+                wake_ns.max(now)
+            };
+            q.reap_until(t0 + Duration::from_nanos(until), &mut s.done)?;
             let after = t0.elapsed().as_nanos() as u64;
             if !s.done.is_empty() {
                 s.reaped(ctx, &*q);
