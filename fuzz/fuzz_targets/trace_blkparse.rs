@@ -1,41 +1,9 @@
-//! blkparse text output as `sanbench replay` reads them: any bytes give records or one error naming a
-//! line, never a panic; every record's length is within 1..=MAX_LEN and its end does not
-//! overflow; nothing follows an error; and every offset map places every record inside the
-//! span it was fitted to.
+//! blkparse text output as `sanbench replay` reads them, through the checks of trace_common.rs.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sanbench_trace::map::Mapping;
-use sanbench_trace::{records, Format, OffsetMap, Summary, MAX_LEN};
 
-fuzz_target!(|data: &[u8]| {
-    // A small buffer, so lines cross the reader's refills.
-    let r = std::io::BufReader::with_capacity(7, data);
-    let mut recs = Vec::new();
-    let mut failed = false;
-    for x in records(Format::Blkparse, r) {
-        assert!(!failed, "a record after an error");
-        match x {
-            Ok(rec) => {
-                assert!(rec.len >= 1 && rec.len as u64 <= MAX_LEN);
-                assert!(rec.offset.checked_add(rec.len as u64).is_some());
-                recs.push(rec);
-            }
-            Err(e) => {
-                assert!(e.line >= 1);
-                failed = true;
-            }
-        }
-    }
-    let mut s = Summary::default();
-    recs.iter().for_each(|r| s.add(r));
-    let span = (data.len() as u64 + 1) * 4096;
-    for kind in [OffsetMap::None, OffsetMap::Scale, OffsetMap::Modulo] {
-        let Ok(m) = Mapping::new(kind, &s, span, 512) else {
-            continue;
-        };
-        for r in &recs {
-            assert!(m.apply(r.offset, r.len) + r.len as u64 <= span);
-        }
-    }
-});
+#[path = "trace_common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| common::check(sanbench_trace::Format::Blkparse, data));

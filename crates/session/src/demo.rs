@@ -143,8 +143,7 @@ pub fn execute(cx: &Context, a: &DemoConfig) -> Result<Option<Compared>, CliErro
     let mut suite = sanbench_engine::suite::load(&a.suite).map_err(usage)?;
     prepared::scale(&mut suite, Some(a.time), Some(a.ramp), None, None)?;
     let p = prepared::prepare(suite, &targets, &[], None)?;
-    let mut c = CompareConfig::new(p.suite.clone(), p.targets.clone(), a.out.clone());
-    c.prepared = p;
+    let mut c = CompareConfig::of(p, a.out.clone());
     c.repeat = a.repeat;
     c.max_repeat = a.max_repeat;
     c.budget = Some(Dur(a.budget));

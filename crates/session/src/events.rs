@@ -54,13 +54,3 @@ impl IntervalSink for Forward {
         self.0.event(&Event::Interval(rec));
     }
 }
-
-/// Discards every event (a quiet program's observer).
-pub struct Silent;
-
-impl Events for Silent {
-    fn event(&self, _: &Event<'_>) {}
-    fn wants_intervals(&self) -> bool {
-        false
-    }
-}

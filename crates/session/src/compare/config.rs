@@ -63,15 +63,24 @@ impl CompareConfig {
         out: PathBuf,
     ) -> CompareConfig {
         let n = targets.len();
-        CompareConfig {
-            curve: suite.curve.clone(),
-            prepared: Prepared {
+        CompareConfig::of(
+            Prepared {
                 suite,
                 targets,
                 references: vec![false; n],
                 links: vec![None; n],
                 lab_paths: vec![Vec::new(); n],
             },
+            out,
+        )
+    }
+
+    /// [`CompareConfig::new`] for a comparison already prepared ([`super::prepared::prepare`]:
+    /// references marked, lab targets added), with the same defaults.
+    pub fn of(prepared: Prepared, out: PathBuf) -> CompareConfig {
+        CompareConfig {
+            curve: prepared.suite.curve.clone(),
+            prepared,
             against: None,
             repeat: RepeatArg::Auto,
             max_repeat: sanbench_stats::design::DEFAULT_MAX_REPEAT,
