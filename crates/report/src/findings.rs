@@ -121,12 +121,14 @@ pub fn method(min_effect: f64) -> String {
         "Targets run in a Williams order (every target in every slot and after every other \
          target equally often). Each question (a workload, two targets, one figure) gets the \
          geometric-mean ratio over the rounds, paired on rounds (a two-way model: the round's \
-         drift cancels), with a simultaneous interval: every interval the report prints holds \
+         drift cancels), with the verdicts' interval: every verdict the report draws is right \
          together with {} % family-wise error (Bonferroni; 4 % for throughput, the primary \
          question, 1 % for p99 latency and CPU and measured power efficiency; under --repeat \
          auto each look spends its share, so stopping when decided keeps the error). A target \
          is better when the whole interval lies beyond {} %, equivalent when it lies within \
-         ± {} % (TOST), otherwise inconclusive. Mean latency is not asked (closed loop: queue \
+         ± {} % (TOST), otherwise inconclusive. Only one of the three can be true, so each is \
+         tested at the question's full share (the partitioning principle): the intervals \
+         hold together with at least 90 %. Mean latency is not asked (closed loop: queue \
          depth / IOPS, the primary question again); modeled power is not asked (the model \
          restates CPU). A finding's average is the geometric mean over all its category's \
          tests. Reference targets are ceilings: shown, never compared.",

@@ -370,7 +370,7 @@ fn verdicts(r: &Report, workload: &str, s: &mut String) {
     let _ = writeln!(
         s,
         "<table class=\"verdicts\" data-workload=\"{}\"><thead><tr><th class=\"name\">Pair A / B\
-         </th><th>{} ratio [simultaneous 95 % interval]</th><th class=\"name\">Verdict for A\
+         </th><th>{} ratio [simultaneous 90 % interval]</th><th class=\"name\">Verdict for A\
          </th></tr></thead><tbody>",
         esc(workload),
         esc(&figure)

@@ -347,7 +347,7 @@ pub fn forest(r: &Report, s: &mut String) {
     let _ = writeln!(
         s,
         "<h2 id=\"questions\">Every question</h2>\n<p class=\"note\">Each row is one workload \
-         and pair A / B: the geometric-mean ratio (dot) and its simultaneous 95 % interval \
+         and pair A / B: the geometric-mean ratio (dot) and its simultaneous interval \
          (line) on a log scale, oriented so that right of 1 favours A (for p99 latency B's \
          latency over A's). The shaded band is ± {pct} %: a whole interval beyond it is a \
          difference (filled dot, green when A is better, red when B is), a whole interval \

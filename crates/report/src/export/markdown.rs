@@ -172,7 +172,7 @@ fn verdicts(r: &Report, workload: &str, s: &mut String) {
     }
     let _ = writeln!(
         s,
-        "\n| Pair A / B | {figure} ratio [simultaneous 95 % interval] | Verdict for A |\n|---|---:|---|"
+        "\n| Pair A / B | {figure} ratio [simultaneous 90 % interval] | Verdict for A |\n|---|---:|---|"
     );
     for l in lines {
         let _ = writeln!(

@@ -154,7 +154,12 @@ pub(super) fn interval_heading(repeat: usize, alpha: f64) -> String {
     if repeat < 2 {
         "(one repetition: no interval)".into()
     } else {
-        format!("interval ({:.1} % each)", 100.0 * (1.0 - alpha))
+        // The verdicts' interval (partitioning principle, stats' `interval::critical`): each
+        // verdict is wrong at most at `alpha`, the interval covers at `1 − 2·alpha` or more.
+        format!(
+            "interval (at least {:.1} % each)",
+            100.0 * (1.0 - 2.0 * alpha)
+        )
     }
 }
 

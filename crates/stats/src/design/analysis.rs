@@ -23,7 +23,7 @@
 //! estimate of how many more rounds would likely decide it at the same estimate and noise.
 
 use super::interval::{bartlett, inflation, lag1_pooled, unbounded, Fit};
-pub use super::interval::{lag1, t_quantile, verdict, Judged, Margins, Verdict};
+pub use super::interval::{critical, lag1, t_quantile, verdict, Judged, Margins, Verdict};
 use super::moderate::squeeze;
 use super::pair_fit::{cells, center, columns, fit_pair, PairFit, Terms};
 use super::pair_noise::{pair_noise, PairNoise};
@@ -284,7 +284,7 @@ pub fn judge_summary(
         n: g,
         bias: fits.iter().map(|f| f.bias).sum::<f64>() / wn,
     };
-    let hw = fit.half_width_at(g, fit.ms, mg.alpha);
+    let hw = fit.half_width_at(g, fit.ms, mg);
     Some(Judged {
         lag1: phi,
         ..fit.judge(mg, hw)

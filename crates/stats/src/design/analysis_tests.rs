@@ -16,6 +16,32 @@ fn t_quantiles_match_tables() {
 }
 
 #[test]
+fn the_partitioning_critical_value_lies_between_the_one_and_two_sided_quantiles() {
+    // The demo's ten rounds: each question's error 0.00159 at 9 degrees of freedom.
+    let (a, df) = (0.00159, 9.0);
+    let (one, two) = (t_quantile(1.0 - a, df), t_quantile(1.0 - a / 2.0, df));
+    assert!(
+        (two - 4.46).abs() < 0.01 && (one - 3.98).abs() < 0.01,
+        "{one} {two}"
+    );
+    // No margin: the two-sided quantile (the interval at 1 − α); an infinitely wide one:
+    // the one-sided quantile.
+    assert_eq!(critical(a, df, 0.0), two);
+    assert!((critical(a, df, f64::INFINITY) - one).abs() < 1e-6);
+    // Between them, the worst-case error of the three verdicts is exactly α.
+    let tail = |x: f64| 0.5 * crate::student_t_two_sided_p(x, df);
+    for shift in [0.5, 1.0, 2.0, 4.0] {
+        let c = critical(a, df, shift);
+        assert!(c > one && c < two, "{shift}: {c}");
+        assert!((tail(c) + tail(c + shift) - a).abs() < 1e-9, "{shift}: {c}");
+    }
+    assert!(critical(a, df, 2.0) < critical(a, df, 1.0));
+    // A margin of two standard errors each side (a shift of 4) already leaves nearly only
+    // the one-sided quantile.
+    assert!(critical(a, df, 4.0) - one < 0.01 * one);
+}
+
+#[test]
 fn verdicts_follow_the_interval() {
     let m = 1.1f64.ln();
     assert_eq!(verdict(0.5, 0.1, 0.1), Verdict::Higher);

@@ -50,7 +50,7 @@ impl PairNoise {
             n: self.n,
             bias: self.bias,
         };
-        let hw = f.half_width_at(self.n, f.ms, mg.alpha);
+        let hw = f.half_width_at(self.n, f.ms, mg);
         Judged {
             lag1: phi,
             ..f.judge(mg, hw)

@@ -22,8 +22,9 @@ pub use super::scenario::{Scenario, Tails};
 /// What one simulated comparison concluded.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
-    /// Questions and averages with a "higher"/"lower" verdict whose true ratio is within the
-    /// margin (a false finding), and all with such a verdict.
+    /// Questions and averages with a wrong verdict: "higher"/"lower" whose true ratio is not
+    /// beyond the margin on that side (a false finding), or "equivalent" whose true ratio is
+    /// not within it; and all with a "higher"/"lower" verdict.
     pub false_findings: usize,
     pub findings: usize,
     /// Questions and averages whose true ratio lies outside their interval.
@@ -37,8 +38,9 @@ pub struct Outcome {
     pub effect_avg_found: usize,
     pub effect_avgs: usize,
     /// Per pair of targets (a < b, row-major over the upper triangle): the per-workload
-    /// questions whose interval missed its truth, and the nominal error each question spent
-    /// at the analysis judged (so a pair's miss rate can be set against it).
+    /// questions whose interval missed its truth, and the error each question spent at the
+    /// analysis judged (so a pair's miss rate can be set against its bound, twice that: the
+    /// intervals are the verdicts' under the partitioning principle, `interval::critical`).
     pub pair_misses: Vec<usize>,
     pub pair_questions: Vec<usize>,
     pub question_alpha: f64,
@@ -126,14 +128,16 @@ fn judged(sc: &Scenario, plan: &Plan) -> Outcome {
         judged.push((truth, j, false));
     }
     for (truth, j, question) in judged {
-        let decided = matches!(j.verdict, Verdict::Higher | Verdict::Lower);
-        if decided {
-            o.findings += 1;
-            // At the margin itself a finding is false (it claims more than the margin).
-            if truth.abs() <= m + 1e-12 {
-                o.false_findings += 1;
-            }
-        }
+        // At the margin itself a finding is false (it claims more than the margin), and so is
+        // an equivalence (it claims less).
+        let wrong = match j.verdict {
+            Verdict::Higher => truth <= m + 1e-12,
+            Verdict::Lower => truth >= -m - 1e-12,
+            Verdict::Equivalent => truth.abs() >= m - 1e-12,
+            Verdict::Inconclusive => false,
+        };
+        o.findings += usize::from(matches!(j.verdict, Verdict::Higher | Verdict::Lower));
+        o.false_findings += usize::from(wrong);
         if (truth - j.estimate).abs() > j.half_width {
             o.misses += 1;
         }
@@ -157,9 +161,11 @@ fn judged(sc: &Scenario, plan: &Plan) -> Outcome {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Rates {
     pub comparisons: usize,
-    /// Share of comparisons with at least one false finding (the family-wise error).
+    /// Share of comparisons with at least one wrong verdict (the family-wise error the
+    /// verdicts hold at `α`).
     pub any_false: f64,
-    /// Share of comparisons with at least one interval that missed its truth.
+    /// Share of comparisons with at least one interval that missed its truth (held at `2α`:
+    /// the verdicts' intervals cover at `1 − 2α` or more).
     pub any_miss: f64,
     /// Share of the effect's questions found (power).
     pub power: f64,
@@ -167,8 +173,9 @@ pub struct Rates {
     pub avg_power: f64,
     pub mean_rounds: f64,
     pub decided: f64,
-    /// The worst pair's per-question miss rate over the nominal error each question spent:
-    /// 1 or below where every pair's intervals hold at their stated level.
+    /// The worst pair's per-question miss rate over the bound each question's interval holds
+    /// at (twice the error it spent): 1 or below where every pair's intervals hold at their
+    /// stated level.
     pub worst_pair_miss_ratio: f64,
 }
 
@@ -186,7 +193,7 @@ pub fn rates(sc: &Scenario, n: usize, seed: u64) -> Rates {
         for p in 0..pairs {
             pm[p] += o.pair_misses[p];
             pq[p] += o.pair_questions[p];
-            nominal[p] += o.question_alpha * o.pair_questions[p] as f64;
+            nominal[p] += 2.0 * o.question_alpha * o.pair_questions[p] as f64;
         }
         r.any_false += f64::from(u8::from(o.false_findings > 0));
         r.any_miss += f64::from(u8::from(o.misses > 0));
@@ -293,7 +300,7 @@ mod tests {
         let sc = noisy(0.20, "A/A, sd 0.15/0.15/0.05 (3x), 30 fixed rounds");
         let r = rates(&sc, 400, 40);
         assert!(r.worst_pair_miss_ratio <= 1.3, "{r:?}");
-        assert!(r.any_miss <= 0.20, "{r:?}");
+        assert!(r.any_miss <= 0.40, "{r:?}");
     }
 
     #[test]
@@ -308,7 +315,7 @@ mod tests {
             ] {
                 let r = rates(&noisy(alpha, name), 300, 40);
                 assert!(
-                    r.any_false <= alpha && r.any_miss <= alpha,
+                    r.any_false <= alpha && r.any_miss <= 2.0 * alpha,
                     "{name} {alpha}: {r:?}"
                 );
             }
@@ -353,7 +360,7 @@ mod tests {
         ] {
             let r = rates(&noisy(alpha, name), 400, 40);
             assert!(
-                r.any_false <= alpha && r.any_miss <= alpha,
+                r.any_false <= alpha && r.any_miss <= 2.0 * alpha,
                 "{name} {alpha}: {r:?}"
             );
             if alpha > 0.1 {
@@ -377,7 +384,7 @@ mod tests {
         // 20 %), and the model's changes must not lose them.
         for name in ["A/A, t(3) tails", "A/A, log-normal tails"] {
             let r = rates(&noisy(0.20, name), 200, 40);
-            assert!(r.any_false <= 0.20 && r.any_miss <= 0.20, "{name}: {r:?}");
+            assert!(r.any_false <= 0.20 && r.any_miss <= 0.40, "{name}: {r:?}");
         }
     }
 
@@ -390,7 +397,7 @@ mod tests {
         for alpha in [0.20, 0.04] {
             let r = rates(&Scenario::counted(alpha), 200, 41);
             assert!(
-                r.any_miss <= alpha && r.any_false <= alpha,
+                r.any_miss <= 2.0 * alpha && r.any_false <= alpha,
                 "{alpha}: {r:?}"
             );
         }
@@ -401,7 +408,7 @@ mod tests {
         sc.slot_step = 0.02;
         sc.sigma = (0.05, 0.15);
         let r = rates(&sc, 200, 42);
-        assert!(r.any_miss <= 0.20, "{r:?}");
+        assert!(r.any_miss <= 0.40, "{r:?}");
     }
 
     #[test]
@@ -410,7 +417,7 @@ mod tests {
         // references, 10 rounds in its budget), A/A at 20 %.
         for (name, sc) in Scenario::shapes(0.20) {
             let r = rates(&sc, 150, 50);
-            assert!(r.any_false <= 0.20 && r.any_miss <= 0.20, "{name}: {r:?}");
+            assert!(r.any_false <= 0.20 && r.any_miss <= 0.40, "{name}: {r:?}");
         }
         // A true 1.3x at the demo's budget: with the looks counted from --max-repeat and each
         // look its own share, 0.042 of its questions were found (findings_sim, 400); with the
@@ -422,7 +429,8 @@ mod tests {
         // Honest degrees of freedom under the widening for persistence (issue 40, AR(1) 0.5)
         // cost some of it: 0.090 of the questions and 0.498 of the averages (findings_sim,
         // 400). Each pair's variances moderated across its workloads (Smyth 2004) lend each
-        // question the others' degrees of freedom: 0.289 of the questions.
+        // question the others' degrees of freedom: 0.289 of the questions. Each question's
+        // verdicts at its whole error (the partitioning principle): 0.355 and 0.586.
         let (_, demo) = Scenario::shapes(ALPHA_PRIMARY).pop().expect("demo");
         let r = rates(&demo.with_effect(1.3), 150, 51);
         assert!(r.any_false <= 0.05, "{r:?}");
@@ -434,8 +442,9 @@ mod tests {
     fn aa_comparisons_rarely_make_a_finding() {
         let r = rates(&Scenario::demo_aa(), N, 1);
         assert!(r.any_false <= 0.05, "{r:?}");
-        // Every interval (15 questions a comparison) covers its truth in >= 95 % of comparisons.
-        assert!(r.any_miss <= 0.05, "{r:?}");
+        // Every interval (15 questions a comparison) covers its truth in >= 90 % of
+        // comparisons (the verdicts' intervals: 1 - 2α, `interval::critical`).
+        assert!(r.any_miss <= 0.10, "{r:?}");
     }
 
     #[test]
