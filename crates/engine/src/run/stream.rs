@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use sanbench_io::params::TRIM_READS_ZEROS;
 
+use super::ahead::{make_ahead, Ahead};
 use super::clock::Clock;
 use super::layout::Layout;
 use super::shared::OutliveWindow;
@@ -51,7 +52,11 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     let _outlive = OutliveWindow(ctx.shared.clone());
     let w = ctx.workload;
     let depth = w.qd;
+    // Writes made ahead need spare slots, allocated with the arena before the queue opens.
+    let ahead = super::ahead::applies(w, ctx.verify.is_some(), ctx.replay.is_some());
     let lay = Layout::of(w, depth);
+    let spares = if ahead { lay.ahead_spares(depth) } else { 0 };
+    let lay = lay.with_spares(spares);
     let arena = Arc::new(Arena::new(lay.total));
     arena.fill_random(ctx.seed ^ ((ctx.worker as u64) << 20) ^ ctx.target_idx as u64 ^ ctx.run_id);
     // The write pool is the run's (the same in every stream): a reader recomputes any unit's
@@ -150,7 +155,19 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         (Some(feed), Some(_)) => {
             super::replay::timed(&mut s, &mut *queue, feed, &mut fill, &ctx, t0)
         }
-        (None, None) => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),
+        (None, None) => {
+            // A fused queue stamps during its own copy: nothing to make ahead.
+            let mut ahead = (ahead && !fill.fused).then(|| Ahead::new(&lay, depth));
+            drive(
+                &mut s,
+                &mut *queue,
+                &mut gen,
+                &mut fill,
+                &ctx,
+                &*clock,
+                ahead.as_mut(),
+            )
+        }
         (None, Some(rate)) => {
             super::open::drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0, rate)
         }
@@ -187,7 +204,9 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
 }
 
 /// The closed loop: every free tag gets an I/O at once, then one reap waits for at least one
-/// completion. Returns an instant just after the last batch counted (0: none).
+/// completion. With `ahead`, the I/Os come from those made ahead, and after each batch is sent
+/// the next ones are made while it is in flight (run/ahead.rs). Returns an instant just after
+/// the last batch counted (0: none).
 fn drive(
     s: &mut StreamState,
     q: &mut dyn Queue,
@@ -195,14 +214,27 @@ fn drive(
     f: &mut Fill<'_>,
     ctx: &StreamCtx<'_>,
     clock: &dyn Clock,
+    mut ahead: Option<&mut Ahead>,
 ) -> Result<u64, EngineError> {
     let mut counted_below = 0;
     loop {
         s.batch.clear();
-        while let Some(tag) = s.free.pop() {
-            s.prepare(tag, gen, f)?;
+        match ahead.as_deref_mut() {
+            None => {
+                while let Some(tag) = s.free.pop() {
+                    s.prepare(tag, gen, f)?;
+                }
+            }
+            Some(a) => {
+                while let Some(tag) = s.free.pop() {
+                    s.prepare_ahead(tag, a, gen, f);
+                }
+            }
         }
         s.send(q, ctx, f, clock.now_ns())?;
+        if let Some(a) = ahead.as_deref_mut() {
+            make_ahead(a, q, gen, f)?;
+        }
         s.done.clear();
         q.reap(1, &mut s.done)?;
         let now = clock.now_ns();
