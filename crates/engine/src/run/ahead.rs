@@ -31,10 +31,6 @@ use crate::error::EngineError;
 use crate::gen::{Generator, Planned};
 use crate::spec::Workload;
 
-/// Bytes of spare slots a stream keeps at most (at least one slot, at most one per tag): ahead
-/// data beyond what the next completions take would only leave the cache before it is sent.
-pub(crate) const AHEAD_BYTES: usize = 2 << 20;
-
 /// Whether a closed-loop stream of `w` makes its writes ahead (the queue may still turn out to
 /// be fused; its spares then stay unused).
 pub(crate) fn applies(w: &Workload, verified: bool, replay: bool) -> bool {

@@ -5,6 +5,11 @@ use crate::arena::{Arena, ALIGN};
 use crate::spec::Workload;
 use crate::stamp::{Stamper, POOL, UNIT};
 
+/// Bytes of spare slots a stream that makes its writes ahead keeps at most (at least one slot,
+/// at most one per tag): data made further ahead than the next completions take would only
+/// leave the cache before it is sent.
+pub(crate) const AHEAD_BYTES: usize = 2 << 20;
+
 /// Arena layout of one stream: a private slot per tag, then the random pool writes draw from.
 pub(crate) struct Layout {
     pub(crate) slot: usize,
@@ -40,10 +45,10 @@ impl Layout {
         }
     }
 
-    /// The slots a stream that makes its writes ahead keeps spare: one per tag, within
-    /// [`AHEAD_BYTES`](super::ahead::AHEAD_BYTES) (at least one).
+    /// The slots a stream that makes its writes ahead (run/ahead.rs) keeps spare: one per tag,
+    /// within [`AHEAD_BYTES`] (at least one).
     pub(super) fn ahead_spares(&self, depth: u32) -> usize {
-        (super::ahead::AHEAD_BYTES / self.slot.max(1)).clamp(1, (depth as usize).max(1))
+        (AHEAD_BYTES / self.slot.max(1)).clamp(1, (depth as usize).max(1))
     }
 
     pub(super) fn of(w: &Workload, depth: u32) -> Layout {

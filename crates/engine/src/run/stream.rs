@@ -157,16 +157,12 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         }
         (None, None) => {
             // A fused queue stamps during its own copy: nothing to make ahead.
-            let mut ahead = (ahead && !fill.fused).then(|| Ahead::new(&lay, depth));
-            drive(
-                &mut s,
-                &mut *queue,
-                &mut gen,
-                &mut fill,
-                &ctx,
-                &*clock,
-                ahead.as_mut(),
-            )
+            let (q, g, f) = (&mut *queue, &mut gen, &mut fill);
+            if ahead && !f.fused {
+                drive(&mut s, q, g, f, &ctx, &*clock, &mut Ahead::new(&lay, depth))
+            } else {
+                drive(&mut s, q, g, f, &ctx, &*clock, &mut Drawn)
+            }
         }
         (None, Some(rate)) => {
             super::open::drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0, rate)
@@ -203,38 +199,23 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     })
 }
 
-/// The closed loop: every free tag gets an I/O at once, then one reap waits for at least one
-/// completion. With `ahead`, the I/Os come from those made ahead, and after each batch is sent
-/// the next ones are made while it is in flight (run/ahead.rs). Returns an instant just after
-/// the last batch counted (0: none).
-fn drive(
+/// The closed loop: every free tag gets an I/O from `next` at once, then one reap waits for at
+/// least one completion. Returns an instant just after the last batch counted (0: none).
+fn drive<N: Next>(
     s: &mut StreamState,
     q: &mut dyn Queue,
     gen: &mut Generator,
     f: &mut Fill<'_>,
     ctx: &StreamCtx<'_>,
     clock: &dyn Clock,
-    mut ahead: Option<&mut Ahead>,
+    next: &mut N,
 ) -> Result<u64, EngineError> {
     let mut counted_below = 0;
     loop {
         s.batch.clear();
-        match ahead.as_deref_mut() {
-            None => {
-                while let Some(tag) = s.free.pop() {
-                    s.prepare(tag, gen, f)?;
-                }
-            }
-            Some(a) => {
-                while let Some(tag) = s.free.pop() {
-                    s.prepare_ahead(tag, a, gen, f);
-                }
-            }
-        }
+        next.batch(s, gen, f)?;
         s.send(q, ctx, f, clock.now_ns())?;
-        if let Some(a) = ahead.as_deref_mut() {
-            make_ahead(a, q, gen, f)?;
-        }
+        next.sent(q, gen, f)?;
         s.done.clear();
         q.reap(1, &mut s.done)?;
         let now = clock.now_ns();
@@ -259,5 +240,79 @@ fn drive(
         }
         s.count(now, ctx, f.lay, f.arena)?;
         counted_below = now + 1;
+    }
+}
+
+/// Where the closed loop's I/Os come from: one loop, compiled once per source, so that the
+/// plain source's loop is the one it was before writes were made ahead.
+trait Next {
+    /// Puts an I/O on every free tag.
+    fn batch(
+        &mut self,
+        s: &mut StreamState,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError>;
+    /// After the batch is sent.
+    fn sent(
+        &mut self,
+        q: &mut dyn Queue,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError>;
+}
+
+/// Each I/O drawn (and its write stamped) when its tag is free.
+struct Drawn;
+
+impl Next for Drawn {
+    #[inline(always)]
+    fn batch(
+        &mut self,
+        s: &mut StreamState,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        while let Some(tag) = s.free.pop() {
+            s.prepare(tag, gen, f)?;
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn sent(
+        &mut self,
+        _: &mut dyn Queue,
+        _: &mut Generator,
+        _: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+}
+
+/// The I/Os made ahead (run/ahead.rs): taken when a tag is free, the next ones made while
+/// the batch is in flight.
+impl Next for Ahead {
+    #[inline(always)]
+    fn batch(
+        &mut self,
+        s: &mut StreamState,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        while let Some(tag) = s.free.pop() {
+            s.prepare_ahead(tag, self, gen, f);
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn sent(
+        &mut self,
+        q: &mut dyn Queue,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        make_ahead(self, q, gen, f)
     }
 }
