@@ -164,6 +164,15 @@ impl Queue for UringQueue {
         Ok(())
     }
 
+    fn commit(&mut self) -> Result<(), EngineError> {
+        if !self.ring.submission().is_empty() {
+            self.ring
+                .submit()
+                .map_err(|e| EngineError::sys("io_uring_enter", e))?;
+        }
+        Ok(())
+    }
+
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
         let mut got = 0usize;
         loop {

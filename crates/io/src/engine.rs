@@ -338,6 +338,15 @@ pub trait Queue: Send {
         BTreeMap::new()
     }
 
+    /// Starts what [`submit`](Self::submit) was given without waiting for any completion: the
+    /// caller has work to do before it next reaps (the stream stamping its next writes ahead)
+    /// and wants the batch in flight meanwhile. The default does nothing, for engines whose
+    /// `submit` starts I/O itself or holds it on purpose (NBD's coalescing); a ring that
+    /// submits in `reap` overrides it.
+    fn commit(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     /// Ends the queue cleanly (NBD DISC, iSCSI logout) after all I/O has been reaped.
     fn close(&mut self) -> Result<(), EngineError> {
         Ok(())

@@ -19,6 +19,7 @@
 //! * [`wire`]: a run's output as bytes (histograms in HdrHistogram's V2 format) and the merge
 //!   of several processes' outputs.
 
+mod ahead;
 mod check;
 pub mod clock;
 mod collect;

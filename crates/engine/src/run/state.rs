@@ -345,6 +345,24 @@ impl StreamState {
         gen: &mut Generator,
         f: &mut Fill<'_>,
     ) -> Result<bool, EngineError> {
+        if self.flush_due(tag, f) {
+            return Ok(false);
+        }
+        let p = match self.draw(gen, tag as usize) {
+            Ok(p) => p,
+            Err(e) => {
+                self.free.push(tag);
+                return Err(e);
+            }
+        };
+        self.place(tag, p, f);
+        Ok(true)
+    }
+
+    /// Puts a flush on the free `tag` when one is due (`flush_every` writes since the last),
+    /// adding it to the batch; false when none is.
+    #[inline(always)]
+    pub(super) fn flush_due(&mut self, tag: u32, f: &Fill<'_>) -> bool {
         let t = tag as usize;
         if self.flush_every > 0 && self.writes_since_flush >= self.flush_every {
             self.writes_since_flush = 0;
@@ -364,17 +382,9 @@ impl StreamState {
                 len: 0,
                 buf: t * f.lay.slot,
             });
-            return Ok(false);
+            return true;
         }
-        let p = match self.draw(gen, t) {
-            Ok(p) => p,
-            Err(e) => {
-                self.free.push(tag);
-                return Err(e);
-            }
-        };
-        self.place(tag, p, f);
-        Ok(true)
+        false
     }
 
     /// Puts the planned I/O `p` on the free `tag` (its write data stamped) and adds it to the
@@ -392,6 +402,14 @@ impl StreamState {
             (Op::Write, Some(sv)) => stamp_verified(sv, f, t, p.offset, p.len),
             _ => t * lay.slot,
         };
+        self.put(tag, p, buf);
+    }
+
+    /// Adds the planned I/O `p` on the free `tag`, its data at byte `buf` of the arena, to the
+    /// batch.
+    #[inline(always)]
+    pub(super) fn put(&mut self, tag: u32, p: crate::gen::Planned, buf: usize) {
+        let t = tag as usize;
         if self.verify.is_some() {
             self.busy[t] = true;
         }

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use sanbench_io::params::TRIM_READS_ZEROS;
 
+use super::ahead::{make_ahead, Ahead};
 use super::clock::Clock;
 use super::layout::Layout;
 use super::shared::OutliveWindow;
@@ -51,7 +52,11 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     let _outlive = OutliveWindow(ctx.shared.clone());
     let w = ctx.workload;
     let depth = w.qd;
+    // Writes made ahead need spare slots, allocated with the arena before the queue opens.
+    let ahead = super::ahead::applies(w, ctx.verify.is_some(), ctx.replay.is_some());
     let lay = Layout::of(w, depth);
+    let spares = if ahead { lay.ahead_spares(depth) } else { 0 };
+    let lay = lay.with_spares(spares);
     let arena = Arc::new(Arena::new(lay.total));
     arena.fill_random(ctx.seed ^ ((ctx.worker as u64) << 20) ^ ctx.target_idx as u64 ^ ctx.run_id);
     // The write pool is the run's (the same in every stream): a reader recomputes any unit's
@@ -150,7 +155,15 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         (Some(feed), Some(_)) => {
             super::replay::timed(&mut s, &mut *queue, feed, &mut fill, &ctx, t0)
         }
-        (None, None) => drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, &*clock),
+        (None, None) => {
+            // A fused queue stamps during its own copy: nothing to make ahead.
+            let (q, g, f) = (&mut *queue, &mut gen, &mut fill);
+            if ahead && !f.fused {
+                drive(&mut s, q, g, f, &ctx, &*clock, &mut Ahead::new(&lay, depth))
+            } else {
+                drive(&mut s, q, g, f, &ctx, &*clock, &mut Drawn)
+            }
+        }
         (None, Some(rate)) => {
             super::open::drive(&mut s, &mut *queue, &mut gen, &mut fill, &ctx, t0, rate)
         }
@@ -186,23 +199,23 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
     })
 }
 
-/// The closed loop: every free tag gets an I/O at once, then one reap waits for at least one
-/// completion. Returns an instant just after the last batch counted (0: none).
-fn drive(
+/// The closed loop: every free tag gets an I/O from `next` at once, then one reap waits for at
+/// least one completion. Returns an instant just after the last batch counted (0: none).
+fn drive<N: Next>(
     s: &mut StreamState,
     q: &mut dyn Queue,
     gen: &mut Generator,
     f: &mut Fill<'_>,
     ctx: &StreamCtx<'_>,
     clock: &dyn Clock,
+    next: &mut N,
 ) -> Result<u64, EngineError> {
     let mut counted_below = 0;
     loop {
         s.batch.clear();
-        while let Some(tag) = s.free.pop() {
-            s.prepare(tag, gen, f)?;
-        }
+        next.batch(s, gen, f)?;
         s.send(q, ctx, f, clock.now_ns())?;
+        next.sent(q, gen, f)?;
         s.done.clear();
         q.reap(1, &mut s.done)?;
         let now = clock.now_ns();
@@ -227,5 +240,79 @@ fn drive(
         }
         s.count(now, ctx, f.lay, f.arena)?;
         counted_below = now + 1;
+    }
+}
+
+/// Where the closed loop's I/Os come from: one loop, compiled once per source, so that the
+/// plain source's loop is the one it was before writes were made ahead.
+trait Next {
+    /// Puts an I/O on every free tag.
+    fn batch(
+        &mut self,
+        s: &mut StreamState,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError>;
+    /// After the batch is sent.
+    fn sent(
+        &mut self,
+        q: &mut dyn Queue,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError>;
+}
+
+/// Each I/O drawn (and its write stamped) when its tag is free.
+struct Drawn;
+
+impl Next for Drawn {
+    #[inline(always)]
+    fn batch(
+        &mut self,
+        s: &mut StreamState,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        while let Some(tag) = s.free.pop() {
+            s.prepare(tag, gen, f)?;
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn sent(
+        &mut self,
+        _: &mut dyn Queue,
+        _: &mut Generator,
+        _: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+}
+
+/// The I/Os made ahead (run/ahead.rs): taken when a tag is free, the next ones made while
+/// the batch is in flight.
+impl Next for Ahead {
+    #[inline(always)]
+    fn batch(
+        &mut self,
+        s: &mut StreamState,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        while let Some(tag) = s.free.pop() {
+            s.prepare_ahead(tag, self, gen, f);
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn sent(
+        &mut self,
+        q: &mut dyn Queue,
+        gen: &mut Generator,
+        f: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        make_ahead(self, q, gen, f)
     }
 }
