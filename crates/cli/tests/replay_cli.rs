@@ -360,3 +360,141 @@ fn fidelity_on_a_delayed_target_matches_the_delay() {
     assert!(p["rate_ratio"].as_f64().unwrap() < 0.55, "{p}");
     assert!(p["note"].as_str().unwrap().contains("--qd"), "{p}");
 }
+
+/// A suite whose second workload replays `trace` (relative to the suite's directory), with
+/// `extra` lines in that workload.
+fn trace_suite(dir: &Path, trace: &str, extra: &str) -> std::path::PathBuf {
+    let suite = dir.join("s.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"t\"\ntime = \"300ms\"\nramp = \"0s\"\n\n[[workload]]\nid = \"rand\"\n\
+             segment = [{{ bs = \"4k\", read = 100, random = 100 }}]\n\n[[workload]]\n\
+             id = \"tr\"\ntrace = \"{trace}\"\n{extra}\n"
+        ),
+    )
+    .unwrap();
+    suite
+}
+
+/// `compare` replays a suite's trace workload on every target, each cell carrying the replay
+/// block (what it issued: the trace's ops, bytes and order, by digest), and judges its figures
+/// as any workload's.
+#[test]
+fn compare_replays_a_suite_trace_workload_on_every_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = synthetic(2000, 20);
+    std::fs::create_dir(dir.path().join("traces")).unwrap();
+    std::fs::write(dir.path().join("traces/t.iolog"), &text).unwrap();
+    let ios = ios_of(&text);
+    let suite = trace_suite(dir.path(), "traces/t.iolog", "afap = true\nqd = 4");
+    let out = dir.path().join("out");
+    let o = sanbench()
+        .current_dir("/")
+        .args([
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--repeat",
+            "3",
+        ])
+        .args(["--no-store", "--quiet", "--out", out.to_str().unwrap()])
+        .args(["a=mem:16M", "b=null:16M"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    let traced: Vec<&Value> = cells.iter().filter(|c| c["workload"] == "tr").collect();
+    assert_eq!(traced.len(), 2 * 3, "{} cells", cells.len());
+    for c in &traced {
+        let r = &c["result"];
+        check_reproduced(r, &ios);
+        assert_eq!(r["replay"]["mode"], "afap", "{r}");
+        assert_eq!(r["replay"]["qd"], 4);
+        assert!(r["replay"]["trace"]
+            .as_str()
+            .unwrap()
+            .ends_with("traces/t.iolog"));
+        let rw = ios.iter().filter(|i| i.0 < 2).count() as u64;
+        assert_eq!(r["ios"].as_u64(), Some(rw), "{r}");
+        assert!(r["iops"].as_f64().unwrap() > 0.0);
+    }
+    // The access specification's cells replay nothing.
+    assert!(cells
+        .iter()
+        .filter(|c| c["workload"] == "rand")
+        .all(|c| c["result"]["replay"].is_null()));
+    // The trace's figures are judged like any workload's: it has questions of its own.
+    let qs = doc["questions"].as_array().unwrap();
+    assert!(
+        qs.iter().any(|q| q["workload"] == "tr"),
+        "questions: {}",
+        doc["questions"]
+    );
+}
+
+/// A suite's trace workload with a key it does not take, a key unknown to suites, or a trace
+/// that is not there: one line, exit 2, before any I/O (the file target is never made); a
+/// trace workload is not expressible as a fio job.
+#[test]
+fn a_bad_suite_trace_workload_is_one_line_and_exit_2_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.iolog"), synthetic(100, 10)).unwrap();
+    let img = dir.path().join("x.img");
+    let cases = [
+        ("t.iolog", "spede = 2.0", "spede"),
+        ("t.iolog", "workers = 2", "takes no workers"),
+        ("t.iolog", "offset_map = \"sideways\"", "sideways"),
+        ("missing.iolog", "", "missing.iolog"),
+    ];
+    for (trace, extra, says) in cases {
+        let suite = trace_suite(dir.path(), trace, extra);
+        let o = sanbench()
+            .args([
+                "compare",
+                "--suite",
+                suite.to_str().unwrap(),
+                "--repeat",
+                "1",
+            ])
+            .args(["--no-store", "--quiet", "--size", "16M"])
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .arg(&img)
+            .arg("null:")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(!img.exists(), "{extra}: the target was opened");
+    }
+    // A trace past the target's end without a map: refused before the precondition writes.
+    let suite = trace_suite(dir.path(), "t.iolog", "");
+    let o = sanbench()
+        .args([
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--repeat",
+            "1",
+        ])
+        .args(["--no-store", "--quiet", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("mem:1M")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("workload tr on mem:1M"), "{err}");
+    let o = sanbench()
+        .args(["suite", "show", suite.to_str().unwrap(), "--fio"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not expressible as a fio job"), "{err}");
+}

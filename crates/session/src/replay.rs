@@ -9,48 +9,19 @@
 //! largest I/O sizes the slots; the extent fits the offset map), then by each target's stream
 //! as it replays ([`TraceFile`]).
 
-use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use sanbench_engine::file::FileOptions;
-use sanbench_engine::replay::trace::{self as sanbench_trace, Format};
-use sanbench_engine::replay::{Records, Replay, TraceSource};
+use sanbench_engine::replay::Replay;
 use sanbench_engine::result::RunDoc;
-use sanbench_engine::EngineError;
+/// The trace file each stream opens (in the engine, which a suite's trace workloads share).
+pub use sanbench_engine::trace_file::TraceFile;
 
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::measure::{execute_output, plan, Planned, Shared};
 use crate::progress::ProgressMode;
-
-/// How much of a trace file is buffered: the replay's read-ahead, whatever the trace's length.
-const READ_AHEAD: usize = 256 << 10;
-
-/// A trace file, opened afresh by each stream.
-pub struct TraceFile {
-    pub path: PathBuf,
-    pub format: Format,
-}
-
-impl TraceFile {
-    /// The file, buffered by the replay's read-ahead.
-    pub fn reader(&self) -> std::io::Result<BufReader<std::fs::File>> {
-        Ok(BufReader::with_capacity(
-            READ_AHEAD,
-            std::fs::File::open(&self.path)?,
-        ))
-    }
-}
-
-impl TraceSource for TraceFile {
-    fn open(&self) -> Result<Records, EngineError> {
-        let r = self.reader().map_err(|e| {
-            EngineError::sys(format!("cannot open the trace {}", self.path.display()), e)
-        })?;
-        Ok(Box::new(sanbench_trace::records(self.format, r)))
-    }
-}
 
 /// Everything one replay needs, typed.
 pub struct ReplayConfig {
