@@ -39,6 +39,9 @@ pub struct ReplayConfig {
     /// Where the document goes (`-`: stdout): the progress line then stays off stdout.
     pub json: Option<PathBuf>,
     pub quiet: bool,
+    /// `--verify`: every replayed write stamped with its blocks' generations and every read
+    /// checked, as `run --verify` does (I/Os that overlap one in flight wait for it).
+    pub verify: bool,
 }
 
 /// Replays the trace on every target and returns the document.
@@ -61,6 +64,19 @@ pub fn execute(cx: &Context, c: &ReplayConfig) -> Result<RunDoc, CliError> {
     for t in &targets {
         sanbench_engine::run::check_ops(&w, &**t)?;
     }
+    // The verification a run makes, with no preconditioning: blocks the replay did not
+    // write read as whatever they held (generation unknown).
+    let data = crate::precondition::DataPlan {
+        mode: sanbench_engine::precondition::Mode::None,
+        spec: Default::default(),
+        verify: c.verify,
+        state: None,
+    };
+    let spans: Vec<u64> = targets.iter().map(|t| t.info().size).collect();
+    let crate::precondition::Verifiers {
+        run_id,
+        per_target: verify,
+    } = crate::precondition::verifiers(&data, &targets, &spans, std::iter::once(&w), &[replay])?;
     let json_to_stdout = c.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let progress = cx.events(c.quiet, ProgressMode::Auto, json_to_stdout);
     let mut plan = plan(
@@ -69,8 +85,8 @@ pub fn execute(cx: &Context, c: &ReplayConfig) -> Result<RunDoc, CliError> {
             targets,
             io_timeout: c.io_timeout,
             data: Default::default(),
-            run_id: None,
-            verify: Vec::new(),
+            run_id,
+            verify,
             sync: None,
             raw_latencies: false,
             rank: None,

@@ -35,6 +35,7 @@ pub fn replay(a: ReplayArgs) -> Result<ReplayConfig, CliError> {
         io_timeout: super::run::io_timeout(&a.engine)?,
         json: a.json,
         quiet: a.quiet,
+        verify: a.verify,
         targets: a.targets,
     })
 }

@@ -70,8 +70,17 @@ fn precondition_all(
         );
         targets.push(t);
     }
-    let vs =
-        crate::precondition::verifiers(data, &targets, &spans, ws.iter().map(|w| &w.workload))?;
+    let traces: Vec<_> = ws
+        .iter()
+        .filter_map(|w| w.trace.as_ref()?.replay.as_ref())
+        .collect();
+    let vs = crate::precondition::verifiers(
+        data,
+        &targets,
+        &spans,
+        ws.iter().map(|w| &w.workload),
+        &traces,
+    )?;
     let mut out = Vec::with_capacity(p.targets.len());
     for (ti, ((name, _), t)) in p.targets.iter().zip(&targets).enumerate() {
         let (rep, _) = crate::precondition::run(
