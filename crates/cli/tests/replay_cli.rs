@@ -368,7 +368,7 @@ fn trace_suite(dir: &Path, trace: &str, extra: &str) -> std::path::PathBuf {
     std::fs::write(
         &suite,
         format!(
-            "name = \"t\"\ntime = \"300ms\"\nramp = \"0s\"\n\n[[workload]]\nid = \"rand\"\n\
+            "name = \"t\"\ntime = \"100ms\"\nramp = \"0s\"\n\n[[workload]]\nid = \"rand\"\n\
              segment = [{{ bs = \"4k\", read = 100, random = 100 }}]\n\n[[workload]]\n\
              id = \"tr\"\ntrace = \"{trace}\"\n{extra}\n"
         ),
@@ -406,7 +406,7 @@ fn compare_replays_a_suite_trace_workload_on_every_target() {
             out.to_str().unwrap(),
         ])
         // Two stores: mem: targets of one URI are one RAM disk in a process.
-        .args(["a=mem:16M", "b=mem:24M"])
+        .args(["a=mem:9M", "b=mem:10M"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
