@@ -226,6 +226,7 @@ pub fn resolve_compare(a: &mut CompareArgs) -> Result<Option<Suite>, CliError> {
                 targets_at_once: None,
                 paths: None,
                 faults: Vec::new(),
+                trace: None,
             })
             .collect(),
     }))
@@ -272,6 +273,16 @@ pub fn suite_text(s: &Suite) -> Result<String, CliError> {
     out.push_str("# Run: TARGET=/path/to/file-or-device fio THIS_FILE\n");
     let t = [FioTarget::Env("TARGET".into())];
     for w in &s.workloads {
+        if let Some(tr) = &w.trace {
+            // fio's read_iolog reads iolog and blktrace files only, without an offset map or
+            // sanbench's timing; a job that pretended to be this replay would measure another.
+            return Err(usage(format!(
+                "workload {} replays the trace {}: a trace workload is not expressible as a fio \
+                 job (fio's read_iolog is a different replay); drop it from the suite, or run \
+                 fio --read_iolog on the trace yourself",
+                w.id, tr.trace
+            )));
+        }
         let mut text =
             fio::export_section(&w.id, &w.workload, &t, &Setup::default()).map_err(usage)?;
         if let Some(n) = w.targets_at_once.filter(|n| *n > 1) {

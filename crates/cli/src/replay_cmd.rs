@@ -50,6 +50,12 @@ pub fn fidelity(doc: &RunDoc) -> String {
                 l.p50, l.p99, l.max, p.issue_lag_goal_us
             );
         }
+        if p.held_by_overlap > 0 {
+            s += &format!(
+                "  verify  {} I/Os waited for an overlapping I/O in flight\n",
+                p.held_by_overlap
+            );
+        }
         if let Some(note) = &p.note {
             s += &format!("  note    {note}\n");
         }
@@ -76,5 +82,5 @@ pub fn run(cx: &Context, a: ReplayArgs) -> Result<(), CliError> {
             out!("{text}");
         }
     }
-    Ok(())
+    crate::render::verdict(&doc, c.quiet)
 }

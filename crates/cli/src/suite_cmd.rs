@@ -43,17 +43,29 @@ pub fn run(cmd: SuiteCommand) -> Result<(), CliError> {
             );
             for w in &s.workloads {
                 let wl = &w.workload;
-                let segs: Vec<String> = wl
-                    .segments
-                    .iter()
-                    .map(|sg| {
-                        let mut d = sg.describe();
-                        if wl.segments.len() > 1 {
-                            d = format!("w{} {d}", sg.weight);
-                        }
-                        d
-                    })
-                    .collect();
+                let segs: Vec<String> = match &w.trace {
+                    Some(t) => vec![format!(
+                        "trace {} ({}, offset map {})",
+                        t.trace,
+                        if t.afap {
+                            "afap".to_string()
+                        } else {
+                            format!("timed x{}", t.speed)
+                        },
+                        t.offset_map
+                    )],
+                    None => wl
+                        .segments
+                        .iter()
+                        .map(|sg| {
+                            let mut d = sg.describe();
+                            if wl.segments.len() > 1 {
+                                d = format!("w{} {d}", sg.weight);
+                            }
+                            d
+                        })
+                        .collect(),
+                };
                 outln!(
                     "{:<28} {:<10} {:>5} {:>4} {:>4.0}+{:<4.0} {:>7}  {}{}",
                     w.id,

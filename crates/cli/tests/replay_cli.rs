@@ -360,3 +360,247 @@ fn fidelity_on_a_delayed_target_matches_the_delay() {
     assert!(p["rate_ratio"].as_f64().unwrap() < 0.55, "{p}");
     assert!(p["note"].as_str().unwrap().contains("--qd"), "{p}");
 }
+
+/// A suite whose second workload replays `trace` (relative to the suite's directory), with
+/// `extra` lines in that workload.
+fn trace_suite(dir: &Path, trace: &str, extra: &str) -> std::path::PathBuf {
+    let suite = dir.join("s.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"t\"\ntime = \"100ms\"\nramp = \"0s\"\n\n[[workload]]\nid = \"rand\"\n\
+             segment = [{{ bs = \"4k\", read = 100, random = 100 }}]\n\n[[workload]]\n\
+             id = \"tr\"\ntrace = \"{trace}\"\n{extra}\n"
+        ),
+    )
+    .unwrap();
+    suite
+}
+
+/// `compare` replays a suite's trace workload on every target, each cell carrying the replay
+/// block (what it issued: the trace's ops, bytes and order, by digest), verifies it under
+/// `--verify`, and judges its figures as any workload's.
+#[test]
+fn compare_replays_a_suite_trace_workload_on_every_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = synthetic(2000, 20);
+    std::fs::create_dir(dir.path().join("traces")).unwrap();
+    std::fs::write(dir.path().join("traces/t.iolog"), &text).unwrap();
+    let ios = ios_of(&text);
+    let suite = trace_suite(dir.path(), "traces/t.iolog", "afap = true\nqd = 4");
+    let out = dir.path().join("out");
+    let o = sanbench()
+        .current_dir("/")
+        .args([
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--repeat",
+            "3",
+        ])
+        .args([
+            "--no-store",
+            "--quiet",
+            "--verify",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        // Two stores: mem: targets of one URI are one RAM disk in a process.
+        .args(["a=mem:9M", "b=mem:10M"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    let traced: Vec<&Value> = cells.iter().filter(|c| c["workload"] == "tr").collect();
+    assert_eq!(traced.len(), 2 * 3, "{} cells", cells.len());
+    for c in &traced {
+        let r = &c["result"];
+        check_reproduced(r, &ios);
+        assert_eq!(r["replay"]["mode"], "afap", "{r}");
+        assert_eq!(r["replay"]["qd"], 4);
+        assert!(r["replay"]["trace"]
+            .as_str()
+            .unwrap()
+            .ends_with("traces/t.iolog"));
+        let rw = ios.iter().filter(|i| i.0 < 2).count() as u64;
+        assert_eq!(r["ios"].as_u64(), Some(rw), "{r}");
+        assert!(r["iops"].as_f64().unwrap() > 0.0);
+        // Verified as a run is: every read of the trace checked, nothing bad.
+        let reads = ios.iter().filter(|i| i.0 == 0).count() as u64;
+        assert_eq!(
+            r["verify"]["reads"].as_u64(),
+            Some(reads),
+            "{}",
+            r["verify"]
+        );
+        let bad = r["verify"]["bad"].as_object().unwrap();
+        assert!(bad.values().all(|x| x == 0), "{}", r["verify"]);
+    }
+    // The access specification's cells replay nothing.
+    assert!(cells
+        .iter()
+        .filter(|c| c["workload"] == "rand")
+        .all(|c| c["result"]["replay"].is_null()));
+    // The trace's figures are judged like any workload's: it has questions of its own.
+    let qs = doc["questions"].as_array().unwrap();
+    assert!(
+        qs.iter().any(|q| q["workload"] == "tr"),
+        "questions: {}",
+        doc["questions"]
+    );
+}
+
+/// A suite's trace workload with a key it does not take, a key unknown to suites, or a trace
+/// that is not there: one line, exit 2, before any I/O (the file target is never made); a
+/// trace workload is not expressible as a fio job.
+#[test]
+fn a_bad_suite_trace_workload_is_one_line_and_exit_2_before_any_io() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.iolog"), synthetic(100, 10)).unwrap();
+    let img = dir.path().join("x.img");
+    let cases = [
+        ("t.iolog", "spede = 2.0", "spede"),
+        ("t.iolog", "workers = 2", "takes no workers"),
+        ("t.iolog", "offset_map = \"sideways\"", "sideways"),
+        ("missing.iolog", "", "missing.iolog"),
+    ];
+    for (trace, extra, says) in cases {
+        let suite = trace_suite(dir.path(), trace, extra);
+        let o = sanbench()
+            .args([
+                "compare",
+                "--suite",
+                suite.to_str().unwrap(),
+                "--repeat",
+                "1",
+            ])
+            .args(["--no-store", "--quiet", "--size", "16M"])
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .arg(&img)
+            .arg("null:")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+        assert!(!img.exists(), "{extra}: the target was opened");
+    }
+    // A trace past the target's end without a map: refused before the precondition writes.
+    let suite = trace_suite(dir.path(), "t.iolog", "");
+    let o = sanbench()
+        .args([
+            "compare",
+            "--suite",
+            suite.to_str().unwrap(),
+            "--repeat",
+            "1",
+        ])
+        .args(["--no-store", "--quiet", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("mem:1M")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("workload tr on mem:1M"), "{err}");
+    let o = sanbench()
+        .args(["suite", "show", suite.to_str().unwrap(), "--fio"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not expressible as a fio job"), "{err}");
+}
+
+/// `replay --verify`: every replayed write stamped, every read checked, trims known to read
+/// zeros or the old data; the trace's ops and order kept (the digest), timed and as fast as
+/// possible.
+#[test]
+fn a_verified_replay_checks_every_read_and_keeps_the_traces_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.iolog");
+    let text = synthetic(2000, 20);
+    std::fs::write(&trace, &text).unwrap();
+    let ios = ios_of(&text);
+    let reads = ios.iter().filter(|i| i.0 == 0).count() as u64;
+    for mode in [&["--afap", "--qd", "8"][..], &["--speed", "4"]] {
+        let t = trace.to_str().unwrap();
+        let mut args = vec![t, "mem:16M", "--verify"];
+        args.extend_from_slice(mode);
+        let doc = replay_json(&args);
+        // One target: nothing in the arguments was taken for another.
+        assert_eq!(doc["results"].as_array().unwrap().len(), 1, "{mode:?}");
+        let r = &doc["results"][0];
+        check_reproduced(r, &ios);
+        let v = &r["verify"];
+        assert_eq!(v["reads"].as_u64(), Some(reads), "{mode:?}: {v}");
+        assert_eq!(v["unit"], 512, "{v}");
+        let bad: u64 = v["bad"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|x| x.as_u64().unwrap())
+            .sum();
+        assert_eq!(bad, 0, "{mode:?}: {v}");
+    }
+}
+
+/// I/Os of a verified replay that overlap one in flight wait for it (counted); the file a
+/// verified replay wrote reads back under `verify --run-id`, and a block changed behind its
+/// back is caught (exit 3).
+#[test]
+fn verify_reads_back_what_a_verified_replay_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("o.iolog");
+    // Every 4 KiB block of 256 KiB written, then writes and reads over the same blocks.
+    let mut text = String::from("fio version 3 iolog\n0 /x add\n0 /x open\n");
+    for i in 0..64u64 {
+        text += &format!("{i} /x write {} 4096\n", i * 4096);
+    }
+    for i in 0..100u64 {
+        let (op, off, len) = [
+            ("write", 0, 4096),
+            ("read", 0, 4096),
+            ("write", 4096, 8192),
+            ("read", 8192, 4096),
+        ][(i % 4) as usize];
+        text += &format!("{} /x {op} {off} {len}\n", 100 + i);
+    }
+    std::fs::write(&trace, &text).unwrap();
+    let img = dir.path().join("x.img");
+    let (t, f) = (trace.to_str().unwrap(), img.to_str().unwrap());
+    let doc = replay_json(&[t, f, "--size", "256K", "--afap", "--qd", "8", "--verify"]);
+    let r = &doc["results"][0];
+    check_reproduced(r, &ios_of(&text));
+    assert!(
+        r["replay"]["held_by_overlap"].as_u64().unwrap() >= 1,
+        "{}",
+        r["replay"]
+    );
+    assert_eq!(r["verify"]["reads"], 50, "{}", r["verify"]);
+    let run_id = doc["run_id"].as_str().unwrap();
+    let verify = |id: &str| {
+        sanbench()
+            .args(["verify", f, "--run-id", id, "--quiet"])
+            .output()
+            .unwrap()
+    };
+    let o = verify(run_id);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Another run's id: the replay's data is not that run's.
+    assert_eq!(verify("0123456789abcdef").status.code(), Some(3));
+    let mut bytes = std::fs::read(&img).unwrap();
+    bytes[16 * 4096..17 * 4096].fill(0xab);
+    std::fs::write(&img, &bytes).unwrap();
+    let o = verify(run_id);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

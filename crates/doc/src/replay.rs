@@ -88,6 +88,10 @@ pub struct Replay {
     /// Timed: I/Os that were due while every slot of `qd` was busy.
     #[serde(default)]
     pub held_by_qd: u64,
+    /// Under `--verify`: I/Os that waited for an overlapping I/O still in flight (the
+    /// verification never has two I/Os over one block in flight; the trace's order is kept).
+    #[serde(default)]
+    pub held_by_overlap: u64,
     /// Timed: the slots the trace's rate needs at this target's mean service time
     /// (Little's law: `target_iops` × mean service time). A replay that falls behind is
     /// `qd_limited` only when this reaches half of `qd`: otherwise its I/Os waited for

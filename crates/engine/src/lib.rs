@@ -45,6 +45,8 @@ pub mod result;
 pub mod run;
 pub mod safety;
 pub mod suite;
+mod suite_trace;
 pub mod sync;
+pub mod trace_file;
 pub mod uring;
 pub use run::{run, NoObserver, Observer, Progress, RunError, RunOutput, RunPlan, TargetRun};

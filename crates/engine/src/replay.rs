@@ -102,6 +102,17 @@ impl Replay {
         w.validate()?;
         Ok(w)
     }
+
+    /// The largest power of two every replayed offset and length is a multiple of on a
+    /// target of `block`-byte blocks (a map places offsets on whole blocks): the granule a
+    /// verified replay can keep its generations in.
+    pub fn align(&self, block: u64) -> u64 {
+        let offsets = match self.map {
+            OffsetMap::None => self.summary.offset_align(),
+            _ => block.max(1),
+        };
+        self.summary.len_align().min(offsets)
+    }
 }
 
 /// What one target's replay issued (counted at submission, every I/O, in the window or not).
@@ -116,6 +127,8 @@ pub struct ReplayRun {
     pub complete: bool,
     /// Timed: I/Os due while every slot was busy.
     pub held_by_qd: u64,
+    /// Verified: I/Os that waited for an overlapping I/O in flight to complete.
+    pub held_by_overlap: u64,
     /// FNV-1a over the issued I/Os in order ([`ReplayDoc::issued_digest`]).
     pub digest: u64,
     /// The replay's settings and the trace's summary, for the result.
@@ -202,6 +215,7 @@ impl ReplayRun {
                 .map(sanbench_doc::latency::LatencyUs::from_hist),
             issue_lag_goal_us: LAG_P99_GOAL_US,
             held_by_qd: self.held_by_qd,
+            held_by_overlap: self.held_by_overlap,
             needed_slots: target.map(|t| t * service_mean_ns / 1e9),
             host_limited: false,
             qd_limited: false,

@@ -26,6 +26,12 @@
 //! paths = [1, 2, 6]           # each target over N paths (its portals in turn; targets
 //!                             # without portals skip these workloads)
 //! segment = [{ read = 100, random = 100 }]
+//!
+//! [[workload]]                # a trace replayed on every target (suite_trace.rs)
+//! id = "oltp-trace"
+//! trace = "oltp.iolog"        # relative to the suite file
+//! speed = 2.0
+//! offset_map = "scale"
 //! ```
 
 use std::time::Duration;
@@ -33,6 +39,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::Workload;
+pub use crate::suite_trace::SuiteTrace;
+use crate::suite_trace::{refused_keys, TraceKeys};
 use crate::units::{Bytes, Dur, LoadLevels};
 use sanbench_doc::spec_toml::{Defaults, SegmentFile, WorkloadFile};
 
@@ -117,6 +125,10 @@ pub struct SuiteWorkload {
     /// checked for form here, against the lab by the command that runs them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<String>,
+    /// A trace replayed instead of an access specification (`trace = "FILE"`); `workload`
+    /// is then the replay's (its op shares, slots and rate), for accounting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<SuiteTrace>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,7 +187,67 @@ struct WorkloadDef {
     paths: Option<u32>,
     #[serde(default)]
     fault: Vec<String>,
-    segment: Vec<SegmentFile>,
+    segment: Option<Vec<SegmentFile>>,
+    /// A trace to replay instead of segments (suite_trace.rs), and how.
+    trace: Option<String>,
+    format: Option<String>,
+    speed: Option<f64>,
+    offset_map: Option<String>,
+    afap: Option<bool>,
+}
+
+impl WorkloadDef {
+    /// The trace workload this definition gives, if it names a trace; the keys that belong
+    /// to one side only are refused on the other.
+    fn trace_workload(
+        &self,
+        dir: Option<&std::path::Path>,
+    ) -> Result<Option<(Workload, SuiteTrace)>, String> {
+        let Some(trace) = &self.trace else {
+            let only = refused_keys(&[
+                ("format", self.format.is_some()),
+                ("speed", self.speed.is_some()),
+                ("offset_map", self.offset_map.is_some()),
+                ("afap", self.afap.is_some()),
+            ]);
+            if !only.is_empty() {
+                return Err(format!(
+                    "workload {}: {} belong to a trace workload (trace = \"FILE\")",
+                    self.id,
+                    only.join(", ")
+                ));
+            }
+            return Ok(None);
+        };
+        let refused = refused_keys(&[
+            ("segment", self.segment.is_some()),
+            ("workers", self.workers.is_some()),
+            ("ramp", self.ramp.is_some()),
+            ("size", self.size.is_some()),
+            ("align", self.align.is_some()),
+            ("targets", self.targets.is_some()),
+            ("paths", self.paths.is_some()),
+            ("fault", !self.fault.is_empty()),
+        ]);
+        if !refused.is_empty() {
+            return Err(format!(
+                "workload {}: a trace workload takes no {} (the trace gives its I/Os; keys: \
+                 trace, format, speed, offset_map, afap, qd, time)",
+                self.id,
+                refused.join(", ")
+            ));
+        }
+        let keys = TraceKeys {
+            trace,
+            format: self.format.as_deref(),
+            speed: self.speed,
+            offset_map: self.offset_map.as_deref(),
+            afap: self.afap,
+            qd: self.qd,
+            time: self.time.map(|t| t.0),
+        };
+        crate::suite_trace::load(&self.id, &keys, dir).map(Some)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -212,7 +284,9 @@ pub fn load(name_or_path: &str) -> Result<Suite, String> {
     if path.extension().is_some_and(|e| e == "toml") || path.exists() {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read suite {name_or_path}: {e}"))?;
-        return parse(&text).map_err(|e| format!("{name_or_path}: {e}"));
+        // A trace workload's file is named relative to the suite's.
+        let dir = path.parent().unwrap_or(std::path::Path::new(""));
+        return parse_in(&text, Some(dir)).map_err(|e| format!("{name_or_path}: {e}"));
     }
     Err(format!(
         "no suite named '{name_or_path}' (built-in: {}; or give a .toml file)",
@@ -262,22 +336,41 @@ impl Base<'_> {
     }
 }
 
-/// Parses and expands a suite.
+/// Parses and expands a suite (a trace workload's file relative to the current directory).
 pub fn parse(text: &str) -> Result<Suite, String> {
+    parse_in(text, None)
+}
+
+/// Parses and expands a suite whose file is in `dir` (`None`: trace files are relative to
+/// the current directory).
+pub fn parse_in(text: &str, dir: Option<&std::path::Path>) -> Result<Suite, String> {
     let f: SuiteFile =
         toml::from_str(text).map_err(|e| sanbench_doc::spec_toml::toml_error(text, &e))?;
     let base = Base { f: &f };
     let mut workloads = Vec::new();
     for d in &f.workload {
+        if let Some((w, trace)) = d.trace_workload(dir)? {
+            workloads.push(SuiteWorkload {
+                id: d.id.clone(),
+                title: d.title.clone().unwrap_or_else(|| d.id.clone()),
+                group: d.group.clone().unwrap_or_else(|| "default".into()),
+                workload: w,
+                targets_at_once: None,
+                paths: None,
+                faults: Vec::new(),
+                trace: Some(trace),
+            });
+            continue;
+        }
+        let Some(segment) = d.segment.clone() else {
+            return Err(format!(
+                "workload {}: give its access specification (segment = [...]) or a trace to \
+                 replay (trace = \"FILE\")",
+                d.id
+            ));
+        };
         let w = base.workload(
-            &d.id,
-            d.qd,
-            d.workers,
-            d.ramp,
-            d.time,
-            d.size,
-            d.align,
-            d.segment.clone(),
+            &d.id, d.qd, d.workers, d.ramp, d.time, d.size, d.align, segment,
         )?;
         workloads.push(SuiteWorkload {
             id: d.id.clone(),
@@ -287,6 +380,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
             targets_at_once: d.targets,
             paths: d.paths,
             faults: d.fault.clone(),
+            trace: None,
         });
     }
     for s in &f.sweep {
@@ -355,6 +449,7 @@ pub fn parse(text: &str) -> Result<Suite, String> {
                             targets_at_once: targets,
                             paths,
                             faults: s.fault.clone(),
+                            trace: None,
                         });
                     }
                 }
@@ -398,13 +493,15 @@ pub fn parse(text: &str) -> Result<Suite, String> {
 }
 
 impl Suite {
-    /// Replaces every workload's measured time and/or ramp (`--time`, `--ramp` for a quick look).
+    /// Replaces every workload's measured time and/or ramp (`--time`, `--ramp` for a quick
+    /// look). A trace workload's time is its limit (the replay stops there, `complete:
+    /// false`); it has no ramp (its first I/Os are the trace's).
     pub fn scale(&mut self, time: Option<Duration>, ramp: Option<Duration>) {
         for w in &mut self.workloads {
             if let Some(t) = time {
                 w.workload.time = t;
             }
-            if let Some(r) = ramp {
+            if let Some(r) = ramp.filter(|_| w.trace.is_none()) {
                 w.workload.ramp = r;
             }
         }

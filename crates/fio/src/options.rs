@@ -83,6 +83,11 @@ pub fn why(key: &str) -> &'static str {
         "nrfiles" | "filesize" | "opendir" => "sanbench takes its targets from filename",
         "zonemode" | "zonesize" | "zonerange" | "zoneskip" => "sanbench has no zoned access",
         "loops" | "number_ios" | "io_size" | "io_limit" => "sanbench runs for a time",
+        "read_iolog" | "replay_no_stall" | "replay_time_scale" | "replay_redirect"
+        | "replay_align" | "replay_scale" => {
+            "a trace replay is not an access specification: `sanbench replay TRACE TARGET` \
+             replays fio iologs and blktrace files, and a suite takes trace = \"FILE\" workloads"
+        }
         _ => "sanbench has no such option",
     }
 }

@@ -259,6 +259,11 @@ fn libiscsi_null_verify_and_flushes() {
     let e = one(null, &[]).unwrap_err();
     assert_eq!(e.len(), 1);
     assert!(e[0].contains("[null] gtod_reduce=1: sanbench has no such option"));
+    // A replay of a trace: not a workload; the message says where sanbench replays.
+    let e = one("[r]\nread_iolog=app.iolog\nfilename=/dev/shm/r\n", &[]).unwrap_err();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("read_iolog=app.iolog: a trace replay is not an access specification"));
+    assert!(e[0].contains("sanbench replay TRACE TARGET"), "{e:?}");
     let j = one(null, &["gtod_reduce"]).unwrap();
     assert_eq!(j.targets, vec![format!("null:{}", 100u64 << 30)]);
     assert_eq!(j.workload.span, None);

@@ -210,3 +210,54 @@ fn mixed_large_io_at_depth_does_not_deadlock() {
     );
     stop.store(true, Ordering::Relaxed);
 }
+
+/// A Write Zeroes longer than one command may cover (the target's MDTS, 1 MiB) goes as a
+/// chain of commands on its tag: one completion, every block zeroed, the data around it kept.
+#[test]
+fn a_long_write_zeroes_is_split_into_commands_within_the_mdts() {
+    let (addr, stop) = start();
+    let t = sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}")).unwrap();
+    assert_eq!(t.info().max_transfer, Some(1 << 20));
+    let arena = Arc::new(Arena::new(4 << 20));
+    arena.fill_random(9);
+    let mut q = t.open_queue(&qcfg(&arena, Duration::from_secs(5))).unwrap();
+    let mut done = Vec::new();
+    // 6 MiB of data from 1 MiB on, then zeroes over [2 MiB, 6.5 MiB): five commands.
+    for (i, off) in (1..7u64).enumerate() {
+        q.submit(&[io(i as u32, Op::Write, off << 20, 1 << 20, 0)])
+            .unwrap();
+    }
+    q.reap(6, &mut done).unwrap();
+    assert!(done.iter().all(|c| c.result == 0), "{done:?}");
+    done.clear();
+    let (start_z, len_z) = (2u64 << 20, (4 << 20) + (1 << 19));
+    q.submit(&[io(7, Op::WriteZeroes, start_z, len_z as u32, 0)])
+        .unwrap();
+    q.reap(1, &mut done).unwrap();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].result, 0, "{done:?}");
+    assert_eq!(q.stats()["write_zeroes_commands"], 5, "{:?}", q.stats());
+    // Each piece's first and last 4 KiB zeroed, the data just outside the range kept.
+    let (m, k) = (1u64 << 20, 4096u64);
+    let mut expect = vec![(start_z - k, false), (start_z + len_z, false)];
+    for (a, b) in [
+        (2 * m, 3 * m),
+        (3 * m, 4 * m),
+        (4 * m, 5 * m),
+        (5 * m, 6 * m),
+        (6 * m, start_z + len_z),
+    ] {
+        expect.push((a, true));
+        expect.push((b - k, true));
+    }
+    for (off, zeros) in expect {
+        let mut d = Vec::new();
+        q.submit(&[io(0, Op::Read, off, 4096, 2 << 20)]).unwrap();
+        q.reap(1, &mut d).unwrap();
+        assert_eq!(d[0].result, 0);
+        // SAFETY: no I/O is in flight.
+        let r = unsafe { arena.slice(2 << 20, 4096) };
+        assert_eq!(r.iter().all(|&b| b == 0), zeros, "at {off}");
+    }
+    stop.store(true, Ordering::Relaxed);
+}

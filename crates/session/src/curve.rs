@@ -69,7 +69,10 @@ pub(crate) fn run(
                 // The first target rotates, as in the closed-loop order.
                 let ti = (k + wi + rep as usize) % nt;
                 let (name, uri) = &p.targets[ti];
-                let Some(top) = max[wi][ti] else { continue };
+                // A trace replays at the trace's own times: no load levels.
+                let Some(top) = max[wi][ti].filter(|_| w.trace.is_none()) else {
+                    continue;
+                };
                 for &pct in &plan.levels {
                     if stop.load(std::sync::atomic::Ordering::Relaxed) {
                         return Ok(());

@@ -347,7 +347,7 @@ pub fn measure(
     let crate::precondition::Verifiers {
         run_id,
         per_target: verify,
-    } = crate::precondition::verifiers(&data, &targets, &spans, std::iter::once(w))?;
+    } = crate::precondition::verifiers(&data, &targets, &spans, std::iter::once(w), &[])?;
     for (ti, t) in targets.iter().enumerate() {
         let info = t.info();
         let span = spans[ti];

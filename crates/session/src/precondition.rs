@@ -92,6 +92,7 @@ pub fn verifiers<'a>(
     targets: &[std::sync::Arc<dyn Target>],
     spans: &[u64],
     workloads: impl IntoIterator<Item = &'a sanbench_engine::Workload> + Clone,
+    traces: &[&sanbench_engine::replay::Replay],
 ) -> Result<Verifiers, CliError> {
     if !plan.verify {
         return Ok(Verifiers {
@@ -115,7 +116,19 @@ pub fn verifiers<'a>(
                 return Err(usage(format!("{}: {why}", info.uri)));
             }
         }
-        let granule = verify::granule_for(unit, workloads.clone());
+        let mut granule = verify::granule_for(unit, workloads.clone());
+        // A trace's I/Os are its own: the granule is what every one of them is aligned to.
+        for r in traces {
+            let align = r.align(info.block_size as u64);
+            if align < unit as u64 {
+                return Err(usage(format!(
+                    "{}: --verify needs every I/O on whole {unit}-byte units; the trace {} has \
+                     I/Os aligned to {align} bytes only",
+                    info.uri, r.trace
+                )));
+            }
+            granule = granule.min(align);
+        }
         let v = match &plan.state {
             None => Verifier::new(run_id, unit, granule, span),
             Some(path) => {

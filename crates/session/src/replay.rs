@@ -9,48 +9,19 @@
 //! largest I/O sizes the slots; the extent fits the offset map), then by each target's stream
 //! as it replays ([`TraceFile`]).
 
-use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use sanbench_engine::file::FileOptions;
-use sanbench_engine::replay::trace::{self as sanbench_trace, Format};
-use sanbench_engine::replay::{Records, Replay, TraceSource};
+use sanbench_engine::replay::Replay;
 use sanbench_engine::result::RunDoc;
-use sanbench_engine::EngineError;
+/// The trace file each stream opens (in the engine, which a suite's trace workloads share).
+pub use sanbench_engine::trace_file::TraceFile;
 
 use crate::context::Context;
 use crate::error::{usage, CliError};
 use crate::measure::{execute_output, plan, Planned, Shared};
 use crate::progress::ProgressMode;
-
-/// How much of a trace file is buffered: the replay's read-ahead, whatever the trace's length.
-const READ_AHEAD: usize = 256 << 10;
-
-/// A trace file, opened afresh by each stream.
-pub struct TraceFile {
-    pub path: PathBuf,
-    pub format: Format,
-}
-
-impl TraceFile {
-    /// The file, buffered by the replay's read-ahead.
-    pub fn reader(&self) -> std::io::Result<BufReader<std::fs::File>> {
-        Ok(BufReader::with_capacity(
-            READ_AHEAD,
-            std::fs::File::open(&self.path)?,
-        ))
-    }
-}
-
-impl TraceSource for TraceFile {
-    fn open(&self) -> Result<Records, EngineError> {
-        let r = self.reader().map_err(|e| {
-            EngineError::sys(format!("cannot open the trace {}", self.path.display()), e)
-        })?;
-        Ok(Box::new(sanbench_trace::records(self.format, r)))
-    }
-}
 
 /// Everything one replay needs, typed.
 pub struct ReplayConfig {
@@ -68,6 +39,9 @@ pub struct ReplayConfig {
     /// Where the document goes (`-`: stdout): the progress line then stays off stdout.
     pub json: Option<PathBuf>,
     pub quiet: bool,
+    /// `--verify`: every replayed write stamped with its blocks' generations and every read
+    /// checked, as `run --verify` does (I/Os that overlap one in flight wait for it).
+    pub verify: bool,
 }
 
 /// Replays the trace on every target and returns the document.
@@ -90,6 +64,19 @@ pub fn execute(cx: &Context, c: &ReplayConfig) -> Result<RunDoc, CliError> {
     for t in &targets {
         sanbench_engine::run::check_ops(&w, &**t)?;
     }
+    // The verification a run makes, with no preconditioning: blocks the replay did not
+    // write read as whatever they held (generation unknown).
+    let data = crate::precondition::DataPlan {
+        mode: sanbench_engine::precondition::Mode::None,
+        spec: Default::default(),
+        verify: c.verify,
+        state: None,
+    };
+    let spans: Vec<u64> = targets.iter().map(|t| t.info().size).collect();
+    let crate::precondition::Verifiers {
+        run_id,
+        per_target: verify,
+    } = crate::precondition::verifiers(&data, &targets, &spans, std::iter::once(&w), &[replay])?;
     let json_to_stdout = c.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let progress = cx.events(c.quiet, ProgressMode::Auto, json_to_stdout);
     let mut plan = plan(
@@ -98,8 +85,8 @@ pub fn execute(cx: &Context, c: &ReplayConfig) -> Result<RunDoc, CliError> {
             targets,
             io_timeout: c.io_timeout,
             data: Default::default(),
-            run_id: None,
-            verify: Vec::new(),
+            run_id,
+            verify,
             sync: None,
             raw_latencies: false,
             rank: None,

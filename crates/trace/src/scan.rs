@@ -20,6 +20,10 @@ pub struct Summary {
     pub min_offset: u64,
     pub max_end: u64,
     pub max_len: u32,
+    /// Every offset and every length ORed together: their lowest set bit is the largest
+    /// power of two all of them are multiples of ([`Summary::offset_align`]).
+    pub offset_bits: u64,
+    pub len_bits: u64,
     prev_ns: u64,
 }
 
@@ -44,6 +48,18 @@ impl Summary {
         self.last_ns = self.last_ns.max(r.time_ns);
         self.max_end = self.max_end.max(r.offset.saturating_add(r.len as u64));
         self.max_len = self.max_len.max(r.len);
+        self.offset_bits |= r.offset;
+        self.len_bits |= r.len as u64;
+    }
+
+    /// The largest power of two every offset is a multiple of (2^63 when all are 0).
+    pub fn offset_align(&self) -> u64 {
+        1 << self.offset_bits.trailing_zeros().min(63)
+    }
+
+    /// The largest power of two every length is a multiple of (2^63 when all are 0).
+    pub fn len_align(&self) -> u64 {
+        1 << self.len_bits.trailing_zeros().min(63)
     }
 
     /// Every record.
@@ -98,6 +114,9 @@ mod tests {
         assert_eq!(s.first_ns, Some(10_000));
         assert_eq!(s.duration_ns(), 1_000_000);
         assert_eq!(s.backwards, 1);
+        // Offsets 4096, 0, 65536, 1 MiB: 4 KiB; lengths down to 512.
+        assert_eq!(s.offset_align(), 4096);
+        assert_eq!(s.len_align(), 512);
         assert_eq!(
             (s.min_offset, s.max_end, s.max_len),
             (0, 1048576 + 65536, 65536)

@@ -14,7 +14,8 @@ use super::EngineArgs;
 events), the SNIA IOTTA / MSR Cambridge CSV. Timed replays measure response time from each \
 I/O's trace time (no coordinated omission) and report the issue lag against it; a replay that \
 could not keep up says so (host_limited: this host; qd_limited: the target or --qd).
-Exit codes: 0 replayed, 1 the replay failed, 2 bad usage or a bad trace (its line named)."
+Exit codes: 0 replayed, 1 the replay failed, 2 bad usage or a bad trace (its line named), 3 \
+data did not verify (--verify)."
 )]
 pub struct ReplayArgs {
     /// The trace file.
@@ -50,6 +51,10 @@ pub struct ReplayArgs {
     /// Write the run document (with each target's `replay` block) to FILE (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Verify the data: every replayed write stamped, every read checked (as run --verify;
+    /// an I/O that overlaps one in flight waits for it). Exit code 3 when data did not verify.
+    #[arg(long)]
+    pub verify: bool,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,

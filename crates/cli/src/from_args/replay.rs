@@ -1,39 +1,17 @@
 //! `sanbench replay ARGS` as a [`ReplayConfig`]: the trace's format (as given, or told from
 //! its first lines), its one scan (a bad trace is bad input before any target opens), the
-//! settings checked.
+//! settings checked (the engine's trace_file.rs, which a suite's trace workloads use too).
 
-use std::io::{BufRead, BufReader};
-use std::sync::Arc;
-
-use sanbench_engine::replay::trace::{self as sanbench_trace, Format};
-use sanbench_engine::replay::{OffsetMap, Replay};
+use sanbench_engine::replay::OffsetMap;
+use sanbench_engine::trace_file::{open_replay, ReplaySettings};
 use sanbench_session::error::{usage, CliError};
-use sanbench_session::replay::{ReplayConfig, TraceFile};
+use sanbench_session::replay::ReplayConfig;
 
 use crate::args::ReplayArgs;
-
-/// The trace's format: as given, or told from its first lines.
-fn format_of(a: &ReplayArgs, shown: &str) -> Result<Format, CliError> {
-    if a.format != "auto" {
-        return a.format.parse().map_err(usage);
-    }
-    let f = std::fs::File::open(&a.trace)
-        .map_err(|e| usage(format!("cannot open the trace {shown}: {e}")))?;
-    let mut r = BufReader::with_capacity(64 << 10, f);
-    let head = r
-        .fill_buf()
-        .map_err(|e| usage(format!("cannot read the trace {shown}: {e}")))?;
-    Format::detect(head).ok_or_else(|| {
-        usage(format!(
-            "cannot tell the format of {shown} from its first lines: give --format fio, blkparse, blktrace or msr"
-        ))
-    })
-}
 
 /// The configuration of `sanbench replay ARGS`.
 pub fn replay(a: ReplayArgs) -> Result<ReplayConfig, CliError> {
     let shown = a.trace.display().to_string();
-    let format = format_of(&a, &shown)?;
     let map: OffsetMap = a.offset_map.parse().map_err(usage)?;
     if !(a.speed.is_finite() && a.speed > 0.0) {
         return Err(usage(format!(
@@ -41,24 +19,14 @@ pub fn replay(a: ReplayArgs) -> Result<ReplayConfig, CliError> {
             a.speed
         )));
     }
-    let source = TraceFile {
-        path: a.trace.clone(),
-        format,
-    };
-    let r = source
-        .reader()
-        .map_err(|e| usage(format!("cannot open the trace {shown}: {e}")))?;
-    let summary = sanbench_trace::scan(sanbench_trace::records(format, r))
-        .map_err(|e| usage(format!("{shown}: {e} (read as {})", format.name())))?;
-    let replay = Replay {
-        source: Arc::new(source),
-        summary,
+    let settings = ReplaySettings {
+        format: a.format.clone(),
+        format_key: "--format",
         speed: a.speed,
-        afap: a.afap,
         map,
-        trace: shown,
-        format: format.name().into(),
+        afap: a.afap,
     };
+    let replay = open_replay(&a.trace, &shown, &settings).map_err(usage)?;
     Ok(ReplayConfig {
         replay,
         qd: a.qd,
@@ -67,6 +35,7 @@ pub fn replay(a: ReplayArgs) -> Result<ReplayConfig, CliError> {
         io_timeout: super::run::io_timeout(&a.engine)?,
         json: a.json,
         quiet: a.quiet,
+        verify: a.verify,
         targets: a.targets,
     })
 }

@@ -493,8 +493,6 @@ fn replay_refuses(plan: &RunPlan) -> Option<&'static str> {
     plan.replay.as_ref()?;
     if plan.workload.workers != 1 {
         Some("a replay runs one stream per target (workers 1)")
-    } else if plan.verify.iter().any(Option::is_some) {
-        Some("a replay cannot be verified (its writes overlap as the trace's do)")
     } else if plan.sync.is_some() {
         Some("a replay does not run in step with other processes (MPI) yet")
     } else if plan.clock.is_some() && !plan.replay.as_ref()?.afap {

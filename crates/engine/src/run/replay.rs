@@ -31,6 +31,8 @@ pub(super) struct Feed {
     last_at: u64,
     /// The next record was already counted as held by the depth.
     held: bool,
+    /// The next record was already counted as held by an overlapping I/O (verified).
+    overlapped: bool,
     done: bool,
     max_len: u32,
     pub(super) run: ReplayRun,
@@ -47,6 +49,7 @@ impl Feed {
             next: None,
             last_at: 0,
             held: false,
+            overlapped: false,
             done: false,
             max_len: r.summary.max_len,
             run: ReplayRun::new(r, qd),
@@ -84,31 +87,56 @@ impl Feed {
         Ok(Some(at))
     }
 
-    /// Takes the record [`peek`](Self::peek) saw, placed on the target, and its intended time.
+    /// The I/O of the record [`peek`](Self::peek) saw, placed on the target, not yet taken.
     #[inline]
-    pub(super) fn take(&mut self) -> (Planned, u64) {
-        let (rec, at) = self
+    fn planned(&self) -> Planned {
+        let (rec, _) = self
             .next
-            .take()
-            .expect("take after a peek that found a record");
-        self.held = false;
-        let i = rec.op.index();
-        self.run.ops[i] += 1;
-        self.run.bytes[i] += rec.len as u64;
-        let offset = self.map.apply(rec.offset, rec.len);
-        self.run.digest = digest_add(self.run.digest, rec.op, offset, rec.len);
+            .as_ref()
+            .expect("planned after a peek that found a record");
         let op = match rec.op {
             TraceOp::Read => Op::Read,
             TraceOp::Write => Op::Write,
             TraceOp::Trim => Op::Trim,
         };
-        let p = Planned {
+        Planned {
             op,
-            offset,
+            offset: self.map.apply(rec.offset, rec.len),
             len: rec.len,
             fua: false,
-        };
+        }
+    }
+
+    /// Takes the record [`peek`](Self::peek) saw, placed on the target, and its intended time.
+    #[inline]
+    pub(super) fn take(&mut self) -> (Planned, u64) {
+        let p = self.planned();
+        let (rec, at) = self
+            .next
+            .take()
+            .expect("take after a peek that found a record");
+        self.held = false;
+        self.overlapped = false;
+        let i = rec.op.index();
+        self.run.ops[i] += 1;
+        self.run.bytes[i] += rec.len as u64;
+        self.run.digest = digest_add(self.run.digest, rec.op, p.offset, rec.len);
         (p, at)
+    }
+
+    /// Under verification, takes the next record on the free `tag` if no I/O in flight
+    /// overlaps it; else gives the tag back and counts the record as held (once).
+    #[inline]
+    fn take_locked(&mut self, s: &mut StreamState, tag: u32) -> Option<(Planned, u64)> {
+        if !s.lock_replayed(tag, &self.planned()) {
+            s.free.push(tag);
+            if !self.overlapped {
+                self.overlapped = true;
+                self.run.held_by_overlap += 1;
+            }
+            return None;
+        }
+        Some(self.take())
     }
 
     /// A batch went to the queue at `at`.
@@ -144,6 +172,16 @@ fn ends(ctx: &StreamCtx<'_>, now: u64) -> bool {
     false
 }
 
+/// A record's granules stay locked with nothing of this stream in flight: another stream
+/// holds them (the target's verifier is shared), which a replay cannot wait out.
+fn stuck() -> EngineError {
+    EngineError::Invalid(
+        "--verify: a replayed I/O overlaps one that another stream of this target keeps in flight; \
+         a verified replay needs the target to itself"
+            .into(),
+    )
+}
+
 /// The trace is done and nothing is in flight: this stream's replay is over at `now`.
 fn finish(s: &mut StreamState, feed: &mut Feed, ctx: &StreamCtx<'_>, now: u64) {
     feed.run.complete = true;
@@ -167,9 +205,13 @@ pub(super) fn afap(
     let mut counted_below = 0;
     loop {
         s.batch.clear();
+        let mut blocked = false;
         while feed.peek()?.is_some() {
             let Some(tag) = s.free.pop() else { break };
-            let (p, _) = feed.take();
+            let Some((p, _)) = feed.take_locked(s, tag) else {
+                blocked = true;
+                break;
+            };
             s.place(tag, p, f);
         }
         let now = clock.now_ns();
@@ -177,6 +219,9 @@ pub(super) fn afap(
             s.send(q, ctx, f, now)?;
             feed.sent(now);
         } else if s.inflight == 0 {
+            if blocked {
+                return Err(stuck());
+            }
             finish(s, feed, ctx, now);
             return Ok(counted_below);
         }
@@ -226,6 +271,7 @@ pub(super) fn timed(
             return Ok(counted_below);
         }
         s.batch.clear();
+        let mut blocked = false;
         while let Some(at) = feed.peek()? {
             if at > now {
                 break;
@@ -234,7 +280,10 @@ pub(super) fn timed(
                 feed.hold();
                 break;
             };
-            let (p, at) = feed.take();
+            let Some((p, at)) = feed.take_locked(s, tag) else {
+                blocked = true;
+                break;
+            };
             s.place(tag, p, f);
             s.intended[tag as usize] = at;
             s.watch.arrival(at, ctx.ramp_ns);
@@ -246,6 +295,9 @@ pub(super) fn timed(
             feed.sent(at);
         }
         let upcoming = feed.peek()?;
+        if blocked && s.inflight == 0 {
+            return Err(stuck());
+        }
         if upcoming.is_none() && s.inflight == 0 {
             finish(s, feed, ctx, t0.elapsed().as_nanos() as u64);
             return Ok(counted_below);
@@ -257,7 +309,8 @@ pub(super) fn timed(
         // A record is due and every slot is busy: nothing to do until a completion, so wait
         // for one. (A wait until a deadline already past would not even enter the kernel:
         // an io_uring ring with DEFER_TASKRUN posts completions only when it is entered.)
-        let slot_wanted = s.free.is_empty() && upcoming.is_some_and(|at| at <= now);
+        // So is a due record that overlaps an I/O in flight (verified).
+        let slot_wanted = (s.free.is_empty() || blocked) && upcoming.is_some_and(|at| at <= now);
         if s.inflight > 0 {
             s.done.clear();
             if slot_wanted {

@@ -205,6 +205,26 @@ impl StreamState {
         )))
     }
 
+    /// Under verification, locks a replayed record's granules for `tag` (a write's next
+    /// generations); false when it overlaps I/O in flight, which it must wait for (a trace
+    /// is replayed in order, never redrawn).
+    #[inline]
+    pub(super) fn lock_replayed(&mut self, tag: u32, p: &crate::gen::Planned) -> bool {
+        let Some(sv) = &mut self.verify else {
+            return true;
+        };
+        let cells = &mut sv.cells[tag as usize];
+        if !sv.v.map.try_lock(p.offset, p.len as u64, cells) {
+            return false;
+        }
+        if p.op == Op::Write {
+            for c in cells.iter_mut() {
+                *c = next_gen(*c);
+            }
+        }
+        true
+    }
+
     /// Settles a completion with the verification: a write's generations go into the map
     /// (EITHER when it failed), a read is checked against what it locked. Every completion
     /// passes here, counted or not.

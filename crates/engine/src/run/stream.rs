@@ -144,9 +144,14 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         stamper: &mut stamper,
         lay: &lay,
         arena: &arena,
-        // A fused engine checks reads in its copy, which knows no discard states.
+        // A fused engine checks reads in its copy, which knows no discard states: not when
+        // this workload discards, nor when an earlier one of the verifier did (a comparison
+        // keeps one verifier per target across its cells).
         fused: queue.fuses_data()
-            && !(ctx.verify.is_some() && (w.has_trims() || w.has_write_zeroes())),
+            && !ctx
+                .verify
+                .as_ref()
+                .is_some_and(|v| w.has_trims() || w.has_write_zeroes() || v.map.has_discards()),
     };
     let driven = match (feed.as_mut().ok().and_then(Option::as_mut), w.rate) {
         (Some(feed), None) => {

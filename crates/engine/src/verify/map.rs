@@ -222,6 +222,11 @@ impl GenMap {
         self.unlock(offset, len);
     }
 
+    /// Whether any discard was ever recorded (reads must then look at discard states).
+    pub fn has_discards(&self) -> bool {
+        self.trimmed.get().is_some()
+    }
+
     /// The discard state of the granule holding `offset` (0: none).
     #[inline]
     pub fn trimmed_at(&self, offset: u64) -> u8 {

@@ -413,6 +413,10 @@ impl Target for NvmeTarget {
                 ana: self.ana.clone(),
                 qid,
                 deac: self.deac,
+                zeroes_blocks: queue::max_zeroes_blocks(
+                    self.info.max_transfer,
+                    self.info.block_size,
+                ),
             },
         )))
     }

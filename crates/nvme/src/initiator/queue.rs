@@ -5,7 +5,10 @@
 //! (deallocate) with their ranges in the capsule: the trims of one submit share a command, up
 //! to 256 ranges (NVM Command Set §3.2.3) or what the in-capsule size holds; the first trim's
 //! command id carries it and the others complete with it. Write Zeroes sets DEAC when the
-//! namespace's DLFEAT says deallocated blocks read zeros. A path-related status completes the
+//! namespace's DLFEAT says deallocated blocks read zeros; one longer than a command may cover
+//! (NLB's 16 bits, and the MDTS as Linux's host limits Write Zeroes without WZSL) goes as a
+//! chain of commands on its command id, each sent when the one before succeeded, so the
+//! queue never has more commands out than its depth. A path-related status completes the
 //! I/O with [`PATH_ERROR`] and asks the admin thread to read the ANA state again.
 
 use std::collections::BTreeMap;
@@ -32,6 +35,16 @@ pub(crate) struct Path {
     pub ana: Option<Arc<Ana>>,
     pub qid: Qid,
     pub deac: bool,
+    /// Blocks one Write Zeroes command may cover ([`max_zeroes_blocks`]).
+    pub zeroes_blocks: u32,
+}
+
+/// Blocks one Write Zeroes may cover on a controller whose MDTS is `mdts_bytes` (`None`: no
+/// limit) with `block`-byte blocks: NLB's 16 bits, and the MDTS, by which Linux's host
+/// bounds Write Zeroes when the controller reports no Write Zeroes Size Limit.
+pub(crate) fn max_zeroes_blocks(mdts_bytes: Option<u32>, block: u32) -> u32 {
+    let by_mdts = mdts_bytes.map_or(u32::MAX, |m| (m / block.max(1)).max(1));
+    MAX_WRITE_ZEROES_BLOCKS.min(by_mdts)
 }
 
 /// Ranges one Dataset Management command may carry (NR is 8 bits, 0's based).
@@ -67,7 +80,14 @@ pub(crate) struct NvmeQueue {
     follow: Vec<u16>,
     followers: usize,
     dsm_commands: u64,
+    /// Blocks per Write Zeroes command.
+    zeroes_blocks: u32,
+    /// Per command id: the next block of a chained Write Zeroes still to send, or NO_CHAIN.
+    chain: Vec<u64>,
+    write_zeroes_commands: u64,
 }
+
+const NO_CHAIN: u64 = u64::MAX;
 
 impl NvmeQueue {
     pub fn new(conn: Connection, cfg: &QueueConfig, path: Path) -> Self {
@@ -78,6 +98,7 @@ impl NvmeQueue {
             ana,
             qid,
             deac,
+            zeroes_blocks,
         } = path;
         let depth = cfg.depth.max(1) as usize;
         let dsm_ranges = MAX_DSM_RANGES
@@ -104,7 +125,35 @@ impl NvmeQueue {
             follow: vec![NO_LEAD; depth],
             followers: 0,
             dsm_commands: 0,
+            zeroes_blocks: zeroes_blocks.max(1),
+            chain: vec![NO_CHAIN; depth],
+            write_zeroes_commands: 0,
         }
+    }
+
+    /// Sends the Write Zeroes of `io` from block `slba` on, as much as one command covers;
+    /// what is left waits in `chain` for this one's success.
+    fn send_zeroes(&mut self, io: &Io, slba: u64) {
+        let end = (io.offset + io.len as u64) / self.block;
+        let nlb = (end - slba).min(self.zeroes_blocks as u64) as u32;
+        let rw = Rw {
+            nsid: self.nsid,
+            slba,
+            nlb,
+            fua: false,
+        };
+        let cid = io.tag as u16;
+        let mut s = rw_sqe(io::WRITE_ZEROES, cid, rw, DataPtr::Transport { len: 0 });
+        if self.deac {
+            s.cdw12.set(s.cdw12.get() | DEAC);
+        }
+        self.conn.send_cmd(s, &[]);
+        self.write_zeroes_commands += 1;
+        self.chain[io.tag as usize] = if slba + (nlb as u64) < end {
+            slba + nlb as u64
+        } else {
+            NO_CHAIN
+        };
     }
 
     fn err(&self, e: crate::host::HostError) -> EngineError {
@@ -187,7 +236,17 @@ impl NvmeQueue {
             Event::Resp(q) => {
                 let cid = q.command_id.get();
                 let st = Status::from_field(q.status.get());
-                let _ = self.slot(cid)?;
+                let io = self.slot(cid)?;
+                let next = self.chain[cid as usize];
+                if next != NO_CHAIN {
+                    self.chain[cid as usize] = NO_CHAIN;
+                    if st.is_success() {
+                        // The chain's next command, on the same command id.
+                        self.send_zeroes(&io, next);
+                        self.conn.flush().map_err(|e| self.err(e))?;
+                        return Ok(());
+                    }
+                }
                 let result = if st.is_success() {
                     0
                 } else if st.is_path_error() {
@@ -288,12 +347,6 @@ impl Queue for NvmeQueue {
                 // `--fua`: the write is durable when the controller completes it.
                 fua: io.op == Op::Write && io.fua,
             };
-            if io.op == Op::WriteZeroes && rw.nlb > MAX_WRITE_ZEROES_BLOCKS {
-                return Err(EngineError::Invalid(format!(
-                    "a write-zeroes of {} bytes: NVMe Write Zeroes covers at most {} blocks",
-                    io.len, MAX_WRITE_ZEROES_BLOCKS
-                )));
-            }
             *slot = Some(*io);
             self.inflight += 1;
             match io.op {
@@ -325,13 +378,7 @@ impl Queue for NvmeQueue {
                         trims.clear();
                     }
                 }
-                Op::WriteZeroes => {
-                    let mut s = rw_sqe(io::WRITE_ZEROES, cid, rw, DataPtr::Transport { len: 0 });
-                    if self.deac {
-                        s.cdw12.set(s.cdw12.get() | DEAC);
-                    }
-                    self.conn.send_cmd(s, &[]);
-                }
+                Op::WriteZeroes => self.send_zeroes(io, rw.slba),
             }
         }
         self.send_dsm(&trims);
@@ -380,6 +427,10 @@ impl Queue for NvmeQueue {
         m.insert("in_capsule_writes".into(), self.in_capsule_writes.into());
         m.insert("r2t_writes".into(), self.r2t_writes.into());
         m.insert("dsm_commands".into(), self.dsm_commands.into());
+        m.insert(
+            "write_zeroes_commands".into(),
+            self.write_zeroes_commands.into(),
+        );
         if let Some(st) = self.failed_status {
             m.insert("last_error_status".into(), st.to_string().into());
         }
@@ -387,5 +438,22 @@ impl Queue for NvmeQueue {
             m.insert("path_errors".into(), self.path_errors.into());
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_zeroes_commands_stay_within_nlb_and_the_mdts() {
+        // NLB is 16 bits (0's based): 65,536 blocks at most, whatever the MDTS.
+        assert_eq!(max_zeroes_blocks(None, 512), 1 << 16);
+        assert_eq!(max_zeroes_blocks(Some(1 << 30), 512), 1 << 16);
+        // An MDTS of 1 MiB: 2,048 blocks of 512 B, 256 of 4 KiB.
+        assert_eq!(max_zeroes_blocks(Some(1 << 20), 512), 2048);
+        assert_eq!(max_zeroes_blocks(Some(1 << 20), 4096), 256);
+        // Never 0, even below one block.
+        assert_eq!(max_zeroes_blocks(Some(256), 512), 1);
     }
 }

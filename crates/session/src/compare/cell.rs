@@ -90,6 +90,8 @@ pub(crate) fn run_cell(
             cpus_policy: a.cpus_policy,
         },
     );
+    // A trace workload replays its trace (opened and scanned when the suite was loaded).
+    plan.replay = w.trace.as_ref().and_then(|t| t.replay.clone());
     let partial = save.and_then(|s| {
         crate::partial::Partial::start(a.live.save_every, &plan, s.writer(&plan, name, n))
     });

@@ -47,15 +47,21 @@ fn precondition_all(
     let plan = crate::precondition::fill_plan(data.mode, &p.suite.precondition);
     let mut targets = Vec::with_capacity(p.targets.len());
     let mut spans = Vec::with_capacity(p.targets.len());
-    for (_, uri) in &p.targets {
+    for (name, uri) in &p.targets {
         let t = crate::targets::open_targets(cx, std::slice::from_ref(uri), &opts)?
             .pop()
             .context("no target opened")?;
-        // Before the precondition writes anything: an op a target lacks is bad input.
+        // Before the precondition writes anything: an op a target lacks is bad input, and so
+        // is a trace that does not fit the target.
+        let total = t.info().size;
         for w in ws {
             sanbench_engine::run::check_ops(&w.workload, &*t)?;
+            if let Some(r) = w.trace.as_ref().and_then(|t| t.replay.as_ref()) {
+                let block = t.info().block_size as u64;
+                sanbench_engine::replay::trace::map::Mapping::new(r.map, &r.summary, total, block)
+                    .map_err(|e| usage(format!("workload {} on {name}: {e}", w.id)))?;
+            }
         }
-        let total = t.info().size;
         spans.push(
             ws.iter()
                 .map(|w| w.workload.span.unwrap_or(total).min(total))
@@ -64,8 +70,17 @@ fn precondition_all(
         );
         targets.push(t);
     }
-    let vs =
-        crate::precondition::verifiers(data, &targets, &spans, ws.iter().map(|w| &w.workload))?;
+    let traces: Vec<_> = ws
+        .iter()
+        .filter_map(|w| w.trace.as_ref()?.replay.as_ref())
+        .collect();
+    let vs = crate::precondition::verifiers(
+        data,
+        &targets,
+        &spans,
+        ws.iter().map(|w| &w.workload),
+        &traces,
+    )?;
     let mut out = Vec::with_capacity(p.targets.len());
     for (ti, ((name, _), t)) in p.targets.iter().zip(&targets).enumerate() {
         let (rep, _) = crate::precondition::run(
@@ -133,6 +148,15 @@ pub fn execute(context: &Context, config: &CompareConfig) -> Result<Option<Compa
         return Err(usage(
             "--fault does not run as an MPI job yet: compare without mpirun or srun",
         ));
+    }
+    if let Some(w) = p.suite.workloads.iter().find(|w| w.trace.is_some()) {
+        if job.in_job() {
+            return Err(usage(format!(
+                "workload {}: a trace replay does not run as an MPI job yet: compare without \
+                 mpirun or srun",
+                w.id
+            )));
+        }
     }
     let windows: Vec<(String, Duration)> = p
         .suite

@@ -58,7 +58,8 @@ pub fn scale(
         return Err(usage("--time must be longer than zero"));
     }
     suite.scale(time, ramp);
-    for w in suite.workloads.iter_mut() {
+    // A trace workload writes what its trace writes: no flushes or FUA of its own.
+    for w in suite.workloads.iter_mut().filter(|w| w.trace.is_none()) {
         if w.workload.has_writes() {
             if let Some(n) = flush_every {
                 w.workload.flush_every = n;
