@@ -16,6 +16,8 @@
 
 pub mod io_hdr;
 mod pool;
+
+pub use pool::SG_THREAD_PREFIX;
 pub mod sysfs;
 
 use std::collections::BTreeMap;
