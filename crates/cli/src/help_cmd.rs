@@ -41,6 +41,13 @@ TARGETS (run, compare, crosscheck, verify)
   iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN   iSCSI (port 3260); USER%@FILE reads the secret
                                           from FILE, USER%$VAR from the environment
   nvme+tcp://HOST[:PORT]/SUBSYSNQN[/NSID] NVMe/TCP (port 4420, namespace 1)
+  nvme-ng:/dev/ngXnY   NVMe passthrough: I/O commands on the namespace's generic device over
+                       io_uring URING_CMD (read, write, Write Zeroes, DSM deallocate)
+  sg:/dev/sgN          SCSI passthrough: READ/WRITE(16), UNMAP, WRITE SAME(16) over SG_IO,
+                       a thread per queue slot
+  Passthrough devices skip the block layer above the driver; writes follow the block
+  device's safety rules (its block device mounted or holding a filesystem or partition
+  table: refused unless --force), and the manifest labels the transport underneath.
 
 Every worker drives every target, as in Iometer. In compare, a target is [ref:][NAME=]TARGET:
 NAME labels it, ref: marks a reference ceiling that is never compared in the findings.

@@ -24,6 +24,12 @@ pub fn open_local(
         TargetUri::Null { size } => Arc::new(NullTarget::new(uri, *size)),
         TargetUri::Mem { size } => Arc::new(MemTarget::new(uri, *size)?),
         TargetUri::File { path } => Arc::new(FileTarget::open(uri, path, opts)?),
+        TargetUri::Passthrough { kind, .. } => {
+            return Err(EngineError::Invalid(format!(
+                "{uri}: the {} engine is not built into this sanbench",
+                kind.scheme()
+            )))
+        }
         TargetUri::Network { scheme, .. } => {
             return Err(EngineError::Invalid(format!(
                 "{uri}: the {scheme} engine is not built into this sanbench"

@@ -35,6 +35,13 @@ impl FioTarget {
                 "{s}: fio cannot reach sanbench's in-process RAM disk (serve it: sanbench serve \
                  nbd, then nbd://...)"
             )),
+            // fio has io_uring_cmd (cmd_type=nvme) and sg engines, with options of their own
+            // that the job writer does not write yet.
+            TargetUri::Passthrough { kind, .. } => Err(format!(
+                "{s}: sanbench does not write fio jobs for {}: targets yet (give the block \
+                 device, or fio's io_uring_cmd / sg engine by hand)",
+                kind.scheme()
+            )),
             TargetUri::Network { scheme, uri } => match scheme.as_str() {
                 "nbd" | "nbd+unix" | "nbds" | "nbds+unix" => Ok(FioTarget::Nbd(uri)),
                 "iscsi" => Ok(FioTarget::Iscsi(uri)),

@@ -14,6 +14,7 @@
 
 pub mod initiator;
 pub mod scsi;
+pub mod sg;
 
 /// Fills `b` from the kernel (getrandom(2), as the engine's run ids): CHAP challenges and
 /// identifiers, the target's first StatSN. An error fails the login that asked; there is no

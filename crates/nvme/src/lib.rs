@@ -11,6 +11,7 @@
 
 pub mod host;
 pub mod initiator;
+pub mod ng;
 mod recv;
 pub mod target;
 pub mod wire;

@@ -33,8 +33,9 @@ fn is_initiator(t: &GroupThread, ti: Option<usize>, engine: &str) -> bool {
     }
     let any = engine == "all" || engine.contains(" x");
     (t.name.starts_with(SYNC_THREAD_PREFIX) && (any || engine == "sync"))
+        || (t.name.starts_with(sanbench_iscsi::sg::SG_THREAD_PREFIX) && (any || engine == "sg"))
         || ((t.name.starts_with("iou-wrk-") || t.name.starts_with("iou-sqp-"))
-            && (any || engine == "io_uring"))
+            && (any || engine == "io_uring" || engine == "nvme-ng"))
 }
 
 /// The target's threads on this host: the built-in server's connection threads (in this
@@ -227,6 +228,10 @@ mod tests {
             "io_uring"
         ));
         assert!(is_initiator(&th("self", "iou-wrk-77"), Some(0), "io_uring"));
+        // The sg engine's SG_IO threads, and nvme-ng's ring workers.
+        assert!(is_initiator(&th("self", "sb-sg0-5"), Some(0), "sg"));
+        assert!(!is_initiator(&th("self", "sb-sg0-5"), Some(0), "sync"));
+        assert!(is_initiator(&th("self", "iou-wrk-9"), Some(0), "nvme-ng"));
         assert!(!is_initiator(&th("watch:tgtd", "sb-w0-t0"), Some(0), "nbd"));
         assert!(!is_initiator(&th("self", "sb-nbd-c0"), Some(0), "nbd"));
         assert!(is_target(&th("self", "sb-nbd-c0"), "nbd://127.0.0.1:1"));

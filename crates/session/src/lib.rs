@@ -31,6 +31,7 @@ pub mod monitoring;
 pub mod mpi;
 pub mod outfile;
 pub mod partial;
+pub mod passthrough;
 pub mod placement;
 pub mod precondition;
 pub mod progress;

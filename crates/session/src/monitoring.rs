@@ -114,8 +114,14 @@ pub fn manifest(doc: &mut RunDoc, placement: Option<serde_json::Value>) {
             continue;
         };
         let kind = info.params.get("kind").and_then(|v| v.as_str());
-        if kind == Some("block device") {
-            if let Some(path) = info.params.get("path").and_then(|v| v.as_str()) {
+        // A passthrough target is labelled by the block device of the same namespace or
+        // disk: the transport underneath is the same.
+        let device = match kind {
+            Some("block device") => info.params.get("path"),
+            _ => info.params.get(crate::passthrough::BLOCK_DEVICE),
+        };
+        if kind == Some("block device") || device.is_some() {
+            if let Some(path) = device.and_then(|v| v.as_str()) {
                 let path = path.to_string();
                 match sanbench_monitor::transport::inspect_device(root, Path::new(&path), &opts) {
                     Ok(d) => {

@@ -191,6 +191,7 @@ fn open_one(
         // instead of a fresh zeroed disk per cell that loses what was written (and
         // `--verify`'s map with it).
         TargetUri::Mem { .. } => cx.mem_target(s, || Ok(open_local(s, t, opts)?))?,
+        TargetUri::Passthrough { kind, path } => crate::passthrough::open(s, *kind, path, opts)?,
         _ => open_local(s, t, opts)?,
     })
 }

@@ -304,6 +304,23 @@ fn drain_utf8(pending: &mut Vec<u8>, out: &mut String) {
     }
 }
 
+/// QEMU arguments for an emulated NVMe controller (`-device nvme`) whose one namespace is
+/// the raw file `image`: the guest sees `/dev/nvme0n1` and its generic device `/dev/ng0n1`.
+pub fn nvme_drive(image: &Path, serial: &str) -> Vec<String> {
+    vec![
+        "-drive".into(),
+        // discard=unmap: QEMU's controller reports that deallocated blocks read as zeros
+        // (DLFEAT), which holds only when it passes the deallocation on to the file (with
+        // QEMU's default, discard=ignore, the old data stays and --verify rightly finds it).
+        format!(
+            "file={},if=none,id=nvm-{serial},format=raw,discard=unmap",
+            image.display()
+        ),
+        "-device".into(),
+        format!("nvme,serial={serial},drive=nvm-{serial}"),
+    ]
+}
+
 /// A running guest; killed by its process id when dropped.
 pub struct Vm {
     child: Child,
@@ -320,6 +337,18 @@ impl Vm {
         initrd: &Path,
         hostfwd: &[(u16, u16)],
         guestfwd: &[(u16, u16)],
+    ) -> Vm {
+        Vm::boot_with(vmlinuz, initrd, hostfwd, guestfwd, &[])
+    }
+
+    /// [`boot`](Self::boot) with more QEMU arguments: emulated devices, e.g. an NVMe
+    /// controller over a raw file ([`nvme_drive`]).
+    pub fn boot_with(
+        vmlinuz: &Path,
+        initrd: &Path,
+        hostfwd: &[(u16, u16)],
+        guestfwd: &[(u16, u16)],
+        extra: &[String],
     ) -> Vm {
         let mut net = "user,id=n0,restrict=on".to_string();
         for (h, g) in hostfwd {
@@ -346,6 +375,7 @@ impl Vm {
                 "-no-reboot",
             ])
             .args(["-netdev", &net, "-device", "virtio-net-pci,netdev=n0"])
+            .args(extra)
             .arg("-kernel")
             .arg(vmlinuz)
             .arg("-initrd")

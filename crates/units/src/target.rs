@@ -22,11 +22,69 @@ pub enum TargetUri {
     File {
         path: PathBuf,
     },
+    /// A device driven with native commands beside its block device (`nvme-ng:/dev/ngXnY`,
+    /// `sg:/dev/sgN`), opened by the protocol crate of its command set.
+    Passthrough {
+        kind: Passthrough,
+        path: PathBuf,
+    },
     /// A scheme the engine does not open itself (`nbd`, `iscsi`, ...), with the whole URI.
     Network {
         scheme: String,
         uri: String,
     },
+}
+
+/// The passthrough interfaces, by URI scheme.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passthrough {
+    /// NVMe I/O commands over io_uring URING_CMD on a namespace's generic device.
+    NvmeNg,
+    /// SCSI commands over SG_IO on a SCSI generic device.
+    Sg,
+}
+
+impl Passthrough {
+    pub const ALL: [Passthrough; 2] = [Passthrough::NvmeNg, Passthrough::Sg];
+
+    /// The URI scheme, without the colon.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Passthrough::NvmeNg => "nvme-ng",
+            Passthrough::Sg => "sg",
+        }
+    }
+
+    /// What the path must name, for messages.
+    fn example(self) -> &'static str {
+        match self {
+            Passthrough::NvmeNg => "/dev/ng0n1",
+            Passthrough::Sg => "/dev/sg0",
+        }
+    }
+}
+
+fn parse_passthrough(s: &str, kind: Passthrough, rest: &str) -> Result<TargetUri, String> {
+    let scheme = kind.scheme();
+    let ex = kind.example();
+    let path = rest.strip_prefix("//").unwrap_or(rest);
+    if path.is_empty() {
+        return Err(format!("target '{s}': give the device, e.g. {scheme}:{ex}"));
+    }
+    if !path.starts_with('/') {
+        return Err(format!(
+            "target '{s}': the device must be an absolute path, e.g. {scheme}:{ex}"
+        ));
+    }
+    if path.contains(['?', '#']) || path.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "target '{s}': {scheme}: takes a device path and no options, e.g. {scheme}:{ex}"
+        ));
+    }
+    Ok(TargetUri::Passthrough {
+        kind,
+        path: path.into(),
+    })
 }
 
 /// Parses a target as the user wrote it.
@@ -59,6 +117,14 @@ pub fn parse_target(s: &str) -> Result<TargetUri, String> {
         }
         return Ok(TargetUri::File { path: path.into() });
     }
+    for kind in Passthrough::ALL {
+        if let Some(rest) = s
+            .strip_prefix(kind.scheme())
+            .and_then(|r| r.strip_prefix(':'))
+        {
+            return parse_passthrough(s, kind, rest);
+        }
+    }
     if let Some((scheme, _)) = s.split_once("://") {
         let valid = !scheme.is_empty()
             && scheme
@@ -75,7 +141,8 @@ pub fn parse_target(s: &str) -> Result<TargetUri, String> {
         return Ok(TargetUri::File { path: s.into() });
     }
     Err(format!(
-        "target '{s}' is not understood (use null:, mem:SIZE, a path, file:PATH, nbd://, iscsi://)"
+        "target '{s}' is not understood (use null:, mem:SIZE, a path, file:PATH, nbd://, iscsi://, nvme+tcp://, nvme-ng:/dev/ngXnY, \
+         sg:/dev/sgN)"
     ))
 }
 
@@ -120,5 +187,35 @@ mod tests {
         for bad in ["", "mem:", "mem:0", "mem:lots", "file:", "bogus:thing"] {
             assert!(parse_target(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn passthrough_devices() {
+        assert_eq!(
+            parse_target("nvme-ng:/dev/ng0n1").unwrap(),
+            TargetUri::Passthrough {
+                kind: Passthrough::NvmeNg,
+                path: "/dev/ng0n1".into()
+            }
+        );
+        assert_eq!(
+            parse_target("sg:///dev/sg3").unwrap(),
+            TargetUri::Passthrough {
+                kind: Passthrough::Sg,
+                path: "/dev/sg3".into()
+            }
+        );
+        for (bad, says) in [
+            ("nvme-ng:", "give the device, e.g. nvme-ng:/dev/ng0n1"),
+            ("sg:", "give the device, e.g. sg:/dev/sg0"),
+            ("nvme-ng:ng0n1", "absolute path"),
+            ("sg:/dev/sg0?qd=4", "no options"),
+            ("nvme-ng:/dev/ng0 n1", "no options"),
+        ] {
+            let e = parse_target(bad).unwrap_err();
+            assert!(e.contains(says) && !e.contains('\n'), "{bad}: {e}");
+        }
+        // Not a passthrough scheme, only a prefix of one.
+        assert!(parse_target("sgx:/dev/sg0").is_err());
     }
 }

@@ -253,6 +253,7 @@ impl Default for DataArgs {
   nbd://HOST[:PORT][/EXPORT]
   iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN
   nvme+tcp://HOST[:PORT]/SUBSYSNQN[/NSID]
+  nvme-ng:/dev/ngXnY  sg:/dev/sgN   NVMe and SCSI passthrough
 Every URI, multipath and query options: sanbench help targets. Access specifications:
 sanbench help spec.
 

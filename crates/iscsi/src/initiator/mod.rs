@@ -18,7 +18,7 @@
 //! Only loopback or lab addresses are expected; nothing here retries or recovers a connection
 //! (ErrorRecoveryLevel 0): any protocol violation ends the run with an error naming the peer.
 
-mod discard;
+pub(crate) mod discard;
 mod link;
 mod probe;
 mod provisioning;
