@@ -422,6 +422,10 @@ impl Queue for NbdQueue {
             SocketLayer::Poll
         };
         m.insert("nbd_socket".into(), json!(layer.name()));
+        if self.sock.ktls || self.sock.tls.is_some() {
+            let records = if self.sock.ktls { "kernel" } else { "user" };
+            m.insert("nbd_tls_records".into(), json!(records));
+        }
         if let Some(r) = &self.ring {
             m.insert("nbd_ring_enters".into(), json!(r.enters()));
             m.insert("nbd_ring_setup".into(), json!(r.mode()));
@@ -452,7 +456,11 @@ impl Queue for NbdQueue {
             t.close(fd);
             return r.map_err(|e| self.io_error(e));
         }
-        match rustix::net::send(&self.sock, &h, Wait::Block.send_flags()) {
+        let r = rustix::net::send(&self.sock, &h, Wait::Block.send_flags());
+        if self.sock.ktls {
+            crate::tls::close_notify(fd);
+        }
+        match r {
             Ok(_) => Ok(()),
             Err(e) => Err(self.io_error(e.into())),
         }
