@@ -3,7 +3,9 @@
 //! the nbd_tls_* tests cover). In one boot, `sanbench serve nbd --tls` and `sanbench run
 //! --verify` over certificates in the four pairings: kernel records on both sides, a kernel
 //! client against a user-space (rustls) server and the reverse (the interop check between
-//! the kernel's record layer and rustls), and user space on both sides as the control. The
+//! the kernel's record layer and rustls), and user space on both sides as the control; then
+//! the kernel client against rustls with TLS 1.2 AES-128-GCM and with TLS 1.3 ChaCha20-Poly1305
+//! (the client's `SANBENCH_TLS_SUITES`; the default is TLS 1.3 AES-256-GCM). The
 //! result must name who made the records, and the guest's /proc/net/tls_stat must count
 //! kernel sessions for every pairing with a kernel side and none for the control.
 
@@ -85,6 +87,8 @@ pair uu 10810 "&ktls=off"
 pair kk 10809 ""
 pair ku 10810 ""
 pair uk 10809 "&ktls=off"
+SANBENCH_TLS_SUITES=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 pair ku12 10810 ""
+SANBENCH_TLS_SUITES=TLS13_CHACHA20_POLY1305_SHA256 pair kuC 10810 ""
 kill -INT $K $U
 wait $K $U
 echo "STOP_K=$(tail -1 /tmp/k.log)"
@@ -108,6 +112,10 @@ cat /proc/net/tls_stat
     );
     let mut guest = vm::Vm::boot(&vmlinuz, &initrd, &[], &[]);
     let c = guest.wait_for("SANBENCH-VM-DONE", Duration::from_secs(420));
+    // What each pairing said, for `--nocapture`.
+    for l in c.lines().filter(|l| l.contains('=') && !l.starts_with('[')) {
+        println!("{l}");
+    }
     let v = |key: &str| value(&c, key).to_string();
     let num = |key: &str| -> u64 {
         v(key)
@@ -169,6 +177,21 @@ cat /proc/net/tls_stat
         0,
         "records the kernel could not open:\n{c}"
     );
+    // TLS 1.2 (AES-128-GCM, explicit nonces) and ChaCha20-Poly1305 (TLS 1.3), chosen by the
+    // client, between the kernel's records and rustls's.
+    for (p, suite) in [
+        ("ku12", "TLSv1_2 TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
+        ("kuC", "TLSv1_3 TLS13_CHACHA20_POLY1305_SHA256"),
+    ] {
+        assert_eq!(v(&format!("RC_{p}")), "0", "pairing {p}:\n{c}");
+        assert!(v(&format!("DESC_{p}")).contains(suite), "pairing {p}:\n{c}");
+        assert!(
+            v(&format!("REC_{p}")).ends_with("\"kernel\""),
+            "pairing {p}:\n{c}"
+        );
+    }
+    assert!(tx("kuC") > tx("ku12") && tx("ku12") > tx("uk"), "{c}");
+    assert_eq!(num("DECERR_kuC"), 0, "{c}");
     // The kernel server counted its connections: the probe and the queue's of kk and uk.
     assert!(v("STOP_K").contains("with kernel TLS records"), "{c}");
     assert!(!v("STOP_U").contains("kernel TLS"), "{c}");

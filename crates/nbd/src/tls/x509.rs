@@ -23,8 +23,20 @@ const SEND_LIMIT: usize = 4 << 20;
 /// Where Debian keeps the system's trusted CAs (used when no certificate directory is given).
 const SYSTEM_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
 
+/// ring's cipher suites, or those of them named in `SANBENCH_TLS_SUITES` (comma-separated,
+/// as rustls spells them: `TLS13_CHACHA20_POLY1305_SHA256`,
+/// `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`, ...): tests choose a version and cipher with
+/// it (the kernel TLS guest test runs TLS 1.2 and ChaCha20 besides the default).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    let mut p = rustls::crypto::ring::default_provider();
+    if let Some(names) = std::env::var_os("SANBENCH_TLS_SUITES") {
+        let names = names.to_string_lossy();
+        p.cipher_suites.retain(|s| {
+            let name = format!("{:?}", s.suite());
+            names.split(',').any(|n| n.trim() == name)
+        });
+    }
+    Arc::new(p)
 }
 
 fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
