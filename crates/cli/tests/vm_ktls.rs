@@ -5,7 +5,8 @@
 //! client against a user-space (rustls) server and the reverse (the interop check between
 //! the kernel's record layer and rustls), and user space on both sides as the control; then
 //! the kernel client against rustls with TLS 1.2 AES-128-GCM and with TLS 1.3 ChaCha20-Poly1305
-//! (the client's `SANBENCH_TLS_SUITES`; the default is TLS 1.3 AES-256-GCM). The
+//! (the client's `SANBENCH_TLS_SUITES`; the default is TLS 1.3 AES-256-GCM), and kernel on both
+//! sides with the client's io_uring socket layer (`?sockio=uring`). The
 //! result must name who made the records, and the guest's /proc/net/tls_stat must count
 //! kernel sessions for every pairing with a kernel side and none for the control.
 
@@ -89,6 +90,9 @@ pair ku 10810 ""
 pair uk 10809 "&ktls=off"
 SANBENCH_TLS_SUITES=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 pair ku12 10810 ""
 SANBENCH_TLS_SUITES=TLS13_CHACHA20_POLY1305_SHA256 pair kuC 10810 ""
+pair kkR 10809 "&sockio=uring"
+echo "SOCK_kkR=$(grep -o '"nbd_socket": *"[^"]*"' /tmp/kkR.json | sort -u | tr '\n' ' ')"
+echo "SOCKFB_kkR=$(grep -o '"socket_fallback": *"[^"]*"' /tmp/kkR.json | head -1)"
 kill -INT $K $U
 wait $K $U
 echo "STOP_K=$(tail -1 /tmp/k.log)"
@@ -192,6 +196,11 @@ cat /proc/net/tls_stat
     }
     assert!(tx("kuC") > tx("ku12") && tx("ku12") > tx("uk"), "{c}");
     assert_eq!(num("DECERR_kuC"), 0, "{c}");
+    // Over kernel TLS the socket carries plaintext: the io_uring socket layer runs on it.
+    assert_eq!(v("RC_kkR"), "0", "{c}");
+    assert!(v("REC_kkR").ends_with("\"kernel\""), "{c}");
+    assert!(v("SOCK_kkR").contains("\"uring\""), "{c}");
+    assert!(!v("SOCK_kkR").contains("\"poll\""), "{c}");
     // The kernel server counted its connections: the probe and the queue's of kk and uk.
     assert!(v("STOP_K").contains("with kernel TLS records"), "{c}");
     assert!(!v("STOP_U").contains("kernel TLS"), "{c}");

@@ -55,7 +55,8 @@ pub struct ClientOptions {
     /// client's send calls and cuts its CPU per I/O by about a fifth).
     pub submit_batch: u32,
     /// The socket layer asked for: the poll loop, or io_uring where this kernel has what it
-    /// needs (checked at open; plaintext only, TLS stays on the poll loop). The default is
+    /// needs (checked at open; plaintext and kernel TLS only, user-space TLS stays on the poll
+    /// loop). The default is
     /// `SANBENCH_SOCKET` from the environment, else poll.
     pub socket: SocketLayer,
 }
@@ -217,7 +218,9 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     disconnect(&mut sock);
     let mut info = target_info(uri, &addr, &export, &neg);
     // Chosen once, here, and named in the engine info: the layer every queue uses.
-    let (socket, fallback) = choose_socket(opts.socket, tls.is_some(), SockRing::probe);
+    // Over kernel TLS the socket carries plaintext: io_uring's sends and receives work on it.
+    let user_tls = tls.is_some() && records != Some(Records::Kernel);
+    let (socket, fallback) = choose_socket(opts.socket, user_tls, SockRing::probe);
     info.params.insert("socket".into(), json!(socket.name()));
     if let Some(f) = fallback {
         info.params
@@ -225,7 +228,7 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     }
     info.params
         .insert("tls".into(), tls_desc.map_or(json!(false), |d| json!(d)));
-    if let Some(r) = records {
+    if let Some(r) = &records {
         info.params
             .insert("tls_records".into(), json!(r.to_string()));
     }
@@ -252,7 +255,7 @@ fn choose_socket(
         SocketLayer::Poll => (SocketLayer::Poll, None),
         SocketLayer::Uring if tls => (
             SocketLayer::Poll,
-            Some("TLS connections stay on the poll loop".to_string()),
+            Some("TLS records are made in user space".to_string()),
         ),
         SocketLayer::Uring => match probe() {
             Ok(()) => (SocketLayer::Uring, None),

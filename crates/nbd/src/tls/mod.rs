@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-pub(crate) use kernel::close_notify;
+pub(crate) use kernel::{close_notify, control_record, Control};
 pub(crate) use stream::{kernel_recv, Handover, Tls, Wait};
 
 /// TLS problems: credentials that cannot be loaded (bad input) or a failed handshake.

@@ -136,6 +136,12 @@ impl NbdQueue {
         };
         let (ring, fallback) = match layer {
             SocketLayer::Poll => (None, None),
+            // The ring sends and receives on the socket itself: records a TLS session in user
+            // space must make would go out as plaintext. Never, whatever open chose.
+            SocketLayer::Uring if sock.tls.is_some() => (
+                None,
+                Some("this connection's TLS records stayed in user space".to_string()),
+            ),
             SocketLayer::Uring => match ring::RingSide::open(sock.fd()) {
                 Ok(r) => (Some(Box::new(r)), None),
                 Err(e) => (None, Some(e)),
