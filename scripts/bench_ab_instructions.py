@@ -27,7 +27,7 @@ Cases (loopback only; the servers run natively, only the client is counted):
 
 Usage: scripts/bench_ab_instructions.py A_BINARY B_BINARY [--short 2] [--long 6]
 """
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, atexit, json, os, re, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -85,6 +85,7 @@ def served(sb, proto):
     extra, query = [], ""
     if proto == "nbd-tls":
         d = tempfile.mkdtemp(prefix="bench-pki-")
+        atexit.register(shutil.rmtree, d, True)
         pki(d)
         proto, extra, query = "nbd", ["--tls-certificates", d], f"?tls-certificates={d}"
     p = subprocess.Popen([sb, "serve", proto, "--size", "256M", "--listen", "127.0.0.1:0"] + extra,
