@@ -20,10 +20,14 @@ Cases (loopback only; the servers run natively, only the client is counted):
                1408 in 6 s), valgrind running one thread at a time while a thread of the
                verified path waits by spinning, so the marginal count is not the I/O's
   nbd, iscsi:  4 KiB random read QD 32 against build B's own server
+  nbd-tls:     the same over TLS (nbds://, X.509 P-256 certificates made with openssl), against
+               build B's `serve nbd --tls-certificates` (on a host without the kernel's tls
+               module both builds make their records in user space: the fallback path);
+               not in the default set
 
 Usage: scripts/bench_ab_instructions.py A_BINARY B_BINARY [--short 2] [--long 6]
 """
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, atexit, json, os, re, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,6 +37,7 @@ CASES = {
     "mem-verify": ["mem:64M", "--read", "70", "--verify"],
     "nbd": ["@nbd", "--read", "100"],
     "iscsi": ["@iscsi", "--read", "100"],
+    "nbd-tls": ["@nbd-tls", "--read", "100"],
 }
 COMMON = ["--bs", "4k", "--qd", "32", "--random", "100", "--ramp", "0", "--precondition", "none",
           "--no-monitor", "--quiet", "--json=-"]
@@ -63,11 +68,33 @@ def per_io(sb, args, short, long):
     return (i2 - i1) / (n2 - n1), n2
 
 
+def pki(d):
+    """A CA and a server certificate for localhost in nbdkit's layout, in directory `d`."""
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run = lambda *a: subprocess.run(["openssl", *a], cwd=d, check=True, capture_output=True)
+    run("req", "-x509", *ec, "-keyout", "ca-key.pem", "-out", "ca-cert.pem", "-days", "2",
+        "-subj", "/CN=bench-ca")
+    with open(os.path.join(d, "server.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    run("req", *ec, "-keyout", "server-key.pem", "-out", "server.csr", "-subj", "/CN=localhost")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca-cert.pem", "-CAkey", "ca-key.pem",
+        "-CAcreateserial", "-out", "server-cert.pem", "-days", "2", "-extfile", "server.ext")
+
+
 def served(sb, proto):
-    p = subprocess.Popen([sb, "serve", proto, "--size", "256M", "--listen", "127.0.0.1:0"],
+    extra, query = [], ""
+    if proto == "nbd-tls":
+        d = tempfile.mkdtemp(prefix="bench-pki-")
+        atexit.register(shutil.rmtree, d, True)
+        pki(d)
+        proto, extra, query = "nbd", ["--tls-certificates", d], f"?tls-certificates={d}"
+    p = subprocess.Popen([sb, "serve", proto, "--size", "256M", "--listen", "127.0.0.1:0"] + extra,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = p.stdout.readline()
-    return p, next(w for w in line.split() if "://" in w)
+    uri = next(w for w in line.split() if "://" in w)
+    if query:
+        uri = uri.replace("127.0.0.1", "localhost") + query
+    return p, uri
 
 
 def main():

@@ -37,7 +37,8 @@ TARGETS (run, compare, crosscheck, verify)
   nbd+unix:///EXPORT?socket=PATH          NBD over a Unix socket
   nbds://... , nbds+unix://...            NBD over TLS: ?tls-certificates=DIR,
                                           tls-verify-peer=false, tls-hostname=NAME,
-                                          tls-psk-file=FILE (user from USER@)
+                                          tls-psk-file=FILE (user from USER@),
+                                          ktls=off (records in user space, not the kernel's)
   iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN   iSCSI (port 3260); USER%@FILE reads the secret
                                           from FILE, USER%$VAR from the environment
   nvme+tcp://HOST[:PORT]/SUBSYSNQN[/NSID] NVMe/TCP (port 4420, namespace 1)

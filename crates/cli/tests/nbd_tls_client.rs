@@ -4,7 +4,10 @@
 
 mod tls;
 
-use tls::{pki, result_tls, sanbench_bounded, sanbench_verify_run, stderr, Peer, Serve};
+use tls::{
+    host_records, pki, result_records, result_tls, sanbench_bounded, sanbench_verify_run, stderr,
+    Peer, Serve,
+};
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
@@ -24,6 +27,8 @@ fn against_nbdkit_with_certificates() {
         let o = sanbench_verify_run(&uri);
         assert!(o.status.success(), "{uri}: {}", stderr(&o));
         assert!(result_tls(&o).contains("X.509"), "{}", result_tls(&o));
+        // With the tls module, the kernel's records against GnuTLS's.
+        assert_eq!(result_records(&o), host_records());
     }
     // The same server in plaintext: refused by nbdkit, said clearly by sanbench.
     let plain = format!("nbd://127.0.0.1:{}/", kit.port);
@@ -53,6 +58,11 @@ fn nbds_unix_against_nbdkit() {
     let o = sanbench_verify_run(&uri);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(result_tls(&o).contains("X.509"), "{}", result_tls(&o));
+    // A unix socket has no kernel TLS (TCP only): the records stay in user space, saying why.
+    assert_eq!(
+        result_records(&o),
+        "user (kernel TLS needs a TCP connection)"
+    );
 }
 
 #[test]
@@ -109,6 +119,22 @@ fn against_its_own_server() {
     let o = sanbench_verify_run(&uri);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(result_tls(&o).contains("X.509"), "{}", result_tls(&o));
+    // Kernel TLS where this host has it (its tls module), else user space saying why; both
+    // sides forced to user space by their switches.
+    assert_eq!(result_records(&o), host_records());
+    let off = Serve::start("32M", &["--tls-certificates", &dir, "--ktls", "off"]);
+    assert!(
+        off.line.contains("TLS records in user space (--ktls off)"),
+        "{}",
+        off.line
+    );
+    let uri = format!(
+        "nbds://localhost:{}/?tls-certificates={dir}&ktls=off",
+        off.port()
+    );
+    let o = sanbench_verify_run(&uri);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(result_records(&o), "user (ktls=off)");
 }
 
 #[test]
@@ -180,6 +206,8 @@ fn bad_tls_uris_are_usage_errors() {
         ),
         "nbds://localhost:1/?tls-verify-peer=perhaps".to_string(),
         "nbd://localhost:1/?tls-certificates=/tmp".to_string(),
+        "nbds://localhost:1/?ktls=maybe".to_string(),
+        "nbd://localhost:1/?ktls=off".to_string(),
     ] {
         let o = sanbench_bounded(&["run", &uri, "--time", "200ms", "--no-monitor"]);
         assert_eq!(o.status.code(), Some(2), "{uri}: {}", stderr(&o));

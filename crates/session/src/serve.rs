@@ -101,6 +101,19 @@ fn nbd(
 ) -> Result<String, CliError> {
     use sanbench_nbd::server::TlsMode;
     let tls = cfg.tls;
+    // Who will make the TLS records, as far as the kernel can tell before any client came:
+    // each connection hands over after its handshake (X.509 sessions with a cipher the
+    // kernel has).
+    let records = match (tls, cfg.ktls) {
+        (TlsMode::Off, _) => String::new(),
+        (_, sanbench_nbd::server::KtlsMode::Off) => {
+            ", TLS records in user space (--ktls off)".into()
+        }
+        (_, _) => match sanbench_nbd::tls::kernel_tls_available() {
+            Ok(()) => ", TLS records by the kernel".into(),
+            Err(why) => format!(", TLS records in user space ({why})"),
+        },
+    };
     let (export, read_only, verify_peer, delay) = (
         cfg.export.clone(),
         cfg.read_only,
@@ -120,8 +133,8 @@ fn nbd(
     };
     let addr = portals(&server.local_addrs());
     ready(&format!(
-        "sanbench nbd server: {}://{addr}/{export} ({}, {backing}{}{}{}{}{metrics_note}); Ctrl-C \
-         to stop",
+        "sanbench nbd server: {}://{addr}/{export} ({}, {backing}{}{}{}{}{}{metrics_note}); \
+         Ctrl-C to stop",
         if tls == TlsMode::Require {
             "nbds"
         } else {
@@ -139,17 +152,22 @@ fn nbd(
         } else {
             ""
         },
+        records,
         extras(delay, cpus)
     ));
     let stats = server.stats();
     server.run(stop).context("nbd server")?;
     Ok(format!(
         "sanbench nbd server: stopped ({} connections, {} ended by an error, {} coalesced waits, \
-         allocated {} bytes)",
+         allocated {} bytes{})",
         stats.connections.load(Ordering::Relaxed),
         stats.failed.load(Ordering::Relaxed),
         stats.coalesced_waits(),
-        stats.allocated_bytes()
+        stats.allocated_bytes(),
+        match stats.kernel_tls_connections() {
+            0 => String::new(),
+            n => format!(", {n} with kernel TLS records"),
+        }
     ))
 }
 

@@ -197,7 +197,7 @@ fn open_one(
 }
 
 /// Takes sanbench's own query keys out of an NBD URI: `submit_batch` (requests held back to
-/// send together), `sockio` (`uring` or `poll`: the socket layer). The rest (`socket=` of `nbd+unix`, libnbd's `tls-*` keys of `nbds`) stays
+/// send together), `sockio` (`uring` or `poll`: the socket layer). The rest (`socket=` of `nbd+unix`, libnbd's `tls-*` keys and `ktls` of `nbds`) stays
 /// for the NBD crate.
 fn nbd_options(uri: &str) -> Result<(String, sanbench_nbd::ClientOptions), CliError> {
     let mut o = sanbench_nbd::ClientOptions::default();
@@ -213,11 +213,11 @@ fn nbd_options(uri: &str) -> Result<(String, sanbench_nbd::ClientOptions), CliEr
                     .ok_or_else(|| usage(format!("{uri}: sockio must be uring or poll")))?
             }
             ("socket", _) => keep.push(kv),
-            (k, _) if k.starts_with("tls-") => keep.push(kv),
+            (k, _) if k.starts_with("tls-") || k == "ktls" => keep.push(kv),
             (k, _) => {
                 return Err(usage(format!(
                     "{uri}: unknown option '{k}' (submit_batch, sockio; socket for nbd+unix; \
-                     tls-certificates, tls-psk-file, tls-verify-peer, tls-hostname for nbds)"
+                     tls-certificates, tls-psk-file, tls-verify-peer, tls-hostname, ktls for nbds)"
                 )))
             }
         }

@@ -224,6 +224,15 @@ pub struct ServeNbdArgs {
     /// one fails its TLS handshake and is logged.
     #[arg(help_heading = super::H_TLS, long)]
     pub tls_verify_peer: bool,
+    /// Kernel TLS: auto hands each connection's records to the kernel after the handshake
+    /// where it can make them (the tls module, the cipher; X.509 sessions), off keeps them in
+    /// user space.
+    #[arg(help_heading = super::H_TLS, long, value_name = "MODE", default_value = "auto", value_parser = parse_ktls_mode)]
+    pub ktls: sanbench_nbd::server::KtlsMode,
+}
+
+fn parse_ktls_mode(s: &str) -> Result<sanbench_nbd::server::KtlsMode, String> {
+    s.parse()
 }
 
 fn parse_tls_mode(s: &str) -> Result<sanbench_nbd::server::TlsMode, String> {

@@ -99,6 +99,7 @@ fn nbd(a: ServeNbdArgs) -> Result<sanbench_nbd::ServerConfig, CliError> {
         ));
     }
     cfg.tls_verify_peer = a.tls_verify_peer;
+    cfg.ktls = a.ktls;
     Ok(cfg)
 }
 

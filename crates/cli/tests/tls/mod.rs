@@ -310,3 +310,23 @@ pub fn result_tls(out: &Output) -> String {
         .unwrap_or_else(|e| panic!("result JSON: {e}: {}", stderr(out)));
     v["results"][0]["info"]["params"]["tls"].to_string()
 }
+
+/// Who made the records, as the result's parameters say (`tls_records`).
+pub fn result_records(out: &Output) -> String {
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("result JSON: {e}: {}", stderr(out)));
+    v["results"][0]["info"]["params"]["tls_records"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// What this host's kernel makes of TLS records: `kernel` with the tls module, else
+/// `user (REASON)`.
+pub fn host_records() -> String {
+    if std::path::Path::new("/proc/net/tls_stat").exists() {
+        "kernel".into()
+    } else {
+        "user (the tls module is not loaded: modprobe tls)".into()
+    }
+}

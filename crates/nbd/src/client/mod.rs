@@ -29,7 +29,7 @@ use sanbench_io::{
 };
 use serde_json::json;
 
-use crate::tls::{Connector, Tls, Wait};
+use crate::tls::{kernel_recv, Connector, Handover, KtlsMode, Records, Tls, Wait};
 use crate::wire::handshake::tflags;
 use crate::wire::MAX_PAYLOAD;
 use handshake::Negotiated;
@@ -55,7 +55,8 @@ pub struct ClientOptions {
     /// client's send calls and cuts its CPU per I/O by about a fifth).
     pub submit_batch: u32,
     /// The socket layer asked for: the poll loop, or io_uring where this kernel has what it
-    /// needs (checked at open; plaintext only, TLS stays on the poll loop). The default is
+    /// needs (checked at open; plaintext and kernel TLS only, user-space TLS stays on the poll
+    /// loop). The default is
     /// `SANBENCH_SOCKET` from the environment, else poll.
     pub socket: SocketLayer,
 }
@@ -149,12 +150,15 @@ impl io::Write for Sock {
     }
 }
 
-/// A connection: the socket, and the TLS session over it after `NBD_OPT_STARTTLS`. Its
-/// `Read`/`Write` are blocking (the socket's timeouts); the queue's data path uses the two
-/// parts directly.
+/// A connection: the socket, and the TLS session over it after `NBD_OPT_STARTTLS` until the
+/// kernel takes the records over (`ktls`; the socket then carries plaintext). Its
+/// `Read`/`Write` are blocking (the socket's timeouts); the queue's data path uses the parts
+/// directly.
 pub(crate) struct Stream {
     pub sock: Sock,
     pub tls: Option<Tls>,
+    /// The kernel makes this connection's TLS records (see [`handover`]).
+    pub ktls: bool,
 }
 
 impl Stream {
@@ -173,6 +177,7 @@ impl io::Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match &mut self.tls {
             Some(t) => t.recv(self.sock.fd(), buf, Wait::Block),
+            None if self.ktls => kernel_recv(self.sock.fd(), buf, Wait::Block),
             None => self.sock.read(buf),
         }
     }
@@ -203,11 +208,19 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     let (addr, export) = (u.addr, u.export);
     let (mut sock, neg, _rest) = connect(&addr, &export, opts, tls.as_ref(), None)?;
     let tls_desc = sock.tls.as_ref().map(Tls::describe);
+    // The queues' connections are handed over alike: this one says in the result who made
+    // the records (and leaves through the kernel's close_notify when it took them).
+    let records = match &tls {
+        Some(c) => Some(handover(&mut sock, c.ktls(), &addr)?),
+        None => None,
+    };
     // Leave politely: this connection only served to learn the export's parameters.
     disconnect(&mut sock);
     let mut info = target_info(uri, &addr, &export, &neg);
     // Chosen once, here, and named in the engine info: the layer every queue uses.
-    let (socket, fallback) = choose_socket(opts.socket, tls.is_some(), SockRing::probe);
+    // Over kernel TLS the socket carries plaintext: io_uring's sends and receives work on it.
+    let user_tls = tls.is_some() && records != Some(Records::Kernel);
+    let (socket, fallback) = choose_socket(opts.socket, user_tls, SockRing::probe);
     info.params.insert("socket".into(), json!(socket.name()));
     if let Some(f) = fallback {
         info.params
@@ -215,6 +228,10 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     }
     info.params
         .insert("tls".into(), tls_desc.map_or(json!(false), |d| json!(d)));
+    if let Some(r) = &records {
+        info.params
+            .insert("tls_records".into(), json!(r.to_string()));
+    }
     Ok(Box::new(NbdTarget {
         info,
         flags: neg.flags,
@@ -263,6 +280,34 @@ fn disconnect(sock: &mut Stream) {
     let fd = sock.fd();
     if let Some(t) = &mut sock.tls {
         t.close(fd);
+    } else if sock.ktls {
+        crate::tls::close_notify(fd);
+    }
+}
+
+/// Offers a connection's TLS session to the kernel once the NBD handshake is over (the server
+/// then waits for requests, so no record is in flight): who makes its records from now on.
+fn handover(s: &mut Stream, mode: KtlsMode, addr: &Addr) -> Result<Records, EngineError> {
+    let Some(t) = s.tls.take() else {
+        return Ok(Records::User("no TLS session".into()));
+    };
+    if mode == KtlsMode::Off {
+        s.tls = Some(t);
+        return Ok(Records::User("ktls=off".into()));
+    }
+    match t.into_kernel(s.fd()) {
+        Ok(Handover::Kernel) => {
+            s.ktls = true;
+            Ok(Records::Kernel)
+        }
+        Ok(Handover::User(t, why)) => {
+            s.tls = Some(t);
+            Ok(Records::User(why))
+        }
+        Err(e) => Err(EngineError::Connect {
+            addr: addr.to_string(),
+            reason: format!("handing TLS to the kernel: {e} (?ktls=off keeps it in user space)"),
+        }),
     }
 }
 
@@ -301,7 +346,11 @@ fn connect(
     sock.set_read_timeout(opts.connect_timeout)
         .and_then(|()| sock.set_write_timeout(opts.connect_timeout))
         .map_err(|e| cerr(e.to_string()))?;
-    let mut stream = Stream { sock, tls: None };
+    let mut stream = Stream {
+        sock,
+        tls: None,
+        ktls: false,
+    };
     let (neg, rest) = handshake::negotiate(&mut stream, export, opts, tls, meta, &peer)?;
     Ok((stream, neg, rest))
 }
@@ -382,13 +431,16 @@ impl Target for NbdTarget {
     }
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
-        let (sock, neg, rest) = connect(
+        let (mut sock, neg, rest) = connect(
             &self.addr,
             &self.export,
             &self.opts,
             self.tls.as_ref(),
             None,
         )?;
+        if let Some(c) = &self.tls {
+            handover(&mut sock, c.ktls(), &self.addr)?;
+        }
         if neg.size != self.info.size {
             return Err(EngineError::Protocol {
                 peer: self.addr.to_string(),

@@ -1,14 +1,15 @@
 //! NBD URIs as libnbd writes them (its nbd_connect_uri page): `nbd://HOST[:PORT][/EXPORT]`,
 //! `nbd+unix:///EXPORT?socket=PATH`, and with TLS `nbds://[USER@]HOST[:PORT][/EXPORT]` and
 //! `nbds+unix://[USER@]/EXPORT?socket=PATH` with the keys `tls-certificates=DIR`,
-//! `tls-psk-file=FILE`, `tls-verify-peer=false`, `tls-hostname=NAME`.
+//! `tls-psk-file=FILE`, `tls-verify-peer=false`, `tls-hostname=NAME`, and sanbench's own
+//! `ktls=auto|off` (whether the kernel may make the TLS records after the handshake).
 
 use std::path::PathBuf;
 
 use sanbench_io::EngineError;
 
 use super::Addr;
-use crate::tls::{ClientTls, Credentials};
+use crate::tls::{ClientTls, Credentials, KtlsMode};
 
 /// What a URI names.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,6 +50,7 @@ pub(super) fn parse_uri(uri: &str) -> Result<NbdUri, EngineError> {
         verify_peer: true,
         hostname: String::new(),
         username: user.filter(|u| !u.is_empty()),
+        ktls: KtlsMode::Auto,
     };
     for kv in query.split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -70,18 +72,19 @@ pub(super) fn parse_uri(uri: &str) -> Result<NbdUri, EngineError> {
                 }
             }
             "tls-hostname" if tls && !v.is_empty() => t.hostname = v,
+            "ktls" if tls => t.ktls = v.parse().map_err(|e: String| bad(&e))?,
             "tls-certificates" | "tls-psk-file" if tls => {
                 return Err(bad(
                     "give one of tls-certificates=DIR and tls-psk-file=FILE",
                 ))
             }
-            k if k.starts_with("tls-") && !tls => {
+            k if (k.starts_with("tls-") || k == "ktls") && !tls => {
                 return Err(bad(&format!("{k} needs an nbds:// URI (TLS)")))
             }
             k => {
                 return Err(bad(&format!(
                     "unknown key '{k}' (socket for nbd+unix; tls-certificates, tls-psk-file, \
-                     tls-verify-peer, tls-hostname for nbds)"
+                     tls-verify-peer, tls-hostname, ktls for nbds)"
                 )))
             }
         }
@@ -201,6 +204,8 @@ mod tests {
             "nbds://h/x?tls-certificates=/a&tls-psk-file=/b",
             "nbds://h/x?tls-verify-peer=maybe",
             "nbds://h/x?frobnicate=1",
+            "nbd://h/x?ktls=off",
+            "nbds://h/x?ktls=maybe",
         ] {
             assert!(parse_uri(bad).unwrap_err().is_usage(), "{bad}");
         }
@@ -227,6 +232,9 @@ mod tests {
         );
         assert!(!tls.verify_peer);
         assert_eq!(tls.hostname, "srv.example");
+        assert_eq!(tls.ktls, KtlsMode::Auto);
+        let p = parse_uri("nbds://h/?ktls=off").unwrap();
+        assert_eq!(p.tls.unwrap().ktls, KtlsMode::Off);
         let p = parse_uri("nbds+unix:///x?socket=/tmp/s").unwrap();
         assert_eq!(p.addr, Addr::Unix("/tmp/s".into()));
         assert_eq!(p.tls.unwrap().hostname, "localhost");

@@ -33,7 +33,7 @@ use sanbench_blockstore::delay::DueQueue;
 use super::coalesce::{Coalesce, Outcome};
 use super::Shared;
 use crate::error::NbdError;
-use crate::tls::{Tls, Wait};
+use crate::tls::{kernel_recv, Tls, Wait};
 use crate::wire::WireError;
 
 /// Receive buffer: room for a large batch of 4 KiB writes.
@@ -58,6 +58,8 @@ pub(crate) struct Conn<'a> {
     sock: TcpStream,
     /// The TLS session after `NBD_OPT_STARTTLS`; None: plaintext, straight on the socket.
     tls: Option<Tls>,
+    /// The kernel makes the TLS records (after the handshake): the socket carries plaintext.
+    ktls: bool,
     sh: &'a Shared,
     shutdown: &'a AtomicBool,
     peer: String,
@@ -116,6 +118,7 @@ impl<'a> Conn<'a> {
             metrics,
             sock,
             tls: None,
+            ktls: false,
             sh,
             shutdown,
             peer,
@@ -138,12 +141,14 @@ impl<'a> Conn<'a> {
 
     pub(crate) fn run(mut self) -> R<()> {
         let r = match self.handshake() {
-            Ok(true) => self.transmission(),
+            Ok(true) => self.handover().and_then(|()| self.transmission()),
             Ok(false) => Ok(()),
             Err(e) => Err(e),
         };
         if let Some(t) = &mut self.tls {
             t.close(self.sock.as_raw_fd());
+        } else if self.ktls {
+            crate::tls::close_notify(self.sock.as_raw_fd());
         }
         self.sh
             .coalesced
@@ -173,6 +178,7 @@ impl<'a> Conn<'a> {
             let buf = &mut self.rbuf[self.rlen..];
             let r = match &mut self.tls {
                 Some(t) => t.recv(fd, buf, Wait::Block),
+                None if self.ktls => kernel_recv(fd, buf, Wait::Block),
                 None => self.sock.read(buf),
             };
             match r {
@@ -259,8 +265,10 @@ impl<'a> Conn<'a> {
             return self.wait_delayed();
         }
         // Coalescing counts bytes on the socket: TLS records are not requests, and a session
-        // may hold decrypted requests a poll cannot see. A TLS connection wakes per arrival.
-        let Some(deadline) = self.sh.cfg.coalesce.filter(|_| self.tls.is_none()) else {
+        // may hold decrypted requests a poll cannot see. A TLS connection wakes per arrival
+        // (with the kernel's records too: its wake-ups are per record, not per byte).
+        let plain = self.tls.is_none() && !self.ktls;
+        let Some(deadline) = self.sh.cfg.coalesce.filter(|_| plain) else {
             return self.read_more(None);
         };
         let want = self.coalesce.plan(found, bytes, written, Instant::now());

@@ -48,7 +48,7 @@ pub use sanbench_blockstore::CHUNK;
 
 use crate::error::NbdError;
 use crate::tls::{Acceptor, TlsError};
-pub use crate::tls::{Credentials, TlsMode};
+pub use crate::tls::{Credentials, KtlsMode, TlsMode};
 use crate::wire::MAX_PAYLOAD;
 use conn::{Conn, End};
 
@@ -100,6 +100,9 @@ pub struct ServerConfig {
     /// client without one fails its TLS handshake and is logged; the server goes on serving
     /// others.
     pub tls_verify_peer: bool,
+    /// After the handshake, whether the kernel may make the connection's TLS records
+    /// (`--ktls`; see [`crate::tls`]'s kernel module).
+    pub ktls: KtlsMode,
 }
 
 impl ServerConfig {
@@ -122,6 +125,7 @@ impl ServerConfig {
             tls: TlsMode::Off,
             tls_credentials: None,
             tls_verify_peer: false,
+            ktls: KtlsMode::Auto,
         }
     }
 
@@ -184,6 +188,8 @@ pub(crate) struct Shared {
     /// Waits that asked the kernel for more than one request (see `coalesce.rs`), summed as
     /// connections end.
     coalesced: AtomicU64,
+    /// Connections whose TLS records the kernel made.
+    kernel_tls: AtomicU64,
     /// I/O counters (`serve --metrics-listen`), once [`Server::counters`] turned them on.
     counters: std::sync::OnceLock<Arc<ServerCounters>>,
 }
@@ -207,6 +213,11 @@ impl ServerStats {
     /// several requests had arrived (wake-up coalescing for pipelining clients).
     pub fn coalesced_waits(&self) -> u64 {
         self.shared.coalesced.load(Ordering::Relaxed)
+    }
+
+    /// Connections whose TLS records the kernel made after the handshake.
+    pub fn kernel_tls_connections(&self) -> u64 {
+        self.shared.kernel_tls.load(Ordering::Relaxed)
     }
 }
 
@@ -271,6 +282,7 @@ impl Server {
             store,
             tls,
             coalesced: AtomicU64::new(0),
+            kernel_tls: AtomicU64::new(0),
             counters: std::sync::OnceLock::new(),
         });
         let stats = Arc::new(ServerStats {

@@ -13,10 +13,13 @@
 //! send/receive deadlock), and a plaintext connection carries no TLS object at all: its data
 //! path is unchanged (`Option<Tls>` is `None`, one branch per system call).
 
+mod kernel;
 mod stream;
 mod x509;
 
 pub mod psk;
+
+pub use kernel::{available as kernel_tls_available, KtlsMode, Records};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -24,7 +27,8 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-pub(crate) use stream::{Tls, Wait};
+pub(crate) use kernel::{close_notify, control_record, Control};
+pub(crate) use stream::{kernel_recv, Handover, Tls, Wait};
 
 /// TLS problems: credentials that cannot be loaded (bad input) or a failed handshake.
 #[derive(Debug, Error)]
@@ -92,12 +96,15 @@ pub struct ClientTls {
     pub hostname: String,
     /// The PSK identity (`nbds://USER@HOST`, else the login name).
     pub username: Option<String>,
+    /// `ktls=auto|off`: whether the kernel may make the records after the handshake.
+    pub ktls: KtlsMode,
 }
 
 /// A client's loaded credentials: every connection of a target shares them.
 #[derive(Clone)]
 pub struct Connector {
     inner: Arc<ConnectorKind>,
+    ktls: KtlsMode,
 }
 
 enum ConnectorKind {
@@ -129,7 +136,12 @@ impl Connector {
         };
         Ok(Connector {
             inner: Arc::new(kind),
+            ktls: c.ktls,
         })
+    }
+
+    pub(crate) fn ktls(&self) -> KtlsMode {
+        self.ktls
     }
 
     pub(crate) fn is_psk(&self) -> bool {
@@ -231,6 +243,11 @@ pub(crate) trait Session: Send {
     fn close_notify(&mut self);
     /// Protocol version and cipher suite, for the result's parameters.
     fn describe(&self) -> String;
+    /// The protocol version and cipher as the kernel's TLS names them; Err: why this session
+    /// cannot hand its records to the kernel.
+    fn kernel_suite(&self) -> Result<(u16, kernel::Cipher), String>;
+    /// The traffic keys and sequence numbers, (tx, rx); the session is gone after this.
+    fn extract(self: Box<Self>) -> Result<(kernel::Keys, kernel::Keys), String>;
 }
 
 #[cfg(all(test, not(feature = "tls-psk")))]
@@ -247,6 +264,7 @@ mod tests {
             verify_peer: true,
             hostname: "localhost".into(),
             username: Some("u".into()),
+            ktls: KtlsMode::Auto,
         };
         let e = Connector::new(&c).unwrap_err();
         assert!(e.to_string().contains("--features tls-psk"), "{e}");

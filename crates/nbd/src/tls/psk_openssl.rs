@@ -10,6 +10,7 @@ use openssl::ssl::{
 };
 
 use super::{load_keys, PskEntry};
+use crate::tls::kernel::{Cipher, Keys};
 use crate::tls::{Session, TlsError};
 
 /// Ciphertext held unsent before the session takes no more plaintext.
@@ -289,5 +290,13 @@ impl Session for Ossl {
             }
             _ => "TLS (PSK)".into(),
         }
+    }
+
+    fn kernel_suite(&self) -> Result<(u16, Cipher), String> {
+        Err("PSK sessions (OpenSSL over memory buffers) keep their records in user space".into())
+    }
+
+    fn extract(self: Box<Self>) -> Result<(Keys, Keys), String> {
+        Err("no key export from OpenSSL sessions".into())
     }
 }

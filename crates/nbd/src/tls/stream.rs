@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use rustix::net::{self, RecvFlags, SendFlags};
 
+use super::kernel::{self, Control};
 use super::{Session, TlsError};
 
 /// How a socket call may wait: up to the socket's own timeouts, or not at all
@@ -100,6 +101,31 @@ fn tls_error(what: String) -> io::Error {
 /// call of its own; one large `recv` fed to it from memory saves most of the system calls
 /// (measured: a 1 MiB read took some 250 of them).
 const CIPHER_BUF: usize = 256 * 1024;
+
+/// What became of a session offered to the kernel ([`Tls::into_kernel`]).
+pub(crate) enum Handover {
+    /// The kernel makes and opens the records now: the socket carries plaintext, read with
+    /// [`kernel_recv`].
+    Kernel,
+    /// Still in user space, and why.
+    User(Tls, String),
+}
+
+/// `recv` on a socket whose records the kernel makes: a control record (which fails a plain
+/// `recv` with `EIO`) is taken aside; the peer's close_notify reads as the end of the stream.
+pub(crate) fn kernel_recv(fd: RawFd, buf: &mut [u8], wait: Wait) -> io::Result<usize> {
+    let sock = Fd::new(fd, wait);
+    loop {
+        match net::recv(sock.fd, &mut *buf, wait.recv_flags()) {
+            Ok((_, n)) => return Ok(n.min(buf.len())),
+            Err(rustix::io::Errno::IO) => match kernel::control_record(fd)? {
+                Control::Skip => {}
+                Control::Closed => return Ok(0),
+            },
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
 
 /// A TLS connection over a socket the caller keeps.
 pub(crate) struct Tls {
@@ -249,6 +275,32 @@ impl Tls {
 
     pub(crate) fn describe(&self) -> String {
         self.s.describe()
+    }
+
+    /// Hands the records to the kernel when it can make them (the `tls` module, the
+    /// session's version and cipher) and nothing waits inside the session; else the session
+    /// comes back with the reason. Called where the protocol has the peer waiting for us (the
+    /// NBD handshake over, no request sent yet), so no record is in flight. Err: the keys
+    /// left the session but the kernel refused them after its check passed (the connection
+    /// is lost).
+    pub(crate) fn into_kernel(self, fd: RawFd) -> io::Result<Handover> {
+        if self.has_buffered() || self.s.wants_write() {
+            return Ok(Handover::User(
+                self,
+                "bytes were waiting inside the TLS session".into(),
+            ));
+        }
+        let (version, cipher) = match self.s.kernel_suite() {
+            Ok(v) => v,
+            Err(why) => return Ok(Handover::User(self, why)),
+        };
+        if let Err(why) = kernel::attach(fd).and_then(|()| kernel::check(version, cipher)) {
+            return Ok(Handover::User(self, why));
+        }
+        let (tx, rx) = self.s.extract().map_err(tls_error)?;
+        kernel::install(fd, version, true, &tx)?;
+        kernel::install(fd, version, false, &rx)?;
+        Ok(Handover::Kernel)
     }
 }
 

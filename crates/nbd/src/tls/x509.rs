@@ -15,6 +15,7 @@ use rustls::pki_types::{
 use rustls::server::WebPkiClientVerifier;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
+use super::kernel::{Cipher, Keys, TLS12, TLS13};
 use super::{ClientTls, ConnectorKind, Session, TlsError};
 
 /// Ciphertext a session may hold unsent before it takes no more plaintext.
@@ -22,8 +23,20 @@ const SEND_LIMIT: usize = 4 << 20;
 /// Where Debian keeps the system's trusted CAs (used when no certificate directory is given).
 const SYSTEM_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
 
+/// ring's cipher suites, or those of them named in `SANBENCH_TLS_SUITES` (comma-separated,
+/// as rustls spells them: `TLS13_CHACHA20_POLY1305_SHA256`,
+/// `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`, ...): tests choose a version and cipher with
+/// it (the kernel TLS guest test runs TLS 1.2 and ChaCha20 besides the default).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    let mut p = rustls::crypto::ring::default_provider();
+    if let Some(names) = std::env::var_os("SANBENCH_TLS_SUITES") {
+        let names = names.to_string_lossy();
+        p.cipher_suites.retain(|s| {
+            let name = format!("{:?}", s.suite());
+            names.split(',').any(|n| n.trim() == name)
+        });
+    }
+    Arc::new(p)
 }
 
 fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
@@ -98,9 +111,14 @@ pub(super) fn server(dir: &Path, verify_peer: bool) -> Result<Arc<rustls::Server
     } else {
         builder.with_no_client_auth()
     };
-    let cfg = builder
+    let mut cfg = builder
         .with_single_cert(chain, key)
         .map_err(|e| TlsError::Credentials(format!("{}: {e}", dir.display())))?;
+    // The kernel's TLS takes the keys after the handshake (kernel.rs).
+    cfg.enable_secret_extraction = true;
+    // NBD never resumes a session; a ticket would only be one more record for a client whose
+    // kernel already has the keys to take as a control message.
+    cfg.send_tls13_tickets = 0;
     Ok(Arc::new(cfg))
 }
 
@@ -129,12 +147,13 @@ pub(super) fn client(dir: Option<&Path>, c: &ClientTls) -> Result<ConnectorKind,
     let client_cert = dir
         .map(|d| (d.join("client-cert.pem"), d.join("client-key.pem")))
         .filter(|(c, k)| c.exists() && k.exists());
-    let config = match client_cert {
+    let mut config = match client_cert {
         Some((c, k)) => builder
             .with_client_auth_cert(certs(&c)?, key(&k)?)
             .map_err(|e| TlsError::Credentials(format!("{}: {e}", c.display())))?,
         None => builder.with_no_client_auth(),
     };
+    config.enable_secret_extraction = true;
     let name = ServerName::try_from(c.hostname.clone())
         .map_err(|_| TlsError::Credentials(format!("'{}' is not a host name", c.hostname)))?;
     Ok(ConnectorKind::X509 {
@@ -223,6 +242,60 @@ impl Session for Rustls {
             .map_or(String::new(), |s| format!(" {:?}", s.suite()));
         format!("{v}{s} (X.509)")
     }
+
+    fn kernel_suite(&self) -> Result<(u16, Cipher), String> {
+        use rustls::CipherSuite as S;
+        let v = match self.conn.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => TLS13,
+            Some(rustls::ProtocolVersion::TLSv1_2) => TLS12,
+            v => return Err(format!("the kernel's TLS has no {v:?}")),
+        };
+        let s = self
+            .conn
+            .negotiated_cipher_suite()
+            .ok_or("no cipher suite negotiated")?
+            .suite();
+        let c = match s {
+            S::TLS13_AES_128_GCM_SHA256
+            | S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+            | S::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => Cipher::Aes128Gcm,
+            S::TLS13_AES_256_GCM_SHA384
+            | S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+            | S::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => Cipher::Aes256Gcm,
+            S::TLS13_CHACHA20_POLY1305_SHA256
+            | S::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+            | S::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => Cipher::Chacha20Poly1305,
+            s => return Err(format!("the kernel's TLS has no {s:?}")),
+        };
+        Ok((v, c))
+    }
+
+    fn extract(self: Box<Self>) -> Result<(Keys, Keys), String> {
+        let s = self
+            .conn
+            .dangerous_extract_secrets()
+            .map_err(|e| e.to_string())?;
+        Ok((keys(s.tx)?, keys(s.rx)?))
+    }
+}
+
+fn keys((seq, secrets): (u64, rustls::ConnectionTrafficSecrets)) -> Result<Keys, String> {
+    use rustls::ConnectionTrafficSecrets as T;
+    let (cipher, key, iv) = match secrets {
+        T::Aes128Gcm { key, iv } => (Cipher::Aes128Gcm, key, iv),
+        T::Aes256Gcm { key, iv } => (Cipher::Aes256Gcm, key, iv),
+        T::Chacha20Poly1305 { key, iv } => (Cipher::Chacha20Poly1305, key, iv),
+        _ => return Err("a cipher the kernel's TLS does not take".into()),
+    };
+    Ok(Keys {
+        cipher,
+        key: key.as_ref().to_vec(),
+        iv: iv
+            .as_ref()
+            .try_into()
+            .map_err(|_| "an IV of other than 12 bytes".to_string())?,
+        seq,
+    })
 }
 
 /// `tls-verify-peer=false`: any certificate is accepted, signatures are still checked (the

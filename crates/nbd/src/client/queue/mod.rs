@@ -136,6 +136,12 @@ impl NbdQueue {
         };
         let (ring, fallback) = match layer {
             SocketLayer::Poll => (None, None),
+            // The ring sends and receives on the socket itself: records a TLS session in user
+            // space must make would go out as plaintext. Never, whatever open chose.
+            SocketLayer::Uring if sock.tls.is_some() => (
+                None,
+                Some("this connection's TLS records stayed in user space".to_string()),
+            ),
             SocketLayer::Uring => match ring::RingSide::open(sock.fd()) {
                 Ok(r) => (Some(Box::new(r)), None),
                 Err(e) => (None, Some(e)),
@@ -422,6 +428,10 @@ impl Queue for NbdQueue {
             SocketLayer::Poll
         };
         m.insert("nbd_socket".into(), json!(layer.name()));
+        if self.sock.ktls || self.sock.tls.is_some() {
+            let records = if self.sock.ktls { "kernel" } else { "user" };
+            m.insert("nbd_tls_records".into(), json!(records));
+        }
         if let Some(r) = &self.ring {
             m.insert("nbd_ring_enters".into(), json!(r.enters()));
             m.insert("nbd_ring_setup".into(), json!(r.mode()));
@@ -452,7 +462,11 @@ impl Queue for NbdQueue {
             t.close(fd);
             return r.map_err(|e| self.io_error(e));
         }
-        match rustix::net::send(&self.sock, &h, Wait::Block.send_flags()) {
+        let r = rustix::net::send(&self.sock, &h, Wait::Block.send_flags());
+        if self.sock.ktls {
+            crate::tls::close_notify(fd);
+        }
+        match r {
             Ok(_) => Ok(()),
             Err(e) => Err(self.io_error(e.into())),
         }

@@ -132,6 +132,9 @@ impl NbdQueue {
             });
             total += len - off;
         }
+        // Kernel TLS refuses MSG_WAITALL on a send (EOPNOTSUPP); a short send is pushed again
+        // by `ring_sent` anyway.
+        let flags = if self.sock.ktls { 0 } else { libc::MSG_WAITALL };
         let r = self.ring();
         r.iov = iov;
         r.msg.msg_iov = r.iov.as_mut_ptr();
@@ -141,7 +144,7 @@ impl NbdQueue {
         // SAFETY: `msg` and `iov` live in the boxed ring side, `hdrs` and the arena regions
         // stay untouched while `send` is Some (every change to them waits in
         // `ring_finish_send` first), and drop drains the ring before any of them goes.
-        let pushed = unsafe { r.ring.send_msg(0, &*r.msg, libc::MSG_WAITALL, SEND) };
+        let pushed = unsafe { r.ring.send_msg(0, &*r.msg, flags, SEND) };
         pushed.map_err(|e| self.io_error(e))
     }
 
@@ -311,6 +314,17 @@ impl NbdQueue {
         let n = match res {
             0 => return Err(self.disconnected("server closed the connection")),
             r if r == -libc::EINTR || r == -libc::EAGAIN => return Ok(()),
+            // Kernel TLS holds a record other than data (a ticket, close_notify): taken aside
+            // here, and the next receive is posted as after EAGAIN.
+            r if r == -libc::EIO && self.sock.ktls => {
+                return match crate::tls::control_record(self.sock.fd()) {
+                    Ok(crate::tls::Control::Skip) => Ok(()),
+                    Ok(crate::tls::Control::Closed) => {
+                        Err(self.disconnected("server closed the connection"))
+                    }
+                    Err(e) => Err(self.io_error(e)),
+                };
+            }
             r if r < 0 => return Err(self.errno(-r)),
             r => r as usize,
         };

@@ -127,7 +127,7 @@ impl NbdQueue {
             let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
             let r = match &mut self.sock.tls {
                 Some(t) => t.recv(fd, buf, wait),
-                None => rustix::net::recv(&self.sock.sock, buf, wait.recv_flags())
+                None => rustix::net::recv(&self.sock.sock, &mut *buf, wait.recv_flags())
                     .map(|(_, n)| n.min(len))
                     .map_err(io::Error::from),
             };
@@ -135,6 +135,16 @@ impl NbdQueue {
                 Ok(0) => return Err(self.disconnected("server closed the connection")),
                 Ok(n) => return Ok(n),
                 Err(e) => e,
+            };
+            // A record other than data on a kernel TLS socket (taken aside, then receive again).
+            let e = if self.sock.ktls && e.raw_os_error() == Some(libc::EIO) {
+                match crate::tls::kernel_recv(fd, buf, wait) {
+                    Ok(0) => return Err(self.disconnected("server closed the connection")),
+                    Ok(n) => return Ok(n),
+                    Err(e) => e,
+                }
+            } else {
+                e
             };
             // EAGAIN: nothing yet (nonblocking) or SO_RCVTIMEO passed (blocking).
             let again = matches!(

@@ -86,6 +86,7 @@ impl Conn<'_> {
             // so it is asked first, never blocking.
             let r = match &mut self.tls {
                 Some(t) => t.recv(fd, buf, Wait::Never),
+                None if self.ktls => crate::tls::kernel_recv(fd, buf, Wait::Never),
                 None => rustix::net::recv(&self.sock, buf, RecvFlags::DONTWAIT)
                     .map(|(_, n)| n)
                     .map_err(io::Error::from),

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use super::{Conn, End, R};
 use crate::error::NbdError;
-use crate::tls::Tls;
+use crate::tls::{Handover, KtlsMode, Tls};
 use crate::wire::handshake::{opt, rep};
 
 impl Conn<'_> {
@@ -51,6 +51,43 @@ impl Conn<'_> {
         // What was negotiated in plaintext does not carry over into TLS (as nbdkit does).
         self.structured = false;
         self.meta = false;
+        Ok(())
+    }
+}
+
+impl Conn<'_> {
+    /// Gives the TLS records to the kernel as transmission begins (the client has its last
+    /// option reply and sends requests next; replies still unsent go out through the kernel).
+    /// Where it cannot, the session stays, and `SANBENCH_NBD_DEBUG` says why.
+    pub(super) fn handover(&mut self) -> R<()> {
+        let Some(t) = self.tls.take() else {
+            return Ok(());
+        };
+        if self.sh.cfg.ktls == KtlsMode::Off {
+            self.tls = Some(t);
+            return Ok(());
+        }
+        match t.into_kernel(self.sock.as_raw_fd()) {
+            Ok(Handover::Kernel) => {
+                self.ktls = true;
+                self.sh.kernel_tls.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Handover::User(t, why)) => {
+                if std::env::var_os("SANBENCH_NBD_DEBUG").is_some() {
+                    eprintln!(
+                        "nbd server: {}: TLS records in user space: {why}",
+                        self.peer
+                    );
+                }
+                self.tls = Some(t);
+            }
+            Err(e) => {
+                return Err(End::Fail(NbdError::io(
+                    format!("hand TLS of {} to the kernel", self.peer),
+                    e,
+                )))
+            }
+        }
         Ok(())
     }
 }
