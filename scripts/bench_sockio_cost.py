@@ -13,12 +13,16 @@ Per layer:
               beside the load printed)
 With --profile, the kernel and user symbols taking the client's CPU (perf record -e cpu-clock,
 a software clock: this VM has no PMU), each layer's top entries.
+With --setups defer,coop,plain: an interleaved A/B of CPU per I/O (task-clock), the poll loop
+against io_uring rings set up each way (SANBENCH_SOCKRING_SETUP), --reps short runs each,
+medians and ratios to poll (load-dependent: the order alternates and the load is printed).
 
 Usage: scripts/bench_sockio_cost.py [--time 4] [--short 1] [--long 3] [--kinds nbd]
                                    [--layers poll,uring] [--no-callgrind] [--profile]
+       scripts/bench_sockio_cost.py --setups defer,coop,plain [--reps 12] [--time 2]
 SANBENCH_BIN=path selects the binary (default target/release/sanbench).
 """
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, json, os, re, statistics, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import SB, Server, free_port, sh  # noqa: E402
@@ -85,6 +89,29 @@ def profile(uri, secs, top):
     return rows, comms
 
 
+def setups(base, names, reps, secs):
+    variants = [("poll", "poll", None)] + [(n, "uring", n) for n in names]
+    res = {v[0]: [] for v in variants}
+    for r in range(reps):
+        for label, layer, setup in (variants if r % 2 == 0 else variants[::-1]):
+            if setup:
+                os.environ["SANBENCH_SOCKRING_SETUP"] = setup
+            try:
+                res[label].append(counted(f"{base}?sockio={layer}", secs))
+            finally:
+                os.environ.pop("SANBENCH_SOCKRING_SETUP", None)
+        print(f"  rep {r + 1}: " + " | ".join(f"{k} {v[-1]['task_us']:.3f}"
+                                             for k, v in res.items()) + "  (task-µs/IO)",
+              flush=True)
+    poll = statistics.median(x["task_us"] for x in res["poll"])
+    for k, v in res.items():
+        m = statistics.median(x["task_us"] for x in v)
+        print(f"  {k:<6} median task-µs/IO {m:.3f} ({m / poll:.3f}x poll)  "
+              f"sys/IO {statistics.median(x['sys'] for x in v):.4f}  "
+              f"cs/IO {statistics.median(x['cs'] for x in v):.4f}  "
+              f"IOPS {statistics.median(x['iops'] for x in v) / 1e3:.1f}k", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--time", type=int, default=4)
@@ -96,6 +123,7 @@ def main():
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--setups", help="interleaved A/B of ring setups against poll")
     a = ap.parse_args()
     print(f"binary {SB}; load: {open('/proc/loadavg').read().strip()}; {os.cpu_count()} CPUs; "
           f"{os.uname().release}")
@@ -104,6 +132,9 @@ def main():
         srv = Server([SB, "serve", k, "--size=1G", f"--listen=127.0.0.1:{port}"], port)
         try:
             base = f"{k}://127.0.0.1:{port}"
+            if a.setups:
+                setups(base, a.setups.split(","), a.reps, a.time)
+                continue
             for layer in a.layers.split(","):
                 uri = f"{base}?sockio={layer}"
                 line = f" {k} {layer:<6}"

@@ -64,8 +64,9 @@ impl SocketLayer {
 }
 
 /// The environment variable that chooses how a ring is set up (`defer`, `coop` or `plain`;
-/// default `defer`, falling back in that order), so that each setup's cost can be measured
-/// on one binary (scripts/bench_sockio_cost.py).
+/// default `coop`; each falls back to the next), so that each setup's cost can be measured on
+/// one binary (scripts/bench_sockio_cost.py). DEFER_TASKRUN is not the default: on loopback
+/// its CPU per I/O did not separate from COOP_TASKRUN's beyond the noise (docs/BENCHMARKS.md).
 pub const SETUP_ENV: &str = "SANBENCH_SOCKRING_SETUP";
 
 /// Sets a ring up as `asked`, or the cheapest way this kernel takes:
@@ -86,11 +87,11 @@ fn setup(asked: &str, entries: u32) -> Result<(IoUring, &'static str), String> {
     let coop = || IoUring::builder().setup_coop_taskrun().build(entries);
     let built = match asked {
         "plain" => None,
-        "coop" => coop().ok().map(|r| (r, "coop_taskrun")),
-        _ => defer()
+        "defer" => defer()
             .ok()
             .map(|r| (r, "defer_taskrun"))
             .or_else(|| coop().ok().map(|r| (r, "coop_taskrun"))),
+        _ => coop().ok().map(|r| (r, "coop_taskrun")),
     };
     match built {
         Some(r) => Ok(r),
@@ -116,6 +117,8 @@ pub struct SockRing {
     /// Entries pushed since the last `io_uring_enter`.
     queued: u32,
     mode: &'static str,
+    /// Set up with DEFER_TASKRUN: completion work waits for an enter with GETEVENTS.
+    deferred: bool,
     enters: u64,
 }
 
@@ -129,15 +132,23 @@ impl SockRing {
     /// A ring with `fds` registered as fixed files 0, 1, ... (the queue keeps them open for
     /// the ring's life).
     ///
-    /// With DEFER_TASKRUN (the default where the kernel has it) only the thread that opened the
+    /// With DEFER_TASKRUN (asked with [`SETUP_ENV`]`=defer`) only the thread that opened the
     /// ring may enter it: every queue is opened, driven and dropped on its stream's thread. A
     /// ring entered from another thread fails with EEXIST, and [`drain`](Self::drain) then
-    /// says that the buffers must be kept.
+    /// says that the buffers must be kept. Multipath reopens a failed path on its
+    /// housekeeping thread, so a reinstated path's DEFER_TASKRUN ring fails on the stream's
+    /// thread: defer is for single-path measurements until the ring is enabled lazily.
     pub fn open(fds: &[RawFd], entries: u32) -> Result<SockRing, String> {
         // COOP_TASKRUN: a receive's completion work runs when this thread next enters the
         // kernel instead of interrupting it; older kernels refuse the flag.
         let asked = std::env::var(SETUP_ENV).unwrap_or_default();
-        let (ring, mode) = setup(asked.trim(), entries)?;
+        SockRing::open_as(fds, entries, asked.trim())
+    }
+
+    /// [`open`](Self::open) with the setup named (`defer`, `coop`, `plain`) instead of
+    /// [`SETUP_ENV`]'s.
+    pub fn open_as(fds: &[RawFd], entries: u32, asked: &str) -> Result<SockRing, String> {
+        let (ring, mode) = setup(asked, entries)?;
         check(&ring)?;
         ring.submitter()
             .register_files(fds)
@@ -147,6 +158,7 @@ impl SockRing {
             in_flight: 0,
             queued: 0,
             mode,
+            deferred: mode == "defer_taskrun",
             enters: 0,
         })
     }
@@ -268,7 +280,7 @@ impl SockRing {
     /// Whether completion work waits for an `io_uring_enter` to run it (DEFER_TASKRUN: a
     /// reply came in while this thread did something else; the ring fd then polls readable).
     fn work_waiting(&mut self) -> bool {
-        self.mode == "defer_taskrun" && self.ring.submission().taskrun()
+        self.deferred && self.ring.submission().taskrun()
     }
 
     /// Moves every completion waiting in the ring into `out`. On a DEFER_TASKRUN ring whose
@@ -454,11 +466,17 @@ mod tests {
 
     #[test]
     fn a_reply_that_came_while_not_waiting_is_taken_and_polls_readable() {
+        for setup in ["defer", "coop", "plain"] {
+            a_reply_that_came_while_not_waiting(setup);
+        }
+    }
+
+    fn a_reply_that_came_while_not_waiting(setup: &str) {
         if SockRing::probe().is_err() {
             return;
         }
         let (a, b) = pair();
-        let mut r = SockRing::open(&[a.as_raw_fd()], 8).unwrap();
+        let mut r = SockRing::open_as(&[a.as_raw_fd()], 8, setup).unwrap();
         let mut rbuf = [0u8; 16];
         // SAFETY: the loop below takes the receive's completion before rbuf goes away.
         unsafe { r.recv(0, rbuf.as_mut_ptr(), 16, 4).unwrap() };
@@ -496,7 +514,7 @@ mod tests {
             return;
         }
         let (a, _b) = pair();
-        let mut r = SockRing::open(&[a.as_raw_fd()], 8).unwrap();
+        let mut r = SockRing::open_as(&[a.as_raw_fd()], 8, "defer").unwrap();
         if r.mode() != "defer_taskrun" {
             eprintln!("skipped: the ring is set up as {}", r.mode());
             return;
