@@ -78,10 +78,14 @@ pub const SETUP_ENV: &str = "SANBENCH_SOCKRING_SETUP";
 /// * `plain`: task work signalled to the thread as it comes.
 fn setup(asked: &str, entries: u32) -> Result<(IoUring, &'static str), String> {
     let defer = || {
+        // Disabled until the first enter: SINGLE_ISSUER then ties the ring to the thread that
+        // drives the queue, not to the one that opened it (multipath reopens a path on its
+        // housekeeping thread).
         IoUring::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
             .setup_taskrun_flag()
+            .setup_r_disabled()
             .build(entries)
     };
     let coop = || IoUring::builder().setup_coop_taskrun().build(entries);
@@ -119,6 +123,8 @@ pub struct SockRing {
     mode: &'static str,
     /// Set up with DEFER_TASKRUN: completion work waits for an enter with GETEVENTS.
     deferred: bool,
+    /// Still disabled (R_DISABLED): the first enter enables it, from the thread that will own it.
+    disabled: bool,
     enters: u64,
 }
 
@@ -132,12 +138,11 @@ impl SockRing {
     /// A ring with `fds` registered as fixed files 0, 1, ... (the queue keeps them open for
     /// the ring's life).
     ///
-    /// With DEFER_TASKRUN (asked with [`SETUP_ENV`]`=defer`) only the thread that opened the
-    /// ring may enter it: every queue is opened, driven and dropped on its stream's thread. A
-    /// ring entered from another thread fails with EEXIST, and [`drain`](Self::drain) then
-    /// says that the buffers must be kept. Multipath reopens a failed path on its
-    /// housekeeping thread, so a reinstated path's DEFER_TASKRUN ring fails on the stream's
-    /// thread: defer is for single-path measurements until the ring is enabled lazily.
+    /// With DEFER_TASKRUN (asked with [`SETUP_ENV`]`=defer`) the ring is opened disabled and
+    /// only the thread that first enters it may enter it afterwards (a queue is driven and
+    /// dropped on its stream's thread, though multipath may open it on another). A ring
+    /// entered from another thread fails with EEXIST, and [`drain`](Self::drain) then says
+    /// that the buffers must be kept.
     pub fn open(fds: &[RawFd], entries: u32) -> Result<SockRing, String> {
         // COOP_TASKRUN: a receive's completion work runs when this thread next enters the
         // kernel instead of interrupting it; older kernels refuse the flag.
@@ -159,6 +164,7 @@ impl SockRing {
             queued: 0,
             mode,
             deferred: mode == "defer_taskrun",
+            disabled: mode == "defer_taskrun",
             enters: 0,
         })
     }
@@ -250,6 +256,7 @@ impl SockRing {
         if want == 0 && self.queued == 0 && !self.work_waiting() {
             return Ok(true);
         }
+        self.enable()?;
         let want = want.min(self.in_flight) as usize;
         self.enters += 1;
         let r = match timeout {
@@ -275,6 +282,15 @@ impl SockRing {
         // A wait that submitted entries returns their count even when it timed out, so the
         // completion queue is what tells.
         Ok(self.ring.completion().len() >= want)
+    }
+
+    /// Enables a ring opened disabled; this thread becomes its only submitter.
+    fn enable(&mut self) -> io::Result<()> {
+        if self.disabled {
+            self.ring.submitter().register_enable_rings()?;
+            self.disabled = false;
+        }
+        Ok(())
     }
 
     /// Whether completion work waits for an `io_uring_enter` to run it (DEFER_TASKRUN: a
@@ -528,5 +544,39 @@ mod tests {
             .join()
             .unwrap();
         assert!(!drained);
+    }
+
+    #[test]
+    fn a_deferred_ring_opened_on_one_thread_runs_on_another() {
+        if SockRing::probe().is_err() {
+            return;
+        }
+        let (a, b) = pair();
+        let r = SockRing::open_as(&[a.as_raw_fd()], 8, "defer").unwrap();
+        let got = std::thread::spawn(move || {
+            let mut r = r;
+            let mut rbuf = [0u8; 16];
+            // SAFETY: the wait below takes the receive's completion before rbuf goes away.
+            unsafe { r.recv(0, rbuf.as_mut_ptr(), 16, 5).unwrap() };
+            {
+                use std::io::Write;
+                (&b).write_all(b"moved").unwrap();
+            }
+            let mut got = Vec::new();
+            assert!(r.enter(1, Some(Duration::from_secs(5))).unwrap());
+            r.take(&mut got);
+            assert!(r.drain(&[5], Duration::from_secs(1)));
+            (got, rbuf)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            got.0,
+            vec![Cqe {
+                user_data: 5,
+                result: 5
+            }]
+        );
+        assert_eq!(&got.1[..5], b"moved");
     }
 }
