@@ -3,7 +3,8 @@ from /proc, fio and sanbench JSON, medians. Every server listens on loopback onl
 import json, os, socket, statistics, subprocess, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SB = os.path.join(ROOT, "target", "release", "sanbench")
+# SANBENCH_BIN: a binary built elsewhere (a worktree with its own CARGO_TARGET_DIR).
+SB = os.environ.get("SANBENCH_BIN") or os.path.join(ROOT, "target", "release", "sanbench")
 TCK = os.sysconf("SC_CLK_TCK")
 
 

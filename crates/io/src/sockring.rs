@@ -63,6 +63,48 @@ impl SocketLayer {
     }
 }
 
+/// The environment variable that chooses how a ring is set up (`defer`, `coop` or `plain`;
+/// default `coop`; each falls back to the next), so that each setup's cost can be measured on
+/// one binary (scripts/bench_sockio_cost.py). DEFER_TASKRUN is not the default: on loopback
+/// its CPU per I/O did not separate from COOP_TASKRUN's beyond the noise (docs/BENCHMARKS.md).
+pub const SETUP_ENV: &str = "SANBENCH_SOCKRING_SETUP";
+
+/// Sets a ring up as `asked`, or the cheapest way this kernel takes:
+/// * `defer`: SINGLE_ISSUER | DEFER_TASKRUN | TASKRUN_FLAG (Linux 6.1+). A receive's completion
+///   work runs only inside this thread's waiting `io_uring_enter`, batched, and a completion
+///   wakes the waiter only once as many are in as it asked for, instead of interrupting the
+///   thread (or waking it early) once per completion.
+/// * `coop`: COOP_TASKRUN (5.19+): the work waits for the thread's next entry to the kernel.
+/// * `plain`: task work signalled to the thread as it comes.
+fn setup(asked: &str, entries: u32) -> Result<(IoUring, &'static str), String> {
+    let defer = || {
+        // Disabled until the first enter: SINGLE_ISSUER then ties the ring to the thread that
+        // drives the queue, not to the one that opened it (multipath reopens a path on its
+        // housekeeping thread).
+        IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
+            .setup_r_disabled()
+            .build(entries)
+    };
+    let coop = || IoUring::builder().setup_coop_taskrun().build(entries);
+    let built = match asked {
+        "plain" => None,
+        "defer" => defer()
+            .ok()
+            .map(|r| (r, "defer_taskrun"))
+            .or_else(|| coop().ok().map(|r| (r, "coop_taskrun"))),
+        _ => coop().ok().map(|r| (r, "coop_taskrun")),
+    };
+    match built {
+        Some(r) => Ok(r),
+        None => IoUring::new(entries)
+            .map(|r| (r, "plain"))
+            .map_err(|e| format!("io_uring_setup: {e}")),
+    }
+}
+
 /// One completion: the `user_data` the operation was pushed with and its result (bytes, or a
 /// negative errno).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +121,10 @@ pub struct SockRing {
     /// Entries pushed since the last `io_uring_enter`.
     queued: u32,
     mode: &'static str,
+    /// Set up with DEFER_TASKRUN: completion work waits for an enter with GETEVENTS.
+    deferred: bool,
+    /// Still disabled (R_DISABLED): the first enter enables it, from the thread that will own it.
+    disabled: bool,
     enters: u64,
 }
 
@@ -91,16 +137,23 @@ impl SockRing {
 
     /// A ring with `fds` registered as fixed files 0, 1, ... (the queue keeps them open for
     /// the ring's life).
+    ///
+    /// With DEFER_TASKRUN (asked with [`SETUP_ENV`]`=defer`) the ring is opened disabled and
+    /// only the thread that first enters it may enter it afterwards (a queue is driven and
+    /// dropped on its stream's thread, though multipath may open it on another). A ring
+    /// entered from another thread fails with EEXIST, and [`drain`](Self::drain) then says
+    /// that the buffers must be kept.
     pub fn open(fds: &[RawFd], entries: u32) -> Result<SockRing, String> {
         // COOP_TASKRUN: a receive's completion work runs when this thread next enters the
         // kernel instead of interrupting it; older kernels refuse the flag.
-        let (ring, mode) = match IoUring::builder().setup_coop_taskrun().build(entries) {
-            Ok(r) => (r, "coop_taskrun"),
-            Err(_) => (
-                IoUring::new(entries).map_err(|e| format!("io_uring_setup: {e}"))?,
-                "plain",
-            ),
-        };
+        let asked = std::env::var(SETUP_ENV).unwrap_or_default();
+        SockRing::open_as(fds, entries, asked.trim())
+    }
+
+    /// [`open`](Self::open) with the setup named (`defer`, `coop`, `plain`) instead of
+    /// [`SETUP_ENV`]'s.
+    pub fn open_as(fds: &[RawFd], entries: u32, asked: &str) -> Result<SockRing, String> {
+        let (ring, mode) = setup(asked, entries)?;
         check(&ring)?;
         ring.submitter()
             .register_files(fds)
@@ -110,11 +163,13 @@ impl SockRing {
             in_flight: 0,
             queued: 0,
             mode,
+            deferred: mode == "defer_taskrun",
+            disabled: mode == "defer_taskrun",
             enters: 0,
         })
     }
 
-    /// How the ring was set up (`coop_taskrun` or `plain`).
+    /// How the ring was set up (`defer_taskrun`, `coop_taskrun` or `plain`).
     pub fn mode(&self) -> &'static str {
         self.mode
     }
@@ -198,9 +253,10 @@ impl SockRing {
     /// Without anything queued and `want` 0 it makes no system call. Returns whether `want`
     /// completions are there (false: the timeout passed, or a signal came first).
     pub fn enter(&mut self, want: u32, timeout: Option<Duration>) -> io::Result<bool> {
-        if want == 0 && self.queued == 0 {
+        if want == 0 && self.queued == 0 && !self.work_waiting() {
             return Ok(true);
         }
+        self.enable()?;
         let want = want.min(self.in_flight) as usize;
         self.enters += 1;
         let r = match timeout {
@@ -228,8 +284,31 @@ impl SockRing {
         Ok(self.ring.completion().len() >= want)
     }
 
-    /// Moves every completion waiting in the ring into `out`.
+    /// Enables a ring opened disabled; this thread becomes its only submitter.
+    fn enable(&mut self) -> io::Result<()> {
+        if self.disabled {
+            self.ring.submitter().register_enable_rings()?;
+            self.disabled = false;
+        }
+        Ok(())
+    }
+
+    /// Whether completion work waits for an `io_uring_enter` to run it (DEFER_TASKRUN: a
+    /// reply came in while this thread did something else; the ring fd then polls readable).
+    fn work_waiting(&mut self) -> bool {
+        self.deferred && self.ring.submission().taskrun()
+    }
+
+    /// Moves every completion waiting in the ring into `out`. On a DEFER_TASKRUN ring whose
+    /// completion work is pending it first enters once, without waiting, to run it.
     pub fn take(&mut self, out: &mut Vec<Cqe>) {
+        if self.work_waiting() {
+            self.enters += 1;
+            // An error leaves the work for the next wait, which reports it.
+            if let Ok(n) = self.ring.submitter().submit_and_wait(0) {
+                self.queued = self.queued.saturating_sub(n as u32);
+            }
+        }
         for c in self.ring.completion() {
             self.in_flight = self.in_flight.saturating_sub(1);
             out.push(Cqe {
@@ -242,12 +321,16 @@ impl SockRing {
     /// Cancels every operation still in flight and waits (up to `limit`) until the kernel has
     /// completed them all, discarding their results: after it returns the ring no longer
     /// touches any buffer. Call it before the buffers or the registered sockets go away.
-    pub fn drain(&mut self, user_datas: &[u64], limit: Duration) {
+    /// Returns false when operations may still be in the kernel (the limit passed, or the
+    /// ring was entered from a thread other than its own): the caller must then keep their
+    /// buffers for the rest of the process.
+    #[must_use]
+    pub fn drain(&mut self, user_datas: &[u64], limit: Duration) -> bool {
         let end = Instant::now() + limit;
         let mut sink = Vec::new();
         self.take(&mut sink);
         if self.in_flight == 0 {
-            return;
+            return true;
         }
         for &u in user_datas {
             let e = opcode::AsyncCancel::new(u).build().user_data(u64::MAX);
@@ -263,6 +346,7 @@ impl SockRing {
             }
             self.take(&mut sink);
         }
+        self.in_flight == 0
     }
 }
 
@@ -369,7 +453,7 @@ mod tests {
         assert!(!r.enter(1, Some(Duration::from_millis(50))).unwrap());
         assert!(t.elapsed() >= Duration::from_millis(40));
         assert_eq!(r.in_flight(), 1);
-        r.drain(&[7], Duration::from_secs(5));
+        assert!(r.drain(&[7], Duration::from_secs(5)));
         assert_eq!(r.in_flight(), 0);
     }
 
@@ -394,5 +478,105 @@ mod tests {
                 result: 0
             }]
         );
+    }
+
+    #[test]
+    fn a_reply_that_came_while_not_waiting_is_taken_and_polls_readable() {
+        for setup in ["defer", "coop", "plain"] {
+            a_reply_that_came_while_not_waiting(setup);
+        }
+    }
+
+    fn a_reply_that_came_while_not_waiting(setup: &str) {
+        if SockRing::probe().is_err() {
+            return;
+        }
+        let (a, b) = pair();
+        let mut r = SockRing::open_as(&[a.as_raw_fd()], 8, setup).unwrap();
+        let mut rbuf = [0u8; 16];
+        // SAFETY: the loop below takes the receive's completion before rbuf goes away.
+        unsafe { r.recv(0, rbuf.as_mut_ptr(), 16, 4).unwrap() };
+        assert!(r.enter(0, Some(Duration::ZERO)).unwrap());
+        {
+            use std::io::Write;
+            (&b).write_all(b"late").unwrap();
+        }
+        // What multipath does: poll the ring fd, then look without waiting. On a
+        // DEFER_TASKRUN ring the receive completes only when an enter runs its work.
+        let mut pfd = libc::pollfd {
+            fd: r.fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the call's duration.
+        assert_eq!(unsafe { libc::poll(&mut pfd, 1, 5000) }, 1);
+        let mut got = Vec::new();
+        r.take(&mut got);
+        assert_eq!(
+            got,
+            vec![Cqe {
+                user_data: 4,
+                result: 4
+            }],
+            "set up as {}",
+            r.mode()
+        );
+        assert_eq!(&rbuf[..4], b"late");
+    }
+
+    #[test]
+    fn a_deferred_ring_drained_from_another_thread_says_to_keep_the_buffers() {
+        if SockRing::probe().is_err() {
+            return;
+        }
+        let (a, _b) = pair();
+        let mut r = SockRing::open_as(&[a.as_raw_fd()], 8, "defer").unwrap();
+        if r.mode() != "defer_taskrun" {
+            eprintln!("skipped: the ring is set up as {}", r.mode());
+            return;
+        }
+        // Kept for the process's life, as the queue keeps them when drain says so.
+        let rbuf: &'static mut [u8] = Box::leak(vec![0u8; 16].into_boxed_slice());
+        // SAFETY: the buffer is leaked: it outlives whatever the kernel does with it.
+        unsafe { r.recv(0, rbuf.as_mut_ptr(), 16, 9).unwrap() };
+        assert!(r.enter(0, Some(Duration::ZERO)).unwrap());
+        let drained = std::thread::spawn(move || r.drain(&[9], Duration::from_millis(200)))
+            .join()
+            .unwrap();
+        assert!(!drained);
+    }
+
+    #[test]
+    fn a_deferred_ring_opened_on_one_thread_runs_on_another() {
+        if SockRing::probe().is_err() {
+            return;
+        }
+        let (a, b) = pair();
+        let r = SockRing::open_as(&[a.as_raw_fd()], 8, "defer").unwrap();
+        let got = std::thread::spawn(move || {
+            let mut r = r;
+            let mut rbuf = [0u8; 16];
+            // SAFETY: the wait below takes the receive's completion before rbuf goes away.
+            unsafe { r.recv(0, rbuf.as_mut_ptr(), 16, 5).unwrap() };
+            {
+                use std::io::Write;
+                (&b).write_all(b"moved").unwrap();
+            }
+            let mut got = Vec::new();
+            assert!(r.enter(1, Some(Duration::from_secs(5))).unwrap());
+            r.take(&mut got);
+            assert!(r.drain(&[5], Duration::from_secs(1)));
+            (got, rbuf)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(
+            got.0,
+            vec![Cqe {
+                user_data: 5,
+                result: 5
+            }]
+        );
+        assert_eq!(&got.1[..5], b"moved");
     }
 }

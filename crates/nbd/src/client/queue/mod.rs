@@ -482,7 +482,14 @@ impl Drop for NbdQueue {
     /// socket still holds reaches the server after the I/Os are reissued elsewhere.
     fn drop(&mut self) {
         if let Some(r) = &mut self.ring {
-            r.drain();
+            if !r.drain() {
+                // Operations the ring could not cancel (dropped on a thread other than its
+                // own, or a kernel that did not answer within the limit) may still write into
+                // the receive buffer or the arena: both stay allocated for the rest of the
+                // process rather than be reused under the kernel.
+                std::mem::forget(std::mem::take(&mut self.rbuf));
+                std::mem::forget(self.arena.clone());
+            }
             if !self.closed {
                 let _ =
                     rustix::net::sockopt::set_socket_linger(&self.sock.sock, Some(Duration::ZERO));

@@ -87,11 +87,14 @@ impl RingSide {
         self.recv.is_some()
     }
 
-    /// Cancels what is in flight and waits for it (the buffers go next).
-    pub(crate) fn drain(&mut self) {
-        self.ring.drain(&[SEND, RECV], Duration::from_secs(5));
+    /// Cancels what is in flight and waits for it (the buffers go next). False when the
+    /// kernel may still write into them: the caller keeps them.
+    #[must_use]
+    pub(crate) fn drain(&mut self) -> bool {
+        let drained = self.ring.drain(&[SEND, RECV], Duration::from_secs(5));
         self.send = None;
         self.recv = None;
+        drained
     }
 }
 
