@@ -258,13 +258,16 @@ trait Next {
         gen: &mut Generator,
         f: &mut Fill<'_>,
     ) -> Result<(), EngineError>;
-    /// After the batch is sent.
+    /// After the batch is sent (nothing, unless I/Os are made ahead).
+    #[inline(always)]
     fn sent(
         &mut self,
-        q: &mut dyn Queue,
-        gen: &mut Generator,
-        f: &mut Fill<'_>,
-    ) -> Result<(), EngineError>;
+        _q: &mut dyn Queue,
+        _gen: &mut Generator,
+        _f: &mut Fill<'_>,
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
 }
 
 /// Each I/O drawn (and its write stamped) when its tag is free.
@@ -281,16 +284,6 @@ impl Next for Drawn {
         while let Some(tag) = s.free.pop() {
             s.prepare(tag, gen, f)?;
         }
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn sent(
-        &mut self,
-        _: &mut dyn Queue,
-        _: &mut Generator,
-        _: &mut Fill<'_>,
-    ) -> Result<(), EngineError> {
         Ok(())
     }
 }
