@@ -100,6 +100,12 @@ pub fn print_findings(cmp: &Comparison) {
             sanbench_session::fit::wrap(&format!("warning: {c}"), width, "", "  ")
         );
     }
+    for l in sanbench_report::block_layer::lines(&report.block_layer) {
+        outln!(
+            "{}",
+            sanbench_session::fit::wrap(&format!("block layer: {l}"), width, "", "  ")
+        );
+    }
     if report.findings.is_empty() {
         let none = format!("Key Findings: {}", report.none_text());
         outln!("{}", sanbench_session::fit::wrap(&none, width, "", "  "));

@@ -9,6 +9,7 @@
 //! `results.csv`; [`render_dir`] writes them all.
 
 pub mod analysis;
+pub mod block_layer;
 pub mod card;
 pub mod curve;
 pub mod diff;
@@ -91,6 +92,8 @@ pub struct Report<'a> {
     pub card: Card,
     /// Per verified target (`--verify`): what checking every read found.
     pub verification: Vec<verification::TargetVerification>,
+    /// What the block layer cost, where a block device ran beside its passthrough device.
+    pub block_layer: Vec<block_layer::Cost>,
     /// Earlier runs of the same suite and targets, and whether they agreed with this one's
     /// findings (empty unless rendered with a store: [`render_dir_with_earlier`]).
     pub earlier: Vec<replication::Earlier>,
@@ -112,6 +115,7 @@ impl<'a> Report<'a> {
         findings.extend(curve::findings(cmp, design.min_effect));
         let card = card::card(cmp, &analysis, &options.weights);
         let verification = verification::verification(cmp);
+        let block_layer = block_layer::costs(cmp);
         let mut caveats: Vec<String> = headroom::warning(cmp).into_iter().collect();
         caveats.extend(verification::caveats(&verification));
         caveats.extend(analysis::caveats(cmp));
@@ -128,6 +132,7 @@ impl<'a> Report<'a> {
             caveats,
             card,
             verification,
+            block_layer,
             earlier: Vec::new(),
         }
     }

@@ -48,6 +48,7 @@ impl Exporter for HtmlExporter {
         super::html_timelines::timelines(r, &mut s);
         super::html_disruption::disruption(r, &mut s);
         tables(r, &mut s);
+        block_layer(r, &mut s);
         super::html_curves::curves(r, &mut s);
         hosts(r, &mut s);
         verification(r, &mut s);
@@ -460,6 +461,39 @@ fn hosts(r: &Report, s: &mut String) {
             let _ = write!(s, "<td>{}</td>", esc(&c));
         }
         s.push_str("</tr>\n");
+    }
+    s.push_str("</tbody></table></section>\n");
+}
+
+/// What the block layer cost: each block device against its passthrough device.
+fn block_layer(r: &Report, s: &mut String) {
+    use crate::block_layer::{fmt_ratio, fmt_us};
+    if r.block_layer.is_empty() {
+        return;
+    }
+    s.push_str(
+        "<section id=\"block-layer\"><h2>What the block layer cost</h2>\n<p class=\"note\">A \
+         block device against its passthrough device (the same transport and medium, around the \
+         kernel's block layer): the block device's figure minus the passthrough device's, median \
+         of the rounds' differences (range).</p>\n<table><thead><tr><th>Workload</th>\
+         <th>Block / passthrough</th><th>Mean latency</th><th>p50</th><th>p99</th>\
+         <th>CPU per I/O</th><th>IOPS ratio</th><th>Rounds</th></tr></thead><tbody>\n",
+    );
+    for c in &r.block_layer {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td></tr>",
+            esc(&c.workload),
+            esc(&c.block),
+            esc(&c.passthrough),
+            esc(&fmt_us(&c.latency_mean_us)),
+            esc(&fmt_us(&c.latency_p50_us)),
+            esc(&fmt_us(&c.latency_p99_us)),
+            esc(&c.cpu_us_per_io.as_ref().map_or("–".into(), fmt_us)),
+            esc(&fmt_ratio(&c.iops_ratio)),
+            c.rounds
+        );
     }
     s.push_str("</tbody></table></section>\n");
 }

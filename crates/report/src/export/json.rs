@@ -1,5 +1,6 @@
 //! results.json: the comparison document itself plus `questions` (every question's ratio,
-//! interval and verdict), `design` and a `findings` array, so one file carries the raw figures
+//! interval and verdict), `design`, a `findings` array and, where a block device ran beside its
+//! passthrough device, `block_layer` (what the block layer cost), so one file carries the raw figures
 //! and the conclusions drawn from them.
 
 use super::Exporter;
@@ -26,6 +27,9 @@ impl Exporter for JsonExporter {
                 "questions".into(),
                 serde_json::to_value(&r.judgement.questions)?,
             );
+            if !r.block_layer.is_empty() {
+                obj.insert("block_layer".into(), serde_json::to_value(&r.block_layer)?);
+            }
             obj.insert(
                 "findings_withheld".into(),
                 serde_json::json!(r.withheld.as_deref()),

@@ -151,6 +151,7 @@ impl Exporter for MarkdownExporter {
         if modeled {
             s.push_str("\n\\* modeled power (no meter): an estimate, not a measurement.\n");
         }
+        block_layer(r, &mut s);
         curves(r, &mut s);
         super::markdown_timelines::timelines(r, &mut s);
         hosts(r, &mut s);
@@ -181,6 +182,36 @@ fn verdicts(r: &Report, workload: &str, s: &mut String) {
             md_cell(&l.pair),
             md_cell(&l.ratio),
             md_cell(&l.verdict)
+        );
+    }
+}
+
+/// "## What the block layer cost": each block device against its passthrough device.
+fn block_layer(r: &Report, s: &mut String) {
+    if r.block_layer.is_empty() {
+        return;
+    }
+    s.push_str(
+        "\n## What the block layer cost\n\nA block device against its passthrough device (the \
+         same transport and medium, around the kernel's block layer): the block device's figure \
+         minus the passthrough device's, median of the rounds' differences (range).\n\n\
+         | Workload | Block / passthrough | Mean latency | p50 | p99 | CPU per I/O | IOPS ratio | Rounds |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    use crate::block_layer::{fmt_ratio, fmt_us};
+    for c in &r.block_layer {
+        let _ = writeln!(
+            s,
+            "| {} | {} / {} | {} | {} | {} | {} | {} | {} |",
+            md_cell(&c.workload),
+            md_cell(&c.block),
+            md_cell(&c.passthrough),
+            fmt_us(&c.latency_mean_us),
+            fmt_us(&c.latency_p50_us),
+            fmt_us(&c.latency_p99_us),
+            c.cpu_us_per_io.as_ref().map_or("–".into(), fmt_us),
+            fmt_ratio(&c.iops_ratio),
+            c.rounds
         );
     }
 }
