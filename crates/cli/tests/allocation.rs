@@ -45,29 +45,31 @@ impl Drop for Nbdkit {
 #[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_memory_reads_as_holes() {
     sanbench_testkit::require("nbdkit", "nbdkit");
-    let port = sanbench_testkit::free_port();
-    let _server = Nbdkit(
+    // A Unix socket in a directory of its own: no loopback port to race another test for (a
+    // port picked free can be taken before nbdkit binds it, and the probe then reached
+    // someone else's listener: once, "connection refused" right after it connected).
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("nbdkit.sock");
+    let mut server = Nbdkit(
         Proc::new("nbdkit")
-            .args([
-                "-f",
-                "-i",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "memory",
-                "16M",
-            ])
+            .args(["-f", "-U"])
+            .arg(&sock)
+            .args(["memory", "16M"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
     );
     let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(
+            server.0.try_wait().unwrap().is_none(),
+            "nbdkit exited before it listened"
+        );
         assert!(Instant::now() < deadline, "nbdkit did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let doc = read_run(&format!("nbd://127.0.0.1:{port}"));
+    let doc = read_run(&format!("nbd+unix:///?socket={}", sock.display()));
     let pre = &doc["results"][0]["precondition"];
     assert_eq!(pre["state"], "holes", "{pre}");
     assert_eq!(pre["allocation"]["method"], "NBD base:allocation");
