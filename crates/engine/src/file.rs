@@ -67,6 +67,8 @@ pub struct FileTarget {
     file: Arc<File>,
     kind: EngineKind,
     is_block: bool,
+    /// How trims run (a discard on a block device, a punched hole in a file).
+    trim: crate::discard::TrimHow,
     direct: bool,
     keep_cache: bool,
 }
@@ -265,13 +267,19 @@ impl FileTarget {
         if is_block {
             params.insert("exclusive".into(), exclusive.into());
         }
+        let trim = match (is_block, opts.writes) {
+            (true, true) => crate::discard::block_trim(&file),
+            (true, false) => crate::discard::TrimHow::Ioctl,
+            (false, _) => crate::discard::TrimHow::Fallocate,
+        };
         if opts.writes {
-            let how = if is_block {
-                crate::discard::BLOCK_DISCARD
-            } else {
-                crate::discard::FILE_DISCARD
+            // The sync engine issues every trim on its worker threads, by BLKDISCARD.
+            let uring = kind == EngineKind::Uring;
+            let shown = match trim {
+                crate::discard::TrimHow::UringCmd if !uring => crate::discard::TrimHow::Ioctl,
+                t => t,
             };
-            params.insert("discard".into(), how.into());
+            params.insert("discard".into(), shown.describe(uring).into());
         }
         Ok(FileTarget {
             info: TargetInfo {
@@ -290,6 +298,7 @@ impl FileTarget {
             file,
             kind,
             is_block,
+            trim,
             direct,
             keep_cache: opts.keep_cache,
         })
@@ -364,7 +373,11 @@ impl Target for FileTarget {
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         match self.kind {
             EngineKind::Uring => crate::uring::UringQueue::open(self.file.clone(), cfg)
-                .map(|q| Box::new(q) as Box<dyn Queue>),
+                .map(|q| Box::new(q.with_trim(self.trim)) as Box<dyn Queue>),
+            _ if self.is_block => Ok(Box::new(crate::sync::SyncQueue::open_block(
+                self.file.clone(),
+                cfg,
+            ))),
             _ => Ok(Box::new(crate::sync::SyncQueue::open(
                 self.file.clone(),
                 cfg,

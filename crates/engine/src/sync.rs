@@ -123,9 +123,22 @@ pub struct SyncQueue {
     timeout: Duration,
 }
 
+/// The same on a block device: a trim is a discard (BLKDISCARD), not a punched hole.
+fn do_io_block(file: &File, arena: &Arena, io: &Io) -> i32 {
+    match io.op {
+        Op::Trim => crate::discard::blkdiscard(file, io),
+        _ => do_io(file, arena, io),
+    }
+}
+
 impl SyncQueue {
     pub fn open(file: Arc<File>, cfg: &QueueConfig) -> SyncQueue {
         SyncQueue::open_with(file, cfg, do_io)
+    }
+
+    /// A queue on a block device (trims are discards).
+    pub fn open_block(file: Arc<File>, cfg: &QueueConfig) -> SyncQueue {
+        SyncQueue::open_with(file, cfg, do_io_block)
     }
 
     fn open_with(file: Arc<File>, cfg: &QueueConfig, io_fn: DoIo) -> SyncQueue {

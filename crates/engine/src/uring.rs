@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use io_uring::{opcode, types, IoUring};
 
 use crate::arena::Arena;
+use crate::discard::TrimHow;
 use crate::engine::{Completion, Io, Op, Queue, QueueConfig};
 use crate::error::EngineError;
 
@@ -55,6 +56,11 @@ pub struct UringQueue {
     timeout: types::Timespec,
     timeout_secs: f64,
     resubmits: u64,
+    /// How trims run (files: fallocate; block devices: io_uring's discard or BLKDISCARD).
+    trim: TrimHow,
+    /// The result of an I/O done on this thread (a BLKDISCARD), by tag: its completion is a
+    /// NOP's, so that it is reaped in order with the ring's.
+    inline: Vec<Option<i32>>,
 }
 
 impl UringQueue {
@@ -107,7 +113,15 @@ impl UringQueue {
                 .nsec(d.subsec_nanos()),
             timeout_secs: d.as_secs_f64(),
             resubmits: 0,
+            trim: TrimHow::Fallocate,
+            inline: vec![None; cfg.depth as usize],
         })
+    }
+
+    /// Trims as `how` (a block device's discard) instead of a punched hole.
+    pub fn with_trim(mut self, how: TrimHow) -> UringQueue {
+        self.trim = how;
+        self
     }
 
     fn push(&mut self, io: &Io, done: u32) -> Result<(), EngineError> {
@@ -134,6 +148,19 @@ impl UringQueue {
                         .rw_flags(rw_flags)
                         .build(),
                     (Op::Flush, _) => opcode::Fsync::new($fd).build(),
+                    (Op::Trim, _) if self.trim == TrimHow::UringCmd => {
+                        let mut range = [0u8; 16];
+                        range[..8].copy_from_slice(&(len as u64).to_ne_bytes());
+                        opcode::UringCmd16::new($fd, crate::discard::BLOCK_URING_CMD_DISCARD)
+                            .addr(Some(off))
+                            .cmd(range)
+                            .build()
+                    }
+                    (Op::Trim, _) if self.trim == TrimHow::Ioctl => {
+                        let done = crate::discard::blkdiscard(&self._file, io);
+                        self.inline[io.tag as usize] = Some(done);
+                        opcode::Nop::new().build()
+                    }
                     (Op::Trim | Op::WriteZeroes, _) => opcode::Fallocate::new($fd, len as u64)
                         .offset(off)
                         .mode(crate::discard::fallocate_mode(io.op))
@@ -152,6 +179,16 @@ impl UringQueue {
                 .submit()
                 .map_err(|e| EngineError::sys("io_uring_enter", e))?;
         }
+    }
+}
+
+impl Drop for UringQueue {
+    /// Gives the registered file back now: a ring's own teardown runs later, on a kernel
+    /// worker, and until then it holds the file, so a block device opened exclusively stays
+    /// claimed after the process exits and the next run is refused as busy (seen: a run started
+    /// right after another on a loop device). Unregistering waits for the ring's references.
+    fn drop(&mut self) {
+        let _ = self.ring.submitter().unregister_files();
     }
 }
 
@@ -201,7 +238,7 @@ impl Queue for UringQueue {
             let mut resubmit: Vec<(Io, u32)> = Vec::new();
             for cqe in self.ring.completion() {
                 let tag = cqe.user_data() as u32;
-                let res = cqe.result();
+                let res = self.inline[tag as usize].take().unwrap_or(cqe.result());
                 let (io, done) = self.reqs[tag as usize];
                 let short = matches!(io.op, Op::Read | Op::Write)
                     && res >= 0
