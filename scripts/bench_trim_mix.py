@@ -9,7 +9,7 @@ punched holes), created here and detached at the end; nothing else is written.
   fio-flow   two jobs on the device: randrw rwmixread=76 at QD 31 and randtrim at QD 1, held
              to 99:1 by fio's flow control (flow=99 / flow=1, one flow_id)
   fio-rate   the same two jobs without flow control, the trim job held to a rate
-             (rate_iops) of 1/99 of what the randrw job alone reached in a calibration run
+             (rate_iops) of 1/99 of what the randrw job reached beside it in the run before
 
 Per variant the median over the repetitions of: total IOPS, each op's share and p50 / p99
 latency, and the CPU per I/O of the process (getrusage of the children: user + system).
@@ -117,6 +117,14 @@ def main():
         print(f"device {dev} over {img} ({a.size}); load average {os.getloadavg()[0]:.1f}; "
               f"calibration: randrw alone {rw_rate:,.0f} IOPS -> trim rate_iops "
               f"{rw_rate / 99:,.0f}")
+        # The trims slow the reads and writes beside them, so the rate that gives 1 % is found
+        # by running: each fio-rate run sets the next one's trim rate from its own read/write
+        # rate (two settling runs first).
+        trim_rate = rw_rate / 99
+        for _ in range(2):
+            per, _, _ = fio(dev, a.time, a.size, trim_rate=trim_rate)
+            trim_rate = (per["read"][1] + per["write"][1]) / 99
+        print(f"settled trim rate_iops {trim_rate:,.0f}")
         runs = {"sanbench": [], "fio-flow": [], "fio-rate": []}
         for rep in range(a.reps):
             order = list(runs) if rep % 2 == 0 else list(reversed(runs))
@@ -126,7 +134,8 @@ def main():
                 elif name == "fio-flow":
                     per, cpu, _ = fio(dev, a.time, a.size, flow=True)
                 else:
-                    per, cpu, _ = fio(dev, a.time, a.size, trim_rate=rw_rate / 99)
+                    per, cpu, _ = fio(dev, a.time, a.size, trim_rate=trim_rate)
+                    trim_rate = (per["read"][1] + per["write"][1]) / 99
                 runs[name].append(summary(per, cpu))
         print(f"load average after: {os.getloadavg()[0]:.1f}; medians of {a.reps} runs of "
               f"{a.time} s, 4 KiB random, QD 32 in all")
