@@ -107,8 +107,21 @@ pub fn verifiers<'a>(
             "--verify-state keeps the map of one target: give one target (or one file each run)",
         ));
     }
-    let mut out = Vec::with_capacity(targets.len());
-    for (t, &span) in targets.iter().zip(spans) {
+    let mut out: Vec<Option<std::sync::Arc<Verifier>>> = Vec::with_capacity(targets.len());
+    for (ti, (t, &span)) in targets.iter().zip(spans).enumerate() {
+        // Two targets that are one store (one `mem:` RAM disk opened once, the same URI or
+        // file twice) share one verifier: each sees the other's writes, which a verifier of
+        // its own would call bad blocks. Its span covers both.
+        if let Some(first) = (0..ti).find(|&j| same_store(&targets[j], t)) {
+            if spans[first] >= span {
+                out.push(out[first].clone());
+                continue;
+            }
+        }
+        let span = (0..ti)
+            .filter(|&j| same_store(&targets[j], t))
+            .map(|j| spans[j])
+            .fold(span, u64::max);
         let info = t.info();
         let unit = verify::unit_for(info.block_size);
         for w in workloads.clone() {
@@ -145,12 +158,32 @@ pub fn verifiers<'a>(
                 v
             }
         };
-        out.push(Some(std::sync::Arc::new(v)));
+        let v = Some(std::sync::Arc::new(v));
+        // An earlier target of this store with a shorter span takes this verifier too.
+        for j in 0..ti {
+            if same_store(&targets[j], t) {
+                out[j] = v.clone();
+            }
+        }
+        out.push(v);
     }
     Ok(Verifiers {
         run_id: Some(run_id),
         per_target: out,
     })
+}
+
+/// Whether two opened targets are one store: the same opened target (a `mem:` RAM disk is
+/// opened once per URI), the same URI, or the same file or device path.
+fn same_store(a: &std::sync::Arc<dyn Target>, b: &std::sync::Arc<dyn Target>) -> bool {
+    if std::sync::Arc::ptr_eq(a, b) || a.info().uri == b.info().uri {
+        return true;
+    }
+    let path = |t: &std::sync::Arc<dyn Target>| {
+        let p = t.info().params.get("path")?.as_str()?.to_string();
+        Some(std::fs::canonicalize(&p).unwrap_or_else(|_| p.into()))
+    };
+    matches!((path(a), path(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// The verifiers of one `run` or `compare`: the run id they stamp and one per target.
