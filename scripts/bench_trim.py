@@ -5,7 +5,11 @@ plugin for NBD, tgtd (thin provisioned, a sparse /dev/shm image) for iSCSI. Writ
 Prints per target the median trim IOPS, p50 / p99 latency and, where the engine counts
 them, commands per trim (several trims share one UNMAP or DSM command).
 
-Usage: scripts/bench_trim.py SANBENCH_BINARY [REPS] [SECONDS]
+With `written`, every run first fills the span (`--precondition fill`), so each trim frees
+data rather than a hole. A loop device over a sparse /dev/shm file (a block device whose
+discards punch holes) is measured beside the servers.
+
+Usage: scripts/bench_trim.py SANBENCH_BINARY [REPS] [SECONDS] [written]
 """
 import json, os, signal, socket, subprocess, statistics, sys, time
 
@@ -70,11 +74,31 @@ def tgtd():
     return p, f"iscsi://127.0.0.1:{port}/{iqn}/1", img
 
 
+def loop_device():
+    img = f"/dev/shm/bench-trim-loop-{os.getpid()}.img"
+    with open(img, "wb") as f:
+        f.truncate(1 << 30)
+    dev = subprocess.run(["losetup", "-f", "--show", img], check=True, capture_output=True,
+                         text=True).stdout.strip()
+
+    class Detach:
+        def send_signal(self, _):
+            subprocess.run(["losetup", "-d", dev])
+
+        def wait(self):
+            pass
+    return Detach(), dev, img
+
+
+WRITTEN = False
+
+
 def run(sb, uri, op, secs):
     flag = "--trim=100" if op == "trim" else "--write-zeroes=100"
+    pre = "--precondition=fill" if WRITTEN else "--precondition=none"
     out = subprocess.run([sb, "run", uri, "--json=-", "--quiet", "--no-monitor", "--bs=4k",
                           "--random=100", "--qd=32", "--read=0", flag, f"--time={secs}s",
-                          "--ramp=1s", "--precondition=none"],
+                          "--ramp=1s", pre],
                          check=True, capture_output=True, text=True).stdout
     r = json.loads(out)["results"][0]
     d = r[op]
@@ -87,13 +111,17 @@ def main():
     sb = sys.argv[1]
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     secs = sys.argv[3] if len(sys.argv) > 3 else "3"
+    global WRITTEN
+    WRITTEN = len(sys.argv) > 4 and sys.argv[4] == "written"
+    print(f"load average {os.getloadavg()[0]:.1f}; spans {'written' if WRITTEN else 'empty'}")
     print("| target | op | IOPS | p50 us | p99 us | commands per trim |")
     print("|---|---|---|---|---|---|")
     for name, start in (("sanbench NBD server", lambda: serve(sb, "nbd")),
                         ("nbdkit memory", nbdkit),
                         ("sanbench iSCSI target", lambda: serve(sb, "iscsi")),
                         ("tgtd (thin, /dev/shm)", tgtd),
-                        ("sanbench NVMe/TCP target", lambda: serve(sb, "nvme"))):
+                        ("sanbench NVMe/TCP target", lambda: serve(sb, "nvme")),
+                        ("loop device (/dev/shm file)", loop_device)):
         started = start()
         proc, uri = started[0], started[1]
         try:
