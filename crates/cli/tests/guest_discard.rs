@@ -261,6 +261,39 @@ fn queued(lines: &[&str]) -> Vec<(u8, u64, u64)> {
         .collect()
 }
 
+/// The runs' per-op figures as a Markdown table (docs/BENCHMARKS.md takes them from here):
+/// emulated-CPU (TCG) figures, for correctness, not performance.
+fn figures(c: &Console) {
+    eprintln!("| run | target | op | I/Os | IOPS (TCG) | p50 us | p99 us |\n|---|---|---|---|---|---|---|");
+    for name in [
+        "nvmet-trim",
+        "nvmet-mix",
+        "lio-trim",
+        "lio-mix",
+        "ng",
+        "nb",
+        "sg",
+        "sd",
+    ] {
+        let r = c.ok(name);
+        for op in ["read", "write", "trim", "write_zeroes"] {
+            let o = &r[op];
+            if o["ios"].as_u64().unwrap_or(0) == 0 {
+                continue;
+            }
+            let f = |v: &Value| v.as_f64().map_or("-".into(), |x| format!("{x:.0}"));
+            eprintln!(
+                "| {name} | {} | {op} | {} | {} | {} | {} |",
+                r["target"].as_str().unwrap_or(""),
+                o["ios"],
+                f(&o["iops"]),
+                f(&o["latency_us"]["p50"]),
+                f(&o["latency_us"]["p99"])
+            );
+        }
+    }
+}
+
 fn strip_into(dir: &std::path::Path) -> std::path::PathBuf {
     // sanbench goes in stripped (the test build carries ~100 MB of debug info).
     let sb = dir.join("sanbench");
@@ -480,6 +513,7 @@ fn kernel_targets_trim_passthrough_and_blktrace() {
         count(1),
         count(2)
     );
+    figures(&c);
     eprintln!(
         "guest discard test: {:.0} s",
         started.elapsed().as_secs_f64()
