@@ -3,11 +3,11 @@
 //! system over a RAM disk, sparse files back nvmet (NVMe/TCP on 127.0.0.1) and LIO (fileio
 //! backstores: an iSCSI portal on 127.0.0.1, and tcm_loop).
 //!
-//! - sanbench's NVMe/TCP and iSCSI initiators run a trim-only pass over data they wrote: the
-//!   backing file's allocated blocks (stat, read in the guest) drop by what was trimmed; a
-//!   read/write/trim/write-zeroes mix passes `--verify`; a LIO LUN without emulate_tpu,
-//!   emulate_tpws and WRITE SAME is refused a trim and a write-zeroes (exit 2) before any I/O
-//!   (its file stays unallocated).
+//! - sanbench's NVMe/TCP and iSCSI initiators: a read/write/trim/write-zeroes mix over a
+//!   filled span passes `--verify`; a trim-only pass over what it left makes the backing
+//!   file's allocated blocks (stat, read in the guest) drop by what was trimmed; a LIO LUN
+//!   without emulate_tpu, emulate_tpws and WRITE SAME is refused a trim and a write-zeroes
+//!   (exit 2) before any I/O (its file stays unallocated).
 //! - The kernel's nvme-tcp host on the guest's own nvmet and a tcm_loop LUN: the verified mix
 //!   on `nvme-ng:` beside `/dev/nvmeXnY` and on `sg:` beside `/dev/sdX`, and a `compare` of
 //!   each block device with its passthrough twin.
@@ -81,8 +81,8 @@ NB=/dev/nvme0n1; NG=/dev/ng0n1
 echo "DEVS $NB $NG $SD $SG at $(now) s"
 [ -e $NG ] || echo "FAIL no $NG"; [ -n "$SG" ] || echo "FAIL no sg disk"
 
-# 1. sanbench's initiators against nvmet and LIO: fill, trim-only pass, verified mix.
-# The mix's fill writes the span, then a trim-only pass over what it left.
+# 1. sanbench's initiators against nvmet and LIO: the verified mix (its fill writes the
+# span), then a trim-only pass over what it left, the backing file's allocation read around.
 thin() { local n=$1 u=$2; alloc $n empty
   sb $n-mix $u $NM --read 40 --trim 10 --write-zeroes 10 --bs 4k --qd 8 --time 500ms --size 8M --precondition fill --verify
   alloc $n mixed
