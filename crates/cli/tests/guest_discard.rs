@@ -323,12 +323,15 @@ fn kernel_targets_trim_passthrough_and_blktrace() {
     let initrd = dir.path().join("initrd");
     let sb = strip_into(dir.path());
     let script = SCRIPT.replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()));
+    // The sbin directories too: a user's PATH often lacks them (require looks there as well).
     let which = |b: &str| {
-        let o = Command::new("sh")
-            .args(["-c", &format!("command -v {b}")])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .chain(["/usr/sbin", "/sbin"].map(std::path::PathBuf::from))
+            .map(|d| d.join(b))
+            .find(|p| p.is_file())
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| panic!("{b}: not found"))
     };
     let (blktrace, blkparse, mke2fs) = (which("blktrace"), which("blkparse"), which("mke2fs"));
     vm::build_initramfs_with(
