@@ -361,9 +361,14 @@ fn kernel_targets_trim_passthrough_and_blktrace() {
             ),
         ],
     );
+    let built = started.elapsed().as_secs_f64();
     let mut g = vm::Vm::boot(&vmlinuz, &initrd, &[], &[]);
     let text = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(600));
     drop(g);
+    eprintln!(
+        "initramfs built in {built:.1} s, guest done at {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("guest_discard_console.log");
     std::fs::write(&log, &text).unwrap();
     eprintln!("guest console: {}", log.display());
