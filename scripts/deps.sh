@@ -6,7 +6,8 @@
 # iscsid/iscsiadm and the kernel's fcoe, LIO, rdma_rxe and nvmet modules make the guest's
 # software SAN (crates/cli/tests/kernel_san.rs: no fcoe-utils, targetcli or rdma-core needed,
 # all configfs and sysfs); dmsetup: dm-multipath over the guest's two iSCSI paths
-# (crates/cli/tests/kernel_multipath.rs); binutils strips sanbench before it goes into the guest.
+# (crates/cli/tests/kernel_multipath.rs); binutils strips sanbench before it goes into the guest;
+# blktrace: blktrace and blkparse record a trace in that guest (crates/cli/tests/guest_discard.rs).
 # openmpi-bin, libopenmpi-dev, libclang-dev: the `mpi` feature (rsmpi's bindgen needs
 # libclang) and its tests under mpirun. libssl-dev, pkg-config: the tls-psk feature (NBD TLS
 # with pre-shared keys through OpenSSL); openssl: the command-line tool the TLS tests make
@@ -19,7 +20,7 @@ pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mou
       iperf3 ethtool iproute2 binutils chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
       nbd-client open-iscsi dmsetup openmpi-bin libopenmpi-dev libclang-dev
-      libssl-dev pkg-config openssl prometheus man-db)
+      libssl-dev pkg-config openssl prometheus man-db blktrace)
 missing_now() {
   missing=()
   for p in "${pkgs[@]}"; do
