@@ -468,6 +468,13 @@ fn kernel_targets_trim_passthrough_and_blktrace() {
                 "{cmp}: no row of {t} in {rows:?}"
             );
         }
+        // And what the block layer cost: the block device against its passthrough device
+        // (paired by the manifests), a row per workload.
+        assert!(
+            rows.iter()
+                .any(|r| r.contains("| block / passthrough |") && r.contains(" µs")),
+            "{cmp}: no block layer row in {rows:?}"
+        );
         for r in rows {
             eprintln!("{cmp}: {r}");
         }
