@@ -39,8 +39,17 @@ pub fn kernel() -> (String, PathBuf) {
     })
 }
 
+/// kmod's modinfo: by path where it is (a PATH without the sbin directories, a plain user's,
+/// found no modinfo and silently left every module out of the guest).
+fn modinfo_bin() -> &'static str {
+    ["/usr/sbin/modinfo", "/sbin/modinfo", "/usr/bin/modinfo", "/bin/modinfo"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("modinfo")
+}
+
 fn modinfo(k: &str, field: Option<&str>, name: &str) -> Option<String> {
-    let mut c = Command::new("modinfo");
+    let mut c = Command::new(modinfo_bin());
     c.args(["-k", k]);
     match field {
         Some(f) => c.args(["-F", f]),
