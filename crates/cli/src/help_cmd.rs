@@ -46,6 +46,7 @@ TARGETS (run, compare, crosscheck, verify)
                        io_uring URING_CMD (read, write, Write Zeroes, DSM deallocate)
   sg:/dev/sgN          SCSI passthrough: READ/WRITE(16), UNMAP, WRITE SAME(16) over SG_IO,
                        a thread per queue slot
+  bsg:/dev/bsg/H:C:T:L the same SCSI commands through the bsg driver (struct sg_io_v4)
   Passthrough devices skip the block layer above the driver; writes follow the block
   device's safety rules (its block device mounted or holding a filesystem or partition
   table: refused unless --force), and the manifest labels the transport underneath.

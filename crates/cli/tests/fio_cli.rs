@@ -626,3 +626,49 @@ fn split_placement_goes_out_to_fio_and_comes_back() {
         doc["manifest"]
     );
 }
+
+/// `--emit-fio` for passthrough targets: fio's io_uring_cmd engine (cmd_type=nvme) for
+/// nvme-ng: and its sg engine for sg:, jobs fio parses. The job is written before the target
+/// opens, so devices that are not here still give their jobs (the run then exits 2).
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs fio")]
+fn passthrough_jobs_parse_in_fio() {
+    let fio = fio();
+    let dir = tempfile::tempdir().unwrap();
+    for (target, engine) in [
+        ("nvme-ng:/dev/sanbench-no-ng0n1", "io_uring_cmd"),
+        ("sg:/dev/sanbench-no-sg9", "sg"),
+    ] {
+        let job = dir.path().join(format!("{engine}.fio"));
+        let o = sanbench()
+            .args([
+                "run",
+                "--no-monitor",
+                "-q",
+                "--read",
+                "70",
+                "--bs",
+                "4k",
+                "--qd",
+                "4",
+            ])
+            .args(["--time", "1s", "--emit-fio"])
+            .arg(&job)
+            .arg(target)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        let text = std::fs::read_to_string(&job).unwrap();
+        assert!(text.contains(&format!("\nioengine={engine}\n")), "{text}");
+        let p = Proc::new(fio)
+            .arg("--parse-only")
+            .arg(&job)
+            .output()
+            .unwrap();
+        assert!(
+            p.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&p.stderr)
+        );
+    }
+}

@@ -1,8 +1,8 @@
 //! The passthrough engines against the real kernel, in one QEMU TCG guest (testkit::vm): an
 //! emulated NVMe controller (QEMU `-device nvme` over a small raw file) gives `/dev/nvme0n1`
 //! and its generic device `/dev/ng0n1`; scsi_debug (thin provisioned: LBPU, LBPWS) gives a
-//! disk and its `/dev/sgN`. Inside, sanbench runs a read/write/trim/write-zeroes mix with
-//! `--verify` through each passthrough device; data written through a block device is read
+//! disk, its `/dev/sgN` and its bsg node. Inside, sanbench runs a read/write/trim/write-zeroes
+//! mix with `--verify` through each passthrough device; data written through a block device is read
 //! back and checked through its passthrough device and the other way round (`sanbench
 //! verify --run-id`); the block device and its passthrough device carry the same transport
 //! label in the manifest; `compare` runs a block device beside its passthrough device; a
@@ -19,7 +19,10 @@ const SCRIPT: &str = r#"
 SB=/tmp/sanbench
 for i in $(seq 1 100); do [ -e /dev/ng0n1 ] && ls /sys/class/scsi_generic/*/device/block > /dev/null 2>&1 && break; sleep 0.2; done
 SG=""; for s in /sys/class/scsi_generic/*; do [ -d $s/device/block ] && SG=/dev/${s##*/} && SD=/dev/$(ls $s/device/block) && break; done
-echo "DEVS $SG $SD at $(cut -d' ' -f1 /proc/uptime) s"
+HCTL=""; [ -n "$SG" ] && HCTL=$(basename $(readlink -f /sys/class/scsi_generic/${SG##*/}/device))
+BSG=/dev/bsg/$HCTL
+echo "DEVS $SG $SD $BSG at $(cut -d' ' -f1 /proc/uptime) s"
+[ -c "$BSG" ] || echo "FAIL no bsg node $BSG"
 [ -e /dev/ng0n1 ] || echo "FAIL no /dev/ng0n1"
 [ -n "$SG" ] || echo "FAIL no sg disk"
 out() { echo "RC $1 $2 at $(cut -d' ' -f1 /proc/uptime) s"; sed "s/^/OUT $1 /" /tmp/$1.out; [ -f /tmp/$1.json ] && echo "JSON $1 $(tr -d '\n' < /tmp/$1.json)"; }
@@ -30,6 +33,25 @@ mix() { rm -f /tmp/$1.json
     --precondition fill --verify --quiet --json /tmp/$1.json > /tmp/$1.out 2>&1; out $1 $?; }
 mix ng nvme-ng:/dev/ng0n1
 mix sg sg:$SG
+mix bsg bsg:$BSG
+# Trims alone at QD 8: a submit's trims go as one DSM / UNMAP (the queues count commands per
+# trim). Write-zeroes of 2 MiB, above one transfer (QEMU's MDTS): split by the engine.
+trims() { rm -f /tmp/$1.json
+  $SB run $2 --read 0 --trim 100 --bs 4k --qd 8 --time 1s --ramp 0 --size 4M \
+    --quiet --json /tmp/$1.json > /tmp/$1.out 2>&1; out $1 $?; }
+trims ng-trim nvme-ng:/dev/ng0n1
+trims sg-trim sg:$SG
+rm -f /tmp/ng-wz.json
+$SB run nvme-ng:/dev/ng0n1 --read 50 --write-zeroes 50 --read-bs 4k --write-bs 2m --qd 1 --time 1s \
+  --ramp 0 --size 8M --precondition fill --verify --quiet --json /tmp/ng-wz.json > /tmp/ng-wz.out 2>&1
+out ng-wz $?
+# A medium error (scsi_debug's, on reads of LBA 0x1234..): the run's error line says what the
+# device said.
+echo 2 > /sys/bus/pseudo/drivers/scsi_debug/opts || echo "FAIL scsi_debug opts"
+for u in sg:$SG bsg:$BSG; do
+  $SB run $u --read 100 --random 0 --bs 64k --qd 1 --time 3s --ramp 0 --size 4M --quiet > /tmp/me.out 2>&1
+  echo "MEDIUM $? $u :: $(tr '\n' ' ' < /tmp/me.out)"; done
+echo 0 > /sys/bus/pseudo/drivers/scsi_debug/opts
 $SB monitors /dev/nvme0n1 $SD > /tmp/monitors.out 2>&1 || echo "FAIL monitors"
 grep '^device ' /tmp/monitors.out | sed 's/^/SB-/'
 # Written through one, read back and checked through the other (--verify: the fill carries
@@ -44,6 +66,7 @@ cross blk-to-ng /dev/nvme0n1 nvme-ng:/dev/ng0n1
 cross ng-to-blk nvme-ng:/dev/ng0n1 /dev/nvme0n1
 cross sd-to-sg $SD sg:$SG
 cross sg-to-sd sg:$SG $SD
+cross bsg-to-sg bsg:$BSG sg:$SG
 # The block device beside its passthrough device.
 rm -rf /tmp/cmp
 $SB compare --suite /etc/pt.toml --repeat 2 --baseline 0 --no-store --quiet --out /tmp/cmp \
@@ -52,12 +75,12 @@ out cmp $?
 grep -o '"engine": *"[^"]*"' /tmp/cmp/results.json | sort -u | sed 's/^/CMP-ENGINE /'
 # Bad URIs, and a filesystem on the block device behind each passthrough device.
 # (what the parser refuses is unit-tested in crates/units; here, one of it and the devices)
-for u in nvme-ng: nvme-ng:/dev/null sg:/dev/nvme0n1 nvme-ng:/dev/sda; do
+for u in nvme-ng: nvme-ng:/dev/null sg:/dev/nvme0n1 nvme-ng:/dev/sda bsg:/dev/ng0n1; do
   $SB run "$u" --read 100 --time 100ms --ramp 0 --quiet > /tmp/bad.out 2>&1
   echo "BAD $? $u :: $(head -c 300 /tmp/bad.out | tr '\n' ' ')"; done
 mke2fs -q /dev/nvme0n1 > /dev/null 2>&1 || echo "FAIL mke2fs nvme"
 mke2fs -q $SD > /dev/null 2>&1 || echo "FAIL mke2fs sd"
-for u in nvme-ng:/dev/ng0n1 sg:$SG; do
+for u in nvme-ng:/dev/ng0n1 sg:$SG bsg:$BSG; do
   $SB run $u --read 50 --time 200ms --ramp 0 --size 4M --quiet > /tmp/fs.out 2>&1
   echo "FS $? $u :: $(tr '\n' ' ' < /tmp/fs.out)"; done
 $SB run nvme-ng:/dev/ng0n1 --read 100 --time 200ms --ramp 0 --size 4M --quiet > /tmp/fs.out 2>&1
@@ -160,12 +183,17 @@ fn passthrough_engines_in_the_guest() {
         "sd-to-sg-v",
         "sg-to-sd",
         "sg-to-sd-v",
+        "bsg-to-sg",
+        "bsg-to-sg-v",
+        "ng-trim",
+        "sg-trim",
+        "ng-wz",
         "cmp",
     ] {
         assert_eq!(rc.get(name), Some(&"0"), "{name}\n{console}");
     }
     // The verified mixes: every op carried out, nothing bad read back, the engine named.
-    for (name, engine) in [("ng", "nvme-ng"), ("sg", "sg")] {
+    for (name, engine) in [("ng", "nvme-ng"), ("sg", "sg"), ("bsg", "bsg")] {
         let r = &json_of(&runs, name, &console)["results"][0];
         assert_eq!(r["engine"], engine, "{r}");
         for op in ["read", "write", "trim", "write_zeroes"] {
@@ -186,8 +214,73 @@ fn passthrough_engines_in_the_guest() {
             "{p}"
         );
     }
+    // A submit's trims went as one command: fewer commands than trims at QD 8.
+    for name in ["ng-trim", "sg-trim"] {
+        let r = &json_of(&runs, name, &console)["results"][0];
+        let sum = |k: &str| -> u64 {
+            r["queues"]
+                .as_array()
+                .map(|q| q.iter().filter_map(|m| m[k].as_u64()).sum())
+                .unwrap_or(0)
+        };
+        let (trims, cmds) = (sum("trims"), sum("trim_commands"));
+        assert!(
+            trims > 0 && r["trim"]["ios"].as_u64() > Some(0),
+            "{name}: {r}"
+        );
+        let per = cmds as f64 / trims as f64;
+        eprintln!("{name}: {trims} trims in {cmds} commands ({per:.2} a trim)");
+        assert!(
+            cmds > 0 && per < 1.0,
+            "{name}: {cmds} commands for {trims} trims: {r}"
+        );
+    }
+    // Write-zeroes larger than a transfer ran, verified, each as the commands its limit asks.
+    {
+        let r = &json_of(&runs, "ng-wz", &console)["results"][0];
+        let max = r["info"]["params"]["write_zeroes_max_blocks"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no write_zeroes_max_blocks: {r}"));
+        let block = r["info"]["block_size"].as_u64().unwrap_or(512);
+        let per = ((2u64 << 20) / block).div_ceil(max);
+        let q = r["queues"].as_array().unwrap_or_else(|| panic!("{r}"));
+        let wz: u64 = q.iter().filter_map(|m| m["write_zeroes"].as_u64()).sum();
+        let cmds: u64 = q
+            .iter()
+            .filter_map(|m| m["write_zeroes_commands"].as_u64())
+            .sum();
+        assert!(
+            wz > 0 && cmds == wz * per,
+            "{wz} write-zeroes in {cmds} commands, {per} each: {r}"
+        );
+        eprintln!("ng-wz: {wz} write-zeroes of 2 MiB in {cmds} commands ({max} blocks a command)");
+        let bad = r["verify"]["bad"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{r}"));
+        assert!(bad.values().all(|n| n.as_u64() == Some(0)), "{r}");
+    }
+    // A device failure: the run fails (exit 1) and its error line carries the decoded sense.
+    let medium: Vec<&str> = console
+        .lines()
+        .filter(|l| l.starts_with("MEDIUM "))
+        .collect();
+    assert_eq!(medium.len(), 2, "{console}");
+    for l in medium {
+        assert!(
+            l.starts_with("MEDIUM 1 ")
+                && l.contains("MEDIUM ERROR")
+                && l.contains("unrecovered read error"),
+            "{l}"
+        );
+    }
     // What the other path wrote was read back whole: every unit held that run's data.
-    for name in ["blk-to-ng-v", "ng-to-blk-v", "sd-to-sg-v", "sg-to-sd-v"] {
+    for name in [
+        "blk-to-ng-v",
+        "ng-to-blk-v",
+        "sd-to-sg-v",
+        "sg-to-sd-v",
+        "bsg-to-sg-v",
+    ] {
         let v = &json_of(&runs, name, &console)["targets"][0]["verify"];
         let (units, unit) = (v["units"].as_u64(), v["unit"].as_u64().unwrap_or(0));
         assert_eq!(units.map(|u| u * unit), Some(4 << 20), "{name}: {v}");
@@ -202,7 +295,7 @@ fn passthrough_engines_in_the_guest() {
         .lines()
         .filter_map(|l| l.strip_prefix("SB-device ")?.split_once(": "))
         .collect();
-    for pt in ["ng", "sg"] {
+    for pt in ["ng", "sg", "bsg"] {
         let p = &json_of(&runs, pt, &console)["results"][0]["info"]["params"];
         let dev = p["block_device"].as_str().unwrap_or_default();
         let label = p["transport"]["label"]
@@ -224,13 +317,13 @@ fn passthrough_engines_in_the_guest() {
     );
     // Bad URIs and devices: one line, exit 2.
     let bad: Vec<&str> = console.lines().filter(|l| l.starts_with("BAD ")).collect();
-    assert_eq!(bad.len(), 4, "{console}");
+    assert_eq!(bad.len(), 5, "{console}");
     for l in &bad {
         assert!(l.starts_with("BAD 2 "), "{l}\n{console}");
     }
     // A filesystem on the block device: writes refused (exit 2, naming it), reads run.
     let fs: Vec<&str> = console.lines().filter(|l| l.starts_with("FS ")).collect();
-    assert_eq!(fs.len(), 2, "{console}");
+    assert_eq!(fs.len(), 3, "{console}");
     for l in fs {
         assert!(
             l.starts_with("FS 2 ") && l.contains("refusing") && l.contains("ext2/3/4 filesystem"),

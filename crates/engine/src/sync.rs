@@ -5,20 +5,17 @@
 //! system call, the lowest-latency path). Deeper queues get one thread per slot, so that
 //! `depth` I/Os really are in flight at once, as with fio's `psync` and `numjobs`.
 //!
-//! Dropping the queue never hangs: after a stream failed or the target died, a thread may sit
-//! in `pread`/`pwrite` on a device that will not answer. Work not yet started is discarded, the
-//! threads get [`EXIT_GRACE`] (at most the I/O timeout) to finish, and any still blocked are
-//! detached with a note on stderr; they hold their own `Arc`s of the file and the arena, so
-//! the memory they may still write into stays valid.
+//! The threads are sanbench-io's [`blocking::Pool`], which the sg engine shares: dropping the
+//! queue never hangs on a device that does not answer (threads still blocked after
+//! [`EXIT_GRACE`] are detached).
 
-use crate::poison;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sanbench_io::blocking::{self, Names, Pool};
 
 use crate::arena::Arena;
 use crate::engine::{Completion, Io, Op, Queue, QueueConfig};
@@ -29,15 +26,18 @@ use crate::error::EngineError;
 pub const SYNC_THREAD_PREFIX: &str = "sb-sync";
 
 /// How long a dropped queue waits for its threads before detaching those still blocked.
-pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+pub const EXIT_GRACE: Duration = blocking::EXIT_GRACE;
 
-/// Threads detached by dropped queues in this process (for the note and for tests).
-static DETACHED: AtomicUsize = AtomicUsize::new(0);
-
-/// How many sync engine threads were left blocked in a system call by dropped queues.
+/// How many blocked threads dropped queues left behind in this process.
 pub fn detached_threads() -> usize {
-    DETACHED.load(Ordering::Relaxed)
+    blocking::detached_threads()
 }
+
+const NAMES: Names = Names {
+    engine: "sync engine",
+    call: "pread/pwrite",
+    prefix: SYNC_THREAD_PREFIX,
+};
 
 /// One I/O, done by the calling thread (a function value so tests can stand in a device
 /// that never answers).
@@ -104,23 +104,11 @@ fn write_dsync(file: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result<
     Ok(())
 }
 
-struct Chan {
-    todo: Mutex<(VecDeque<Io>, bool)>,
-    todo_cv: Condvar,
-    done: Mutex<Vec<Completion>>,
-    done_cv: Condvar,
-    /// Threads that have returned; signalled on `exited_cv`.
-    exited: Mutex<usize>,
-    exited_cv: Condvar,
-}
-
 pub struct SyncQueue {
     file: Arc<File>,
     arena: Arc<Arena>,
     inline_done: Vec<Completion>,
-    chan: Option<Arc<Chan>>,
-    threads: Vec<JoinHandle<()>>,
-    timeout: Duration,
+    pool: Option<Pool<Io>>,
 }
 
 /// The same on a block device: a trim is a discard (BLKDISCARD), not a punched hole.
@@ -142,67 +130,33 @@ impl SyncQueue {
     }
 
     fn open_with(file: Arc<File>, cfg: &QueueConfig, io_fn: DoIo) -> SyncQueue {
-        let mut q = SyncQueue {
+        let pool = (cfg.depth > 1).then(|| {
+            let (f, a) = (file.clone(), cfg.arena.clone());
+            Pool::spawn(
+                NAMES,
+                cfg.worker,
+                cfg.depth as usize,
+                cfg.io_timeout,
+                move |io: &Io, out: &mut Vec<Completion>| {
+                    out.push(Completion {
+                        tag: io.tag,
+                        result: io_fn(&f, &a, io),
+                    })
+                },
+            )
+        });
+        SyncQueue {
             file,
             arena: cfg.arena.clone(),
             inline_done: Vec::with_capacity(1),
-            chan: None,
-            threads: Vec::new(),
-            timeout: cfg.io_timeout,
-        };
-        if cfg.depth > 1 {
-            let chan = Arc::new(Chan {
-                todo: Mutex::new((VecDeque::with_capacity(cfg.depth as usize), false)),
-                todo_cv: Condvar::new(),
-                done: Mutex::new(Vec::with_capacity(cfg.depth as usize)),
-                done_cv: Condvar::new(),
-                exited: Mutex::new(0),
-                exited_cv: Condvar::new(),
-            });
-            for i in 0..cfg.depth {
-                let (c, f, a) = (chan.clone(), q.file.clone(), q.arena.clone());
-                let h = std::thread::Builder::new()
-                    .name(format!("{SYNC_THREAD_PREFIX}{}-{i}", cfg.worker))
-                    .spawn(move || {
-                        worker(&c, &f, &a, io_fn);
-                        *poison::lock(&c.exited) += 1;
-                        c.exited_cv.notify_all();
-                    })
-                    .expect("spawn sync engine thread");
-                q.threads.push(h);
-            }
-            q.chan = Some(chan);
+            pool,
         }
-        q
-    }
-}
-
-fn worker(c: &Chan, file: &File, arena: &Arena, io_fn: DoIo) {
-    loop {
-        let io = {
-            let mut g = poison::lock(&c.todo);
-            loop {
-                if let Some(io) = g.0.pop_front() {
-                    break io;
-                }
-                if g.1 {
-                    return;
-                }
-                g = poison::wait(&c.todo_cv, g);
-            }
-        };
-        let result = io_fn(file, arena, &io);
-        poison::lock(&c.done).push(Completion {
-            tag: io.tag,
-            result,
-        });
-        c.done_cv.notify_one();
     }
 }
 
 impl Queue for SyncQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
-        match &self.chan {
+        match &self.pool {
             None => {
                 for io in ios {
                     let result = do_io(&self.file, &self.arena, io);
@@ -212,93 +166,39 @@ impl Queue for SyncQueue {
                     });
                 }
             }
-            Some(c) => {
-                let mut g = poison::lock(&c.todo);
-                g.0.extend(ios.iter().copied());
-                drop(g);
-                if ios.len() == 1 {
-                    c.todo_cv.notify_one();
-                } else {
-                    c.todo_cv.notify_all();
-                }
-            }
+            Some(p) => p.submit(ios.iter().copied()),
         }
         Ok(())
     }
 
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        let Some(c) = &self.chan else {
-            out.append(&mut self.inline_done);
-            return Ok(());
-        };
-        let deadline = Instant::now() + self.timeout;
-        let mut g = poison::lock(&c.done);
-        while g.len() < min {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(EngineError::Timeout {
-                    peer: "sync engine".into(),
-                    secs: self.timeout.as_secs_f64(),
-                });
+        match &self.pool {
+            None => {
+                out.append(&mut self.inline_done);
+                Ok(())
             }
-            g = poison::wait_timeout(&c.done_cv, g, deadline - now);
+            Some(p) => p.reap(min, out),
         }
-        out.append(&mut g);
-        Ok(())
     }
 
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         let mut m = BTreeMap::new();
-        m.insert("threads".into(), self.threads.len().into());
-        m
-    }
-}
-
-impl Drop for SyncQueue {
-    fn drop(&mut self) {
-        let Some(c) = &self.chan else {
-            return;
-        };
-        {
-            let mut g = poison::lock(&c.todo);
-            // Nothing not yet started is started now: the run is over.
-            g.0.clear();
-            g.1 = true;
-        }
-        c.todo_cv.notify_all();
-        let n = self.threads.len();
-        let deadline = Instant::now() + EXIT_GRACE.min(self.timeout);
-        let mut exited = poison::lock(&c.exited);
-        while *exited < n {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            exited = poison::wait_timeout(&c.exited_cv, exited, deadline - now);
-        }
-        let stuck = n - *exited;
-        drop(exited);
-        if stuck == 0 {
-            for h in self.threads.drain(..) {
-                let _ = h.join();
-            }
-            return;
-        }
-        // Joining would wait on the device; the handles are dropped, which detaches them.
-        let running = self.threads.drain(..).filter(|h| !h.is_finished()).count();
-        DETACHED.fetch_add(running, Ordering::Relaxed);
-        eprintln!(
-            "note: sanbench: {running} sync engine thread(s) still blocked in pread/pwrite \
-             after {:.1} s were left behind (the target is not answering)",
-            EXIT_GRACE.min(self.timeout).as_secs_f64()
+        m.insert(
+            "threads".into(),
+            self.pool.as_ref().map_or(0, Pool::threads).into(),
         );
+        m
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::poison;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::mpsc;
+    use std::sync::Mutex;
+    use std::time::Instant;
 
     /// A device that never answers until the test releases it.
     static RELEASE: Mutex<Option<mpsc::Receiver<()>>> = Mutex::new(None);

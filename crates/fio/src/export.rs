@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::{sizes, value, Setup};
 use sanbench_doc::spec::{Arrival, Workload};
-use sanbench_units::target::{parse_target, TargetUri};
+use sanbench_units::target::{parse_target, Passthrough, TargetUri};
 
 /// A target as fio reaches it.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,6 +23,10 @@ pub enum FioTarget {
     /// A file or block device named by the environment variable when fio runs (a suite's
     /// jobs, written before any target is known).
     Env(String),
+    /// fio's io_uring_cmd engine (`cmd_type=nvme`) on a namespace's generic device.
+    NvmeNg(String),
+    /// fio's sg engine on a SCSI generic device.
+    Sg(String),
 }
 
 impl FioTarget {
@@ -35,13 +39,19 @@ impl FioTarget {
                 "{s}: fio cannot reach sanbench's in-process RAM disk (serve it: sanbench serve \
                  nbd, then nbd://...)"
             )),
-            // fio has io_uring_cmd (cmd_type=nvme) and sg engines, with options of their own
-            // that the job writer does not write yet.
-            TargetUri::Passthrough { kind, .. } => Err(format!(
-                "{s}: sanbench does not write fio jobs for {}: targets yet (give the block \
-                 device, or fio's io_uring_cmd / sg engine by hand)",
-                kind.scheme()
-            )),
+            TargetUri::Passthrough { kind, path } => {
+                let p = path.display().to_string();
+                match kind {
+                    Passthrough::NvmeNg => Ok(FioTarget::NvmeNg(p)),
+                    Passthrough::Sg => Ok(FioTarget::Sg(p)),
+                    // fio's sg engine sends the sg driver's v3 header, which bsg refuses
+                    // (bsg support in fio came with its PRs #2102/#2123, after 3.33).
+                    Passthrough::Bsg => Err(format!(
+                        "{s}: fio's sg engine speaks the sg driver's interface, not bsg's: give \
+                         sg:/dev/sgN of the same SCSI device"
+                    )),
+                }
+            }
             TargetUri::Network { scheme, uri } => match scheme.as_str() {
                 "nbd" | "nbd+unix" | "nbds" | "nbds+unix" => Ok(FioTarget::Nbd(uri)),
                 "iscsi" => Ok(FioTarget::Iscsi(uri)),
@@ -59,6 +69,8 @@ impl FioTarget {
             FioTarget::Nbd(_) => 1,
             FioTarget::Iscsi(_) => 2,
             FioTarget::Null(_) => 3,
+            FioTarget::NvmeNg(_) => 4,
+            FioTarget::Sg(_) => 5,
         }
     }
 }
@@ -170,6 +182,42 @@ pub fn export_section(
             set(&mut pending, "filename", names.join(":"));
         }
         FioTarget::Null(_) => set(&mut pending, "ioengine", "null".into()),
+        FioTarget::NvmeNg(_) | FioTarget::Sg(_) => {
+            let ng = matches!(first, FioTarget::NvmeNg(_));
+            if ng {
+                if trims_only {
+                    pending.push(
+                        "# fio's io_uring_cmd engine trims from fio PR #1545 (2023), after \
+                         3.33 (the version tested)"
+                            .into(),
+                    );
+                }
+                set(&mut pending, "ioengine", "io_uring_cmd".into());
+                set(&mut pending, "cmd_type", "nvme".into());
+            } else {
+                pending.push(
+                    "# fio's sg engine keeps iodepth commands in flight on the sg device's \
+                     asynchronous interface; sanbench's sends SG_IO on a thread per slot"
+                        .into(),
+                );
+                if trims_only {
+                    pending.push(
+                        "# sanbench sends a submit's trims as one UNMAP; fio's sg engine does \
+                         on a character device with iodepth_batch (fio PR #626)"
+                            .into(),
+                    );
+                }
+                set(&mut pending, "ioengine", "sg".into());
+            }
+            let names: Vec<String> = targets
+                .iter()
+                .map(|t| match t {
+                    FioTarget::NvmeNg(p) | FioTarget::Sg(p) => value::escape_filename(p),
+                    _ => unreachable!("one kind"),
+                })
+                .collect();
+            set(&mut pending, "filename", names.join(":"));
+        }
     }
 
     // Direction, mix, randomness: one for the whole job in fio.

@@ -51,6 +51,10 @@ enum Kind {
     Null,
     Nbd,
     Iscsi,
+    /// io_uring_cmd with cmd_type=nvme: the files are namespaces' generic devices.
+    NvmeNg,
+    /// sg: the files are SCSI generic devices.
+    Sg,
 }
 
 struct Ctx<'a> {
@@ -175,10 +179,21 @@ pub fn import(s: &Section, o: &ImportOptions) -> Result<Imported, Vec<String>> {
         "null" => Kind::Null,
         "nbd" => Kind::Nbd,
         "libiscsi" => Kind::Iscsi,
+        "io_uring_cmd" => {
+            match c.get("cmd_type").unwrap_or("nvme") {
+                "nvme" => {}
+                other => c.problem(
+                    "cmd_type",
+                    format!("sanbench's nvme-ng: engine sends NVMe commands, not {other}"),
+                ),
+            }
+            Kind::NvmeNg
+        }
+        "sg" => Kind::Sg,
         other => {
             c.problem(
                 "ioengine",
-                format!("sanbench has no engine for {other} (io_uring, libaio, psync, sync, pvsync, null, nbd, libiscsi)"),
+                format!("sanbench has no engine for {other} (io_uring, libaio, psync, sync, pvsync, null, nbd, libiscsi, io_uring_cmd, sg)"),
             );
             Kind::Files
         }
@@ -360,7 +375,7 @@ pub fn import(s: &Section, o: &ImportOptions) -> Result<Imported, Vec<String>> {
     match o.cli_targets {
         Some(n) => nfiles = n.max(1) as u64,
         None => match kind {
-            Kind::Files | Kind::Iscsi => {
+            Kind::Files | Kind::Iscsi | Kind::NvmeNg | Kind::Sg => {
                 if c.get("directory").is_some() {
                     c.problem(
                         "directory",
@@ -381,6 +396,15 @@ pub fn import(s: &Section, o: &ImportOptions) -> Result<Imported, Vec<String>> {
                             c.problem("filename", format!("'{t}' is not an iscsi:// URI"));
                         }
                     }
+                }
+                // The passthrough engines' devices, as sanbench's URIs name them.
+                let scheme = match kind {
+                    Kind::NvmeNg => Some("nvme-ng"),
+                    Kind::Sg => Some("sg"),
+                    _ => None,
+                };
+                if let Some(scheme) = scheme {
+                    targets = targets.iter().map(|t| format!("{scheme}:{t}")).collect();
                 }
                 nfiles = targets.len().max(1) as u64;
             }

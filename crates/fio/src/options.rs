@@ -57,6 +57,7 @@ pub const MAPPED: &[&str] = &[
     "cpus_allowed",
     "cpus_allowed_policy",
     "iomem_align",
+    "cmd_type",
 ];
 
 /// fio's other spellings of the options above.

@@ -533,3 +533,40 @@ fn trims_round_trip_where_fio_can_express_them() {
     let e = export_section("z", &z, &t, &Setup::default()).unwrap_err();
     assert!(e.contains("no write-zeroes"), "{e}");
 }
+
+/// Passthrough targets: nvme-ng: as fio's io_uring_cmd engine (cmd_type=nvme), sg: as its sg
+/// engine, each read back as the same target; bsg: has no fio job (fio 3.33's sg engine
+/// speaks the sg driver's interface only) and says what to give instead.
+#[test]
+fn passthrough_targets_as_fios_engines() {
+    let w = Workload::from_toml("[[segment]]\nbs = \"4k\"\nread = 70\n").unwrap();
+    for (uri, engine, more) in [
+        ("nvme-ng:/dev/ng0n1", "io_uring_cmd", "\ncmd_type=nvme\n"),
+        ("sg:/dev/sg2", "sg", "\n"),
+    ] {
+        let t = [FioTarget::of(uri).unwrap()];
+        let text = export_section("p", &w, &t, &Setup::default()).unwrap();
+        assert!(
+            text.contains(&format!("\nioengine={engine}\n")) && text.contains(more),
+            "{text}"
+        );
+        assert!(!text.contains("direct="), "{text}");
+        let back = one(&text, &[]).unwrap();
+        assert_eq!(back.targets, [uri], "{text}");
+        assert_eq!(back.workload.segments[0].read_pct, 70.0);
+    }
+    let e = FioTarget::of("bsg:/dev/bsg/0:0:0:0").unwrap_err();
+    assert!(e.contains("sg:/dev/sgN"), "{e}");
+    // Passthrough and block devices are different engines: not one job.
+    let t = [
+        FioTarget::of("sg:/dev/sg2").unwrap(),
+        FioTarget::Path("/dev/sdb".into()),
+    ];
+    assert!(export_section("p", &w, &t, &Setup::default()).is_err());
+    let e = one(
+        "[x]\nioengine=io_uring_cmd\ncmd_type=ctrl\nfilename=/dev/ng0n1\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(e.iter().any(|l| l.contains("cmd_type")), "{e:?}");
+}

@@ -5,6 +5,7 @@
 //! * [`engine`]: [`Target`] and [`Queue`], the plugin boundary (fio's `ioengine_ops`), with
 //!   [`Io`], [`Completion`], [`TargetInfo`] and the access states of multipath.
 //! * [`arena`]: the page-aligned data buffers a queue reads into and writes from.
+//! * [`blocking`]: a queue's threads for system calls that block (the sync engine's, sg's).
 //! * [`error`]: [`EngineError`], whose usage-like variants the CLI maps to exit code 2.
 //! * [`rng`]: the seeded generator of the I/O path.
 //! * [`params`]: the engine-specific facts' map and the keys other crates read.
@@ -14,6 +15,7 @@
 //! * [`poison`]: the one lock-poison helper (from `sanbench-stats`).
 
 pub mod arena;
+pub mod blocking;
 pub mod engine;
 pub mod error;
 pub mod params;

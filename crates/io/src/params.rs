@@ -16,6 +16,10 @@ pub const LU_ID: &str = "lu_id";
 /// granules, NVMe DLFEAT): what `--verify` expects after a trim.
 pub const TRIM_READS_ZEROS: &str = "trim_reads_zeros";
 
+/// The queue statistics' key of the last failure the device reported, in its own terms (an
+/// NVMe status, a SCSI status with decoded sense): a failed run's error line quotes it.
+pub const LAST_FAILURE: &str = "last_failure";
+
 /// The `TargetInfo::params` key an engine sets to `false` when the target does not allow
 /// I/O over several connections at once (NBD without CAN_MULTI_CONN).
 pub const MULTI_CONN: &str = "can_multi_conn";

@@ -1,4 +1,4 @@
-//! Opens passthrough targets (`nvme-ng:`, `sg:`) through the crate of their command set, and
+//! Opens passthrough targets (`nvme-ng:`, `sg:`, `bsg:`) through the crate of their command set, and
 //! applies the block devices' safety rules to the device underneath: commands sent past the
 //! block layer destroy a filesystem just as well, so a workload that writes is refused when
 //! the namespace's or disk's block device is mounted, claimed, or holds a filesystem or
@@ -28,6 +28,12 @@ pub fn open(
     let t: Arc<dyn Target> = match kind {
         Passthrough::NvmeNg => Arc::new(sanbench_nvme::ng::NgTarget::open(uri, path, opts.writes)?),
         Passthrough::Sg => Arc::new(sanbench_iscsi::sg::SgTarget::open(uri, path, opts.writes)?),
+        Passthrough::Bsg => Arc::new(sanbench_iscsi::sg::SgTarget::open_as(
+            sanbench_iscsi::sg::Interface::Bsg,
+            uri,
+            path,
+            opts.writes,
+        )?),
     };
     if opts.writes && !opts.force {
         check(

@@ -42,16 +42,19 @@ pub enum Passthrough {
     NvmeNg,
     /// SCSI commands over SG_IO on a SCSI generic device.
     Sg,
+    /// SCSI commands over SG_IO (`struct sg_io_v4`) on a bsg device.
+    Bsg,
 }
 
 impl Passthrough {
-    pub const ALL: [Passthrough; 2] = [Passthrough::NvmeNg, Passthrough::Sg];
+    pub const ALL: [Passthrough; 3] = [Passthrough::NvmeNg, Passthrough::Sg, Passthrough::Bsg];
 
     /// The URI scheme, without the colon.
     pub fn scheme(self) -> &'static str {
         match self {
             Passthrough::NvmeNg => "nvme-ng",
             Passthrough::Sg => "sg",
+            Passthrough::Bsg => "bsg",
         }
     }
 
@@ -60,6 +63,7 @@ impl Passthrough {
         match self {
             Passthrough::NvmeNg => "/dev/ng0n1",
             Passthrough::Sg => "/dev/sg0",
+            Passthrough::Bsg => "/dev/bsg/0:0:0:0",
         }
     }
 }
@@ -205,7 +209,15 @@ mod tests {
                 path: "/dev/sg3".into()
             }
         );
+        assert_eq!(
+            parse_target("bsg:/dev/bsg/0:0:2:0").unwrap(),
+            TargetUri::Passthrough {
+                kind: Passthrough::Bsg,
+                path: "/dev/bsg/0:0:2:0".into()
+            }
+        );
         for (bad, says) in [
+            ("bsg:", "give the device, e.g. bsg:/dev/bsg/0:0:0:0"),
             ("nvme-ng:", "give the device, e.g. nvme-ng:/dev/ng0n1"),
             ("sg:", "give the device, e.g. sg:/dev/sg0"),
             ("nvme-ng:ng0n1", "absolute path"),

@@ -280,7 +280,8 @@ pub struct RunArgs {
     #[arg(help_heading = H_FIO, long, value_name = "OPTION,...", value_delimiter = ',')]
     pub fio_ignore: Vec<String>,
     /// Also write the fio job that does what this run does (files, block devices, nbd:// through
-    /// fio's nbd engine, iscsi:// through libiscsi), with a comment on what fio cannot express.
+    /// fio's nbd engine, iscsi:// through libiscsi, nvme-ng: through io_uring_cmd, sg: through
+    /// sg), with a comment on what fio cannot express.
     #[arg(help_heading = H_FIO, long, value_name = "FILE")]
     pub emit_fio: Option<PathBuf>,
 

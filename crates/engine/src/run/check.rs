@@ -82,11 +82,15 @@ pub fn check_plan(plan: &RunPlan) -> Result<Vec<u64>, RunError> {
                 }
             }
         }
+        // Only reads and writes move data: a trim or write-zeroes larger than one transfer
+        // is the engine's to split (UNMAP and WRITE SAME within the Block Limits, NVMe Write
+        // Zeroes within WZSL, NBD within its maximum).
+        let max_data = max_data_bs(&plan.workload);
         if let Some(mt) = info.max_transfer {
-            if max_bs > mt as u64 {
+            if max_data > mt as u64 {
                 return Err(bad(format!(
                     "transfer size {} exceeds the target's maximum {}",
-                    format_size(max_bs),
+                    format_size(max_data),
                     format_size(mt as u64)
                 )));
             }
@@ -94,4 +98,91 @@ pub fn check_plan(plan: &RunPlan) -> Result<Vec<u64>, RunError> {
         spans.push(span);
     }
     Ok(spans)
+}
+
+/// The largest I/O that moves data: the read size where a segment reads, the write size
+/// where it writes data (not where its only writes are trims and write-zeroes).
+fn max_data_bs(w: &Workload) -> u64 {
+    w.segments
+        .iter()
+        .map(|s| {
+            let r = if s.read_pct > 0.0 { s.read_bs } else { 0 };
+            let wr = if s.write_pct() > 0.0 { s.write_bs } else { 0 };
+            r.max(wr)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Queue, QueueConfig, TargetInfo};
+    use crate::spec::Segment;
+    use std::sync::Arc;
+
+    struct Limited(TargetInfo);
+
+    impl Target for Limited {
+        fn info(&self) -> &TargetInfo {
+            &self.0
+        }
+        fn supports(&self, _: Op) -> bool {
+            true
+        }
+        fn open_queue(&self, _: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
+            Err(EngineError::Invalid("not for I/O".into()))
+        }
+    }
+
+    fn plan(read_pct: f64, trim_pct: f64, zeroes_pct: f64, bs: u64) -> RunPlan {
+        let t = Limited(TargetInfo {
+            uri: "t".into(),
+            engine: "t".into(),
+            size: 1 << 30,
+            block_size: 512,
+            max_transfer: Some(128 << 10),
+            read_only: false,
+            params: Default::default(),
+        });
+        let w = Workload {
+            name: None,
+            segments: vec![Segment {
+                weight: 1,
+                read_bs: 4096,
+                write_bs: bs,
+                read_pct,
+                random_pct: 100.0,
+                align: None,
+                trim_pct,
+                write_zeroes_pct: zeroes_pct,
+            }],
+            qd: 1,
+            workers: 1,
+            ramp: std::time::Duration::ZERO,
+            time: std::time::Duration::from_millis(10),
+            span: None,
+            flush_every: 0,
+            fua_pct: 0.0,
+            rate: None,
+            arrival: crate::run::pacer::Arrival::Fixed,
+        };
+        RunPlan::new(w, vec![Arc::new(t)])
+    }
+
+    #[test]
+    fn trims_and_zeroes_larger_than_a_transfer_go_to_the_engine() {
+        // Reads of 4 KiB beside trims and write-zeroes of 1 MiB: nothing moves 1 MiB.
+        check_plan(&plan(50.0, 25.0, 25.0, 1 << 20)).unwrap();
+        check_plan(&plan(0.0, 0.0, 100.0, 1 << 20)).unwrap();
+        // Writes of data at that size are refused, as before.
+        let e = check_plan(&plan(50.0, 25.0, 0.0, 1 << 20)).unwrap_err();
+        assert!(
+            e.error.to_string().contains("exceeds the target's maximum"),
+            "{}",
+            e.error
+        );
+        let e = check_plan(&plan(100.0, 0.0, 0.0, 1 << 20));
+        assert!(e.is_ok(), "reads of 4 KiB only");
+    }
 }

@@ -23,7 +23,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use sanbench_io::params::TRIM_READS_ZEROS;
+use sanbench_io::params::{LAST_FAILURE, TRIM_READS_ZEROS};
 
 use super::ahead::{make_ahead, Ahead};
 use super::clock::Clock;
@@ -189,7 +189,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         // I/O may still be in flight on a failed queue and waiting for it could take another
         // timeout: keep its buffers alive for the rest of the process instead.
         std::mem::forget(arena);
-        fail(e);
+        fail(with_device_detail(e, &queue.stats()));
         return None;
     }
     Some(StreamOut {
@@ -312,5 +312,60 @@ impl Next for Ahead {
         f: &mut Fill<'_>,
     ) -> Result<(), EngineError> {
         make_ahead(self, q, gen, f)
+    }
+}
+
+/// A failed I/O's error with what the device said of the queue's last failure, where the
+/// engine kept it (a passthrough engine's decoded sense or NVMe status): the errno alone
+/// does not tell an unrecovered read error from a target that refused the command.
+fn with_device_detail(
+    e: EngineError,
+    stats: &std::collections::BTreeMap<String, serde_json::Value>,
+) -> EngineError {
+    match (e, stats.get(LAST_FAILURE).and_then(|v| v.as_str())) {
+        (EngineError::Io { op, offset, source }, Some(why)) => EngineError::Io {
+            op,
+            offset,
+            source: std::io::Error::new(
+                source.kind(),
+                format!("{source} (the device's last failure: {why})"),
+            ),
+        },
+        (e, _) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_ios_error_quotes_the_devices_last_failure() {
+        let io = || EngineError::Io {
+            op: "read",
+            offset: 4096,
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        };
+        let mut stats = std::collections::BTreeMap::new();
+        // Nothing kept: the error as it was.
+        assert_eq!(
+            with_device_detail(io(), &stats).to_string(),
+            io().to_string()
+        );
+        stats.insert(
+            LAST_FAILURE.to_string(),
+            "read at offset 4096: CHECK CONDITION (0x02): MEDIUM ERROR".into(),
+        );
+        let e = with_device_detail(io(), &stats).to_string();
+        assert!(
+            e.starts_with("read at offset 4096 failed: ") && e.contains("MEDIUM ERROR"),
+            "{e}"
+        );
+        // Other errors are not about one I/O.
+        let t = EngineError::Timeout {
+            peer: "sg".into(),
+            secs: 1.0,
+        };
+        assert!(!with_device_detail(t, &stats).to_string().contains("MEDIUM"));
     }
 }

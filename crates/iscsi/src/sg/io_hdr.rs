@@ -161,12 +161,29 @@ fn asc_name(asc: u8, ascq: u8) -> Option<&'static str> {
 impl Outcome {
     pub fn read(h: &SgIoHdr, sense: &[u8]) -> Outcome {
         let n = (h.sb_len_wr as usize).min(sense.len());
+        Outcome::from_parts(
+            h.status,
+            h.host_status,
+            h.driver_status,
+            &sense[..n],
+            h.resid,
+        )
+    }
+
+    /// The outcome of the statuses and the sense bytes written (of either header).
+    pub fn from_parts(
+        status: u8,
+        host_status: u16,
+        driver_status: u16,
+        sense: &[u8],
+        resid: i32,
+    ) -> Outcome {
         Outcome {
-            status: h.status,
-            host_status: h.host_status,
-            driver_status: h.driver_status,
-            sense: (n > 0).then(|| Sense::decode(&sense[..n])).flatten(),
-            resid: h.resid,
+            status,
+            host_status,
+            driver_status,
+            sense: (!sense.is_empty()).then(|| Sense::decode(sense)).flatten(),
+            resid,
         }
     }
 

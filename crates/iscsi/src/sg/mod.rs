@@ -1,4 +1,5 @@
-//! `sg:/dev/sgN`: SCSI commands through the SCSI generic driver's `SG_IO`, on a thread per
+//! `sg:/dev/sgN` and `bsg:/dev/bsg/H:C:T:L`: SCSI commands through the SCSI generic driver's
+//! `SG_IO` (its v3 header, [`io_hdr`]) or the bsg driver's (`struct sg_io_v4`, [`v4`]), on a thread per
 //! slot of the queue (the request blocks; io_uring has no SCSI passthrough command). The disk's
 //! upper block layer (sd, bio, I/O scheduler) is not on the path; the request still goes
 //! through the SCSI midlayer to the host driver, so beside the disk's block device it
@@ -14,8 +15,10 @@
 //!   the errno and the line kept in the queue's `last_failure`.
 //! * The disk's block device ([`sysfs`]) is named in the parameters (`block_device`).
 
+mod exec;
 pub mod io_hdr;
 mod pool;
+pub mod v4;
 
 pub use pool::SG_THREAD_PREFIX;
 pub mod sysfs;
@@ -27,11 +30,11 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use sanbench_io::engine::{Io, Op, Queue, QueueConfig, Target, TargetInfo};
-use sanbench_io::{Arena, EngineError};
+use sanbench_io::engine::{Op, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_io::EngineError;
 
-use crate::initiator::discard::{Discard, TrimBy};
-use crate::scsi::cdb::{Cdb, CdbLen};
+use crate::initiator::discard::Discard;
+use crate::scsi::cdb::Cdb;
 use crate::scsi::vpd::{BlockLimits, Provisioning};
 use io_hdr::{dir, Outcome, SgIoHdr};
 
@@ -41,10 +44,46 @@ pub const KIND: &str = "scsi passthrough";
 /// Timeout of the commands asked while opening.
 const PROBE_TIMEOUT_MS: u32 = 10_000;
 
-/// One command on `f`: the CDB, the data (direction, buffer) and the timeout. `Err` only when
-/// the ioctl itself failed (the command never reached the device).
+/// The driver a SCSI passthrough target sends its commands through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interface {
+    /// The SCSI generic driver (`/dev/sgN`, `struct sg_io_hdr`).
+    Sg,
+    /// The block SCSI generic driver (`/dev/bsg/H:C:T:L`, `struct sg_io_v4`).
+    Bsg,
+}
+
+impl Interface {
+    /// The URI scheme and engine name.
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Interface::Sg => "sg",
+            Interface::Bsg => "bsg",
+        }
+    }
+
+    /// What the path must name, for messages.
+    fn example(self) -> &'static str {
+        match self {
+            Interface::Sg => "a SCSI generic device, /dev/sgN",
+            Interface::Bsg => "a bsg device, /dev/bsg/H:C:T:L",
+        }
+    }
+
+    /// The sysfs class of its devices.
+    fn class(self) -> &'static str {
+        match self {
+            Interface::Sg => "scsi_generic",
+            Interface::Bsg => "bsg",
+        }
+    }
+}
+
+/// One command on `f` through `iface`: the CDB, the data (direction, buffer) and the
+/// timeout. `Err` only when the ioctl itself failed (the command never reached the device).
 pub fn sg_io(
     f: &File,
+    iface: Interface,
     cdb: &Cdb,
     direction: i32,
     data: (*mut u8, u32),
@@ -52,14 +91,34 @@ pub fn sg_io(
 ) -> std::io::Result<Outcome> {
     let (bytes, n) = cdb.encode();
     let mut sense = [0u8; 64];
-    let mut h = SgIoHdr::new(&bytes[..n], direction, data, &mut sense, timeout_ms);
+    match iface {
+        Interface::Sg => {
+            let mut h = SgIoHdr::new(&bytes[..n], direction, data, &mut sense, timeout_ms);
+            // SAFETY: SG_IO reads the header, the CDB and `data.1` bytes at `data.0` (or
+            // writes them), and writes at most `mx_sb_len` bytes of sense; the CDB, the sense
+            // buffer and the data (the caller's) outlive the blocking call.
+            retry_eintr(|| unsafe {
+                libc::ioctl(f.as_raw_fd(), io_hdr::SG_IO as _, &mut h as *mut SgIoHdr)
+            })?;
+            Ok(Outcome::read(&h, &sense))
+        }
+        Interface::Bsg => {
+            let mut h = v4::SgIoV4::new(&bytes[..n], direction, data, &mut sense, timeout_ms);
+            // SAFETY: as above, with the v4 header: the request (CDB), the response (sense,
+            // at most `max_response_len`) and the one data buffer outlive the blocking call.
+            retry_eintr(|| unsafe {
+                libc::ioctl(f.as_raw_fd(), io_hdr::SG_IO as _, &mut h as *mut v4::SgIoV4)
+            })?;
+            Ok(h.outcome(&sense))
+        }
+    }
+}
+
+/// Calls `ioctl` until it is not interrupted.
+fn retry_eintr(mut ioctl: impl FnMut() -> libc::c_int) -> std::io::Result<()> {
     loop {
-        // SAFETY: SG_IO reads the header, the CDB and `data.1` bytes at `data.0` (or writes
-        // them), and writes at most `mx_sb_len` bytes of sense; the CDB, the sense buffer and
-        // the data (the caller's) outlive the blocking call.
-        let r = unsafe { libc::ioctl(f.as_raw_fd(), io_hdr::SG_IO as _, &mut h as *mut SgIoHdr) };
-        if r == 0 {
-            return Ok(Outcome::read(&h, &sense));
+        if ioctl() == 0 {
+            return Ok(());
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
@@ -78,6 +137,7 @@ pub struct SgTarget {
 /// What every command needs to know of the disk.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Geometry {
+    pub iface: Interface,
     pub block: u32,
     pub disc: Discard,
     pub timeout_ms: u32,
@@ -91,6 +151,17 @@ impl SgTarget {
     /// Opens `path` (read-write when the workload writes). Not a SCSI generic device, or not a
     /// disk: `Invalid` (the CLI exits 2).
     pub fn open(uri: &str, path: &Path, writes: bool) -> Result<SgTarget, EngineError> {
+        SgTarget::open_as(Interface::Sg, uri, path, writes)
+    }
+
+    /// Opens `path`, a device of `iface`'s driver, as [`SgTarget::open`] does.
+    pub fn open_as(
+        iface: Interface,
+        uri: &str,
+        path: &Path,
+        writes: bool,
+    ) -> Result<SgTarget, EngineError> {
+        let scheme = iface.scheme();
         let shown = path.display().to_string();
         let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
             // A device that is not there is bad input, as a URI that names none.
@@ -104,7 +175,8 @@ impl SgTarget {
         })?;
         if !meta.file_type().is_char_device() {
             return Err(EngineError::Invalid(format!(
-                "{shown}: not a character device (sg: takes a SCSI generic device, /dev/sgN)"
+                "{shown}: not a character device ({scheme}: takes {})",
+                iface.example()
             )));
         }
         // O_RDWR even to read: SG_IO on a read-only open is refused for commands the kernel
@@ -120,15 +192,20 @@ impl SgTarget {
         let ask = |cdb: Cdb, len: u32| -> Result<(Outcome, Vec<u8>), EngineError> {
             let mut buf = vec![0u8; len as usize];
             let d = if len == 0 { dir::NONE } else { dir::FROM_DEV };
-            let o =
-                sg_io(&file, &cdb, d, (buf.as_mut_ptr(), len), PROBE_TIMEOUT_MS).map_err(|e| {
-                    match e.raw_os_error() {
-                        Some(libc::ENOTTY) | Some(libc::EINVAL) => EngineError::Invalid(format!(
-                            "{shown}: not a SCSI generic device (SG_IO: {e})"
-                        )),
-                        _ => EngineError::sys(format!("{shown}: SG_IO"), e),
-                    }
-                })?;
+            let o = sg_io(
+                &file,
+                iface,
+                &cdb,
+                d,
+                (buf.as_mut_ptr(), len),
+                PROBE_TIMEOUT_MS,
+            )
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENOTTY) | Some(libc::EINVAL) => {
+                    EngineError::Invalid(format!("{shown}: not {} (SG_IO: {e})", iface.example()))
+                }
+                _ => EngineError::sys(format!("{shown}: SG_IO"), e),
+            })?;
             let got = (len as i32 - o.resid.max(0)).max(0) as usize;
             buf.truncate(got);
             Ok((o, buf))
@@ -193,7 +270,7 @@ impl SgTarget {
             None
         };
         let disc = Discard::new(lbpme, limits, prov);
-        let block_dev = sysfs::block_device_of(Path::new("/"), path);
+        let block_dev = sysfs::block_device_in(Path::new("/"), iface.class(), path);
         let mut max_transfer = limits
             .map(|l| u64::from(l.max_transfer) * u64::from(block))
             .filter(|&m| m > 0);
@@ -203,7 +280,7 @@ impl SgTarget {
         }
         let mut info = TargetInfo {
             uri: uri.to_string(),
-            engine: "sg".into(),
+            engine: scheme.into(),
             size: blocks * u64::from(block),
             block_size: block,
             max_transfer: max_transfer.map(|m| m.min(u64::from(u32::MAX)) as u32),
@@ -233,6 +310,7 @@ impl SgTarget {
             info,
             file: Arc::new(file),
             geo: Geometry {
+                iface,
                 block,
                 disc,
                 timeout_ms: 0,
@@ -257,200 +335,6 @@ impl Target for SgTarget {
         };
         Ok(Box::new(pool::SgQueue::open(self.file.clone(), geo, cfg)))
     }
-}
-
-/// The commands that carry out `io`, in order (one but for a trim or a write-zeroes longer
-/// than one command may cover), or the errno of an I/O that is not whole blocks.
-pub(crate) fn commands(geo: &Geometry, io: &Io) -> Result<Vec<Cdb>, i32> {
-    let b = u64::from(geo.block);
-    if !io.offset.is_multiple_of(b) || !u64::from(io.len).is_multiple_of(b) {
-        return Err(-libc::EINVAL);
-    }
-    let lba = io.offset / b;
-    let blocks = u64::from(io.len) / b;
-    let chunks = |max: u64, make: &dyn Fn(u64, u64) -> Cdb| {
-        let mut out = Vec::new();
-        let mut at = lba;
-        while at < lba + blocks {
-            let n = (lba + blocks - at).min(max.max(1));
-            out.push(make(at, n));
-            at += n;
-        }
-        out
-    };
-    Ok(match io.op {
-        Op::Read => vec![Cdb::Read {
-            len: CdbLen::L16,
-            lba,
-            blocks: blocks as u32,
-            protect: 0,
-            dpo: false,
-            fua: false,
-        }],
-        Op::Write => vec![Cdb::Write {
-            len: CdbLen::L16,
-            lba,
-            blocks: blocks as u32,
-            protect: 0,
-            dpo: false,
-            fua: io.fua,
-            verify: false,
-        }],
-        Op::Flush => vec![Cdb::SynchronizeCache {
-            sixteen: true,
-            lba: 0,
-            blocks: 0,
-            immed: false,
-        }],
-        Op::WriteZeroes => chunks(geo.disc.write_same_blocks(), &|lba, n| Cdb::WriteSame {
-            sixteen: true,
-            lba,
-            blocks: n as u32,
-            protect: 0,
-            anchor: false,
-            unmap: false,
-            ndob: false,
-        }),
-        Op::Trim => match geo.disc.trim {
-            // One descriptor per UNMAP (8 bytes of header, 16 of descriptor); the pool
-            // encodes each command's range from `unmap_ranges`.
-            Some(TrimBy::Unmap) => unmap_ranges(geo, io)
-                .iter()
-                .map(|_| Cdb::Unmap {
-                    anchor: false,
-                    param_len: 24,
-                })
-                .collect(),
-            Some(TrimBy::WriteSameUnmap) => match geo.disc.granules(lba, blocks) {
-                // Only whole unmap granules go out; a trim smaller than one is done, as
-                // the iSCSI initiator does it.
-                None => Vec::new(),
-                Some((lba, blocks)) => {
-                    let mut out = Vec::new();
-                    let mut at = lba;
-                    let max = geo.disc.write_same_blocks();
-                    while at < lba + blocks {
-                        let n = (lba + blocks - at).min(max);
-                        out.push(Cdb::WriteSame {
-                            sixteen: true,
-                            lba: at,
-                            blocks: n as u32,
-                            protect: 0,
-                            anchor: false,
-                            unmap: true,
-                            ndob: false,
-                        });
-                        at += n;
-                    }
-                    out
-                }
-            },
-            None => return Err(-libc::EOPNOTSUPP),
-        },
-    })
-}
-
-/// The (LBA, blocks) ranges of a trim's UNMAP commands, one per command, in the order of
-/// [`commands`]: whole unmap granules only, each within the MAXIMUM UNMAP LBA COUNT.
-pub(crate) fn unmap_ranges(geo: &Geometry, io: &Io) -> Vec<(u64, u64)> {
-    let b = u64::from(geo.block);
-    let Some((lba, blocks)) = geo.disc.granules(io.offset / b, u64::from(io.len) / b) else {
-        return Vec::new();
-    };
-    let max = geo.disc.unmap_lbas().min(u64::from(u32::MAX));
-    let mut out = Vec::new();
-    let mut at = lba;
-    while at < lba + blocks {
-        let n = (lba + blocks - at).min(max);
-        out.push((at, n));
-        at += n;
-    }
-    out
-}
-
-/// Carries out `io` on the calling thread: 0, or the errno, with the failure's line.
-pub(crate) fn do_io(
-    f: &File,
-    geo: &Geometry,
-    arena: &Arena,
-    zero_block: &[u8],
-    io: &Io,
-) -> (i32, Option<String>) {
-    let cdbs = match commands(geo, io) {
-        Ok(c) => c,
-        Err(e) => {
-            return (
-                e,
-                Some(format!(
-                    "{} of {} bytes at {}: not whole blocks of {} or not offered",
-                    io.op.name(),
-                    io.len,
-                    io.offset,
-                    geo.block
-                )),
-            )
-        }
-    };
-    let ranges = if io.op == Op::Trim && geo.disc.trim == Some(TrimBy::Unmap) {
-        unmap_ranges(geo, io)
-    } else {
-        Vec::new()
-    };
-    let mut plist = [0u8; 24];
-    for (i, cdb) in cdbs.iter().enumerate() {
-        let (direction, data) = match (io.op, cdb) {
-            (Op::Read, _) => {
-                // SAFETY: the scheduler gives this I/O exclusive use of its arena region.
-                let buf = unsafe { arena.slice_mut(io.buf, io.len as usize) };
-                (dir::FROM_DEV, (buf.as_mut_ptr(), io.len))
-            }
-            (Op::Write, _) => {
-                // SAFETY: write sources are only read (SG_IO with TO_DEV reads the buffer).
-                let buf = unsafe { arena.slice(io.buf, io.len as usize) };
-                (dir::TO_DEV, (buf.as_ptr() as *mut u8, io.len))
-            }
-            (_, Cdb::WriteSame { .. }) => (
-                dir::TO_DEV,
-                (zero_block.as_ptr() as *mut u8, zero_block.len() as u32),
-            ),
-            (_, Cdb::Unmap { .. }) => {
-                let n = crate::scsi::unmap::encode(&ranges[i..i + 1], &mut plist);
-                (dir::TO_DEV, (plist.as_mut_ptr(), n as u32))
-            }
-            _ => (dir::NONE, (std::ptr::null_mut(), 0)),
-        };
-        match sg_io(f, cdb, direction, data, geo.timeout_ms) {
-            Err(e) => {
-                let errno = -e.raw_os_error().unwrap_or(libc::EIO);
-                return (errno, Some(format!("{}: SG_IO: {e}", io.op.name())));
-            }
-            Ok(o) if !o.ok() => {
-                return (
-                    o.errno(),
-                    Some(format!(
-                        "{} at offset {}: {}",
-                        io.op.name(),
-                        io.offset,
-                        o.describe()
-                    )),
-                )
-            }
-            Ok(o) if o.resid > 0 && io.op.moves_data() => {
-                return (
-                    -libc::EIO,
-                    Some(format!(
-                        "{} at offset {}: {} of {} bytes not transferred",
-                        io.op.name(),
-                        io.offset,
-                        o.resid,
-                        io.len
-                    )),
-                )
-            }
-            Ok(_) => {}
-        }
-    }
-    (0, None)
 }
 
 #[cfg(test)]

@@ -16,10 +16,17 @@ pub struct BlockDev {
 
 /// The disk of the generic device `path` under `root` (`/` or a fixture tree), or `None`.
 pub fn block_device_of(root: &Path, path: &Path) -> Option<BlockDev> {
+    block_device_in(root, "scsi_generic", path)
+}
+
+/// The disk of `path`, a device of the sysfs class `class` (`scsi_generic`, or `bsg` whose
+/// devices are named `H:C:T:L`, as the SCSI device is), or `None`.
+pub fn block_device_in(root: &Path, class: &str, path: &Path) -> Option<BlockDev> {
     let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let name = real.file_name()?.to_str()?.to_string();
     let dev = root
-        .join("sys/class/scsi_generic")
+        .join("sys/class")
+        .join(class)
         .join(&name)
         .join("device");
     let disk = std::fs::read_dir(dev.join("block"))
@@ -70,6 +77,10 @@ mod tests {
             (b.dev.as_str(), b.max_hw_bytes),
             ("/dev/sdb", Some(127 * 4096))
         );
+        // The same disk through its bsg device, named as the SCSI device.
+        std::fs::create_dir_all(r.join("sys/class/bsg/1:0:0:0/device/block/sdb")).unwrap();
+        let b = block_device_in(r, "bsg", Path::new("/dev/bsg/1:0:0:0")).unwrap();
+        assert_eq!(b.dev, "/dev/sdb");
         // A generic device without a disk (a tape, an enclosure, sd not bound).
         std::fs::create_dir_all(r.join("sys/class/scsi_generic/sg2/device")).unwrap();
         assert_eq!(block_device_of(r, Path::new("/dev/sg2")), None);

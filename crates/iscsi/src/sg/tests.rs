@@ -1,5 +1,7 @@
+use super::exec::*;
 use super::*;
 use crate::scsi::vpd::{BlockLimits, Provisioning};
+use sanbench_io::engine::Io;
 
 fn geo(trim: bool, unmap: bool, max_unmap: u32, max_ws: u64) -> Geometry {
     let limits = BlockLimits {
@@ -15,6 +17,7 @@ fn geo(trim: bool, unmap: bool, max_unmap: u32, max_ws: u64) -> Geometry {
         kind: 2,
     };
     Geometry {
+        iface: Interface::Sg,
         block: 512,
         disc: Discard::new(trim, Some(limits), Some(prov)),
         timeout_ms: 1000,
@@ -93,4 +96,42 @@ fn trims_unmap_within_the_lba_count_and_zeroes_write_same() {
     let g = geo(false, true, 1000, 0);
     assert!(!g.disc.supports(Op::Trim));
     assert_eq!(commands(&g, &io(Op::Trim, 0, 4096)), Err(-libc::EOPNOTSUPP));
+}
+
+#[test]
+fn a_submits_trims_go_as_one_unmap_within_the_limits() {
+    // Up to 4 descriptors and 1000 blocks an UNMAP.
+    let mut g = geo(true, true, 1000, 0);
+    g.disc.limits.max_unmap_descriptors = 4;
+    let max_d = g.disc.descriptors(8);
+    assert_eq!(max_d, 4);
+    let t = |tag: u32, lba: u64, blocks: u32| Io {
+        tag,
+        ..io(Op::Trim, lba * 512, blocks * 512)
+    };
+    let ios = [
+        t(0, 0, 8),
+        t(1, 100, 8),
+        Io {
+            tag: 2,
+            ..io(Op::Read, 0, 4096)
+        },
+        t(3, 200, 8),
+        t(4, 300, 8),
+        t(5, 400, 8),
+        // Beyond one UNMAP's blocks: alone, as a chain of commands.
+        t(6, 1000, 1500),
+        t(7, 5000, 8),
+        // The LBA count: 995 more do not fit beside the 16 before them.
+        t(8, 6000, 995),
+    ];
+    let tags: Vec<Vec<u32>> = jobs(&g, max_d, &ios)
+        .iter()
+        .map(|j| j.iter().map(|io| io.tag).collect())
+        .collect();
+    let want: [&[u32]; 5] = [&[2], &[0, 1, 3, 4], &[6], &[5, 7], &[8]];
+    assert_eq!(tags, want);
+    // Where trims go by WRITE SAME with UNMAP, each goes alone.
+    let g = geo(true, false, 0, 0);
+    assert!(jobs(&g, 8, &ios[..2]).iter().all(|j| j.len() == 1));
 }

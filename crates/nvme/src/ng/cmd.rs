@@ -7,7 +7,7 @@
 
 use crate::wire::cmd::{admin, io};
 use crate::wire::cmd::{DsmRange, DSM_RANGE_LEN};
-use crate::wire::identify::{IdCtrl, IDENTIFY_LEN};
+use crate::wire::identify::{IdCtrl, IdCtrlNvm, IDENTIFY_LEN};
 use crate::wire::status::Status;
 use sanbench_io::{Op, PATH_ERROR};
 
@@ -180,6 +180,23 @@ pub fn dsm_range(lbads: u8, offset: u64, len: u32) -> DsmRange {
     DsmRange::new(offset >> lbads, len >> lbads)
 }
 
+/// Ranges one Dataset Management command names at most (NR is an 8-bit 0's based field).
+pub const MAX_DSM_RANGES: usize = 256;
+
+/// A Dataset Management deallocate of `n` ranges (1..=256) at `addr`.
+pub fn dsm_cmd(nsid: u32, n: usize, addr: u64) -> PassthruCmd {
+    debug_assert!((1..=MAX_DSM_RANGES).contains(&n));
+    PassthruCmd {
+        opcode: io::DSM,
+        nsid,
+        addr,
+        data_len: (n * DSM_RANGE_LEN) as u32,
+        cdw10: (n.clamp(1, MAX_DSM_RANGES) - 1) as u32,
+        cdw11: DSM_AD,
+        ..PassthruCmd::default()
+    }
+}
+
 /// Identify (CNS `cns`) of `nsid` into a 4 KiB buffer at `addr`, for the admin ioctl.
 pub fn identify_cmd(cns: u8, nsid: u32, addr: u64) -> PassthruCmd {
     PassthruCmd {
@@ -232,13 +249,16 @@ impl Geometry {
 }
 
 /// What the controller offers the engine, from Identify Controller: Dataset Management and
-/// Write Zeroes (ONCS bits 2 and 3), and MDTS.
+/// Write Zeroes (ONCS bits 2 and 3), and MDTS; and from the NVM command set's Identify
+/// Controller where it answers (NVMe 2.0), the limits of Write Zeroes and DSM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Offers {
     pub dsm: bool,
     pub write_zeroes: bool,
     /// Largest transfer in units of the minimum memory page (2^MDTS pages; 0: no limit).
     pub mdts: u8,
+    /// CNS 06h's limits (`None`: the controller did not answer it).
+    pub nvm: Option<IdCtrlNvm>,
 }
 
 impl Offers {
@@ -248,7 +268,46 @@ impl Offers {
             dsm: c.oncs & (1 << 2) != 0,
             write_zeroes: c.oncs & (1 << 3) != 0,
             mdts: c.mdts,
+            nvm: None,
         })
+    }
+
+    /// Blocks of `2^lbads` bytes one Write Zeroes names at most: WZSL where the controller
+    /// sets it, else MDTS as Linux's driver takes it (some controllers fail a Write Zeroes
+    /// longer than a transfer), within NLB's 65536.
+    pub fn write_zeroes_blocks(&self, lbads: u8) -> u64 {
+        let pages = match self.nvm.map_or(0, |n| n.wzsl) {
+            0 => self.mdts,
+            w => w,
+        };
+        if pages == 0 {
+            return MAX_NLB;
+        }
+        ((4096u64 << pages.min(40)) >> lbads).clamp(1, MAX_NLB)
+    }
+
+    /// Ranges one DSM carries: DMRL where set, else 256.
+    pub fn dsm_ranges(&self) -> usize {
+        match self.nvm.map_or(0, |n| n.dmrl) {
+            0 => MAX_DSM_RANGES,
+            n => usize::from(n),
+        }
+    }
+
+    /// Blocks one DSM range names at most: DMRSL where set, else NLB's 32 bits.
+    pub fn dsm_range_blocks(&self) -> u64 {
+        match self.nvm.map_or(0, |n| n.dmrsl) {
+            0 => u64::from(u32::MAX),
+            n => u64::from(n),
+        }
+    }
+
+    /// Blocks of all one DSM's ranges: DMSL where set.
+    pub fn dsm_blocks(&self) -> u64 {
+        match self.nvm.map_or(0, |n| n.dmsl) {
+            0 => u64::MAX,
+            n => n,
+        }
     }
 
     /// MDTS in bytes, taking the 4 KiB minimum page every PCIe controller has (CAP.MPSMIN is
@@ -399,6 +458,47 @@ mod tests {
         )
         .unwrap();
         assert!(!o.dsm && o.write_zeroes && o.max_transfer().is_none());
+    }
+
+    #[test]
+    fn write_zeroes_and_dsm_limits() {
+        let mut o = Offers {
+            dsm: true,
+            write_zeroes: true,
+            mdts: 5,
+            nvm: None,
+        };
+        // No CNS 06h: MDTS (128 KiB), in 512-byte blocks.
+        assert_eq!(o.write_zeroes_blocks(9), 256);
+        assert_eq!((o.dsm_ranges(), o.dsm_range_blocks()), (256, 0xffff_ffff));
+        // WZSL of 2^8 pages (1 MiB) where the controller sets it.
+        o.nvm = Some(IdCtrlNvm {
+            wzsl: 8,
+            dmrl: 16,
+            dmrsl: 1000,
+            dmsl: 5000,
+            ..IdCtrlNvm::default()
+        });
+        assert_eq!(o.write_zeroes_blocks(9), 2048);
+        assert_eq!(o.write_zeroes_blocks(12), 256);
+        assert_eq!(
+            (o.dsm_ranges(), o.dsm_range_blocks(), o.dsm_blocks()),
+            (16, 1000, 5000)
+        );
+        // Within NLB, and at least a block.
+        o.nvm = Some(IdCtrlNvm {
+            wzsl: 30,
+            ..IdCtrlNvm::default()
+        });
+        assert_eq!(o.write_zeroes_blocks(9), MAX_NLB);
+        o.mdts = 0;
+        o.nvm = None;
+        assert_eq!(o.write_zeroes_blocks(12), MAX_NLB);
+        let c = dsm_cmd(3, 256, 0x1000);
+        assert_eq!(
+            (c.opcode, c.cdw10, c.cdw11, c.data_len),
+            (9, 255, DSM_AD, 4096)
+        );
     }
 
     #[test]

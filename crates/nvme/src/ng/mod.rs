@@ -9,16 +9,19 @@
 //!   size, block size and metadata (a format with metadata is refused: the engine moves data
 //!   only), Identify Controller whether it takes Dataset Management and Write Zeroes
 //!   (ONCS) and its MDTS.
-//! * Commands: Read, Write (FUA), Flush, Write Zeroes, and a trim as a Dataset Management
-//!   deallocate of one range ([`cmd`]), data by user address: not a fixed buffer
-//!   (`IORING_URING_CMD_FIXED`), which Linux 6.1 maps wrongly for large arenas (see
-//!   `NgQueue::open`).
+//! * Commands ([`cmd`]): Read, Write (FUA), Flush, Write Zeroes (split within WZSL, from the
+//!   NVM command set's Identify Controller where the controller answers it, else within
+//!   MDTS as Linux's driver does), and trims as Dataset Management deallocate: the trims of
+//!   one submit in one command, a range each, within 256 ranges, DMRL, DMRSL and DMSL
+//!   ([`queue`]). Data by user address: not a fixed buffer (`IORING_URING_CMD_FIXED`),
+//!   which Linux 6.1 maps wrongly for large arenas (see `NgQueue::open`).
 //! * One command moves at most what the block device's queue takes unsplit
 //!   (`sysfs::max_command_bytes`: max_hw_sectors_kb and max_segments), and MDTS.
 //! * The block device behind the namespace ([`sysfs`]) is named in the target's parameters
 //!   (`block_device`), for the safety check before writes and the manifest's transport label.
 
 pub mod cmd;
+mod queue;
 pub mod sysfs;
 
 use std::collections::BTreeMap;
@@ -28,13 +31,12 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use sanbench_io::engine::{Completion, Io, Op, Queue, QueueConfig, Target, TargetInfo};
-use sanbench_io::{Arena, EngineError};
+use sanbench_io::engine::{Op, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_io::EngineError;
 
-use crate::wire::cmd::{DsmRange, DSM_RANGE_LEN};
-use crate::wire::identify::{cns, IDENTIFY_LEN};
+use crate::wire::identify::{cns, IdCtrlNvm, IDENTIFY_LEN};
 use cmd::{Geometry, Offers, PassthruCmd};
+use queue::NgQueue;
 
 /// The target's `kind` parameter.
 pub const KIND: &str = "nvme passthrough";
@@ -131,7 +133,13 @@ impl NgTarget {
                 geo.ms
             )));
         }
-        let offers = Offers::decode(&ask(cns::CONTROLLER, 0, "Controller")?).unwrap_or_default();
+        let mut offers =
+            Offers::decode(&ask(cns::CONTROLLER, 0, "Controller")?).unwrap_or_default();
+        // NVMe 2.0's limits of Write Zeroes and DSM; a controller before it fails the
+        // command (Invalid Field), and then MDTS and the commands' own fields bound them.
+        offers.nvm = identify(&file, cns::IO_CTRL, 0)
+            .ok()
+            .and_then(|b| IdCtrlNvm::decode(&b).ok());
         let block = sysfs::block_device_of(Path::new("/"), path, nsid);
         let mut max_transfer = offers.max_transfer();
         if let Some(hw) = block.as_ref().and_then(|b| b.max_hw_bytes) {
@@ -146,12 +154,23 @@ impl NgTarget {
         params.insert(
             "trim_by".into(),
             if offers.dsm {
-                "Dataset Management (deallocate, one range per command)"
+                "Dataset Management (deallocate; a submit's trims in one command)"
             } else {
                 "none"
             }
             .into(),
         );
+        params.insert(
+            "write_zeroes_max_blocks".into(),
+            offers.write_zeroes_blocks(geo.lbads).into(),
+        );
+        params.insert("dsm_max_ranges".into(), offers.dsm_ranges().into());
+        if let Some(n) = offers.nvm {
+            params.insert("identify_nvm.wzsl".into(), n.wzsl.into());
+            params.insert("identify_nvm.dmrl".into(), n.dmrl.into());
+            params.insert("identify_nvm.dmrsl".into(), n.dmrsl.into());
+            params.insert("identify_nvm.dmsl".into(), n.dmsl.into());
+        }
         params.insert(
             "write_zeroes_by".into(),
             if offers.write_zeroes {
@@ -209,215 +228,5 @@ impl Target for NgTarget {
 
     fn open_queue(&self, cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         Ok(Box::new(NgQueue::open(self, cfg)?))
-    }
-}
-
-/// One worker's ring on the namespace.
-pub struct NgQueue {
-    ring: IoUring<squeue::Entry128, cqueue::Entry32>,
-    _file: Arc<File>,
-    arena: Arc<Arena>,
-    nsid: u32,
-    lbads: u8,
-    /// One DSM range per tag, where a trim's range lives until it completes.
-    ranges: Box<[DsmRange]>,
-    timeout: types::Timespec,
-    timeout_secs: f64,
-    /// The last failure the controller reported, for the result's parameters.
-    last_status: Option<String>,
-    failed: u64,
-    /// I/Os that completed without reaching the device (not whole blocks).
-    early: Vec<Completion>,
-}
-
-impl NgQueue {
-    fn open(t: &NgTarget, cfg: &QueueConfig) -> Result<NgQueue, EngineError> {
-        let entries = cfg.depth.next_power_of_two().max(8);
-        let ring = IoUring::<squeue::Entry128, cqueue::Entry32>::builder()
-            .build(entries)
-            .map_err(|e| {
-                EngineError::Invalid(format!(
-                    "{}: io_uring with 128-byte SQEs and 32-byte CQEs (Linux 5.19+): {e}",
-                    t.info.uri
-                ))
-            })?;
-        ring.submitter()
-            .register_files(&[t.file.as_raw_fd()])
-            .map_err(|e| EngineError::sys("io_uring register_files", e))?;
-        // No fixed buffer: Linux 6.1's blk_rq_map_user_bvec counts every page from the I/O's
-        // start to the end of the registered buffer against the queue's max_segments (the
-        // iterator io_import_fixed builds keeps all the buffer's bvecs), so with an arena of
-        // more than ~127 pages every command failed with EINVAL (seen in the test guest on
-        // QEMU's NVMe controller). The user-address path pins the I/O's own pages.
-        let d = cfg.io_timeout;
-        Ok(NgQueue {
-            ring,
-            _file: t.file.clone(),
-            arena: cfg.arena.clone(),
-            nsid: t.nsid,
-            lbads: t.geo.lbads,
-            ranges: vec![DsmRange::new(0, 0); cfg.depth as usize].into_boxed_slice(),
-            timeout: types::Timespec::new()
-                .sec(d.as_secs())
-                .nsec(d.subsec_nanos()),
-            timeout_secs: d.as_secs_f64(),
-            last_status: None,
-            failed: 0,
-            early: Vec::new(),
-        })
-    }
-
-    /// Queues `io`'s command, or returns the errno it completes with at once.
-    fn push(&mut self, io: &Io) -> Result<Result<(), i32>, EngineError> {
-        let moves = io.op.moves_data();
-        let addr = if moves {
-            assert!(io.buf + io.len as usize <= self.arena.len(), "arena region");
-            // SAFETY: in bounds (asserted); the region belongs to this I/O until it completes.
-            unsafe { self.arena.as_ptr().add(io.buf) as u64 }
-        } else if io.op == Op::Trim {
-            let r = &mut self.ranges[io.tag as usize];
-            *r = cmd::dsm_range(self.lbads, io.offset, io.len);
-            r as *const DsmRange as u64
-        } else {
-            0
-        };
-        let c = match cmd::io_cmd(
-            io.op, self.nsid, self.lbads, io.offset, io.len, io.fua, addr,
-        ) {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e.errno())),
-        };
-        debug_assert!(io.op != Op::Trim || c.data_len as usize == DSM_RANGE_LEN);
-        let op = opcode::UringCmd80::new(types::Fixed(0), cmd::NVME_URING_CMD_IO)
-            .cmd(c.to_uring_bytes());
-        let sqe = op.build().user_data(io.tag as u64);
-        loop {
-            // SAFETY: the SQE points into the arena or at this tag's range, both of which
-            // outlive the ring's use of them (the scheduler reaps every I/O before dropping
-            // the queue).
-            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
-                return Ok(Ok(()));
-            }
-            self.ring
-                .submit()
-                .map_err(|e| EngineError::sys("io_uring_enter", e))?;
-        }
-    }
-
-    fn take(&mut self, out: &mut Vec<Completion>) -> usize {
-        let mut n = 0;
-        let mut failures = Vec::new();
-        for cqe in self.ring.completion() {
-            let res = cqe.result();
-            if res != 0 {
-                failures.push(res);
-            }
-            out.push(Completion {
-                tag: cqe.user_data() as u32,
-                result: cmd::completion_errno(res),
-            });
-            n += 1;
-        }
-        for res in failures {
-            self.failed += 1;
-            self.last_status = Some(match cmd::completion_status(res) {
-                Some(s) => format!("NVMe status {s}"),
-                None => std::io::Error::from_raw_os_error(-res).to_string(),
-            });
-        }
-        n
-    }
-}
-
-impl Queue for NgQueue {
-    fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
-        for io in ios {
-            if let Err(errno) = self.push(io)? {
-                // Not a command the device could take: it completes at once, with the
-                // errno, at the next reap.
-                self.failed += 1;
-                self.last_status = Some(format!(
-                    "{} of {} bytes at {} is not whole blocks of {} or is longer than one \
-                     command",
-                    io.op.name(),
-                    io.len,
-                    io.offset,
-                    1u32 << self.lbads
-                ));
-                self.early.push(Completion {
-                    tag: io.tag,
-                    result: errno,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        let mut got = self.early.len();
-        out.append(&mut self.early);
-        loop {
-            let want = min.saturating_sub(got);
-            if want > 0 {
-                let args = types::SubmitArgs::new().timespec(&self.timeout);
-                match self.ring.submitter().submit_with_args(want, &args) {
-                    Ok(_) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
-                        if self.ring.completion().is_empty() {
-                            return Err(EngineError::Timeout {
-                                peer: "nvme-ng".into(),
-                                secs: self.timeout_secs,
-                            });
-                        }
-                    }
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY)) => {
-                    }
-                    Err(e) => return Err(EngineError::sys("io_uring_enter", e)),
-                }
-            } else if !self.ring.submission().is_empty() {
-                self.ring
-                    .submit()
-                    .map_err(|e| EngineError::sys("io_uring_enter", e))?;
-            }
-            got += self.take(out);
-            if got >= min {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn reap_until(
-        &mut self,
-        deadline: std::time::Instant,
-        out: &mut Vec<Completion>,
-    ) -> Result<(), EngineError> {
-        let rest = deadline.saturating_duration_since(std::time::Instant::now());
-        if !rest.is_zero() && self.early.is_empty() && self.ring.completion().is_empty() {
-            let ts = types::Timespec::new()
-                .sec(rest.as_secs())
-                .nsec(rest.subsec_nanos());
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                    ) => {}
-                Err(e) => return Err(EngineError::sys("io_uring_enter", e)),
-            }
-        }
-        self.reap(0, out)
-    }
-
-    fn stats(&self) -> BTreeMap<String, serde_json::Value> {
-        let mut m = BTreeMap::new();
-        m.insert("fixed_buffers".into(), false.into());
-        m.insert("failed_commands".into(), self.failed.into());
-        if let Some(s) = &self.last_status {
-            m.insert("last_failure".into(), s.clone().into());
-        }
-        m
     }
 }

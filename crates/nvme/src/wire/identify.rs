@@ -1,6 +1,7 @@
 //! Identify data structures (NVMe Base 2.0 §5.17.2; NVM Command Set 1.0 §4.1.5): controller
 //! (CNS 01h, with the Fabrics fields of NVMe-oF 1.1 §4.1 and the ANA fields of §8.1),
-//! namespace (CNS 00h, with NMIC and ANAGRPID), active
+//! namespace (CNS 00h, with NMIC and ANAGRPID), the NVM command set's controller limits
+//! (CNS 06h, CSI 00h: NVM Command Set 1.0 §4.1.5.2), active
 //! namespace list (CNS 02h) and namespace identification descriptors (CNS 03h). Only the fields
 //! sanbench sets or reads are typed; the rest of the 4096 bytes stay zero. Each field's offset
 //! is a named constant next to its encode and decode.
@@ -15,6 +16,8 @@ pub mod cns {
     pub const CONTROLLER: u8 = 0x01;
     pub const ACTIVE_NS_LIST: u8 = 0x02;
     pub const NS_DESC_LIST: u8 = 0x03;
+    /// The I/O command set specific Identify Controller of the CSI in CDW11 (NVM: 0).
+    pub const IO_CTRL: u8 = 0x06;
 }
 
 fn put(b: &mut [u8], at: usize, v: &[u8]) {
@@ -356,6 +359,61 @@ pub fn decode_ns_descs(b: &[u8]) -> Result<Vec<NsDesc>, WireError> {
         at += 4 + n;
     }
     Ok(out)
+}
+
+/// The NVM command set's Identify Controller (CNS 06h, CSI 00h): the size limits of the
+/// commands that move no data. Each is 0 where the controller sets no limit of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IdCtrlNvm {
+    /// Verify Size Limit, a power of two in minimum memory pages.
+    pub vsl: u8,
+    /// Write Zeroes Size Limit, a power of two in minimum memory pages.
+    pub wzsl: u8,
+    /// Write Uncorrectable Size Limit, a power of two in minimum memory pages.
+    pub wusl: u8,
+    /// Dataset Management Ranges Limit: ranges one command carries (of the 256 the command
+    /// can name).
+    pub dmrl: u8,
+    /// Dataset Management Range Size Limit, in logical blocks.
+    pub dmrsl: u32,
+    /// Dataset Management Size Limit: blocks of all of one command's ranges.
+    pub dmsl: u64,
+}
+
+mod nvm_off {
+    pub const VSL: usize = 0;
+    pub const WZSL: usize = 1;
+    pub const WUSL: usize = 2;
+    pub const DMRL: usize = 3;
+    pub const DMRSL: usize = 4;
+    pub const DMSL: usize = 8;
+}
+
+impl IdCtrlNvm {
+    pub fn encode(&self) -> Vec<u8> {
+        use nvm_off::*;
+        let mut b = vec![0u8; IDENTIFY_LEN];
+        b[VSL] = self.vsl;
+        b[WZSL] = self.wzsl;
+        b[WUSL] = self.wusl;
+        b[DMRL] = self.dmrl;
+        put(&mut b, DMRSL, &self.dmrsl.to_le_bytes());
+        put(&mut b, DMSL, &self.dmsl.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<IdCtrlNvm, WireError> {
+        use nvm_off::*;
+        check_len(b, "Identify Controller (NVM command set)")?;
+        Ok(IdCtrlNvm {
+            vsl: b[VSL],
+            wzsl: b[WZSL],
+            wusl: b[WUSL],
+            dmrl: b[DMRL],
+            dmrsl: u32::from_le_bytes(get(b, DMRSL)),
+            dmsl: u64::from_le_bytes(get(b, DMSL)),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -298,3 +298,25 @@ mod props {
         }
     }
 }
+
+#[test]
+fn nvm_ctrl_limits_round_trip_at_their_offsets() {
+    let c = IdCtrlNvm {
+        vsl: 1,
+        wzsl: 6,
+        wusl: 2,
+        dmrl: 64,
+        dmrsl: 0x0102_0304,
+        dmsl: 1 << 40,
+    };
+    let b = c.encode();
+    assert_eq!((b[1], b[3]), (6, 64));
+    assert_eq!(b[4..8], 0x0102_0304u32.to_le_bytes());
+    assert_eq!(IdCtrlNvm::decode(&b).unwrap(), c);
+    // A controller without the page answers with an error; a short buffer is one too.
+    assert!(IdCtrlNvm::decode(&b[..16]).is_err());
+    assert_eq!(
+        IdCtrlNvm::decode(&[0u8; IDENTIFY_LEN]).unwrap(),
+        IdCtrlNvm::default()
+    );
+}
