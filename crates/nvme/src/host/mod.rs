@@ -6,6 +6,7 @@
 
 pub mod ana;
 pub mod conn;
+mod ring;
 pub mod session;
 
 use std::io;
