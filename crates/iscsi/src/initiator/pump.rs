@@ -107,8 +107,7 @@ impl Session {
     fn round(&mut self) -> Result<bool, EngineError> {
         self.flush_due()?;
         let got = if self.blocked {
-            let tick = self.link.stream.read_timeout().ok().flatten();
-            let tick = tick.unwrap_or(Duration::from_millis(100));
+            let tick = self.link.tick();
             let (readable, _) = self.link.wait(&mut self.rx, true, tick)?;
             if readable {
                 self.link.recv(&mut self.rx, false)?

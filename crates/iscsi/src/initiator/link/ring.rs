@@ -25,6 +25,9 @@ pub(crate) struct LinkRing {
     sent: usize,
     /// A receive brought bytes that no `recv` has reported yet.
     data: bool,
+    /// The socket's read timeout when the ring was opened (the session's tick), kept so that
+    /// a wait does not ask the kernel for it.
+    tick: Duration,
     done: Vec<Done>,
 }
 
@@ -53,14 +56,29 @@ impl Link {
     pub(crate) fn use_ring(&mut self, out_capacity: usize) -> Result<(), String> {
         use std::os::fd::AsRawFd;
         let conn = RingConn::open(self.stream.as_raw_fd())?;
+        let tick = self.stream.read_timeout().ok().flatten();
         self.ring = Some(Box::new(LinkRing {
             conn,
             sending: Vec::with_capacity(out_capacity),
             sent: 0,
             data: false,
+            tick: tick.unwrap_or(Duration::from_millis(100)),
             done: Vec::with_capacity(4),
         }));
         Ok(())
+    }
+
+    /// How long one wait of the session's loop lasts: the socket's read timeout.
+    pub(crate) fn tick(&self) -> Duration {
+        match &self.ring {
+            Some(r) => r.tick,
+            None => self
+                .stream
+                .read_timeout()
+                .ok()
+                .flatten()
+                .unwrap_or(Duration::from_millis(100)),
+        }
     }
 
     fn lr(&mut self) -> &mut LinkRing {
@@ -161,28 +179,37 @@ impl Link {
         self.io_err(std::io::Error::from_raw_os_error(e))
     }
 
-    /// `recv` on the ring: reports bytes already received; else posts the receive and, when
-    /// `blocking`, waits up to the socket's read timeout (the session's tick), or only
-    /// submits what is queued and looks.
+    /// Unless bytes are already received: posts the receive, and waits up to `wait` for it
+    /// (`None`: only submits what is queued and looks).
+    fn ring_wait_data(
+        &mut self,
+        rx: &mut RecvBuf,
+        wait: Option<Duration>,
+    ) -> Result<(), EngineError> {
+        self.ring_take(rx)?;
+        if self.lr().data {
+            return Ok(());
+        }
+        self.ring_post_recv(rx)?;
+        let c = &mut self.lr().conn;
+        let w = match wait {
+            Some(d) => c.wait_recv(d).map(|_| ()),
+            None if c.needs_enter() => c.enter(0, Duration::ZERO).map(|_| ()),
+            None => Ok(()),
+        };
+        w.map_err(|e| self.io_err(e))?;
+        self.ring_take(rx)
+    }
+
+    /// `recv` on the ring: bytes already received, else a receive that waits (when
+    /// `blocking`) up to the socket's read timeout (the session's tick), or only a look.
     pub(super) fn ring_recv(
         &mut self,
         rx: &mut RecvBuf,
         blocking: bool,
     ) -> Result<Recv, EngineError> {
-        self.ring_take(rx)?;
-        if !self.lr().data {
-            self.ring_post_recv(rx)?;
-            if blocking {
-                let tick = self.stream.read_timeout().ok().flatten();
-                let tick = tick.unwrap_or(Duration::from_millis(100));
-                let w = self.lr().conn.wait_recv(tick);
-                w.map_err(|e| self.io_err(e))?;
-            } else if self.lr().conn.needs_enter() {
-                let w = self.lr().conn.enter(0, Duration::ZERO);
-                w.map_err(|e| self.io_err(e))?;
-            }
-            self.ring_take(rx)?;
-        }
+        let wait = blocking.then(|| self.lr().tick);
+        self.ring_wait_data(rx, wait)?;
         Ok(if std::mem::take(&mut self.lr().data) {
             Recv::Data
         } else {
@@ -196,13 +223,7 @@ impl Link {
         rx: &mut RecvBuf,
         d: Duration,
     ) -> Result<bool, EngineError> {
-        self.ring_take(rx)?;
-        if !self.lr().data {
-            self.ring_post_recv(rx)?;
-            let w = self.lr().conn.wait_recv(d);
-            w.map_err(|e| self.io_err(e))?;
-            self.ring_take(rx)?;
-        }
+        self.ring_wait_data(rx, Some(d))?;
         Ok(self.lr().data)
     }
 
