@@ -37,6 +37,11 @@ pub struct RingConn {
     /// A send pushed since the last wait, small enough to complete inside it.
     send_inline: bool,
     receiving: bool,
+    /// The bytes of a [`send_buf`](Self::send_buf) send, how much of them the kernel took,
+    /// and its flags: the ring owns them until the send completes.
+    owned: Vec<u8>,
+    owned_at: usize,
+    owned_flags: Option<i32>,
     cqes: Vec<Cqe>,
 }
 
@@ -55,6 +60,9 @@ impl RingConn {
             sending: None,
             send_inline: false,
             receiving: false,
+            owned: Vec::new(),
+            owned_at: 0,
+            owned_flags: None,
             cqes: Vec::with_capacity(4),
         })
     }
@@ -127,6 +135,30 @@ impl RingConn {
         Ok(total)
     }
 
+    /// Pushes one SEND of all of `out`, which the ring keeps until the kernel has taken every
+    /// byte (a short send goes on from where it stopped, inside [`take`](Self::take)); `out`
+    /// gets the buffer of the last such send back, empty, so its capacity is reused. Returns
+    /// false, `out` untouched, while a send is in the kernel.
+    pub fn send_buf(&mut self, out: &mut Vec<u8>, flags: i32) -> io::Result<bool> {
+        if self.sending.is_some() {
+            return Ok(false);
+        }
+        std::mem::swap(out, &mut self.owned);
+        out.clear();
+        self.owned_at = 0;
+        self.owned_flags = Some(flags);
+        self.push_owned(flags)?;
+        Ok(true)
+    }
+
+    fn push_owned(&mut self, flags: i32) -> io::Result<()> {
+        let rest = &self.owned[self.owned_at..];
+        let buf = (rest.as_ptr(), rest.len());
+        // SAFETY: `owned` is the ring's own and untouched until this send completes (a new
+        // one is refused until then); if a drain cannot cancel it, `drain` keeps it.
+        unsafe { self.send([buf], flags) }.map(|_| ())
+    }
+
     /// Pushes a RECV of up to `len` bytes into `buf`; refused while one is in the kernel.
     ///
     /// # Safety
@@ -169,7 +201,7 @@ impl RingConn {
             match c.user_data {
                 SEND => {
                     self.sending = None;
-                    out.push(Done::Sent(c.result));
+                    out.push(self.sent(c.result));
                 }
                 RECV => {
                     self.receiving = false;
@@ -181,14 +213,36 @@ impl RingConn {
         self.cqes = cqes;
     }
 
+    /// A send completed with `res`: an owned send that the kernel took only part of (a
+    /// signal) goes on with the rest.
+    fn sent(&mut self, res: i32) -> Done {
+        let Some(flags) = self.owned_flags else {
+            return Done::Sent(res);
+        };
+        if res > 0 && self.owned_at + (res as usize) < self.owned.len() {
+            self.owned_at += res as usize;
+            if let Err(e) = self.push_owned(flags) {
+                self.owned_flags = None;
+                return Done::Sent(-e.raw_os_error().unwrap_or(libc::EIO));
+            }
+            return Done::Sent(res);
+        }
+        self.owned_flags = None;
+        Done::Sent(res)
+    }
+
     /// Cancels the send and the receive in the kernel and waits them out (the buffers go
-    /// next). False when the kernel may still touch them: the owner keeps them for the rest
-    /// of the process.
+    /// next). False when the kernel may still touch them: the owner keeps its buffers for
+    /// the rest of the process (and the ring keeps its own, a [`send_buf`](Self::send_buf)'s).
     #[must_use]
     pub fn drain(&mut self) -> bool {
         let drained = self.ring.drain(&[SEND, RECV], Duration::from_secs(5));
         self.sending = None;
         self.receiving = false;
+        self.owned_flags = None;
+        if !drained {
+            std::mem::forget(std::mem::take(&mut self.owned));
+        }
         drained
     }
 }

@@ -177,14 +177,11 @@ fn fill(dst: &mut [u8], arena: &Arena, plist: &[u8], src: Src, off: usize) {
     }
 }
 
-/// What the output buffer holds before it grows (and the ring's send buffer likewise).
-const OUT_CAPACITY: usize = 1 << 20;
-
 impl Session {
     /// Moves the session's sends and receives onto io_uring; a ring that fails to open
     /// leaves it on the poll loop, which its stats say (`socket_fallback`).
     pub(crate) fn use_ring(&mut self) {
-        self.socket_fallback = self.link.use_ring(OUT_CAPACITY).err();
+        self.socket_fallback = self.link.use_ring().err();
     }
 
     pub(crate) fn new(
@@ -219,7 +216,7 @@ impl Session {
             socket_fallback: None,
             rx_cfg,
             tx_cfg,
-            out: Vec::with_capacity(OUT_CAPACITY),
+            out: Vec::with_capacity(1 << 20),
             sent: 0,
             blocked: false,
             unsent_cmds: 0,

@@ -3,8 +3,9 @@
 //! round trip is one `io_uring_enter` instead of a `sendmsg`, a `recv` and (when the answer
 //! is late) a blocking wait.
 //!
-//! What the kernel may touch, and when: a SEND reads `sending` (the batch's PDUs, swapped out
-//! of the buffer that takes new ones, so encoding goes on while it is in the kernel); a RECV
+//! What the kernel may touch, and when: a SEND reads the batch's PDUs, swapped out of the
+//! buffer that takes new ones into the ring's (`RingConn::send_buf`), so encoding goes on
+//! while it is in the kernel; a RECV
 //! writes the receive buffer's free tail, which `RecvBuf::spare` keeps in place until it lands.
 //! Dropping the connection cancels both and waits them out; if that fails both buffers are
 //! kept for the rest of the process.
@@ -22,9 +23,6 @@ const RECV_ROOM: usize = 64 * 1024;
 
 pub(crate) struct HostRing {
     conn: RingConn,
-    /// The PDUs the send in the kernel reads, and how much of them earlier sends took.
-    sending: Vec<u8>,
-    sent: usize,
     done: Vec<Done>,
 }
 
@@ -46,8 +44,6 @@ impl Connection {
         let conn = RingConn::open(self.s.as_raw_fd())?;
         self.ring = Some(Box::new(HostRing {
             conn,
-            sending: Vec::with_capacity(self.wbuf.capacity()),
-            sent: 0,
             done: Vec::with_capacity(4),
         }));
         Ok(())
@@ -82,22 +78,11 @@ impl Connection {
         }
         self.ring_finish_send()?;
         let r = self.ring.as_mut().expect("ring mode");
-        std::mem::swap(&mut self.wbuf, &mut r.sending);
-        self.wbuf.clear();
-        r.sent = 0;
-        self.ring_push_send()
-    }
-
-    fn ring_push_send(&mut self) -> Result<(), HostError> {
-        let r = self.hr();
-        let rest = &r.sending[r.sent..];
-        // SAFETY: `sending` is not touched until this send's completion is taken (a new
-        // flush first waits it out), and drop drains the ring before it goes.
-        let pushed = unsafe {
-            r.conn
-                .send([(rest.as_ptr(), rest.len())], libc::MSG_WAITALL)
-        };
-        pushed.map(|_| ()).map_err(HostError::from_io)
+        let sent = r.conn.send_buf(&mut self.wbuf, libc::MSG_WAITALL);
+        match sent.map_err(HostError::from_io)? {
+            true => Ok(()),
+            false => Err(HostError::Protocol("a send still in the kernel".into())),
+        }
     }
 
     /// Waits until no send is in the kernel, receiving meanwhile (a controller blocked
@@ -153,15 +138,10 @@ impl Connection {
         res.map(|()| got)
     }
 
+    /// A short send goes on inside the ring: only a failure is news.
     fn ring_sent(&mut self, n: i32) -> Result<(), HostError> {
         if n < 0 {
             return Err(HostError::from_io(std::io::Error::from_raw_os_error(-n)));
-        }
-        let r = self.hr();
-        r.sent += n as usize;
-        if r.sent < r.sending.len() {
-            // A short send (a signal): the rest again.
-            return self.ring_push_send();
         }
         Ok(())
     }
@@ -228,7 +208,6 @@ impl Connection {
             return;
         };
         if !r.conn.drain() {
-            std::mem::forget(std::mem::take(&mut r.sending));
             std::mem::forget(self.rbuf.take_storage());
         }
         if !self.closed {

@@ -5,9 +5,9 @@
 //! The poll loop's primitives keep their meaning: a flush that finds the last send still in
 //! the kernel reports the socket full (`blocked`), `wait` waits for either completion, and
 //! bytes a completion brought into the receive buffer while the session waited for something
-//! else are reported by the next `recv`. What the kernel may touch, and when: a SEND reads
-//! `sending` (the batch's PDUs, swapped out of the session's output buffer, so encoding goes
-//! on meanwhile); a RECV writes the receive buffer's free tail, which `RecvBuf::spare` keeps in
+//! else are reported by the next `recv`. What the kernel may touch, and when: a SEND reads the
+//! batch's PDUs, swapped out of the session's output buffer into the ring's
+//! (`RingConn::send_buf`), so encoding goes on meanwhile; a RECV writes the receive buffer's free tail, which `RecvBuf::spare` keeps in
 //! place until it lands. Dropping the session cancels both and waits them out; if that fails
 //! both buffers are kept for the rest of the process.
 
@@ -20,9 +20,6 @@ use super::{Link, Recv, RecvBuf};
 
 pub(crate) struct LinkRing {
     conn: RingConn,
-    /// The PDUs the send in the kernel reads, and how much of them earlier sends took.
-    sending: Vec<u8>,
-    sent: usize,
     /// A receive brought bytes that no `recv` has reported yet.
     data: bool,
     /// The socket's read timeout when the ring was opened (the session's tick), kept so that
@@ -53,14 +50,12 @@ impl LinkRing {
 
 impl Link {
     /// Moves this connection's sends and receives onto a ring of its own (after login).
-    pub(crate) fn use_ring(&mut self, out_capacity: usize) -> Result<(), String> {
+    pub(crate) fn use_ring(&mut self) -> Result<(), String> {
         use std::os::fd::AsRawFd;
         let conn = RingConn::open(self.stream.as_raw_fd())?;
         let tick = self.stream.read_timeout().ok().flatten();
         self.ring = Some(Box::new(LinkRing {
             conn,
-            sending: Vec::with_capacity(out_capacity),
-            sent: 0,
             data: false,
             tick: tick.unwrap_or(Duration::from_millis(100)),
             done: Vec::with_capacity(4),
@@ -93,27 +88,8 @@ impl Link {
         out: &mut Vec<u8>,
     ) -> Result<bool, EngineError> {
         self.ring_take(rx)?;
-        let r = self.lr();
-        if r.conn.sending() {
-            return Ok(false);
-        }
-        std::mem::swap(out, &mut r.sending);
-        out.clear();
-        r.sent = 0;
-        self.ring_push_send()?;
-        Ok(true)
-    }
-
-    fn ring_push_send(&mut self) -> Result<(), EngineError> {
-        let r = self.lr();
-        let rest = &r.sending[r.sent..];
-        // SAFETY: `sending` is not touched until this send's completion is taken (a new send
-        // waits for it), and drop drains the ring before it goes.
-        let pushed = unsafe {
-            r.conn
-                .send([(rest.as_ptr(), rest.len())], libc::MSG_WAITALL)
-        };
-        pushed.map(|_| ()).map_err(|e| self.io_err(e))
+        let sent = self.lr().conn.send_buf(out, libc::MSG_WAITALL);
+        sent.map_err(|e| self.io_err(e))
     }
 
     fn ring_post_recv(&mut self, rx: &mut RecvBuf) -> Result<(), EngineError> {
@@ -139,16 +115,8 @@ impl Link {
         for d in done.drain(..) {
             let step = match d {
                 Done::Sent(n) if n < 0 => Err(self.errno(-n)),
-                Done::Sent(n) => {
-                    let r = self.lr();
-                    r.sent += n as usize;
-                    if r.sent < r.sending.len() {
-                        // A short send (a signal): the rest again.
-                        self.ring_push_send()
-                    } else {
-                        Ok(())
-                    }
-                }
+                // A short send goes on inside the ring.
+                Done::Sent(_) => Ok(()),
                 Done::Received(0) => {
                     rx.landed(0);
                     Err(self.lost("the target closed the connection"))
@@ -258,7 +226,6 @@ impl Link {
             return;
         };
         if !r.conn.drain() {
-            std::mem::forget(std::mem::take(&mut r.sending));
             std::mem::forget(rx.take_storage());
         }
         if !logged_out {
