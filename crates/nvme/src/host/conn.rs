@@ -13,6 +13,8 @@ use rustix::net::{RecvFlags, SendFlags};
 use zerocopy::little_endian::{U16, U32};
 
 use super::HostError;
+
+mod ring;
 use crate::recv::RecvBuf;
 use crate::wire::cmd::DataPtr;
 use crate::wire::header::{
@@ -79,7 +81,7 @@ pub struct Connection {
     /// How long a receive may wait (the socket's read timeout).
     pub(super) read_timeout: Duration,
     /// The sends and receives on io_uring ([`Connection::use_ring`]), else the poll loop.
-    pub(super) ring: Option<Box<super::ring::HostRing>>,
+    pub(super) ring: Option<Box<ring::HostRing>>,
     /// Ended in an orderly way ([`Connection::mark_closed`]).
     pub(super) closed: bool,
     /// MAXH2CDATA from the ICResp.

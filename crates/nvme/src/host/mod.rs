@@ -6,7 +6,6 @@
 
 pub mod ana;
 pub mod conn;
-mod ring;
 pub mod session;
 
 use std::io;

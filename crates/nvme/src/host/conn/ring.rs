@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use sanbench_io::sockring::Done;
 use sanbench_io::RingConn;
 
-use super::conn::Connection;
-use super::HostError;
+use super::Connection;
+use crate::host::HostError;
 
 /// A receive asks for at least this much room (one read takes a batch of 4 KiB replies).
 const RECV_ROOM: usize = 64 * 1024;
