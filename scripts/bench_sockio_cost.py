@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Where the initiators' socket layer spends its CPU, in figures that do not depend on the
-machine's load (issue 43): the poll loop against io_uring (`?sockio=uring`), one loopback path,
-4 KiB random reads at QD 32, one worker, against one `sanbench serve KIND`.
+machine's load (issue 43): the poll loop against io_uring (`?sockio=uring`), one loopback path
+(and with --paths 1,2 two, multipath over both ports of the server, the same QD in total),
+4 KiB random reads at QD 32, one worker, against one `sanbench serve KIND` (nbd, iscsi, nvme)
+listening on two loopback ports.
 
 Per layer:
   instr/IO    user-space instructions per I/O of the client (valgrind --tool=callgrind, the
@@ -17,8 +19,9 @@ With --setups defer,coop,plain: an interleaved A/B of CPU per I/O (task-clock), 
 against io_uring rings set up each way (SANBENCH_SOCKRING_SETUP), --reps short runs each,
 medians and ratios to poll (load-dependent: the order alternates and the load is printed).
 
-Usage: scripts/bench_sockio_cost.py [--time 4] [--short 1] [--long 3] [--kinds nbd]
-                                   [--layers poll,uring] [--no-callgrind] [--profile]
+Usage: scripts/bench_sockio_cost.py [--time 4] [--short 1] [--long 3] [--kinds nbd,iscsi,nvme]
+                                   [--layers poll,uring] [--paths 1,2] [--no-callgrind]
+                                   [--profile]
        scripts/bench_sockio_cost.py --setups defer,coop,plain [--reps 12] [--time 2]
 SANBENCH_BIN=path selects the binary (default target/release/sanbench).
 """
@@ -49,9 +52,11 @@ def callgrind(uri, secs):
 
 
 def instr_per_io(uri, short, long):
+    """Marginal user instructions per I/O, and the I/Os of the short and the long run (a
+    long run with hardly more I/Os than the short one makes the figure meaningless)."""
     i1, n1 = callgrind(uri, short)
     i2, n2 = callgrind(uri, long)
-    return (i2 - i1) / max(1, n2 - n1)
+    return (i2 - i1) / max(1, n2 - n1), n1, n2
 
 
 def counted(uri, secs):
@@ -65,13 +70,20 @@ def counted(uri, secs):
                 vals[parts[2]] = float(parts[0])
     doc = json.loads(out)
     ios = doc["results"][0]["ios"]
-    q = doc["results"][0].get("queues") or [{}]
     return {"sys": vals["raw_syscalls:sys_enter"] / ios,
             "cs": vals["context-switches"] / ios,
             "task_us": vals["task-clock"] * 1e3 / ios,  # task-clock is in ms
             "cpu_us": doc["process_cpu"]["cpu_us_per_io"],
             "iops": doc["results"][0]["iops"],
-            "socket": q[0].get("nbd_socket")}
+            "socket": doc["results"][0]["info"]["params"].get("socket")}
+
+
+def uri_of(kind, ports):
+    """The URI of `sanbench serve KIND` (default IQN/NQN) over the ports given (two: multipath)."""
+    hosts = ",".join(f"127.0.0.1:{p}" for p in ports)
+    return {"nbd": f"nbd://{hosts}",
+            "iscsi": f"iscsi://{hosts}/iqn.2026-11.io.sanbench:ram/0",
+            "nvme": f"nvme+tcp://{hosts}/nqn.2026-11.io.sanbench:ram"}[kind]
 
 
 def profile(uri, secs, top):
@@ -119,6 +131,7 @@ def main():
     ap.add_argument("--long", type=float, default=3)
     ap.add_argument("--kinds", default="nbd")
     ap.add_argument("--layers", default="poll,uring")
+    ap.add_argument("--paths", default="1")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--profile", action="store_true")
@@ -128,18 +141,20 @@ def main():
     print(f"binary {SB}; load: {open('/proc/loadavg').read().strip()}; {os.cpu_count()} CPUs; "
           f"{os.uname().release}")
     for k in a.kinds.split(","):
-        port = free_port()
-        srv = Server([SB, "serve", k, "--size=1G", f"--listen=127.0.0.1:{port}"], port)
+        ports = [free_port(), free_port()]
+        srv = Server([SB, "serve", k, "--size=1G"] + [f"--listen=127.0.0.1:{p}" for p in ports],
+                     ports[0])
         try:
-            base = f"{k}://127.0.0.1:{port}"
             if a.setups:
-                setups(base, a.setups.split(","), a.reps, a.time)
+                setups(uri_of(k, ports[:1]), a.setups.split(","), a.reps, a.time)
                 continue
-            for layer in a.layers.split(","):
-                uri = f"{base}?sockio={layer}"
-                line = f" {k} {layer:<6}"
+            for n, layer in ((int(n), layer) for n in a.paths.split(",")
+                             for layer in a.layers.split(",")):
+                uri = f"{uri_of(k, ports[:n])}?sockio={layer}"
+                line = f" {k} {n} path{'s' if n > 1 else ''} {layer:<6}"
                 if not a.no_callgrind:
-                    line += f" instr/IO {instr_per_io(uri, a.short, a.long):8.0f}"
+                    per, n1, n2 = instr_per_io(uri, a.short, a.long)
+                    line += f" instr/IO {per:8.0f} (I/Os {n1}, {n2})"
                 for _ in range(a.reps):
                     c = counted(uri, a.time)
                     line += (f" | sys/IO {c['sys']:.4f} cs/IO {c['cs']:.4f} "

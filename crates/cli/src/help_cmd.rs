@@ -60,8 +60,9 @@ Query options
          target_password_env=VAR keep it off the command line)
   NVMe/TCP: digest=header,data, hostnqn=NQN, kato=MS
   NBD and iSCSI: submit_batch=N (requests that travel together; default 2, 1 sends each at once)
-  NBD: sockio=uring|poll (sockets on io_uring, one system call per round trip, or the poll
-       loop; default poll, or SANBENCH_SOCKET; the one used is the engine info's socket)
+  NBD, iSCSI, NVMe/TCP: sockio=uring|poll (sockets on io_uring, one system call per round
+       trip, or the poll loop; default poll, or SANBENCH_SOCKET; the one used is the engine
+       info's socket)
 
 Multipath: several portals before the path, one connection per path per worker
   iscsi://H1[:P1],H2[:P2]/IQN/LUN   nvme+tcp://H1,H2/NQN/NSID   nbd://H1,H2/EXPORT

@@ -70,9 +70,17 @@ fn paths(r: &Value) -> &Vec<Value> {
 
 #[test]
 fn both_portals_carry_io_and_every_read_checks() {
-    for kind in ["iscsi", "nvme", "nbd"] {
+    let layers: &[&str] = if uring_ok() {
+        &["poll", "uring"]
+    } else {
+        &["poll"]
+    };
+    for (kind, layer) in ["iscsi", "nvme", "nbd"]
+        .into_iter()
+        .flat_map(|k| layers.iter().map(move |l| (k, *l)))
+    {
         let server = serve2(kind);
-        let uri = format!("{}?policy=round-robin", server.uri);
+        let uri = format!("{}?policy=round-robin&sockio={layer}", server.uri);
         let out = run_cmd(
             &uri,
             &[
@@ -91,6 +99,7 @@ fn both_portals_carry_io_and_every_read_checks() {
         let v = json(&out);
         let r = &v["results"][0];
         assert_eq!(r["multipath"]["policy"], "round-robin", "{kind}: {v}");
+        assert_eq!(r["info"]["params"]["socket"], layer, "{kind}: {v}");
         let ps = paths(r);
         assert_eq!(ps.len(), 2, "{kind}: {v}");
         let ios: Vec<u64> = ps.iter().map(|p| p["ios"].as_u64().unwrap()).collect();
@@ -140,12 +149,13 @@ fn paths_to_different_targets_are_refused() {
 }
 
 /// One path through a forwarder that is cut 1.5 s into a 5 s run and restored 1 s later.
-fn cut_path_fails_over(kind: &str) {
+/// A cut path on the socket layer `layer` (`poll` or `uring`, asked for with `sockio=`).
+fn cut_path_fails_over(kind: &str, layer: &str) {
     let server = serve2(kind);
     let ps = portals(&server.uri);
     let fwd = Forwarder::start(ps[1].parse().unwrap());
     let uri = format!(
-        "{}?policy=round-robin&path_timeout=2s",
+        "{}?policy=round-robin&path_timeout=2s&sockio={layer}",
         with_portals(&server.uri, &[ps[0].clone(), fwd.addr().to_string()])
     );
     let child = run_cmd(
@@ -172,6 +182,11 @@ fn cut_path_fails_over(kind: &str) {
     let out = child.wait_with_output().unwrap();
     let v = json(&out);
     let r = &v["results"][0];
+    assert_eq!(
+        r["info"]["params"]["socket"], layer,
+        "{kind}: {}",
+        r["info"]
+    );
     let m = &r["multipath"];
     let events = m["events"].as_array().unwrap();
     let of = |what: &str| {
@@ -323,12 +338,46 @@ fn a_silent_path_stalls_for_its_path_timeout_and_the_disruption_says_so() {
 
 #[test]
 fn a_cut_iscsi_path_fails_over_and_comes_back() {
-    cut_path_fails_over("iscsi");
+    cut_path_fails_over("iscsi", "poll");
 }
 
 #[test]
 fn a_cut_nvme_path_fails_over_and_comes_back() {
-    cut_path_fails_over("nvme");
+    cut_path_fails_over("nvme", "poll");
+}
+
+/// Each path's sockets on io_uring: the ring of the cut path is drained (its receive and
+/// send cancelled before the buffers go) and `--verify` finds nothing lost.
+#[test]
+fn a_cut_iscsi_path_on_io_uring_fails_over_and_comes_back() {
+    if uring_ok() {
+        cut_path_fails_over("iscsi", "uring");
+    }
+}
+
+#[test]
+fn a_cut_nvme_path_on_io_uring_fails_over_and_comes_back() {
+    if uring_ok() {
+        cut_path_fails_over("nvme", "uring");
+    }
+}
+
+#[test]
+fn a_cut_nbd_path_on_io_uring_fails_over_and_comes_back() {
+    if uring_ok() {
+        cut_path_fails_over("nbd", "uring");
+    }
+}
+
+/// Whether this kernel runs the io_uring socket layer (else the test says it skipped).
+fn uring_ok() -> bool {
+    match sanbench_io::SockRing::probe() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("skipped: no io_uring socket layer here: {e}");
+            false
+        }
+    }
 }
 
 #[test]
@@ -407,7 +456,7 @@ fn tgtd_with_two_portals_is_one_lu_over_two_paths() {
 
 #[test]
 fn a_cut_nbd_path_fails_over_and_comes_back() {
-    cut_path_fails_over("nbd");
+    cut_path_fails_over("nbd", "poll");
 }
 
 #[test]

@@ -394,31 +394,42 @@ sleep 100000
         Some(sanbench_engine::AccessState::Optimized)
     );
     drop(t);
-    // `sanbench run --verify` against the kernel's target: every read's data checked.
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
-        .args(["run", &format!("nvme+tcp://127.0.0.1:{port}/{NQN}")])
-        .args([
-            "--bs", "16k", "--read", "50", "--qd", "4", "--time", "2s", "--ramp", "0",
-        ])
-        .args([
-            "--precondition",
-            "fill",
-            "--verify",
-            "--quiet",
-            "--no-monitor",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        g.console()
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let r = &v["results"][0];
-    assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
-    assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
+    // `sanbench run --verify` against the kernel's target: every read's data checked, on
+    // each socket layer asked for explicitly (the io_uring one where this kernel has it).
+    let mut layers = vec!["poll"];
+    if sanbench_io::SockRing::probe().is_ok() {
+        layers.push("uring");
+    }
+    for layer in layers {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("sanbench"))
+            .args([
+                "run",
+                &format!("nvme+tcp://127.0.0.1:{port}/{NQN}?sockio={layer}"),
+            ])
+            .args([
+                "--bs", "16k", "--read", "50", "--qd", "4", "--time", "2s", "--ramp", "0",
+            ])
+            .args([
+                "--precondition",
+                "fill",
+                "--verify",
+                "--quiet",
+                "--no-monitor",
+                "--json",
+                "-",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{layer}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            g.console()
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let r = &v["results"][0];
+        assert_eq!(r["info"]["params"]["socket"], layer, "{v}");
+        assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{v}");
+        assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{v}");
+    }
 }

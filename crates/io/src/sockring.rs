@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring, Probe};
 
+pub mod conn;
+pub use conn::{Done, RingConn};
+
 /// Which socket layer a network initiator uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SocketLayer {
@@ -51,6 +54,26 @@ impl SocketLayer {
         match self {
             SocketLayer::Poll => "poll",
             SocketLayer::Uring => "uring",
+        }
+    }
+
+    /// The layer a target's queues use: io_uring when asked and this kernel has what it
+    /// needs ([`SockRing::probe`]), else the poll loop and why.
+    pub fn choose(self) -> (SocketLayer, Option<String>) {
+        self.choose_with(SockRing::probe)
+    }
+
+    /// [`choose`](Self::choose) with the kernel's answer given (tests).
+    pub fn choose_with(
+        self,
+        probe: impl FnOnce() -> Result<(), String>,
+    ) -> (SocketLayer, Option<String>) {
+        match self {
+            SocketLayer::Poll => (SocketLayer::Poll, None),
+            SocketLayer::Uring => match probe() {
+                Ok(()) => (SocketLayer::Uring, None),
+                Err(e) => (SocketLayer::Poll, Some(e)),
+            },
         }
     }
 

@@ -7,7 +7,7 @@ mod initiator_support;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use initiator_support::{write_read_verify, Ours};
+use initiator_support::{assert_layer, layers, write_read_verify, Ours};
 use sanbench_io::EngineError;
 use sanbench_iscsi::initiator::{open, Digest, InitiatorOptions};
 
@@ -21,11 +21,23 @@ fn digests() -> InitiatorOptions {
     }
 }
 
+/// Each layer asked for explicitly (`sockio=`): the poll loop and io_uring.
 #[test]
 fn data_with_digests() {
+    for layer in layers() {
+        data_with_digests_on(layer);
+    }
+}
+
+fn data_with_digests_on(layer: sanbench_io::SocketLayer) {
     let t = Ours::start(SIZE, None);
-    let target = open(&t.uri(None), &digests()).expect("open our target");
+    let opts = InitiatorOptions {
+        socket: layer,
+        ..digests()
+    };
+    let target = open(&t.uri(None), &opts).expect("open our target");
     let info = target.info();
+    assert_eq!(info.params["socket"], layer.name());
     eprintln!("our target info: {info:#?}");
     assert_eq!((info.size, info.block_size), (SIZE, 512));
     assert_eq!(info.params["HeaderDigest"], "CRC32C");
@@ -36,18 +48,23 @@ fn data_with_digests() {
     assert!(info.max_transfer.is_some_and(|m| m >= 1 << 20));
     let rep = write_read_verify(target.as_ref(), 64);
     eprintln!("ours: {} reads, {} out of order", rep.ios, rep.out_of_order);
+    assert_layer(&rep, layer);
 }
 
 #[test]
 fn data_without_digests_or_coalescing() {
-    let t = Ours::start(SIZE, None);
-    let opts = InitiatorOptions {
-        submit_batch: 1,
-        ..InitiatorOptions::default()
-    };
-    let target = open(&t.uri(None), &opts).expect("open");
-    assert_eq!(target.info().params["HeaderDigest"], "None");
-    write_read_verify(target.as_ref(), 32);
+    for layer in layers() {
+        let t = Ours::start(SIZE, None);
+        let opts = InitiatorOptions {
+            submit_batch: 1,
+            socket: layer,
+            ..InitiatorOptions::default()
+        };
+        let target = open(&t.uri(None), &opts).expect("open");
+        assert_eq!(target.info().params["HeaderDigest"], "None");
+        let rep = write_read_verify(target.as_ref(), 32);
+        assert_layer(&rep, layer);
+    }
 }
 
 #[test]

@@ -7,19 +7,35 @@ mod initiator_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use initiator_support::{qcfg, write_read_verify, SLOT};
-use sanbench_io::{Arena, Completion, EngineError, Io, Op};
+use initiator_support::{assert_layer, layers, qcfg, write_read_verify, SLOT};
+use sanbench_io::{Arena, Completion, EngineError, Io, Op, SocketLayer};
 use sanbench_iscsi::initiator::{open, InitiatorOptions};
 use sanbench_iscsi::wire::chap::Credentials;
 use sanbench_testkit::Tgtd;
 
 const SIZE: u64 = 256 << 20;
 
+/// The options with the socket layer asked for explicitly.
+fn on(layer: SocketLayer) -> InitiatorOptions {
+    InitiatorOptions {
+        socket: layer,
+        ..InitiatorOptions::default()
+    }
+}
+
+/// On each socket layer, asked for explicitly.
 #[test]
 fn info_params_and_data() {
+    for layer in layers() {
+        info_params_and_data_on(layer);
+    }
+}
+
+fn info_params_and_data_on(layer: SocketLayer) {
     let t = Tgtd::start(SIZE);
-    let target = open(&t.uri(), &InitiatorOptions::default()).expect("open tgtd LUN");
+    let target = open(&t.uri(), &on(layer)).expect("open tgtd LUN");
     let info = target.info();
+    assert_eq!(info.params["socket"], layer.name());
     eprintln!("tgtd info: {info:#?}");
     assert_eq!(info.engine, "iscsi");
     assert_eq!(info.size, SIZE);
@@ -53,6 +69,7 @@ fn info_params_and_data() {
         "tgtd: {} reads, {} completed out of order",
         rep.ios, rep.out_of_order
     );
+    assert_layer(&rep, layer);
 }
 
 #[test]
@@ -133,8 +150,14 @@ fn run_until_error(q: &mut dyn sanbench_io::Queue, on_first: impl FnOnce()) -> E
 
 #[test]
 fn killed_target_is_disconnected() {
+    for layer in layers() {
+        killed_target_on(layer);
+    }
+}
+
+fn killed_target_on(layer: SocketLayer) {
     let mut t = Tgtd::start(16 << 20);
-    let target = open(&t.uri(), &InitiatorOptions::default()).expect("open");
+    let target = open(&t.uri(), &on(layer)).expect("open");
     let arena = Arc::new(Arena::new(32 * 65536));
     let mut q = target
         .open_queue(&qcfg(32, &arena, Duration::from_secs(5)))
@@ -154,8 +177,14 @@ fn killed_target_is_disconnected() {
 
 #[test]
 fn stopped_target_times_out() {
+    for layer in layers() {
+        stopped_target_on(layer);
+    }
+}
+
+fn stopped_target_on(layer: SocketLayer) {
     let t = Tgtd::start(16 << 20);
-    let target = open(&t.uri(), &InitiatorOptions::default()).expect("open");
+    let target = open(&t.uri(), &on(layer)).expect("open");
     let arena = Arc::new(Arena::new(32 * 65536));
     let mut q = target
         .open_queue(&qcfg(32, &arena, Duration::from_millis(700)))
@@ -167,6 +196,7 @@ fn stopped_target_times_out() {
     assert!(t0.elapsed() < Duration::from_secs(3));
     let st = q.stats();
     assert!(st["iscsi.pings"].as_u64().unwrap() >= 1, "{st:?}");
+    assert_eq!(st["iscsi.socket"], layer.name());
 }
 
 /// CHAP against tgtd, one-way and mutual (tgtd's outgoing account): the initiator proves its
@@ -231,9 +261,16 @@ fn crc32c_digests() {
     assert!(e.to_string().contains("HeaderDigest"), "{e}");
     t.set_param("HeaderDigest", "CRC32C,None");
     t.set_param("DataDigest", "CRC32C,None");
-    let target = open(&t.uri(), &opts).expect("open tgtd LUN with digests");
-    let p = &target.info().params;
-    assert_eq!(p["HeaderDigest"], "CRC32C", "{p:?}");
-    assert_eq!(p["DataDigest"], "CRC32C", "{p:?}");
-    write_read_verify(target.as_ref(), 48);
+    for layer in layers() {
+        let opts = InitiatorOptions {
+            socket: layer,
+            ..opts.clone()
+        };
+        let target = open(&t.uri(), &opts).expect("open tgtd LUN with digests");
+        let p = &target.info().params;
+        assert_eq!(p["HeaderDigest"], "CRC32C", "{p:?}");
+        assert_eq!(p["DataDigest"], "CRC32C", "{p:?}");
+        let rep = write_read_verify(target.as_ref(), 48);
+        assert_layer(&rep, layer);
+    }
 }

@@ -21,6 +21,9 @@ pub(crate) struct RecvBuf {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// A receive on a ring writes at `end` (`spare` handed it out): nothing moves the bytes
+    /// or `end` until it lands.
+    posted: bool,
 }
 
 impl RecvBuf {
@@ -37,6 +40,7 @@ impl RecvBuf {
             buf,
             start: 0,
             end: 0,
+            posted: false,
         }
     }
 
@@ -47,7 +51,7 @@ impl RecvBuf {
 
     pub fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.end);
-        if self.start == self.end {
+        if self.start == self.end && !self.posted {
             self.start = 0;
             self.end = 0;
         }
@@ -56,6 +60,13 @@ impl RecvBuf {
     /// One read from `r`, after making room for at least `needed` more bytes. `Ok(0)` is the
     /// end of the stream.
     pub fn fill(&mut self, r: &mut impl Read, needed: usize) -> io::Result<usize> {
+        self.room(needed);
+        let n = r.read(&mut self.buf[self.end..])?;
+        self.end += n;
+        Ok(n)
+    }
+
+    fn room(&mut self, needed: usize) {
         let needed = needed.max(1);
         let rest = self.end - self.start;
         if self.start > 0 && (rest <= COMPACT_MAX || self.buf.len() - self.end < needed) {
@@ -66,9 +77,34 @@ impl RecvBuf {
         if self.buf.len() - self.end < needed {
             self.buf.resize(self.end + needed.max(64 * 1024), 0);
         }
-        let n = r.read(&mut self.buf[self.end..])?;
-        self.end += n;
-        Ok(n)
+    }
+
+    /// Room for at least `needed` more bytes, handed to a receive the kernel carries out
+    /// later: until [`landed`](Self::landed) the buffer neither moves nor compacts.
+    pub fn spare(&mut self, needed: usize) -> (*mut u8, usize) {
+        debug_assert!(!self.posted);
+        self.room(needed);
+        self.posted = true;
+        let tail = &mut self.buf[self.end..];
+        (tail.as_mut_ptr(), tail.len())
+    }
+
+    /// The receive handed [`spare`](Self::spare) room brought `n` bytes (0 when it failed).
+    pub fn landed(&mut self, n: usize) {
+        self.posted = false;
+        self.end = (self.end + n).min(self.buf.len());
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// The storage, taken out (left empty) by an owner that must keep it for the process's
+    /// life because a receive may still write into it.
+    pub fn take_storage(&mut self) -> Vec<u8> {
+        self.start = 0;
+        self.end = 0;
+        std::mem::take(&mut self.buf)
     }
 }
 

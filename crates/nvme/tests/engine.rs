@@ -70,6 +70,19 @@ fn relay(to: SocketAddr, frozen: Arc<AtomicBool>) -> SocketAddr {
     addr
 }
 
+/// The socket layers this kernel runs, as `sockio=` names them: the poll loop, and io_uring
+/// where the kernel has what the layer needs (else said on stderr). Each test runs on each,
+/// asked for explicitly.
+fn layers() -> Vec<&'static str> {
+    match sanbench_io::SockRing::probe() {
+        Ok(()) => vec!["poll", "uring"],
+        Err(e) => {
+            eprintln!("io_uring layer skipped: {e}");
+            vec!["poll"]
+        }
+    }
+}
+
 fn qcfg(arena: &Arc<Arena>, timeout: Duration) -> QueueConfig {
     QueueConfig {
         worker: 0,
@@ -93,8 +106,16 @@ fn io(tag: u32, op: Op, offset: u64, len: u32, buf: usize) -> Io {
 
 #[test]
 fn every_op_through_the_queue() {
+    for layer in layers() {
+        every_op_on(layer);
+    }
+}
+
+fn every_op_on(layer: &str) {
     let (addr, stop) = start();
-    let t = sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}")).unwrap();
+    let t =
+        sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}?sockio={layer}")).unwrap();
+    assert_eq!(t.info().params["socket"], layer);
     assert_eq!(t.info().size, 16 << 20);
     assert_eq!(t.info().block_size, 512);
     assert_eq!(t.info().max_transfer, Some(1 << 20));
@@ -138,15 +159,24 @@ fn every_op_through_the_queue() {
     q.reap(1, &mut done).unwrap();
     assert!(done[0].result < 0);
     assert!(q.stats()["in_capsule_writes"] == 1 && q.stats()["r2t_writes"] == 1);
+    assert_eq!(q.stats()["nvme_socket"], layer);
     stop.store(true, Ordering::Relaxed);
 }
 
 #[test]
 fn a_silent_controller_is_a_timeout() {
+    for layer in layers() {
+        a_silent_controller_on(layer);
+    }
+}
+
+fn a_silent_controller_on(layer: &str) {
     let (addr, stop) = start();
     let frozen = Arc::new(AtomicBool::new(false));
     let via = relay(addr, frozen.clone());
-    let t = sanbench_nvme::initiator::open(&format!("nvme+tcp://{via}/{NQN}?kato=0")).unwrap();
+    let t =
+        sanbench_nvme::initiator::open(&format!("nvme+tcp://{via}/{NQN}?kato=0&sockio={layer}"))
+            .unwrap();
     let arena = Arc::new(Arena::new(1 << 20));
     let mut q = t
         .open_queue(&qcfg(&arena, Duration::from_millis(500)))
@@ -171,8 +201,15 @@ fn a_silent_controller_is_a_timeout() {
 /// 70/30 at QD 32 failed every time). The host now reads while it cannot send.
 #[test]
 fn mixed_large_io_at_depth_does_not_deadlock() {
+    for layer in layers() {
+        mixed_large_io_on(layer);
+    }
+}
+
+fn mixed_large_io_on(layer: &str) {
     let (addr, stop) = start();
-    let t = sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}")).unwrap();
+    let t =
+        sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}?sockio={layer}")).unwrap();
     let mib = 1usize << 20;
     let arena = Arc::new(Arena::new(32 * mib));
     arena.fill_random(9);

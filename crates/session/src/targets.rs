@@ -239,7 +239,8 @@ fn submit_batch(uri: &str, v: &str) -> Result<u32, CliError> {
 
 /// Splits `iscsi://...?digest=crc32c&initiator=IQN` into the URI the initiator opens and its
 /// options. Query keys: `digest` (both), `header_digest`, `data_digest` (`crc32c` or `none`),
-/// `initiator` (our IQN), `submit_batch` (commands held back to send together).
+/// `initiator` (our IQN), `submit_batch` (commands held back to send together), `sockio`
+/// (`uring` or `poll`: the socket layer).
 fn iscsi_options(
     uri: &str,
 ) -> Result<(String, sanbench_iscsi::initiator::InitiatorOptions), CliError> {
@@ -267,6 +268,10 @@ fn iscsi_options(
             "data_digest" => o.data_digest = digest(v)?,
             "initiator" if !v.is_empty() => o.initiator_name = v.to_string(),
             "submit_batch" => o.submit_batch = submit_batch(&shown, v)?,
+            "sockio" => {
+                o.socket = sanbench_nbd::SocketLayer::parse(v)
+                    .ok_or_else(|| usage(format!("{shown}: sockio must be uring or poll")))?
+            }
             "target_user" if !v.is_empty() => target_user = Some(v.to_string()),
             "target_password" if !v.is_empty() => target_password = Some(v.to_string()),
             // Kept off the command line, which every user of the host can read.
@@ -282,7 +287,7 @@ fn iscsi_options(
                         .map_err(|e| usage(format!("{shown}: {e}")))?,
                 )
             }
-            _ => return Err(usage(format!("{shown}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch, target_user, target_password, target_password_file, target_password_env)"))),
+            _ => return Err(usage(format!("{shown}: unknown option '{k}' (digest, header_digest, data_digest, initiator, submit_batch, sockio, target_user, target_password, target_password_file, target_password_env)"))),
         }
     }
     o.target_chap = match (target_user, target_password) {

@@ -22,6 +22,8 @@ use crate::wire::login_initiator::{InitiatorLogin, InitiatorLoginConfig, Initiat
 use crate::wire::pdu_ctl::LoginResponse;
 use crate::wire::WireError;
 
+mod ring;
+
 /// Bytes of receive buffer beyond two largest PDUs: enough for 32 4 KiB Data-Ins per read.
 const RBUF_MIN: usize = 1 << 20;
 
@@ -30,6 +32,9 @@ pub(crate) struct RecvBuf {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// A receive on a ring writes at `end` ([`spare`](Self::spare) handed it out): nothing
+    /// moves the bytes or `end` until it lands.
+    posted: bool,
 }
 
 impl RecvBuf {
@@ -40,6 +45,7 @@ impl RecvBuf {
             buf: vec![0; RBUF_MIN.max(2 * max_pdu)],
             start: 0,
             end: 0,
+            posted: false,
         }
     }
 
@@ -49,6 +55,7 @@ impl RecvBuf {
             buf: Vec::new(),
             start: 0,
             end: 0,
+            posted: false,
         }
     }
 
@@ -71,7 +78,7 @@ impl RecvBuf {
 
     pub fn consume(&mut self, n: usize) {
         self.start += n;
-        if self.start >= self.end {
+        if self.start >= self.end && !self.posted {
             self.start = 0;
             self.end = 0;
         }
@@ -90,6 +97,33 @@ impl RecvBuf {
     fn filled(&mut self, n: usize) {
         self.end += n;
     }
+
+    /// Free space handed to a receive the kernel carries out later: until
+    /// [`landed`](Self::landed) the buffer neither moves nor compacts.
+    fn spare(&mut self) -> (*mut u8, usize) {
+        let space = self.space();
+        let r = (space.as_mut_ptr(), space.len());
+        self.posted = true;
+        r
+    }
+
+    /// The receive handed [`spare`](Self::spare) room brought `n` bytes (0 when it failed).
+    fn landed(&mut self, n: usize) {
+        self.posted = false;
+        self.end = (self.end + n).min(self.buf.len());
+        if self.start >= self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// The storage, taken out (left empty) by an owner that must keep it for the process's
+    /// life because a receive may still write into it.
+    fn take_storage(&mut self) -> Vec<u8> {
+        self.start = 0;
+        self.end = 0;
+        std::mem::take(&mut self.buf)
+    }
 }
 
 /// Outcome of one receive attempt.
@@ -104,6 +138,8 @@ pub(crate) struct Link {
     pub stream: TcpStream,
     /// `HOST:PORT (IQN)`, used in every error.
     pub peer: String,
+    /// The sends and receives on io_uring ([`Link::use_ring`]), else the poll loop.
+    pub ring: Option<Box<ring::LinkRing>>,
 }
 
 impl Link {
@@ -139,7 +175,10 @@ impl Link {
 
     /// Receives into `rx`. With `blocking` the socket's read timeout bounds the wait; otherwise
     /// only what has already arrived is taken.
-    pub fn recv(&self, rx: &mut RecvBuf, blocking: bool) -> Result<Recv, EngineError> {
+    pub fn recv(&mut self, rx: &mut RecvBuf, blocking: bool) -> Result<Recv, EngineError> {
+        if self.ring.is_some() {
+            return self.ring_recv(rx, blocking);
+        }
         let space = rx.space();
         let r = if blocking {
             (&self.stream).read(space)
@@ -168,8 +207,13 @@ impl Link {
         }
     }
 
-    /// Whether bytes arrive within `d` (ppoll for POLLIN, nanosecond timeout, capped at 1 s).
-    pub fn readable_within(&self, d: Duration) -> Result<bool, EngineError> {
+    /// Whether bytes arrive within `d` (ppoll for POLLIN, nanosecond timeout, capped at 1 s;
+    /// on a ring the receive into `rx` waits, and the next [`recv`](Self::recv) returns
+    /// what it brought).
+    pub fn readable_within(&mut self, rx: &mut RecvBuf, d: Duration) -> Result<bool, EngineError> {
+        if self.ring.is_some() {
+            return self.ring_readable_within(rx, d);
+        }
         let mut p = [PollFd::new(&self.stream, PollFlags::IN)];
         let ts = Timespec {
             tv_sec: 0,
@@ -185,7 +229,15 @@ impl Link {
     /// Waits up to `timeout` until the socket is readable or (with `want_write`) writable.
     /// Returns (readable, writable); an error or hang-up counts as readable (the read
     /// then reports it).
-    pub fn wait(&self, want_write: bool, timeout: Duration) -> Result<(bool, bool), EngineError> {
+    pub fn wait(
+        &mut self,
+        rx: &mut RecvBuf,
+        want_write: bool,
+        timeout: Duration,
+    ) -> Result<(bool, bool), EngineError> {
+        if self.ring.is_some() {
+            return self.ring_wait(rx, timeout);
+        }
         let events = if want_write {
             PollFlags::IN | PollFlags::OUT
         } else {
@@ -235,7 +287,11 @@ pub(crate) fn login(
     stream.set_nodelay(true).map_err(setup)?;
     stream.set_read_timeout(Some(timeout)).map_err(setup)?;
     stream.set_write_timeout(Some(timeout)).map_err(setup)?;
-    let link = Link { stream, peer };
+    let mut link = Link {
+        stream,
+        peer,
+        ring: None,
+    };
     let deadline = Instant::now() + timeout;
     let mut rx = RecvBuf::new(64 * 1024);
     let frame = FrameConfig::default();

@@ -31,7 +31,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_io::{Allocation, Arena, EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_io::{
+    Allocation, Arena, EngineError, Queue, QueueConfig, SocketLayer, Target, TargetInfo,
+};
 
 use crate::wire::chap::Credentials;
 use crate::wire::login_initiator::InitiatorLoginConfig;
@@ -69,6 +71,9 @@ pub struct InitiatorOptions {
     /// Mutual CHAP: the name and secret the target must prove (libiscsi's `target_user` and
     /// `target_password`). The initiator's own credentials come from the URI.
     pub target_chap: Option<Credentials>,
+    /// The sessions' socket layer asked for (`sockio=`): the poll loop or io_uring where the
+    /// kernel has what it needs.
+    pub socket: SocketLayer,
 }
 
 impl Default for InitiatorOptions {
@@ -83,6 +88,7 @@ impl Default for InitiatorOptions {
             first_burst_length: 256 * 1024,
             submit_batch: 2,
             target_chap: None,
+            socket: SocketLayer::from_env(),
         }
     }
 }
@@ -170,7 +176,7 @@ fn connect(
         itt: 0,
     };
     let li = link::login(spec.addr, spec.peer.clone(), cfg, o.login_timeout)?;
-    Session::new(
+    let mut s = Session::new(
         li,
         arena,
         depth,
@@ -178,7 +184,12 @@ fn connect(
         block_size,
         io_timeout,
         o.submit_batch,
-    )
+    )?;
+    // The probe at open said the kernel has what the ring needs.
+    if o.socket == SocketLayer::Uring {
+        s.use_ring();
+    }
+    Ok(s)
 }
 
 /// Opens `iscsi://[USER%SECRET@]HOST[:PORT]/IQN/LUN`: one login to learn the LUN's size and the
@@ -204,17 +215,26 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
         _ => {}
     }
     let addr = u.resolve()?;
+    let (socket, fallback) = opts.socket.choose();
     let spec = Spec {
         peer: format!("{} ({})", u.portal(), u.iqn),
         uri: u,
         addr,
-        opts: opts.clone(),
+        opts: InitiatorOptions {
+            socket,
+            ..opts.clone()
+        },
     };
     let arena = Arc::new(Arena::new(probe::ARENA));
     let mut s = connect(&spec, arena, 1, 1, opts.login_timeout)?;
     let (mut info, disc) = probe::probe(&mut s, &spec.uri)?;
     info.uri = sanbench_io::redact::redact(uri);
     probe::session_params(&s, &spec, &mut info);
+    info.params.insert("socket".into(), socket.name().into());
+    if let Some(f) = fallback {
+        info.params
+            .insert("socket_fallback".into(), format!("uring asked: {f}").into());
+    }
     s.logout()?;
     Ok(Box::new(IscsiTarget { spec, info, disc }))
 }

@@ -22,6 +22,9 @@ impl Session {
     /// Sends as much queued output as the socket takes without blocking.
     pub(crate) fn flush(&mut self) -> Result<(), EngineError> {
         self.blocked = false;
+        if self.link.ring.is_some() {
+            return self.ring_flush();
+        }
         while self.sent < self.out.len() {
             let n = self.link.send_some(&self.out[self.sent..])?;
             self.counters.sends += 1;
@@ -37,6 +40,23 @@ impl Session {
             self.unsent_cmds = 0;
             self.urgent = false;
         }
+        Ok(())
+    }
+
+    /// `flush` on a ring: the output goes to one SEND, submitted by the next wait; while the
+    /// last one is still in the kernel the output waits as it would behind a full socket.
+    fn ring_flush(&mut self) -> Result<(), EngineError> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        if !self.link.ring_send(&mut self.rx, &mut self.out)? {
+            self.blocked = true;
+            return Ok(());
+        }
+        self.counters.sends += 1;
+        self.sent = 0;
+        self.unsent_cmds = 0;
+        self.urgent = false;
         Ok(())
     }
 
@@ -87,10 +107,8 @@ impl Session {
     fn round(&mut self) -> Result<bool, EngineError> {
         self.flush_due()?;
         let got = if self.blocked {
-            let tick = self.link.stream.read_timeout().ok().flatten();
-            let (readable, _) = self
-                .link
-                .wait(true, tick.unwrap_or(Duration::from_millis(100)))?;
+            let tick = self.link.tick();
+            let (readable, _) = self.link.wait(&mut self.rx, true, tick)?;
             if readable {
                 self.link.recv(&mut self.rx, false)?
             } else {
@@ -99,7 +117,7 @@ impl Session {
         } else {
             // Commands held for company wait only as long as a response is about to arrive:
             // on a slow target the wait for the next completion would land in their latency.
-            if self.unsent_cmds > 0 && !self.link.readable_within(HOLD_MAX)? {
+            if self.unsent_cmds > 0 && !self.link.readable_within(&mut self.rx, HOLD_MAX)? {
                 self.flush()?;
             }
             self.link.recv(&mut self.rx, true)?
@@ -140,7 +158,7 @@ impl Session {
         self.wait_for(0)?;
         while self.done.is_empty() && self.outstanding() > 0 && !self.blocked {
             let now = Instant::now();
-            if now >= deadline || !self.link.readable_within(deadline - now)? {
+            if now >= deadline || !self.link.readable_within(&mut self.rx, deadline - now)? {
                 break;
             }
             if let Recv::Data = self.link.recv(&mut self.rx, false)? {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use sanbench_io::{Completion, EngineError, Io, Op, Queue};
+use sanbench_io::{Completion, EngineError, Io, Op, Queue, SocketLayer};
 
 use super::discard::TrimBy;
 
@@ -74,6 +74,18 @@ impl Session {
         if let Some(s) = c.last_status {
             m.insert("iscsi.last_status".into(), format!("{s:#04x}").into());
         }
+        let layer = match &self.link.ring {
+            Some(_) => SocketLayer::Uring,
+            None => SocketLayer::Poll,
+        };
+        m.insert("iscsi.socket".into(), layer.name().into());
+        if let Some(r) = &self.link.ring {
+            m.insert("iscsi.ring_enters".into(), r.enters().into());
+            m.insert("iscsi.ring_setup".into(), r.mode().into());
+        }
+        if let Some(f) = &self.socket_fallback {
+            m.insert("iscsi.socket_fallback".into(), f.as_str().into());
+        }
         m
     }
 }
@@ -117,6 +129,15 @@ impl Queue for Session {
 
     fn readiness(&self) -> Option<sanbench_io::Readiness<'_>> {
         use std::os::fd::AsFd;
+        if let Some(r) = &self.link.ring {
+            return Some(sanbench_io::Readiness {
+                fd: r.fd(),
+                write: false,
+                // Entries not submitted, no receive in the kernel or bytes received and not
+                // yet handled make no completion on the ring: reap(0) has to look first.
+                held: !self.done.is_empty() || (self.outstanding() > 0 && r.needs_look()),
+            });
+        }
         Some(sanbench_io::Readiness {
             fd: self.link.stream.as_fd(),
             write: self.blocked,
@@ -130,5 +151,13 @@ impl Queue for Session {
 
     fn close(&mut self) -> Result<(), EngineError> {
         self.logout()
+    }
+}
+
+impl Drop for Session {
+    /// The ring may still hold a receive into the receive buffer and a send of the output:
+    /// both are cancelled and waited out before the buffers go.
+    fn drop(&mut self) {
+        self.link.ring_drop(&mut self.rx, self.logged_out);
     }
 }

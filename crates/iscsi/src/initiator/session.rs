@@ -158,6 +158,8 @@ pub struct Session {
     followers: usize,
     /// Per tag: what is left of a trim or zeroing after the command in flight.
     chain: Vec<Chain>,
+    /// Why io_uring was asked for and not used by this session.
+    pub(crate) socket_fallback: Option<String>,
 }
 
 /// The bytes of `len` at `off` of a command's Data-Out source; zeros where the source is
@@ -176,6 +178,12 @@ fn fill(dst: &mut [u8], arena: &Arena, plist: &[u8], src: Src, off: usize) {
 }
 
 impl Session {
+    /// Moves the session's sends and receives onto io_uring; a ring that fails to open
+    /// leaves it on the poll loop, which its stats say (`socket_fallback`).
+    pub(crate) fn use_ring(&mut self) {
+        self.socket_fallback = self.link.use_ring().err();
+    }
+
     pub(crate) fn new(
         li: LoggedIn,
         arena: Arc<Arena>,
@@ -205,6 +213,7 @@ impl Session {
             .set_read_timeout(Some(tick))
             .map_err(|e| li.link.lost(format!("socket setup: {e}")))?;
         Ok(Session {
+            socket_fallback: None,
             rx_cfg,
             tx_cfg,
             out: Vec::with_capacity(1 << 20),

@@ -81,6 +81,8 @@ pub struct RunReport {
     pub ios: usize,
     /// Completions that arrived before an I/O submitted earlier.
     pub out_of_order: usize,
+    /// The queue's stats after the read pass (`write_read_verify`; empty otherwise).
+    pub stats: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// Drives `ios` through `q` with at most `depth` in flight, like the scheduler: each I/O uses
@@ -214,5 +216,31 @@ pub fn write_read_verify(target: &dyn Target, count: usize) -> RunReport {
     let stats = q.stats();
     eprintln!("write pass {w:?}, read pass {r:?}, queue stats {stats:?}");
     q.close().expect("logout");
-    r
+    RunReport { stats, ..r }
+}
+
+/// The socket layers this kernel runs: the poll loop, and io_uring where it has what the
+/// layer needs (else said on stderr).
+pub fn layers() -> Vec<sanbench_io::SocketLayer> {
+    let mut v = vec![sanbench_io::SocketLayer::Poll];
+    match sanbench_io::SockRing::probe() {
+        Ok(()) => v.push(sanbench_io::SocketLayer::Uring),
+        Err(e) => eprintln!("io_uring layer skipped: {e}"),
+    }
+    v
+}
+
+/// Checks that a run used `layer`, and on the ring that it took fewer `io_uring_enter`s than
+/// the poll loop would have made system calls (a send and a receive per round trip).
+pub fn assert_layer(rep: &RunReport, layer: sanbench_io::SocketLayer) {
+    assert_eq!(rep.stats["iscsi.socket"], layer.name(), "{:?}", rep.stats);
+    if layer == sanbench_io::SocketLayer::Uring {
+        let enters = rep.stats["iscsi.ring_enters"].as_u64().unwrap();
+        let calls =
+            rep.stats["iscsi.sends"].as_u64().unwrap() + rep.stats["iscsi.recvs"].as_u64().unwrap();
+        assert!(
+            enters > 0 && enters < calls,
+            "{enters} enters, {calls} sends and receives"
+        );
+    }
 }

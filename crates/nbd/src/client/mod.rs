@@ -252,15 +252,11 @@ fn choose_socket(
     probe: impl FnOnce() -> Result<(), String>,
 ) -> (SocketLayer, Option<String>) {
     match asked {
-        SocketLayer::Poll => (SocketLayer::Poll, None),
         SocketLayer::Uring if tls => (
             SocketLayer::Poll,
             Some("TLS records are made in user space".to_string()),
         ),
-        SocketLayer::Uring => match probe() {
-            Ok(()) => (SocketLayer::Uring, None),
-            Err(e) => (SocketLayer::Poll, Some(e)),
-        },
+        _ => asked.choose_with(probe),
     }
 }
 

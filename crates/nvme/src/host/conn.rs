@@ -13,6 +13,8 @@ use rustix::net::{RecvFlags, SendFlags};
 use zerocopy::little_endian::{U16, U32};
 
 use super::HostError;
+
+mod ring;
 use crate::recv::RecvBuf;
 use crate::wire::cmd::DataPtr;
 use crate::wire::header::{
@@ -67,15 +69,21 @@ pub enum Event<'a> {
 }
 
 pub struct Connection {
-    s: TcpStream,
+    pub(super) s: TcpStream,
     rx: RxConfig,
     tx: TxConfig,
-    rbuf: RecvBuf,
+    pub(super) rbuf: RecvBuf,
     /// Length of the PDU the last event borrowed from `rbuf`, consumed at the next receive.
     last: usize,
-    wbuf: Vec<u8>,
+    pub(super) wbuf: Vec<u8>,
     /// How long a send may make no progress.
-    timeout: Duration,
+    pub(super) timeout: Duration,
+    /// How long a receive may wait (the socket's read timeout).
+    pub(super) read_timeout: Duration,
+    /// The sends and receives on io_uring ([`Connection::use_ring`]), else the poll loop.
+    pub(super) ring: Option<Box<ring::HostRing>>,
+    /// Ended in an orderly way ([`Connection::mark_closed`]).
+    pub(super) closed: bool,
     /// MAXH2CDATA from the ICResp.
     pub maxh2cdata: u32,
     /// The most data a command may carry in its capsule (0 before Identify says).
@@ -88,9 +96,17 @@ pub struct Connection {
 
 impl Connection {
     /// The socket, for a caller that waits on several connections at once.
+    /// On a ring, the ring's fd ([`Connection::ring_needs_look`] says when polling it is not
+    /// enough).
     pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
-        self.s.as_fd()
+        self.ring_fd().unwrap_or(self.s.as_fd())
+    }
+
+    /// The connection ends in an orderly way (the queue's `close`): dropping it then closes
+    /// the socket rather than resetting it.
+    pub fn mark_closed(&mut self) {
+        self.closed = true;
     }
 
     /// Connects and exchanges ICReq/ICResp; the digests asked for are required.
@@ -117,6 +133,9 @@ impl Connection {
             last: 0,
             wbuf: Vec::with_capacity(64 * 1024),
             timeout: o.timeout,
+            read_timeout: o.timeout,
+            ring: None,
+            closed: false,
             maxh2cdata: 0,
             in_capsule: 0,
             sqflow_disabled: false,
@@ -164,8 +183,9 @@ impl Connection {
         Ok(c)
     }
 
-    pub fn set_timeout(&self, t: Duration) -> Result<(), HostError> {
+    pub fn set_timeout(&mut self, t: Duration) -> Result<(), HostError> {
         self.s.set_read_timeout(Some(t))?;
+        self.read_timeout = t;
         Ok(())
     }
 
@@ -211,6 +231,9 @@ impl Connection {
     /// for our writes would otherwise wait on each other until a send timeout (1 MiB mixed
     /// I/O at QD 32 did). The receive buffer holds at most what is in flight.
     pub fn flush(&mut self) -> Result<(), HostError> {
+        if self.ring.is_some() {
+            return self.ring_flush();
+        }
         let mut at = 0;
         let mut stalled_since: Option<Instant> = None;
         while at < self.wbuf.len() {
@@ -275,6 +298,9 @@ impl Connection {
 
     /// Reads what the socket has without waiting; false when it had nothing.
     pub fn try_fill(&mut self) -> Result<bool, HostError> {
+        if self.ring.is_some() {
+            return self.ring_try_fill();
+        }
         // MSG_DONTWAIT: one system call, where switching the socket's mode took two more.
         match self.rbuf.fill(&mut NoWait(&self.s), 64 * 1024) {
             Ok(0) => Err(HostError::Closed),
@@ -353,12 +379,21 @@ impl Connection {
     }
 
     fn fill(&mut self, needed: usize) -> Result<(), HostError> {
+        if self.ring.is_some() {
+            return self.ring_fill(needed);
+        }
         match self.rbuf.fill(&mut self.s, needed) {
             Ok(0) => Err(HostError::Closed),
             Ok(_) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
             Err(e) => Err(HostError::from_io(e)),
         }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.ring_drop();
     }
 }
 

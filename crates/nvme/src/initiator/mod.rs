@@ -2,7 +2,9 @@
 //! queue connects and enables the controller when the target opens, and keeps it alive from a
 //! thread of its own (Keep Alive every KATO/3); each worker's queue is an I/O queue of its own
 //! connection ([`queue`]). Query keys: `digest=header,data` (either or both; a digest asked
-//! for is required), `hostnqn=NQN`, `kato=MS`.
+//! for is required), `hostnqn=NQN`, `kato=MS`, `sockio=uring|poll` (the I/O queues' sockets
+//! on io_uring or the poll loop; default [`SocketLayer::from_env`]; the admin queue always
+//! polls).
 //!
 //! A controller that reports ANA (CMIC bit 3) has its namespace's state read at open and kept
 //! current ([`admin`]): the target's `access_state`, which a multipath target routes by; an
@@ -23,7 +25,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use sanbench_io::{AccessState, Allocation, EngineError, Queue, QueueConfig, Target, TargetInfo};
+use sanbench_io::{
+    AccessState, Allocation, EngineError, Queue, QueueConfig, SocketLayer, Target, TargetInfo,
+};
 use serde_json::json;
 
 use admin::{Ana, Qid, Qids};
@@ -48,6 +52,8 @@ pub struct NvmeUri {
     pub data_digest: bool,
     pub hostnqn: Option<String>,
     pub kato_ms: u32,
+    /// The I/O queues' socket layer asked for.
+    pub socket: SocketLayer,
 }
 
 impl NvmeUri {
@@ -128,6 +134,7 @@ impl NvmeUri {
             data_digest: false,
             hostnqn: None,
             kato_ms: 15_000,
+            socket: SocketLayer::from_env(),
         };
         for kv in query.split('&').filter(|s| !s.is_empty()) {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -150,7 +157,15 @@ impl NvmeUri {
                         .parse()
                         .map_err(|_| bad(format!("kato '{v}' is not milliseconds")))?
                 }
-                _ => return Err(bad(format!("unknown option '{k}' (digest, hostnqn, kato)"))),
+                "sockio" => {
+                    u.socket = SocketLayer::parse(v)
+                        .ok_or_else(|| bad(format!("sockio '{v}' (use uring or poll)")))?
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "unknown option '{k}' (digest, hostnqn, kato, sockio)"
+                    )))
+                }
             }
         }
         Ok(u)
@@ -191,6 +206,8 @@ struct NvmeTarget {
     ana: Option<Arc<Ana>>,
     stop: Arc<AtomicBool>,
     keeper: Option<JoinHandle<()>>,
+    /// The I/O queues' socket layer, chosen at open.
+    socket: SocketLayer,
 }
 
 /// Opens the target: connects and enables the controller, identifies the namespace. Asks for
@@ -241,6 +258,11 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     );
     params.insert("maxcmd".into(), json!(a.id.maxcmd));
     params.insert("kato_ms".into(), json!(u.kato_ms));
+    let (socket, fallback) = u.socket.choose();
+    params.insert("socket".into(), json!(socket.name()));
+    if let Some(f) = fallback {
+        params.insert("socket_fallback".into(), json!(format!("uring asked: {f}")));
+    }
     // DLFEAT (Identify Namespace byte 33): bits 2:0 = 1, a deallocated block reads zeros;
     // bit 3, Write Zeroes takes DEAC (deallocate the zeroed blocks).
     params.insert("dlfeat".into(), json!(ns.dlfeat));
@@ -304,6 +326,7 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
         ana,
         stop,
         keeper,
+        socket,
     }))
 }
 
@@ -403,8 +426,16 @@ impl Target for NvmeTarget {
                 .map_err(|e| engine_err(&self.addr.to_string(), e, o.timeout))?;
             (qid, c)
         };
+        let mut conn = conn;
+        // The probe at open said the kernel has what the ring needs; a ring that still fails
+        // to open leaves this queue on the poll loop, which its stats say.
+        let fallback = match self.socket {
+            SocketLayer::Uring => conn.use_ring().err(),
+            SocketLayer::Poll => None,
+        };
         Ok(Box::new(queue::NvmeQueue::new(
             conn,
+            fallback,
             cfg,
             queue::Path {
                 nsid: self.uri.nsid,

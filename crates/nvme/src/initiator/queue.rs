@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_io::{Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, PATH_ERROR};
+use sanbench_io::{
+    Arena, Completion, EngineError, Io, Op, Queue, QueueConfig, SocketLayer, PATH_ERROR,
+};
 
 use super::admin::{Ana, Qid};
 use super::engine_err;
@@ -85,12 +87,19 @@ pub(crate) struct NvmeQueue {
     /// Per command id: the next block of a chained Write Zeroes still to send, or NO_CHAIN.
     chain: Vec<u64>,
     write_zeroes_commands: u64,
+    /// Why io_uring was asked for and not used by this queue.
+    socket_fallback: Option<String>,
 }
 
 const NO_CHAIN: u64 = u64::MAX;
 
 impl NvmeQueue {
-    pub fn new(conn: Connection, cfg: &QueueConfig, path: Path) -> Self {
+    pub fn new(
+        conn: Connection,
+        socket_fallback: Option<String>,
+        cfg: &QueueConfig,
+        path: Path,
+    ) -> Self {
         let Path {
             nsid,
             block,
@@ -128,6 +137,7 @@ impl NvmeQueue {
             zeroes_blocks: zeroes_blocks.max(1),
             chain: vec![NO_CHAIN; depth],
             write_zeroes_commands: 0,
+            socket_fallback,
         }
     }
 
@@ -418,8 +428,15 @@ impl Queue for NvmeQueue {
         Some(sanbench_io::Readiness {
             fd: self.conn.fd(),
             write: false,
-            held: self.conn.has_pdu(),
+            // On a ring: entries not yet submitted or no receive in the kernel make no
+            // completion, so reap(0) has to enter first.
+            held: self.conn.has_pdu() || (self.inflight > 0 && self.conn.ring_needs_look()),
         })
+    }
+
+    fn close(&mut self) -> Result<(), EngineError> {
+        self.conn.mark_closed();
+        Ok(())
     }
 
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
@@ -436,6 +453,19 @@ impl Queue for NvmeQueue {
         }
         if self.path_errors > 0 {
             m.insert("path_errors".into(), self.path_errors.into());
+        }
+        let layer = if self.conn.ring().is_some() {
+            SocketLayer::Uring
+        } else {
+            SocketLayer::Poll
+        };
+        m.insert("nvme_socket".into(), layer.name().into());
+        if let Some(r) = self.conn.ring() {
+            m.insert("nvme_ring_enters".into(), r.enters().into());
+            m.insert("nvme_ring_setup".into(), r.mode().into());
+        }
+        if let Some(f) = &self.socket_fallback {
+            m.insert("nvme_socket_fallback".into(), f.as_str().into());
         }
         m
     }

@@ -1,4 +1,4 @@
-//! The queue's socket on io_uring ([`SockRing`]): the batch's SENDMSG and the next RECV are
+//! The queue's socket on io_uring ([`RingConn`]): the batch's SENDMSG and the next RECV are
 //! queued and go to the kernel in the `io_uring_enter` that also waits for the reply, so a
 //! round trip costs one system call instead of a `sendmsg` and a `recv`.
 //!
@@ -11,19 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-use sanbench_io::sockring::Cqe;
-use sanbench_io::{EngineError, SockRing};
+use sanbench_io::sockring::Done;
+use sanbench_io::{EngineError, RingConn};
 
 use super::{NbdQueue, Recv, Seg, DIRECT_MIN};
-
-const SEND: u64 = 1;
-const RECV: u64 = 2;
-/// Most iovecs per SENDMSG (the kernel's UIO_MAXIOV).
-const IOV_MAX: usize = 1024;
-/// A send this small has always completed while the enter submitting it ran (a loopback or
-/// LAN socket's buffer takes it): the enter waits for its completion and the reply's
-/// together. A larger one may wait for the peer to read, so the enter waits for the first.
-const INLINE_SEND: usize = 64 * 1024;
 
 /// Where the posted receive writes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -35,52 +26,39 @@ enum RecvTo {
 }
 
 pub(crate) struct RingSide {
-    ring: SockRing,
-    iov: Vec<libc::iovec>,
-    msg: Box<libc::msghdr>,
+    conn: RingConn,
     /// The send in the kernel: the segment and the offset in it where it started, and its
     /// length.
     send: Option<(usize, usize, usize)>,
-    /// A send pushed since the last enter, small enough to complete inside it.
-    send_inline: bool,
     recv: Option<RecvTo>,
-    cqes: Vec<Cqe>,
+    done: Vec<Done>,
 }
-
-// SAFETY: the raw pointers in `iov` and `msg` point into buffers the queue owns (its header
-// buffer, its arena, `iov` itself); the queue moves between threads only as a whole, with
-// them.
-unsafe impl Send for RingSide {}
 
 impl RingSide {
     pub(crate) fn open(fd: std::os::fd::RawFd) -> Result<RingSide, String> {
         Ok(RingSide {
-            ring: SockRing::open(&[fd], 8)?,
-            iov: Vec::with_capacity(IOV_MAX),
-            // SAFETY: an all-zero msghdr is a valid empty one.
-            msg: Box::new(unsafe { std::mem::zeroed() }),
+            conn: RingConn::open(fd)?,
             send: None,
-            send_inline: false,
             recv: None,
-            cqes: Vec::with_capacity(4),
+            done: Vec::with_capacity(4),
         })
     }
 
     pub(crate) fn mode(&self) -> &'static str {
-        self.ring.mode()
+        self.conn.mode()
     }
 
     pub(crate) fn enters(&self) -> u64 {
-        self.ring.enters()
+        self.conn.enters()
     }
 
     pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.ring.fd()
+        self.conn.fd()
     }
 
     /// Whether a caller polling the ring fd would miss work: entries not yet submitted.
     pub(crate) fn needs_enter(&self) -> bool {
-        self.ring.has_queued()
+        self.conn.needs_enter()
     }
 
     pub(crate) fn recv_posted(&self) -> bool {
@@ -91,10 +69,9 @@ impl RingSide {
     /// kernel may still write into them: the caller keeps them.
     #[must_use]
     pub(crate) fn drain(&mut self) -> bool {
-        let drained = self.ring.drain(&[SEND, RECV], Duration::from_secs(5));
         self.send = None;
         self.recv = None;
-        drained
+        self.conn.drain()
     }
 }
 
@@ -117,38 +94,34 @@ impl NbdQueue {
 
     /// Pushes a SENDMSG of the segments from `seg` (skipping `skip` bytes of it).
     fn ring_push_send(&mut self, seg: usize, skip: usize) -> Result<(), EngineError> {
-        let mut iov = std::mem::take(&mut self.ring().iov);
-        iov.clear();
-        let mut total = 0;
-        for (i, s) in self.segs[seg..].iter().take(IOV_MAX).enumerate() {
+        let hdrs = self.hdrs.as_ptr();
+        let arena = &self.arena;
+        let bufs = self.segs[seg..].iter().enumerate().map(|(i, s)| {
             let (ptr, len) = match *s {
-                Seg::Hdr { start, len } => (self.hdrs[start..start + len].as_ptr(), len),
+                Seg::Hdr { start, len } => (hdrs.wrapping_add(start), len),
                 // SAFETY: bounds were checked against the arena in `queue_request`; the
-                // scheduler does not modify a WRITE's source region while it is in flight, and
-                // the kernel only reads it.
-                Seg::Data { buf, len } => (unsafe { self.arena.slice(buf, len) }.as_ptr(), len),
+                // scheduler does not modify a WRITE's source region while it is in flight,
+                // and the kernel only reads it.
+                Seg::Data { buf, len } => (unsafe { arena.slice(buf, len) }.as_ptr(), len),
             };
             let off = if i == 0 { skip } else { 0 };
-            iov.push(libc::iovec {
-                iov_base: ptr.wrapping_add(off) as *mut libc::c_void,
-                iov_len: len - off,
-            });
-            total += len - off;
-        }
+            (ptr.wrapping_add(off), len - off)
+        });
         // Kernel TLS refuses MSG_WAITALL on a send (EOPNOTSUPP); a short send is pushed again
         // by `ring_sent` anyway.
         let flags = if self.sock.ktls { 0 } else { libc::MSG_WAITALL };
-        let r = self.ring();
-        r.iov = iov;
-        r.msg.msg_iov = r.iov.as_mut_ptr();
-        r.msg.msg_iovlen = r.iov.len() as _;
-        r.send = Some((seg, skip, total));
-        r.send_inline = total <= INLINE_SEND;
-        // SAFETY: `msg` and `iov` live in the boxed ring side, `hdrs` and the arena regions
-        // stay untouched while `send` is Some (every change to them waits in
-        // `ring_finish_send` first), and drop drains the ring before any of them goes.
-        let pushed = unsafe { r.ring.send_msg(0, &*r.msg, flags, SEND) };
-        pushed.map_err(|e| self.io_error(e))
+        let r = self.ring.as_mut().expect("ring mode");
+        // SAFETY: `hdrs` and the arena regions stay untouched while `send` is Some (every
+        // change to them waits in `ring_finish_send` first), and drop drains the ring before
+        // any of them goes.
+        let pushed = unsafe { r.conn.send(bufs, flags) };
+        match pushed {
+            Ok(total) => {
+                r.send = Some((seg, skip, total));
+                Ok(())
+            }
+            Err(e) => Err(self.io_error(e)),
+        }
     }
 
     /// Waits until no send is in the kernel, so that the header buffer and the segments may
@@ -161,8 +134,8 @@ impl NbdQueue {
                 return Err(self.timed_out());
             }
             let r = self.ring();
-            let n = if r.ring.has_queued() { 0 } else { 1 };
-            r.ring.enter(n, Some(left)).map_err(|e| self.io_error(e))?;
+            let n = if r.conn.needs_enter() { 0 } else { 1 };
+            r.conn.enter(n, left).map_err(|e| self.io_error(e))?;
             self.ring_take()?;
         }
         if self.segs.is_empty() {
@@ -188,10 +161,9 @@ impl NbdQueue {
                 // against the I/O's range when its header was parsed); the scheduler does not
                 // touch it until the completion is reaped, and drop drains the ring first.
                 let dst = unsafe { self.arena.slice_mut(at, remaining) }.as_mut_ptr();
-                let len = remaining.min(u32::MAX as usize) as u32;
                 let r = self.ring();
                 // SAFETY: as above: the READ's own region, exclusively ours until completion.
-                let pushed = unsafe { r.ring.recv(0, dst, len, RECV) };
+                let pushed = unsafe { r.conn.recv(dst, remaining) };
                 r.recv = Some(RecvTo::Direct);
                 return pushed.map_err(|e| self.io_error(e));
             }
@@ -204,12 +176,12 @@ impl NbdQueue {
             self.rlen -= self.rpos;
             self.rpos = 0;
         }
-        let room = (self.rbuf.len() - self.rlen).min(u32::MAX as usize) as u32;
+        let room = self.rbuf.len() - self.rlen;
         let ptr = self.rbuf[self.rlen..].as_mut_ptr();
         let r = self.ring();
         // SAFETY: the free tail of the receive buffer, which nothing reads or moves until this
         // receive completes (parsing runs on completions only); drop drains the ring first.
-        let pushed = unsafe { r.ring.recv(0, ptr, room, RECV) };
+        let pushed = unsafe { r.conn.recv(ptr, room) };
         r.recv = Some(RecvTo::Buf);
         pushed.map_err(|e| self.io_error(e))
     }
@@ -225,11 +197,10 @@ impl NbdQueue {
             self.ring_post_recv()?;
         }
         loop {
-            let r = self.ring();
-            let want = 1 + u32::from(std::mem::take(&mut r.send_inline));
             let left = deadline.saturating_duration_since(Instant::now());
-            r.ring
-                .enter(want, Some(left))
+            self.ring()
+                .conn
+                .wait_recv(left)
                 .map_err(|e| self.io_error(e))?;
             if self.ring_take()? {
                 return Ok(true);
@@ -250,10 +221,9 @@ impl NbdQueue {
             self.ring_post_recv()?;
         }
         let r = self.ring();
-        if r.ring.has_queued() {
-            r.send_inline = false;
-            r.ring
-                .enter(0, Some(Duration::ZERO))
+        if r.conn.needs_enter() {
+            r.conn
+                .enter(0, Duration::ZERO)
                 .map_err(|e| self.io_error(e))?;
             got |= self.ring_take()?;
         }
@@ -262,21 +232,21 @@ impl NbdQueue {
 
     /// Handles the completions in the ring; true if a receive brought bytes.
     fn ring_take(&mut self) -> Result<bool, EngineError> {
-        let mut cqes = std::mem::take(&mut self.ring().cqes);
-        self.ring().ring.take(&mut cqes);
+        let r = self.ring();
+        let mut done = std::mem::take(&mut r.done);
+        r.conn.take(&mut done);
         let mut got = false;
         let mut r = Ok(());
-        for c in cqes.drain(..) {
+        for d in done.drain(..) {
             if r.is_err() {
                 continue;
             }
-            r = match c.user_data {
-                SEND => self.ring_sent(c.result),
-                RECV => self.ring_received(c.result).map(|()| got = true),
-                _ => Ok(()),
+            r = match d {
+                Done::Sent(res) => self.ring_sent(res),
+                Done::Received(res) => self.ring_received(res).map(|()| got = true),
             };
         }
-        self.ring().cqes = cqes;
+        self.ring().done = done;
         r.map(|()| got)
     }
 
@@ -289,7 +259,7 @@ impl NbdQueue {
             return Err(self.errno(-res));
         }
         let mut sent = res as usize;
-        if sent >= total && seg + self.ring().iov.len() >= self.segs.len() {
+        if sent >= total && seg + self.ring().conn.iov_count() >= self.segs.len() {
             return Ok(());
         }
         // A short send (a signal, or more segments than one SENDMSG takes): the rest again.
