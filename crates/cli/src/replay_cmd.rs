@@ -50,6 +50,16 @@ pub fn fidelity(doc: &RunDoc) -> String {
                 l.p50, l.p99, l.max, p.issue_lag_goal_us
             );
         }
+        if let Some(late) = p.late_ios.filter(|l| l.total() > 0) {
+            s += &format!(
+                "  late    {} I/Os over {} µs: {} with slots free, {} with every slot busy, {} behind an overlapping I/O\n",
+                late.total(),
+                p.issue_lag_goal_us,
+                late.host,
+                late.qd,
+                late.overlap
+            );
+        }
         if p.held_by_overlap > 0 {
             s += &format!(
                 "  verify  {} I/Os waited for an overlapping I/O in flight\n",

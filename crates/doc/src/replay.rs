@@ -2,12 +2,15 @@
 //! replayed, and how faithfully, judged against the trace's own times.
 //!
 //! Fidelity is the issue lag (each I/O's submission minus the time the trace gives it,
-//! scaled by `speed`) and the achieved against the recorded rate. A replay that falls behind
-//! is marked `host_limited` with a sentence when the lag comes from this host (no queue slot
-//! was wanting, the generator or its wake-ups were late), and `qd_limited` when I/Os waited
-//! for a free slot of `--qd` (the target, or a depth below the trace's concurrency): the
-//! first says the replay's figures understate the trace's load, the second says what to
-//! raise.
+//! scaled by `speed`) and the achieved against the recorded rate. Each I/O issued later than
+//! the goal is counted by what held it ([`LateIos`]): nothing but this host (the stream was
+//! not running, or woke late), every slot of `--qd` busy, or, under `--verify`, an
+//! overlapping I/O still in flight. A replay that falls behind is marked by the causes that
+//! made it: `host_limited` (the replay's figures understate the trace's load), `qd_limited`
+//! (the target did not complete I/Os fast enough for the trace's concurrency: what to raise),
+//! `overlap_limited` (the verification's one I/O per block in flight held the trace's
+//! overlapping I/Os for the target's service time). So the host is blamed only when it was
+//! the host.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +21,25 @@ pub const LAG_P99_GOAL_US: f64 = 50.0;
 
 /// Below this share of the target rate a timed replay did not keep up.
 pub const RATE_SHARE_GOAL: f64 = 0.99;
+
+/// Timed: the I/Os issued more than [`LAG_P99_GOAL_US`] after their time, by what held them.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct LateIos {
+    /// Nothing held them but this host: the stream was not running, or woke late.
+    pub host: u64,
+    /// They were due while every slot of `qd` was busy.
+    pub qd: u64,
+    /// Under `--verify`: they waited for an overlapping I/O in flight.
+    pub overlap: u64,
+}
+
+impl LateIos {
+    pub fn total(&self) -> u64 {
+        self.host + self.qd + self.overlap
+    }
+}
 
 /// Reads, writes and trims.
 #[derive(
@@ -92,17 +114,27 @@ pub struct Replay {
     /// verification never has two I/Os over one block in flight; the trace's order is kept).
     #[serde(default)]
     pub held_by_overlap: u64,
-    /// Timed: the slots the trace's rate needs at this target's mean service time
-    /// (Little's law: `target_iops` × mean service time). A replay that falls behind is
-    /// `qd_limited` only when this reaches half of `qd`: otherwise its I/Os waited for
-    /// slots only while this host caught up on a backlog of its own making.
+    /// Timed: the slots the trace's rate needs at this target's service time (Little's law:
+    /// `target_iops` × the median service time; the median, so that the service times this
+    /// host stretched, a stream descheduled between an I/O's submission and its reaping, do
+    /// not count). A replay that falls behind is `qd_limited` only when this reaches half of
+    /// `qd`: otherwise its I/Os waited for slots only while this host caught up on a backlog
+    /// of its own making.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needed_slots: Option<f64>,
+    /// Timed: the I/Os issued more than the goal after their time, by what held them
+    /// (absent in documents written before it was counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_ios: Option<LateIos>,
     /// The replay fell behind the trace's times because of this host.
     pub host_limited: bool,
     /// The replay fell behind because I/Os waited for a free slot of `qd`.
     #[serde(default)]
     pub qd_limited: bool,
+    /// Under `--verify`: the replay fell behind because I/Os waited for an overlapping I/O
+    /// in flight (the target's service time held them, not this host).
+    #[serde(default)]
+    pub overlap_limited: bool,
     /// Why a replay is marked, in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -113,8 +145,9 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Judges a timed replay's fidelity: sets `host_limited`, `qd_limited` and `note` from the
-    /// lag, the rate and `held_by_qd`. An AFAP replay is never marked.
+    /// Judges a timed replay's fidelity: sets `host_limited`, `qd_limited`,
+    /// `overlap_limited` and `note` from the lag, the rate and what held the late I/Os. An
+    /// AFAP replay is never marked.
     pub fn judge(&mut self) {
         let (Some(lag), Some(ratio)) = (&self.issue_lag_us, self.rate_ratio) else {
             return;
@@ -137,23 +170,70 @@ impl Replay {
             ),
             _ => format!("{:.1} % of the trace's rate", ratio * 100.0),
         };
-        // More than 1 % of the I/Os waiting for a slot explains a p99, when the target's
-        // service time makes the trace need that many slots.
+        // Slots are wanted because of the target only when its service time makes the trace
+        // need that many: otherwise the I/Os waited for slots while this host caught up on a
+        // backlog of its own making.
         let needs_slots = self.needed_slots.is_some_and(|n| n >= self.qd as f64 / 2.0);
-        if self.held_by_qd * 100 > issued && needs_slots {
-            self.qd_limited = true;
-            self.note = Some(format!(
-                "the replay could not keep up ({what}): {} of {} I/Os were due while all {} slots were busy; \
-                 the target did not complete them fast enough for the trace's concurrency (raise --qd if it can take more)",
-                self.held_by_qd, issued, self.qd
-            ));
+        // Documents before `late_ios`: the slots held back (`held_by_qd`) or nothing did.
+        let late = self.late_ios.unwrap_or(LateIos {
+            host: 0,
+            qd: self.held_by_qd,
+            overlap: 0,
+        });
+        let (qd, host) = if needs_slots {
+            (late.qd, late.host)
         } else {
+            (0, late.host + late.qd)
+        };
+        // A cause with more than 1 % of the I/Os late moves the p99 by itself and is named;
+        // when none does (the causes together, or only the rate), the largest is.
+        let own = |n: u64| n * 100 > issued;
+        let (mut by_overlap, mut by_qd, mut by_host) = (own(late.overlap), own(qd), own(host));
+        if !(by_overlap || by_qd || by_host) {
+            let most = late.overlap.max(qd).max(host);
+            by_overlap = late.overlap > 0 && late.overlap == most;
+            by_qd = !by_overlap && qd > 0 && qd == most;
+            by_host = !by_overlap && !by_qd;
+        }
+        let mut why = Vec::new();
+        if by_overlap {
+            self.overlap_limited = true;
+            why.push(format!(
+                "{} of {issued} I/Os were late waiting for an overlapping I/O in flight \
+                 (--verify keeps one I/O per block in flight: the target's service time held them, not this host)",
+                late.overlap
+            ));
+        }
+        if by_qd {
+            self.qd_limited = true;
+            why.push(format!(
+                "{} of {issued} I/Os were late because all {} slots were busy: \
+                 the target did not complete them fast enough for the trace's concurrency (raise --qd if it can take more)",
+                qd, self.qd
+            ));
+        }
+        if by_host {
             self.host_limited = true;
-            self.note = Some(format!(
-                "the replay could not keep up ({what}) with queue slots free: this host's limit, not the target's; \
+            // Slots full of a backlog the host made are the host's too: said apart.
+            let backlog = host - late.host;
+            let how = if backlog > 0 && self.late_ios.is_some() {
+                format!(
+                    "{} of {issued} I/Os were late with queue slots free, and {backlog} with them full of the backlog \
+                     this host fell behind by (the trace needs few slots at this target's service time)",
+                    late.host
+                )
+            } else {
+                format!("{host} of {issued} I/Os were late with queue slots free")
+            };
+            why.push(format!(
+                "{how}: this host's limit, not the target's; \
                  the figures understate the trace's load (replay at a lower --speed, or on a less loaded host)"
             ));
         }
+        self.note = Some(format!(
+            "the replay could not keep up ({what}): {}",
+            why.join("; ")
+        ));
     }
 }
 
@@ -206,6 +286,61 @@ mod tests {
         let mut r = timed(5.0, 0.5, 0, 0.1);
         r.judge();
         assert!(r.host_limited);
+    }
+
+    #[test]
+    fn each_cause_that_made_the_p99_late_is_named_and_only_those() {
+        let with = |late: LateIos, needed: f64| {
+            let mut r = timed(400.0, 0.999, late.qd, needed);
+            r.late_ios = Some(late);
+            r.judge();
+            r
+        };
+        // Verified: the late I/Os waited for overlapping ones; the host is not blamed.
+        let r = with(
+            LateIos {
+                host: 3,
+                qd: 0,
+                overlap: 40,
+            },
+            0.1,
+        );
+        assert!(r.overlap_limited && !r.host_limited && !r.qd_limited);
+        assert!(r.note.as_deref().unwrap().contains("40 of 1000"));
+        assert!(!r.note.unwrap().contains("this host's limit"));
+        // Both beyond 1 % of the I/Os: both named.
+        let r = with(
+            LateIos {
+                host: 20,
+                qd: 0,
+                overlap: 40,
+            },
+            0.1,
+        );
+        assert!(r.overlap_limited && r.host_limited);
+        // Held by full slots the target needs: the depth's; slots filled by a backlog the
+        // host made (the target needs few): the host's.
+        let qd = LateIos {
+            host: 2,
+            qd: 50,
+            overlap: 0,
+        };
+        let r = with(qd, 3.0);
+        assert!(r.qd_limited && !r.host_limited && !r.overlap_limited);
+        let r = with(qd, 0.2);
+        assert!(r.host_limited && !r.qd_limited);
+        let note = r.note.unwrap();
+        assert!(note.contains("2 of 1000 I/Os were late with queue slots free, and 50 with them full of the backlog"), "{note}");
+        // No cause alone over 1 %: the largest is named.
+        let r = with(
+            LateIos {
+                host: 4,
+                qd: 0,
+                overlap: 6,
+            },
+            0.1,
+        );
+        assert!(r.overlap_limited && !r.host_limited);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sanbench_doc::replay::{OpCounts, Replay as ReplayDoc, LAG_P99_GOAL_US};
+use sanbench_doc::replay::{LateIos, OpCounts, Replay as ReplayDoc, LAG_P99_GOAL_US};
 use sanbench_stats::LatencyHistogram;
 /// The trace formats (crates/trace), for the commands above the engine.
 pub use sanbench_trace as trace;
@@ -129,6 +129,9 @@ pub struct ReplayRun {
     pub held_by_qd: u64,
     /// Verified: I/Os that waited for an overlapping I/O in flight to complete.
     pub held_by_overlap: u64,
+    /// Timed: I/Os issued more than the lag's goal after their time, by what held them
+    /// ([`LateIos`]: this host, every slot busy, an overlapping I/O in flight).
+    pub late: [u64; 3],
     /// FNV-1a over the issued I/Os in order ([`ReplayDoc::issued_digest`]).
     pub digest: u64,
     /// The replay's settings and the trace's summary, for the result.
@@ -143,6 +146,14 @@ pub struct ReplayRun {
     pub trace_ns: u64,
     pub recorded_iops: Option<f64>,
 }
+
+/// [`ReplayRun::late`]'s causes.
+pub const LATE_HOST: usize = 0;
+pub const LATE_QD: usize = 1;
+pub const LATE_OVERLAP: usize = 2;
+
+/// The lag beyond which an I/O counts as late (the goal of its p99), ns.
+pub const LATE_NS: u64 = (LAG_P99_GOAL_US * 1000.0) as u64;
 
 /// FNV-1a's 64-bit offset basis and prime.
 pub const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
@@ -179,9 +190,9 @@ impl ReplayRun {
         }
     }
 
-    /// The result's block, with the issue lag of every op (timed) and the mean service time
-    /// (ns) of every op.
-    pub fn doc(&self, lag: Option<&LatencyHistogram>, service_mean_ns: f64) -> ReplayDoc {
+    /// The result's block, with the issue lag of every op (timed) and the median service
+    /// time (ns) of every op.
+    pub fn doc(&self, lag: Option<&LatencyHistogram>, service_p50_ns: f64) -> ReplayDoc {
         let issued: u64 = self.ops.iter().sum();
         let first = self.first_submit_ns.unwrap_or(self.last_submit_ns);
         let secs = self.last_submit_ns.saturating_sub(first) as f64 / 1e9;
@@ -216,9 +227,15 @@ impl ReplayRun {
             issue_lag_goal_us: LAG_P99_GOAL_US,
             held_by_qd: self.held_by_qd,
             held_by_overlap: self.held_by_overlap,
-            needed_slots: target.map(|t| t * service_mean_ns / 1e9),
+            late_ios: (!self.afap).then_some(LateIos {
+                host: self.late[LATE_HOST],
+                qd: self.late[LATE_QD],
+                overlap: self.late[LATE_OVERLAP],
+            }),
+            needed_slots: target.map(|t| t * service_p50_ns / 1e9),
             host_limited: false,
             qd_limited: false,
+            overlap_limited: false,
             note: None,
             issued_digest: format!("{:016x}", self.digest),
         };

@@ -169,7 +169,7 @@ pub fn target_result(t: &TargetRun, secs: f64, with_info: bool) -> TargetResult 
             all.merge(&t.trim.lag);
             let mut serv = service.clone();
             serv.merge(&t.trim.hist);
-            r.doc(Some(&all), serv.mean_ns())
+            r.doc(Some(&all), serv.quantile(0.5) as f64)
         }),
     }
 }

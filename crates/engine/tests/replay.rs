@@ -260,6 +260,10 @@ fn fidelity_matches_a_delayed_target() {
     let r = doc.replay.unwrap();
     assert!(r.qd_limited && !r.host_limited, "{r:?}");
     assert!(r.held_by_qd > 100, "{}", r.held_by_qd);
+    // The late I/Os were held by the slot; none by an overlap (nothing is verified).
+    let late = r.late_ios.unwrap();
+    assert!(late.qd > 100 && late.qd > late.host, "{late:?}");
+    assert_eq!(late.overlap, 0, "{late:?}");
     let ratio = r.rate_ratio.unwrap();
     assert!(ratio < 0.7, "{ratio}");
     assert!(r.issue_lag_us.unwrap().p99 > 10_000.0);

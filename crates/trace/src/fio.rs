@@ -13,7 +13,7 @@
 
 use std::io::BufRead;
 
-use crate::lines::{uint, Lines};
+use crate::lines::{fields, uint, Lines};
 use crate::{length, TraceError, TraceOp, TraceRecord};
 
 /// The iolog version a first line declares.
@@ -70,10 +70,12 @@ impl<R: BufRead> Iolog<R> {
                     }
                 }
             }
-            let f: Vec<&str> = text.split_ascii_whitespace().collect();
-            if f.is_empty() {
+            // A valid line has at most 5 fields; one more tells a longer line apart.
+            let (all, count) = fields::<6>(text.split_ascii_whitespace());
+            if count == 0 {
                 continue;
             }
+            let f = &all[..count.min(6)];
             let (time_ns, rest) = if self.version == 3 {
                 let ts = match uint(n, "timestamp", f[0]) {
                     Ok(t) => t,
@@ -84,7 +86,7 @@ impl<R: BufRead> Iolog<R> {
                 };
                 (ns, &f[1..])
             } else {
-                (self.waited_ns, &f[..])
+                (self.waited_ns, f)
             };
             match rest {
                 [_, "add" | "open" | "close"] => continue,
@@ -145,7 +147,7 @@ impl<R: BufRead> Iolog<R> {
                         n,
                         format!(
                             "{} fields: a version {} iolog line has {}",
-                            f.len(),
+                            count,
                             self.version,
                             if self.version == 3 {
                                 "3 (TIME FILE ACTION) or 5 (TIME FILE ACTION OFFSET LENGTH)"

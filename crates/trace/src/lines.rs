@@ -82,6 +82,20 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
+/// The first `N` fields of a line, without allocating (the replay parses each record on its
+/// stream's path), and how many it has in all.
+pub fn fields<'a, const N: usize>(it: impl Iterator<Item = &'a str>) -> ([&'a str; N], usize) {
+    let mut f = [""; N];
+    let mut n = 0;
+    for x in it {
+        if n < N {
+            f[n] = x;
+        }
+        n += 1;
+    }
+    (f, n)
+}
+
 /// Parses a decimal unsigned integer field, naming it in the error.
 pub fn uint(line: u64, what: &str, s: &str) -> Result<u64, TraceError> {
     s.parse::<u64>()
@@ -118,6 +132,14 @@ mod tests {
         let e = l.next_line().unwrap().unwrap_err();
         assert_eq!(e.line, 1);
         assert!(l.next_line().is_none());
+    }
+
+    #[test]
+    fn fields_keeps_the_first_n_and_counts_all() {
+        let (f, n) = fields::<3>("a  b\tc d e".split_ascii_whitespace());
+        assert_eq!((f, n), (["a", "b", "c"], 5));
+        let (f, n) = fields::<3>("a".split_ascii_whitespace());
+        assert_eq!((f, n), (["a", "", ""], 1));
     }
 
     #[test]

@@ -13,7 +13,8 @@ use super::EngineArgs;
     after_help = "Formats: fio iolog v2/v3 (write_iolog), blkparse text output (its Q \
 events), the SNIA IOTTA / MSR Cambridge CSV. Timed replays measure response time from each \
 I/O's trace time (no coordinated omission) and report the issue lag against it; a replay that \
-could not keep up says so (host_limited: this host; qd_limited: the target or --qd).
+could not keep up says so, by what held its late I/Os (host_limited: this host; qd_limited: \
+the target or --qd; overlap_limited: --verify's overlapping I/Os).
 Exit codes: 0 replayed, 1 the replay failed, 2 bad usage or a bad trace (its line named), 3 \
 data did not verify (--verify)."
 )]

@@ -40,6 +40,7 @@ mod stream_verify;
 pub mod summaries;
 pub mod sync;
 pub mod timeline;
+mod wait;
 pub mod wire;
 #[cfg(test)]
 mod wire_tests;

@@ -4,19 +4,19 @@
 //! three ways: response time from the intended time (the headline), service time from the
 //! actual submission, and the issue lag between the two.
 //!
-//! Waiting: until shortly before the next arrival the stream sleeps, with I/O in flight in the
-//! engine's own wait (`Queue::reap_until`: a ring's timed wait, a socket's poll), so that a
-//! completion wakes it at once and a server on the same cores gets them; the last stretch
-//! before an arrival is spun, as long as the wake-ups this stream sees are late ([`Spin`]).
+//! Waiting (run/wait.rs, shared with a timed replay): until shortly before the next arrival
+//! the stream sleeps, with I/O in flight in the engine's own wait (`Queue::reap_until`: a
+//! ring's timed wait, a socket's poll), so that a completion wakes it at once and a server on
+//! the same cores gets them; the last stretch before an arrival is spun, as long as the wake-ups this stream sees are late ([`Spin`]).
 //! The spin's time inside the window is counted ([`Pacing`]: `StreamState::pacing`, the
 //! result's `pacing_cpu_s`), and the CPU efficiency figures leave it out.
 
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::pacer::Pacer;
-use super::spin::{Pass, Spin};
+use super::spin::Spin;
 use super::state::{Fill, StreamCtx, StreamState};
+use super::wait::{ends, wait, Wait, Waited};
 use crate::engine::Queue;
 use crate::error::EngineError;
 use crate::gen::Generator;
@@ -48,19 +48,7 @@ pub(super) fn drive(
         let now = t0.elapsed().as_nanos() as u64;
         s.pacing.start(now);
         let top = now;
-        if now >= ctx.shared.end_at.load(Ordering::Relaxed)
-            || ctx.shared.abort.load(Ordering::Relaxed)
-            || ctx.shared.stop.load(Ordering::Relaxed)
-        {
-            if now < ctx.shared.end_at.load(Ordering::Relaxed)
-                && ctx.shared.stop.load(Ordering::Relaxed)
-            {
-                ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
-            }
-            s.watch.close(
-                ctx.ramp_ns,
-                now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
-            );
+        if ends(s, ctx, now) {
             return Ok(counted_below);
         }
         s.batch.clear();
@@ -77,50 +65,17 @@ pub(super) fn drive(
         s.send(q, ctx, f, t0.elapsed().as_nanos() as u64)?;
         let next = pacer.next_ns().min(ctx.end_ns);
         let now = t0.elapsed().as_nanos() as u64;
-        // Wake for a completion or shortly before the next arrival, whichever comes first,
-        // sleeping in the engine (a ring's or socket's wait) where it can.
-        let wake_ns = next.saturating_sub(spin.window_ns());
-        let waits = wake_ns > now;
-        if s.inflight > 0 {
-            s.done.clear();
-            // Every slot busy and the next arrival already due: wait a little past now, not
-            // on a deadline that has passed. Such a wait never enters the kernel, and a ring
-            // that defers its completions' work (DEFER_TASKRUN) posts none without that: the
-            // stream spun at 0 IOPS. A socket's wait spins through the 50 µs as before.
-            let until = if s.free.is_empty() && !waits {
-                now + 50_000
-            } else {
-                wake_ns.max(now)
-            };
-            q.reap_until(t0 + Duration::from_nanos(until), &mut s.done)?;
-            let after = t0.elapsed().as_nanos() as u64;
-            if !s.done.is_empty() {
-                s.reaped(ctx, &*q);
-                if after >= ctx.shared.end_at.load(Ordering::Relaxed) {
-                    // Reaped at or after the window's end (the wait returned late): outside
-                    // the window, as in the closed loop; the loop's top ends the stream.
-                    s.retire_uncounted(f.lay, f.arena)?;
-                    continue;
-                }
-                s.count(after, ctx, f.lay, f.arena)?;
-                counted_below = after + 1;
-                continue;
-            }
-            if waits {
-                spin.observe(wake_ns, after);
-            }
-        } else if waits {
-            std::thread::sleep(Duration::from_nanos(wake_ns - now));
-            spin.observe(wake_ns, t0.elapsed().as_nanos() as u64);
-        }
-        let pass = Pass {
+        // Every slot busy and the next arrival (nearly) due: only a completion lets it go.
+        let held = s.free.is_empty() && next <= now + spin.window_ns();
+        let w = Wait {
             top,
             now,
             next,
-            waits,
             issued,
+            held,
         };
-        s.pacing.end(pass, ctx.ramp_ns);
-        std::hint::spin_loop();
+        if let Waited::Counted(after) = wait(s, q, f, ctx, t0, &mut spin, w)? {
+            counted_below = after + 1;
+        }
     }
 }

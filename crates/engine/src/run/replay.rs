@@ -6,17 +6,21 @@
 //! there (`Shared::replay_done`), so a replay's window is the replay, not the time limit.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sanbench_trace::map::Mapping;
 
 use super::clock::Clock;
-use super::spin::{Pass, Spin};
+use super::spin::Spin;
 use super::state::{Fill, StreamCtx, StreamState};
+use super::wait::{ends, wait, Wait, Waited};
 use crate::engine::{Op, Queue};
 use crate::error::EngineError;
 use crate::gen::Planned;
-use crate::replay::{digest_add, Records, Replay, ReplayRun, TraceOp, TraceRecord};
+use crate::replay::{
+    digest_add, Records, Replay, ReplayRun, TraceOp, TraceRecord, LATE_HOST, LATE_NS, LATE_OVERLAP,
+    LATE_QD,
+};
 
 /// One stream's reader of the trace: its records one at a time, placed and timed.
 pub(super) struct Feed {
@@ -33,6 +37,10 @@ pub(super) struct Feed {
     held: bool,
     /// The next record was already counted as held by an overlapping I/O (verified).
     overlapped: bool,
+    /// Records due before these times (ns) found every slot busy, or an overlapping I/O in
+    /// flight, while the stream was running: what held them, if they are late (0: none yet).
+    qd_until: u64,
+    overlap_until: u64,
     done: bool,
     max_len: u32,
     pub(super) run: ReplayRun,
@@ -50,6 +58,8 @@ impl Feed {
             last_at: 0,
             held: false,
             overlapped: false,
+            qd_until: 0,
+            overlap_until: 0,
             done: false,
             max_len: r.summary.max_len,
             run: ReplayRun::new(r, qd),
@@ -146,30 +156,46 @@ impl Feed {
         self.run.last_submit_ns = at;
     }
 
-    /// The next record is due and every slot is busy.
+    /// Timed: the batch of `s` went to the queue at `at`; counts its late I/Os by what held
+    /// them (an overlapping I/O, the slots, else this host).
     #[inline]
-    fn hold(&mut self) {
+    fn sent_timed(&mut self, s: &StreamState, at: u64) {
+        self.sent(at);
+        for io in &s.batch {
+            let due = s.intended[io.tag as usize];
+            if at.saturating_sub(due) > LATE_NS {
+                let cause = if due < self.overlap_until {
+                    LATE_OVERLAP
+                } else if due < self.qd_until {
+                    LATE_QD
+                } else {
+                    LATE_HOST
+                };
+                self.run.late[cause] += 1;
+            }
+        }
+    }
+
+    /// The next record is due at `now` and every slot is busy.
+    #[inline]
+    fn hold(&mut self, now: u64) {
+        self.qd_until = now + 1;
         if !self.held {
             self.held = true;
             self.run.held_by_qd += 1;
         }
     }
-}
 
-/// Whether the stream must stop now (the window's end, a failure elsewhere, a stop), noting
-/// a stop's instant as the other loops do.
-fn ends(ctx: &StreamCtx<'_>, now: u64) -> bool {
-    let end_at = ctx.shared.end_at.load(Ordering::Relaxed);
-    if now >= end_at
-        || ctx.shared.abort.load(Ordering::Relaxed)
-        || ctx.shared.stop.load(Ordering::Relaxed)
-    {
-        if now < end_at && ctx.shared.stop.load(Ordering::Relaxed) {
-            ctx.shared.stopped_at.fetch_max(now, Ordering::Relaxed);
+    /// A wait for a slot (`blocked`: for an overlapping I/O to complete) ended at `now`:
+    /// whatever was due until then was held by it.
+    #[inline]
+    fn held_until(&mut self, blocked: bool, now: u64) {
+        if blocked {
+            self.overlap_until = now + 1;
+        } else {
+            self.qd_until = now + 1;
         }
-        return true;
     }
-    false
 }
 
 /// A record's granules stay locked with nothing of this stream in flight: another stream
@@ -229,11 +255,7 @@ pub(super) fn afap(
         q.reap(1, &mut s.done)?;
         let now = clock.now_ns();
         s.reaped(ctx, q);
-        if ends(ctx, now) {
-            s.watch.close(
-                ctx.ramp_ns,
-                now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
-            );
+        if ends(s, ctx, now) {
             s.retire_uncounted(f.lay, f.arena)?;
             return Ok(counted_below);
         }
@@ -243,7 +265,7 @@ pub(super) fn afap(
 }
 
 /// Timed: each record at its intended time, late ones at once, the depth only capping what
-/// is in flight. Waits as the open loop does (run/open.rs): in the engine's own wait while
+/// is in flight. Waits as the open loop does (run/wait.rs): in the engine's own wait while
 /// I/O is in flight, spinning the last stretch before an arrival.
 pub(super) fn timed(
     s: &mut StreamState,
@@ -263,11 +285,7 @@ pub(super) fn timed(
         let now = t0.elapsed().as_nanos() as u64;
         s.pacing.start(now);
         let top = now;
-        if ends(ctx, now) {
-            s.watch.close(
-                ctx.ramp_ns,
-                now.min(ctx.shared.end_at.load(Ordering::Relaxed)),
-            );
+        if ends(s, ctx, now) {
             return Ok(counted_below);
         }
         s.batch.clear();
@@ -277,10 +295,11 @@ pub(super) fn timed(
                 break;
             }
             let Some(tag) = s.free.pop() else {
-                feed.hold();
+                feed.hold(now);
                 break;
             };
             let Some((p, at)) = feed.take_locked(s, tag) else {
+                feed.held_until(true, now);
                 blocked = true;
                 break;
             };
@@ -292,7 +311,7 @@ pub(super) fn timed(
         if issued {
             let at = t0.elapsed().as_nanos() as u64;
             s.send(q, ctx, f, at)?;
-            feed.sent(at);
+            feed.sent_timed(s, at);
         }
         let upcoming = feed.peek()?;
         if blocked && s.inflight == 0 {
@@ -304,46 +323,22 @@ pub(super) fn timed(
         }
         let next = upcoming.unwrap_or(u64::MAX).min(ctx.end_ns);
         let now = t0.elapsed().as_nanos() as u64;
-        let wake_ns = next.saturating_sub(spin.window_ns());
-        let waits = wake_ns > now;
-        // A record is due and every slot is busy: nothing to do until a completion, so wait
-        // for one. (A wait until a deadline already past would not even enter the kernel:
-        // an io_uring ring with DEFER_TASKRUN posts completions only when it is entered.)
-        // So is a due record that overlaps an I/O in flight (verified).
-        let slot_wanted = (s.free.is_empty() || blocked) && upcoming.is_some_and(|at| at <= now);
-        if s.inflight > 0 {
-            s.done.clear();
-            if slot_wanted {
-                q.reap(1, &mut s.done)?;
-            } else {
-                q.reap_until(t0 + Duration::from_nanos(wake_ns.max(now)), &mut s.done)?;
-            }
-            let after = t0.elapsed().as_nanos() as u64;
-            if !s.done.is_empty() {
-                s.reaped(ctx, &*q);
-                if after >= ctx.shared.end_at.load(Ordering::Relaxed) {
-                    s.retire_uncounted(f.lay, f.arena)?;
-                    continue;
-                }
-                s.count(after, ctx, f.lay, f.arena)?;
-                counted_below = after + 1;
-                continue;
-            }
-            if waits {
-                spin.observe(wake_ns, after);
-            }
-        } else if waits {
-            std::thread::sleep(Duration::from_nanos(wake_ns - now));
-            spin.observe(wake_ns, t0.elapsed().as_nanos() as u64);
-        }
-        let pass = Pass {
+        // A record is due and every slot is busy, or it overlaps an I/O in flight
+        // (verified): only a completion lets it go.
+        let held = (s.free.is_empty() || blocked) && upcoming.is_some_and(|at| at <= now);
+        let w = Wait {
             top,
             now,
             next,
-            waits,
             issued,
+            held,
         };
-        s.pacing.end(pass, ctx.ramp_ns);
-        std::hint::spin_loop();
+        let waited = wait(s, q, f, ctx, t0, &mut spin, w)?;
+        if held {
+            feed.held_until(blocked, waited.at());
+        }
+        if let Waited::Counted(after) = waited {
+            counted_below = after + 1;
+        }
     }
 }
