@@ -42,10 +42,15 @@ pub fn kernel() -> (String, PathBuf) {
 /// kmod's modinfo: by path where it is (a PATH without the sbin directories, a plain user's,
 /// found no modinfo and silently left every module out of the guest).
 fn modinfo_bin() -> &'static str {
-    ["/usr/sbin/modinfo", "/sbin/modinfo", "/usr/bin/modinfo", "/bin/modinfo"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .unwrap_or("modinfo")
+    [
+        "/usr/sbin/modinfo",
+        "/sbin/modinfo",
+        "/usr/bin/modinfo",
+        "/bin/modinfo",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+    .unwrap_or("modinfo")
 }
 
 fn modinfo(k: &str, field: Option<&str>, name: &str) -> Option<String> {
