@@ -524,18 +524,14 @@ fn a_verification_session_continues_and_catches_a_lost_write() {
     );
 }
 
-#[test]
-fn a_verified_comparison_checks_every_cell_and_reports_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = sanbench()
+/// `compare --suite quick --verify` of `targets`, one round of `time` per cell, its report in
+/// `out`; its results.json.
+fn verified_quick_comparison(out: &std::path::Path, time: &str, targets: &[&str]) -> Value {
+    let run = sanbench()
         .args([
-            "compare",
-            "--repeat",
-            "1",
-            "--suite",
-            "quick",
-            "--time",
-            "0.5s",
+            "compare", "--repeat", "1", "--suite", "quick", "--time", time,
+        ])
+        .args([
             "--ramp",
             "0.1s",
             "--no-store",
@@ -543,14 +539,19 @@ fn a_verified_comparison_checks_every_cell_and_reports_it() {
             "--quiet",
             "--out",
         ])
-        .arg(dir.path())
-        .args(["a=mem:32M", "b=mem:48M"])
+        .arg(out)
+        .args(targets)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let doc: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_verified_comparison_checks_every_cell_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = verified_quick_comparison(dir.path(), "0.5s", &["a=mem:32M", "b=mem:48M"]);
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 10);
     for c in cells {
@@ -574,26 +575,7 @@ fn a_verified_comparison_checks_every_cell_and_reports_it() {
 #[test]
 fn two_targets_on_one_store_share_the_verification() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sanbench()
-        .args([
-            "compare", "--repeat", "1", "--suite", "quick", "--time", "0.4s",
-        ])
-        .args([
-            "--ramp",
-            "0.1s",
-            "--no-store",
-            "--verify",
-            "--quiet",
-            "--out",
-        ])
-        .arg(dir.path())
-        .args(["a=mem:16M", "b=mem:16M"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let doc: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    let doc = verified_quick_comparison(dir.path(), "0.4s", &["a=mem:16M", "b=mem:16M"]);
     let cells = doc["cells"].as_array().unwrap();
     assert!(cells
         .iter()
