@@ -88,13 +88,11 @@ pub fn block_trim(file: &File) -> TrimHow {
     }
 }
 
-/// A discard of `io`'s range by BLKDISCARD on the calling thread: 0 or a negative errno.
-pub fn blkdiscard(file: &File, io: &Io) -> i32 {
-    let range: [u64; 2] = [io.offset, io.len as u64];
+/// A system call returning 0 or -1 with errno, repeated while interrupted: 0 or a negative
+/// errno.
+fn retrying(call: impl Fn() -> i32) -> i32 {
     loop {
-        // SAFETY: BLKDISCARD reads two u64s from the pointer, which lives across the call.
-        let rc = unsafe { libc::ioctl(file.as_raw_fd(), BLKDISCARD, range.as_ptr()) };
-        if rc == 0 {
+        if call() == 0 {
             return 0;
         }
         let e = std::io::Error::last_os_error()
@@ -106,12 +104,11 @@ pub fn blkdiscard(file: &File, io: &Io) -> i32 {
     }
 }
 
-/// A trim or a write-zeroes on a block device, on the calling thread.
-pub fn on_block(file: &File, io: &Io) -> i32 {
-    match io.op {
-        Op::Trim => blkdiscard(file, io),
-        _ => fallocate(file, io),
-    }
+/// A discard of `io`'s range by BLKDISCARD on the calling thread: 0 or a negative errno.
+pub fn blkdiscard(file: &File, io: &Io) -> i32 {
+    let range: [u64; 2] = [io.offset, io.len as u64];
+    // SAFETY: BLKDISCARD reads two u64s from the pointer, which lives across the call.
+    retrying(|| unsafe { libc::ioctl(file.as_raw_fd(), BLKDISCARD, range.as_ptr()) })
 }
 
 /// The fallocate mode of a trim or a write-zeroes.
@@ -124,24 +121,13 @@ pub fn fallocate_mode(op: Op) -> i32 {
 
 /// Carries out a trim or a write-zeroes on the calling thread: 0 or a negative errno.
 pub fn fallocate(file: &File, io: &Io) -> i32 {
-    loop {
-        // SAFETY: fallocate on an open fd reads no memory of ours.
-        let rc = unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                fallocate_mode(io.op),
-                io.offset as libc::off_t,
-                io.len as libc::off_t,
-            )
-        };
-        if rc == 0 {
-            return 0;
-        }
-        let e = std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO);
-        if e != libc::EINTR {
-            return -e;
-        }
-    }
+    // SAFETY: fallocate on an open fd reads no memory of ours.
+    retrying(|| unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            fallocate_mode(io.op),
+            io.offset as libc::off_t,
+            io.len as libc::off_t,
+        )
+    })
 }
