@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::ini::{Opt, Section};
+use super::ini::Section;
+use super::job_opts::Ctx;
 use super::options::{canonical, why, MAPPED, NO_EFFECT};
 use super::{sizes, value, Setup};
 use sanbench_doc::spec::{Arrival, Segment, Workload};
@@ -55,75 +56,6 @@ enum Kind {
     NvmeNg,
     /// sg: the files are SCSI generic devices.
     Sg,
-}
-
-struct Ctx<'a> {
-    section: &'a str,
-    opts: HashMap<String, (usize, &'a Opt)>,
-    ignore: &'a [String],
-    problems: Vec<String>,
-}
-
-impl<'a> Ctx<'a> {
-    fn ignored(&self, key: &str) -> bool {
-        self.ignore.iter().any(|i| canonical(i) == key)
-    }
-
-    /// Reports a problem with an option (unless it is ignored).
-    fn problem(&mut self, key: &str, msg: impl std::fmt::Display) {
-        if self.ignored(key) {
-            return;
-        }
-        let (at, shown) = match self.opts.get(key) {
-            Some((_, o)) => (
-                o.at.as_str(),
-                match &o.value {
-                    Some(v) => format!("{}={v}", o.key),
-                    None => o.key.clone(),
-                },
-            ),
-            None => ("", key.to_string()),
-        };
-        let at = if at.is_empty() {
-            String::new()
-        } else {
-            format!("{at}: ")
-        };
-        self.problems.push(format!(
-            "{at}[{}] {shown}: {msg} (--fio-ignore {key} runs without it)",
-            self.section
-        ));
-    }
-
-    /// The value of an option if given (a bare option reads as "1"), unless ignored or its
-    /// value named an unset variable.
-    fn get(&mut self, key: &str) -> Option<&'a str> {
-        if self.ignored(key) {
-            return None;
-        }
-        let (_, o) = *self.opts.get(key)?;
-        if let Some(var) = &o.unset_env {
-            self.problem(key, format!("the environment variable {var} is not set"));
-            return None;
-        }
-        Some(o.value.as_deref().unwrap_or("1"))
-    }
-
-    fn order(&self, key: &str) -> Option<usize> {
-        self.opts.get(key).map(|o| o.0)
-    }
-
-    /// Parses an option's value, reporting a failure under its name.
-    fn parse<T>(&mut self, key: &str, f: impl FnOnce(&str) -> Result<T, String>) -> Option<T> {
-        let v = self.get(key)?;
-        match f(v) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                self.problem(key, e);
-                None
-            }
-        }
-    }
 }
 
 /// Maps one job section. `Err` holds one line per problem.

@@ -15,6 +15,7 @@ pub mod export;
 pub mod host;
 pub mod import;
 pub mod ini;
+mod job_opts;
 pub mod json;
 pub mod options;
 pub mod sizes;
