@@ -238,7 +238,11 @@ impl Queue for UringQueue {
             let mut resubmit: Vec<(Io, u32)> = Vec::new();
             for cqe in self.ring.completion() {
                 let tag = cqe.user_data() as u32;
-                let res = self.inline[tag as usize].take().unwrap_or(cqe.result());
+                // Only a queue that runs BLKDISCARD itself has results of its own to give.
+                let res = match self.trim {
+                    TrimHow::Ioctl => self.inline[tag as usize].take().unwrap_or(cqe.result()),
+                    _ => cqe.result(),
+                };
                 let (io, done) = self.reqs[tag as usize];
                 let short = matches!(io.op, Op::Read | Op::Write)
                     && res >= 0
