@@ -34,6 +34,12 @@ mix() { rm -f /tmp/$1.json
 mix ng nvme-ng:/dev/ng0n1
 mix sg sg:$SG
 mix bsg bsg:$BSG
+# sg's queue on the driver's write/read interface (the default) against a thread per slot in
+# SG_IO, beside the disk's block device: random 4 KiB reads at QD 8, interleaved (TCG figures).
+ab() { $SB run $2 --read 100 --bs 4k --qd 8 --time 500ms --ramp 0 --size 4M --quiet \
+    --json /tmp/ab.json > /dev/null 2>&1
+  echo "AB $1 $? $(grep -o '"iops": *[0-9.e+]*' /tmp/ab.json | head -1 | tr -d ' ')"; }
+for i in 1 2; do ab sd $SD; ab sg sg:$SG; SANBENCH_SG_QUEUE=threads ab sg-threads sg:$SG; done
 # Trims alone at QD 8: a submit's trims go as one DSM / UNMAP (the queues count commands per
 # trim). Write-zeroes of 2 MiB, above one transfer (QEMU's MDTS): split by the engine.
 trims() { rm -f /tmp/$1.json
@@ -214,6 +220,18 @@ fn passthrough_engines_in_the_guest() {
             "{p}"
         );
     }
+    // sg ran on the driver's write/read interface, without threads; bsg on its threads.
+    let q = |name: &str| json_of(&runs, name, &console)["results"][0]["queues"][0].clone();
+    assert_eq!(q("sg")["queue"], "sg write/read", "{}", q("sg"));
+    assert_eq!(q("sg")["threads"], 0, "{}", q("sg"));
+    assert!(q("bsg")["threads"].as_u64() > Some(0), "{}", q("bsg"));
+    let ab: Vec<&str> = console.lines().filter(|l| l.starts_with("AB ")).collect();
+    eprintln!("random 4 KiB reads at QD 8 (TCG, not a performance figure): {ab:?}");
+    assert_eq!(ab.len(), 6, "{console}");
+    assert!(
+        ab.iter().all(|l| l.split(' ').nth(2) == Some("0")),
+        "{ab:?}"
+    );
     // A submit's trims went as one command: fewer commands than trims at QD 8.
     for name in ["ng-trim", "sg-trim"] {
         let r = &json_of(&runs, name, &console)["results"][0];

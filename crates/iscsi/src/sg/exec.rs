@@ -8,7 +8,7 @@ use std::fs::File;
 use sanbench_io::engine::{Io, Op};
 use sanbench_io::Arena;
 
-use super::io_hdr::dir;
+use super::io_hdr::{dir, Outcome};
 use super::{sg_io, Geometry};
 use crate::initiator::discard::TrimBy;
 use crate::scsi::cdb::{Cdb, CdbLen};
@@ -170,6 +170,146 @@ pub(crate) struct Done {
     pub commands: u32,
 }
 
+/// One command of a job, with its data: a region of the arena (a READ's or WRITE's), the
+/// zero block (WRITE SAME), or a parameter list the command owns (UNMAP).
+pub(crate) struct Cmd {
+    pub cdb: Cdb,
+    pub direction: i32,
+    pub data: *mut u8,
+    pub len: u32,
+    /// An UNMAP's parameter list, which `data` points into (a box does not move with the
+    /// command).
+    _owned: Option<Box<[u8]>>,
+}
+
+// SAFETY: `data` names a region of the arena (which the queue holds an `Arc` of), the queue's
+// zero block, or the command's own box; the command moves between threads only with the
+// queue that holds all of them.
+unsafe impl Send for Cmd {}
+
+/// The commands of a job of [`jobs`], in the order they go: one I/O's (see [`commands`]), or
+/// one UNMAP carrying the trims of a batch. Refused (not whole blocks, not offered): the
+/// job's [`Done`], nothing sent.
+///
+/// The data pointers stay valid as long as the arena, `zero_block` and the returned commands
+/// do; the scheduler gives each I/O exclusive use of its arena region while it is in flight.
+pub(crate) fn plan(
+    geo: &Geometry,
+    arena: &Arena,
+    zero_block: &[u8],
+    job: &[Io],
+) -> Result<Vec<Cmd>, Done> {
+    let owned = |cdb: Cdb, mut list: Box<[u8]>| {
+        let (data, len) = (list.as_mut_ptr(), list.len() as u32);
+        Cmd {
+            cdb,
+            direction: dir::TO_DEV,
+            data,
+            len,
+            _owned: Some(list),
+        }
+    };
+    let io = match job {
+        [io] => io,
+        _ => {
+            let ranges: Vec<(u64, u64)> = job.iter().flat_map(|io| unmap_ranges(geo, io)).collect();
+            let mut plist = vec![0u8; 8 + 16 * ranges.len()];
+            let n = crate::scsi::unmap::encode(&ranges, &mut plist);
+            plist.truncate(n);
+            let cdb = Cdb::Unmap {
+                anchor: false,
+                param_len: n as u16,
+            };
+            return Ok(vec![owned(cdb, plist.into_boxed_slice())]);
+        }
+    };
+    let cdbs = commands(geo, io).map_err(|e| Done {
+        errno: e,
+        why: Some(format!(
+            "{} of {} bytes at {}: not whole blocks of {} or not offered",
+            io.op.name(),
+            io.len,
+            io.offset,
+            geo.block
+        )),
+        commands: 0,
+    })?;
+    let ranges = if io.op == Op::Trim && geo.disc.trim == Some(TrimBy::Unmap) {
+        unmap_ranges(geo, io)
+    } else {
+        Vec::new()
+    };
+    let mut out = Vec::with_capacity(cdbs.len());
+    for (i, cdb) in cdbs.into_iter().enumerate() {
+        let (direction, (data, len)) = match (io.op, &cdb) {
+            // SAFETY (both arms): the scheduler gives this I/O exclusive use of its arena
+            // region while it is in flight; a WRITE's is only read (TO_DEV).
+            (Op::Read, _) => {
+                let buf = unsafe { arena.slice_mut(io.buf, io.len as usize) };
+                (dir::FROM_DEV, (buf.as_mut_ptr(), io.len))
+            }
+            (Op::Write, _) => {
+                let buf = unsafe { arena.slice(io.buf, io.len as usize) };
+                (dir::TO_DEV, (buf.as_ptr() as *mut u8, io.len))
+            }
+            (_, Cdb::WriteSame { .. }) => (
+                dir::TO_DEV,
+                (zero_block.as_ptr() as *mut u8, zero_block.len() as u32),
+            ),
+            (_, Cdb::Unmap { .. }) => {
+                let mut plist = vec![0u8; 24];
+                let n = crate::scsi::unmap::encode(&ranges[i..i + 1], &mut plist);
+                plist.truncate(n);
+                out.push(owned(cdb, plist.into_boxed_slice()));
+                continue;
+            }
+            _ => (dir::NONE, (std::ptr::null_mut(), 0)),
+        };
+        out.push(Cmd {
+            cdb,
+            direction,
+            data,
+            len,
+            _owned: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether command `cmd` of `job` failed, judged from what sending it with `call` gave: the
+/// errno and the line for the queue's `last_failure`, or `None`.
+pub(crate) fn failure(
+    job: &[Io],
+    cmd: &Cmd,
+    call: &str,
+    got: &std::io::Result<Outcome>,
+) -> Option<(i32, String)> {
+    let io = &job[0];
+    let what = || match cmd.cdb {
+        Cdb::Unmap { .. } if job.len() > 1 => {
+            format!("UNMAP of {} trims from offset {}", job.len(), io.offset)
+        }
+        _ => format!("{} at offset {}", io.op.name(), io.offset),
+    };
+    match got {
+        Err(e) => Some((
+            -e.raw_os_error().unwrap_or(libc::EIO),
+            format!("{}: {call}: {e}", what()),
+        )),
+        Ok(o) if !o.ok() => Some((o.errno(), format!("{}: {}", what(), o.describe()))),
+        Ok(o) if o.resid > 0 && io.op.moves_data() && job.len() == 1 => Some((
+            -libc::EIO,
+            format!(
+                "{}: {} of {} bytes not transferred",
+                what(),
+                o.resid,
+                io.len
+            ),
+        )),
+        Ok(_) => None,
+    }
+}
+
 /// Carries out a job of [`jobs`] on the calling thread: one I/O, or trims that go as one
 /// UNMAP (they complete together, with its outcome).
 pub(crate) fn do_job(
@@ -179,124 +319,29 @@ pub(crate) fn do_job(
     zero_block: &[u8],
     job: &[Io],
 ) -> Done {
-    match job {
-        [io] => do_io(f, geo, arena, zero_block, io),
-        _ => {
-            let ranges: Vec<(u64, u64)> = job.iter().flat_map(|io| unmap_ranges(geo, io)).collect();
-            let mut plist = vec![0u8; 8 + 16 * ranges.len()];
-            let n = crate::scsi::unmap::encode(&ranges, &mut plist);
-            let cdb = Cdb::Unmap {
-                anchor: false,
-                param_len: n as u16,
-            };
-            let (errno, why) = match sg_io(
-                f,
-                geo.iface,
-                &cdb,
-                dir::TO_DEV,
-                (plist.as_mut_ptr(), n as u32),
-                geo.timeout_ms,
-            ) {
-                Err(e) => (
-                    -e.raw_os_error().unwrap_or(libc::EIO),
-                    Some(format!("trim: SG_IO: {e}")),
-                ),
-                Ok(o) if !o.ok() => (
-                    o.errno(),
-                    Some(format!(
-                        "UNMAP of {} ranges from offset {}: {}",
-                        ranges.len(),
-                        job[0].offset,
-                        o.describe()
-                    )),
-                ),
-                Ok(_) => (0, None),
-            };
-            Done {
-                errno,
-                why,
-                commands: 1,
-            }
-        }
-    }
-}
-
-/// Carries out `io` on the calling thread.
-pub(crate) fn do_io(f: &File, geo: &Geometry, arena: &Arena, zero_block: &[u8], io: &Io) -> Done {
-    let fail = |errno: i32, why: String, commands: usize| Done {
-        errno,
-        why: Some(why),
-        commands: commands as u32,
-    };
-    let cdbs = match commands(geo, io) {
+    let cmds = match plan(geo, arena, zero_block, job) {
         Ok(c) => c,
-        Err(e) => {
-            return fail(
-                e,
-                format!(
-                    "{} of {} bytes at {}: not whole blocks of {} or not offered",
-                    io.op.name(),
-                    io.len,
-                    io.offset,
-                    geo.block
-                ),
-                0,
-            )
-        }
+        Err(done) => return done,
     };
-    let ranges = if io.op == Op::Trim && geo.disc.trim == Some(TrimBy::Unmap) {
-        unmap_ranges(geo, io)
-    } else {
-        Vec::new()
-    };
-    let mut plist = [0u8; 24];
-    for (i, cdb) in cdbs.iter().enumerate() {
-        let (direction, data) = match (io.op, cdb) {
-            (Op::Read, _) => {
-                // SAFETY: the scheduler gives this I/O exclusive use of its arena region.
-                let buf = unsafe { arena.slice_mut(io.buf, io.len as usize) };
-                (dir::FROM_DEV, (buf.as_mut_ptr(), io.len))
-            }
-            (Op::Write, _) => {
-                // SAFETY: write sources are only read (SG_IO with TO_DEV reads the buffer).
-                let buf = unsafe { arena.slice(io.buf, io.len as usize) };
-                (dir::TO_DEV, (buf.as_ptr() as *mut u8, io.len))
-            }
-            (_, Cdb::WriteSame { .. }) => (
-                dir::TO_DEV,
-                (zero_block.as_ptr() as *mut u8, zero_block.len() as u32),
-            ),
-            (_, Cdb::Unmap { .. }) => {
-                let n = crate::scsi::unmap::encode(&ranges[i..i + 1], &mut plist);
-                (dir::TO_DEV, (plist.as_mut_ptr(), n as u32))
-            }
-            _ => (dir::NONE, (std::ptr::null_mut(), 0)),
-        };
-        let sent = i + 1;
-        match sg_io(f, geo.iface, cdb, direction, data, geo.timeout_ms) {
-            Err(e) => {
-                let errno = -e.raw_os_error().unwrap_or(libc::EIO);
-                return fail(errno, format!("{}: SG_IO: {e}", io.op.name()), sent);
-            }
-            Ok(o) if !o.ok() => {
-                let why = format!("{} at offset {}: {}", io.op.name(), io.offset, o.describe());
-                return fail(o.errno(), why, sent);
-            }
-            Ok(o) if o.resid > 0 && io.op.moves_data() => {
-                let why = format!(
-                    "{} at offset {}: {} of {} bytes not transferred",
-                    io.op.name(),
-                    io.offset,
-                    o.resid,
-                    io.len
-                );
-                return fail(-libc::EIO, why, sent);
-            }
-            Ok(_) => {}
+    for (i, cmd) in cmds.iter().enumerate() {
+        let got = sg_io(
+            f,
+            geo.iface,
+            &cmd.cdb,
+            cmd.direction,
+            (cmd.data, cmd.len),
+            geo.timeout_ms,
+        );
+        if let Some((errno, why)) = failure(job, cmd, "SG_IO", &got) {
+            return Done {
+                errno,
+                why: Some(why),
+                commands: i as u32 + 1,
+            };
         }
     }
     Done {
-        commands: cdbs.len() as u32,
+        commands: cmds.len() as u32,
         ..Done::default()
     }
 }

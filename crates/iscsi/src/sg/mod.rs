@@ -1,6 +1,8 @@
-//! `sg:/dev/sgN` and `bsg:/dev/bsg/H:C:T:L`: SCSI commands through the SCSI generic driver's
-//! `SG_IO` (its v3 header, [`io_hdr`]) or the bsg driver's (`struct sg_io_v4`, [`v4`]), on a thread per
-//! slot of the queue (the request blocks; io_uring has no SCSI passthrough command). The disk's
+//! `sg:/dev/sgN` and `bsg:/dev/bsg/H:C:T:L`: SCSI commands through the SCSI generic driver
+//! (its v3 header, [`io_hdr`]) or the bsg driver (`struct sg_io_v4`, [`v4`]). io_uring has no
+//! SCSI passthrough command: sg's queues use the driver's own asynchronous write/read interface
+//! on the stream's thread ([`async_queue`]); bsg, which has none, blocks a thread per slot of
+//! the queue in `SG_IO` ([`pool`]). The disk's
 //! upper block layer (sd, bio, I/O scheduler) is not on the path; the request still goes
 //! through the SCSI midlayer to the host driver, so beside the disk's block device it
 //! separates what the block layer costs.
@@ -15,6 +17,7 @@
 //!   the errno and the line kept in the queue's `last_failure`.
 //! * The disk's block device ([`sysfs`]) is named in the parameters (`block_device`).
 
+mod async_queue;
 mod exec;
 pub mod io_hdr;
 mod pool;
@@ -114,6 +117,15 @@ pub fn sg_io(
     }
 }
 
+/// The environment variable that puts `sg:` queues on a thread per slot blocking in `SG_IO`
+/// (`threads`) instead of the driver's write/read interface (the default): for measuring one
+/// against the other (scripts/bench_sg.py).
+pub const SG_QUEUE_ENV: &str = "SANBENCH_SG_QUEUE";
+
+fn pool_asked() -> bool {
+    std::env::var(SG_QUEUE_ENV).is_ok_and(|v| v.trim() == "threads")
+}
+
 /// Calls `ioctl` until it is not interrupted.
 fn retry_eintr(mut ioctl: impl FnMut() -> libc::c_int) -> std::io::Result<()> {
     loop {
@@ -131,6 +143,7 @@ fn retry_eintr(mut ioctl: impl FnMut() -> libc::c_int) -> std::io::Result<()> {
 pub struct SgTarget {
     info: TargetInfo,
     file: Arc<File>,
+    path: std::path::PathBuf,
     geo: Geometry,
 }
 
@@ -309,6 +322,7 @@ impl SgTarget {
         Ok(SgTarget {
             info,
             file: Arc::new(file),
+            path: path.to_path_buf(),
             geo: Geometry {
                 iface,
                 block,
@@ -333,6 +347,13 @@ impl Target for SgTarget {
             timeout_ms: cfg.io_timeout.as_millis().clamp(1, u32::MAX as u128) as u32,
             ..self.geo
         };
+        // The sg driver's write/read interface where there is one (and unless the thread
+        // pool is asked for, to measure one against the other); bsg has none.
+        if self.geo.iface == Interface::Sg && !pool_asked() {
+            return Ok(Box::new(async_queue::AsyncQueue::open(
+                &self.path, geo, cfg,
+            )?));
+        }
         Ok(Box::new(pool::SgQueue::open(self.file.clone(), geo, cfg)))
     }
 }

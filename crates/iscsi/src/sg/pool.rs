@@ -1,4 +1,5 @@
-//! The sg queue: `SG_IO` blocks its caller, so a queue of depth N runs N threads, each taking
+//! The bsg queue (and sg's when [`super::SG_QUEUE_ENV`] asks): `SG_IO` blocks its caller, so a
+//! queue of depth N runs N threads, each taking
 //! the next job (sanbench-io's [`Pool`], the sync engine's too; as fio's sg engine with
 //! `numjobs`). The trims of one submit that UNMAP carries go as one command, a descriptor
 //! each, on one thread (`super::jobs`). At depth 1 the command runs inline in `submit`.
