@@ -27,3 +27,68 @@ pub const MULTI_CONN: &str = "can_multi_conn";
 /// The `TargetInfo::params` key under which a multipath target lists its paths' URIs (the
 /// run sizes each stream's per-path statistics from it before the clock starts).
 pub const PATHS: &str = "multipath.paths";
+
+/// What a passthrough queue's commands came to, as its statistics name it: `failed_commands`
+/// and the [`LAST_FAILURE`] line, and the trims and write-zeroes done with the commands sent
+/// for them (`trims`/`trim_commands`, `write_zeroes`/`write_zeroes_commands`, present once
+/// any ran).
+#[derive(Clone, Debug, Default)]
+pub struct CommandTally {
+    pub failed_commands: u64,
+    pub last_failure: Option<String>,
+    pub trims: u64,
+    pub trim_commands: u64,
+    pub write_zeroes: u64,
+    pub write_zeroes_commands: u64,
+}
+
+impl CommandTally {
+    /// A command failed, as `why` says.
+    pub fn failed(&mut self, why: String) {
+        self.failed_commands += 1;
+        self.last_failure = Some(why);
+    }
+
+    /// Adds the tally to a queue's statistics.
+    pub fn record(&self, m: &mut Params) {
+        m.insert("failed_commands".into(), self.failed_commands.into());
+        if self.trims > 0 {
+            m.insert("trims".into(), self.trims.into());
+            m.insert("trim_commands".into(), self.trim_commands.into());
+        }
+        if self.write_zeroes > 0 {
+            m.insert("write_zeroes".into(), self.write_zeroes.into());
+            m.insert(
+                "write_zeroes_commands".into(),
+                self.write_zeroes_commands.into(),
+            );
+        }
+        if let Some(s) = &self.last_failure {
+            m.insert(LAST_FAILURE.into(), s.clone().into());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tally_names_only_what_ran() {
+        let mut t = CommandTally::default();
+        let mut m = Params::new();
+        t.record(&mut m);
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["failed_commands"]);
+        t.trims = 8;
+        t.trim_commands = 1;
+        t.failed("MEDIUM ERROR".into());
+        t.failed("NOT READY".into());
+        let mut m = Params::new();
+        t.record(&mut m);
+        assert_eq!(m["failed_commands"], 2);
+        assert_eq!(m["trims"], 8);
+        assert_eq!(m["trim_commands"], 1);
+        assert_eq!(m[LAST_FAILURE], "NOT READY", "the last one is kept");
+        assert!(!m.contains_key("write_zeroes"));
+    }
+}

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sanbench_io::engine::{Completion, Io, Op, Queue, QueueConfig};
+use sanbench_io::params::CommandTally;
 use sanbench_io::{Arena, EngineError};
 
 use super::exec::{failure, jobs, plan, Cmd};
@@ -66,10 +67,7 @@ pub(crate) struct AsyncQueue {
     pollfds: Vec<libc::pollfd>,
     max_descriptors: usize,
     commands: u64,
-    failed_commands: u64,
-    trims: u64,
-    trim_commands: u64,
-    last_failure: Option<String>,
+    tally: CommandTally,
 }
 
 impl AsyncQueue {
@@ -110,10 +108,7 @@ impl AsyncQueue {
             pollfds: Vec::with_capacity(n),
             max_descriptors: geo.disc.descriptors(depth),
             commands: 0,
-            failed_commands: 0,
-            trims: 0,
-            trim_commands: 0,
-            last_failure: None,
+            tally: CommandTally::default(),
         })
     }
 
@@ -167,12 +162,11 @@ impl AsyncQueue {
         };
         self.free.push(slot);
         if job.ios.first().is_some_and(|io| io.op == Op::Trim) {
-            self.trims += job.ios.len() as u64;
-            self.trim_commands += (job.at + 1).min(job.cmds.len()) as u64;
+            self.tally.trims += job.ios.len() as u64;
+            self.tally.trim_commands += (job.at + 1).min(job.cmds.len()) as u64;
         }
         if let Some(w) = why {
-            self.failed_commands += 1;
-            self.last_failure = Some(w);
+            self.tally.failed(w);
         }
         self.in_flight -= job.ios.len();
         self.done.extend(job.ios.iter().map(|io| Completion {
@@ -357,14 +351,7 @@ impl Queue for AsyncQueue {
         m.insert("queue".into(), "sg write/read".into());
         m.insert("sg_files".into(), self.files.len().into());
         m.insert("commands".into(), self.commands.into());
-        m.insert("failed_commands".into(), self.failed_commands.into());
-        if self.trims > 0 {
-            m.insert("trims".into(), self.trims.into());
-            m.insert("trim_commands".into(), self.trim_commands.into());
-        }
-        if let Some(s) = &self.last_failure {
-            m.insert(sanbench_io::params::LAST_FAILURE.into(), s.clone().into());
-        }
+        self.tally.record(&mut m);
         m
     }
 }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use sanbench_io::blocking::{Names, Pool};
 use sanbench_io::engine::{Completion, Io, Op, Queue, QueueConfig};
+use sanbench_io::params::CommandTally;
 use sanbench_io::poison;
 use sanbench_io::{Arena, EngineError};
 
@@ -28,22 +29,12 @@ const NAMES: Names = Names {
     prefix: SG_THREAD_PREFIX,
 };
 
-/// What the queue's commands came to, for its statistics.
-#[derive(Default)]
-struct Tally {
-    last_failure: Option<String>,
-    failed_commands: u64,
-    /// Trim I/Os completed, and the commands sent for them.
-    trims: u64,
-    trim_commands: u64,
-}
-
 struct Ctx {
     file: Arc<File>,
     geo: Geometry,
     arena: Arc<Arena>,
     zero_block: Vec<u8>,
-    tally: Mutex<Tally>,
+    tally: Mutex<CommandTally>,
 }
 
 impl Ctx {
@@ -64,8 +55,7 @@ impl Ctx {
             t.trim_commands += u64::from(done.commands);
         }
         if let Some(why) = &done.why {
-            t.last_failure = Some(why.clone());
-            t.failed_commands += 1;
+            t.failed(why.clone());
         }
     }
 }
@@ -85,7 +75,7 @@ impl SgQueue {
             geo,
             arena: cfg.arena.clone(),
             zero_block: vec![0u8; geo.block as usize],
-            tally: Mutex::new(Tally::default()),
+            tally: Mutex::new(CommandTally::default()),
         });
         let pool = (cfg.depth > 1).then(|| {
             let c = ctx.clone();
@@ -137,14 +127,7 @@ impl Queue for SgQueue {
             "threads".into(),
             self.pool.as_ref().map_or(0, Pool::threads).into(),
         );
-        m.insert("failed_commands".into(), t.failed_commands.into());
-        if t.trims > 0 {
-            m.insert("trims".into(), t.trims.into());
-            m.insert("trim_commands".into(), t.trim_commands.into());
-        }
-        if let Some(s) = &t.last_failure {
-            m.insert(sanbench_io::params::LAST_FAILURE.into(), s.clone().into());
-        }
+        t.record(&mut m);
         m
     }
 }

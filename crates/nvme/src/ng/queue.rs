@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use sanbench_io::engine::{Completion, Io, Op, Queue, QueueConfig};
+use sanbench_io::params::CommandTally;
 use sanbench_io::{Arena, EngineError};
 
 use super::cmd::{self, PassthruCmd};
@@ -45,16 +46,10 @@ pub struct NgQueue {
     free: Vec<usize>,
     timeout: types::Timespec,
     timeout_secs: f64,
-    /// The last failure the controller reported, for the result's parameters.
-    last_status: Option<String>,
-    failed: u64,
+    /// Failures, trims and write-zeroes, for the result's parameters.
+    tally: CommandTally,
     /// I/Os that completed without reaching the device (not whole blocks).
     early: Vec<Completion>,
-    /// Trims and write-zeroes done, and the commands sent for them.
-    trims: u64,
-    trim_commands: u64,
-    zeroes: u64,
-    zeroes_commands: u64,
     /// The CQEs of one `take`, kept for the next.
     cqes: Vec<(u64, i32)>,
 }
@@ -97,13 +92,8 @@ impl NgQueue {
                 .sec(d.as_secs())
                 .nsec(d.subsec_nanos()),
             timeout_secs: d.as_secs_f64(),
-            last_status: None,
-            failed: 0,
+            tally: CommandTally::default(),
             early: Vec::new(),
-            trims: 0,
-            trim_commands: 0,
-            zeroes: 0,
-            zeroes_commands: 0,
             cqes: Vec::new(),
         })
     }
@@ -128,8 +118,7 @@ impl NgQueue {
 
     /// Completes `io` at once with `errno`: not a command the device could take.
     fn refuse(&mut self, io: &Io, errno: i32) {
-        self.failed += 1;
-        self.last_status = Some(format!(
+        self.tally.failed(format!(
             "{} of {} bytes at {} is not whole blocks of {} or is longer than one command",
             io.op.name(),
             io.len,
@@ -164,7 +153,7 @@ impl NgQueue {
                 self.refuse(io, -libc::EINVAL);
                 return Ok(());
             }
-            self.zeroes += 1;
+            self.tally.write_zeroes += 1;
             while at < end {
                 let n = (end - at).min(self.zeroes_blocks);
                 let c = cmd::io_cmd(
@@ -178,7 +167,7 @@ impl NgQueue {
                 )
                 .expect("whole blocks within NLB");
                 self.pending[io.tag as usize].0 += 1;
-                self.zeroes_commands += 1;
+                self.tally.write_zeroes_commands += 1;
                 self.push_cmd(&c, u64::from(io.tag))?;
                 at += n;
             }
@@ -205,7 +194,7 @@ impl NgQueue {
             self.pending[t as usize].0 += 1;
         }
         let c = cmd::dsm_cmd(self.nsid, s.ranges.len(), s.ranges.as_ptr() as u64);
-        self.trim_commands += 1;
+        self.tally.trim_commands += 1;
         self.push_cmd(&c, ((slot as u64 + 1) << 32) | u64::from(s.tags[0]))
     }
 
@@ -229,7 +218,7 @@ impl NgQueue {
                 self.refuse(io, -libc::EINVAL);
                 continue;
             }
-            self.trims += 1;
+            self.tally.trims += 1;
             let (mut at, end) = (
                 io.offset >> self.lbads,
                 (io.offset + u64::from(io.len)) >> self.lbads,
@@ -282,8 +271,7 @@ impl NgQueue {
         let mut n = 0;
         for &(ud, res) in &cqes {
             if res != 0 {
-                self.failed += 1;
-                self.last_status = Some(match cmd::completion_status(res) {
+                self.tally.failed(match cmd::completion_status(res) {
                     Some(s) => format!("NVMe status {s}"),
                     None => std::io::Error::from_raw_os_error(-res).to_string(),
                 });
@@ -386,18 +374,7 @@ impl Queue for NgQueue {
     fn stats(&self) -> BTreeMap<String, serde_json::Value> {
         let mut m = BTreeMap::new();
         m.insert("fixed_buffers".into(), false.into());
-        m.insert("failed_commands".into(), self.failed.into());
-        if self.trims > 0 {
-            m.insert("trims".into(), self.trims.into());
-            m.insert("trim_commands".into(), self.trim_commands.into());
-        }
-        if self.zeroes > 0 {
-            m.insert("write_zeroes".into(), self.zeroes.into());
-            m.insert("write_zeroes_commands".into(), self.zeroes_commands.into());
-        }
-        if let Some(s) = &self.last_status {
-            m.insert(sanbench_io::params::LAST_FAILURE.into(), s.clone().into());
-        }
+        self.tally.record(&mut m);
         m
     }
 }
