@@ -15,16 +15,20 @@
 
 use std::io::BufRead;
 
-use crate::lines::{uint, Lines};
+use crate::lines::{fields, uint, Lines};
 use crate::{length, TraceError, TraceOp, TraceRecord};
+
+/// The fields of an event line that are read: device, CPU, sequence, time, PID, action,
+/// RWBS, then SECTOR + COUNT.
+const FIELDS: usize = 10;
 
 /// Bytes per blkparse sector.
 pub const SECTOR: u64 = 512;
 
 /// Whether `line` is an event line: a `major,minor` device first, then at least six fields.
 pub fn looks_like(line: &str) -> bool {
-    let f: Vec<&str> = line.split_ascii_whitespace().collect();
-    f.len() >= 7 && is_device(f[0]) && parse_time(f[3]).is_some()
+    let (f, count) = fields::<7>(line.split_ascii_whitespace());
+    count >= 7 && is_device(f[0]) && parse_time(f[3]).is_some()
 }
 
 fn is_device(s: &str) -> bool {
@@ -91,15 +95,18 @@ impl<R: BufRead> Blkparse<R> {
                 Ok(l) => l,
                 Err(e) => return Some(Err(e)),
             };
-            let f: Vec<&str> = text.split_ascii_whitespace().collect();
+            // The fields an event uses (up to SECTOR + COUNT), without allocating: the
+            // replay parses each record on its stream's path.
+            let (all, count) = fields::<FIELDS>(text.split_ascii_whitespace());
+            let f = &all[..count.min(FIELDS)];
             // Not an event: blank, or the per-CPU and total summary at the end.
             if f.is_empty() || !is_device(f[0]) {
                 continue;
             }
-            if f.len() < 7 {
+            if count < 7 {
                 return Some(Err(TraceError::new(
                     n,
-                    format!("an event line of {} fields (at least 7)", f.len()),
+                    format!("an event line of {count} fields (at least 7)"),
                 )));
             }
             let Some(time_ns) = parse_time(f[3]) else {

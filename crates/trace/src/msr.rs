@@ -13,7 +13,7 @@
 
 use std::io::BufRead;
 
-use crate::lines::{uint, Lines};
+use crate::lines::{fields, uint, Lines};
 use crate::{length, TraceError, TraceOp, TraceRecord};
 
 /// ns per FILETIME tick.
@@ -21,8 +21,8 @@ pub const TICK_NS: u64 = 100;
 
 /// Whether `line` is a data row of the layout.
 pub fn looks_like(line: &str) -> bool {
-    let f: Vec<&str> = line.split(',').map(str::trim).collect();
-    f.len() == 7
+    let (f, count) = fields::<7>(line.split(',').map(str::trim));
+    count == 7
         && f[0].parse::<u64>().is_ok()
         && op_of(f[3]).is_some()
         && f[4].parse::<u64>().is_ok()
@@ -66,13 +66,13 @@ impl<R: BufRead> Msr<R> {
             if n == 1 && text.to_ascii_lowercase().starts_with("timestamp,") {
                 continue;
             }
-            let f: Vec<&str> = text.split(',').map(str::trim).collect();
-            if f.len() != 7 {
+            // Without allocating: the replay parses each record on its stream's path.
+            let (f, count) = fields::<7>(text.split(',').map(str::trim));
+            if count != 7 {
                 return Some(Err(TraceError::new(
                     n,
                     format!(
-                        "{} fields: a row has 7 (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime)",
-                        f.len()
+                        "{count} fields: a row has 7 (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime)"
                     ),
                 )));
             }
