@@ -27,7 +27,7 @@ pub mod bufring;
 pub mod conn;
 pub mod zc;
 pub use bufring::BufRing;
-pub use conn::{Done, RingConn};
+pub use conn::{Done, RingConn, RingFeatures};
 
 /// Which socket layer a network initiator uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
