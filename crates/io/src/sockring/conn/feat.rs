@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::io;
 
-use super::super::{BufRing, Cqe, SockRing};
+use super::super::{BufRing, Cqe, SockRing, SocketLayer};
 use super::{Done, RingConn};
 
 /// The environment variable naming the features a connection asks for
@@ -80,14 +80,40 @@ impl RingFeatures {
         self.send_zc || self.multishot
     }
 
-    /// What [`FEATURES_ENV`] asks and this kernel has (probed once per process).
+    /// What [`FEATURES_ENV`] asks and this kernel has (the kernel probed once per process).
     pub fn from_env_chosen() -> RingFeatures {
         let asked = RingFeatures::from_env();
         if !asked.any() {
             return asked;
         }
-        static CHOSEN: std::sync::OnceLock<RingFeatures> = std::sync::OnceLock::new();
-        *CHOSEN.get_or_init(|| asked.choose().0)
+        static PROBED: std::sync::OnceLock<RingFeatures> = std::sync::OnceLock::new();
+        let have = *PROBED.get_or_init(|| {
+            RingFeatures {
+                send_zc: true,
+                multishot: true,
+            }
+            .choose()
+            .0
+        });
+        RingFeatures {
+            send_zc: asked.send_zc && have.send_zc,
+            multishot: asked.multishot && have.multishot,
+        }
+    }
+
+    /// The engine info's `socket_features` (`none` when nothing was asked) and, when the
+    /// kernel lacked something asked, `socket_features_fallback`, for a target whose queues
+    /// run on `layer` (nothing on the poll loop, which has no features).
+    pub fn info_params(layer: SocketLayer) -> Vec<(&'static str, String)> {
+        if layer != SocketLayer::Uring {
+            return Vec::new();
+        }
+        let (on, why) = RingFeatures::from_env().choose();
+        let mut v = vec![("socket_features", on.name())];
+        if let Some(why) = why {
+            v.push(("socket_features_fallback", why));
+        }
+        v
     }
 
     /// What this kernel runs of `self`, and why the rest was dropped.
