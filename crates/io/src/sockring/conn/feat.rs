@@ -166,6 +166,9 @@ pub(super) struct Feat {
     zc_result: Option<i32>,
     /// The flags of the zero-copy send in the kernel (to send it again without).
     zc_flags: i32,
+    /// The send in the kernel went zero-copy: its buffers are the kernel's until the
+    /// notification.
+    zc_pending: bool,
     multi: Option<Multi>,
     /// Receives satisfied from held buffers, reported by the next take.
     ready: Vec<i32>,
@@ -209,6 +212,7 @@ impl RingConn {
         if self.feat.on.send_zc && total >= ZC_MIN {
             self.feat.zc_result = None;
             self.feat.zc_flags = flags;
+            self.feat.zc_pending = true;
             // SAFETY: forwarded from the caller; the send is reported only at the
             // notification, so the caller keeps the buffers that long.
             unsafe { self.ring.send_msg_zc(0, msg, flags, super::SEND) }
@@ -221,6 +225,20 @@ impl RingConn {
     /// A completion of the send: its result once the kernel is done with the buffers (at
     /// once for a plain send; at the notification for a zero-copy one), else `None`.
     pub(super) fn send_done(&mut self, c: &Cqe) -> Option<i32> {
+        let r = self.send_result(c);
+        if r.is_some() {
+            self.feat.zc_pending = false;
+        }
+        r
+    }
+
+    /// Whether the send in the kernel went zero-copy: the kernel may read its buffers until
+    /// its `Done::Sent` (the notification), even after the peer answered what it carried.
+    pub fn zero_copy_in_flight(&self) -> bool {
+        self.sending.is_some() && self.feat.zc_pending
+    }
+
+    fn send_result(&mut self, c: &Cqe) -> Option<i32> {
         if self.feat.on.send_zc && !c.more() && !c.notif() && c.result == -libc::EOPNOTSUPP {
             // A socket that takes no zero-copy sends (kernel TLS): this one again as a plain
             // SENDMSG (msg and its buffers are untouched until the Done), and no more tries.
@@ -347,6 +365,7 @@ impl RingConn {
     /// write into the buffer ring.
     pub(super) fn feat_drained(&mut self, leak: bool) {
         self.feat.zc_result = None;
+        self.feat.zc_pending = false;
         self.feat.ready.clear();
         if let Some(m) = self.feat.multi.as_mut() {
             m.armed = false;

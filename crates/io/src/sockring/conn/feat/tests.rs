@@ -74,12 +74,12 @@ fn a_large_send_goes_zero_copy_and_is_done_only_at_its_notification() {
     let end = Instant::now() + Duration::from_secs(5);
     while done.is_empty() && Instant::now() < end {
         // Until the notification the send is in the kernel, whatever completed before it.
-        assert!(c.sending());
+        assert!(c.sending() && c.zero_copy_in_flight());
         c.enter(1, Duration::from_millis(200)).unwrap();
         c.take(&mut done);
     }
     assert_eq!(done, vec![Done::Sent(total as i32)]);
-    assert!(!c.sending());
+    assert!(!c.sending() && !c.zero_copy_in_flight());
     assert_eq!(c.ring.in_flight(), 0, "the notification was taken");
     let got = reader.join().unwrap();
     assert_eq!(&got[..8], &h);
