@@ -6,6 +6,8 @@ do not depend on how loaded the machine is:
                    difference of two runs' totals (OPS and 2*OPS ops) over OPS, so start-up
                    and exit cancel out
   syscalls/op      strace -c -f over the client: calls per op (io_uring_enter mostly)
+  copied           for zero-copy sends: the share whose notification said the kernel copied
+                   the data after all (IORING_NOTIF_USAGE_ZC_COPIED; on loopback, all)
   cpu us/op        the client's user+system CPU per op (getrusage, i.e. /proc/PID/stat's
                    utime+stime, which includes the kernel's send/receive work done in the
                    client's context), the median of interleaved repetitions; this one is
@@ -90,14 +92,19 @@ def main():
                 continue
             cpu = {m: [] for m in modes}
             wall = {m: [] for m in modes}
+            copied = {m: 0 for m in modes}
             for _ in range(a.reps):  # interleaved: every mode once per repetition
                 for m in modes:
                     r, _ = client(addr, kind, m, size, qd, ops)
                     cpu[m].append((r["user_s"] + r["sys_s"]) / ops * 1e6)
                     wall[m].append(r["wall_s"] / ops * 1e6)
+                    copied[m] += r.get("zc_copied", 0)
             rows = {}
             for m in modes:
                 row = {"cpu_us": statistics.median(cpu[m]), "wall_us": statistics.median(wall[m])}
+                if copied[m]:
+                    # Zero-copy sends whose notification said the kernel copied after all.
+                    row["zc_copied"] = copied[m] / (ops * a.reps)
                 if not a.no_strace:
                     row["sys_per_op"], row["enter_per_op"] = syscalls(addr, kind, m, size, qd, ops)
                 if not a.no_callgrind:
@@ -109,6 +116,8 @@ def main():
                 row = rows[m]
                 cells = []
                 for k in ("cpu_us", "wall_us", "sys_per_op", "enter_per_op", "instr_per_op"):
+                    if k == "cpu_us" and "zc_copied" in row:
+                        cells.append(f"copied {row['zc_copied']:.2f}")
                     if k in row:
                         ratio = row[k] / base[k] if base[k] else float("nan")
                         cells.append(f"{k} {row[k]:.3f} ({ratio:.2f}x)")

@@ -133,16 +133,16 @@ fn run(a: &[String]) -> io::Result<()> {
     };
     let t0 = Instant::now();
     let cpu0 = cpu();
-    match kind {
+    let copied = match kind {
         "write" => writes(&mut c, mode, size, ops)?,
-        "read" => reads(&mut c, mode, size, qd, ops)?,
+        "read" => reads(&mut c, mode, size, qd, ops).map(|()| 0)?,
         _ => return Err(io::Error::other(format!("unknown kind {kind}"))),
-    }
+    };
     let wall = t0.elapsed().as_secs_f64();
     let (u, k) = cpu();
     println!(
         "{{\"kind\":\"{kind}\",\"mode\":\"{mode}\",\"size\":{size},\"qd\":{qd},\"ops\":{ops},\
-         \"wall_s\":{wall:.6},\"user_s\":{:.6},\"sys_s\":{:.6},\"enters\":{}}}",
+         \"wall_s\":{wall:.6},\"user_s\":{:.6},\"sys_s\":{:.6},\"enters\":{},\"zc_copied\":{copied}}}",
         u - cpu0.0,
         k - cpu0.1,
         c.ring.enters()
@@ -150,7 +150,8 @@ fn run(a: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-fn writes(c: &mut Client, mode: &str, size: usize, ops: usize) -> io::Result<()> {
+/// Returns how many zero-copy notifications said the kernel copied after all.
+fn writes(c: &mut Client, mode: &str, size: usize, ops: usize) -> io::Result<u64> {
     let mut buf = vec![0xa5u8; HDR + size];
     buf[0] = 1;
     buf[4..8].copy_from_slice(&(size as u32).to_le_bytes());
@@ -178,6 +179,7 @@ fn writes(c: &mut Client, mode: &str, size: usize, ops: usize) -> io::Result<()>
         // SAFETY: `buf` outlives the ring's use of it (every op is waited out below).
         unsafe { c.ring.register_buffers(&reg)? };
     }
+    let mut copied = 0u64;
     for _ in 0..ops {
         // SAFETY: `buf`, `iov`, `msg` and `reply` stay untouched until the op's completions
         // (the notification for zero-copy) are taken below.
@@ -202,6 +204,7 @@ fn writes(c: &mut Client, mode: &str, size: usize, ops: usize) -> io::Result<()>
         let (mut sent, mut got) = (false, 0usize);
         let mut err = None;
         c.wait(|q| {
+            copied += u64::from(q.zc_copied());
             match q.user_data {
                 1 if q.result < 0 && !q.notif() => err = Some(q.result),
                 1 if !q.more() => sent = true,
@@ -227,7 +230,7 @@ fn writes(c: &mut Client, mode: &str, size: usize, ops: usize) -> io::Result<()>
             })?;
         }
     }
-    Ok(())
+    Ok(copied)
 }
 
 fn reads(c: &mut Client, mode: &str, size: usize, qd: usize, ops: usize) -> io::Result<()> {
