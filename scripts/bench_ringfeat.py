@@ -23,7 +23,14 @@ Cases (crates/io/examples/ringfeat.rs, against its own blocking server in anothe
 
 Ratios are against the first mode of each case (msg, single): below 1 pays.
 
+With --e2e, the features in the initiators (SANBENCH_SOCKRING_FEATURES, `?sockio=uring`),
+against `sanbench serve KIND` per protocol, interleaved --reps runs of --time seconds each:
+4 KiB random reads at QD 32 (none against multishot) and 1 MiB sequential writes at QD 4
+(none against sendzc), counted with perf stat (system calls and task-clock per I/O) and the
+result's process_cpu (SANBENCH_BIN selects the binary, default target/release/sanbench).
+
 Usage: scripts/bench_ringfeat.py [--reps 5] [--no-callgrind] [--no-strace] [--only write|read]
+       scripts/bench_ringfeat.py --e2e [--reps 3] [--time 3] [--kinds nbd,iscsi,nvme]
 """
 import argparse, json, os, re, statistics, subprocess, sys, tempfile
 
@@ -75,13 +82,81 @@ def syscalls(addr, kind, mode, size, qd, ops):
     return sum(calls.values()) / ops, calls.get("io_uring_enter", 0) / ops
 
 
+E2E = [
+    # (name, block size, arguments, features compared)
+    ("4k randread qd32", 4096, ["--bs=4k", "--read=100", "--random=100", "--qd=32"],
+     ["none", "multishot"]),
+    ("1m seqwrite qd4", 1 << 20, ["--bs=1m", "--read=0", "--random=0", "--qd=4"],
+     ["none", "sendzc"]),
+]
+
+
+def e2e(a):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from benchlib import SB, Server, free_port, sh  # noqa: E402
+    ev = ["raw_syscalls:sys_enter", "task-clock"]
+    for kind in a.kinds.split(","):
+        port = free_port()
+        srv = Server([SB, "serve", kind, "--size=1G", f"--listen=127.0.0.1:{port}"], port)
+        uri = {"nbd": f"nbd://127.0.0.1:{port}",
+               "iscsi": f"iscsi://127.0.0.1:{port}/iqn.2026-11.io.sanbench:ram/0",
+               "nvme": f"nvme+tcp://127.0.0.1:{port}/nqn.2026-11.io.sanbench:ram"}[kind]
+        sep = "&" if "?" in uri else "?"
+        try:
+            for name, bs, args, feats in E2E:
+                res = {f: [] for f in feats}
+                for r in range(a.reps):
+                    for f in (feats if r % 2 == 0 else feats[::-1]):
+                        env = dict(os.environ, SANBENCH_SOCKRING_FEATURES=f)
+                        with tempfile.NamedTemporaryFile("r", suffix=".perf") as pf:
+                            p = subprocess.run(
+                                ["perf", "stat", "-x,", "-o", pf.name, "-e", ",".join(ev),
+                                 SB, "run", f"{uri}{sep}sockio=uring", f"--time={a.time}s",
+                                 "--ramp=0", "--json=-", "--quiet", "--no-monitor",
+                                 "--precondition=none"] + args,
+                                capture_output=True, text=True, env=env)
+                            if p.returncode != 0:
+                                sys.exit(f"{kind} {name} {f}: exit {p.returncode}\n{p.stderr[-1500:]}")
+                            vals = {}
+                            for line in pf.read().splitlines():
+                                parts = line.split(",")
+                                if len(parts) > 2 and parts[2] in ev:
+                                    vals[parts[2]] = float(parts[0])
+                        doc = json.loads(p.stdout)
+                        r0 = doc["results"][0]
+                        ios = r0["ios"]
+                        got = r0["info"]["params"].get("socket_features")
+                        if got != f:
+                            sys.exit(f"{kind} {name}: asked {f}, ran {got}")
+                        res[f].append({"sys": vals["raw_syscalls:sys_enter"] / ios,
+                                       "task_us": vals["task-clock"] * 1e3 / ios,
+                                       "cpu_us": doc["process_cpu"]["cpu_us_per_io"],
+                                       "mib_s": r0["iops"] * bs / (1 << 20)})
+                base = feats[0]
+                med = {f: {k: statistics.median(x[k] for x in v) for k in v[0]}
+                       for f, v in res.items()}
+                print(f"== {kind} {name} (reps {a.reps}, {a.time} s each; ratios vs {base})")
+                for f in feats:
+                    cells = [f"{k} {med[f][k]:.3f} ({med[f][k] / med[base][k]:.2f}x)"
+                             for k in ("cpu_us", "task_us", "sys", "mib_s")]
+                    print(f"  {f:10s} " + "  ".join(cells))
+                print(json.dumps({"kind": kind, "case": name, "median": med}), flush=True)
+        finally:
+            srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--e2e", action="store_true")
+    ap.add_argument("--time", type=int, default=3)
+    ap.add_argument("--kinds", default="nbd,iscsi,nvme")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--no-strace", action="store_true")
     ap.add_argument("--only", choices=["write", "read"])
     a = ap.parse_args()
+    if a.e2e:
+        return e2e(a)
     if not os.path.exists(BIN):
         sys.exit(f"build it first: cargo build --release -p sanbench-io --example ringfeat ({BIN})")
     srv = subprocess.Popen([BIN, "serve"], stdout=subprocess.PIPE, text=True)
