@@ -206,7 +206,9 @@ impl RingConn {
     /// one system call for the round trip).
     pub fn wait_recv(&mut self, timeout: Duration) -> io::Result<bool> {
         if self.has_ready() {
-            return self.ring.enter(0, Some(Duration::ZERO));
+            // Served from bytes already in: queued entries wait for the next enter, which
+            // waits too (a submit-only enter here would cost a system call per round trip).
+            return Ok(true);
         }
         let want = u32::from(self.receiving) + u32::from(std::mem::take(&mut self.send_inline));
         self.ring.enter(want.max(1), Some(timeout))
@@ -225,7 +227,7 @@ impl RingConn {
                         out.push(self.sent(res));
                     }
                 }
-                feat::RECV_MULTI => self.multi_done(&c, out),
+                feat::RECV_MULTI => self.multi_done(&c),
                 RECV => {
                     self.receiving = false;
                     out.push(Done::Received(c.result));
@@ -234,6 +236,7 @@ impl RingConn {
             }
         }
         self.cqes = cqes;
+        self.feat_after_take(out);
     }
 
     /// A send completed with `res`: an owned send that the kernel took only part of (a

@@ -325,8 +325,9 @@ impl RingConn {
         Ok(())
     }
 
-    /// A completion of the multishot receive.
-    pub(super) fn multi_done(&mut self, c: &Cqe, out: &mut Vec<Done>) {
+    /// A completion of the multishot receive: its bytes wait in their buffer until
+    /// [`feat_after_take`](Self::feat_after_take) copies what came in this take at once.
+    pub(super) fn multi_done(&mut self, c: &Cqe) {
         let Some(m) = self.feat.multi.as_mut() else {
             return;
         };
@@ -342,6 +343,12 @@ impl RingConn {
             (None, e) if e == -libc::ECANCELED => {}
             (None, e) => m.ended = Some(e),
         }
+    }
+
+    /// After a take's completions: the receive asked gets every byte that came (up to its
+    /// length) as one `Done::Received`, as one RECV into the buffer would have taken them,
+    /// rather than one per kernel buffer.
+    pub(super) fn feat_after_take(&mut self, out: &mut Vec<Done>) {
         if let Some(n) = self.fill_want() {
             out.push(Done::Received(n));
         }
