@@ -23,8 +23,11 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring, Probe};
 
+pub mod bufring;
 pub mod conn;
-pub use conn::{Done, RingConn};
+pub mod zc;
+pub use bufring::BufRing;
+pub use conn::{Done, RingConn, RingFeatures};
 
 /// Which socket layer a network initiator uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -129,11 +132,12 @@ fn setup(asked: &str, entries: u32) -> Result<(IoUring, &'static str), String> {
 }
 
 /// One completion: the `user_data` the operation was pushed with and its result (bytes, or a
-/// negative errno).
+/// negative errno), and its IORING_CQE_F_* flags (zc.rs and bufring.rs read them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cqe {
     pub user_data: u64,
     pub result: i32,
+    pub flags: u32,
 }
 
 /// A ring over a few registered sockets.
@@ -333,10 +337,15 @@ impl SockRing {
             }
         }
         for c in self.ring.completion() {
-            self.in_flight = self.in_flight.saturating_sub(1);
+            // F_MORE: the operation completes again (a zero-copy send's notification, a
+            // multishot receive), so it is still in flight.
+            if !io_uring::cqueue::more(c.flags()) {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
             out.push(Cqe {
                 user_data: c.user_data(),
                 result: c.result(),
+                flags: c.flags(),
             });
         }
     }
@@ -396,3 +405,6 @@ fn check(ring: &IoUring) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod feature_tests;

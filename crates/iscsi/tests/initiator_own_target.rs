@@ -7,7 +7,7 @@ mod initiator_support;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use initiator_support::{assert_layer, layers, write_read_verify, Ours};
+use initiator_support::{assert_layer, features_rerun, layers, write_read_verify, Ours};
 use sanbench_io::EngineError;
 use sanbench_iscsi::initiator::{open, Digest, InitiatorOptions};
 
@@ -38,6 +38,11 @@ fn data_with_digests_on(layer: sanbench_io::SocketLayer) {
     let target = open(&t.uri(None), &opts).expect("open our target");
     let info = target.info();
     assert_eq!(info.params["socket"], layer.name());
+    if layer == sanbench_io::SocketLayer::Uring {
+        // The features asked (under the rerun: both) are the ones that ran.
+        let on = sanbench_io::RingFeatures::from_env_chosen().name();
+        assert_eq!(info.params["socket_features"], on.as_str());
+    }
     eprintln!("our target info: {info:#?}");
     assert_eq!((info.size, info.block_size), (SIZE, 512));
     assert_eq!(info.params["HeaderDigest"], "CRC32C");
@@ -65,6 +70,13 @@ fn data_without_digests_or_coalescing() {
         let rep = write_read_verify(target.as_ref(), 32);
         assert_layer(&rep, layer);
     }
+}
+
+/// The data tests again with zero-copy sends and the multishot receive forced on.
+#[test]
+fn data_tests_pass_again_with_sendzc_and_multishot() {
+    features_rerun("data_with", "data_tests_pass_again");
+    features_rerun("data_without", "data_tests_pass_again");
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod initiator_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use initiator_support::{assert_layer, layers, qcfg, write_read_verify, SLOT};
+use initiator_support::{assert_layer, features_rerun, layers, qcfg, write_read_verify, SLOT};
 use sanbench_io::{Arena, Completion, EngineError, Io, Op, SocketLayer};
 use sanbench_iscsi::initiator::{open, InitiatorOptions};
 use sanbench_iscsi::wire::chap::Credentials;
@@ -24,6 +24,13 @@ fn on(layer: SocketLayer) -> InitiatorOptions {
 }
 
 /// On each socket layer, asked for explicitly.
+/// The data and digest tests again with zero-copy sends and the multishot receive forced on.
+#[test]
+fn data_tests_pass_again_with_sendzc_and_multishot() {
+    features_rerun("info_params_and_data", "data_tests_pass_again");
+    features_rerun("crc32c_digests", "data_tests_pass_again");
+}
+
 #[test]
 fn info_params_and_data() {
     for layer in layers() {

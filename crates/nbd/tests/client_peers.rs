@@ -161,6 +161,28 @@ fn write_read_verify(target: &dyn Target, opts_label: &str) {
 
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
+fn round_trips_pass_again_on_io_uring_with_sendzc_and_multishot() {
+    let asked = "sendzc,multishot";
+    if let Err(e) = sanbench_io::SockRing::probe() {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    if let (_, Some(why)) = sanbench_io::RingFeatures::parse(asked).unwrap().choose() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let r = sanbench_testkit::rerun_with_env(
+        &[
+            (sanbench_io::sockring::conn::FEATURES_ENV, asked),
+            (sanbench_io::sockring::SOCKET_ENV, "uring"),
+        ],
+        &["round_trip", "--skip", "round_trips_pass_again"],
+    );
+    assert!(r.is_ok(), "{}", r.unwrap_err());
+}
+
+#[test]
+#[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_memory_round_trip_both_reply_kinds() {
     let peer = nbdkit_memory("64M");
     for structured in [true, false] {

@@ -74,6 +74,10 @@ fn relay(to: SocketAddr, frozen: Arc<AtomicBool>) -> SocketAddr {
 /// where the kernel has what the layer needs (else said on stderr). Each test runs on each,
 /// asked for explicitly.
 fn layers() -> Vec<&'static str> {
+    // The rerun with io_uring features forced on runs the ring alone.
+    if std::env::var_os(sanbench_io::sockring::conn::FEATURES_ENV).is_some() {
+        return vec!["uring"];
+    }
     match sanbench_io::SockRing::probe() {
         Ok(()) => vec!["poll", "uring"],
         Err(e) => {
@@ -81,6 +85,25 @@ fn layers() -> Vec<&'static str> {
             vec!["poll"]
         }
     }
+}
+
+/// Every test here again on io_uring with zero-copy sends (1 MiB writes) and the multishot
+/// receive (every PDU) forced on.
+#[test]
+fn every_test_passes_again_with_sendzc_and_multishot() {
+    let asked = "sendzc,multishot";
+    if sanbench_io::SockRing::probe().is_err() {
+        return;
+    }
+    if let (_, Some(why)) = sanbench_io::RingFeatures::parse(asked).unwrap().choose() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let r = sanbench_testkit::rerun_with_env(
+        &[(sanbench_io::sockring::conn::FEATURES_ENV, asked)],
+        &["--skip", "every_test_passes_again"],
+    );
+    assert!(r.is_ok(), "{}", r.unwrap_err());
 }
 
 fn qcfg(arena: &Arc<Arena>, timeout: Duration) -> QueueConfig {
@@ -116,6 +139,11 @@ fn every_op_on(layer: &str) {
     let t =
         sanbench_nvme::initiator::open(&format!("nvme+tcp://{addr}/{NQN}?sockio={layer}")).unwrap();
     assert_eq!(t.info().params["socket"], layer);
+    if layer == "uring" {
+        // The features asked (under the rerun: both) are the ones that ran.
+        let on = sanbench_io::RingFeatures::from_env_chosen().name();
+        assert_eq!(t.info().params["socket_features"], on.as_str());
+    }
     assert_eq!(t.info().size, 16 << 20);
     assert_eq!(t.info().block_size, 512);
     assert_eq!(t.info().max_transfer, Some(1 << 20));

@@ -3,9 +3,11 @@
 
 mod forward;
 mod nbdkit;
+mod rerun;
 mod serve;
 pub use forward::Forwarder;
 pub use nbdkit::NbdkitPython;
+pub use rerun::rerun_with_env;
 pub use serve::Served;
 
 use std::net::{TcpListener, TcpStream};

@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use super::{Cqe, SockRing};
 
+mod feat;
+pub use feat::{RingFeatures, FEATURES_ENV, ZC_MIN};
+
 const SEND: u64 = 1;
 const RECV: u64 = 2;
 /// Most iovecs per SENDMSG (the kernel's UIO_MAXIOV).
@@ -43,6 +46,9 @@ pub struct RingConn {
     owned_at: usize,
     owned_flags: Option<i32>,
     cqes: Vec<Cqe>,
+    /// Zero-copy sends and the multishot receive (feat.rs); after `ring`, so the ring goes
+    /// first on drop and the buffer ring it may write into after it.
+    feat: feat::Feat,
 }
 
 // SAFETY: the raw pointers in `iov` and `msg` point into buffers the connection's owner holds
@@ -50,8 +56,13 @@ pub struct RingConn {
 unsafe impl Send for RingConn {}
 
 impl RingConn {
-    /// A ring with `fd` as its only registered file (the owner keeps `fd` open as long).
+    /// A ring with `fd` as its only registered file (the owner keeps `fd` open as long),
+    /// with the features [`FEATURES_ENV`] asks that this kernel has.
     pub fn open(fd: RawFd) -> Result<RingConn, String> {
+        RingConn::open_with(fd, RingFeatures::from_env_chosen())
+    }
+
+    fn open_plain(fd: RawFd) -> Result<RingConn, String> {
         Ok(RingConn {
             ring: SockRing::open(&[fd], 8)?,
             iov: Vec::with_capacity(16),
@@ -64,6 +75,7 @@ impl RingConn {
             owned_at: 0,
             owned_flags: None,
             cqes: Vec::with_capacity(4),
+            feat: Default::default(),
         })
     }
 
@@ -84,7 +96,7 @@ impl RingConn {
 
     /// Entries not yet submitted: a caller polling the ring fd would miss them.
     pub fn needs_enter(&self) -> bool {
-        self.ring.has_queued()
+        self.ring.has_queued() || self.has_ready()
     }
 
     /// Whether a send is in the kernel.
@@ -129,7 +141,7 @@ impl RingConn {
         self.msg.msg_iovlen = self.iov.len() as _;
         // SAFETY: `msg` and `iov` live in self, untouched until the send completes (a new
         // send is refused until then); the caller keeps the buffers.
-        unsafe { self.ring.send_msg(0, &*self.msg, flags, SEND) }?;
+        unsafe { self.push_msg(flags, total) }?;
         self.sending = Some(total);
         self.send_inline = total <= INLINE_SEND;
         Ok(total)
@@ -168,6 +180,10 @@ impl RingConn {
         if self.receiving {
             return Err(io::Error::other("a receive is already in the kernel"));
         }
+        // SAFETY: forwarded from the caller.
+        if unsafe { self.recv_multi(buf, len) }? {
+            return Ok(());
+        }
         let len = len.min(u32::MAX as usize) as u32;
         // SAFETY: forwarded from the caller.
         unsafe { self.ring.recv(0, buf, len, RECV) }?;
@@ -189,20 +205,29 @@ impl RingConn {
     /// for a small send pushed since the last wait too (it completes inside the same enter:
     /// one system call for the round trip).
     pub fn wait_recv(&mut self, timeout: Duration) -> io::Result<bool> {
+        if self.has_ready() {
+            // Served from bytes already in: queued entries wait for the next enter, which
+            // waits too (a submit-only enter here would cost a system call per round trip).
+            return Ok(true);
+        }
         let want = u32::from(self.receiving) + u32::from(std::mem::take(&mut self.send_inline));
         self.ring.enter(want.max(1), Some(timeout))
     }
 
     /// Moves the completions in the ring into `out`, the send's and receive's state with them.
     pub fn take(&mut self, out: &mut Vec<Done>) {
+        self.feat_take(out);
         let mut cqes = std::mem::take(&mut self.cqes);
         self.ring.take(&mut cqes);
         for c in cqes.drain(..) {
             match c.user_data {
                 SEND => {
-                    self.sending = None;
-                    out.push(self.sent(c.result));
+                    if let Some(res) = self.send_done(&c) {
+                        self.sending = None;
+                        out.push(self.sent(res));
+                    }
                 }
+                feat::RECV_MULTI => self.multi_done(&c),
                 RECV => {
                     self.receiving = false;
                     out.push(Done::Received(c.result));
@@ -211,6 +236,7 @@ impl RingConn {
             }
         }
         self.cqes = cqes;
+        self.feat_after_take(out);
     }
 
     /// A send completed with `res`: an owned send that the kernel took only part of (a
@@ -236,7 +262,10 @@ impl RingConn {
     /// the rest of the process (and the ring keeps its own, a [`send_buf`](Self::send_buf)'s).
     #[must_use]
     pub fn drain(&mut self) -> bool {
-        let drained = self.ring.drain(&[SEND, RECV], Duration::from_secs(5));
+        let drained = self
+            .ring
+            .drain(&[SEND, RECV, feat::RECV_MULTI], Duration::from_secs(5));
+        self.feat_drained(!drained);
         self.sending = None;
         self.receiving = false;
         self.owned_flags = None;

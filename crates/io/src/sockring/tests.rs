@@ -57,7 +57,8 @@ fn send_and_receive_in_one_enter() {
         got[0],
         Cqe {
             user_data: 1,
-            result: 5
+            result: 5,
+            flags: 0
         }
     );
     assert_eq!(got[1].user_data, 2);
@@ -102,7 +103,8 @@ fn a_closed_peer_completes_the_receive_with_zero() {
         got,
         vec![Cqe {
             user_data: 3,
-            result: 0
+            result: 0,
+            flags: 0
         }]
     );
 }
@@ -143,7 +145,8 @@ fn a_reply_that_came_while_not_waiting(setup: &str) {
         got,
         vec![Cqe {
             user_data: 4,
-            result: 4
+            result: 4,
+            flags: 0
         }],
         "set up as {}",
         r.mode()
@@ -201,7 +204,8 @@ fn a_deferred_ring_opened_on_one_thread_runs_on_another() {
         got.0,
         vec![Cqe {
             user_data: 5,
-            result: 5
+            result: 5,
+            flags: 0
         }]
     );
     assert_eq!(&got.1[..5], b"moved");

@@ -231,6 +231,9 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
     info.uri = sanbench_io::redact::redact(uri);
     probe::session_params(&s, &spec, &mut info);
     info.params.insert("socket".into(), socket.name().into());
+    for (k, v) in sanbench_io::RingFeatures::info_params(socket) {
+        info.params.insert(k.into(), v.into());
+    }
     if let Some(f) = fallback {
         info.params
             .insert("socket_fallback".into(), format!("uring asked: {f}").into());

@@ -222,12 +222,35 @@ pub fn write_read_verify(target: &dyn Target, count: usize) -> RunReport {
 /// The socket layers this kernel runs: the poll loop, and io_uring where it has what the
 /// layer needs (else said on stderr).
 pub fn layers() -> Vec<sanbench_io::SocketLayer> {
+    // A rerun with io_uring features forced on (`features_rerun`) runs the ring alone.
+    if std::env::var_os(sanbench_io::sockring::conn::FEATURES_ENV).is_some() {
+        return vec![sanbench_io::SocketLayer::Uring];
+    }
     let mut v = vec![sanbench_io::SocketLayer::Poll];
     match sanbench_io::SockRing::probe() {
         Ok(()) => v.push(sanbench_io::SocketLayer::Uring),
         Err(e) => eprintln!("io_uring layer skipped: {e}"),
     }
     v
+}
+
+/// Runs this binary's tests matching `filter` again on io_uring with zero-copy sends and the
+/// multishot receive forced on (`SANBENCH_SOCKRING_FEATURES=sendzc,multishot`), when the
+/// kernel has them; `caller` is the calling test's name, skipped in the rerun.
+pub fn features_rerun(filter: &str, caller: &str) {
+    let asked = "sendzc,multishot";
+    if sanbench_io::SockRing::probe().is_err() {
+        return;
+    }
+    if let (_, Some(why)) = sanbench_io::RingFeatures::parse(asked).unwrap().choose() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let r = sanbench_testkit::rerun_with_env(
+        &[(sanbench_io::sockring::conn::FEATURES_ENV, asked)],
+        &[filter, "--skip", caller],
+    );
+    assert!(r.is_ok(), "{}", r.unwrap_err());
 }
 
 /// Checks that a run used `layer`, and on the ring that it took fewer `io_uring_enter`s than

@@ -222,6 +222,9 @@ pub fn open(uri: &str, opts: &ClientOptions) -> Result<Box<dyn Target>, EngineEr
     let user_tls = tls.is_some() && records != Some(Records::Kernel);
     let (socket, fallback) = choose_socket(opts.socket, user_tls, SockRing::probe);
     info.params.insert("socket".into(), json!(socket.name()));
+    for (k, v) in sanbench_io::RingFeatures::info_params(socket) {
+        info.params.insert(k.into(), json!(v));
+    }
     if let Some(f) = fallback {
         info.params
             .insert("socket_fallback".into(), json!(format!("uring asked: {f}")));

@@ -260,6 +260,9 @@ pub fn open(uri: &str) -> Result<Box<dyn Target>, EngineError> {
     params.insert("kato_ms".into(), json!(u.kato_ms));
     let (socket, fallback) = u.socket.choose();
     params.insert("socket".into(), json!(socket.name()));
+    for (k, v) in sanbench_io::RingFeatures::info_params(socket) {
+        params.insert(k.into(), json!(v));
+    }
     if let Some(f) = fallback {
         params.insert("socket_fallback".into(), json!(format!("uring asked: {f}")));
     }

@@ -382,6 +382,7 @@ impl Queue for NbdQueue {
             self.recv_some(true)?;
             self.flush_due()?;
         }
+        self.ring_release_zc()?;
         out.append(&mut self.ready);
         Ok(())
     }

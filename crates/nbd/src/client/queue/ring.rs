@@ -61,6 +61,11 @@ impl RingSide {
         self.conn.needs_enter()
     }
 
+    /// The send in the kernel went zero-copy (`SANBENCH_SOCKRING_FEATURES=sendzc`).
+    pub(crate) fn zero_copy_in_flight(&self) -> bool {
+        self.conn.zero_copy_in_flight()
+    }
+
     pub(crate) fn recv_posted(&self) -> bool {
         self.recv.is_some()
     }
@@ -146,6 +151,18 @@ impl NbdQueue {
             self.hdrs.clear();
         }
         Ok(())
+    }
+
+    /// Before completions go to the scheduler: a zero-copy send still reading arena regions
+    /// is waited out to its notification, so a WRITE it carried is handed back (and its
+    /// region reused) only once the kernel no longer reads it. Over TCP the peer's reply
+    /// already carries the acknowledgement that frees the pages, but the notification's
+    /// completion may come after the reply's, so the queue waits for it rather than assume.
+    pub(super) fn ring_release_zc(&mut self) -> Result<(), EngineError> {
+        if self.ready.is_empty() || !self.ring.as_ref().is_some_and(|r| r.zero_copy_in_flight()) {
+            return Ok(());
+        }
+        self.ring_finish_send()
     }
 
     /// Posts the next receive unless one is in the kernel: into the rest of a large READ

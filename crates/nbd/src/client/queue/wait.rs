@@ -32,6 +32,7 @@ impl NbdQueue {
             }
             self.recv_some(false)?;
         }
+        self.ring_release_zc()?;
         out.append(&mut self.ready);
         Ok(())
     }
