@@ -114,6 +114,7 @@ fn both_portals_carry_io_and_every_read_checks() {
             "{kind}: {v}"
         );
         assert!(r["info"]["params"]["lu_id"].is_string(), "{kind}: {v}");
+        assert_shared_ring(r, layer, kind);
         assert_eq!(r["multipath"]["reissued"], 0);
         assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{kind}: {v}");
         assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{kind}");
@@ -216,6 +217,8 @@ fn cut_path_fails_over(kind: &str, layer: &str) {
     // path. A connection reset is seen at once (detected within the host's scheduling
     // delays of the path's last completion) and the I/O goes on on the other path without a
     // stall long enough to report.
+    // The reconnected paths joined their queue's ring again.
+    assert_shared_ring(r, layer, kind);
     let d = &r["disruption"];
     assert_eq!(d["cause"], "path", "{kind}: {d}");
     let detected = d["detected_ms"].as_f64().unwrap();
@@ -366,6 +369,26 @@ fn a_cut_nvme_path_on_io_uring_fails_over_and_comes_back() {
 fn a_cut_nbd_path_on_io_uring_fails_over_and_comes_back() {
     if uring_ok() {
         cut_path_fails_over("nbd", "uring");
+    }
+}
+
+/// On io_uring every worker's queue ran its paths on one shared ring (and says so); on the
+/// poll loop none was opened.
+fn assert_shared_ring(r: &Value, layer: &str, kind: &str) {
+    let queues = r["queues"].as_array().map_or(&[][..], |q| &q[..]);
+    assert!(layer != "uring" || !queues.is_empty(), "{kind}: {r}");
+    for q in queues {
+        let (ring, enters) = (
+            &q["multipath.socket_ring"],
+            &q["multipath.socket_ring_enters"],
+        );
+        if layer == "uring" {
+            assert_eq!(ring, "shared", "{kind}: {q}");
+            assert!(enters.as_u64().unwrap() > 0, "{kind}: {q}");
+            assert_eq!(r["info"]["params"]["socket_ring"], "shared", "{kind}");
+        } else {
+            assert!(ring.is_null() && enters.is_null(), "{kind}: {q}");
+        }
     }
 }
 

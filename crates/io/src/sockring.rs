@@ -29,7 +29,7 @@ use io_uring::{opcode, types, IoUring, Probe};
 pub mod conn;
 pub mod shared;
 pub use conn::{Done, RingConn};
-pub use shared::{Attachment, SharedRing};
+pub use shared::{ring_kind, Attachment, SharedRing};
 
 /// Which socket layer a network initiator uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

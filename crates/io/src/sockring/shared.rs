@@ -39,6 +39,16 @@ const ENTRIES: u32 = 256;
 /// The kind of a detaching connection's cancels: their completions are dropped.
 const CANCEL: u64 = 0xffff_ffff;
 
+/// How a connection's ring is named in a queue's facts (`*_socket_ring`) and in a multipath
+/// target's engine info (`socket_ring`): `shared` (the stream's [`SharedRing`]) or `own`.
+pub fn ring_kind(shared: bool) -> &'static str {
+    if shared {
+        "shared"
+    } else {
+        "own"
+    }
+}
+
 /// A ring several connections share; cheap to clone, `Send + Sync`.
 #[derive(Clone, Default)]
 pub struct SharedRing {
@@ -69,6 +79,8 @@ struct State {
     failed: Option<String>,
     slots: Vec<Slot>,
     taken: Vec<Cqe>,
+    /// Completions moved to mailboxes so far (a wait on the ring ends when this grows).
+    routed: u64,
 }
 
 #[derive(Default)]
@@ -108,6 +120,7 @@ impl State {
             {
                 *in_flight = in_flight.saturating_sub(1);
                 if kind != CANCEL {
+                    self.routed += 1;
                     mail.push(Cqe {
                         user_data: kind,
                         result: c.result,
@@ -221,14 +234,14 @@ impl SharedRing {
     }
 
     /// Submits every attached connection's queued entries and waits up to `limit` (zero: only
-    /// submits and looks) until some connection has a completion in its mailbox. Returns
-    /// whether one has. One system call when there is anything to submit or wait for.
+    /// submits and looks) until a completion comes for any connection (moved to its
+    /// mailbox). Returns whether one came. One system call when there is anything to submit
+    /// or wait for. Completions already in mailboxes do not end the wait: their owners know
+    /// of them (`Attachment::has_mail`), and an idle connection's would otherwise make every
+    /// wait return at once.
     pub fn wait(&self, limit: Duration) -> io::Result<bool> {
-        self.wait_until(limit, None, |st| {
-            st.slots
-                .iter()
-                .any(|s| matches!(s, Slot::Used { mail, .. } if !mail.is_empty()))
-        })
+        let start = self.lock().routed;
+        self.wait_until(limit, None, |st| st.routed > start)
     }
 
     /// Waits (without the lock) until `done` holds of the collected state, at most `limit`;
