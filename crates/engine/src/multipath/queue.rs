@@ -68,7 +68,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
     let ring = SharedRing::new();
     let cfg = &QueueConfig {
         io_timeout: path_timeout,
-        socket_ring: Some(ring.clone()),
+        socket_ring: sanbench_io::sockring::shared::sharing_wanted().then(|| ring.clone()),
         ..cfg.clone()
     };
     let mut sel = Selector::new(sh.paths.len(), sh.options.selector());

@@ -39,6 +39,16 @@ const ENTRIES: u32 = 256;
 /// The kind of a detaching connection's cancels: their completions are dropped.
 const CANCEL: u64 = 0xffff_ffff;
 
+/// The environment variable that turns the sharing off (`0`): each connection of a multipath
+/// stream then opens a ring of its own, as before rings were shared, so that both can be
+/// measured on one binary (scripts/bench_sockio_cost.py's `uring-own` layer).
+pub const SHARED_ENV: &str = "SANBENCH_SOCKRING_SHARED";
+
+/// Whether several connections of a stream should share a ring ([`SHARED_ENV`] not `0`).
+pub fn sharing_wanted() -> bool {
+    std::env::var(SHARED_ENV).map_or(true, |v| v.trim() != "0")
+}
+
 /// How a connection's ring is named in a queue's facts (`*_socket_ring`) and in a multipath
 /// target's engine info (`socket_ring`): `shared` (the stream's [`SharedRing`]) or `own`.
 pub fn ring_kind(shared: bool) -> &'static str {
