@@ -323,7 +323,9 @@ impl MultipathQueue {
         // aborted: an orderly close would leave what the socket still holds (the failed
         // path's I/Os, about to be reissued elsewhere) for the kernel to deliver if the path
         // comes back, so a stale write could land over a newer one. SO_LINGER 0 makes the
-        // close a reset that discards it.
+        // close a reset that discards it. (A queue on io_uring names its ring's fd here, no
+        // socket: it resets its own socket when dropped without `close`, after its
+        // operations on the ring are cancelled and waited out.)
         if let Some(q) = self.paths[p].queue.take() {
             if let Some(r) = q.readiness() {
                 let _ = rustix::net::sockopt::set_socket_linger(r.fd, Some(Duration::ZERO));
