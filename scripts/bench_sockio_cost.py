@@ -13,6 +13,9 @@ Per layer:
   cs/IO       context switches per I/O (perf stat -e context-switches)
   cpu-µs/IO   task-clock of the client per I/O (this one does depend on the load: read it
               beside the load printed)
+Layers: poll, uring (with two paths: the stream's paths on one shared ring, the default) and
+uring-own (io_uring with each path on a ring of its own: SANBENCH_SOCKRING_SHARED=0, as before
+rings were shared).
 With --profile, the kernel and user symbols taking the client's CPU (perf record -e cpu-clock,
 a software clock: this VM has no PMU), each layer's top entries.
 With --setups defer,coop,plain: an interleaved A/B of CPU per I/O (task-clock), the poll loop
@@ -75,7 +78,23 @@ def counted(uri, secs):
             "task_us": vals["task-clock"] * 1e3 / ios,  # task-clock is in ms
             "cpu_us": doc["process_cpu"]["cpu_us_per_io"],
             "iops": doc["results"][0]["iops"],
-            "socket": doc["results"][0]["info"]["params"].get("socket")}
+            "socket": socket_of(doc["results"][0])}
+
+
+def socket_of(r):
+    """The layer that ran, and with several paths whether their rings were shared."""
+    layer = r["info"]["params"].get("socket")
+    rings = {q.get("multipath.socket_ring") for q in r.get("queues", [])} - {None}
+    return layer + (f" {'/'.join(sorted(rings))} ring" if rings else "")
+
+
+def with_layer(layer):
+    """The sockio= value of a layer name, with the environment it needs set."""
+    if layer == "uring-own":
+        os.environ["SANBENCH_SOCKRING_SHARED"] = "0"
+        return "uring"
+    os.environ.pop("SANBENCH_SOCKRING_SHARED", None)
+    return layer
 
 
 def uri_of(kind, ports):
@@ -150,8 +169,8 @@ def main():
                 continue
             for n, layer in ((int(n), layer) for n in a.paths.split(",")
                              for layer in a.layers.split(",")):
-                uri = f"{uri_of(k, ports[:n])}?sockio={layer}"
-                line = f" {k} {n} path{'s' if n > 1 else ''} {layer:<6}"
+                uri = f"{uri_of(k, ports[:n])}?sockio={with_layer(layer)}"
+                line = f" {k} {n} path{'s' if n > 1 else ''} {layer:<9}"
                 if not a.no_callgrind:
                     per, n1, n2 = instr_per_io(uri, a.short, a.long)
                     line += f" instr/IO {per:8.0f} (I/Os {n1}, {n2})"

@@ -114,6 +114,7 @@ fn both_portals_carry_io_and_every_read_checks() {
             "{kind}: {v}"
         );
         assert!(r["info"]["params"]["lu_id"].is_string(), "{kind}: {v}");
+        assert_shared_ring(r, layer, kind);
         assert_eq!(r["multipath"]["reissued"], 0);
         assert!(r["verify"]["reads"].as_u64().unwrap() > 0, "{kind}: {v}");
         assert_eq!(r["verify"]["bad_blocks"], serde_json::json!([]), "{kind}");
@@ -216,6 +217,8 @@ fn cut_path_fails_over(kind: &str, layer: &str) {
     // path. A connection reset is seen at once (detected within the host's scheduling
     // delays of the path's last completion) and the I/O goes on on the other path without a
     // stall long enough to report.
+    // The reconnected paths joined their queue's ring again.
+    assert_shared_ring(r, layer, kind);
     let d = &r["disruption"];
     assert_eq!(d["cause"], "path", "{kind}: {d}");
     let detected = d["detected_ms"].as_f64().unwrap();
@@ -248,11 +251,27 @@ fn cut_path_fails_over(kind: &str, layer: &str) {
 /// failover, the per-path timeline, and that nothing was lost.
 #[test]
 fn a_silent_path_stalls_for_its_path_timeout_and_the_disruption_says_so() {
-    let server = serve2("iscsi");
+    silent_path_stalls("iscsi", "poll");
+}
+
+/// On io_uring the silent path's receive (and any send) is still in the kernel when the path
+/// times out: its queue's detach from the shared ring cancels and waits them out while the
+/// other path's completions keep coming, and `--verify` finds nothing touched afterwards.
+#[test]
+fn a_silent_path_on_io_uring_is_drained_and_fails_over() {
+    if uring_ok() {
+        for kind in ["iscsi", "nvme", "nbd"] {
+            silent_path_stalls(kind, "uring");
+        }
+    }
+}
+
+fn silent_path_stalls(kind: &str, layer: &str) {
+    let server = serve2(kind);
     let ps = portals(&server.uri);
     let fwd = Forwarder::start(ps[1].parse().unwrap());
     let uri = format!(
-        "{}?policy=round-robin&path_timeout=1s",
+        "{}?policy=round-robin&path_timeout=1s&sockio={layer}",
         with_portals(&server.uri, &[ps[0].clone(), fwd.addr().to_string()])
     );
     let child = run_cmd(&uri, &["--time", "4s", "--read", "50", "--qd", "8"])
@@ -265,10 +284,11 @@ fn a_silent_path_stalls_for_its_path_timeout_and_the_disruption_says_so() {
     let out = child.wait_with_output().unwrap();
     let v = json(&out);
     let r = &v["results"][0];
+    assert_shared_ring(r, layer, kind);
     let d = &r["disruption"];
     // No fault of sanbench's: the path that failed by itself is the cause, put where it last
     // completed an I/O, so detection is its path timeout.
-    assert_eq!(d["cause"], "path", "{d}");
+    assert_eq!(d["cause"], "path", "{kind}: {d}");
     let detected = d["detected_ms"].as_f64().unwrap();
     assert!(
         (600.0..3000.0).contains(&detected),
@@ -366,6 +386,26 @@ fn a_cut_nvme_path_on_io_uring_fails_over_and_comes_back() {
 fn a_cut_nbd_path_on_io_uring_fails_over_and_comes_back() {
     if uring_ok() {
         cut_path_fails_over("nbd", "uring");
+    }
+}
+
+/// On io_uring every worker's queue ran its paths on one shared ring (and says so); on the
+/// poll loop none was opened.
+fn assert_shared_ring(r: &Value, layer: &str, kind: &str) {
+    let queues = r["queues"].as_array().map_or(&[][..], |q| &q[..]);
+    assert!(layer != "uring" || !queues.is_empty(), "{kind}: {r}");
+    for q in queues {
+        let (ring, enters) = (
+            &q["multipath.socket_ring"],
+            &q["multipath.socket_ring_enters"],
+        );
+        if layer == "uring" {
+            assert_eq!(ring, "shared", "{kind}: {q}");
+            assert!(enters.as_u64().unwrap() > 0, "{kind}: {q}");
+            assert_eq!(r["info"]["params"]["socket_ring"], "shared", "{kind}");
+        } else {
+            assert!(ring.is_null() && enters.is_null(), "{kind}: {q}");
+        }
     }
 }
 

@@ -300,6 +300,7 @@ pub fn fill(
         max_len: bs as u32,
         arena: arena.clone(),
         io_timeout,
+        socket_ring: None,
     })?;
     let mut stamper = Stamper::new(data, run_id, 0);
     if let Some(v) = verify {

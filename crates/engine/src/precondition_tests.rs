@@ -13,6 +13,7 @@ fn read_back(t: &dyn Target, len: usize) -> Vec<u8> {
             max_len: len as u32,
             arena: arena.clone(),
             io_timeout: Duration::from_secs(5),
+            socket_ring: None,
         })
         .unwrap();
     let io = Io {

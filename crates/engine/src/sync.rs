@@ -225,6 +225,7 @@ mod tests {
             max_len: 4096,
             arena: Arc::new(Arena::new(4 * 4096)),
             io_timeout: Duration::from_secs(30),
+            socket_ring: None,
         };
         let mut q = SyncQueue::open_with(file, &cfg, hang);
         let ios: Vec<Io> = (0..6u32)
@@ -273,6 +274,7 @@ mod tests {
             max_len: 4096,
             arena: Arc::new(Arena::new(8 * 4096)),
             io_timeout: Duration::from_secs(30),
+            socket_ring: None,
         };
         let q = SyncQueue::open(file, &cfg);
         let t0 = Instant::now();

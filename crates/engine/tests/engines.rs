@@ -25,6 +25,7 @@ fn qcfg(arena: Arc<Arena>) -> QueueConfig {
         max_len: BS as u32,
         arena,
         io_timeout: Duration::from_secs(10),
+        socket_ring: None,
     }
 }
 

@@ -136,6 +136,11 @@ pub struct QueueConfig {
     /// How long `reap` may wait without any completion before it fails with
     /// [`EngineError::Timeout`]: a dead or silent peer ends the run, never hangs it.
     pub io_timeout: Duration,
+    /// The io_uring a network initiator's socket joins when its layer is io_uring (a
+    /// multipath queue passes one to all of its paths, so that one `io_uring_enter` serves
+    /// them all); `None`, or an engine on the poll loop: no sharing. An engine that cannot
+    /// attach (no slot left, an older kernel) uses a ring of its own.
+    pub socket_ring: Option<crate::sockring::SharedRing>,
 }
 
 /// Facts about an opened target that the run reports.

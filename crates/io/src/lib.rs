@@ -32,4 +32,4 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use rng::Rng;
-pub use sockring::{RingConn, RingFeatures, SockRing, SocketLayer};
+pub use sockring::{RingConn, RingFeatures, SharedRing, SockRing, SocketLayer};

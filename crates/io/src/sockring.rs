@@ -13,6 +13,9 @@
 //! bounded by a timeout (IORING_FEAT_EXT_ARG), and [`SockRing::drain`], which cancels what is
 //! still in flight and waits it out, so no buffer is written after its owner is gone.
 //!
+//! A multipath stream's paths share one ring ([`SharedRing`], `shared.rs`): every path's
+//! sends and receives go in, and their completions come back, with one `io_uring_enter`.
+//!
 //! [`SockRing::probe`] says at open whether this kernel has what is used (the ring, the
 //! extended-argument wait, SENDMSG, RECV, ASYNC_CANCEL); a queue falls back to its poll loop
 //! when it does not, and says so in its engine info.
@@ -25,9 +28,11 @@ use io_uring::{opcode, types, IoUring, Probe};
 
 pub mod bufring;
 pub mod conn;
+pub mod shared;
 pub mod zc;
 pub use bufring::BufRing;
 pub use conn::{Done, RingConn, RingFeatures};
+pub use shared::{ring_kind, Attachment, SharedRing};
 
 /// Which socket layer a network initiator uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

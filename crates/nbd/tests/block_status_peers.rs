@@ -28,6 +28,7 @@ fn write_blocks(t: &dyn Target, offsets: &[u64]) {
         max_len: BS as u32,
         arena: arena.clone(),
         io_timeout: Duration::from_secs(10),
+        socket_ring: None,
     };
     let mut q = t.open_queue(&cfg).expect("open queue");
     let ios: Vec<Io> = offsets

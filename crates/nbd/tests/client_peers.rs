@@ -22,6 +22,7 @@ fn qcfg(depth: u32, arena: &Arc<Arena>, timeout: Duration) -> QueueConfig {
         max_len: BS as u32,
         arena: arena.clone(),
         io_timeout: timeout,
+        socket_ring: None,
     }
 }
 

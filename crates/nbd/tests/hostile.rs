@@ -99,6 +99,7 @@ impl Good {
                 max_len: 8192,
                 arena: arena.clone(),
                 io_timeout: Duration::from_secs(5),
+                socket_ring: None,
             })
             .unwrap();
         Good { q, arena, round: 0 }

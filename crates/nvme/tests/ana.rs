@@ -254,6 +254,7 @@ fn qcfg(arena: &Arc<Arena>) -> QueueConfig {
         max_len: 4096,
         arena: arena.clone(),
         io_timeout: Duration::from_secs(5),
+        socket_ring: None,
     }
 }
 

@@ -113,6 +113,7 @@ fn qcfg(arena: &Arc<Arena>, timeout: Duration) -> QueueConfig {
         max_len: 1 << 20,
         arena: arena.clone(),
         io_timeout: timeout,
+        socket_ring: None,
     }
 }
 

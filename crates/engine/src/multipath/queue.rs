@@ -25,11 +25,18 @@
 //!   ready or hold completions, so one quiet path never delays another's completions, no
 //!   reap finds nothing, and timeouts and reconnections (`housekeeping.rs`) are looked at
 //!   often.
+//! * One io_uring per queue ([`SharedRing`]): every path's queue (and every reconnection's)
+//!   is opened with it in its configuration, and an initiator on the io_uring layer attaches
+//!   its socket to it. When every busy path is on it, the wait is one `io_uring_enter` that
+//!   submits all their sends and receives and waits for the first completion, instead of a
+//!   `ppoll` over the paths' fds and an enter per path. A stream whose paths poll never opens
+//!   the ring.
 
 mod housekeeping;
 mod wait;
 
 use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -41,6 +48,7 @@ use crate::engine::{AccessState, Completion, Io, Queue, QueueConfig, Target};
 use crate::error::EngineError;
 use crate::poison::lock;
 use crate::run::timeline::{BIN_NS, MAX_BINS};
+use sanbench_io::SharedRing;
 
 /// The longest one wait for completions lasts before timeouts and reconnections are looked at
 /// (and a send that found a socket full is retried).
@@ -56,8 +64,11 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
     // Each path's queue times out on its own after `path_timeout`: a path that answers
     // nothing for that long is failed by its engine as by this queue's own check, which
     // lets a lone busy path be waited on in its engine's blocking reap (`wait.rs`).
+    // One ring for every path of this queue (opened when the first path attaches to it).
+    let ring = SharedRing::new();
     let cfg = &QueueConfig {
         io_timeout: path_timeout,
+        socket_ring: sanbench_io::sockring::shared::sharing_wanted().then(|| ring.clone()),
         ..cfg.clone()
     };
     let mut sel = Selector::new(sh.paths.len(), sh.options.selector());
@@ -122,6 +133,7 @@ pub(super) fn open(sh: Arc<Shared>, cfg: &QueueConfig) -> Result<Box<dyn Queue>,
         which: Vec::with_capacity(n),
         done_on: vec![0; cfg.depth as usize],
         last_now: None,
+        ring,
     }))
 }
 
@@ -232,9 +244,34 @@ struct MultipathQueue {
     /// showed in the layer's cost; what the caller did in between is microseconds, and
     /// timeouts and retries are counted in milliseconds).
     last_now: Option<Instant>,
+    /// The ring the paths' sockets share when they are on io_uring.
+    ring: SharedRing,
 }
 
+/// A multipath queue's fact: whether its paths' sockets ran on its one ring (`shared`), each
+/// on a ring of its own (`own`), or some of each (`mixed`); absent when none was on io_uring.
+pub const SOCKET_RING: &str = "multipath.socket_ring";
+/// `io_uring_enter` calls on the queue's shared ring, by the wrapper's waits and the paths'.
+pub const SOCKET_RING_ENTERS: &str = "multipath.socket_ring_enters";
+
 impl MultipathQueue {
+    /// What [`SOCKET_RING`] says of the paths' queues now (failed ones left out).
+    fn ring_kind(&self) -> Option<&'static str> {
+        let ring = self.ring.fd()?;
+        let (mut shared, mut other) = (0, 0);
+        for q in self.paths.iter().filter_map(|p| p.queue.as_ref()) {
+            match q.readiness() {
+                Some(r) if r.fd.as_raw_fd() == ring => shared += 1,
+                _ => other += 1,
+            }
+        }
+        Some(match (shared, other) {
+            (_, 0) => "shared",
+            (0, _) => "own",
+            _ => "mixed",
+        })
+    }
+
     /// Sends each tag on the path the selector picks (or queues it when there is none); a
     /// path whose submit fails is taken out and its I/Os go round again.
     fn route(&mut self, work: &mut Vec<u32>, now: Instant) {
@@ -286,7 +323,9 @@ impl MultipathQueue {
         // aborted: an orderly close would leave what the socket still holds (the failed
         // path's I/Os, about to be reissued elsewhere) for the kernel to deliver if the path
         // comes back, so a stale write could land over a newer one. SO_LINGER 0 makes the
-        // close a reset that discards it.
+        // close a reset that discards it. (A queue on io_uring names its ring's fd here, no
+        // socket: it resets its own socket when dropped without `close`, after its
+        // operations on the ring are cancelled and waited out.)
         if let Some(q) = self.paths[p].queue.take() {
             if let Some(r) = q.readiness() {
                 let _ = rustix::net::sockopt::set_socket_linger(r.fd, Some(Duration::ZERO));
@@ -454,6 +493,10 @@ impl Queue for MultipathQueue {
             STATS_KEY.into(),
             serde_json::to_value(self.report()).unwrap_or_default(),
         );
+        if let Some(kind) = self.ring_kind() {
+            m.insert(SOCKET_RING.into(), kind.into());
+            m.insert(SOCKET_RING_ENTERS.into(), self.ring.enters().into());
+        }
         m
     }
 

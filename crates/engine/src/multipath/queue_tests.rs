@@ -187,6 +187,7 @@ fn cfg() -> QueueConfig {
         max_len: 4096,
         arena: Arc::new(Arena::new(8 * 4096)),
         io_timeout: Duration::from_secs(5),
+        socket_ring: None,
     }
 }
 

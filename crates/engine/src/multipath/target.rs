@@ -13,6 +13,10 @@ use crate::uri::redact;
 
 pub use sanbench_io::params::{MULTI_CONN, PATHS};
 
+/// The engine info's word on the paths' io_uring: `shared` (one ring per queue for all its
+/// paths), present only when the paths are on io_uring.
+pub const SOCKET_RING: &str = "socket_ring";
+
 /// A target reached over several paths.
 pub struct MultipathTarget {
     shared: Arc<Shared>,
@@ -53,6 +57,11 @@ impl MultipathTarget {
             "multipath.no_path_retry_s".into(),
             options.no_path_retry.as_secs_f64().into(),
         );
+        // Paths on io_uring share one ring per queue (what each queue ran: its facts'
+        // `multipath.socket_ring`).
+        if p.get("socket").and_then(|v| v.as_str()) == Some("uring") {
+            p.insert(SOCKET_RING.into(), "shared".into());
+        }
         Ok(MultipathTarget {
             shared: Arc::new(Shared {
                 paths: paths.into_iter().map(Mutex::new).collect(),

@@ -33,6 +33,7 @@ fn side(lay: &Layout, data: &DataSpec, unit: Option<usize>) -> Side {
             max_len: lay.slot as u32,
             arena: arena.clone(),
             io_timeout: Duration::from_secs(1),
+            socket_ring: None,
         })
         .unwrap();
     let mut stamper = Stamper::new(data, RUN, 2);

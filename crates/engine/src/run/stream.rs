@@ -81,6 +81,7 @@ pub(super) fn stream(ctx: StreamCtx<'_>) -> Option<StreamOut> {
         max_len: w.max_bs() as u32,
         arena: arena.clone(),
         io_timeout: ctx.io_timeout,
+        socket_ring: None,
     };
     // A queue that fails to open is reported before the first barrier, so the coordinator
     // knows at the barrier (and tells the other processes of a synchronized run). A pinned

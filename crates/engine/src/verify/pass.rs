@@ -43,6 +43,7 @@ pub fn verify_span(
         max_len: bs as u32,
         arena: arena.clone(),
         io_timeout,
+        socket_ring: None,
     })?;
     let mut free: Vec<u32> = (0..depth).rev().collect();
     let mut ios: Vec<(u64, u32)> = vec![(0, 0); depth as usize];

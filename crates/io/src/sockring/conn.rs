@@ -1,4 +1,5 @@
-//! One connection's socket on a [`SockRing`]: at most one SENDMSG and one RECV in the kernel
+//! One connection's socket on a [`SockRing`] of its own or on a [`SharedRing`] with other
+//! connections (a multipath stream's paths): at most one SENDMSG and one RECV in the kernel
 //! at a time, the bookkeeping every initiator needs around them (what is in flight, a small
 //! send waited for together with the reply, completions typed as [`Done`]), and the drain
 //! before the buffers go. What is sent and where a receive lands stays the protocol's
@@ -9,6 +10,9 @@ use std::io;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
 
+use io_uring::{opcode, types};
+
+use super::shared::{Attachment, SharedRing};
 use super::{Cqe, SockRing};
 
 mod feat;
@@ -30,9 +34,45 @@ pub enum Done {
     Received(i32),
 }
 
-/// A socket's send and receive on a ring of its own.
+/// The ring a connection's operations go to.
+// Unboxed: the one-path ring is the hot case and each connection holds one `Backing`.
+#[allow(clippy::large_enum_variant)]
+enum Backing {
+    Own(SockRing),
+    /// On a shared ring, its entries are submitted by whichever connection on it waits next
+    /// (or by the ring's owner's [`SharedRing::wait`]).
+    Shared(Attachment),
+}
+
+impl Backing {
+    /// Pushes `e` (built on this backing's [`file`](Self::file)) with `user_data` of `kind`.
+    ///
+    /// # Safety
+    /// What `e` points at lives, untouched, until its completion is taken or a drain returned.
+    unsafe fn push(&mut self, e: io_uring::squeue::Entry, kind: u64) -> io::Result<()> {
+        match self {
+            // SAFETY: forwarded from the caller.
+            Backing::Own(r) => unsafe { r.push(&e.user_data(kind)) },
+            Backing::Shared(a) => {
+                let e = e.user_data(a.user_data(kind));
+                // SAFETY: forwarded from the caller.
+                unsafe { a.push(&e) }
+            }
+        }
+    }
+
+    /// The registered file of the connection's socket.
+    fn file(&self) -> u32 {
+        match self {
+            Backing::Own(_) => 0,
+            Backing::Shared(a) => a.file(),
+        }
+    }
+}
+
+/// A socket's send and receive on a ring of its own or a shared one.
 pub struct RingConn {
-    ring: SockRing,
+    ring: Backing,
     iov: Vec<libc::iovec>,
     msg: Box<libc::msghdr>,
     /// Bytes of the send in the kernel.
@@ -62,9 +102,24 @@ impl RingConn {
         RingConn::open_with(fd, RingFeatures::from_env_chosen())
     }
 
+    /// `fd` on `shared` when given and it takes it, else (no slot, a kernel without what the
+    /// layer needs, or opt-in features asked: they run on a ring of the connection's own) on
+    /// a ring of its own: see [`shared`](Self::shared).
+    pub fn open_on(fd: RawFd, shared: Option<&SharedRing>) -> Result<RingConn, String> {
+        let shared = shared.filter(|_| !RingFeatures::from_env().any());
+        match shared.map(|s| s.attach(fd)) {
+            Some(Ok(a)) => Ok(RingConn::with(Backing::Shared(a))),
+            _ => RingConn::open(fd),
+        }
+    }
+
     fn open_plain(fd: RawFd) -> Result<RingConn, String> {
-        Ok(RingConn {
-            ring: SockRing::open(&[fd], 8)?,
+        Ok(RingConn::with(Backing::Own(SockRing::open(&[fd], 8)?)))
+    }
+
+    fn with(ring: Backing) -> RingConn {
+        RingConn {
+            ring,
             iov: Vec::with_capacity(16),
             // SAFETY: an all-zero msghdr is a valid empty one.
             msg: Box::new(unsafe { std::mem::zeroed() }),
@@ -76,27 +131,49 @@ impl RingConn {
             owned_flags: None,
             cqes: Vec::with_capacity(4),
             feat: Default::default(),
-        })
+        }
     }
 
     /// How the ring was set up ([`SockRing::mode`]).
     pub fn mode(&self) -> &'static str {
-        self.ring.mode()
+        match &self.ring {
+            Backing::Own(r) => r.mode(),
+            Backing::Shared(a) => a.mode(),
+        }
     }
 
-    /// `io_uring_enter` calls made.
+    /// Whether the connection is on a [`SharedRing`] (else on a ring of its own).
+    pub fn shared(&self) -> bool {
+        matches!(self.ring, Backing::Shared(_))
+    }
+
+    /// `io_uring_enter` calls made (on a shared ring: by this connection's waits).
     pub fn enters(&self) -> u64 {
-        self.ring.enters()
+        match &self.ring {
+            Backing::Own(r) => r.enters(),
+            Backing::Shared(a) => a.enters(),
+        }
     }
 
-    /// The ring's fd: readable when completions wait to be taken.
+    /// The ring's fd: readable when completions wait to be taken (on a shared ring, anyone's).
     pub fn fd(&self) -> BorrowedFd<'_> {
-        self.ring.fd()
+        match &self.ring {
+            Backing::Own(r) => r.fd(),
+            // SAFETY: the attachment holds the shared ring, whose fd stays open as long.
+            Backing::Shared(a) => unsafe { BorrowedFd::borrow_raw(a.fd()) },
+        }
     }
 
-    /// Entries not yet submitted: a caller polling the ring fd would miss them.
+    /// Whether a caller polling the ring fd would miss something: on a ring of its own,
+    /// entries not yet submitted; on a shared ring, completions already moved to this
+    /// connection's mailbox (its queued entries go in with the next wait on the ring, which
+    /// its waiter makes).
     pub fn needs_enter(&self) -> bool {
-        self.ring.has_queued() || self.has_ready()
+        self.has_ready()
+            || match &self.ring {
+                Backing::Own(r) => r.has_queued(),
+                Backing::Shared(a) => a.has_mail(),
+            }
     }
 
     /// Whether a send is in the kernel.
@@ -185,20 +262,33 @@ impl RingConn {
             return Ok(());
         }
         let len = len.min(u32::MAX as usize) as u32;
+        let e = opcode::Recv::new(types::Fixed(self.ring.file()), buf, len).build();
         // SAFETY: forwarded from the caller.
-        unsafe { self.ring.recv(0, buf, len, RECV) }?;
+        unsafe { self.ring.push(e, RECV) }?;
         self.receiving = true;
         Ok(())
     }
 
-    /// Submits what is queued and waits up to `timeout` for `want` completions (zero: only
-    /// submits). Returns whether they are there.
+    /// Submits what is queued and waits up to `timeout` for `want` of this connection's
+    /// completions (zero: only submits; on a shared ring it leaves that to the ring's next
+    /// wait, so every connection's entries go in with one enter). Returns whether they are
+    /// there.
     pub fn enter(&mut self, want: u32, timeout: Duration) -> io::Result<bool> {
         if want == 0 {
             self.send_inline = false;
-            return self.ring.enter(0, Some(Duration::ZERO));
+            return match &mut self.ring {
+                Backing::Own(r) => r.enter(0, Some(Duration::ZERO)),
+                Backing::Shared(_) => Ok(true),
+            };
         }
-        self.ring.enter(want, Some(timeout))
+        self.wait(want, timeout)
+    }
+
+    fn wait(&mut self, want: u32, timeout: Duration) -> io::Result<bool> {
+        match &mut self.ring {
+            Backing::Own(r) => r.enter(want, Some(timeout)),
+            Backing::Shared(a) => a.wait(want, timeout),
+        }
     }
 
     /// Submits what is queued and waits up to `timeout` for the receive to complete, and
@@ -211,14 +301,17 @@ impl RingConn {
             return Ok(true);
         }
         let want = u32::from(self.receiving) + u32::from(std::mem::take(&mut self.send_inline));
-        self.ring.enter(want.max(1), Some(timeout))
+        self.wait(want.max(1), timeout)
     }
 
     /// Moves the completions in the ring into `out`, the send's and receive's state with them.
     pub fn take(&mut self, out: &mut Vec<Done>) {
         self.feat_take(out);
         let mut cqes = std::mem::take(&mut self.cqes);
-        self.ring.take(&mut cqes);
+        match &mut self.ring {
+            Backing::Own(r) => r.take(&mut cqes),
+            Backing::Shared(a) => a.take(&mut cqes),
+        }
         for c in cqes.drain(..) {
             match c.user_data {
                 SEND => {
@@ -262,9 +355,12 @@ impl RingConn {
     /// the rest of the process (and the ring keeps its own, a [`send_buf`](Self::send_buf)'s).
     #[must_use]
     pub fn drain(&mut self) -> bool {
-        let drained = self
-            .ring
-            .drain(&[SEND, RECV, feat::RECV_MULTI], Duration::from_secs(5));
+        let limit = Duration::from_secs(5);
+        let drained = match &mut self.ring {
+            Backing::Own(r) => r.drain(&[SEND, RECV, feat::RECV_MULTI], limit),
+            // Only this connection's operations: the others' completions stay theirs.
+            Backing::Shared(a) => a.drain(limit),
+        };
         self.feat_drained(!drained);
         self.sending = None;
         self.receiving = false;

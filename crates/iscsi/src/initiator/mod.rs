@@ -157,6 +157,7 @@ fn connect(
     depth: u32,
     block_size: u32,
     io_timeout: Duration,
+    ring: Option<&sanbench_io::SharedRing>,
 ) -> Result<Session, EngineError> {
     let o = &spec.opts;
     let cfg = InitiatorLoginConfig {
@@ -187,7 +188,7 @@ fn connect(
     )?;
     // The probe at open said the kernel has what the ring needs.
     if o.socket == SocketLayer::Uring {
-        s.use_ring();
+        s.use_ring(ring);
     }
     Ok(s)
 }
@@ -226,7 +227,7 @@ pub fn open(uri: &str, opts: &InitiatorOptions) -> Result<Box<dyn Target>, Engin
         },
     };
     let arena = Arc::new(Arena::new(probe::ARENA));
-    let mut s = connect(&spec, arena, 1, 1, opts.login_timeout)?;
+    let mut s = connect(&spec, arena, 1, 1, opts.login_timeout, None)?;
     let (mut info, disc) = probe::probe(&mut s, &spec.uri)?;
     info.uri = sanbench_io::redact::redact(uri);
     probe::session_params(&s, &spec, &mut info);
@@ -270,6 +271,7 @@ impl Target for IscsiTarget {
             cfg.depth,
             self.info.block_size,
             cfg.io_timeout,
+            cfg.socket_ring.as_ref(),
         )?;
         s.set_discard(self.disc);
         Ok(Box::new(s))

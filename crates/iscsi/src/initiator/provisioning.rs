@@ -64,7 +64,14 @@ pub(super) fn allocation(
     let start = (offset / bs).min(blocks);
     let end = offset.saturating_add(len).div_ceil(bs).min(blocks);
     let arena = Arc::new(Arena::new(ALLOC_LEN as usize));
-    let mut s = connect(spec, arena, 1, info.block_size, spec.opts.login_timeout)?;
+    let mut s = connect(
+        spec,
+        arena,
+        1,
+        info.block_size,
+        spec.opts.login_timeout,
+        None,
+    )?;
     let (mut lba, mut holes) = (start, 0u64);
     while lba < end {
         let (r, data) = ask(

@@ -82,6 +82,8 @@ impl Session {
         if let Some(r) = &self.link.ring {
             m.insert("iscsi.ring_enters".into(), r.enters().into());
             m.insert("iscsi.ring_setup".into(), r.mode().into());
+            let kind = sanbench_io::sockring::ring_kind(r.shared());
+            m.insert("iscsi.socket_ring".into(), kind.into());
         }
         if let Some(f) = &self.socket_fallback {
             m.insert("iscsi.socket_fallback".into(), f.as_str().into());

@@ -180,8 +180,8 @@ fn fill(dst: &mut [u8], arena: &Arena, plist: &[u8], src: Src, off: usize) {
 impl Session {
     /// Moves the session's sends and receives onto io_uring; a ring that fails to open
     /// leaves it on the poll loop, which its stats say (`socket_fallback`).
-    pub(crate) fn use_ring(&mut self) {
-        self.socket_fallback = self.link.use_ring().err();
+    pub(crate) fn use_ring(&mut self, shared: Option<&sanbench_io::SharedRing>) {
+        self.socket_fallback = self.link.use_ring(shared).err();
     }
 
     pub(crate) fn new(

@@ -72,6 +72,7 @@ pub fn qcfg(depth: u32, arena: &Arc<Arena>, timeout: Duration) -> QueueConfig {
         max_len: SLOT as u32,
         arena: arena.clone(),
         io_timeout: timeout,
+        socket_ring: None,
     }
 }
 

@@ -433,7 +433,7 @@ impl Target for NvmeTarget {
         // The probe at open said the kernel has what the ring needs; a ring that still fails
         // to open leaves this queue on the poll loop, which its stats say.
         let fallback = match self.socket {
-            SocketLayer::Uring => conn.use_ring().err(),
+            SocketLayer::Uring => conn.use_ring_on(cfg.socket_ring.as_ref()).err(),
             SocketLayer::Poll => None,
         };
         Ok(Box::new(queue::NvmeQueue::new(

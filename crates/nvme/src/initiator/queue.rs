@@ -463,6 +463,8 @@ impl Queue for NvmeQueue {
         if let Some(r) = self.conn.ring() {
             m.insert("nvme_ring_enters".into(), r.enters().into());
             m.insert("nvme_ring_setup".into(), r.mode().into());
+            let kind = sanbench_io::sockring::ring_kind(r.shared());
+            m.insert("nvme_socket_ring".into(), kind.into());
         }
         if let Some(f) = &self.socket_fallback {
             m.insert("nvme_socket_fallback".into(), f.as_str().into());

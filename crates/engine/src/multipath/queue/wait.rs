@@ -15,6 +15,15 @@
 //! completion is recent (1 % of `path_timeout`, [`LONE_SLACK`] at least), so that timer
 //! starts about where this queue's would.
 //!
+//! Paths on the queue's shared io_uring (their readiness names its fd): when every busy path
+//! is, the wait is one `io_uring_enter` on it ([`SharedRing::wait`]) that submits all their
+//! queued sends and receives (an attached connection leaves them queued for this) and waits
+//! for the first completion; each completion lands in its connection's mailbox, which its
+//! queue's readiness reports as held, so exactly the paths with completions are reaped, and
+//! their `reap(0)` makes no system call. With some paths polling instead, the ring's queued
+//! entries are submitted first and the ring fd is polled with the sockets.
+//!
+//! [`SharedRing::wait`]: sanbench_io::SharedRing::wait
 //! [`Readiness::held`]: crate::engine::Readiness::held
 //! [`Queue::readiness`]: crate::engine::Queue::readiness
 
@@ -111,6 +120,8 @@ impl MultipathQueue {
         self.pollfds.clear();
         self.which.clear();
         let (mut held, mut unpollable) = (false, false);
+        let ring = self.ring.fd();
+        let mut on_ring = 0;
         for (p, path) in self.paths.iter().enumerate() {
             let Some(q) = &path.queue else { continue };
             if self.sel.outstanding(p) == 0 {
@@ -122,6 +133,7 @@ impl MultipathQueue {
                     held = true;
                 }
                 Some(r) => {
+                    on_ring += usize::from(Some(r.fd.as_raw_fd()) == ring);
                     let mut events = libc::POLLIN;
                     if r.write {
                         events |= libc::POLLOUT;
@@ -148,6 +160,21 @@ impl MultipathQueue {
         } else {
             limit
         };
+        if on_ring > 0 {
+            // Every busy path on the ring: the one enter is the wait.
+            let only = on_ring == self.pollfds.len() && !unpollable;
+            let waited = self.ring.wait(if only { limit } else { Duration::ZERO });
+            if self.mark_mail() || (only && (waited.is_err() || !limit.is_zero())) {
+                if !self.ready.iter().any(|&r| r) {
+                    // The time, or an error the paths' own reaps will meet: every busy path.
+                    self.which.iter().for_each(|&p| self.ready[p] = true);
+                }
+                return;
+            }
+            if only {
+                return;
+            }
+        }
         if self.pollfds.is_empty() {
             // Nothing to poll: a queue without a socket, or no path busy (I/Os waiting for
             // a path, a reconnection under way): sleep until the next look.
@@ -181,6 +208,25 @@ impl MultipathQueue {
             // none).
             self.which.iter().for_each(|&p| self.ready[p] = true);
         }
+    }
+
+    /// Marks the busy paths polled on the shared ring whose queue now holds completions (moved
+    /// to their mailboxes by a wait on the ring); returns whether any is.
+    fn mark_mail(&mut self) -> bool {
+        let Some(ring) = self.ring.fd() else {
+            return false;
+        };
+        let mut any = false;
+        for &p in &self.which {
+            let Some(r) = self.paths[p].queue.as_ref().and_then(|q| q.readiness()) else {
+                continue;
+            };
+            if r.fd.as_raw_fd() == ring && r.held {
+                self.ready[p] = true;
+                any = true;
+            }
+        }
+        any
     }
 
     /// The one path with I/O out, when nothing else needs watching: every other path idle

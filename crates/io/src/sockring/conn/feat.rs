@@ -21,7 +21,8 @@ use std::collections::VecDeque;
 use std::io;
 
 use super::super::{BufRing, Cqe, SockRing, SocketLayer};
-use super::{Done, RingConn};
+use super::{Backing, Done, RingConn};
+use io_uring::{opcode, types};
 
 /// The environment variable naming the features a connection asks for
 /// (`sendzc`, `multishot`, comma-separated; `none` or unset: neither).
@@ -183,8 +184,8 @@ impl RingConn {
         if features.multishot {
             let br =
                 BufRing::new(RING_BUFS, RING_BUF, 0).map_err(|e| format!("buffer ring: {e}"))?;
-            c.ring
-                .register_buf_ring(&br)
+            c.own()
+                .and_then(|r| r.register_buf_ring(&br))
                 .map_err(|e| format!("IORING_REGISTER_PBUF_RING: {e}"))?;
             c.feat.multi = Some(Multi {
                 br,
@@ -215,10 +216,33 @@ impl RingConn {
             self.feat.zc_pending = true;
             // SAFETY: forwarded from the caller; the send is reported only at the
             // notification, so the caller keeps the buffers that long.
-            unsafe { self.ring.send_msg_zc(0, msg, flags, super::SEND) }
+            unsafe { self.own()?.send_msg_zc(0, msg, flags, super::SEND) }
         } else {
             // SAFETY: forwarded from the caller.
-            unsafe { self.ring.send_msg(0, msg, flags, super::SEND) }
+            unsafe { self.push_plain_msg(flags) }
+        }
+    }
+
+    /// Pushes the prepared `msg` as a plain SENDMSG, on whichever ring the connection is.
+    ///
+    /// # Safety
+    /// As [`RingConn::send`].
+    unsafe fn push_plain_msg(&mut self, flags: i32) -> io::Result<()> {
+        let e = opcode::SendMsg::new(types::Fixed(self.ring.file()), &*self.msg)
+            .flags(flags as u32)
+            .build();
+        // SAFETY: forwarded from the caller.
+        unsafe { self.ring.push(e, super::SEND) }
+    }
+
+    /// The connection's own ring: the features run only there (a connection that asks for
+    /// them never attaches to a shared ring, `RingConn::open_on`).
+    fn own(&mut self) -> io::Result<&mut SockRing> {
+        match &mut self.ring {
+            Backing::Own(r) => Ok(r),
+            Backing::Shared(_) => Err(io::Error::other(
+                "the io_uring features run on a ring of the connection's own",
+            )),
         }
     }
 
@@ -243,10 +267,9 @@ impl RingConn {
             // A socket that takes no zero-copy sends (kernel TLS): this one again as a plain
             // SENDMSG (msg and its buffers are untouched until the Done), and no more tries.
             self.feat.on.send_zc = false;
-            let msg: *const libc::msghdr = &*self.msg;
             let flags = self.feat.zc_flags;
             // SAFETY: the caller of `send` keeps the buffers until the Done, which is not out.
-            if unsafe { self.ring.send_msg(0, msg, flags, super::SEND) }.is_ok() {
+            if unsafe { self.push_plain_msg(flags) }.is_ok() {
                 return None;
             }
         }
@@ -318,9 +341,13 @@ impl RingConn {
         if m.armed || m.ended.is_some() || m.held.len() >= m.br.entries() as usize {
             return Ok(());
         }
+        let bgid = m.br.bgid();
         // SAFETY: the buffer ring lives in `feat` beside the ring, which is dropped first (its
         // field comes first) or drained before; a drain that fails leaks the buffer ring.
-        unsafe { self.ring.recv_multi(0, m.br.bgid(), RECV_MULTI)? };
+        unsafe { self.own()?.recv_multi(0, bgid, RECV_MULTI)? };
+        let Some(m) = self.feat.multi.as_mut() else {
+            return Ok(());
+        };
         m.armed = true;
         Ok(())
     }

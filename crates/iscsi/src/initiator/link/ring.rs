@@ -37,6 +37,11 @@ impl LinkRing {
         self.conn.enters()
     }
 
+    /// Whether the ring is the stream's shared one.
+    pub(crate) fn shared(&self) -> bool {
+        self.conn.shared()
+    }
+
     pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.conn.fd()
     }
@@ -49,10 +54,14 @@ impl LinkRing {
 }
 
 impl Link {
-    /// Moves this connection's sends and receives onto a ring of its own (after login).
-    pub(crate) fn use_ring(&mut self) -> Result<(), String> {
+    /// Moves this connection's sends and receives onto `shared` when given and it takes the
+    /// socket, else onto a ring of its own (after login).
+    pub(crate) fn use_ring(
+        &mut self,
+        shared: Option<&sanbench_io::SharedRing>,
+    ) -> Result<(), String> {
         use std::os::fd::AsRawFd;
-        let conn = RingConn::open(self.stream.as_raw_fd())?;
+        let conn = RingConn::open_on(self.stream.as_raw_fd(), shared)?;
         let tick = self.stream.read_timeout().ok().flatten();
         self.ring = Some(Box::new(LinkRing {
             conn,

@@ -142,7 +142,7 @@ impl NbdQueue {
                 None,
                 Some("this connection's TLS records stayed in user space".to_string()),
             ),
-            SocketLayer::Uring => match ring::RingSide::open(sock.fd()) {
+            SocketLayer::Uring => match ring::RingSide::open(sock.fd(), cfg.socket_ring.as_ref()) {
                 Ok(r) => (Some(Box::new(r)), None),
                 Err(e) => (None, Some(e)),
             },
@@ -436,6 +436,10 @@ impl Queue for NbdQueue {
         if let Some(r) = &self.ring {
             m.insert("nbd_ring_enters".into(), json!(r.enters()));
             m.insert("nbd_ring_setup".into(), json!(r.mode()));
+            m.insert(
+                "nbd_socket_ring".into(),
+                json!(sanbench_io::sockring::ring_kind(r.shared())),
+            );
         }
         if let Some(f) = &self.fallback {
             m.insert("nbd_socket_fallback".into(), json!(f));

@@ -35,9 +35,13 @@ pub(crate) struct RingSide {
 }
 
 impl RingSide {
-    pub(crate) fn open(fd: std::os::fd::RawFd) -> Result<RingSide, String> {
+    /// On `shared` when given and it takes the socket, else on a ring of its own.
+    pub(crate) fn open(
+        fd: std::os::fd::RawFd,
+        shared: Option<&sanbench_io::SharedRing>,
+    ) -> Result<RingSide, String> {
         Ok(RingSide {
-            conn: RingConn::open(fd)?,
+            conn: RingConn::open_on(fd, shared)?,
             send: None,
             recv: None,
             done: Vec::with_capacity(4),
@@ -50,6 +54,11 @@ impl RingSide {
 
     pub(crate) fn enters(&self) -> u64 {
         self.conn.enters()
+    }
+
+    /// Whether the ring is the stream's shared one.
+    pub(crate) fn shared(&self) -> bool {
+        self.conn.shared()
     }
 
     pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {

@@ -34,14 +34,25 @@ impl HostRing {
     pub(crate) fn enters(&self) -> u64 {
         self.conn.enters()
     }
+
+    /// Whether the ring is the stream's shared one.
+    pub(crate) fn shared(&self) -> bool {
+        self.conn.shared()
+    }
 }
 
 impl Connection {
     /// Moves this connection's sends and receives onto a ring of its own. Called before any
     /// I/O (nothing queued, nothing buffered but what the socket gave already).
     pub fn use_ring(&mut self) -> Result<(), String> {
+        self.use_ring_on(None)
+    }
+
+    /// [`use_ring`](Self::use_ring) on `shared` when given and it takes the socket (a
+    /// multipath stream's ring), else on a ring of its own.
+    pub fn use_ring_on(&mut self, shared: Option<&sanbench_io::SharedRing>) -> Result<(), String> {
         use std::os::fd::AsRawFd;
-        let conn = RingConn::open(self.s.as_raw_fd())?;
+        let conn = RingConn::open_on(self.s.as_raw_fd(), shared)?;
         self.ring = Some(Box::new(HostRing {
             conn,
             done: Vec::with_capacity(4),
