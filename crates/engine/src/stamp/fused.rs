@@ -178,7 +178,7 @@ fn xor_diff_avx2(data: &[u8], src: &[u8], key: u64) -> u64 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn xor_diff_copy_avx2(src: &[u8], dst: &mut [u8], pool: &[u8], key: u64) -> u64 {
+pub(super) fn xor_diff_copy_avx2(src: &[u8], dst: &mut [u8], pool: &[u8], key: u64) -> u64 {
     use std::arch::x86_64::{
         __m256i, _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi64x, _mm256_setzero_si256,
         _mm256_storeu_si256, _mm256_testz_si256, _mm256_xor_si256,
@@ -426,6 +426,15 @@ impl KeyCache {
         let (src, dst) = (&src[..n], &mut dst[..n]);
         #[cfg(target_arch = "x86_64")]
         if avx2() && sse42() {
+            if super::lean::lean_shape(n, unit, pool) {
+                // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
+                let lean = unsafe {
+                    self.copy_expected_lean(src, dst, io_off, unit, run_id, pool, &gen, ahead)
+                };
+                if lean == super::lean::Lean::Clean {
+                    return true;
+                }
+            }
             // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
             return unsafe {
                 self.copy_expected_avx2(src, dst, io_off, unit, run_id, pool, gen, ahead)
