@@ -46,6 +46,67 @@ fn crc4(w1: u64, w2: u64, w3: u64, w4: u64) -> u32 {
     !(_mm_crc32_u64(c, w4) as u32)
 }
 
+/// `dst = src` while computing the OR of `src ^ pool ^ key` over the bytes copied (0: every
+/// byte matches) (each 32 bytes loaded
+/// once, stored and compared: what is judged is what was copied, whoever writes `src`). `dst`
+/// and `pool` at least as long as `src` (else nothing is copied and `u64::MAX` returned).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) fn xor_diff_copy_avx2(src: &[u8], dst: &mut [u8], pool: &[u8], key: u64) -> u64 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi64x, _mm256_setzero_si256,
+        _mm256_storeu_si256, _mm256_testz_si256, _mm256_xor_si256,
+    };
+    let n = src.len();
+    if dst.len() < n || pool.len() < n {
+        return u64::MAX;
+    }
+    let k = _mm256_set1_epi64x(key as i64);
+    let (s, d, p) = (src.as_ptr(), dst.as_mut_ptr(), pool.as_ptr());
+    let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    let mut i = 0;
+    // SAFETY: every access is 32 bytes ending at most at n, inside all three slices (checked
+    // above); the loads and stores are unaligned ones; the last overlaps at a multiple of 8.
+    unsafe {
+        while i + 64 <= n {
+            let v0 = _mm256_loadu_si256(s.add(i).cast::<__m256i>());
+            let v1 = _mm256_loadu_si256(s.add(i + 32).cast::<__m256i>());
+            _mm256_storeu_si256(d.add(i).cast::<__m256i>(), v0);
+            _mm256_storeu_si256(d.add(i + 32).cast::<__m256i>(), v1);
+            let x0 = _mm256_xor_si256(v0, _mm256_loadu_si256(p.add(i).cast::<__m256i>()));
+            let x1 = _mm256_xor_si256(v1, _mm256_loadu_si256(p.add(i + 32).cast::<__m256i>()));
+            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x0, k));
+            a1 = _mm256_or_si256(a1, _mm256_xor_si256(x1, k));
+            i += 64;
+        }
+        // What is left: whole vectors, the last one overlapping when the length is a multiple
+        // of 8 (the key's lanes then line up), otherwise bytes from the last whole vector.
+        let whole = n.is_multiple_of(8) && n >= 32;
+        while i < n && (i + 32 <= n || whole) {
+            let at = i.min(n - 32);
+            let v = _mm256_loadu_si256(s.add(at).cast::<__m256i>());
+            _mm256_storeu_si256(d.add(at).cast::<__m256i>(), v);
+            let x = _mm256_xor_si256(v, _mm256_loadu_si256(p.add(at).cast::<__m256i>()));
+            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x, k));
+            i += 32;
+        }
+    }
+    let a = _mm256_or_si256(a0, a1);
+    let mut diff = u64::from(_mm256_testz_si256(a, a) == 0);
+    if i < n {
+        // i is a multiple of 32, so the key's byte phase continues from byte 0.
+        let kb = key.to_le_bytes();
+        dst[i..n].copy_from_slice(&src[i..n]);
+        diff |= dst[i..n]
+            .iter()
+            .zip(&pool[i..n])
+            .enumerate()
+            .fold(0u64, |d, (j, (a, b))| d | u64::from(a ^ b ^ kb[j % 8]));
+    }
+    diff
+}
+
 impl KeyCache {
     /// `dst = src` and whether every unit of the read is the expected one, for the lean shape
     /// ([`lean_shape`], AVX2 and SSE4.2: the caller checks). This unit's share of `ahead` is
@@ -82,8 +143,13 @@ impl KeyCache {
                     unsafe { _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(l).cast::<i8>()) };
                     l += 64;
                 }
-            } else {
-                super::prefetch_lines(ahead.get(at..).unwrap_or(&[]));
+            } else if let Some(a) = ahead.get(at..) {
+                let mut l = 0;
+                while l < a.len() {
+                    // SAFETY: a prefetch hint of an address inside `ahead`.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().add(l).cast::<i8>()) };
+                    l += 64;
+                }
             }
             let off = io_off + at as u64;
             let g = gen(off);
@@ -122,7 +188,7 @@ impl KeyCache {
             let Some(win) = pool.get(w + STAMP_LEN..w + unit) else {
                 return Lean::No;
             };
-            if super::fused::xor_diff_copy_avx2(&src[pay.clone()], &mut dst[pay], win, key) != 0 {
+            if xor_diff_copy_avx2(&src[pay.clone()], &mut dst[pay], win, key) != 0 {
                 return Lean::No;
             }
             at += unit;
