@@ -20,6 +20,7 @@
 use crate::gen::Rng;
 
 mod fused;
+mod lean;
 pub use fused::prefetch_lines;
 pub use fused::store_fence;
 
@@ -359,6 +360,15 @@ impl Stamper {
         far: bool,
     ) {
         self.seq += 1;
+        #[cfg(target_arch = "x86_64")]
+        if far
+            && avx2()
+            && sse42()
+            // SAFETY: the CPU has AVX2 and SSE4.2 (checked just before).
+            && unsafe { self.fill_far_lean(dst, offset, pool, &gen) }
+        {
+            return;
+        }
         let mut at = 0usize;
         while at < dst.len() {
             let n = (dst.len() - at).min(self.unit);

@@ -18,6 +18,8 @@
 //!   prefetch, checking inside the copy was slower than `memcpy` then check: each unit's stamp
 //!   was a dependent load from DRAM, where `memcpy` has all of a read's lines in flight).
 
+#[cfg(target_arch = "x86_64")]
+use super::lean::xor_diff_copy_avx2;
 use super::{
     avx2, header_crc, sse42, window, xor_copy, KeyCache, Stamper, MAGIC, SEQ_MASK, STAMP_LEN,
 };
@@ -168,61 +170,6 @@ fn xor_diff_avx2(data: &[u8], src: &[u8], key: u64) -> u64 {
     if i < n {
         // The ragged end: the key's byte phase continues from a multiple of 8 (i is one).
         diff |= xor_diff_bytes(&data[i..], &src[i..n], key);
-    }
-    diff
-}
-
-/// `dst = src` while computing [`xor_diff_avx2`] of the bytes copied (each 32 bytes loaded
-/// once, stored and compared: what is judged is what was copied, whoever writes `src`). `dst`
-/// and `pool` at least as long as `src` (else nothing is copied and `u64::MAX` returned).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn xor_diff_copy_avx2(src: &[u8], dst: &mut [u8], pool: &[u8], key: u64) -> u64 {
-    use std::arch::x86_64::{
-        __m256i, _mm256_loadu_si256, _mm256_or_si256, _mm256_set1_epi64x, _mm256_setzero_si256,
-        _mm256_storeu_si256, _mm256_testz_si256, _mm256_xor_si256,
-    };
-    let n = src.len();
-    if dst.len() < n || pool.len() < n {
-        return u64::MAX;
-    }
-    let k = _mm256_set1_epi64x(key as i64);
-    let (s, d, p) = (src.as_ptr(), dst.as_mut_ptr(), pool.as_ptr());
-    let (mut a0, mut a1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-    let mut i = 0;
-    // SAFETY: every access is 32 bytes ending at most at n, inside all three slices (checked
-    // above); the loads and stores are unaligned ones; the last overlaps at a multiple of 8.
-    unsafe {
-        while i + 64 <= n {
-            let v0 = _mm256_loadu_si256(s.add(i).cast::<__m256i>());
-            let v1 = _mm256_loadu_si256(s.add(i + 32).cast::<__m256i>());
-            _mm256_storeu_si256(d.add(i).cast::<__m256i>(), v0);
-            _mm256_storeu_si256(d.add(i + 32).cast::<__m256i>(), v1);
-            let x0 = _mm256_xor_si256(v0, _mm256_loadu_si256(p.add(i).cast::<__m256i>()));
-            let x1 = _mm256_xor_si256(v1, _mm256_loadu_si256(p.add(i + 32).cast::<__m256i>()));
-            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x0, k));
-            a1 = _mm256_or_si256(a1, _mm256_xor_si256(x1, k));
-            i += 64;
-        }
-        // What is left: whole vectors, the last one overlapping when the length is a multiple
-        // of 8 (the key's lanes then line up), otherwise bytes from the last whole vector.
-        let whole = n.is_multiple_of(8) && n >= 32;
-        while i < n && (i + 32 <= n || whole) {
-            let at = i.min(n - 32);
-            let v = _mm256_loadu_si256(s.add(at).cast::<__m256i>());
-            _mm256_storeu_si256(d.add(at).cast::<__m256i>(), v);
-            let x = _mm256_xor_si256(v, _mm256_loadu_si256(p.add(at).cast::<__m256i>()));
-            a0 = _mm256_or_si256(a0, _mm256_xor_si256(x, k));
-            i += 32;
-        }
-    }
-    let a = _mm256_or_si256(a0, a1);
-    let mut diff = u64::from(_mm256_testz_si256(a, a) == 0);
-    if i < n {
-        // i is a multiple of 32, so the key's byte phase continues.
-        dst[i..n].copy_from_slice(&src[i..n]);
-        diff |= xor_diff_bytes(&dst[i..n], &pool[i..n], key);
     }
     diff
 }
@@ -426,6 +373,15 @@ impl KeyCache {
         let (src, dst) = (&src[..n], &mut dst[..n]);
         #[cfg(target_arch = "x86_64")]
         if avx2() && sse42() {
+            if super::lean::lean_shape(n, unit, pool) {
+                // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
+                let lean = unsafe {
+                    self.copy_expected_lean(src, dst, io_off, unit, run_id, pool, &gen, ahead)
+                };
+                if lean == super::lean::Lean::Clean {
+                    return true;
+                }
+            }
             // SAFETY: the CPU has AVX2 and SSE4.2 (checked above).
             return unsafe {
                 self.copy_expected_avx2(src, dst, io_off, unit, run_id, pool, gen, ahead)
