@@ -14,14 +14,15 @@
 # layout below (CI 39 min with .ci/run's installs): 4 min of test build, ~5 min more of other
 # builds one after another (two whole-workspace clippy runs, the default build's checks, the
 # fuzz targets), 21 min of test binaries one at a time (6.6 min of it QEMU guests using one
-# core), 2 min of fuzzing. Now (docs/TESTING.md): the test build, then the test binaries in
-# phases (scripts/test_bins.py: those timing themselves alone, the guests two at a time, the
-# rest one at a time: ~18 min of the 21 by the binaries' own times), and beside them at nice
-# 19 the doc tests, the lints and the fuzz build (scripts/test_beside.sh: ~7 CPU-min, out of
-# the sequence where the tests leave a core idle), then the default build's mpirun check and
-# the fuzzing: ~24 min estimated for a quiet host. SANBENCH_TEST_JOBS=2 runs two of the rest at
-# once (~4 min less; timing-sensitive tests are then more exposed). The one whole run of this
-# layout so far was on a host at load 8-14 from other builds (see the commit that made it).
+# core), 2 min of fuzzing. The test binaries used ~15 CPU-min of the 42 those 21 min offered.
+# Now (docs/TESTING.md): the test build, then the test binaries in phases (scripts/test_bins.py:
+# those timing themselves alone, the guests two at a time, the rest one at a time: ~18 min by
+# the binaries' own times), beside them at nice 19 the doc tests, the lints and the fuzz build
+# (scripts/test_beside.sh: ~10 CPU-min for the doc tests, lints and nbd check, plus the fuzz
+# build, on the cores the tests leave idle), then the default build's mpirun check and the
+# fuzzing: 24-27 min estimated for a quiet host, not yet measured whole there (the runs of
+# 2026-11-29 were beside other builds at load 8-14). SANBENCH_TEST_JOBS=2 runs two of the rest
+# at once (a few minutes less; timing-sensitive tests are then more exposed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # /dev/null must be the null device. A CI run failed when it was a regular file holding build
