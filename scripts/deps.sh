@@ -7,7 +7,7 @@
 # software SAN (crates/cli/tests/kernel_san.rs: no fcoe-utils, targetcli or rdma-core needed,
 # all configfs and sysfs); dmsetup: dm-multipath over the guest's two iSCSI paths
 # (crates/cli/tests/kernel_multipath.rs); binutils strips sanbench before it goes into the guest;
-# blktrace: blktrace and blkparse record a trace in that guest (crates/cli/tests/guest_discard.rs).
+# blktrace: blktrace and blkparse record a trace in that guest (crates/cli/tests/kernel_targets/).
 # openmpi-bin, libopenmpi-dev, libclang-dev: the `mpi` feature (rsmpi's bindgen needs
 # libclang) and its tests under mpirun. libssl-dev, pkg-config: the tls-psk feature (NBD TLS
 # with pre-shared keys through OpenSSL); openssl: the command-line tool the TLS tests make

@@ -8,8 +8,21 @@
 # network namespaces, as on CI. The workspace is built and tested with the `mpi` feature (its
 # tests start `mpirun -n 3` on this host); the refusal of a build without it under mpirun is
 # tested on the default build. Last, every fuzz target runs for SANBENCH_FUZZ_SECONDS (default
-# 3: 38 targets, about 2 minutes; at 5 the whole suite took 32 minutes on a quiet host on
-# 2026-11-29; scripts/fuzz.sh 60 for longer) each (scripts/fuzz.sh).
+# 3: 38 targets, about 2 minutes; scripts/fuzz.sh 60 for longer) each (scripts/fuzz.sh).
+#
+# What it costs, on a 2-core machine from a fresh checkout: 32 min on 2026-11-29 before the
+# layout below (CI 39 min with .ci/run's installs): 4 min of test build, ~5 min more of other
+# builds one after another (two whole-workspace clippy runs, the default build's checks, the
+# fuzz targets), 21 min of test binaries one at a time (6.6 min of it QEMU guests using one
+# core), 2 min of fuzzing. The test binaries used ~15 CPU-min of the 42 those 21 min offered.
+# Now (docs/TESTING.md): the test build, then the test binaries in phases (scripts/test_bins.py:
+# those timing themselves alone, the guests two at a time, the rest one at a time: ~18 min by
+# the binaries' own times), beside them at nice 19 the doc tests, the lints and the fuzz build
+# (scripts/test_beside.sh: ~10 CPU-min for the doc tests, lints and nbd check, plus the fuzz
+# build, on the cores the tests leave idle), then the default build's mpirun check and the
+# fuzzing: 24-27 min estimated for a quiet host, not yet measured whole there (the runs of
+# 2026-11-29 were beside other builds at load 8-14). SANBENCH_TEST_JOBS=2 runs two of the rest
+# at once (a few minutes less; timing-sensitive tests are then more exposed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # /dev/null must be the null device. A CI run failed when it was a regular file holding build
@@ -33,27 +46,35 @@ cargo fmt --all -- --check
 # The user guide builds and has no broken link (docs/guide; scripts/guide.sh).
 scripts/guide.sh
 devnull "scripts/guide.sh"
-cargo clippy --workspace --all-targets -- -D warnings
-devnull "clippy"
 # The tests build the optional features: mpi (rsmpi, Open MPI) and tls-psk (NBD TLS with
-# pre-shared keys, OpenSSL). The default build is linted above; its refusals (under mpirun;
-# of PSK, "build with --features tls-psk") are tested on their own below.
+# pre-shared keys, OpenSSL). The default build's lint (scripts/test_beside.sh) and refusals
+# (under mpirun; of PSK, "build with --features tls-psk") are checked on their own below.
 FEATURES="sanbench/mpi sanbench/tls-psk"
 # Every tier of tests (docs/TESTING.md): the features only choose tests; with them the lint
-# below covers the test binaries the default build leaves out.
+# covers the test binaries the default build leaves out.
 TIERS="sanbench/interop sanbench/lab sanbench/guest sanbench-nbd/interop sanbench-iscsi/interop"
 TIERS="$TIERS sanbench-report/interop"
-FEATURES="$FEATURES $TIERS"
-cargo clippy --workspace --all-targets --features "$FEATURES" -- -D warnings
-devnull "clippy with features"
+export FEATURES="$FEATURES $TIERS"
 # mpirun as root (CI) needs these; shared memory without CMA inside containers.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
-cargo test --workspace --features "$FEATURES" --no-fail-fast -- \
-  --test-threads="${SANBENCH_TEST_THREADS:-2}"
-devnull "cargo test --workspace"
+threads="--test-threads=${SANBENCH_TEST_THREADS:-2}"
+cargo test --workspace --features "$FEATURES" --no-run
+devnull "the test build"
+# Every test binary, as `cargo test --workspace --features "$FEATURES" --no-fail-fast` would
+# run them (scripts/test_bins.py), in phases: first the binaries that assert rates or times
+# measured on this host, each alone; then the guest tier's, two at a time (a QEMU vCPU takes a
+# core); then the others one at a time. From the guests on, beside them at nice 19 on the CPU
+# they leave idle (scripts/test_beside.sh): the doc tests, the lints, the default build's PSK
+# refusal and the fuzz targets' build; a failure there fails the run.
+ALONE="lab,lab_paths,open_loop,pacing,replay_fidelity,serve_delay,queue_depth"
+scripts/test_bins.py --jobs "${SANBENCH_TEST_JOBS:-1}" --guest-jobs "${SANBENCH_GUEST_JOBS:-2}" \
+  --alone "$ALONE" --beside scripts/test_beside.sh --workspace --features "$FEATURES" -- "$threads"
+devnull "the test binaries, the lints and builds beside them"
+# The default build's refusal of a run under mpirun without the mpi feature (PSK without
+# tls-psk is checked beside the tests). After the tests: this build replaces
+# target/debug/sanbench, which they start.
 cargo test -p sanbench --features interop --test run_cli -- mpi
-cargo test -p sanbench-nbd --lib tls::
-devnull "the default-build tests"
+devnull "the default-build test"
 scripts/fuzz.sh "${SANBENCH_FUZZ_SECONDS:-3}"
 devnull "scripts/fuzz.sh"

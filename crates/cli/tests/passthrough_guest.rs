@@ -6,7 +6,9 @@
 //! back and checked through its passthrough device and the other way round (`sanbench
 //! verify --run-id`); the block device and its passthrough device carry the same transport
 //! label in the manifest; `compare` runs a block device beside its passthrough device; a
-//! device whose block device holds a filesystem is refused (exit 2), and so are bad URIs. The
+//! device whose block device holds a filesystem is refused (exit 2), and so are bad URIs.
+//! Then, in the same boot, the kernel's own targets (kernel_targets/: trim and write-zeroes
+//! into nvmet and LIO, passthrough on the kernel's NVMe/TCP host and tcm_loop, blktrace). The
 //! guest's figures are emulated-CPU (TCG) figures, nothing here is a performance claim.
 
 use std::collections::BTreeMap;
@@ -14,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use sanbench_testkit::vm;
 use serde_json::Value;
+
+mod kernel_targets;
 
 const SCRIPT: &str = r#"
 SB=/tmp/sanbench
@@ -115,7 +119,7 @@ fn json_of<'a>(runs: &'a BTreeMap<String, Value>, name: &str, console: &str) -> 
 }
 
 #[test]
-fn passthrough_engines_in_the_guest() {
+fn passthrough_engines_and_kernel_targets_in_the_guest() {
     let started = Instant::now();
     let (k, vmlinuz) = vm::kernel();
     let dir = tempfile::tempdir().unwrap();
@@ -133,17 +137,31 @@ fn passthrough_engines_in_the_guest() {
         .unwrap()
         .set_len(32 << 20)
         .unwrap();
-    let script = SCRIPT.replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()));
+    // This test's part, then kernel_targets's, which finds its devices beside this part's.
+    let script = format!("{SCRIPT}\n{}", kernel_targets::SCRIPT)
+        .replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()));
+    let mut bins = vec![sb.display().to_string()];
+    bins.extend(kernel_targets::programs());
+    let kt_files = kernel_targets::files();
+    let mut files: Vec<(&str, &[u8])> = vec![("etc/pt.toml", SUITE.as_bytes())];
+    files.extend(kt_files.iter().map(|(p, b)| (*p, b.as_slice())));
     vm::build_initramfs_with(
         &initrd,
         &k,
-        &["nvme", "sd_mod", "sg", "scsi_debug"],
+        &[
+            &["nvme", "sd_mod", "sg", "scsi_debug"][..],
+            kernel_targets::MODULES,
+        ]
+        .concat(),
         // Thin provisioned (LBPME with UNMAP and WRITE SAME(16) UNMAP), unmapped blocks read
         // as zeros (lbprz's default).
-        &[("scsi_debug", "dev_size_mb=16 lbpu=1 lbpws=1")],
+        &[
+            ("scsi_debug", "dev_size_mb=16 lbpu=1 lbpws=1"),
+            kernel_targets::PARAMS,
+        ],
         &script,
-        &[&sb.display().to_string()],
-        &[("etc/pt.toml", SUITE.as_bytes())],
+        &bins.iter().map(String::as_str).collect::<Vec<_>>(),
+        &files,
     );
     let mut g = vm::Vm::boot_with(
         &vmlinuz,
@@ -152,12 +170,29 @@ fn passthrough_engines_in_the_guest() {
         &[],
         &vm::nvme_drive(&image, "sbpt0"),
     );
-    let console = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(600));
+    let whole = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(600));
     drop(g);
     let log =
         std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("passthrough_guest_console.log");
-    std::fs::write(&log, &console).unwrap();
-    eprintln!("guest console: {}", log.display());
+    std::fs::write(&log, &whole).unwrap();
+    eprintln!(
+        "guest console: {} (done at {:.0} s)",
+        log.display(),
+        started.elapsed().as_secs_f64()
+    );
+    // Each part's checks read what it printed (their run names overlap).
+    let at = whole.find(kernel_targets::MARKER).unwrap_or(whole.len());
+    let (console, kt) = (whole[..at].to_string(), whole[at..].to_string());
+    passthrough_checks(&console);
+    kernel_targets::check(kt, dir.path());
+    eprintln!(
+        "passthrough guest test: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// What the guest printed before kernel_targets's part, checked.
+fn passthrough_checks(console: &str) {
     let fails: Vec<&str> = console.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert!(fails.is_empty(), "{fails:?}\n{console}");
     // `RC NAME CODE at UPTIME s`
@@ -200,7 +235,7 @@ fn passthrough_engines_in_the_guest() {
     }
     // The verified mixes: every op carried out, nothing bad read back, the engine named.
     for (name, engine) in [("ng", "nvme-ng"), ("sg", "sg"), ("bsg", "bsg")] {
-        let r = &json_of(&runs, name, &console)["results"][0];
+        let r = &json_of(&runs, name, console)["results"][0];
         assert_eq!(r["engine"], engine, "{r}");
         for op in ["read", "write", "trim", "write_zeroes"] {
             let n = r[op]["ios"].as_u64().unwrap_or(0);
@@ -234,7 +269,7 @@ fn passthrough_engines_in_the_guest() {
     );
     // A submit's trims went as one command: fewer commands than trims at QD 8.
     for name in ["ng-trim", "sg-trim"] {
-        let r = &json_of(&runs, name, &console)["results"][0];
+        let r = &json_of(&runs, name, console)["results"][0];
         let sum = |k: &str| -> u64 {
             r["queues"]
                 .as_array()
@@ -255,7 +290,7 @@ fn passthrough_engines_in_the_guest() {
     }
     // Write-zeroes larger than a transfer ran, verified, each as the commands its limit asks.
     {
-        let r = &json_of(&runs, "ng-wz", &console)["results"][0];
+        let r = &json_of(&runs, "ng-wz", console)["results"][0];
         let max = r["info"]["params"]["write_zeroes_max_blocks"]
             .as_u64()
             .unwrap_or_else(|| panic!("no write_zeroes_max_blocks: {r}"));
@@ -299,7 +334,7 @@ fn passthrough_engines_in_the_guest() {
         "sg-to-sd-v",
         "bsg-to-sg-v",
     ] {
-        let v = &json_of(&runs, name, &console)["targets"][0]["verify"];
+        let v = &json_of(&runs, name, console)["targets"][0]["verify"];
         let (units, unit) = (v["units"].as_u64(), v["unit"].as_u64().unwrap_or(0));
         assert_eq!(units.map(|u| u * unit), Some(4 << 20), "{name}: {v}");
         let bad = v["bad"]
@@ -314,7 +349,7 @@ fn passthrough_engines_in_the_guest() {
         .filter_map(|l| l.strip_prefix("SB-device ")?.split_once(": "))
         .collect();
     for pt in ["ng", "sg", "bsg"] {
-        let p = &json_of(&runs, pt, &console)["results"][0]["info"]["params"];
+        let p = &json_of(&runs, pt, console)["results"][0]["info"]["params"];
         let dev = p["block_device"].as_str().unwrap_or_default();
         let label = p["transport"]["label"]
             .as_str()
@@ -356,8 +391,4 @@ fn passthrough_engines_in_the_guest() {
     for l in reads {
         assert!(l.starts_with("FSREAD 0 "), "{l}");
     }
-    eprintln!(
-        "passthrough guest test: {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
 }

@@ -2,7 +2,8 @@
 //! the kernel's nvme-tcp host (three namespaces), nbd-client and open-iscsi against sanbench's
 //! NVMe/TCP, NBD and iSCSI servers in one boot, and sanbench's initiator against the
 //! kernel's nvmet-tcp target, data compared both ways, digests on and off; `sanbench discover`
-//! against the kernel's discovery controller.
+//! against the kernel's discovery controller. The first guest also runs kernel TLS for NBD
+//! over TLS in every pairing of kernel and user-space records (ktls_guest/: one boot for both).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +15,9 @@ use sanbench_nvme::host::session::{connect_admin, connect_io, exec_ok};
 use sanbench_nvme::target::{Target, TargetConfig};
 use sanbench_nvme::wire::cmd::{io, rw_sqe, DataPtr, Rw};
 use sanbench_testkit::{free_port, vm};
+
+mod ktls_guest;
+mod tls;
 
 const NQN: &str = "nqn.2026-11.io.sanbench:vm";
 
@@ -86,7 +90,8 @@ fn spawn<F: FnOnce(Arc<AtomicBool>) + Send + 'static>(
 /// (three namespaces, digests off and on), nbd-client (Debian's nbd-client with the nbd
 /// module) and open-iscsi (iscsid + iscsiadm with iscsi_tcp). Each writes random data, drops
 /// the page cache, reads it back and compares; what the guest wrote is then checked in
-/// sanbench's own stores on the host.
+/// sanbench's own stores on the host. Then, in the same boot, the kernel TLS pairings of
+/// ktls_guest/ (sanbench on both sides, inside the guest).
 #[test]
 fn kernel_host_against_sanbench_target() {
     let (k, vmlinuz) = vm::kernel();
@@ -192,12 +197,18 @@ dd if=/dev/sda of=/tmp/g bs=4096 count=256 2>/dev/null
 [ -b /dev/sda ] && cmp /tmp/f /tmp/g && echo SANBENCH-ISCSI-CMP-OK
 echo "ISCSIMD5=$(md5sum /tmp/f | cut -d' ' -f1)"
 /usr/sbin/iscsiadm -m node -T {iqn} -p 10.0.2.100:3260 --logout > /dev/null
-"#
+{ktls}"#,
+        ktls = ktls_guest::script(&sb)
     );
+    let ktls_files = ktls_guest::files();
     vm::build_initramfs_with(
         &initrd,
         &k,
-        &["crc32c_generic", "nvme-tcp", "nbd", "iscsi_tcp", "sd_mod"],
+        &[
+            &["crc32c_generic", "nvme-tcp", "nbd", "iscsi_tcp", "sd_mod"][..],
+            ktls_guest::MODULES,
+        ]
+        .concat(),
         &[("nbd", "nbds_max=1")],
         &script,
         &[
@@ -206,11 +217,19 @@ echo "ISCSIMD5=$(md5sum /tmp/f | cut -d' ' -f1)"
             "/usr/sbin/iscsiadm",
             sb.as_str(),
         ],
-        // iscsid looks up the user of every iscsiadm that talks to it.
+        // passwd and group: iscsid looks up the user of every iscsiadm that talks to it; then
+        // the kernel TLS pairings' certificates.
         &[
-            ("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n"),
-            ("etc/group", b"root:x:0:\n"),
-        ],
+            &[
+                ("etc/passwd", &b"root:x:0:0:root:/:/bin/sh\n"[..]),
+                ("etc/group", &b"root:x:0:\n"[..]),
+            ][..],
+            &ktls_files
+                .iter()
+                .map(|(p, b)| (*p, b.as_slice()))
+                .collect::<Vec<_>>()[..],
+        ]
+        .concat(),
     );
     let mut g = vm::Vm::boot(
         &vmlinuz,
@@ -218,10 +237,12 @@ echo "ISCSIMD5=$(md5sum /tmp/f | cut -d' ' -f1)"
         &[],
         &[(4420, port), (10809, nbd_port), (3260, iscsi_port)],
     );
-    let mut console = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(300));
+    // The kernel TLS pairings take about half the guest's time.
+    let mut console = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(600));
     if let Some(e) = stats.last_error.lock().unwrap().as_ref() {
         console.push_str(&format!("\nsanbench target's last connection error: {e}"));
     }
+    ktls_guest::check(&console);
     assert!(console.contains("TRANSPORT=tcp"), "{console}");
     assert!(console.contains("MODEL=SANBENCH"), "{console}");
     assert!(console.contains("NAMESPACES=3"), "{console}");

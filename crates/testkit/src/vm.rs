@@ -385,8 +385,13 @@ fn extract_vmlinux(vmlinuz: &Path) -> Option<PathBuf> {
     if elf.len() < 1 << 20 || &elf[..4] != b"\x7fELF" {
         return None;
     }
-    // Written beside, then renamed: tests running at once never read half a file.
-    let tmp = out.with_extension(format!("{}.tmp", std::process::id()));
+    // Written beside, then renamed: tests running at once never read half a file. The name
+    // is the process's and the thread's: two guest tests of one binary start together.
+    let tmp = out.with_extension(format!(
+        "{}.{:?}.tmp",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     std::fs::write(&tmp, &elf).ok()?;
     std::fs::rename(&tmp, &out).ok()?;
     Some(out)

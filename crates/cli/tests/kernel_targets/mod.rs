@@ -1,5 +1,6 @@
-//! Trim, write-zeroes, passthrough and blktrace against the kernel's own targets, in one QEMU
-//! TCG guest (testkit::vm; issue 42, "Tests (real peers)"). Inside the guest, on an ext4 file
+//! Trim, write-zeroes, passthrough and blktrace against the kernel's own targets: the second
+//! part of passthrough_guest's guest (testkit::vm; issue 42, "Tests (real peers)"; one boot for
+//! both, its console split at [`MARKER`]). Inside the guest, on an ext4 file
 //! system over a RAM disk, sparse files back nvmet (NVMe/TCP on 127.0.0.1) and LIO (fileio
 //! backstores: an iSCSI portal on 127.0.0.1, and tcm_loop).
 //!
@@ -18,14 +19,62 @@
 //!
 //! The guest's figures are emulated-CPU (TCG) figures: for correctness, not performance.
 
-use std::collections::BTreeMap;
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-use sanbench_testkit::vm;
 use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
 
-const SCRIPT: &str = r#"
+/// The line the part starts with: what the guest printed from it on is this part's.
+pub const MARKER: &str = "SANBENCH-KERNEL-TARGETS";
+
+/// The modules the part needs (loaded at boot with the first part's).
+pub const MODULES: &[&str] = &[
+    "configfs",
+    "crc32c_generic",
+    "brd",
+    "ext4",
+    "sd_mod",
+    "sg",
+    "target_core_file",
+    "iscsi_target_mod",
+    "tcm_loop",
+    "nvmet-tcp",
+    "nvme-tcp",
+];
+
+/// brd's one RAM disk holds the ext4 file system of the backing files.
+pub const PARAMS: (&str, &str) = ("brd", "rd_nr=1 rd_size=98304");
+
+/// The host's programs the part runs in the guest (absolute paths): blktrace, blkparse, mke2fs.
+pub fn programs() -> Vec<String> {
+    sanbench_testkit::require("blktrace", "blktrace");
+    sanbench_testkit::require("mke2fs", "e2fsprogs");
+    // The sbin directories too: a user's PATH often lacks them (require looks there as well).
+    let which = |b: &str| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .chain(["/usr/sbin", "/sbin"].map(std::path::PathBuf::from))
+            .map(|d| d.join(b))
+            .find(|p| p.is_file())
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| panic!("{b}: not found"))
+    };
+    ["blktrace", "blkparse", "mke2fs"].map(which).to_vec()
+}
+
+/// The files the part reads in the guest: (path, contents).
+pub fn files() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("etc/kt.toml", SUITE.as_bytes().to_vec()),
+        (
+            "etc/mke2fs.conf",
+            std::fs::read("/etc/mke2fs.conf").unwrap_or_default(),
+        ),
+    ]
+}
+
+pub const SCRIPT: &str = r#"
+echo SANBENCH-KERNEL-TARGETS
 SB=/tmp/sanbench
 export PATH=/bin:/usr/sbin:/usr/bin
 mount -t configfs none /sys/kernel/config
@@ -73,13 +122,21 @@ L=$T/loopback/naa.5001405000000001/tpgt_1
 # The nexus before the LUN: a LUN linked first is scanned without one and never shows up.
 mkdir -p $L/lun/lun_0 && echo naa.5001405000000002 > $L/nexus \
   && ln -s $T/core/fileio_0/loop $L/lun/lun_0/loop || echo "FAIL tcm_loop"
+# The guest's first part left its own NVMe controller (QEMU's) and SCSI disk (scsi_debug):
+# the kernel's NVMe/TCP disk is the NVMe disk that was not there before the connect, the
+# tcm_loop disk the one LIO names as its vendor.
+BEFORE=" $(ls /sys/block | tr '\n' ' ') "
 echo "transport=tcp,traddr=127.0.0.1,trsvcid=4420,nqn=nqn.2026-11.io.sanbench:host" > /dev/nvme-fabrics \
   || echo "FAIL nvme connect"
-for i in $(seq 1 100); do [ -e /dev/ng0n1 ] && ls /sys/class/scsi_generic/*/device/block > /dev/null 2>&1 && break; sleep 0.2; done
-SG=""; for s in /sys/class/scsi_generic/*; do [ -d $s/device/block ] && SG=/dev/${s##*/} && SD=/dev/$(ls $s/device/block) && break; done
-NB=/dev/nvme0n1; NG=/dev/ng0n1
+lio_sg() { for s in /sys/class/scsi_generic/*; do [ -d $s/device/block ] && grep -q LIO $s/device/vendor \
+  && SG=/dev/${s##*/} && SD=/dev/$(ls $s/device/block) && return 0; done; return 1; }
+SG=""; NB=""
+for i in $(seq 1 100); do
+  for d in $(ls /sys/block); do case "$BEFORE" in *" $d "*) ;; *) case $d in nvme*c*) ;; nvme*n*) NB=/dev/$d;; esac;; esac; done
+  [ -n "$NB" ] && [ -e /dev/ng${NB#/dev/nvme} ] && lio_sg && break; sleep 0.2; done
+NG=/dev/ng${NB#/dev/nvme}
 echo "DEVS $NB $NG $SD $SG at $(now) s"
-[ -e $NG ] || echo "FAIL no $NG"; [ -n "$SG" ] || echo "FAIL no sg disk"
+[ -n "$NB" ] && [ -e $NG ] || echo "FAIL no NVMe/TCP disk ($NB $NG)"; [ -n "$SG" ] || echo "FAIL no sg disk"
 
 # 1. sanbench's initiators against nvmet and LIO: the verified mix (its fill writes the
 # span), then a trim-only pass over what it left, the backing file's allocation read around.
@@ -115,7 +172,7 @@ echo "BT-END $(wc -c < /tmp/bt/nvme.blktrace.0)"
 # transport labels are passthrough_guest's to check).
 mix() { sb $1 $2 $NM --read 40 --trim 10 --write-zeroes 10 --bs 4k --qd 8 --time 300ms --size 4M --precondition fill --verify; }
 mix ng nvme-ng:$NG; mix nb $NB; mix sg sg:$SG; mix sd $SD
-cmp() { rm -rf /tmp/$1; $SB compare --suite /etc/pt.toml --repeat 2 --baseline 0 $NM --no-store --quiet --out /tmp/$1 \
+cmp() { rm -rf /tmp/$1; $SB compare --suite /etc/kt.toml --repeat 2 --baseline 0 $NM --no-store --quiet --out /tmp/$1 \
   block=$2 passthrough=$3 > /tmp/$1.out 2>&1; out $1 $?
   grep -o '"engine": *"[^"]*"' /tmp/$1/results.json | sort -u | sed "s/^/CMP-ENGINE $1 /"
   grep '^| ' /tmp/$1/report.md | sed "s/^/CMP-ROW $1 /"; }
@@ -124,8 +181,9 @@ cmp cmp-scsi $SD sg:$SG
 echo "END at $(now) s"
 "#;
 
-/// The comparison's suite: random 4 KiB reads at QD 4, shortened to fit a TCG guest.
-const SUITE: &str = r#"name = "guest-passthrough"
+/// The comparison's suite (/etc/kt.toml): random 4 KiB reads at QD 4, shortened to fit a TCG
+/// guest.
+pub const SUITE: &str = r#"name = "guest-passthrough"
 description = "a block device of the kernel's NVMe/TCP host and of tcm_loop beside its passthrough device in a QEMU TCG guest: emulated-CPU figures, not performance figures"
 ramp = "0s"
 time = "300ms"
@@ -300,78 +358,9 @@ fn figures(c: &Console) {
     }
 }
 
-fn strip_into(dir: &std::path::Path) -> std::path::PathBuf {
-    // sanbench goes in stripped (the test build carries ~100 MB of debug info).
-    let sb = dir.join("sanbench");
-    let st = Command::new("strip")
-        .arg("-o")
-        .arg(&sb)
-        .arg(env!("CARGO_BIN_EXE_sanbench"))
-        .status()
-        .expect("strip (binutils)");
-    assert!(st.success());
-    sb
-}
-
-#[test]
-fn kernel_targets_trim_passthrough_and_blktrace() {
-    let started = Instant::now();
-    let (k, vmlinuz) = vm::kernel();
-    sanbench_testkit::require("blktrace", "blktrace");
-    sanbench_testkit::require("mke2fs", "e2fsprogs");
-    let dir = tempfile::tempdir().unwrap();
-    let initrd = dir.path().join("initrd");
-    let sb = strip_into(dir.path());
-    let script = SCRIPT.replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()));
-    // The sbin directories too: a user's PATH often lacks them (require looks there as well).
-    let which = |b: &str| {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        std::env::split_paths(&path)
-            .chain(["/usr/sbin", "/sbin"].map(std::path::PathBuf::from))
-            .map(|d| d.join(b))
-            .find(|p| p.is_file())
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| panic!("{b}: not found"))
-    };
-    let (blktrace, blkparse, mke2fs) = (which("blktrace"), which("blkparse"), which("mke2fs"));
-    vm::build_initramfs_with(
-        &initrd,
-        &k,
-        &[
-            "configfs",
-            "crc32c_generic",
-            "brd",
-            "ext4",
-            "sd_mod",
-            "sg",
-            "target_core_file",
-            "iscsi_target_mod",
-            "tcm_loop",
-            "nvmet-tcp",
-            "nvme-tcp",
-        ],
-        &[("brd", "rd_nr=1 rd_size=98304")],
-        &script,
-        &[&blktrace, &blkparse, &mke2fs, &sb.display().to_string()],
-        &[
-            ("etc/pt.toml", SUITE.as_bytes()),
-            (
-                "etc/mke2fs.conf",
-                &std::fs::read("/etc/mke2fs.conf").unwrap_or_default(),
-            ),
-        ],
-    );
-    let built = started.elapsed().as_secs_f64();
-    let mut g = vm::Vm::boot(&vmlinuz, &initrd, &[], &[]);
-    let text = g.wait_for("SANBENCH-VM-DONE", Duration::from_secs(600));
-    drop(g);
-    eprintln!(
-        "initramfs built in {built:.1} s, guest done at {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("guest_discard_console.log");
-    std::fs::write(&log, &text).unwrap();
-    eprintln!("guest console: {}", log.display());
+/// Checks what the guest printed from [`MARKER`] on; `dir`: a scratch directory (the trace
+/// goes there to be replayed on the host).
+pub fn check(text: String, dir: &Path) {
     let c = Console::parse(text);
     let fails = c.prefixed("FAIL");
     assert!(fails.is_empty(), "{fails:?}\n{}", c.text);
@@ -488,16 +477,16 @@ fn kernel_targets_trim_passthrough_and_blktrace() {
         "{recorded:?}\n{}",
         c.text
     );
-    let b64 = dir.path().join("nvme.blktrace.0.b64");
+    let b64 = dir.join("nvme.blktrace.0.b64");
     std::fs::write(&b64, c.prefixed("BT-BIN ").join("\n")).unwrap();
     let bin = Command::new("base64").arg("-d").arg(&b64).output().unwrap();
     assert!(bin.status.success(), "base64 -d of the trace");
     let bin = bin.stdout;
     let size: usize = c.prefixed("BT-END ")[0].trim().parse().unwrap();
     assert_eq!(bin.len(), size, "the trace came out whole");
-    let bt = dir.path().join("nvme.blktrace.0");
+    let bt = dir.join("nvme.blktrace.0");
     std::fs::write(&bt, &bin).unwrap();
-    let txt = dir.path().join("nvme.blkparse.txt");
+    let txt = dir.join("nvme.blkparse.txt");
     std::fs::write(&txt, c.prefixed("BT-TXT ").join("\n")).unwrap();
     for trace in [&bt, &txt] {
         let o = Command::new(env!("CARGO_BIN_EXE_sanbench"))
@@ -543,8 +532,4 @@ fn kernel_targets_trim_passthrough_and_blktrace() {
         count(2)
     );
     figures(&c);
-    eprintln!(
-        "guest discard test: {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
 }

@@ -1,6 +1,6 @@
-//! Kernel TLS for NBD over TLS, in a QEMU TCG guest whose kernel has the `tls` module (the
-//! host running the tests may not: there every connection falls back to user space, which
-//! the nbd_tls_* tests cover). In one boot, `sanbench serve nbd --tls` and `sanbench run
+//! Kernel TLS for NBD over TLS, checked in vm_nvme's guest (whose kernel has the `tls`
+//! module; the host running the tests may not: there every connection falls back to user
+//! space, which the nbd_tls_* tests cover). `sanbench serve nbd --tls` and `sanbench run
 //! --verify` over certificates in the four pairings: kernel records on both sides, a kernel
 //! client against a user-space (rustls) server and the reverse (the interop check between
 //! the kernel's record layer and rustls), and user space on both sides as the control; then
@@ -9,16 +9,12 @@
 //! sides with the client's io_uring socket layer (`?sockio=uring`). The
 //! result must name who made the records, and the guest's /proc/net/tls_stat must count
 //! kernel sessions for every pairing with a kernel side and none for the control.
-
-mod tls;
-
-use std::time::Duration;
-
-use sanbench_testkit::vm;
+//! The part of the guest's script is [`script`], its files [`files`], the checks of what it
+//! printed [`check`]: one boot serves vm_nvme's checks and these.
 
 /// The modules the guest loads: the tls module and the AEADs it asks the crypto API for
 /// (AES itself is built into Debian's kernel; aesni needs a CPU flag TCG's default CPU lacks).
-const MODULES: &[&str] = &[
+pub const MODULES: &[&str] = &[
     "tls",
     "ctr",
     "ghash_generic",
@@ -28,36 +24,24 @@ const MODULES: &[&str] = &[
     "chacha20poly1305",
 ];
 
-/// The value after `key=` on the console, up to the end of its line.
-fn value<'a>(console: &'a str, key: &str) -> &'a str {
-    let tag = format!("{key}=");
-    console
-        .lines()
-        .find_map(|l| l.trim_end_matches('\r').strip_prefix(tag.as_str()))
-        .unwrap_or("")
+/// The certificates the guest's servers and clients use: (path in the guest, contents). The
+/// directory made for them can go once they are read.
+pub fn files() -> Vec<(&'static str, Vec<u8>)> {
+    let pki = crate::tls::pki("sanbench-ktls-ca");
+    let read = |f: &str| std::fs::read(pki.path().join(f)).unwrap();
+    vec![
+        ("/pki/ca-cert.pem", read("ca-cert.pem")),
+        ("/pki/server-cert.pem", read("server-cert.pem")),
+        ("/pki/server-key.pem", read("server-key.pem")),
+    ]
 }
 
-#[test]
-fn kernel_tls_records_in_every_pairing() {
-    let (k, vmlinuz) = vm::kernel();
-    let dir = tempfile::tempdir().unwrap();
-    let pki = tls::pki("sanbench-ktls-ca");
-    let read = |f: &str| std::fs::read(pki.path().join(f)).unwrap();
-    let (ca, cert, key) = (
-        read("ca-cert.pem"),
-        read("server-cert.pem"),
-        read("server-key.pem"),
-    );
-    let sb = dir.path().join("sanbench").display().to_string();
-    let st = std::process::Command::new("strip")
-        .args(["-o", &sb, env!("CARGO_BIN_EXE_sanbench")])
-        .status()
-        .expect("strip (binutils)");
-    assert!(st.success());
-    // Each pairing: a server (kernel records or --ktls off) and a client URI (?ktls=off or
-    // not); a short verified run, its exit code, what its result says of the records, and the
-    // kernel's count of TLS sessions after it.
-    let script = format!(
+/// The guest's part, run by the sanbench at `sb` (servers on the guest's own 127.0.0.1): each
+/// pairing is a server (kernel records or --ktls off) and a client URI (?ktls=off or not); a
+/// short verified run, its exit code, what its result says of the records, and the kernel's
+/// count of TLS sessions after it.
+pub fn script(sb: &str) -> String {
+    format!(
         r#"
 S={sb}
 stat() {{ grep "^$1" /proc/net/tls_stat | awk '{{print $2}}'; }}
@@ -99,28 +83,25 @@ echo "STOP_K=$(tail -1 /tmp/k.log)"
 echo "STOP_U=$(tail -1 /tmp/u.log)"
 cat /proc/net/tls_stat
 "#
-    );
-    let initrd = dir.path().join("initrd");
-    vm::build_initramfs_with(
-        &initrd,
-        &k,
-        MODULES,
-        &[],
-        &script,
-        &[&sb],
-        &[
-            ("/pki/ca-cert.pem", &ca),
-            ("/pki/server-cert.pem", &cert),
-            ("/pki/server-key.pem", &key),
-        ],
-    );
-    let mut guest = vm::Vm::boot(&vmlinuz, &initrd, &[], &[]);
-    let c = guest.wait_for("SANBENCH-VM-DONE", Duration::from_secs(420));
+    )
+}
+
+/// The value after `key=` on the console, up to the end of its line.
+fn value<'a>(console: &'a str, key: &str) -> &'a str {
+    let tag = format!("{key}=");
+    console
+        .lines()
+        .find_map(|l| l.trim_end_matches('\r').strip_prefix(tag.as_str()))
+        .unwrap_or("")
+}
+
+/// What the guest printed of the pairings, checked.
+pub fn check(c: &str) {
     // What each pairing said, for `--nocapture`.
     for l in c.lines().filter(|l| l.contains('=') && !l.starts_with('[')) {
         println!("{l}");
     }
-    let v = |key: &str| value(&c, key).to_string();
+    let v = |key: &str| value(c, key).to_string();
     let num = |key: &str| -> u64 {
         v(key)
             .split_whitespace()
