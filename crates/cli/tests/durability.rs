@@ -13,30 +13,26 @@ fn flushes_and_fua_writes_reach_the_server_as_asked() {
     sanbench_testkit::require("nbdkit", "nbdkit");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("nbd.log");
-    let port = sanbench_testkit::free_port();
+    // A Unix socket of its own: no port to race for (once in a full suite the run was refused
+    // a connection on the TCP port the probe below had just reached, nbdkit still running).
+    let sock = dir.path().join("nbdkit.sock");
     let mut server = Proc::new("nbdkit")
-        .args([
-            "-f",
-            "-p",
-            &port.to_string(),
-            "-i",
-            "127.0.0.1",
-            "--filter=log",
-            "memory",
-        ])
+        .args(["-f", "-U"])
+        .arg(&sock)
+        .args(["--filter=log", "memory"])
         .args(["16M".to_string(), format!("logfile={}", log.display())])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("nbdkit.err")).unwrap())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
         assert!(Instant::now() < deadline, "nbdkit did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = Command::cargo_bin("sanbench")
         .unwrap()
-        .args(["run", &format!("nbd://127.0.0.1:{port}")])
+        .args(["run", &format!("nbd+unix:///?socket={}", sock.display())])
         .args([
             "--fua",
             "25",
@@ -61,15 +57,15 @@ fn flushes_and_fua_writes_reach_the_server_as_asked() {
         ])
         .output()
         .unwrap();
-    // Once in a full suite (2026-11-28) the run was refused a connection the probe above had
-    // just made: say whether nbdkit was still running then, and what it said.
+    // Say whether nbdkit was still running when the run failed, and what it said.
     let alive = matches!(server.try_wait(), Ok(None));
     let _ = server.kill();
     let _ = server.wait();
     assert!(
         out.status.success(),
-        "{}nbdkit on port {port} {} at the end of the run; its stderr: {}",
+        "{}nbdkit on {} {} at the end of the run; its stderr: {}",
         String::from_utf8_lossy(&out.stderr),
+        sock.display(),
         if alive { "still running" } else { "had exited" },
         std::fs::read_to_string(dir.path().join("nbdkit.err")).unwrap_or_default()
     );

@@ -256,7 +256,7 @@ fn passthrough_checks(console: &str) {
         );
     }
     // sg ran on the driver's write/read interface, without threads; bsg on its threads.
-    let q = |name: &str| json_of(&runs, name, &console)["results"][0]["queues"][0].clone();
+    let q = |name: &str| json_of(&runs, name, console)["results"][0]["queues"][0].clone();
     assert_eq!(q("sg")["queue"], "sg write/read", "{}", q("sg"));
     assert_eq!(q("sg")["threads"], 0, "{}", q("sg"));
     assert!(q("bsg")["threads"].as_u64() > Some(0), "{}", q("bsg"));
