@@ -16,6 +16,26 @@
 # (crates/cli/tests/help_cli.rs, interop). The test suite builds both features. Idempotent: does nothing when
 # everything is present. Needs root (CI runs as root).
 set -euo pipefail
+# The cargo tools build from crates.io (~2.5 min of compiling on 2 cores): they start before the
+# Debian packages and build while apt downloads and unpacks (CI's fresh machine saves ~2 min);
+# a build that fails beside apt (a tool it links with replaced under it) is run again after.
+cargo_tools() {
+  # cargo-fuzz runs the fuzz targets (scripts/fuzz.sh) on the stable toolchain.
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing: cargo-fuzz"
+    cargo install --locked cargo-fuzz >/dev/null
+  fi
+  # mdbook builds the user guide (scripts/guide.sh, docs/guide): Debian has no package, so from
+  # crates.io, without the watch and serve features (a build that only renders; ~3 min once).
+  if ! mdbook --version >/dev/null 2>&1; then
+    echo "installing: mdbook"
+    cargo install --locked mdbook --no-default-features --features search >/dev/null
+  fi
+}
+tools_log=$(mktemp)
+cargo_tools >"$tools_log" 2>&1 &
+tools_pid=$!
+trap 'kill "$tools_pid" 2>/dev/null || true; rm -f "$tools_log"' EXIT
 pkgs=(fio tgt nbdkit libnbd-bin libiscsi-bin qemu-utils e2fsprogs util-linux mount
       iperf3 ethtool iproute2 binutils chromium sqlite3 zstd nbdkit-plugin-python
       qemu-system-x86 busybox-static linux-image-amd64 socat kmod xz-utils
@@ -47,20 +67,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "could not install together: ${missing[*]}" >&2
   exit 1
 fi
-# cargo-fuzz runs the fuzz targets (scripts/fuzz.sh) on the stable toolchain.
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  echo "installing: cargo-fuzz"
-  cargo install --locked cargo-fuzz >/dev/null
+tools_rc=0
+wait "$tools_pid" || tools_rc=$?
+trap - EXIT
+if [ "$tools_rc" != 0 ]; then
+  echo "the cargo tools' build beside apt failed; again, alone:" >&2
+  tail -5 "$tools_log" >&2
+  cargo_tools
 fi
+cat "$tools_log"
+rm -f "$tools_log"
 # The hdrhistogram Python package reads --hist-log's interval log back in
 # crates/cli/tests/hist_log.rs (HdrHistogram's own reader, not sanbench's).
 if ! python3 -c "import hdrh" >/dev/null 2>&1; then
   echo "installing: hdrhistogram (pip)"
   pip install --quiet hdrhistogram
-fi
-# mdbook builds the user guide (scripts/guide.sh, docs/guide): Debian has no package, so from
-# crates.io, without the watch and serve features (a build that only renders; ~3 min once).
-if ! mdbook --version >/dev/null 2>&1; then
-  echo "installing: mdbook"
-  cargo install --locked mdbook --no-default-features --features search >/dev/null
 fi
