@@ -7,8 +7,8 @@
 # NVMe/TCP host and target in a QEMU TCG guest). Interop tests need root for loop devices and
 # network namespaces, as on CI. The workspace is built and tested with the `mpi` feature (its
 # tests start `mpirun -n 3` on this host); the refusal of a build without it under mpirun is
-# tested on the default build. Last, every fuzz target runs for SANBENCH_FUZZ_SECONDS (default
-# 3: 38 targets, about 2 minutes; scripts/fuzz.sh 60 for longer) each (scripts/fuzz.sh).
+# tested on the default build. Every fuzz target runs for SANBENCH_FUZZ_SECONDS (default 3: 37
+# targets, two at a time; scripts/fuzz.sh 60 for longer) each, beside the tests (scripts/fuzz.sh).
 #
 # What it costs, on a 2-core machine from a fresh checkout: 32 min on 2026-11-29 before the
 # layout below (CI 39 min with .ci/run's installs): 4 min of test build, ~5 min more of other
@@ -17,11 +17,11 @@
 # core), 2 min of fuzzing. The test binaries used ~15 CPU-min of the 42 those 21 min offered.
 # Now (docs/TESTING.md): the test build, then the test binaries in phases (scripts/test_bins.py:
 # those timing themselves alone, the guests two at a time, the rest one at a time: ~18 min by
-# the binaries' own times), beside them at nice 19 the doc tests, the lints and the fuzz build
-# (scripts/test_beside.sh: ~10 CPU-min for the doc tests, lints and nbd check, plus the fuzz
-# build, on the cores the tests leave idle), then the default build's mpirun check and the
-# fuzzing: 24-27 min estimated for a quiet host, not yet measured whole there (the runs of
-# 2026-11-29 were beside other builds at load 8-14). SANBENCH_TEST_JOBS=2 runs two of the rest
+# the binaries' own times), beside them at nice 19 the doc tests, the lints, the fuzz build and
+# since 2026-11-29 20:55 the fuzzing (scripts/test_beside.sh: ~10 CPU-min for the doc tests,
+# lints and nbd check, plus the fuzz targets, on the cores the tests leave idle), then the
+# default build's mpirun check. CI on 2026-11-29 (before line tables only, the fuzzing beside
+# and the cargo tools beside apt) failed on one test after 29 min, its fuzzing not yet run. SANBENCH_TEST_JOBS=2 runs two of the rest
 # at once (a few minutes less; timing-sensitive tests are then more exposed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +66,7 @@ devnull "the test build"
 # measured on this host, each alone; then the guest tier's, two at a time (a QEMU vCPU takes a
 # core); then the others one at a time. From the guests on, beside them at nice 19 on the CPU
 # they leave idle (scripts/test_beside.sh): the doc tests, the lints, the default build's PSK
-# refusal and the fuzz targets' build; a failure there fails the run.
+# refusal and the fuzz targets (built, then run); a failure there fails the run.
 ALONE="lab,lab_paths,open_loop,pacing,replay_fidelity,serve_delay,queue_depth"
 scripts/test_bins.py --jobs "${SANBENCH_TEST_JOBS:-1}" --guest-jobs "${SANBENCH_GUEST_JOBS:-2}" \
   --alone "$ALONE" --beside scripts/test_beside.sh --workspace --features "$FEATURES" -- "$threads"
@@ -76,5 +76,3 @@ devnull "the test binaries, the lints and builds beside them"
 # target/debug/sanbench, which they start.
 cargo test -p sanbench --features interop --test run_cli -- mpi
 devnull "the default-build test"
-scripts/fuzz.sh "${SANBENCH_FUZZ_SECONDS:-3}"
-devnull "scripts/fuzz.sh"

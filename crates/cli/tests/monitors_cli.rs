@@ -192,9 +192,10 @@ fn other_processes_during_the_window_are_counted_by_name() {
         .iter()
         .find(|p| p["name"] == "busy-neighbour")
         .unwrap_or_else(|| panic!("{o}"));
-    // A busy loop over a 2 s window: about 2 s on an idle host, at least 0.3 s on a busy one.
+    // A busy loop over a 2 s window: about 2 s on an idle host, its share of two cores on a
+    // busy one (0.14 s at load 14, 2026-11-29, beside two builds): so only more than nothing.
     let cpu = mine["cpu_s"].as_f64().unwrap();
-    assert!(cpu >= 0.3 && cpu <= o["cpu_s"].as_f64().unwrap(), "{o}");
+    assert!(cpu > 0.0 && cpu <= o["cpu_s"].as_f64().unwrap(), "{o}");
     assert_eq!(mine["processes"], 1);
     assert!(o["pct_of_core"].as_f64().unwrap() >= 15.0, "{o}");
     let text =
