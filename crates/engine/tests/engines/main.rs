@@ -9,7 +9,9 @@ use sanbench_engine::file::{EngineKind, FileOptions, FileTarget};
 use sanbench_engine::mem::MemTarget;
 use sanbench_engine::{Arena, Completion, Io, Op, Queue, QueueConfig, Target};
 
-// The scheduler's tests over fake targets.
+// The scheduler's tests over fake targets; `manual_clock` is shared with `intervals`.
+#[path = "../support/manual_clock.rs"]
+mod manual_clock;
 mod scheduler;
 
 const BS: usize = 8192;

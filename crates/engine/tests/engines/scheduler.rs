@@ -13,6 +13,8 @@ use sanbench_engine::{
     run, Completion, EngineError, Io, NoObserver, Queue, QueueConfig, RunPlan, Target, TargetInfo,
 };
 
+use crate::manual_clock::Due;
+
 fn workload(read_pct: f64, secs: f64) -> Workload {
     Workload {
         name: None,
@@ -338,8 +340,7 @@ struct Exact {
 
 struct ExactQueue {
     service: u64,
-    clock: Arc<sanbench_engine::run::clock::Manual>,
-    pending: Vec<(u64, u32)>,
+    due: Due,
 }
 
 impl Target for Exact {
@@ -349,35 +350,21 @@ impl Target for Exact {
     fn open_queue(&self, _cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         Ok(Box::new(ExactQueue {
             service: self.service,
-            clock: self.clock.clone(),
-            pending: Vec::new(),
+            due: Due::new(self.clock.clone()),
         }))
     }
 }
 
 impl Queue for ExactQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
-        use sanbench_engine::run::clock::Clock;
-        let now = self.clock.now_ns();
-        self.pending
-            .extend(ios.iter().map(|io| (now + self.service, io.tag)));
+        let now = self.due.now();
+        for io in ios {
+            self.due.push(now + self.service, io.tag);
+        }
         Ok(())
     }
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        use sanbench_engine::run::clock::Clock;
-        self.pending.sort();
-        if min > 0 {
-            if let Some(&(t, _)) = self.pending.first() {
-                self.clock.advance_to(t);
-            }
-        }
-        let now = self.clock.now_ns();
-        let due = self.pending.iter().take_while(|(t, _)| *t <= now).count();
-        out.extend(
-            self.pending
-                .drain(..due)
-                .map(|(_, tag)| Completion { tag, result: 0 }),
-        );
+        self.due.reap(min, out);
         Ok(())
     }
 }
