@@ -7,7 +7,7 @@
 
 use std::process::Command;
 
-use sanbench_testkit::{ok_json, Served};
+use sanbench_testkit::{ok_json, wait_port, Peer, Served};
 use serde_json::Value;
 
 fn bin() -> std::path::PathBuf {
@@ -252,16 +252,6 @@ fn shares_beyond_100_percent_are_refused() {
     assert!(err.contains("more than 100"), "{err}");
 }
 
-/// A peer that ends with the test.
-struct Peer(std::process::Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_memory_takes_trims_and_write_zeroes() {
@@ -276,11 +266,7 @@ fn nbdkit_memory_takes_trims_and_write_zeroes() {
             .spawn()
             .unwrap(),
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "nbdkit did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_port(port);
     let uri = format!("nbd://127.0.0.1:{port}");
     // Filled first (auto only checks someone else's export), so every trim has something to
     // give back.

@@ -1,0 +1,42 @@
+//! A peer process a test started itself (nbdkit, a server of its own): ended with the test,
+//! and waited for until it listens.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A child process killed (and reaped) when dropped, so a failing test leaves no peer behind.
+pub struct Peer(pub Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits up to 10 s for something to accept connections on 127.0.0.1:`port`.
+pub fn wait_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// nbdkit serving 64 MiB of memory on 127.0.0.1:`port` through its delay filter, every read
+/// and write taking `delay` (e.g. `2ms`) at the server; listening when it returns.
+pub fn nbdkit_delay(port: u16, delay: &str) -> Peer {
+    crate::require("nbdkit", "nbdkit");
+    let child = Command::new("nbdkit")
+        .args(["-f", "-p", &port.to_string(), "-i", "127.0.0.1"])
+        .args(["--filter=delay", "memory", "64M"])
+        .arg(format!("rdelay={delay}"))
+        .arg(format!("wdelay={delay}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = Peer(child);
+    wait_port(port);
+    peer
+}
