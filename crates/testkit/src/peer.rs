@@ -1,5 +1,5 @@
-//! A peer process a test started itself (nbdkit, a server of its own): ended with the test,
-//! and waited for until it listens.
+//! Peer processes: one a test started itself (nbdkit, a server of its own), ended with the
+//! test and waited for until it listens; fio, found where deps.sh installs it.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,4 +39,15 @@ pub fn nbdkit_delay(port: u16, delay: &str) -> Peer {
     let peer = Peer(child);
     wait_port(port);
     peer
+}
+
+/// fio, waiting for it while another process installs it.
+pub fn fio() -> &'static str {
+    for _ in 0..120 {
+        if std::path::Path::new("/usr/bin/fio").exists() {
+            return "/usr/bin/fio";
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    panic!("fio is not installed (scripts/deps.sh installs it)");
 }

@@ -1,10 +1,10 @@
 //! `sanbench crosscheck` against the real fio: one row each and Little's law for both, on a
 //! tmpfs file, repeated until the intervals decide, and through fio's nbd engine.
 
-use sanbench_testkit::Served;
+use sanbench_testkit::{fio, Served};
 use serde_json::Value;
 
-use super::{fio, sanbench, shm_dir};
+use super::{sanbench, shm_dir};
 
 /// The crosschecks one at a time: on 2 cores, two at once starve fio's single thread.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());

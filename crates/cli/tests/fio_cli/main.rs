@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Command as Proc;
 
 use assert_cmd::Command;
+use sanbench_testkit::fio;
 use serde_json::Value;
 
 mod crosscheck;
@@ -21,17 +22,6 @@ fn shm_dir() -> tempfile::TempDir {
         .prefix("sanbench-fio-test")
         .tempdir_in("/dev/shm")
         .unwrap()
-}
-
-/// fio, waiting for it while another process installs it.
-fn fio() -> &'static str {
-    for _ in 0..120 {
-        if Path::new("/usr/bin/fio").exists() {
-            return "/usr/bin/fio";
-        }
-        std::thread::sleep(std::time::Duration::from_secs(1));
-    }
-    panic!("fio is not installed (scripts/deps.sh installs it)");
 }
 
 #[test]
