@@ -51,3 +51,20 @@ pub fn fio() -> &'static str {
     }
     panic!("fio is not installed (scripts/deps.sh installs it)");
 }
+
+/// What python3 prints running `script` (one that reads an HdrHistogram log with the
+/// `hdrhistogram` package) with `args`; fails the test, naming what installs the package,
+/// when the script fails.
+pub fn hdr_python<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Vec<u8> {
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .args(args)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "the hdrhistogram Python package must read the log (scripts/deps.sh installs it): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
