@@ -1,5 +1,6 @@
 //! Peer processes: one a test started itself (nbdkit, a server of its own), ended with the
-//! test and waited for until it listens; fio, found where deps.sh installs it.
+//! test and waited for until it listens or, an NBD server, greets; fio, found where deps.sh
+//! installs it; python3 reading a histogram log.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -67,4 +68,18 @@ pub fn hdr_python<S: AsRef<std::ffi::OsStr>>(script: &str, args: &[S]) -> Vec<u8
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// True when a server on 127.0.0.1:`port` sends the NBD greeting's magic: an NBD peer is
+/// ready once it serves, not once it listens (a first connection has been seen reset during
+/// the handshake of a peer that only listened).
+pub fn nbd_greets(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let mut magic = [0u8; 8];
+    s.set_read_timeout(Some(Duration::from_secs(1))).is_ok()
+        && s.read_exact(&mut magic).is_ok()
+        && &magic == b"NBDMAGIC"
 }
