@@ -2,10 +2,11 @@
 //! sparse file (SEEK_DATA) and over nbdkit's sparse memory plugin (NBD base:allocation) says
 //! the span holds holes, and how it knows.
 
-use std::process::{Child, Command as Proc, Stdio};
+use std::process::{Command as Proc, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use sanbench_testkit::Peer;
 use serde_json::Value;
 
 fn read_run(target: &str) -> Value {
@@ -32,15 +33,6 @@ fn a_sparse_file_reads_as_holes() {
     assert_eq!(pre["allocation"]["unwritten_bytes"], 8u64 << 20);
 }
 
-struct Nbdkit(Child);
-
-impl Drop for Nbdkit {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_memory_reads_as_holes() {
@@ -50,7 +42,7 @@ fn nbdkit_memory_reads_as_holes() {
     // someone else's listener: once, "connection refused" right after it connected).
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("nbdkit.sock");
-    let mut server = Nbdkit(
+    let mut server = Peer(
         Proc::new("nbdkit")
             .args(["-f", "-U"])
             .arg(&sock)

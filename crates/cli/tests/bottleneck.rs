@@ -8,7 +8,7 @@
 //! The thresholds (docs/MEASURE.md, "Bottleneck") are wide on purpose: a thread that never
 //! sleeps is runnable 100 % of the window whatever else the 2-core machine runs.
 
-use std::process::{Child, Command as Proc, Stdio};
+use std::process::{Command as Proc, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -33,23 +33,6 @@ fn run_json(args: &[&str]) -> Value {
         .output()
         .unwrap();
     sanbench_testkit::ok_json(&out)
-}
-
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn bottleneck(doc: &Value) -> &Value {
@@ -140,22 +123,8 @@ fn nbdkit_with_a_2ms_delay_at_qd_1_is_limited_by_the_round_trip() {
     let _shared = EXCLUSIVE.read().unwrap_or_else(|e| e.into_inner());
     sanbench_testkit::require("nbdkit", "nbdkit");
     let port = sanbench_testkit::free_port();
-    let child = Proc::new("nbdkit")
-        .args(["-f", "-p", &port.to_string(), "-i", "127.0.0.1"])
-        .args([
-            "--filter=delay",
-            "memory",
-            "64M",
-            "rdelay=2ms",
-            "wdelay=2ms",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    let _peer = Peer(child);
-    wait_port(port);
+    let peer = sanbench_testkit::nbdkit_delay(port, "2ms");
+    let pid = peer.0.id().to_string();
     let uri = format!("nbd://127.0.0.1:{port}");
     let doc = run_json(&[
         &uri,

@@ -4,8 +4,7 @@
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::Path;
-use std::process::{Child, Command as Proc, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command as Proc;
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -147,44 +146,12 @@ fn an_existing_file_is_not_written_on_its_own() {
     );
 }
 
-struct Nbdkit(Child);
-
-impl Drop for Nbdkit {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// nbdkit with the delay filter: every read takes 25 ms at the server.
-fn nbdkit_delay(port: u16) -> Nbdkit {
-    sanbench_testkit::require("nbdkit", "nbdkit");
-    let child = Proc::new("nbdkit")
-        .args(["-f", "-p", &port.to_string(), "-i", "127.0.0.1"])
-        .args([
-            "--filter=delay",
-            "memory",
-            "64M",
-            "rdelay=25ms",
-            "wdelay=25ms",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nbdkit did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Nbdkit(child)
-}
-
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn latency_on_a_known_delay_is_the_delay() {
     let port = sanbench_testkit::free_port();
-    let _server = nbdkit_delay(port);
+    // nbdkit with the delay filter: every read takes 25 ms at the server.
+    let _server = sanbench_testkit::nbdkit_delay(port, "25ms");
     let uri = format!("nbd://127.0.0.1:{port}");
     for qd in ["1", "8"] {
         let doc = run_json(&[

@@ -46,17 +46,7 @@ print(json.dumps({"start_time": r.get_start_time_sec(), "count": total.get_total
 "#;
 
 fn read_log(path: &std::path::Path) -> Value {
-    let out = Command::new("python3")
-        .args(["-c", READ_LOG])
-        .arg(path)
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "the hdrhistogram Python package must read the log (scripts/deps.sh installs it): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&sanbench_testkit::hdr_python(READ_LOG, &[path])).unwrap()
 }
 
 fn run_args(uri: &str, dir: &std::path::Path, time: &str) -> Command {

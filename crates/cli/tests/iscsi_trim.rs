@@ -8,6 +8,9 @@ use std::process::Command;
 use sanbench_testkit::{ok_json, Served, Tgtd};
 use serde_json::Value;
 
+mod trim_support;
+use trim_support::{allocated, trims_only_at_qd_32};
+
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("sanbench")
 }
@@ -21,16 +24,6 @@ fn run(target: &str, time: &str, extra: &[&str]) -> std::process::Output {
         .args(["--no-monitor", "--quiet", "--json", "-"])
         .output()
         .unwrap()
-}
-
-/// "allocated N bytes" from the server's summary line.
-fn allocated(stderr: &str) -> u64 {
-    stderr
-        .split("allocated ")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no allocated bytes in {stderr:?}"))
 }
 
 fn ios(r: &Value, op: &str) -> u64 {
@@ -81,29 +74,7 @@ fn trims_of_one_batch_share_an_unmap() {
     // Trims only, 4 KiB, QD 32: the scheduler hands the queue batches, and each batch's trims
     // go out as one UNMAP with a descriptor each, so fewer commands than trims cross.
     let server = Served::start(bin(), &["iscsi", "--size", "8M", "--listen", "127.0.0.1:0"]);
-    let out = Command::new(bin())
-        .args([
-            "run",
-            &server.uri,
-            "--bs",
-            "4k",
-            "--read",
-            "0",
-            "--trim",
-            "100",
-        ])
-        .args(["--qd", "32", "--time", "400ms", "--ramp", "0"])
-        .args([
-            "--precondition",
-            "none",
-            "--no-monitor",
-            "--quiet",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    let doc = ok_json(&out);
+    let doc = trims_only_at_qd_32(&server.uri);
     let r = &doc["results"][0];
     let trims = ios(r, "trim");
     assert!(trims > 100, "{r}");

@@ -343,19 +343,9 @@ for i in range(total.counts_len):
         print(total.get_highest_equivalent_value(total.get_value_from_index(i)) / 1e9)
         break
 "#;
-    let out = Command::new("python3")
-        .args(["-c", SCRIPT])
-        .arg(log)
-        .arg(from.to_string())
-        .arg(to.to_string())
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "the hdrhistogram Python package must read the log (scripts/deps.sh installs it): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
+    let args = [log.into(), from.to_string().into(), to.to_string().into()];
+    let out = sanbench_testkit::hdr_python::<std::ffi::OsString>(SCRIPT, &args);
+    String::from_utf8_lossy(&out)
         .trim()
         .parse()
         .expect("a p99 from the log")

@@ -521,17 +521,7 @@ while True:
 base = r.get_start_time_sec()
 print(json.dumps({t: (n, a - base, b - base) for t, (n, a, b) in tags.items()}))
 "#;
-    let out = Command::new("python3")
-        .args(["-c", READ])
-        .arg(path)
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "the hdrhistogram Python package must read the log: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&sanbench_testkit::hdr_python(READ, &[path])).unwrap()
 }
 
 #[test]

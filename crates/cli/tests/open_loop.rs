@@ -3,10 +3,11 @@
 //! issued during the stall, with its full wait), and on a server of known service time the
 //! mean response time is what queueing theory says.
 
-use std::process::{Child, Command as Proc, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command as Proc, Stdio};
+use std::time::Duration;
 
 use assert_cmd::Command;
+use sanbench_testkit::{wait_port, Peer};
 use serde_json::Value;
 
 /// The queueing-theory test runs with no other run of this binary beside it: its Poisson
@@ -23,23 +24,6 @@ fn run_json(args: &[&str]) -> Value {
         .output()
         .unwrap();
     sanbench_testkit::ok_json(&out)
-}
-
-struct Peer(Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The result's histogram `field` (HdrHistogram's compressed encoding), decoded.

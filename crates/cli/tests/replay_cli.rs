@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use sanbench_testkit::fio;
 use serde_json::Value;
 
 fn sanbench() -> Command {
@@ -219,15 +220,14 @@ fn blkparse_blktrace_and_msr_traces_replay() {
     assert!((p["trace_seconds"].as_f64().unwrap() - 0.001).abs() < 1e-9);
 }
 
-/// fio, waiting for it while another process installs it.
-fn fio() -> &'static str {
-    for _ in 0..120 {
-        if Path::new("/usr/bin/fio").exists() {
-            return "/usr/bin/fio";
-        }
-        std::thread::sleep(std::time::Duration::from_secs(1));
-    }
-    panic!("fio is not installed (scripts/deps.sh installs it)");
+/// Runs fio; fails the test with fio's stderr when fio fails.
+fn fio_ok(fio: &mut std::process::Command) {
+    let st = fio.output().unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
 }
 
 #[test]
@@ -240,25 +240,20 @@ fn a_fio_iolog_replays_as_fios_own_read_iolog_does() {
     let file = dir.path().join("data");
     let log = dir.path().join("written.iolog");
     // fio writes the log of a random read/write/trim mix on a file.
-    let st = std::process::Command::new(fio())
-        .args([
-            "--name=w",
-            "--ioengine=psync",
-            "--rw=randrw",
-            "--bsrange=4k-64k",
-            "--size=8M",
-            "--io_size=1G",
-            "--number_ios=3000",
-            "--randseed=7",
-        ])
-        .arg(format!("--filename={}", file.display()))
-        .arg(format!("--write_iolog={}", log.display()))
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    fio_ok(
+        std::process::Command::new(fio())
+            .args([
+                "--name=w",
+                "--ioengine=psync",
+                "--rw=randrw",
+                "--bsrange=4k-64k",
+                "--size=8M",
+                "--io_size=1G",
+                "--number_ios=3000",
+                "--randseed=7",
+            ])
+            .arg(format!("--filename={}", file.display()))
+            .arg(format!("--write_iolog={}", log.display())),
     );
     let written = std::fs::read_to_string(&log).unwrap();
     let ios = ios_of(&written);
@@ -267,22 +262,17 @@ fn a_fio_iolog_replays_as_fios_own_read_iolog_does() {
     // it reads one, so its latency log with offsets (one entry per I/O: time, latency,
     // direction, size, offset), in issue order as psync completes each before the next.
     let lat = dir.path().join("fio");
-    let st = std::process::Command::new(fio())
-        .args([
-            "--name=r",
-            "--ioengine=psync",
-            "--replay_no_stall=1",
-            "--log_offset=1",
-        ])
-        .arg(format!("--filename={}", file.display()))
-        .arg(format!("--read_iolog={}", log.display()))
-        .arg(format!("--write_lat_log={}", lat.display()))
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    fio_ok(
+        std::process::Command::new(fio())
+            .args([
+                "--name=r",
+                "--ioengine=psync",
+                "--replay_no_stall=1",
+                "--log_offset=1",
+            ])
+            .arg(format!("--filename={}", file.display()))
+            .arg(format!("--read_iolog={}", log.display()))
+            .arg(format!("--write_lat_log={}", lat.display())),
     );
     let lat_log = std::fs::read_to_string(dir.path().join("fio_lat.1.log")).unwrap();
     let fio_ios: Vec<(u8, u64, u64)> = lat_log

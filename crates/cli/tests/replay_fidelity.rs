@@ -17,9 +17,9 @@ fn replay_json(args: &[&str]) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-#[test]
-fn fidelity_on_a_delayed_target_matches_the_delay() {
-    let served = sanbench_testkit::Served::start(
+/// `sanbench serve nbd` (16 MiB) taking 1 ms over every I/O.
+fn nbd_taking_1ms() -> sanbench_testkit::Served {
+    sanbench_testkit::Served::start(
         assert_cmd::cargo::cargo_bin("sanbench"),
         &[
             "nbd",
@@ -30,7 +30,12 @@ fn fidelity_on_a_delayed_target_matches_the_delay() {
             "--delay",
             "1ms",
         ],
-    );
+    )
+}
+
+#[test]
+fn fidelity_on_a_delayed_target_matches_the_delay() {
+    let served = nbd_taking_1ms();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.iolog");
     // 1000 I/Os, one every 500 µs: 0.5 s at 2000 per second, about 2 in flight.
@@ -69,18 +74,7 @@ fn fidelity_on_a_delayed_target_matches_the_delay() {
 /// overlap held it (the target's service time), not this host nor the depth.
 #[test]
 fn a_verified_replay_held_by_overlaps_is_overlap_limited() {
-    let served = sanbench_testkit::Served::start(
-        assert_cmd::cargo::cargo_bin("sanbench"),
-        &[
-            "nbd",
-            "--size",
-            "16M",
-            "--listen",
-            "127.0.0.1:0",
-            "--delay",
-            "1ms",
-        ],
-    );
+    let served = nbd_taking_1ms();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("same.iolog");
     // 300 writes and reads of one block, one every 200 µs: five times what 1 ms each allows.

@@ -7,8 +7,11 @@
 
 use std::process::Command;
 
-use sanbench_testkit::{ok_json, Served};
+use sanbench_testkit::{ok_json, wait_port, Peer, Served};
 use serde_json::Value;
+
+mod trim_support;
+use trim_support::{allocated, trims_only_at_qd_32};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("sanbench")
@@ -103,15 +106,6 @@ fn write_zeroes_on_mem_counts_apart() {
 }
 
 /// "allocated N bytes" from the server's summary line.
-fn allocated(stderr: &str) -> u64 {
-    stderr
-        .split("allocated ")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no allocated bytes in {stderr:?}"))
-}
-
 #[test]
 fn nbd_server_mix_counts_each_op_and_frees_chunks() {
     let size = 8u64 << 20;
@@ -190,29 +184,7 @@ fn nvme_server_takes_deallocates_and_write_zeroes() {
 #[test]
 fn nvme_trims_of_one_batch_share_a_dataset_management_command() {
     let server = Served::start(bin(), &["nvme", "--size", "8M", "--listen", "127.0.0.1:0"]);
-    let out = Command::new(bin())
-        .args([
-            "run",
-            &server.uri,
-            "--bs",
-            "4k",
-            "--read",
-            "0",
-            "--trim",
-            "100",
-        ])
-        .args(["--qd", "32", "--time", "400ms", "--ramp", "0"])
-        .args([
-            "--precondition",
-            "none",
-            "--no-monitor",
-            "--quiet",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    let doc = ok_json(&out);
+    let doc = trims_only_at_qd_32(&server.uri);
     let r = &doc["results"][0];
     let trims = r["trim"]["ios"].as_u64().unwrap_or(0);
     assert!(trims > 100, "{r}");
@@ -252,16 +224,6 @@ fn shares_beyond_100_percent_are_refused() {
     assert!(err.contains("more than 100"), "{err}");
 }
 
-/// A peer that ends with the test.
-struct Peer(std::process::Child);
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 #[cfg_attr(not(feature = "interop"), ignore = "interop tier: needs nbdkit")]
 fn nbdkit_memory_takes_trims_and_write_zeroes() {
@@ -276,11 +238,7 @@ fn nbdkit_memory_takes_trims_and_write_zeroes() {
             .spawn()
             .unwrap(),
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < deadline, "nbdkit did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_port(port);
     let uri = format!("nbd://127.0.0.1:{port}");
     // Filled first (auto only checks someone else's export), so every trim has something to
     // give back.

@@ -13,7 +13,10 @@ use sanbench_engine::{
 };
 use sanbench_stats::LatencyHistogram;
 
+#[path = "support/manual_clock.rs"]
+mod manual_clock;
 mod support;
+use manual_clock::Due;
 use support::{plan, Keep};
 
 #[test]
@@ -94,9 +97,8 @@ struct Stalls {
 }
 
 struct StallsQueue {
-    clock: Arc<Manual>,
     stall: (u64, u64),
-    pending: Vec<(u64, u32)>,
+    due: Due,
 }
 
 impl Target for Stalls {
@@ -105,9 +107,8 @@ impl Target for Stalls {
     }
     fn open_queue(&self, _cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         Ok(Box::new(StallsQueue {
-            clock: self.clock.clone(),
             stall: self.stall,
-            pending: Vec::new(),
+            due: Due::new(self.clock.clone()),
         }))
     }
 }
@@ -116,26 +117,18 @@ const SERVICE: u64 = 100_000;
 
 impl Queue for StallsQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
-        let now = self.clock.now_ns();
+        let now = self.due.now();
         let mut due = now + SERVICE;
         if (self.stall.0..self.stall.1).contains(&due) {
             due = self.stall.1;
         }
-        self.pending.extend(ios.iter().map(|io| (due, io.tag)));
+        for io in ios {
+            self.due.push(due, io.tag);
+        }
         Ok(())
     }
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        self.pending.sort();
-        if let (true, Some(&(t, _))) = (min > 0, self.pending.first()) {
-            self.clock.advance_to(t);
-        }
-        let now = self.clock.now_ns();
-        let due = self.pending.iter().take_while(|(t, _)| *t <= now).count();
-        out.extend(
-            self.pending
-                .drain(..due)
-                .map(|(_, tag)| Completion { tag, result: 0 }),
-        );
+        self.due.reap(min, out);
         Ok(())
     }
 }

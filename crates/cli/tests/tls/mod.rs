@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::io::Read;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -226,7 +225,7 @@ impl Peer {
             .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
         let mut peer = Peer { child, port };
         let deadline = Instant::now() + Duration::from_secs(15);
-        while !greets(port) {
+        while !sanbench_testkit::nbd_greets(port) {
             if let Ok(Some(st)) = peer.child.try_wait() {
                 panic!("{program} exited early: {st}");
             }
@@ -291,17 +290,6 @@ impl Drop for Peer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// True when a server on `port` sends the NBD greeting's magic.
-fn greets(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let mut magic = [0u8; 8];
-    s.set_read_timeout(Some(Duration::from_secs(1))).is_ok()
-        && s.read_exact(&mut magic).is_ok()
-        && &magic == b"NBDMAGIC"
 }
 
 /// The `tls` parameter sanbench's result reports for its first target.

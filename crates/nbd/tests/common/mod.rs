@@ -1,8 +1,7 @@
 //! Helpers for the interop tests: start peers on free loopback ports, stop them by PID.
 #![allow(dead_code)]
 
-use std::io::Read;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -36,7 +35,7 @@ impl Peer {
             // Ready means serving: a listening socket alone is not enough (a first connection
             // has been seen reset during the handshake in a full test run), so wait for the
             // greeting every NBD server sends at once.
-            if greets(port) {
+            if sanbench_testkit::nbd_greets(port) {
                 return peer;
             }
             if let Ok(Some(status)) = peer.child.try_wait() {
@@ -64,17 +63,6 @@ impl Drop for Peer {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// True when a server on `port` sends the NBD greeting's magic.
-fn greets(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let mut magic = [0u8; 8];
-    s.set_read_timeout(Some(Duration::from_secs(1))).is_ok()
-        && s.read_exact(&mut magic).is_ok()
-        && &magic == b"NBDMAGIC"
 }
 
 pub fn nbdkit_memory(size: &str) -> Peer {
