@@ -8,8 +8,9 @@
 //! the open connections and the totals of those that ended (folded in when a connection's
 //! [`ConnCounters`] is dropped). A server without `--metrics-listen` counts nothing.
 
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The ops counted, in [`Op`] order.
 pub const OPS: [&str; 5] = ["read", "write", "flush", "trim", "zero"];
@@ -82,6 +83,33 @@ pub struct ServerCounters {
     open: Mutex<Vec<Arc<Conn>>>,
     /// Per store, per op: the figures of connections that ended.
     ended: Mutex<Vec<[Figures; 5]>>,
+}
+
+/// A server's counters: off until `serve --metrics-listen` turns them on, then counting every
+/// connection accepted from that moment. The one switch of the three servers (NBD, iSCSI,
+/// NVMe/TCP), held in their shared state.
+#[derive(Default)]
+pub struct Switch(OnceLock<Arc<ServerCounters>>);
+
+impl Switch {
+    /// Turns the counters on, for the stores `stores` names (asked only the first time), and
+    /// returns them.
+    pub fn turn_on(&self, stores: impl FnOnce() -> Vec<String>) -> Arc<ServerCounters> {
+        self.0.get_or_init(|| ServerCounters::new(stores())).clone()
+    }
+
+    /// The counters, when they are on.
+    pub fn get(&self) -> Option<&Arc<ServerCounters>> {
+        self.0.get()
+    }
+
+    /// Counters for connection `id` on TCP stream `s` (its peer and the server's address it
+    /// came to, empty when the kernel cannot say), when they are on.
+    pub fn connect_tcp(&self, id: u64, s: &TcpStream) -> Option<ConnCounters> {
+        let addr = |a: std::io::Result<SocketAddr>| a.map_or(String::new(), |a| a.to_string());
+        self.get()
+            .map(|c| c.connect(id, addr(s.peer_addr()), addr(s.local_addr())))
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

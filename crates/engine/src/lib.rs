@@ -46,6 +46,7 @@ pub mod run;
 pub mod safety;
 pub mod suite;
 mod suite_trace;
+mod sweep;
 pub mod sync;
 pub mod trace_file;
 pub mod uring;

@@ -25,6 +25,7 @@ use crate::engine::{Completion, Io, Op, QueueConfig, Target, TargetInfo};
 use crate::error::EngineError;
 use crate::run::{stamp_slot, Layout};
 use crate::stamp::{DataSpec, Stamper};
+use crate::sweep::{check_completion, next_piece, piece_size, submit_and_reap};
 use crate::units::format_size;
 
 /// `--precondition auto|none|fill|N`.
@@ -272,13 +273,7 @@ pub fn fill(
     verify: Option<&crate::verify::Verifier>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Filled, EngineError> {
-    let info = target.info();
-    let block = info.block_size.max(1) as u64;
-    let mut bs = plan.bs as u64;
-    if let Some(mt) = info.max_transfer {
-        bs = bs.min(mt as u64);
-    }
-    bs = (bs.min(span) / block * block).max(block);
+    let (block, bs) = piece_size(target.info(), plan.bs as u64, span);
     let depth = plan.depth.max(1);
     let lay = Layout::new(0, bs, depth);
     let arena = Arc::new(Arena::new(lay.total));
@@ -321,13 +316,9 @@ pub fn fill(
         while off < span || inflight > 0 {
             batch.clear();
             while off < span && !stop.load(Ordering::Relaxed) {
-                let Some(tag) = free.pop() else { break };
-                let len = bs.min((span - off) / block * block);
-                if len == 0 {
-                    free.push(tag);
-                    off = span;
+                let Some((tag, len)) = next_piece(&mut free, &mut off, span, bs, block) else {
                     break;
-                }
+                };
                 // SAFETY: the tag was free, so its slot is not in flight.
                 let buf = unsafe {
                     stamp_slot(
@@ -351,26 +342,13 @@ pub fn fill(
                 });
                 off += len;
             }
-            if !batch.is_empty() {
-                inflight += batch.len();
-                q.submit(&batch)?;
-            }
-            if inflight == 0 {
+            if !submit_and_reap(&mut *q, &batch, &mut inflight, &mut done)? {
                 break;
             }
-            done.clear();
-            q.reap(1, &mut done)?;
             for c in &done {
-                if c.result < 0 {
-                    return Err(EngineError::Io {
-                        op: "precondition write",
-                        offset: offset_of[c.tag as usize],
-                        source: std::io::Error::from_raw_os_error(-c.result),
-                    });
-                }
+                check_completion("precondition write", offset_of[c.tag as usize], c)?;
                 free.push(c.tag);
             }
-            inflight -= done.len();
             written += done.len() as u64 * bs;
             since_progress += done.len() as u32;
             if since_progress >= 64 {

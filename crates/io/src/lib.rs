@@ -6,6 +6,7 @@
 //!   [`Io`], [`Completion`], [`TargetInfo`] and the access states of multipath.
 //! * [`arena`]: the page-aligned data buffers a queue reads into and writes from.
 //! * [`blocking`]: a queue's threads for system calls that block (the sync engine's, sg's).
+//! * [`chardev`]: the character device of a passthrough engine (sg, bsg, NVMe generic), opened.
 //! * [`error`]: [`EngineError`], whose usage-like variants the CLI maps to exit code 2.
 //! * [`rng`]: the seeded generator of the I/O path.
 //! * [`params`]: the engine-specific facts' map and the keys other crates read.
@@ -16,6 +17,7 @@
 
 pub mod arena;
 pub mod blocking;
+pub mod chardev;
 pub mod engine;
 pub mod error;
 pub mod params;

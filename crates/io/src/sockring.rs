@@ -24,7 +24,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
-use io_uring::{opcode, types, IoUring, Probe};
+use io_uring::{opcode, squeue, types, IoUring};
 
 pub mod bufring;
 pub mod conn;
@@ -239,10 +239,7 @@ impl SockRing {
         flags: i32,
         user_data: u64,
     ) -> io::Result<()> {
-        let e = opcode::SendMsg::new(types::Fixed(file), msg)
-            .flags(flags as u32)
-            .build()
-            .user_data(user_data);
+        let e = send_msg_sqe(file, msg, flags, false).user_data(user_data);
         // SAFETY: the caller keeps `msg` and its buffers alive and untouched until completion.
         unsafe { self.push(&e) }
     }
@@ -259,9 +256,7 @@ impl SockRing {
         len: u32,
         user_data: u64,
     ) -> io::Result<()> {
-        let e = opcode::Recv::new(types::Fixed(file), buf, len)
-            .build()
-            .user_data(user_data);
+        let e = recv_sqe(file, buf, len).user_data(user_data);
         // SAFETY: the caller owns the region exclusively until completion.
         unsafe { self.push(&e) }
     }
@@ -387,25 +382,41 @@ impl SockRing {
     }
 }
 
+/// The SQE of a SENDMSG on fixed file `file`, or with `zc` of a SENDMSG_ZC whose
+/// notification says whether the kernel copied after all: one build for the ring's own sends
+/// ([`SockRing::send_msg`], [`SockRing::send_msg_zc`]) and a connection's.
+#[inline]
+fn send_msg_sqe(file: u32, msg: *const libc::msghdr, flags: i32, zc: bool) -> squeue::Entry {
+    let fd = types::Fixed(file);
+    if zc {
+        opcode::SendMsgZc::new(fd, msg)
+            .flags(flags as u32)
+            .ioprio(zc::SEND_ZC_REPORT_USAGE)
+            .build()
+    } else {
+        opcode::SendMsg::new(fd, msg).flags(flags as u32).build()
+    }
+}
+
+/// The SQE of a RECV of up to `len` bytes into `buf` on fixed file `file`.
+#[inline]
+fn recv_sqe(file: u32, buf: *mut u8, len: u32) -> squeue::Entry {
+    opcode::Recv::new(types::Fixed(file), buf, len).build()
+}
+
 /// What the layer needs of the kernel.
 fn check(ring: &IoUring) -> Result<(), String> {
     if !ring.params().is_feature_ext_arg() {
         return Err("no IORING_FEAT_EXT_ARG (Linux 5.11+) for a bounded wait".into());
     }
-    let mut probe = Probe::new();
-    ring.submitter()
-        .register_probe(&mut probe)
-        .map_err(|e| format!("io_uring probe: {e}"))?;
-    for (code, name) in [
-        (opcode::SendMsg::CODE, "SENDMSG"),
-        (opcode::Recv::CODE, "RECV"),
-        (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
-    ] {
-        if !probe.is_supported(code) {
-            return Err(format!("no IORING_OP_{name}"));
-        }
-    }
-    Ok(())
+    zc::probe_ops(
+        ring,
+        &[
+            (opcode::SendMsg::CODE, "SENDMSG"),
+            (opcode::Recv::CODE, "RECV"),
+            (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+        ],
+    )
 }
 
 #[cfg(test)]

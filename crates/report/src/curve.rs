@@ -25,6 +25,24 @@ pub struct Point {
     pub repeats: usize,
 }
 
+impl Point {
+    /// The point's cells after its target's, as text: load, asked IOPS, achieved IOPS (with
+    /// ✗ when a repetition missed its rate or lagged), mean and p99 µs.
+    pub fn cells(&self) -> [String; 5] {
+        [
+            format!("{} %", self.pct),
+            format!("{:.0}", self.asked_iops),
+            format!(
+                "{:.0}{}",
+                self.achieved_iops,
+                if self.valid { "" } else { " ✗" }
+            ),
+            format!("{:.1}", self.mean_us),
+            format!("{:.1}", self.p99_us),
+        ]
+    }
+}
+
 /// One target's curve on one workload.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Curve {

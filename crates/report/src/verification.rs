@@ -2,7 +2,7 @@
 //! checked, bad units per class, the first bad blocks), for comparisons run with `--verify`.
 //! A target that returned wrong data also gets a caveat: its speed is not a figure to publish.
 
-use sanbench_doc::verify::{Class, VerifyReport};
+use sanbench_doc::verify::{BadBlock, Class, VerifyReport};
 use sanbench_doc::Comparison;
 
 /// One target's verification over the whole comparison.
@@ -10,6 +10,41 @@ use sanbench_doc::Comparison;
 pub struct TargetVerification {
     pub target: String,
     pub report: VerifyReport,
+}
+
+impl TargetVerification {
+    /// The summary row's cells as text: target, bytes verified, reads, units, bad units
+    /// (each exporter escapes and marks them up in its own way).
+    pub fn cells(&self) -> [String; 5] {
+        let v = &self.report;
+        let bad = if v.bad_total() == 0 {
+            "none".to_string()
+        } else {
+            classes(v)
+        };
+        [
+            self.target.clone(),
+            format!("{:.1} MiB", v.bytes as f64 / (1u64 << 20) as f64),
+            v.reads.to_string(),
+            v.units.to_string(),
+            bad,
+        ]
+    }
+}
+
+/// What a bad block should have held and what was found there, as text.
+pub fn expected_found(b: &BadBlock) -> (String, String) {
+    let expected = b
+        .expected
+        .as_ref()
+        .map_or("unknown".into(), |e| format!("gen {}", e.generation));
+    let found = b.found.as_ref().map_or("no valid stamp".into(), |f| {
+        format!(
+            "offset {:#x} gen {} run {}",
+            f.offset, f.generation, f.run_id
+        )
+    });
+    (expected, found)
 }
 
 /// Every verified target, in the comparison's order (empty when nothing was verified).

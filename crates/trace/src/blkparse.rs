@@ -16,7 +16,7 @@
 use std::io::BufRead;
 
 use crate::lines::{fields, uint, Lines};
-use crate::{length, TraceError, TraceOp, TraceRecord};
+use crate::{length, Parse, TraceError, TraceOp, TraceRecord};
 
 /// The fields of an event line that are read: device, CPU, sequence, time, PID, action,
 /// RWBS, then SECTOR + COUNT.
@@ -78,14 +78,12 @@ fn extent(n: u64, f: &[&str]) -> Result<(u64, u32), TraceError> {
 /// The queue events of a blkparse text output.
 pub struct Blkparse<R> {
     lines: Lines<R>,
-    failed: bool,
 }
 
 impl<R: BufRead> Blkparse<R> {
     pub fn new(r: R) -> Blkparse<R> {
         Blkparse {
             lines: Lines::new(r),
-            failed: false,
         }
     }
 
@@ -139,17 +137,9 @@ impl<R: BufRead> Blkparse<R> {
     }
 }
 
-impl<R: BufRead> Iterator for Blkparse<R> {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let r = self.line();
-        if matches!(r, Some(Err(_))) {
-            self.failed = true;
-        }
-        r
+impl<R: BufRead> Parse for Blkparse<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+        self.line()
     }
 }
 
@@ -177,7 +167,7 @@ Events (8,0): 9 entries
 
     #[test]
     fn queue_events_are_the_records() {
-        let got: Vec<_> = Blkparse::new(TRACE.as_bytes()).collect();
+        let got: Vec<_> = Blkparse::new(TRACE.as_bytes()).records().collect();
         let want = [
             (1_000, TraceOp::Write, 223490 * 512, 4096),
             (1_500_250, TraceOp::Read, 1024 * 512, 8192),
@@ -209,7 +199,7 @@ Events (8,0): 9 entries
             ("8,0 0 1 0.1 1 Q W 36028797018963968 + 8 [a]\n", 1),
             ("8,0 0 1 0.1234567891 1 Q W 10 + 8 [a]\n", 1),
         ] {
-            let got: Vec<_> = Blkparse::new(text.as_bytes()).collect();
+            let got: Vec<_> = Blkparse::new(text.as_bytes()).records().collect();
             assert_eq!(got.len(), 1, "{text:?}: {got:?}");
             assert_eq!(got[0].as_ref().unwrap_err().line, line, "{text:?}");
         }

@@ -15,7 +15,7 @@
 
 use std::io::{BufRead, ErrorKind};
 
-use crate::{length, TraceError, TraceOp, TraceRecord};
+use crate::{length, Parse, TraceError, TraceOp, TraceRecord};
 
 pub const MAGIC: u32 = 0x6561_7400;
 pub const VERSION: u32 = 0x07;
@@ -51,16 +51,11 @@ pub struct Blktrace<R> {
     r: R,
     /// Records read so far.
     n: u64,
-    failed: bool,
 }
 
 impl<R: BufRead> Blktrace<R> {
     pub fn new(r: R) -> Blktrace<R> {
-        Blktrace {
-            r,
-            n: 0,
-            failed: false,
-        }
+        Blktrace { r, n: 0 }
     }
 
     fn err(&self, what: impl Into<String>) -> TraceError {
@@ -163,17 +158,9 @@ impl<R: BufRead> Blktrace<R> {
     }
 }
 
-impl<R: BufRead> Iterator for Blktrace<R> {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let r = self.record();
-        if matches!(r, Some(Err(_))) {
-            self.failed = true;
-        }
-        r
+impl<R: BufRead> Parse for Blktrace<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+        self.record()
     }
 }
 
@@ -245,7 +232,10 @@ mod tests {
             ));
             t.extend(rec(le, 5_000, 0, 0, act(TA_QUEUE, TC_QUEUE | 1 << 2), &[]));
             assert!(looks_like(&t));
-            let got: Vec<_> = Blktrace::new(&t[..]).map(Result::unwrap).collect();
+            let got: Vec<_> = Blktrace::new(&t[..])
+                .records()
+                .map(Result::unwrap)
+                .collect();
             let want = [
                 (1_000, TraceOp::Write, 2048 * 512, 4096),
                 (3_000, TraceOp::Read, 8 * 512, 512),
@@ -263,17 +253,17 @@ mod tests {
         let good = rec(true, 1, 0, 512, act(TA_QUEUE, TC_QUEUE), &[]);
         let mut t = good.clone();
         t.extend(&good[..30]);
-        let got: Vec<_> = Blktrace::new(&t[..]).collect();
+        let got: Vec<_> = Blktrace::new(&t[..]).records().collect();
         assert_eq!(got.len(), 2);
         let e = got[1].as_ref().unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.to_string().starts_with("record 2:"), "{e}");
         let mut t = good.clone();
         t.extend([0u8; 48]);
-        let e = Blktrace::new(&t[..]).nth(1).unwrap().unwrap_err();
+        let e = Blktrace::new(&t[..]).records().nth(1).unwrap().unwrap_err();
         assert!(e.what.contains("magic"), "{e}");
         let big = rec(true, 1, 0, u32::MAX, act(TA_QUEUE, TC_QUEUE), &[]);
-        assert!(Blktrace::new(&big[..]).next().unwrap().is_err());
+        assert!(Blktrace::new(&big[..]).records().next().unwrap().is_err());
         assert!(!looks_like(b"fio version 3 iolog\n"));
     }
 }

@@ -14,7 +14,7 @@
 use std::io::BufRead;
 
 use crate::lines::{fields, uint, Lines};
-use crate::{length, TraceError, TraceOp, TraceRecord};
+use crate::{length, Parse, TraceError, TraceOp, TraceRecord};
 
 /// The iolog version a first line declares.
 pub fn version_of(line: &str) -> Option<u8> {
@@ -32,7 +32,6 @@ pub struct Iolog<R> {
     version: u8,
     /// Version 2: the sum of the waits so far, ns.
     waited_ns: u64,
-    failed: bool,
 }
 
 impl<R: BufRead> Iolog<R> {
@@ -41,7 +40,6 @@ impl<R: BufRead> Iolog<R> {
             lines: Lines::new(r),
             version: 0,
             waited_ns: 0,
-            failed: false,
         }
     }
 
@@ -162,17 +160,9 @@ impl<R: BufRead> Iolog<R> {
     }
 }
 
-impl<R: BufRead> Iterator for Iolog<R> {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let r = self.line();
-        if matches!(r, Some(Err(_))) {
-            self.failed = true;
-        }
-        r
+impl<R: BufRead> Parse for Iolog<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+        self.line()
     }
 }
 
@@ -181,7 +171,7 @@ mod tests {
     use super::*;
 
     fn all(text: &str) -> Vec<Result<TraceRecord, TraceError>> {
-        Iolog::new(text.as_bytes()).collect()
+        Iolog::new(text.as_bytes()).records().collect()
     }
 
     fn rec(time_ns: u64, op: TraceOp, offset: u64, len: u32) -> Result<TraceRecord, TraceError> {

@@ -177,21 +177,56 @@ impl std::str::FromStr for Format {
     }
 }
 
+/// One format's parser: the next record, or an error, or `None` at the end of the input.
+pub trait Parse: Sized {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>>;
+
+    /// The records, ending at the first error.
+    fn records(self) -> UntilError<Self> {
+        UntilError {
+            parser: self,
+            failed: false,
+        }
+    }
+}
+
+/// A parser's records, nothing after its first error: bad input leaves a parser's place in
+/// the input untrusted (inside a line, or a binary record read halfway), so every format
+/// stops there in the same way.
+pub struct UntilError<P> {
+    parser: P,
+    failed: bool,
+}
+
+impl<P: Parse> Iterator for UntilError<P> {
+    type Item = Result<TraceRecord, TraceError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.parser.parse_next();
+        if matches!(r, Some(Err(_))) {
+            self.failed = true;
+        }
+        r
+    }
+}
+
 /// A trace's records in one of the formats.
 pub enum Records<R> {
-    Fio(fio::Iolog<R>),
-    Blkparse(blkparse::Blkparse<R>),
-    Blktrace(blktrace::Blktrace<R>),
-    Msr(msr::Msr<R>),
+    Fio(UntilError<fio::Iolog<R>>),
+    Blkparse(UntilError<blkparse::Blkparse<R>>),
+    Blktrace(UntilError<blktrace::Blktrace<R>>),
+    Msr(UntilError<msr::Msr<R>>),
 }
 
 /// The records of `r`, read as `format`.
 pub fn records<R: BufRead>(format: Format, r: R) -> Records<R> {
     match format {
-        Format::Fio => Records::Fio(fio::Iolog::new(r)),
-        Format::Blkparse => Records::Blkparse(blkparse::Blkparse::new(r)),
-        Format::Blktrace => Records::Blktrace(blktrace::Blktrace::new(r)),
-        Format::Msr => Records::Msr(msr::Msr::new(r)),
+        Format::Fio => Records::Fio(fio::Iolog::new(r).records()),
+        Format::Blkparse => Records::Blkparse(blkparse::Blkparse::new(r).records()),
+        Format::Blktrace => Records::Blktrace(blktrace::Blktrace::new(r).records()),
+        Format::Msr => Records::Msr(msr::Msr::new(r).records()),
     }
 }
 

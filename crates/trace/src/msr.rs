@@ -14,7 +14,7 @@
 use std::io::BufRead;
 
 use crate::lines::{fields, uint, Lines};
-use crate::{length, TraceError, TraceOp, TraceRecord};
+use crate::{length, Parse, TraceError, TraceOp, TraceRecord};
 
 /// ns per FILETIME tick.
 pub const TICK_NS: u64 = 100;
@@ -42,14 +42,12 @@ fn op_of(s: &str) -> Option<TraceOp> {
 /// The records of an MSR Cambridge CSV file.
 pub struct Msr<R> {
     lines: Lines<R>,
-    failed: bool,
 }
 
 impl<R: BufRead> Msr<R> {
     pub fn new(r: R) -> Msr<R> {
         Msr {
             lines: Lines::new(r),
-            failed: false,
         }
     }
 
@@ -101,17 +99,9 @@ impl<R: BufRead> Msr<R> {
     }
 }
 
-impl<R: BufRead> Iterator for Msr<R> {
-    type Item = Result<TraceRecord, TraceError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let r = self.line();
-        if matches!(r, Some(Err(_))) {
-            self.failed = true;
-        }
-        r
+impl<R: BufRead> Parse for Msr<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+        self.line()
     }
 }
 
@@ -125,7 +115,10 @@ mod tests {
                     128166372003061629,hm,0,Read,3386322944,4096,15029\n\
                     128166372003071629,hm,0,Write,0,512,100\n\
                     \n128166372013061629,hm,0,write,1048576,65536,7\n";
-        let got: Vec<_> = Msr::new(text.as_bytes()).map(Result::unwrap).collect();
+        let got: Vec<_> = Msr::new(text.as_bytes())
+            .records()
+            .map(Result::unwrap)
+            .collect();
         let t0 = 128166372003061629u64 * 100;
         assert_eq!(got.len(), 3);
         assert_eq!(
@@ -154,7 +147,7 @@ mod tests {
             ("999999999999999999999,h,0,Read,0,512,1\n", 1),
             ("184467440737095517,h,0,Read,0,512,1\n", 1),
         ] {
-            let got: Vec<_> = Msr::new(text.as_bytes()).collect();
+            let got: Vec<_> = Msr::new(text.as_bytes()).records().collect();
             let err = got.iter().find_map(|r| r.as_ref().err());
             assert_eq!(err.map(|e| e.line), Some(line), "{text:?}: {got:?}");
             assert!(got.last().unwrap().is_err());

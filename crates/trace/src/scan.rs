@@ -103,12 +103,13 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Parse;
 
     #[test]
     fn a_scan_counts_extent_and_time() {
         let text = "fio version 3 iolog\n10 /f read 4096 4096\n20 /f write 0 8192\n\
                     15 /f read 65536 512\n1010 /f trim 1048576 65536\n";
-        let s = scan(crate::fio::Iolog::new(text.as_bytes())).unwrap();
+        let s = scan(crate::fio::Iolog::new(text.as_bytes()).records()).unwrap();
         assert_eq!(s.ops, [2, 1, 1]);
         assert_eq!(s.bytes, [4608, 8192, 65536]);
         assert_eq!(s.first_ns, Some(10_000));
@@ -123,9 +124,8 @@ mod tests {
         );
         // Three gaps in one millisecond.
         assert!((s.rate().unwrap() - 3000.0).abs() < 1e-6);
-        let bad = scan(crate::fio::Iolog::new(
-            &b"fio version 3 iolog\n1 /f read 0 x\n"[..],
-        ));
+        let bad =
+            scan(crate::fio::Iolog::new(&b"fio version 3 iolog\n1 /f read 0 x\n"[..]).records());
         assert_eq!(bad.unwrap_err().line, 2);
     }
 }

@@ -7,16 +7,15 @@
 //! Waiting (run/wait.rs, shared with a timed replay): until shortly before the next arrival
 //! the stream sleeps, with I/O in flight in the engine's own wait (`Queue::reap_until`: a
 //! ring's timed wait, a socket's poll), so that a completion wakes it at once and a server on
-//! the same cores gets them; the last stretch before an arrival is spun, as long as the wake-ups this stream sees are late ([`Spin`]).
+//! the same cores gets them; the last stretch before an arrival is spun, as long as the wake-ups this stream sees are late ([`Spin`](super::spin::Spin)).
 //! The spin's time inside the window is counted ([`Pacing`]: `StreamState::pacing`, the
 //! result's `pacing_cpu_s`), and the CPU efficiency figures leave it out.
 
 use std::time::Instant;
 
 use super::pacer::Pacer;
-use super::spin::Spin;
 use super::state::{Fill, StreamCtx, StreamState};
-use super::wait::{ends, wait, Wait, Waited};
+use super::wait::{ends, start_paced, wait, Wait, Waited};
 use crate::engine::Queue;
 use crate::error::EngineError;
 use crate::gen::Generator;
@@ -36,12 +35,7 @@ pub(super) fn drive(
     let start = (1e9 / per_stream * ctx.worker as f64 / w.workers as f64) as u64;
     let seed = ctx.seed ^ ((ctx.worker as u64) << 32) ^ ((ctx.target_idx as u64) << 48);
     let mut pacer = Pacer::new(w.arrival, per_stream, start, seed);
-    s.intended = vec![0; s.op.len()];
-    let mut spin = Spin::default();
-    // The kernel may defer a sleeping thread's wake-up by its timer slack (50 µs by default)
-    // to batch timers: an open-loop stream wants its arrivals on time.
-    // SAFETY: prctl with an integer argument changes only this thread's timer slack.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let mut spin = start_paced(s);
     // Just after the last batch counted (0: none), as the closed loop returns it.
     let mut counted_below = 0;
     loop {

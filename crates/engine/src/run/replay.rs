@@ -11,9 +11,8 @@ use std::time::Instant;
 use sanbench_trace::map::Mapping;
 
 use super::clock::Clock;
-use super::spin::Spin;
 use super::state::{Fill, StreamCtx, StreamState};
-use super::wait::{ends, wait, Wait, Waited};
+use super::wait::{ends, start_paced, wait, Wait, Waited};
 use crate::engine::{Op, Queue};
 use crate::error::EngineError;
 use crate::gen::Planned;
@@ -275,11 +274,7 @@ pub(super) fn timed(
     ctx: &StreamCtx<'_>,
     t0: Instant,
 ) -> Result<u64, EngineError> {
-    s.intended = vec![0; s.op.len()];
-    let mut spin = Spin::default();
-    // As the open loop: the kernel's 50 µs default timer slack would delay every wake-up.
-    // SAFETY: prctl with an integer argument changes only this thread's timer slack.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let mut spin = start_paced(s);
     let mut counted_below = 0;
     loop {
         let now = t0.elapsed().as_nanos() as u64;

@@ -31,6 +31,17 @@ pub(super) fn ends(s: &mut StreamState, ctx: &StreamCtx<'_>, now: u64) -> bool {
     false
 }
 
+/// The set-up of a paced stream (the open loop, a timed replay), before its first pass: the
+/// intended times cleared and a fresh spin. The kernel may defer a sleeping thread's wake-up
+/// by its timer slack (50 µs by default) to batch timers: a paced stream wants its arrivals
+/// on time, so its slack is set to 1 ns.
+pub(super) fn start_paced(s: &mut StreamState) -> Spin {
+    s.intended = vec![0; s.op.len()];
+    // SAFETY: prctl with an integer argument changes only this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    Spin::default()
+}
+
 /// One pass's wait, after the pass issued what was due.
 pub(super) struct Wait {
     /// When the pass started and when it sent what it issued (ns on the run's clock).

@@ -13,6 +13,7 @@ use crate::arena::Arena;
 use crate::engine::{Completion, Io, Op, QueueConfig, Target};
 use crate::error::EngineError;
 use crate::run::Layout;
+use crate::sweep::{check_completion, next_piece, piece_size, submit_and_reap};
 
 /// Reads `[0, span)` of `target` in `bs`-byte reads, `depth` at a time, checking each with
 /// `checker` against `map` (all cells unknown without one). `progress(done, total)` about
@@ -30,10 +31,7 @@ pub fn verify_span(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(), EngineError> {
-    let info = target.info();
-    let block = info.block_size.max(1) as u64;
-    let mut bs = bs.min(info.max_transfer.map_or(u64::MAX, |m| m as u64));
-    bs = (bs.min(span) / block * block).max(block);
+    let (block, bs) = piece_size(target.info(), bs, span);
     let depth = depth.max(1);
     let lay = Layout::new(bs, 0, depth);
     let arena = Arc::new(Arena::new(lay.total));
@@ -55,13 +53,9 @@ pub fn verify_span(
     while off < span || inflight > 0 {
         batch.clear();
         while off < span && !stop.load(Ordering::Relaxed) {
-            let Some(tag) = free.pop() else { break };
-            let len = bs.min((span - off) / block * block);
-            if len == 0 {
-                free.push(tag);
-                off = span;
+            let Some((tag, len)) = next_piece(&mut free, &mut off, span, bs, block) else {
                 break;
-            }
+            };
             ios[tag as usize] = (off, len as u32);
             batch.push(Io {
                 fua: false,
@@ -73,25 +67,12 @@ pub fn verify_span(
             });
             off += len;
         }
-        if !batch.is_empty() {
-            inflight += batch.len();
-            q.submit(&batch)?;
-        }
-        if inflight == 0 {
+        if !submit_and_reap(&mut *q, &batch, &mut inflight, &mut done)? {
             break;
         }
-        done.clear();
-        q.reap(1, &mut done)?;
-        inflight -= done.len();
         for c in &done {
             let (o, len) = ios[c.tag as usize];
-            if c.result < 0 {
-                return Err(EngineError::Io {
-                    op: "verify read",
-                    offset: o,
-                    source: std::io::Error::from_raw_os_error(-c.result),
-                });
-            }
+            check_completion("verify read", o, c)?;
             cells.clear();
             durable.clear();
             if let Some(m) = map {

@@ -10,8 +10,6 @@ use std::io;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
 
-use io_uring::{opcode, types};
-
 use super::shared::{Attachment, SharedRing};
 use super::{Cqe, SockRing};
 
@@ -262,7 +260,7 @@ impl RingConn {
             return Ok(());
         }
         let len = len.min(u32::MAX as usize) as u32;
-        let e = opcode::Recv::new(types::Fixed(self.ring.file()), buf, len).build();
+        let e = super::recv_sqe(self.ring.file(), buf, len);
         // SAFETY: forwarded from the caller.
         unsafe { self.ring.push(e, RECV) }?;
         self.receiving = true;

@@ -19,7 +19,7 @@ use super::{Cqe, SockRing};
 
 /// IORING_SEND_ZC_REPORT_USAGE (include/uapi/linux/io_uring.h): the notification's result
 /// says whether the kernel fell back to copying.
-const SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
+pub(super) const SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
 /// IORING_NOTIF_USAGE_ZC_COPIED: set in a notification's result when the data was copied.
 const NOTIF_USAGE_ZC_COPIED: i32 = 1 << 31;
 
@@ -93,11 +93,7 @@ impl SockRing {
         flags: i32,
         user_data: u64,
     ) -> io::Result<()> {
-        let e = opcode::SendMsgZc::new(types::Fixed(file), msg)
-            .flags(flags as u32)
-            .ioprio(SEND_ZC_REPORT_USAGE)
-            .build()
-            .user_data(user_data);
+        let e = super::send_msg_sqe(file, msg, flags, true).user_data(user_data);
         // SAFETY: the caller keeps msg and its buffers untouched until the notification.
         unsafe { self.push(&e) }
     }

@@ -27,9 +27,8 @@ pub use pool::SG_THREAD_PREFIX;
 pub mod sysfs;
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -176,32 +175,10 @@ impl SgTarget {
     ) -> Result<SgTarget, EngineError> {
         let scheme = iface.scheme();
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
-            // A device that is not there is bad input, as a URI that names none.
-            std::io::ErrorKind::NotFound => {
-                EngineError::Invalid(format!("{shown}: no such device"))
-            }
-            _ => EngineError::Open {
-                path: shown.clone(),
-                source,
-            },
-        })?;
-        if !meta.file_type().is_char_device() {
-            return Err(EngineError::Invalid(format!(
-                "{shown}: not a character device ({scheme}: takes {})",
-                iface.example()
-            )));
-        }
         // O_RDWR even to read: SG_IO on a read-only open is refused for commands the kernel
         // does not know as safe (its allow list), whatever the user's rights.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|source| EngineError::Open {
-                path: shown.clone(),
-                source,
-            })?;
+        let takes = format!("{scheme}: takes {}", iface.example());
+        let file = sanbench_io::chardev::open(path, true, &takes)?;
         let ask = |cdb: Cdb, len: u32| -> Result<(Outcome, Vec<u8>), EngineError> {
             let mut buf = vec![0u8; len as usize];
             let d = if len == 0 { dir::NONE } else { dir::FROM_DEV };

@@ -57,11 +57,7 @@ pub(super) fn serve(stream: TcpStream, shared: Arc<Shared>, stop: Arc<AtomicBool
         // A failure only costs precision.
         let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1000));
     }
-    let metrics = shared.counters.get().map(|c| {
-        let addr =
-            |a: std::io::Result<std::net::SocketAddr>| a.map_or(String::new(), |a| a.to_string());
-        c.connect(number, addr(stream.peer_addr()), addr(stream.local_addr()))
-    });
+    let metrics = shared.counters.connect_tcp(number, &stream);
     let mut c = Conn {
         metrics,
         stream,

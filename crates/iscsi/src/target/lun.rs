@@ -77,6 +77,15 @@ impl Lun {
         }
     }
 
+    /// The checks every media command makes first: no protection information asked (the LUN
+    /// is formatted without it: byte 1 of the CDB is an invalid field), then the range.
+    fn unprotected_range(&self, protect: u8, lba: u64, blocks: u64) -> Result<(), Sense> {
+        if protect != 0 {
+            return Err(Sense::INVALID_FIELD_IN_CDB.with_field(true, 1, None));
+        }
+        self.range(lba, blocks)
+    }
+
     fn access(cdb: &Cdb) -> Access {
         match cdb {
             Cdb::Read { .. }
@@ -176,10 +185,7 @@ impl Lun {
                 protect,
                 ..
             } => {
-                if protect != 0 {
-                    return Err(field(1));
-                }
-                self.range(lba, blocks as u64)?;
+                self.unprotected_range(protect, lba, blocks as u64)?;
                 if blocks > MAX_XFER_BLOCKS && len != CdbLen::L6 {
                     return Err(field(if len == CdbLen::L10 { 7 } else { 6 }));
                 }
@@ -196,10 +202,7 @@ impl Lun {
                 verify,
                 ..
             } => {
-                if protect != 0 {
-                    return Err(field(1));
-                }
-                self.range(lba, blocks as u64)?;
+                self.unprotected_range(protect, lba, blocks as u64)?;
                 let n = (blocks as usize * BLOCK as usize).min(data.len()) & !(BLOCK as usize - 1);
                 self.store
                     .write(lba * BLOCK, &data[..n], fua || verify)
@@ -213,13 +216,11 @@ impl Lun {
                 bytchk,
                 ..
             } => {
-                if protect != 0 {
-                    return Err(field(1));
-                }
+                // Both invalid in byte 1, as protection information is.
                 if bytchk == 2 {
                     return Err(field(1));
                 }
-                self.range(lba, blocks as u64)?;
+                self.unprotected_range(protect, lba, blocks as u64)?;
                 if bytchk != 0 && blocks > 0 {
                     let mut cur = vec![0u8; blocks as usize * BLOCK as usize];
                     self.store
@@ -250,13 +251,11 @@ impl Lun {
                 unmap,
                 ndob,
             } => {
-                if protect != 0 {
-                    return Err(field(1));
-                }
+                // Both invalid in byte 1, as protection information is.
                 if anchor {
                     return Err(field(1));
                 }
-                self.range(lba, blocks as u64)?;
+                self.unprotected_range(protect, lba, blocks as u64)?;
                 let blocks = if blocks == 0 {
                     self.blocks - lba
                 } else {
@@ -328,10 +327,7 @@ impl Lun {
                 protect,
                 ..
             } => {
-                if protect != 0 {
-                    return Err(field(1));
-                }
-                self.range(lba, blocks as u64)?;
+                self.unprotected_range(protect, lba, blocks as u64)?;
                 if blocks == 0 {
                     return Ok(Outcome::Good);
                 }

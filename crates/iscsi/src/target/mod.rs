@@ -112,7 +112,7 @@ pub(crate) struct Shared {
     /// Every portal as SendTargets lists it (`ip:port,1`): one portal group, several portals.
     pub portals: Vec<String>,
     /// I/O counters (`serve --metrics-listen`), once [`Target::counters`] turned them on.
-    pub counters: std::sync::OnceLock<Arc<sanbench_blockstore::counters::ServerCounters>>,
+    pub counters: sanbench_blockstore::counters::Switch,
 }
 
 /// What a caller can watch while the target runs (and read after it stopped).
@@ -206,7 +206,7 @@ impl Target {
             luns,
             login,
             next_tsih: AtomicU16::new(1),
-            counters: std::sync::OnceLock::new(),
+            counters: Default::default(),
         });
         let stats = Arc::new(TargetStats {
             connections: AtomicU64::new(0),
@@ -226,13 +226,10 @@ impl Target {
     /// Turns on the per-connection and per-LUN I/O counters (`serve --metrics-listen`) for
     /// connections accepted from now on, and returns them; the LUNs are named `lun0`, ....
     pub fn counters(&self) -> Arc<sanbench_blockstore::counters::ServerCounters> {
+        let luns = self.shared.luns.len();
         self.shared
             .counters
-            .get_or_init(|| {
-                let names = (0..self.shared.luns.len()).map(|i| format!("lun{i}"));
-                sanbench_blockstore::counters::ServerCounters::new(names.collect())
-            })
-            .clone()
+            .turn_on(|| (0..luns).map(|i| format!("lun{i}")).collect())
     }
 
     /// The first portal's address (port 0 resolved).

@@ -107,19 +107,16 @@ typed_pdu! {
 impl TaskMgmtRequest {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
         let l: &TaskMgmtRequestHdr = transmute_ref!(h);
-        if l.flags & FINAL == 0 {
-            return Err(bad(0x02, 1, "F bit clear"));
-        }
+        let (immediate, function) = final_code(0x02, l.opcode, l.flags)?;
         Ok(TaskMgmtRequest {
-            immediate: l.opcode & IMMEDIATE != 0,
-            function: l.flags & 0x7f,
+            immediate,
+            function,
             ..Self::from_layout(l)
         })
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
-        l.opcode = 0x02 | bit(self.immediate, IMMEDIATE);
-        l.flags = FINAL | (self.function & 0x7f);
+        (l.opcode, l.flags) = put_final_code(0x02, self.immediate, self.function);
         transmute!(l)
     }
 }
@@ -214,6 +211,20 @@ fn get_isid(b: [u8; 6]) -> u64 {
 fn put_isid(isid: u64) -> [u8; 6] {
     let b = isid.to_be_bytes();
     [b[2], b[3], b[4], b[5], b[6], b[7]]
+}
+
+/// Bytes 0-1 of a request whose byte 1 is the F bit (required) and a 7-bit code (Task
+/// Management's function, §11.5.1; Logout's reason, §11.14.1): the I bit and the code.
+fn final_code(op: u8, l_opcode: u8, l_flags: u8) -> Result<(bool, u8), WireError> {
+    if l_flags & FINAL == 0 {
+        return Err(bad(op, 1, "F bit clear"));
+    }
+    Ok((l_opcode & IMMEDIATE != 0, l_flags & 0x7f))
+}
+
+/// Bytes 0-1 of such a request: the opcode with the I bit, then F and the code.
+fn put_final_code(op: u8, immediate: bool, code: u8) -> (u8, u8) {
+    (op | bit(immediate, IMMEDIATE), FINAL | (code & 0x7f))
 }
 
 typed_pdu! {
@@ -419,19 +430,16 @@ typed_pdu! {
 impl LogoutRequest {
     pub fn decode(h: &[u8; 48]) -> Result<Self, WireError> {
         let l: &LogoutRequestHdr = transmute_ref!(h);
-        if l.flags & FINAL == 0 {
-            return Err(bad(0x06, 1, "F bit clear"));
-        }
+        let (immediate, reason) = final_code(0x06, l.opcode, l.flags)?;
         Ok(LogoutRequest {
-            immediate: l.opcode & IMMEDIATE != 0,
-            reason: l.flags & 0x7f,
+            immediate,
+            reason,
             ..Self::from_layout(l)
         })
     }
     pub fn to_bytes(&self) -> [u8; 48] {
         let mut l = self.to_layout();
-        l.opcode = 0x06 | bit(self.immediate, IMMEDIATE);
-        l.flags = FINAL | (self.reason & 0x7f);
+        (l.opcode, l.flags) = put_final_code(0x06, self.immediate, self.reason);
         transmute!(l)
     }
 }

@@ -191,7 +191,7 @@ pub(crate) struct Shared {
     /// Connections whose TLS records the kernel made.
     kernel_tls: AtomicU64,
     /// I/O counters (`serve --metrics-listen`), once [`Server::counters`] turned them on.
-    counters: std::sync::OnceLock<Arc<ServerCounters>>,
+    counters: sanbench_blockstore::counters::Switch,
 }
 
 /// Counters a caller can watch while the server runs.
@@ -283,7 +283,7 @@ impl Server {
             tls,
             coalesced: AtomicU64::new(0),
             kernel_tls: AtomicU64::new(0),
-            counters: std::sync::OnceLock::new(),
+            counters: Default::default(),
         });
         let stats = Arc::new(ServerStats {
             connections: AtomicU64::new(0),
@@ -324,10 +324,7 @@ impl Server {
             "" => "default".to_string(),
             e => e.to_string(),
         };
-        self.shared
-            .counters
-            .get_or_init(|| ServerCounters::new(vec![name]))
-            .clone()
+        self.shared.counters.turn_on(|| vec![name])
     }
 
     /// The export's size in bytes.

@@ -25,9 +25,8 @@ mod queue;
 pub mod sysfs;
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -84,30 +83,11 @@ impl NgTarget {
     /// device, a namespace the engine cannot drive) is `Invalid`, so the CLI exits 2.
     pub fn open(uri: &str, path: &Path, writes: bool) -> Result<NgTarget, EngineError> {
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(|source| match source.kind() {
-            // A device that is not there is bad input, as a URI that names none.
-            std::io::ErrorKind::NotFound => {
-                EngineError::Invalid(format!("{shown}: no such device"))
-            }
-            _ => EngineError::Open {
-                path: shown.clone(),
-                source,
-            },
-        })?;
-        if !meta.file_type().is_char_device() {
-            return Err(EngineError::Invalid(format!(
-                "{shown}: not a character device (nvme-ng: takes a namespace's generic device, \
-                 /dev/ngXnY)"
-            )));
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writes)
-            .open(path)
-            .map_err(|source| EngineError::Open {
-                path: shown.clone(),
-                source,
-            })?;
+        let file = sanbench_io::chardev::open(
+            path,
+            writes,
+            "nvme-ng: takes a namespace's generic device, /dev/ngXnY",
+        )?;
         // SAFETY: NVME_IOCTL_ID takes no argument and returns the namespace id.
         let nsid = unsafe { libc::ioctl(file.as_raw_fd(), cmd::NVME_IOCTL_ID as _) };
         if nsid <= 0 {

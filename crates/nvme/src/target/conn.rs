@@ -53,10 +53,7 @@ pub(crate) fn serve(
     }
     s.set_read_timeout(Some(Duration::from_millis(200)))?;
     s.set_write_timeout(Some(sh.cfg.send_timeout))?;
-    let metrics = sh.counters.get().map(|c| {
-        let addr = |a: io::Result<std::net::SocketAddr>| a.map_or(String::new(), |a| a.to_string());
-        c.connect(number, addr(s.peer_addr()), addr(s.local_addr()))
-    });
+    let metrics = sh.counters.connect_tcp(number, &s);
     let mut c = Conn {
         metrics,
         s,

@@ -40,7 +40,7 @@ pub(crate) struct Shared {
     ctrls: Mutex<HashMap<u16, Arc<Ctrl>>>,
     next_cntlid: AtomicU16,
     /// I/O counters (`serve --metrics-listen`), once `Target::counters` turned them on.
-    pub counters: std::sync::OnceLock<Arc<sanbench_blockstore::counters::ServerCounters>>,
+    pub counters: sanbench_blockstore::counters::Switch,
 }
 
 impl Shared {
@@ -68,7 +68,7 @@ impl Shared {
             ana: AnaStates::new(ana),
             ctrls: Mutex::new(HashMap::new()),
             next_cntlid: AtomicU16::new(1),
-            counters: std::sync::OnceLock::new(),
+            counters: Default::default(),
         }
     }
 

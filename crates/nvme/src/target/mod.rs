@@ -243,13 +243,10 @@ impl Target {
     /// for connections accepted from now on, and returns them; the namespaces are named
     /// `ns1`, ....
     pub fn counters(&self) -> Arc<sanbench_blockstore::counters::ServerCounters> {
+        let namespaces = self.shared.cfg.namespaces;
         self.shared
             .counters
-            .get_or_init(|| {
-                let names = (1..=self.shared.cfg.namespaces).map(|i| format!("ns{i}"));
-                sanbench_blockstore::counters::ServerCounters::new(names.collect())
-            })
-            .clone()
+            .turn_on(|| (1..=namespaces).map(|i| format!("ns{i}")).collect())
     }
 
     /// The first port's address (port 0 resolved).

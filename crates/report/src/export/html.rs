@@ -510,21 +510,8 @@ fn verification(r: &Report, s: &mut String) {
          <th>Bad units</th></tr></thead><tbody>\n",
     );
     for t in &r.verification {
-        let v = &t.report;
-        let bad = if v.bad_total() == 0 {
-            "none".to_string()
-        } else {
-            crate::verification::classes(v)
-        };
-        let _ = writeln!(
-            s,
-            "<tr><td>{}</td><td>{:.1} MiB</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&t.target),
-            v.bytes as f64 / (1u64 << 20) as f64,
-            v.reads,
-            v.units,
-            esc(&bad)
-        );
+        let cells: Vec<String> = t.cells().iter().map(|c| esc(c)).collect();
+        let _ = writeln!(s, "<tr><td>{}</td></tr>", cells.join("</td><td>"));
     }
     s.push_str("</tbody></table>\n");
     for t in r
@@ -534,21 +521,14 @@ fn verification(r: &Report, s: &mut String) {
     {
         let _ = writeln!(s, "<h3>First bad blocks of {}</h3>\n<ul>", esc(&t.target));
         for b in &t.report.bad_blocks {
+            let (expected, found) = crate::verification::expected_found(b);
             let _ = writeln!(
                 s,
                 "<li><code>{:#x}</code> {}: expected {}, found {} <code>{}</code></li>",
                 b.offset,
                 esc(b.class.label()),
-                b.expected
-                    .as_ref()
-                    .map_or("unknown".into(), |e| format!("gen {}", e.generation)),
-                esc(&b
-                    .found
-                    .as_ref()
-                    .map_or("no valid stamp".into(), |f| format!(
-                        "offset {:#x} gen {} run {}",
-                        f.offset, f.generation, f.run_id
-                    ))),
+                expected,
+                esc(&found),
                 esc(&b.excerpt)
             );
         }

@@ -63,15 +63,9 @@ pub fn curves(r: &Report, s: &mut String) {
             for p in &c.points {
                 let _ = writeln!(
                     s,
-                    "<tr><td>{}</td><td>{} %</td><td>{:.0}</td><td>{:.0}{}</td><td>{:.1}</td>\
-                     <td>{:.1}</td></tr>",
+                    "<tr><td>{}</td><td>{}</td></tr>",
                     esc(&c.target),
-                    p.pct,
-                    p.asked_iops,
-                    p.achieved_iops,
-                    if p.valid { "" } else { " ✗" },
-                    p.mean_us,
-                    p.p99_us
+                    p.cells().join("</td><td>")
                 );
             }
         }

@@ -246,21 +246,8 @@ fn verification(r: &Report, s: &mut String) {
          |---|---:|---:|---:|---|\n",
     );
     for t in &r.verification {
-        let v = &t.report;
-        let bad = if v.bad_total() == 0 {
-            "none".to_string()
-        } else {
-            crate::verification::classes(v)
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {:.1} MiB | {} | {} | {} |",
-            md_cell(&t.target),
-            v.bytes as f64 / (1u64 << 20) as f64,
-            v.reads,
-            v.units,
-            md_cell(&bad)
-        );
+        let cells: Vec<String> = t.cells().iter().map(|c| md_cell(c)).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
     for t in r
         .verification
@@ -269,20 +256,14 @@ fn verification(r: &Report, s: &mut String) {
     {
         let _ = writeln!(s, "\nFirst bad blocks of {}:\n", md_cell(&t.target));
         for b in &t.report.bad_blocks {
+            let (expected, found) = crate::verification::expected_found(b);
             let _ = writeln!(
                 s,
                 "- `{:#x}` {}: expected {}, found {} (`{}`)",
                 b.offset,
                 b.class.label(),
-                b.expected
-                    .as_ref()
-                    .map_or("unknown".into(), |e| format!("gen {}", e.generation)),
-                b.found
-                    .as_ref()
-                    .map_or("no valid stamp".into(), |f| format!(
-                        "offset {:#x} gen {} run {}",
-                        f.offset, f.generation, f.run_id
-                    )),
+                expected,
+                found,
                 b.excerpt
             );
         }
@@ -314,17 +295,7 @@ fn curves(r: &Report, s: &mut String) {
         );
         for c in &mine {
             for p in &c.points {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} % | {:.0} | {:.0}{} | {:.1} | {:.1} |",
-                    md_cell(&c.target),
-                    p.pct,
-                    p.asked_iops,
-                    p.achieved_iops,
-                    if p.valid { "" } else { " ✗" },
-                    p.mean_us,
-                    p.p99_us
-                );
+                let _ = writeln!(s, "| {} | {} |", md_cell(&c.target), p.cells().join(" | "));
             }
         }
         let least = crate::curve::least_response(&curves, &w.id);

@@ -22,7 +22,6 @@ use std::io;
 
 use super::super::{BufRing, Cqe, SockRing, SocketLayer};
 use super::{Backing, Done, RingConn};
-use io_uring::{opcode, types};
 
 /// The environment variable naming the features a connection asks for
 /// (`sendzc`, `multishot`, comma-separated; `none` or unset: neither).
@@ -228,9 +227,7 @@ impl RingConn {
     /// # Safety
     /// As [`RingConn::send`].
     unsafe fn push_plain_msg(&mut self, flags: i32) -> io::Result<()> {
-        let e = opcode::SendMsg::new(types::Fixed(self.ring.file()), &*self.msg)
-            .flags(flags as u32)
-            .build();
+        let e = super::super::send_msg_sqe(self.ring.file(), &*self.msg, flags, false);
         // SAFETY: forwarded from the caller.
         unsafe { self.ring.push(e, super::SEND) }
     }
