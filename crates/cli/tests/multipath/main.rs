@@ -345,10 +345,13 @@ fn an_open_loop_asking_more_than_two_paths_give_still_completes() {
     // Behind its schedule, an open loop waits for completions with a deadline already past,
     // every time; the multipath layer returned before looking at the sockets then, and
     // nothing completed for the rest of the window (0 IOPS at 150k asked, on every kind).
+    // Round-robin, so that every path must carry I/O: the service-time selector rightly
+    // leaves a path whose first completions were slow until its estimate goes stale (1 s, this
+    // run's window), which on a crowded host left one NBD path 15 I/Os (2026-11-29, load 14).
     for kind in ["iscsi", "nvme", "nbd"] {
         let server = serve2(kind);
         let out = run_cmd(
-            &server.uri,
+            &format!("{}?policy=round-robin", server.uri),
             &["--time", "1s", "--qd", "16", "--rate", "5000000"],
         )
         .output()
