@@ -181,15 +181,7 @@ fn kernel_multipath_path_cut_measured() {
         .to_string();
     let dir = tempfile::tempdir().unwrap();
     let initrd = dir.path().join("initrd");
-    // sanbench goes in stripped (the test build carries ~100 MB of debug info).
-    let sb = dir.path().join("sanbench");
-    let st = std::process::Command::new("strip")
-        .arg("-o")
-        .arg(&sb)
-        .arg(env!("CARGO_BIN_EXE_sanbench"))
-        .status()
-        .expect("strip (binutils)");
-    assert!(st.success());
+    let sb = vm::stripped_sanbench(env!("CARGO_BIN_EXE_sanbench"), dir.path());
     let script = SCRIPT
         .replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()))
         .replace("IQN", &iqn)

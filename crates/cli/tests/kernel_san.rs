@@ -172,15 +172,7 @@ fn kernel_san_stacks_found_labelled_and_measured() {
     let (k, vmlinuz) = vm::kernel();
     let dir = tempfile::tempdir().unwrap();
     let initrd = dir.path().join("initrd");
-    // sanbench goes in stripped (the test build carries ~100 MB of debug info).
-    let sb = dir.path().join("sanbench");
-    let st = std::process::Command::new("strip")
-        .arg("-o")
-        .arg(&sb)
-        .arg(env!("CARGO_BIN_EXE_sanbench"))
-        .status()
-        .expect("strip (binutils)");
-    assert!(st.success());
+    let sb = vm::stripped_sanbench(env!("CARGO_BIN_EXE_sanbench"), dir.path());
     let script = SCRIPT.replace("SB=/tmp/sanbench", &format!("SB={}", sb.display()));
     vm::build_initramfs_with(
         &initrd,

@@ -124,14 +124,7 @@ fn passthrough_engines_and_kernel_targets_in_the_guest() {
     let (k, vmlinuz) = vm::kernel();
     let dir = tempfile::tempdir().unwrap();
     let initrd = dir.path().join("initrd");
-    let sb = dir.path().join("sanbench");
-    let st = std::process::Command::new("strip")
-        .arg("-o")
-        .arg(&sb)
-        .arg(env!("CARGO_BIN_EXE_sanbench"))
-        .status()
-        .expect("strip (binutils)");
-    assert!(st.success());
+    let sb = vm::stripped_sanbench(env!("CARGO_BIN_EXE_sanbench"), dir.path());
     let image = dir.path().join("nvme.img");
     std::fs::File::create(&image)
         .unwrap()

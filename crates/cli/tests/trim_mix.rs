@@ -105,15 +105,10 @@ fn write_zeroes_on_mem_counts_apart() {
     assert!(r.get("trim").is_none());
 }
 
-/// "allocated N bytes" from the server's summary line.
-#[test]
-fn nbd_server_mix_counts_each_op_and_frees_chunks() {
-    let size = 8u64 << 20;
-    let server = Served::start(bin(), &["nbd", "--size", "8M", "--listen", "127.0.0.1:0"]);
-    let uri = format!("nbd://{}", server.addr());
-    // Fill the store first, so that every chunk is allocated before the mix.
+/// 300 ms of 1 MiB sequential writes on `uri`: every chunk of a small store allocated.
+fn fill(uri: &str) {
     let fill = Command::new(bin())
-        .args(["run", &uri, "--read", "0", "--random", "0", "--bs", "1M"])
+        .args(["run", uri, "--read", "0", "--random", "0", "--bs", "1M"])
         .args(["--time", "300ms", "--ramp", "0", "--no-monitor", "--quiet"])
         .output()
         .unwrap();
@@ -122,6 +117,15 @@ fn nbd_server_mix_counts_each_op_and_frees_chunks() {
         "{}",
         String::from_utf8_lossy(&fill.stderr)
     );
+}
+
+#[test]
+fn nbd_server_mix_counts_each_op_and_frees_chunks() {
+    let size = 8u64 << 20;
+    let server = Served::start(bin(), &["nbd", "--size", "8M", "--listen", "127.0.0.1:0"]);
+    let uri = format!("nbd://{}", server.addr());
+    // Fill the store first, so that every chunk is allocated before the mix.
+    fill(&uri);
     let doc = ok_json(&mix(&uri, &["--precondition", "none"]));
     let r = &doc["results"][0];
     check_counts(r);
@@ -268,16 +272,7 @@ fn fio_runs_the_trim_job_sanbench_writes() {
     let size = 16u64 << 20;
     let server = Served::start(bin(), &["nbd", "--size", "16M", "--listen", "127.0.0.1:0"]);
     let uri = format!("nbd://{}", server.addr());
-    let fill = Command::new(bin())
-        .args(["run", &uri, "--read", "0", "--random", "0", "--bs", "1M"])
-        .args(["--time", "300ms", "--ramp", "0", "--no-monitor", "--quiet"])
-        .output()
-        .unwrap();
-    assert!(
-        fill.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fill.stderr)
-    );
+    fill(&uri);
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("t.fio");
     let out = Command::new(bin())

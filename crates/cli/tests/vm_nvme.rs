@@ -128,14 +128,11 @@ fn kernel_host_against_sanbench_target() {
     let iscsi_port = i.local_addr().port();
     let iscsi = spawn(&stop, move |s| i.run(s).unwrap());
     let initrd = dir.path().join("initrd");
-    // sanbench goes in stripped (the test build carries ~100 MB of debug info), at its own
-    // path with the libraries its build links (ldd), as the other tools do.
-    let sb = dir.path().join("sanbench").display().to_string();
-    let st = std::process::Command::new("strip")
-        .args(["-o", &sb, env!("CARGO_BIN_EXE_sanbench")])
-        .status()
-        .expect("strip (binutils)");
-    assert!(st.success());
+    // sanbench goes in stripped, at its own path with the libraries its build links (ldd), as
+    // the other tools do.
+    let sb = vm::stripped_sanbench(env!("CARGO_BIN_EXE_sanbench"), dir.path())
+        .display()
+        .to_string();
     let script = format!(
         r#"
 connect() {{

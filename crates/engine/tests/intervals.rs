@@ -191,8 +191,7 @@ struct Paced {
 }
 
 struct PacedQueue {
-    clock: Arc<Manual>,
-    pending: Vec<(u64, u32)>,
+    due: Due,
     hold: Option<Arc<EndAt>>,
 }
 
@@ -204,8 +203,7 @@ impl Target for Paced {
     }
     fn open_queue(&self, _cfg: &QueueConfig) -> Result<Box<dyn Queue>, EngineError> {
         Ok(Box::new(PacedQueue {
-            clock: self.clock.clone(),
-            pending: Vec::new(),
+            due: Due::new(self.clock.clone()),
             hold: self.hold.clone(),
         }))
     }
@@ -213,8 +211,10 @@ impl Target for Paced {
 
 impl Queue for PacedQueue {
     fn submit(&mut self, ios: &[Io]) -> Result<(), EngineError> {
-        let due = self.clock.now_ns() + PACED_SERVICE;
-        self.pending.extend(ios.iter().map(|io| (due, io.tag)));
+        let due = self.due.now() + PACED_SERVICE;
+        for io in ios {
+            self.due.push(due, io.tag);
+        }
         Ok(())
     }
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
@@ -222,20 +222,11 @@ impl Queue for PacedQueue {
         while spin.elapsed() < Duration::from_micros(40) {
             std::hint::spin_loop();
         }
-        self.pending.sort();
-        if let (true, Some(&(t, _))) = (min > 0, self.pending.first()) {
+        self.due.reap_holding(min, out, |t| {
             if let Some(end) = &self.hold {
                 end.hold_before(t);
             }
-            self.clock.advance_to(t);
-        }
-        let now = self.clock.now_ns();
-        let due = self.pending.iter().take_while(|(t, _)| *t <= now).count();
-        out.extend(
-            self.pending
-                .drain(..due)
-                .map(|(_, tag)| Completion { tag, result: 0 }),
-        );
+        });
         Ok(())
     }
 }

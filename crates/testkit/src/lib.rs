@@ -8,7 +8,7 @@ mod rerun;
 mod serve;
 pub use forward::Forwarder;
 pub use nbdkit::NbdkitPython;
-pub use peer::{fio, hdr_python, nbd_greets, nbdkit_delay, wait_port, Peer};
+pub use peer::{fio, hdr_python, nbd_greets, nbdkit_delay, spawn_nbd_peer, wait_port, Peer};
 pub use rerun::rerun_with_env;
 pub use serve::Served;
 

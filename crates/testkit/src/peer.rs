@@ -83,3 +83,29 @@ pub fn nbd_greets(port: u16) -> bool {
         && s.read_exact(&mut magic).is_ok()
         && &magic == b"NBDMAGIC"
 }
+
+/// `cmd` started (stdin and stdout to /dev/null) as an NBD server on 127.0.0.1:`port`,
+/// returned once it greets: ready means serving, a listening socket alone is not enough (a
+/// first connection has been seen reset during the handshake in a full test run). Fails the
+/// test, the child killed, when it exits first or has not greeted within 15 s.
+pub fn spawn_nbd_peer(cmd: &mut Command, port: u16) -> Child {
+    let program = format!("{:?}", cmd.get_program());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !nbd_greets(port) {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("{program} exited early: {status}");
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{program} did not greet NBD clients on {port}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}

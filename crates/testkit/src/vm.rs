@@ -397,6 +397,20 @@ fn extract_vmlinux(vmlinuz: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
+/// `bin` (the test's sanbench) copied to `dir`/sanbench without its debug info, the copy that
+/// goes into the guest: the test build carries ~100 MB of it. Needs strip (binutils).
+pub fn stripped_sanbench(bin: impl AsRef<Path>, dir: &Path) -> PathBuf {
+    let sb = dir.join("sanbench");
+    let st = Command::new("strip")
+        .arg("-o")
+        .arg(&sb)
+        .arg(bin.as_ref())
+        .status()
+        .expect("strip (binutils)");
+    assert!(st.success());
+    sb
+}
+
 /// A running guest; killed by its process id when dropped.
 pub struct Vm {
     child: Child,

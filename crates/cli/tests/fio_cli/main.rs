@@ -17,6 +17,13 @@ fn sanbench() -> Command {
     Command::cargo_bin("sanbench").unwrap()
 }
 
+/// `sanbench run` with its document on stdout, quiet, no monitors: add the workload.
+fn run_json() -> Command {
+    let mut c = sanbench();
+    c.args(["run", "--no-monitor", "--json", "-", "-q"]);
+    c
+}
+
 fn shm_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("sanbench-fio-test")
@@ -58,17 +65,8 @@ fn every_unmapped_option_is_named_on_a_line_of_its_own() {
     );
     // Ignored by name, the job runs.
     let doc = sanbench_testkit::ok_json(
-        &sanbench()
-            .args([
-                "run",
-                "--no-monitor",
-                "--json",
-                "-",
-                "-q",
-                "--time",
-                "0.3s",
-                "--fio",
-            ])
+        &run_json()
+            .args(["--time", "0.3s", "--fio"])
             .arg(&job)
             .args(["--fio-ignore", "thinktime,io_submit_mode,gtod_reduce"])
             .output()
@@ -98,18 +96,9 @@ fn a_job_section_is_the_run() {
     )
     .unwrap();
     let doc = sanbench_testkit::ok_json(
-        &sanbench()
+        &run_json()
             .env("SB_TEST_IMG", &img)
-            .args([
-                "run",
-                "--no-monitor",
-                "--json",
-                "-",
-                "-q",
-                "--section",
-                "mix",
-                "--fio",
-            ])
+            .args(["--section", "mix", "--fio"])
             .arg(&job)
             .output()
             .unwrap(),
@@ -195,18 +184,8 @@ fn the_exported_job_does_the_same_io_mix_under_fio() {
     )
     .unwrap();
     let doc = sanbench_testkit::ok_json(
-        &sanbench()
-            .args([
-                "run",
-                "--no-monitor",
-                "--json",
-                "-",
-                "-q",
-                "--time",
-                "1s",
-                "--size",
-                "32m",
-            ])
+        &run_json()
+            .args(["--time", "1s", "--size", "32m"])
             .arg(&img)
             .arg("--spec")
             .arg(&spec)
@@ -284,18 +263,8 @@ fn suite_jobs_parse_in_fio_and_run_in_sanbench() {
         .unwrap();
     assert!(p.status.success(), "{}", String::from_utf8_lossy(&p.stderr));
     let doc = sanbench_testkit::ok_json(
-        &sanbench()
-            .args([
-                "run",
-                "--no-monitor",
-                "--json",
-                "-",
-                "-q",
-                "--time",
-                "0.2s",
-                "--ramp",
-                "0s",
-            ])
+        &run_json()
+            .args(["--time", "0.2s", "--ramp", "0s"])
             .args(["null:1G", "--section", "database-4k", "--fio"])
             .arg(&file)
             .output()
@@ -315,15 +284,7 @@ fn split_placement_goes_out_to_fio_and_comes_back() {
     let img = dir.path().join("t.img");
     let img = img.to_str().unwrap();
     let job = dir.path().join("split.fio");
-    let run = |extra: &[&str]| {
-        sanbench_testkit::ok_json(
-            &sanbench()
-                .args(["run", "--no-monitor", "--json", "-", "-q"])
-                .args(extra)
-                .output()
-                .unwrap(),
-        )
-    };
+    let run = |extra: &[&str]| sanbench_testkit::ok_json(&run_json().args(extra).output().unwrap());
     let flags = [
         "--size",
         "16m",

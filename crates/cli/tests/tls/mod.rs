@@ -217,25 +217,8 @@ pub struct Peer {
 impl Peer {
     pub fn start(program: &str, package: &str, args: &[String], port: u16) -> Peer {
         sanbench_testkit::require(program, package);
-        let child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
-        let mut peer = Peer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while !sanbench_testkit::nbd_greets(port) {
-            if let Ok(Some(st)) = peer.child.try_wait() {
-                panic!("{program} exited early: {st}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{program} did not greet on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        peer
+        let child = sanbench_testkit::spawn_nbd_peer(Command::new(program).args(args), port);
+        Peer { child, port }
     }
 
     /// `nbdkit memory 64M` on a unix socket, ready once it greets there.

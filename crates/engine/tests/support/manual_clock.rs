@@ -33,8 +33,15 @@ impl Due {
     /// Hands out every I/O due by now; asked to wait (`min` > 0), first moves the clock to
     /// the earliest completion, as a real queue would sleep until it.
     pub fn reap(&mut self, min: usize, out: &mut Vec<Completion>) {
+        self.reap_holding(min, out, |_| {});
+    }
+
+    /// [`reap`](Self::reap), calling `hold` with the time the clock is about to move to
+    /// before it moves.
+    pub fn reap_holding(&mut self, min: usize, out: &mut Vec<Completion>, hold: impl FnOnce(u64)) {
         self.pending.sort();
         if let (true, Some(&(t, _))) = (min > 0, self.pending.first()) {
+            hold(t);
             self.clock.advance_to(t);
         }
         let now = self.clock.now_ns();

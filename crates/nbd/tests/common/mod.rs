@@ -2,11 +2,10 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use sanbench_nbd::{Server, ServerConfig};
 
@@ -23,30 +22,8 @@ pub struct Peer {
 
 impl Peer {
     pub fn start(mut cmd: Command, port: u16) -> Peer {
-        let program = format!("{:?}", cmd.get_program());
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
-        let mut peer = Peer { child, port };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            // Ready means serving: a listening socket alone is not enough (a first connection
-            // has been seen reset during the handshake in a full test run), so wait for the
-            // greeting every NBD server sends at once.
-            if sanbench_testkit::nbd_greets(port) {
-                return peer;
-            }
-            if let Ok(Some(status)) = peer.child.try_wait() {
-                panic!("{program} exited early: {status}");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{program} did not greet NBD clients on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let child = sanbench_testkit::spawn_nbd_peer(&mut cmd, port);
+        Peer { child, port }
     }
 
     pub fn uri(&self, export: &str) -> String {
