@@ -291,7 +291,11 @@ fn under_a_real_mpirun_without_mpi_every_rank_refuses() {
     // "exit status"; it prints that rank and code) and aborts the rest; every rank refuses
     // with 2, so whichever is first, the job's code is 2 (Open MPI 4.1.4: 25 runs out of 25).
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.matches("without the mpi feature").count(), 2, "{err}");
+    // Each rank that got as far as its check says why; the first to exit has mpirun abort the
+    // other, which on a crowded host can be before it printed (one message in a run beside
+    // other tests, 2026-11-29). No rank ran I/O either way.
+    let said = err.matches("without the mpi feature").count();
+    assert!((1..=2).contains(&said), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("IOPS"));
 }
 
