@@ -2,10 +2,10 @@
 //! --listen A --listen B`): every listener polled without blocking, each connection handed to
 //! the server's own thread, and the threads waited for at shutdown. Here because both targets
 //! over the store serve portals the same way (NBD keeps its own loop: it survives
-//! per-connection accept failures).
+//! per-connection accept failures), and the addresses the listeners got (NBD's too).
 
 use std::io;
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -51,6 +51,19 @@ pub fn accept_loop(
         let _ = t.join();
     }
     result
+}
+
+/// Every listener's address, port 0 resolved: what each was given where the kernel cannot
+/// say (`given`: `listen` first, then the further portals, in the listeners' order).
+pub fn local_addrs<'a>(
+    listeners: &[TcpListener],
+    given: impl IntoIterator<Item = &'a SocketAddr>,
+) -> Vec<SocketAddr> {
+    listeners
+        .iter()
+        .zip(given)
+        .map(|(l, a)| l.local_addr().unwrap_or(*a))
+        .collect()
 }
 
 #[cfg(test)]

@@ -21,11 +21,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::arena::Arena;
-use crate::engine::{Completion, Io, Op, QueueConfig, Target, TargetInfo};
+use crate::engine::{Completion, Io, Op, Target, TargetInfo};
 use crate::error::EngineError;
 use crate::run::{stamp_slot, Layout};
 use crate::stamp::{DataSpec, Stamper};
-use crate::sweep::{check_completion, next_piece, piece_size, submit_and_reap};
+use crate::sweep::{check_completion, next_piece, open_queue, piece_size, submit_and_reap};
 use crate::units::format_size;
 
 /// `--precondition auto|none|fill|N`.
@@ -289,14 +289,7 @@ pub fn fill(
         run_id,
     );
     let gen = u32::from(verify.is_some());
-    let mut q = target.open_queue(&QueueConfig {
-        worker: 0,
-        depth,
-        max_len: bs as u32,
-        arena: arena.clone(),
-        io_timeout,
-        socket_ring: None,
-    })?;
+    let mut q = open_queue(target, depth, bs, &arena, io_timeout)?;
     let mut stamper = Stamper::new(data, run_id, 0);
     if let Some(v) = verify {
         stamper = stamper.with_unit(v.unit as usize);

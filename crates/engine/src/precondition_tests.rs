@@ -1,6 +1,7 @@
 //! Tests of precondition.rs.
 
 use super::*;
+use crate::engine::QueueConfig;
 use crate::mem::MemTarget;
 use crate::stamp::{Stamp, UNIT};
 

@@ -2,7 +2,11 @@
 //! verify's read-back (verify/pass.rs) walk `[0, span)` in order, a few pieces in flight.
 //! Set-up and end-of-run code only: a run's streams never come here.
 
-use crate::engine::{Completion, Io, Queue, TargetInfo};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::arena::Arena;
+use crate::engine::{Completion, Io, Queue, QueueConfig, Target, TargetInfo};
 use crate::error::EngineError;
 
 /// The target's block size (at least 1) and the piece size of a pass asked for `bs`: within
@@ -11,6 +15,25 @@ pub(crate) fn piece_size(info: &TargetInfo, bs: u64, span: u64) -> (u64, u64) {
     let block = info.block_size.max(1) as u64;
     let bs = bs.min(info.max_transfer.map_or(u64::MAX, |m| m as u64));
     (block, (bs.min(span) / block * block).max(block))
+}
+
+/// The pass's one queue on `target`: `depth` pieces of up to `bs` bytes in `arena`, on a
+/// ring of its own.
+pub(crate) fn open_queue(
+    target: &dyn Target,
+    depth: u32,
+    bs: u64,
+    arena: &Arc<Arena>,
+    io_timeout: Duration,
+) -> Result<Box<dyn Queue>, EngineError> {
+    target.open_queue(&QueueConfig {
+        worker: 0,
+        depth,
+        max_len: bs as u32,
+        arena: arena.clone(),
+        io_timeout,
+        socket_ring: None,
+    })
 }
 
 /// A free tag and the length of the piece at `*off`; `None` when no tag is free, or when

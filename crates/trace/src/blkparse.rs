@@ -86,8 +86,10 @@ impl<R: BufRead> Blkparse<R> {
             lines: Lines::new(r),
         }
     }
+}
 
-    fn line(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+impl<R: BufRead> Parse for Blkparse<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
         loop {
             let (n, text) = match self.lines.next_line()? {
                 Ok(l) => l,
@@ -134,12 +136,6 @@ impl<R: BufRead> Blkparse<R> {
             });
             return Some(rec);
         }
-    }
-}
-
-impl<R: BufRead> Parse for Blkparse<R> {
-    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
-        self.line()
     }
 }
 

@@ -76,8 +76,10 @@ impl<R: BufRead> Blktrace<R> {
         }
         Ok(true)
     }
+}
 
-    fn record(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+impl<R: BufRead> Parse for Blktrace<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
         loop {
             self.n += 1;
             let mut b = [0u8; RECORD];
@@ -155,12 +157,6 @@ impl<R: BufRead> Blktrace<R> {
             })();
             return Some(rec);
         }
-    }
-}
-
-impl<R: BufRead> Parse for Blktrace<R> {
-    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
-        self.record()
     }
 }
 

@@ -47,8 +47,10 @@ impl<R: BufRead> Iolog<R> {
     pub fn version(&self) -> u8 {
         self.version
     }
+}
 
-    fn line(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+impl<R: BufRead> Parse for Iolog<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
         loop {
             let (n, text) = match self.lines.next_line()? {
                 Ok(l) => l,
@@ -157,12 +159,6 @@ impl<R: BufRead> Iolog<R> {
                 }
             }
         }
-    }
-}
-
-impl<R: BufRead> Parse for Iolog<R> {
-    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
-        self.line()
     }
 }
 

@@ -50,8 +50,10 @@ impl<R: BufRead> Msr<R> {
             lines: Lines::new(r),
         }
     }
+}
 
-    fn line(&mut self) -> Option<Result<TraceRecord, TraceError>> {
+impl<R: BufRead> Parse for Msr<R> {
+    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
         loop {
             let (n, text) = match self.lines.next_line()? {
                 Ok(l) => l,
@@ -96,12 +98,6 @@ impl<R: BufRead> Msr<R> {
             })();
             return Some(rec);
         }
-    }
-}
-
-impl<R: BufRead> Parse for Msr<R> {
-    fn parse_next(&mut self) -> Option<Result<TraceRecord, TraceError>> {
-        self.line()
     }
 }
 

@@ -10,10 +10,10 @@ use super::check::Checker;
 use super::map::GenMap;
 use super::report::VerifyReport;
 use crate::arena::Arena;
-use crate::engine::{Completion, Io, Op, QueueConfig, Target};
+use crate::engine::{Completion, Io, Op, Target};
 use crate::error::EngineError;
 use crate::run::Layout;
-use crate::sweep::{check_completion, next_piece, piece_size, submit_and_reap};
+use crate::sweep::{check_completion, next_piece, open_queue, piece_size, submit_and_reap};
 
 /// Reads `[0, span)` of `target` in `bs`-byte reads, `depth` at a time, checking each with
 /// `checker` against `map` (all cells unknown without one). `progress(done, total)` about
@@ -35,14 +35,7 @@ pub fn verify_span(
     let depth = depth.max(1);
     let lay = Layout::new(bs, 0, depth);
     let arena = Arc::new(Arena::new(lay.total));
-    let mut q = target.open_queue(&QueueConfig {
-        worker: 0,
-        depth,
-        max_len: bs as u32,
-        arena: arena.clone(),
-        io_timeout,
-        socket_ring: None,
-    })?;
+    let mut q = open_queue(target, depth, bs, &arena, io_timeout)?;
     let mut free: Vec<u32> = (0..depth).rev().collect();
     let mut ios: Vec<(u64, u32)> = vec![(0, 0); depth as usize];
     let mut batch = Vec::with_capacity(depth as usize);

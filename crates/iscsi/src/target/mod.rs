@@ -240,11 +240,7 @@ impl Target {
     /// Every portal's address, `listen` first.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         let given = std::iter::once(&self.shared.cfg.listen).chain(&self.shared.cfg.also_listen);
-        self.listeners
-            .iter()
-            .zip(given)
-            .map(|(l, a)| l.local_addr().unwrap_or(*a))
-            .collect()
+        sanbench_blockstore::portals::local_addrs(&self.listeners, given)
     }
 
     /// Serves until `shutdown` becomes true, then waits for connection threads to end.

@@ -305,11 +305,7 @@ impl Server {
     /// Every address, `listen` first.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         let given = std::iter::once(&self.shared.cfg.listen).chain(&self.shared.cfg.also_listen);
-        self.listeners
-            .iter()
-            .zip(given)
-            .map(|(l, a)| l.local_addr().unwrap_or(*a))
-            .collect()
+        sanbench_blockstore::portals::local_addrs(&self.listeners, given)
     }
 
     pub fn stats(&self) -> Arc<ServerStats> {
