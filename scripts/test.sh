@@ -21,7 +21,11 @@
 # since 2026-11-29 20:55 the fuzzing (scripts/test_beside.sh: ~10 CPU-min for the doc tests,
 # lints and nbd check, plus the fuzz targets, on the cores the tests leave idle), then the
 # default build's mpirun check. CI on 2026-11-29 (before line tables only, the fuzzing beside
-# and the cargo tools beside apt) failed on one test after 29 min, its fuzzing not yet run. SANBENCH_TEST_JOBS=2 runs two of the rest
+# and the cargo tools beside apt) failed on one test after 29 min, its fuzzing not yet run.
+# Measured since on a fresh 2-core machine (2026-11-29 evening): deps.sh 4.5 min before the
+# cargo tools went beside apt, the test build 4.9 min; with the build warm, the whole script
+# 18.7 min (test binaries 1052-1096 s; beside them 476 s with clippy's build, the fuzzing
+# included, done 694 s after the first test): ~26 min estimated for CI from fresh. SANBENCH_TEST_JOBS=2 runs two of the rest
 # at once (a few minutes less; timing-sensitive tests are then more exposed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
