@@ -25,8 +25,10 @@
 # Measured since on a fresh 2-core machine (2026-11-29 evening): deps.sh 4.5 min before the
 # cargo tools went beside apt, the test build 4.9 min; with the build warm, the whole script
 # 18.7 min (test binaries 1052-1096 s; beside them 476 s with clippy's build, the fuzzing
-# included, done 694 s after the first test): ~26 min estimated for CI from fresh. SANBENCH_TEST_JOBS=2 runs two of the rest
-# at once (a few minutes less; timing-sensitive tests are then more exposed).
+# included, done 694 s after the first test): ~26 min estimated for CI from fresh. Since
+# 2026-11-29 22:50 the rest run two at a time (SANBENCH_TEST_JOBS, default 2; 1 for one at a
+# time): test binaries 777 s instead of 1052-1096, all passing in two runs of it (777 and 799 s), one with
+# clippy's build beside (the binaries that time themselves stay alone, in ALONE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # /dev/null must be the null device. A CI run failed when it was a regular file holding build
@@ -68,11 +70,11 @@ devnull "the test build"
 # Every test binary, as `cargo test --workspace --features "$FEATURES" --no-fail-fast` would
 # run them (scripts/test_bins.py), in phases: first the binaries that assert rates or times
 # measured on this host, each alone; then the guest tier's, two at a time (a QEMU vCPU takes a
-# core); then the others one at a time. From the guests on, beside them at nice 19 on the CPU
+# core); then the others two at a time. From the guests on, beside them at nice 19 on the CPU
 # they leave idle (scripts/test_beside.sh): the doc tests, the lints, the default build's PSK
 # refusal and the fuzz targets (built, then run); a failure there fails the run.
 ALONE="lab,lab_paths,open_loop,pacing,replay_fidelity,serve_delay,queue_depth"
-scripts/test_bins.py --jobs "${SANBENCH_TEST_JOBS:-1}" --guest-jobs "${SANBENCH_GUEST_JOBS:-2}" \
+scripts/test_bins.py --jobs "${SANBENCH_TEST_JOBS:-2}" --guest-jobs "${SANBENCH_GUEST_JOBS:-2}" \
   --alone "$ALONE" --beside scripts/test_beside.sh --workspace --features "$FEATURES" -- "$threads"
 devnull "the test binaries, the lints and builds beside them"
 # The default build's refusal of a run under mpirun without the mpi feature (PSK without
